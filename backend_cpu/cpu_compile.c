@@ -1,0 +1,365 @@
+/* The CPU backend's compiler driver: finds the system C compiler, turns a
+ * kernel's C source into a shared object in the on-disk cache, and loads it.
+ *
+ * Processes are started with posix_spawnp and an argv, never through a shell,
+ * so paths with spaces and odd environment values cannot be misread. */
+#include "cpu_internal.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* What the compiler said is kept up to this size; the rest is drained. */
+enum { CC_OUTPUT_CAP = 16 * 1024 };
+
+/* Always passed; -march=native is added only when the CPU is part of the key. */
+static const char *const cc_flags[] = {"-O2", "-fPIC", "-shared", "-ffp-contract=off"};
+static const char *const cc_flag_native = "-march=native";
+/* Tried in order when neither the options nor $CC name a compiler. */
+static const char *const cc_defaults[] = {"cc", "gcc", "clang"};
+
+/* ---- toolchain ---- */
+
+/* strdup of an option, or of the environment variable when the option is
+ * unset; empty strings count as unset. *dst stays NULL when neither is set. */
+static bool dup_setting(char **dst, const char *opt, const char *env) {
+  const char *v = opt && *opt ? opt : getenv(env);
+  *dst = NULL;
+  if (!v || !*v) return true;
+  *dst = strdup(v);
+  return *dst != NULL;
+}
+
+tvk_status cpu_toolchain_init(CpuToolchain *t, const DeviceOptions *opt, char *err, size_t errn) {
+  memset(t, 0, sizeof *t);
+  pthread_mutex_init(&t->mu, NULL);
+  t->debug = opt ? opt->debug : 0;
+  cpu_read_cpuinfo(t->cpu_model, sizeof t->cpu_model, &t->cpu_id);
+  if (!dup_setting(&t->cc_request, opt ? opt->cc : NULL, "CC") ||
+      !dup_setting(&t->cache_request, opt ? opt->cache_dir : NULL, "TVK_CACHE_DIR")) {
+    snprintf(err, errn, "out of memory reading the CPU device options");
+    return TVK_ERR_OUT_OF_MEMORY;
+  }
+  return TVK_OK;
+}
+
+void cpu_toolchain_free(CpuToolchain *t) {
+  free(t->cc_request);
+  free(t->cache_request);
+  free(t->cpu_id);
+  free(t->cc);
+  free(t->cc_version);
+  free(t->cache_dir);
+  pthread_mutex_destroy(&t->mu);
+}
+
+/* ---- running a process ---- */
+
+typedef struct {
+  int status;              /* exit status; 128 + signal number when killed */
+  size_t len;              /* bytes kept in out */
+  char out[CC_OUTPUT_CAP]; /* stdout and stderr interleaved, NUL-terminated */
+} CpuRun;
+
+static void read_all(int fd, CpuRun *r) {
+  char sink[4096];
+  for (;;) {
+    size_t room = sizeof r->out - 1 - r->len;
+    char *dst = room ? r->out + r->len : sink;
+    ssize_t n = read(fd, dst, room ? room : sizeof sink);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (room) r->len += (size_t)n;
+  }
+  r->out[r->len] = '\0';
+}
+
+/* Runs argv (argv[0] looked up in PATH unless it has a '/') with stdin from
+ * /dev/null and stdout+stderr captured into r. Returns 0 when the process ran,
+ * else the errno of the failure to start it. */
+static int run_process(char *const argv[], CpuRun *r) {
+  r->len = 0;
+  r->out[0] = '\0';
+  r->status = -1;
+  int fds[2];
+  if (pipe(fds) != 0) return errno;
+  fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+  fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none); /* the caller's blocked signals are not the child's */
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  if (rc == 0) read_all(fds[0], r);
+  close(fds[0]);
+  if (rc != 0) return rc;
+  int ws;
+  while (waitpid(pid, &ws, 0) < 0) {
+    if (errno != EINTR) return errno;
+  }
+  r->status = WIFEXITED(ws) ? WEXITSTATUS(ws) : WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : -1;
+  /* A libc that reports a failed exec only through the child says 127. */
+  if (r->status == 127 && r->len == 0) return ENOENT;
+  return 0;
+}
+
+/* ---- probing the compiler and the cache directory ---- */
+
+/* Asks `cc --version`. Returns 0 and sets t->cc / t->cc_version when it
+ * answered, else the errno of the failed start (or EINVAL for a nonzero exit). */
+static int probe_cc(CpuToolchain *t, const char *cc, CpuRun *r) {
+  char *argv[] = {(char *)cc, "--version", NULL};
+  int rc = run_process(argv, r);
+  if (rc == 0 && r->status != 0) rc = EINVAL;
+  if (rc != 0) return rc;
+  t->cc = strdup(cc);
+  t->cc_version = strdup(r->out);
+  if (!t->cc || !t->cc_version) {
+    free(t->cc), free(t->cc_version);
+    t->cc = t->cc_version = NULL;
+    return ENOMEM;
+  }
+  return 0;
+}
+
+static tvk_status find_cc(Device *d, CpuToolchain *t, CpuRun *r) {
+  if (t->cc_request) {
+    int rc = probe_cc(t, t->cc_request, r);
+    if (rc == EINVAL)
+      return dev_fail(d, TVK_ERR_DEVICE, "C compiler '%s' failed on --version (exit status %d): %s",
+                      t->cc_request, r->status, r->out);
+    if (rc != 0)
+      return dev_fail(d, TVK_ERR_DEVICE,
+                      "no C compiler found: tried '%s' (%s) (set CC or install gcc)", t->cc_request,
+                      strerror(rc));
+    return TVK_OK;
+  }
+  for (size_t i = 0; i < sizeof cc_defaults / sizeof cc_defaults[0]; i++) {
+    int rc = probe_cc(t, cc_defaults[i], r);
+    if (rc == 0) return TVK_OK;
+    if (rc == ENOMEM)
+      return dev_fail(d, TVK_ERR_OUT_OF_MEMORY, "out of memory probing '%s'", cc_defaults[i]);
+  }
+  return dev_fail(
+      d, TVK_ERR_DEVICE,
+      "no C compiler found: tried 'cc', 'gcc', 'clang' in PATH (set CC or install gcc)");
+}
+
+/* First compile of a device: find the compiler and the cache directory. */
+static tvk_status probe(Device *d, CpuToolchain *t) {
+  pthread_mutex_lock(&t->mu);
+  tvk_status st = TVK_OK;
+  if (!t->probed) {
+    CpuRun *r = malloc(sizeof *r);
+    st = r ? TVK_OK : dev_fail(d, TVK_ERR_OUT_OF_MEMORY, "out of memory probing the C compiler");
+    if (st == TVK_OK && !t->cc) st = find_cc(d, t, r);
+    if (st == TVK_OK)
+      st = cpu_cache_dir_open(t->cache_request, &t->cache_dir, d->error, sizeof d->error);
+    t->probed = st == TVK_OK;
+    free(r);
+  }
+  pthread_mutex_unlock(&t->mu);
+  return st;
+}
+
+/* ---- compiling ---- */
+
+static bool valid_name(const char *s) {
+  if (!s || !(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z'))) return false;
+  for (; *s; s++) {
+    char c = *s;
+    if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+      return false;
+  }
+  return true;
+}
+
+/* The cache key of src as compiled by t: everything that changes the .so. */
+static void cache_key(const CpuToolchain *t, const char *src, char key[33]) {
+  CpuHash h;
+  cpu_hash_init(&h);
+  cpu_hash_field(&h, "tvk-cpu-v1");
+  cpu_hash_field(&h, src);
+  cpu_hash_field(&h, t->cc);
+  cpu_hash_field(&h, t->cc_version);
+  for (size_t i = 0; i < sizeof cc_flags / sizeof cc_flags[0]; i++) cpu_hash_field(&h, cc_flags[i]);
+  cpu_hash_field(&h, t->cpu_id ? cc_flag_native : "");
+  cpu_hash_field(&h, t->cpu_id);
+  cpu_hash_hex(&h, key);
+}
+
+static bool write_all(int fd, const char *s, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, s, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    s += w;
+    n -= (size_t)w;
+  }
+  return true;
+}
+
+/* Paths of one compile: the final .so and the two temp files next to it. */
+typedef struct {
+  char so[4096];
+  char src[4096];
+  char tmp_so[4096];
+} CpuPaths;
+
+/* Writes the error of a failed compile: the compiler's output, cut to fit. */
+static tvk_status compile_failed(Device *d, const CpuToolchain *t, const char *name,
+                                 const CpuRun *r) {
+  int head =
+      snprintf(d->error, sizeof d->error,
+               "C compiler '%s' failed on kernel '%s' (exit status %d):\n", t->cc, name, r->status);
+  size_t used = head > 0 ? (size_t)head : 0;
+  if (used >= sizeof d->error - 1) return TVK_ERR_COMPILE;
+  size_t room = sizeof d->error - 1 - used;
+  const char *more = " [...]";
+  if (r->len <= room) {
+    memcpy(d->error + used, r->out, r->len + 1);
+  } else if (room > strlen(more)) {
+    size_t keep = room - strlen(more);
+    memcpy(d->error + used, r->out, keep);
+    memcpy(d->error + used + keep, more, strlen(more) + 1);
+  }
+  return TVK_ERR_COMPILE;
+}
+
+/* Compiles src into p->so: source to a temp file, output to a temp name, then
+ * rename, so a reader (or a racing process) only ever sees a complete .so.
+ * The output temp starts as mkstemp's 0600 file; it is made 0755 like any
+ * library before it is published. */
+static tvk_status build_so(Device *d, const CpuToolchain *t, const char *name, const char *src,
+                           CpuPaths *p) {
+  int sfd = mkstemp(p->src);
+  if (sfd < 0)
+    return dev_fail(d, TVK_ERR_DEVICE, "cannot create '%s': %s", p->src, strerror(errno));
+  /* Name the file after the kernel in the compiler's messages, which are
+   * shorter and clearer than the temp path. */
+  char line[160];
+  snprintf(line, sizeof line, "#line 1 \"%s.c\"\n", name);
+  bool ok = write_all(sfd, line, strlen(line)) && write_all(sfd, src, strlen(src));
+  int werr = errno;
+  close(sfd);
+  int ofd = ok ? mkstemp(p->tmp_so) : -1;
+  if (ofd >= 0) close(ofd);
+  if (!ok || ofd < 0) {
+    unlink(p->src);
+    return dev_fail(d, TVK_ERR_DEVICE, "cannot write kernel '%s' into the cache: %s", name,
+                    strerror(ok ? errno : werr));
+  }
+  const char *argv[16];
+  int n = 0;
+  argv[n++] = t->cc;
+  for (size_t i = 0; i < sizeof cc_flags / sizeof cc_flags[0]; i++) argv[n++] = cc_flags[i];
+  if (t->cpu_id) argv[n++] = cc_flag_native;
+  const char *tail[] = {"-x", "c", p->src, "-x", "none", "-o", p->tmp_so, "-lm", NULL};
+  for (size_t i = 0; i < sizeof tail / sizeof tail[0]; i++) argv[n++] = tail[i];
+
+  tvk_status st = TVK_OK;
+  CpuRun *r = malloc(sizeof *r);
+  if (!r) {
+    st = dev_fail(d, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
+  } else {
+    int rc = run_process((char *const *)argv, r);
+    if (rc != 0)
+      st = dev_fail(d, TVK_ERR_DEVICE, "cannot run C compiler '%s': %s", t->cc, strerror(rc));
+    else if (r->status != 0)
+      st = compile_failed(d, t, name, r);
+    else if (chmod(p->tmp_so, 0755) != 0 || rename(p->tmp_so, p->so) != 0)
+      st = dev_fail(d, TVK_ERR_DEVICE, "cannot rename '%s' to '%s': %s", p->tmp_so, p->so,
+                    strerror(errno));
+  }
+  free(r);
+  unlink(p->src);
+  if (st != TVK_OK) unlink(p->tmp_so);
+  return st;
+}
+
+/* Looks up kernel `name` in the loaded object h; on failure closes h. */
+static tvk_status find_symbol(Device *d, const char *name, const char *path, void *h, void **handle,
+                              CpuKernelFn *fn) {
+  void *sym = dlsym(h, name);
+  if (!sym) {
+    dlclose(h);
+    return dev_fail(d, TVK_ERR_COMPILE, "kernel '%s' compiled, but '%s' defines no function '%s'",
+                    name, path, name);
+  }
+  /* POSIX guarantees a dlsym'ed pointer converts to a function pointer. */
+  memcpy(fn, &sym, sizeof *fn);
+  *handle = h;
+  return TVK_OK;
+}
+
+static tvk_status load(Device *d, const char *name, const char *path, void **handle,
+                       CpuKernelFn *fn) {
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *e = dlerror();
+    return dev_fail(d, TVK_ERR_DEVICE, "cannot load kernel '%s' from '%s': %s", name, path,
+                    e ? e : "unknown dlopen error");
+  }
+  return find_symbol(d, name, path, h, handle, fn);
+}
+
+tvk_status cpu_compile(Device *d, CpuToolchain *t, const char *name, const char *src, void **handle,
+                       CpuKernelFn *fn, bool *cache_hit) {
+  *handle = NULL;
+  *fn = NULL;
+  if (cache_hit) *cache_hit = false;
+  if (!src) return dev_fail(d, TVK_ERR_INVALID_ARG, "compile: kernel source is NULL");
+  if (!valid_name(name))
+    return dev_fail(d, TVK_ERR_INVALID_ARG, "compile: kernel name '%s' is not a C identifier",
+                    name ? name : "(null)");
+  tvk_status st = probe(d, t);
+  if (st != TVK_OK) return st;
+  if (t->debug >= 3) fprintf(stderr, "tvk: CPU kernel %s:\n%s\n", name, src);
+
+  char key[33];
+  cache_key(t, src, key);
+  CpuPaths *p = malloc(sizeof *p);
+  if (!p) return dev_fail(d, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
+  int n1 = snprintf(p->so, sizeof p->so, "%s/%s.so", t->cache_dir, key);
+  int n2 = snprintf(p->src, sizeof p->src, "%s/%s.c-XXXXXX", t->cache_dir, key);
+  int n3 = snprintf(p->tmp_so, sizeof p->tmp_so, "%s/%s.so-XXXXXX", t->cache_dir, key);
+  if (n1 < 0 || n2 < 0 || n3 < 0 || (size_t)n3 >= sizeof p->tmp_so) {
+    free(p);
+    return dev_fail(d, TVK_ERR_DEVICE, "kernel cache path too long: '%s'", t->cache_dir);
+  }
+  /* A cached .so that does not load (truncated by a crash, wrong format) is
+   * rebuilt rather than reported. */
+  void *h = access(p->so, R_OK) == 0 ? dlopen(p->so, RTLD_NOW | RTLD_LOCAL) : NULL;
+  if (h) {
+    st = find_symbol(d, name, p->so, h, handle, fn);
+    if (st == TVK_OK && cache_hit) *cache_hit = true;
+    free(p);
+    return st;
+  }
+  st = build_so(d, t, name, src, p);
+  if (st == TVK_OK) st = load(d, name, p->so, handle, fn);
+  free(p);
+  return st;
+}

@@ -1,0 +1,246 @@
+/* The CPU device: host buffers, kernels compiled by the system C compiler into
+ * cached shared objects, and launches on a persistent thread pool. See
+ * docs/cpu_backend.md. */
+#include "cpu_internal.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Buffers are 64-byte aligned: a cache line, and enough for any vector load. */
+enum { CPU_BUFFER_ALIGN = 64, CPU_MAX_THREADS = 1024, CPU_STACK_BUFS = 32 };
+
+struct DevBuffer {
+  void *data; /* never NULL, even for a zero-size buffer */
+  size_t size;
+};
+
+struct DevProgram {
+  DevProgram *prev, *next; /* the device's list of live programs */
+  Device *owner;
+  void *handle; /* from dlopen */
+  CpuKernelFn fn;
+};
+
+typedef struct {
+  Device base; /* first, so a Device * is a CpuDevice * */
+  CpuToolchain tc;
+  CpuPool *pool;
+  int threads;
+  pthread_mutex_t programs_mu;
+  DevProgram *programs;
+  char name[192];
+} CpuDevice;
+
+static CpuDevice *cpu_of(Device *d) { return (CpuDevice *)d; }
+
+static const char *cpu_name(Device *d) { return cpu_of(d)->name; }
+
+/* ---- buffers ---- */
+
+static tvk_status cpu_alloc(Device *d, size_t nbytes, DevBuffer **out) {
+  *out = NULL;
+  if (nbytes > d->limits.max_buffer_bytes)
+    return dev_fail(d, TVK_ERR_INVALID_ARG,
+                    "alloc: %zu bytes exceeds the largest CPU buffer (%zu bytes)", nbytes,
+                    d->limits.max_buffer_bytes);
+  DevBuffer *b = malloc(sizeof *b);
+  void *data = NULL;
+  /* At least one byte, so a zero-size buffer still has a distinct pointer. */
+  if (!b || posix_memalign(&data, CPU_BUFFER_ALIGN, nbytes ? nbytes : 1) != 0) {
+    free(b);
+    return dev_fail(d, TVK_ERR_OUT_OF_MEMORY, "out of host memory allocating a buffer of %zu bytes",
+                    nbytes);
+  }
+  b->data = data;
+  b->size = nbytes;
+  *out = b;
+  return TVK_OK;
+}
+
+static void cpu_free(Device *d, DevBuffer *b) {
+  (void)d;
+  if (!b) return;
+  free(b->data);
+  free(b);
+}
+
+/* Checks that [offset, offset+n) lies in b without overflowing. */
+static tvk_status check_range(Device *d, const char *what, DevBuffer *b, size_t offset,
+                              const void *host, size_t n) {
+  if (!b) return dev_fail(d, TVK_ERR_INVALID_ARG, "%s: buffer is NULL", what);
+  if (offset > b->size || n > b->size - offset)
+    return dev_fail(d, TVK_ERR_INVALID_ARG,
+                    "%s: offset %zu + size %zu is out of bounds of a buffer of %zu bytes", what,
+                    offset, n, b->size);
+  if (n > 0 && !host) return dev_fail(d, TVK_ERR_INVALID_ARG, "%s: host pointer is NULL", what);
+  return TVK_OK;
+}
+
+static tvk_status cpu_copy_in(Device *d, DevBuffer *b, size_t offset, const void *src, size_t n) {
+  tvk_status st = check_range(d, "copy_in", b, offset, src, n);
+  if (st == TVK_OK && n > 0) memcpy((char *)b->data + offset, src, n);
+  return st;
+}
+
+static tvk_status cpu_copy_out(Device *d, DevBuffer *b, size_t offset, void *dst, size_t n) {
+  tvk_status st = check_range(d, "copy_out", b, offset, dst, n);
+  if (st == TVK_OK && n > 0) memcpy(dst, (const char *)b->data + offset, n);
+  return st;
+}
+
+/* ---- programs ---- */
+
+static tvk_status cpu_compile_op(Device *d, const char *name, const char *src, DevProgram **out,
+                                 bool *cache_hit) {
+  CpuDevice *c = cpu_of(d);
+  *out = NULL;
+  DevProgram *p = calloc(1, sizeof *p);
+  if (!p) return dev_fail(d, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
+  tvk_status st = cpu_compile(d, &c->tc, name, src, &p->handle, &p->fn, cache_hit);
+  if (st != TVK_OK) {
+    free(p);
+    return st;
+  }
+  p->owner = d;
+  pthread_mutex_lock(&c->programs_mu);
+  p->next = c->programs;
+  if (c->programs) c->programs->prev = p;
+  c->programs = p;
+  pthread_mutex_unlock(&c->programs_mu);
+  *out = p;
+  return TVK_OK;
+}
+
+static void program_close(DevProgram *p) {
+  dlclose(p->handle);
+  free(p);
+}
+
+static void cpu_program_free(Device *d, DevProgram *p) {
+  CpuDevice *c = cpu_of(d);
+  if (!p) return;
+  pthread_mutex_lock(&c->programs_mu);
+  if (p->prev)
+    p->prev->next = p->next;
+  else
+    c->programs = p->next;
+  if (p->next) p->next->prev = p->prev;
+  pthread_mutex_unlock(&c->programs_mu);
+  program_close(p);
+}
+
+/* ---- launch ---- */
+
+/* The geometry is not used: every launch is one call per core, and the kernel
+ * splits its outermost loop by core_id. */
+static tvk_status cpu_launch(Device *d, DevProgram *p, DevBuffer *const *bufs, int nbufs,
+                             const int32_t *vals, int nvals, const LaunchDims *dims) {
+  static const int32_t no_vals[1] = {0};
+  (void)dims;
+  if (!p || p->owner != d)
+    return dev_fail(d, TVK_ERR_INVALID_ARG, "launch: program is %s",
+                    p ? "of another device" : "NULL");
+  if (nbufs < 0 || nvals < 0 || (nbufs > 0 && !bufs) || (nvals > 0 && !vals))
+    return dev_fail(d, TVK_ERR_INVALID_ARG,
+                    "launch: bad arguments (nbufs %d, bufs %p, nvals %d, vals %p)", nbufs,
+                    (const void *)bufs, nvals, (const void *)vals);
+  void *local[CPU_STACK_BUFS] = {0};
+  void **ptrs = local;
+  if (nbufs > CPU_STACK_BUFS && !(ptrs = malloc((size_t)nbufs * sizeof *ptrs)))
+    return dev_fail(d, TVK_ERR_OUT_OF_MEMORY, "launch: out of memory for %d buffer pointers",
+                    nbufs);
+  for (int i = 0; i < nbufs; i++) {
+    if (!bufs[i]) {
+      if (ptrs != local) free(ptrs);
+      return dev_fail(d, TVK_ERR_INVALID_ARG, "launch: buffer %d of %d is NULL", i, nbufs);
+    }
+    ptrs[i] = bufs[i]->data;
+  }
+  cpu_pool_run(cpu_of(d)->pool, p->fn, ptrs, nvals > 0 ? vals : no_vals);
+  if (ptrs != local) free(ptrs);
+  return TVK_OK;
+}
+
+/* Launches finish before they return, so there is nothing to wait for. */
+static tvk_status cpu_sync(Device *d) {
+  (void)d;
+  return TVK_OK;
+}
+
+/* ---- lifetime ---- */
+
+static void cpu_destroy(Device *d) {
+  CpuDevice *c = cpu_of(d);
+  if (!c) return;
+  while (c->programs) {
+    DevProgram *p = c->programs;
+    c->programs = p->next;
+    program_close(p);
+  }
+  cpu_pool_destroy(c->pool);
+  cpu_toolchain_free(&c->tc);
+  pthread_mutex_destroy(&c->programs_mu);
+  free(c);
+}
+
+static const DeviceOps cpu_ops = {
+    .name = cpu_name,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .copy_in = cpu_copy_in,
+    .copy_out = cpu_copy_out,
+    .compile = cpu_compile_op,
+    .program_free = cpu_program_free,
+    .launch = cpu_launch,
+    .sync = cpu_sync,
+    .destroy = cpu_destroy,
+};
+
+static int thread_count(const DeviceOptions *opt) {
+  long n = opt && opt->threads > 0 ? opt->threads : sysconf(_SC_NPROCESSORS_ONLN);
+  if (n < 1) n = 1;
+  return n > CPU_MAX_THREADS ? CPU_MAX_THREADS : (int)n;
+}
+
+tvk_status cpu_device_create(const DeviceOptions *opt, Device **out, char *err, size_t errn) {
+  char dummy[1];
+  if (!err || errn == 0) err = dummy, errn = sizeof dummy;
+  err[0] = '\0';
+  if (!out) {
+    snprintf(err, errn, "cpu_device_create: out is NULL");
+    return TVK_ERR_INVALID_ARG;
+  }
+  *out = NULL;
+  if (opt && opt->threads < 0) {
+    snprintf(err, errn, "cpu_device_create: threads is %d (0 means one per core)", opt->threads);
+    return TVK_ERR_INVALID_ARG;
+  }
+  CpuDevice *c = calloc(1, sizeof *c);
+  if (!c) {
+    snprintf(err, errn, "out of memory creating the CPU device");
+    return TVK_ERR_OUT_OF_MEMORY;
+  }
+  pthread_mutex_init(&c->programs_mu, NULL);
+  c->base.ops = &cpu_ops;
+  c->threads = thread_count(opt);
+  tvk_status st = cpu_toolchain_init(&c->tc, opt, err, errn);
+  if (st == TVK_OK) st = cpu_pool_create(c->threads, &c->pool, err, errn);
+  if (st != TVK_OK) {
+    cpu_destroy(&c->base);
+    return st;
+  }
+  c->base.limits = (DeviceLimits){
+      .max_buffer_bytes = SIZE_MAX / 2,
+      .max_global = {INT32_MAX, INT32_MAX, INT32_MAX},
+      .max_local_threads = 1,
+      .shared_mem_bytes = 0,
+      .cores = c->threads,
+  };
+  snprintf(c->name, sizeof c->name, "CPU (%s, %d thread%s)", c->tc.cpu_model, c->threads,
+           c->threads == 1 ? "" : "s");
+  *out = &c->base;
+  return TVK_OK;
+}

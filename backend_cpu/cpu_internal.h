@@ -1,0 +1,98 @@
+/* Internals of the CPU backend, shared by its files only (src/ never sees them).
+ *
+ *   cpu_device.c   the DeviceOps table: buffers, programs, launch
+ *   cpu_pool.c     the persistent thread pool a launch runs on
+ *   cpu_compile.c  the C compiler: finding it, running it, loading its output
+ *   cpu_cache.c    the on-disk cache: its directory and the content key
+ *
+ * docs/cpu_backend.md describes the kernel ABI, the cache and the threading.
+ */
+#ifndef TVK_BACKEND_CPU_INTERNAL_H
+#define TVK_BACKEND_CPU_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/device.h"
+
+/* The ABI of a compiled kernel: buffer data pointers, symbolic int values, and
+ * which of the n_cores calls of one launch this is. */
+typedef void (*CpuKernelFn)(void *const *bufs, const int32_t *vals, int32_t core_id,
+                            int32_t n_cores);
+
+/* ---- thread pool (cpu_pool.c) ---- */
+
+typedef struct CpuPool CpuPool;
+
+/* Starts n-1 workers; the launching thread is core 0. n >= 1. On failure writes
+ * a message into err and returns TVK_ERR_DEVICE or TVK_ERR_OUT_OF_MEMORY. */
+tvk_status cpu_pool_create(int n, CpuPool **out, char *err, size_t errn);
+/* Calls fn(bufs, vals, core, n) for every core in 0..n-1, in parallel, and
+ * returns when all calls have returned. Launches from several threads are
+ * serialised. */
+void cpu_pool_run(CpuPool *p, CpuKernelFn fn, void *const *bufs, const int32_t *vals);
+/* Joins the workers; NULL ok. */
+void cpu_pool_destroy(CpuPool *p);
+
+/* ---- content hash and cache directory (cpu_cache.c) ---- */
+
+/* A 128-bit, non-cryptographic hash: two 64-bit lanes with different
+ * multipliers, each finished with a full avalanche mix. Strong enough that two
+ * different kernels never share a cache file by accident; not meant to resist
+ * someone crafting collisions (who can write the cache can replace a .so anyway). */
+typedef struct {
+  uint64_t a, b, n;
+} CpuHash;
+
+void cpu_hash_init(CpuHash *h);
+/* Adds one field, length-prefixed, so ("ab","c") and ("a","bc") differ. NULL is
+ * hashed as an empty field. */
+void cpu_hash_field(CpuHash *h, const char *s);
+/* Writes 32 lowercase hex digits and a NUL into out. */
+void cpu_hash_hex(const CpuHash *h, char out[33]);
+
+/* Where the cache lives. `explicit_dir` is opt->cache_dir or $TVK_CACHE_DIR:
+ * when set it is used or fails; otherwise $XDG_CACHE_HOME/tvk, ~/.cache/tvk and
+ * finally ${TMPDIR:-/tmp}/tvk-<uid> are tried in turn. On success *out is a
+ * malloc'ed path of an existing, writable directory. On failure returns
+ * TVK_ERR_DEVICE with a message in err naming the directory and the reason. */
+tvk_status cpu_cache_dir_open(const char *explicit_dir, char **out, char *err, size_t errn);
+
+/* ---- compiler (cpu_compile.c) ---- */
+
+/* What a device knows about its compiler and CPU. Probing the compiler
+ * (`cc --version`) and creating the cache directory happen at the first
+ * compile, under `mu`, so a device without a compiler can still be created. */
+typedef struct {
+  pthread_mutex_t mu;
+  char *cc_request;    /* opt->cc or $CC; NULL: try cc, gcc, clang */
+  char *cache_request; /* opt->cache_dir or $TVK_CACHE_DIR; NULL: default places */
+  char cpu_model[128]; /* for the device name */
+  char *cpu_id;        /* identity lines of /proc/cpuinfo; NULL if unknown */
+  int debug;
+  bool probed;      /* cc, cc_version and cache_dir below are set */
+  char *cc;         /* the compiler that answered --version */
+  char *cc_version; /* its --version output */
+  char *cache_dir;
+} CpuToolchain;
+
+/* Reads options, environment and /proc/cpuinfo; starts no process. Returns TVK_ERR_OUT_OF_MEMORY
+ * or TVK_OK. */
+tvk_status cpu_toolchain_init(CpuToolchain *t, const DeviceOptions *opt, char *err, size_t errn);
+void cpu_toolchain_free(CpuToolchain *t);
+
+/* Compiles `src` (or finds it in the cache) and loads it. On success *handle is
+ * a dlopen handle and *fn the kernel `name` in it. Errors (in d->error):
+ * TVK_ERR_DEVICE (no compiler, unusable cache directory, dlopen failure),
+ * TVK_ERR_COMPILE (the compiler rejected the source, or `name` is not in it). */
+tvk_status cpu_compile(Device *d, CpuToolchain *t, const char *name, const char *src, void **handle,
+                       CpuKernelFn *fn, bool *cache_hit);
+
+/* The "model name" of /proc/cpuinfo (or "unknown CPU") into out; and, when id
+ * is not NULL, a malloc'ed string of the lines that identify the CPU's
+ * instruction set (NULL if none were found). */
+void cpu_read_cpuinfo(char *model, size_t modeln, char **id);
+
+#endif

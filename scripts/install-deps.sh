@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages tvk builds and tests with, and nothing when
+# they are all present. Runs as root (or through sudo when it is available).
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config clang
+  libvulkan-dev libvulkan-volk-dev         # Vulkan headers + loader, volk (compiled into libtvk)
+  libshaderc-dev glslc glslang-dev spirv-tools  # GLSL -> SPIR-V
+  libcmocka-dev                             # tests
+  mesa-vulkan-drivers vulkan-validationlayers vulkan-tools  # lavapipe + validation for tests
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds tvk, and runs every test suite.
+#   scripts/test.sh            plain build in build/
+#   scripts/test.sh sanitize   ASan + UBSan build in build-asan/
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+
+mode=${1:-plain}
+case "$mode" in
+  plain) dir=build; flags=() ;;
+  sanitize) dir=build-asan; flags=(-DTVK_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug) ;;
+  *) echo "usage: $0 [plain|sanitize]" >&2; exit 2 ;;
+esac
+
+cmake -S . -B "$dir" "${flags[@]}" >/dev/null
+cmake --build "$dir" -j"$(nproc)"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+cd "$dir" && ctest --output-on-failure -j"$(nproc)"

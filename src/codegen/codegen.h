@@ -1,0 +1,103 @@
+/* The codegen passes, in pipeline order (kernel.c runs them):
+ *
+ *   kernel_verify      check the AST, infer shapes, drop size-1 reduce axes
+ *   lower_kernel       views -> index math, axes -> RANGE, reduce -> accumulator
+ *   uop_simplify       symbolic.h: fold and simplify the index and value math
+ *   legalize_dtypes    math on storage-only dtypes (float16 in C) goes through
+ *                      the language's compute type
+ *   linearize          order the graph into RANGE ... ENDRANGE blocks
+ *   render_program     render.h: the linear program -> source text
+ *
+ * ---- The lowered graph (what lower_kernel returns) ----
+ *
+ *   SINK(STORE, ...)
+ *   STORE(INDEX, value [, gate])      `if (gate) buf[idx] = value`
+ *   LOAD(INDEX [, alt, gate])         `gate ? buf[idx] : alt` (memory untouched when
+ *                                     the gate is false)
+ *   INDEX(DEFINE_GLOBAL, idx)         the place buf[idx]; dtype: the buffer pointer
+ *   RANGE(end) arg_int(axis)          a loop over [0, end); int32
+ *   SPECIAL arg_var("core_id"|"n_cores", lo, hi)   which core runs this call, of how many
+ *   DEFINE_ACC(identity, RANGE...)    arg_int(n): accumulator n, reset to identity
+ *                                     before the loops over its RANGEs
+ *   ASSIGN(acc, value)                acc = value inside those loops; users of the
+ *                                     ASSIGN read the final value after the loops
+ *   ALU ops, CAST, CONST, DEFINE_VAR  as in the AST
+ *
+ * Loop nesting is implied by the graph (linearize.c): RANGEs that no
+ * accumulator owns ("output" ranges) nest in order of their axis, outermost
+ * first, and every STORE sits inside all of them; an accumulator's RANGEs nest,
+ * in their DEFINE_ACC order, inside the output ranges and inside whatever other
+ * ranges its ASSIGN depends on. Every other UOp goes in the innermost loop whose
+ * ranges it depends on, so loop-invariant code is hoisted.
+ */
+#ifndef TVK_CODEGEN_CODEGEN_H
+#define TVK_CODEGEN_CODEGEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codegen/kernel.h"
+#include "ir/uop.h"
+#include "ir/view.h"
+#include "tvk.h"
+
+/* An error of a pass: status and message. */
+typedef struct {
+  tvk_status status;
+  char msg[512];
+} CgError;
+
+/* Records the first error (later ones keep it) and returns its status. */
+tvk_status cg_fail(CgError *e, tvk_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- kernel_ast.c ---- */
+
+typedef struct {
+  int ndim;
+  int64_t full[TVK_MAX_DIMS]; /* the full shape (loads inside reduces) */
+  int64_t out[TVK_MAX_DIMS];  /* the output shape: 1 at reduced axes */
+  uint32_t reduce_axes;       /* bit d: some REDUCE_AXIS reduces axis d */
+} KernelShape;
+
+/* Checks `ast` against the contract of kernel.h and infers its shapes. On
+ * success *norm is the AST with every REDUCE_AXIS reducing only axes of size
+ * other than 1 in its input (sorted; a reduce left with none is replaced by its
+ * input), autoreleased. */
+tvk_status kernel_verify(UOp *ast, UOp **norm, KernelShape *ks, CgError *err);
+/* E_<full shape> or r_<full shape> into buf (n bytes). */
+void kernel_default_name(const KernelShape *ks, char *buf, size_t n);
+
+/* ---- lower.c ---- */
+
+/* Largest core count the lowered code is correct for (the bounds of the
+ * core_id and n_cores SPECIALs). */
+#define CG_MAX_CORES 4096
+
+/* Lowers a verified AST (kernel_verify's *norm) to the graph described above.
+ * The outermost output axis of size other than 1 is split across cores (with
+ * no such axis, a one-iteration loop that only core 0 runs). Autoreleased. */
+tvk_status lower_kernel(UOp *ast, const KernelShape *ks, UOp **out, CgError *err);
+
+/* ---- legalize.c ---- */
+
+/* Rewrites ALU ops and casts on the dtypes `lang` only stores (float16,
+ * bfloat16 in C) so their math is done in lang's compute type, rounding back
+ * after each op, which matches the IR's per-op rounding. Autoreleased. */
+tvk_status legalize_dtypes(UOp *sink, const Lang *lang, UOp **out, CgError *err);
+
+/* ---- linearize.c ---- */
+
+typedef struct {
+  UOp **uops; /* retained; in program order, ENDRANGE after each loop body */
+  size_t n;
+} LinearProgram;
+
+/* Orders the lowered graph under sink (see above). Definitions (DEFINE_GLOBAL,
+ * DEFINE_VAR, SPECIAL, CONST) come first; SINK itself is not in the list. */
+tvk_status linearize(UOp *sink, LinearProgram *out, CgError *err);
+void linear_free(LinearProgram *lp); /* releases the UOps; NULL ok */
+/* One line per UOp: "  12 RANGE  int32  [3]  2", malloc'd (caller frees). */
+char *linear_dump(const LinearProgram *lp);
+
+#endif

@@ -1,0 +1,105 @@
+/* Code generation for one kernel: kernel AST -> lowered UOps -> linear program
+ * -> source text. This header is the contract between the scheduler (which
+ * builds kernel ASTs) and codegen. docs/codegen.md walks through an example.
+ *
+ * ---- The kernel AST (tinygrad 0.10's kernel ASTs) ----
+ *
+ *   SINK(STORE, ...)                    one or more stores (multi-output kernels)
+ *   STORE(DEFINE_GLOBAL, VIEW, value)   write `value` through the view
+ *   LOAD(DEFINE_GLOBAL, VIEW)           read through the view; masked (padded)
+ *                                       positions read 0 and touch no memory
+ *   CONST(VIEW)                         a scalar constant with a shape; 0 outside
+ *                                       the view's mask (valid ? c : 0)
+ *   CONST                               (no source) a scalar broadcast anywhere
+ *   DEFINE_VAR                          an int32 symbolic value (arg_var(name, lo, hi)),
+ *                                       passed at launch in vals[] (see vars below)
+ *   ALU ops (G_ALU) and CAST            elementwise, with numpy-style broadcasting
+ *                                       of size-1 dims
+ *   REDUCE_AXIS(x)                      arg_reduce(op, axes), op ADD, MUL or MAX: the
+ *                                       result has size 1 at `axes`
+ *
+ * DEFINE_GLOBAL has a pointer dtype dt_ptr(dt, ADDR_GLOBAL) and arg_int(i), the
+ * index of the buffer in the kernel's buffer list; indices must be 0..n-1, each
+ * with one element type. VIEW has arg_st(ShapeTracker) and no sources.
+ *
+ * Shapes: every view in a kernel has the same number of dims. The *full shape*
+ * is, per dim, the one size other than 1 that some view has there (or 1). Loads
+ * inside a reduce see the full shape; the stores' views all have the *output
+ * shape*: the full shape with 1 at every reduced axis. A size-1 dim of any view
+ * broadcasts. Two REDUCE_AXIS of one kernel reduce either the same axes or
+ * disjoint ones, and a reduce nested in another's input reduces other axes
+ * (same-axis nesting needs the inner result materialised: two kernels).
+ *
+ * ---- The generated kernel ----
+ *
+ * The C kernel ABI is the CPU device's:
+ *   void <name>(void *const *bufs, const int32_t *vals, int32_t core_id, int32_t n_cores)
+ * bufs[i] is buffer i's data, vals[j] the value of vars[j]. Every core runs the
+ * whole kernel; the outermost output loop is split into n_cores contiguous
+ * chunks by core_id, so the calls write disjoint parts of the outputs.
+ * Indices are int32: a buffer or a shape with 2^31 elements or more is refused.
+ *
+ * Ownership: codegen never keeps or releases the caller's UOps; every UOp it
+ * makes is dropped before it returns (uctx_live is back where it was).
+ * Errors come back as a status and a message in KernelSource.error; nothing
+ * aborts on a bad AST.
+ */
+#ifndef TVK_CODEGEN_KERNEL_H
+#define TVK_CODEGEN_KERNEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ir/uop.h"
+#include "ir/view.h"
+#include "tvk.h"
+
+typedef struct Lang Lang; /* render.h: a language table */
+
+typedef struct {
+  uint8_t dtype; /* ScalarType of the elements */
+  bool read;     /* loaded from by the kernel */
+  bool written;  /* stored to by the kernel */
+} KernelBuf;
+
+typedef struct {
+  char *name; /* as in arg_var */
+  int64_t lo, hi;
+} KernelVar;
+
+typedef struct {
+  char *name;       /* kernel function name (a C identifier) */
+  char *src;        /* the complete source text */
+  char *uops;       /* the linear program, one UOp a line (only if asked for) */
+  int nbufs;
+  KernelBuf *bufs;  /* bufs[i]: DEFINE_GLOBAL arg i */
+  int nvars;
+  KernelVar *vars;  /* in vals[] order: sorted by name */
+  int ndim;
+  int64_t full_shape[TVK_MAX_DIMS];
+  int64_t out_shape[TVK_MAX_DIMS];
+  char error[512];  /* the message when a call returned an error; "" otherwise */
+} KernelSource;
+
+typedef struct {
+  const Lang *lang; /* NULL: C (lang_c) */
+  bool want_uops;   /* fill KernelSource.uops (TVK_DEBUG >= 4) */
+} CodegenOpts;
+
+/* Generates the kernel for `ast` (a SINK as above) in C. `name` is the function
+ * name, or NULL for a name made from the shape: E_<full shape> for elementwise
+ * kernels, r_<full shape> for kernels with a reduce (E_4_1000, r_64_1024); the
+ * same AST always gives the same source, so on-disk caches hit.
+ * On success fills *out (free with kernel_source_free) and returns TVK_OK. On
+ * error returns TVK_ERR_INVALID_ARG (a malformed AST, with what was wrong and
+ * where), TVK_ERR_DTYPE (a dtype or op the language cannot express),
+ * TVK_ERR_OUT_OF_MEMORY or TVK_ERR_INTERNAL; out->error says which, and every
+ * other field of *out is empty. */
+tvk_status codegen_kernel(UOp *ast, const char *name, KernelSource *out);
+/* The same with options (another language table, the UOp listing). opts may be NULL. */
+tvk_status codegen_kernel_opts(UOp *ast, const char *name, const CodegenOpts *opts,
+                               KernelSource *out);
+/* Frees what *ks holds and empties it; NULL ok. */
+void kernel_source_free(KernelSource *ks);
+
+#endif

@@ -1,0 +1,126 @@
+/* The C-family renderer: one walker over a linear program (codegen.h), driven
+ * by a language table. A backend adds a language by filling a Lang; the walker
+ * never asks which language it renders, so anything a language does
+ * differently is a field here.
+ *
+ * ---- Templates ----
+ * Most fields are templates: text with placeholders, expanded by the walker.
+ *   $0 $1 $2 $3   the operands (rendered expressions of the UOp's sources)
+ *   $T            the type of the value (for ALU ops: of the operands, so that
+ *                 CMPLT on int32 sees int32; for casts: the result)
+ *   $S            the type of source 0 (casts)
+ *   $U            the wrap type of $T (unsigned, at least 32 bits: integer math
+ *                 that may overflow is done in it)
+ *   $N $M         short names of $T's and $S's dtype ("i32"): helper names
+ *   $F            the math-function suffix of $T ("f" for float in C: sqrtf)
+ *   $W            the bit width of $T
+ *   $V            a variable name (declarations, loops, buffers, vars)
+ *   $I            an index (buffer number, position in vals)
+ *   $B            a buffer's element type
+ *   $R            the read-only qualifier, for buffers the kernel only reads
+ *   $K            the kernel name
+ *   $$            a dollar sign
+ * An operand a template uses twice is always a named variable, never an inline
+ * expression, so nothing is evaluated twice and text does not grow
+ * exponentially.
+ *
+ * ---- Helpers ----
+ * A Spell may name a helper: a template of a function definition, expanded with
+ * the same placeholders as the op. Each distinct expansion is put once before
+ * the kernel, only when some op uses it.
+ */
+#ifndef TVK_CODEGEN_RENDER_H
+#define TVK_CODEGEN_RENDER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "codegen/codegen.h"
+#include "ir/dtype.h"
+#include "ir/ops.h"
+
+typedef struct {
+  const char *expr;   /* template of the expression; NULL: the language cannot do it */
+  const char *helper; /* template of a function the expression calls, or NULL */
+} Spell;
+
+/* Which ALU table an op uses, by the dtype of its operands. */
+typedef enum { CL_BOOL, CL_SINT, CL_UINT, CL_FLOAT, CL_COUNT } TypeClass;
+
+/* A cast spelling for sources in `from` and results in `to` (DT_BIT sets). */
+typedef struct {
+  uint32_t from, to;
+  Spell spell;
+} CastSpell;
+
+/* How a SPECIAL (by name) is written. */
+typedef struct {
+  const char *name, *text;
+} SpecialSpell;
+
+struct Lang {
+  const char *name;
+
+  /* ---- types ---- */
+  const char *type[DT_COUNT];        /* $T: a value of the dtype (storage-only ones hold their bits) */
+  const char *buf_type[DT_COUNT];    /* $B: an element of a buffer */
+  const char *wrap_type[DT_COUNT];   /* $U */
+  const char *short_name[DT_COUNT];  /* $N, $M */
+  const char *math_suffix[DT_COUNT]; /* $F */
+  uint32_t storage_only;             /* DT_BITs that are only loaded, stored and cast ... */
+  uint8_t compute_type;              /* ... and computed in this ScalarType (legalize.c) */
+
+  /* ---- literals ---- */
+  const char *lit_suffix[DT_COUNT]; /* after an integer or float literal: "u", "LL", "f" */
+  int float_digits[DT_COUNT];       /* significant digits that round-trip (9 for float32) */
+  const char *true_lit, *false_lit;
+  const char *inf, *ninf, *nan;     /* templates ($T: the float type) */
+  const char *storage_lit;          /* a storage-only constant: $0 is its bits in hex */
+
+  /* ---- the kernel ---- */
+  const char *file_header;   /* once, before the helpers */
+  const char *buf_decl_file; /* per buffer, at file scope ($I $V $B $R); "" for none */
+  const char *func_open;     /* $K */
+  const char *buf_decl;      /* per buffer, inside the function ($I $V $B $R) */
+  const char *ro_qualifier;  /* $R of a buffer that is only read */
+  const char *var_decl;      /* per DEFINE_VAR ($V, $I: its position in vals) */
+  const char *no_vars;       /* when the kernel has no DEFINE_VAR */
+  const char *func_close;
+  const SpecialSpell *specials;
+  int nspecials;
+  const char *indent;        /* one level of indentation */
+
+  /* ---- statements ---- */
+  const char *decl;        /* define a variable $V of type $T from $0 */
+  const char *assign;      /* $V = $0 */
+  const char *range_open;  /* a loop $V of type $T over [0, $0) */
+  const char *range_close;
+  const char *index;       /* the place of element $1 of buffer $0 */
+  const char *load_gated;  /* $2 ? (the value at place $0) : $1 */
+  const char *store;       /* place $0 = $1 */
+  const char *store_gated; /* if ($2) place $0 = $1 */
+
+  /* ---- ops ---- */
+  Spell alu[CL_COUNT][OP_COUNT];
+  const CastSpell *casts; /* first match wins */
+  int ncasts;
+};
+
+/* The C language table (render_c.c): the CPU device's kernel ABI. */
+extern const Lang lang_c;
+
+/* Info about the kernel that the source needs besides the program. */
+typedef struct {
+  const char *name;
+  int nbufs;
+  const KernelBuf *bufs;
+  int nvars;
+  UOp *const *vars; /* DEFINE_VARs in vals[] order */
+} RenderInfo;
+
+/* Renders the program; *src is malloc'd (caller frees). TVK_ERR_DTYPE when the
+ * language has no spelling for an op on a dtype. */
+tvk_status render_program(const LinearProgram *lp, const Lang *lang, const RenderInfo *info,
+                          char **src, CgError *err);
+
+#endif

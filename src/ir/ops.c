@@ -1,0 +1,37 @@
+#include "ops.h"
+
+#include <assert.h>
+
+_Static_assert(OP_COUNT <= 128, "OpSet holds 128 ops");
+_Static_assert(OP_COUNT <= 256, "ops are stored in a uint8_t");
+
+static const char *const names[OP_COUNT] = {
+    [OP_NONE] = "NONE",
+#define OP(name, groups) [OP_##name] = #name,
+#include "ops.def"
+#undef OP
+};
+
+#define WITH_ALU(g) ((g) | (((g) & (G_UNARY | G_BINARY | G_TERNARY)) ? G_ALU : 0u))
+static const uint32_t groups_of[OP_COUNT] = {
+#define OP(name, groups) [OP_##name] = WITH_ALU(groups),
+#include "ops.def"
+#undef OP
+};
+
+const char *op_name(Op op) {
+  assert(op < OP_COUNT);
+  return names[op];
+}
+
+uint32_t op_groups(Op op) {
+  assert(op < OP_COUNT);
+  return groups_of[op];
+}
+
+OpSet opset_of_groups(uint32_t groups) {
+  OpSet s = {{0, 0}};
+  for (int op = 1; op < OP_COUNT; op++)
+    if (groups_of[op] & groups) opset_add(&s, (Op)op);
+  return s;
+}

@@ -1,0 +1,78 @@
+/* The device interface: the only way the core talks to a backend.
+ *
+ * A backend fills a DeviceOps table; src/ never sees Vulkan or dlopen. Every
+ * fallible entry returns a tvk_status and, on error, writes a message (naming
+ * what failed and the values involved) into the device's error buffer, read
+ * with dev_error(). No entry aborts on a failure of the outside world (a missing
+ * compiler, out of memory, a driver error).
+ */
+#ifndef TVK_RUNTIME_DEVICE_H
+#define TVK_RUNTIME_DEVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tvk.h"
+
+typedef struct Device Device;
+typedef struct DevBuffer DevBuffer;   /* backend-defined */
+typedef struct DevProgram DevProgram; /* backend-defined */
+
+/* Launch geometry: global (work-group count) and local (work-group size) per
+ * axis. The CPU backend runs global[0]*global[1]*global[2] as one call per core
+ * and lets the kernel split its outermost loop. */
+typedef struct {
+  int64_t global[3];
+  int64_t local[3];
+} LaunchDims;
+
+typedef struct {
+  size_t max_buffer_bytes;   /* largest single buffer */
+  int64_t max_global[3];     /* max work-group count per dimension */
+  int64_t max_local_threads; /* max invocations per work group */
+  size_t shared_mem_bytes;   /* per work group; 0 if none */
+  int cores;                 /* CPU: threads used per launch */
+} DeviceLimits;
+
+typedef struct {
+  const char *(*name)(Device *d);
+  tvk_status (*alloc)(Device *d, size_t nbytes, DevBuffer **out);
+  void (*free)(Device *d, DevBuffer *b); /* NULL ok */
+  tvk_status (*copy_in)(Device *d, DevBuffer *b, size_t offset, const void *src, size_t n);
+  tvk_status (*copy_out)(Device *d, DevBuffer *b, size_t offset, void *dst, size_t n);
+  /* Compile kernel `name` from source, through the on-disk cache. `*cache_hit`
+   * tells whether a compiled result was reused. */
+  tvk_status (*compile)(Device *d, const char *name, const char *src, DevProgram **out, bool *cache_hit);
+  void (*program_free)(Device *d, DevProgram *p); /* NULL ok */
+  /* Enqueue a launch; it may run before this returns or at the next sync. */
+  tvk_status (*launch)(Device *d, DevProgram *p, DevBuffer *const *bufs, int nbufs, const int32_t *vals,
+                       int nvals, const LaunchDims *dims);
+  tvk_status (*sync)(Device *d); /* wait for everything enqueued */
+  void (*destroy)(Device *d);    /* frees everything of the device */
+} DeviceOps;
+
+/* Common header of every device; backends embed it first in their struct. */
+struct Device {
+  const DeviceOps *ops;
+  DeviceLimits limits;
+  char error[1024];
+};
+
+static inline const char *dev_error(const Device *d) { return d->error; }
+/* printf into d->error; returns status for `return dev_fail(d, TVK_ERR_X, ...)`. */
+tvk_status dev_fail(Device *d, tvk_status status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Options common to backends, filled from the context (environment or options). */
+typedef struct {
+  const char *cache_dir; /* NULL: $TVK_CACHE_DIR, else $XDG_CACHE_HOME/tvk, else ~/.cache/tvk */
+  const char *cc;        /* CPU: C compiler; NULL: $CC, else "cc" */
+  int threads;           /* CPU: 0 = one per core */
+  int debug;             /* TVK_DEBUG level */
+} DeviceOptions;
+
+/* Backend constructors. On failure return the status and write a message into
+ * err (errn bytes); *out is NULL. */
+tvk_status cpu_device_create(const DeviceOptions *opt, Device **out, char *err, size_t errn);
+
+#endif

@@ -1,0 +1,676 @@
+/* Tests of the CPU device (backend_cpu/): buffers, the compiler driver and its
+ * on-disk cache, the thread pool, and the errors of each. Every kernel's result
+ * is checked against a plain loop here. The suite runs in a fresh cache
+ * directory (TVK_CACHE_DIR under mkdtemp), removed at the end. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "runtime/device.h"
+
+/* The OOM test asks for SIZE_MAX/2 bytes: under ASan that must fail like
+ * malloc does, not abort the process. Unused without ASan. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
+
+typedef struct {
+  char root[256];  /* the mkdtemp directory; everything the suite writes is below */
+  char cache[300]; /* root/cache: TVK_CACHE_DIR for the suite */
+} Suite;
+
+/* ---- helpers ---- */
+
+static void rm_rf(const char *path) {
+  struct stat st;
+  if (lstat(path, &st) != 0) return;
+  if (S_ISDIR(st.st_mode)) {
+    DIR *dir = opendir(path);
+    struct dirent *e;
+    while (dir && (e = readdir(dir))) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      char sub[1024];
+      snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+      rm_rf(sub);
+    }
+    if (dir) closedir(dir);
+    rmdir(path);
+  } else {
+    unlink(path);
+  }
+}
+
+/* Entries of dir whose name ends in suffix (all entries when suffix is NULL). */
+static int count_files(const char *dir, const char *suffix) {
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    size_t len = strlen(e->d_name), sl = suffix ? strlen(suffix) : 0;
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    if (!suffix || (len >= sl && !strcmp(e->d_name + len - sl, suffix))) n++;
+  }
+  closedir(d);
+  return n;
+}
+
+/* The name of a .so in dir, into out. */
+static bool find_so(const char *dir, char *out, size_t outn) {
+  DIR *d = opendir(dir);
+  bool found = false;
+  struct dirent *e;
+  while (d && !found && (e = readdir(d))) {
+    size_t len = strlen(e->d_name);
+    if (len < 3 || strcmp(e->d_name + len - 3, ".so")) continue;
+    snprintf(out, outn, "%s", e->d_name);
+    found = true;
+  }
+  if (d) closedir(d);
+  return found;
+}
+
+static char *save_env(const char *name) {
+  const char *v = getenv(name);
+  return v ? strdup(v) : NULL;
+}
+
+static void restore_env(const char *name, char *saved) {
+  if (saved)
+    setenv(name, saved, 1);
+  else
+    unsetenv(name);
+  free(saved);
+}
+
+static Device *make_dev(int threads) {
+  DeviceOptions opt = {.threads = threads};
+  Device *d = NULL;
+  char err[256];
+  tvk_status st = cpu_device_create(&opt, &d, err, sizeof err);
+  if (st != TVK_OK) fail_msg("cpu_device_create: %s", err);
+  return d;
+}
+
+static DevProgram *must_compile(Device *d, const char *name, const char *src, bool *hit) {
+  DevProgram *p = NULL;
+  bool h = false;
+  tvk_status st = d->ops->compile(d, name, src, &p, &h);
+  if (st != TVK_OK) fail_msg("compile %s: %s: %s", name, tvk_status_name(st), dev_error(d));
+  if (hit) *hit = h;
+  return p;
+}
+
+static DevBuffer *must_alloc(Device *d, size_t n) {
+  DevBuffer *b = NULL;
+  tvk_status st = d->ops->alloc(d, n, &b);
+  if (st != TVK_OK) fail_msg("alloc %zu: %s", n, dev_error(d));
+  return b;
+}
+
+static void assert_contains(const char *hay, const char *needle) {
+  if (!strstr(hay, needle)) fail_msg("expected \"%s\" in message: %s", needle, hay);
+}
+
+/* c[i] = a[i] * b[i] + vals[1] for i < vals[0], split into n_cores chunks. */
+static const char mul_add_src[] =
+    "#include <stdint.h>\n"
+    "void mul_add(void *const *bufs, const int32_t *vals, int32_t core_id, int32_t n_cores) {\n"
+    "  float *c = bufs[0];\n"
+    "  const float *a = bufs[1], *b = bufs[2];\n"
+    "  int64_t n = vals[0], per = (n + n_cores - 1) / n_cores;\n"
+    "  int64_t lo = core_id * per, hi = lo + per < n ? lo + per : n;\n"
+    "  for (int64_t i = lo; i < hi; i++) c[i] = a[i] * b[i] + (float)vals[1];\n"
+    "}\n";
+
+/* Each core counts its calls, records n_cores, and ORs the misalignment of
+ * the vals[0] buffers after the first. */
+static const char cores_src[] =
+    "#include <stdint.h>\n"
+    "void cores(void *const *bufs, const int32_t *vals, int32_t core_id, int32_t n_cores) {\n"
+    "  int32_t *hits = bufs[0];\n"
+    "  uintptr_t mis = 0;\n"
+    "  for (int32_t i = 1; i <= vals[0]; i++) mis |= (uintptr_t)bufs[i] % 64;\n"
+    "  hits[core_id] += 1;\n"
+    "  hits[64 + core_id] = n_cores;\n"
+    "  hits[128 + core_id] = (int32_t)mis;\n"
+    "}\n";
+
+/* A small kernel whose source differs by `tag`, for cache tests. */
+static void tagged_src(char *out, size_t n, const char *name, int tag) {
+  snprintf(out, n,
+           "#include <stdint.h>\n"
+           "void %s(void *const *bufs, const int32_t *vals, int32_t core_id, int32_t n_cores) {\n"
+           "  (void)vals; (void)n_cores;\n"
+           "  if (core_id == 0) ((int32_t *)bufs[0])[0] = %d;\n"
+           "}\n",
+           name, tag);
+}
+
+/* Runs a tagged kernel on d and returns what it wrote. */
+static int32_t run_tagged(Device *d, DevProgram *p) {
+  DevBuffer *b = must_alloc(d, 4);
+  int32_t v = -1;
+  assert_int_equal(d->ops->copy_in(d, b, 0, &v, 4), TVK_OK);
+  assert_int_equal(d->ops->launch(d, p, &b, 1, NULL, 0, NULL), TVK_OK);
+  assert_int_equal(d->ops->sync(d), TVK_OK);
+  assert_int_equal(d->ops->copy_out(d, b, 0, &v, 4), TVK_OK);
+  d->ops->free(d, b);
+  return v;
+}
+
+/* ---- suite setup ---- */
+
+static int suite_setup(void **state) {
+  Suite *s = calloc(1, sizeof *s);
+  if (!s) return -1;
+  const char *tmp = getenv("TMPDIR");
+  snprintf(s->root, sizeof s->root, "%s/tvk-cpu-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(s->root)) {
+    free(s);
+    return -1;
+  }
+  snprintf(s->cache, sizeof s->cache, "%s/cache", s->root);
+  setenv("TVK_CACHE_DIR", s->cache, 1);
+  *state = s;
+  return 0;
+}
+
+static int suite_teardown(void **state) {
+  Suite *s = *state;
+  rm_rf(s->root);
+  unsetenv("TVK_CACHE_DIR");
+  free(s);
+  return 0;
+}
+
+/* ---- tests ---- */
+
+static void test_create(void **state) {
+  (void)state;
+  Device *d = make_dev(3);
+  assert_int_equal(d->limits.cores, 3);
+  assert_true(d->limits.max_buffer_bytes == SIZE_MAX / 2);
+  const char *name = d->ops->name(d);
+  assert_true(strncmp(name, "CPU (", 5) == 0);
+  assert_contains(name, "3 threads)");
+  d->ops->destroy(d);
+
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  d = make_dev(0); /* one per core */
+  assert_int_equal(d->limits.cores, online < 1 ? 1 : online > 1024 ? 1024 : online);
+  d->ops->destroy(d);
+
+  DeviceOptions bad = {.threads = -2};
+  char err[128];
+  d = (Device *)&bad; /* must be reset to NULL */
+  assert_int_equal(cpu_device_create(&bad, &d, err, sizeof err), TVK_ERR_INVALID_ARG);
+  assert_null(d);
+  assert_contains(err, "-2");
+}
+
+static void test_buffer_round_trip(void **state) {
+  (void)state;
+  Device *d = make_dev(1);
+  enum { N = 1000 };
+  unsigned char in[N], out[N], want[N];
+  for (int i = 0; i < N; i++) in[i] = (unsigned char)(i * 37 + 11);
+  DevBuffer *b = must_alloc(d, N);
+  assert_int_equal(d->ops->copy_in(d, b, 0, in, N), TVK_OK);
+  assert_int_equal(d->ops->copy_out(d, b, 0, out, N), TVK_OK);
+  assert_memory_equal(in, out, N);
+
+  /* A partial write lands at its offset and nowhere else. */
+  unsigned char patch[50];
+  memset(patch, 0xAB, sizeof patch);
+  memcpy(want, in, N);
+  memset(want + 100, 0xAB, 50);
+  assert_int_equal(d->ops->copy_in(d, b, 100, patch, 50), TVK_OK);
+  assert_int_equal(d->ops->copy_out(d, b, 0, out, N), TVK_OK);
+  assert_memory_equal(want, out, N);
+  assert_int_equal(d->ops->copy_out(d, b, 990, out, 10), TVK_OK);
+  assert_memory_equal(want + 990, out, 10);
+  assert_int_equal(d->ops->copy_in(d, b, N, NULL, 0), TVK_OK); /* empty at the end */
+  d->ops->free(d, b);
+
+  DevBuffer *z = must_alloc(d, 0);
+  assert_int_equal(d->ops->copy_in(d, z, 0, in, 0), TVK_OK);
+  assert_int_equal(d->ops->copy_out(d, z, 0, out, 0), TVK_OK);
+  d->ops->free(d, z);
+  d->ops->free(d, NULL);
+  d->ops->destroy(d);
+}
+
+static void test_buffer_bounds(void **state) {
+  (void)state;
+  Device *d = make_dev(1);
+  unsigned char tmp[16] = {0};
+  DevBuffer *b = must_alloc(d, 10);
+  assert_int_equal(d->ops->copy_in(d, b, 9, tmp, 2), TVK_ERR_INVALID_ARG);
+  assert_contains(dev_error(d), "offset 9");
+  assert_contains(dev_error(d), "size 2");
+  assert_contains(dev_error(d), "10 bytes");
+  assert_int_equal(d->ops->copy_out(d, b, 11, tmp, 0), TVK_ERR_INVALID_ARG);
+  assert_contains(dev_error(d), "copy_out");
+  /* offset + size overflows size_t: still an error, not a wrap-around. */
+  assert_int_equal(d->ops->copy_out(d, b, 2, tmp, SIZE_MAX), TVK_ERR_INVALID_ARG);
+  assert_int_equal(d->ops->copy_in(d, b, SIZE_MAX, tmp, 2), TVK_ERR_INVALID_ARG);
+  assert_int_equal(d->ops->copy_in(d, b, 0, NULL, 1), TVK_ERR_INVALID_ARG);
+  assert_int_equal(d->ops->copy_in(d, NULL, 0, tmp, 1), TVK_ERR_INVALID_ARG);
+
+  DevBuffer *z = must_alloc(d, 0);
+  assert_int_equal(d->ops->copy_in(d, z, 0, tmp, 1), TVK_ERR_INVALID_ARG);
+  assert_contains(dev_error(d), "0 bytes");
+  d->ops->free(d, z);
+  d->ops->free(d, b);
+  d->ops->destroy(d);
+}
+
+static void test_alloc_too_big(void **state) {
+  (void)state;
+  Device *d = make_dev(1);
+  DevBuffer *b = (DevBuffer *)d; /* must be reset to NULL */
+  size_t max = d->limits.max_buffer_bytes;
+  char want[64];
+  snprintf(want, sizeof want, "%zu", max);
+  assert_int_equal(d->ops->alloc(d, max, &b), TVK_ERR_OUT_OF_MEMORY);
+  assert_null(b);
+  assert_contains(dev_error(d), want);
+  assert_int_equal(d->ops->alloc(d, max + 1, &b), TVK_ERR_INVALID_ARG);
+  assert_null(b);
+  d->ops->destroy(d);
+}
+
+/* mul_add on 1, 2 and 7 threads and several sizes, against a loop here. */
+static void test_kernel_mul_add(void **state) {
+  (void)state;
+  static const int threads[] = {1, 2, 7};
+  static const int32_t sizes[] = {0, 1, 1000, 1000003};
+  for (size_t t = 0; t < 3; t++) {
+    Device *d = make_dev(threads[t]);
+    bool hit = true;
+    DevProgram *p = must_compile(d, "mul_add", mul_add_src, &hit);
+    assert_int_equal(hit, t > 0); /* the first device compiles, the others reuse */
+    for (size_t s = 0; s < 4; s++) {
+      int32_t n = sizes[s];
+      size_t bytes = (size_t)n * sizeof(float);
+      float *a = malloc(bytes + 4), *bv = malloc(bytes + 4), *c = malloc(bytes + 4);
+      assert_non_null(a), assert_non_null(bv), assert_non_null(c);
+      for (int32_t i = 0; i < n; i++) {
+        a[i] = (float)(i % 1000); /* small integers: every product is exact */
+        bv[i] = (float)(i % 7 - 3);
+        c[i] = -1234.0f;
+      }
+      DevBuffer *bufs[3] = {must_alloc(d, bytes), must_alloc(d, bytes), must_alloc(d, bytes)};
+      assert_int_equal(d->ops->copy_in(d, bufs[0], 0, c, bytes), TVK_OK);
+      assert_int_equal(d->ops->copy_in(d, bufs[1], 0, a, bytes), TVK_OK);
+      assert_int_equal(d->ops->copy_in(d, bufs[2], 0, bv, bytes), TVK_OK);
+      int32_t vals[2] = {n, 5};
+      LaunchDims dims = {{1, 1, 1}, {1, 1, 1}};
+      assert_int_equal(d->ops->launch(d, p, bufs, 3, vals, 2, &dims), TVK_OK);
+      assert_int_equal(d->ops->sync(d), TVK_OK);
+      assert_int_equal(d->ops->copy_out(d, bufs[0], 0, c, bytes), TVK_OK);
+      for (int32_t i = 0; i < n; i++) {
+        float want = (float)(i % 1000) * (float)(i % 7 - 3) + 5.0f;
+        if (c[i] != want)
+          fail_msg("threads %d n %d: c[%d] = %g, want %g", threads[t], n, i, c[i], want);
+      }
+      for (int k = 0; k < 3; k++) d->ops->free(d, bufs[k]);
+      free(a), free(bv), free(c);
+    }
+    d->ops->program_free(d, p);
+    d->ops->destroy(d);
+  }
+}
+
+/* Every launch calls each core exactly once with the right n_cores, and
+ * buffers are 64-byte aligned. Many launches stress the pool's hand-off. */
+static void test_each_core_once(void **state) {
+  (void)state;
+  enum { LAUNCHES = 300 };
+  static const int threads[] = {1, 2, 7};
+  for (size_t t = 0; t < 3; t++) {
+    Device *d = make_dev(threads[t]);
+    DevProgram *p = must_compile(d, "cores", cores_src, NULL);
+    int32_t hits[192] = {0};
+    DevBuffer *bufs[4] = {must_alloc(d, sizeof hits), must_alloc(d, 0), must_alloc(d, 3),
+                          must_alloc(d, 1001)};
+    assert_int_equal(d->ops->copy_in(d, bufs[0], 0, hits, sizeof hits), TVK_OK);
+    int32_t vals[1] = {3};
+    for (int i = 0; i < LAUNCHES; i++)
+      assert_int_equal(d->ops->launch(d, p, bufs, 4, vals, 1, NULL), TVK_OK);
+    assert_int_equal(d->ops->copy_out(d, bufs[0], 0, hits, sizeof hits), TVK_OK);
+    for (int c = 0; c < 64; c++) {
+      int want = c < threads[t] ? LAUNCHES : 0;
+      if (hits[c] != want) fail_msg("threads %d: core %d ran %d times", threads[t], c, hits[c]);
+      assert_int_equal(hits[64 + c], c < threads[t] ? threads[t] : 0);
+      assert_int_equal(hits[128 + c], 0); /* misalignment */
+    }
+    for (int k = 0; k < 4; k++) d->ops->free(d, bufs[k]);
+    d->ops->program_free(d, p);
+    d->ops->destroy(d);
+  }
+}
+
+/* More buffers than the launch keeps on its stack. */
+static void test_many_buffers(void **state) {
+  (void)state;
+  enum { NB = 40 };
+  static const char src[] =
+      "#include <stdint.h>\n"
+      "void many(void *const *bufs, const int32_t *vals, int32_t core_id, int32_t n_cores) {\n"
+      "  (void)n_cores;\n"
+      "  if (core_id == 0) for (int32_t i = 0; i < vals[0]; i++) *(int32_t *)bufs[i] = i * "
+      "vals[1];\n"
+      "}\n";
+  Device *d = make_dev(2);
+  DevProgram *p = must_compile(d, "many", src, NULL);
+  DevBuffer *bufs[NB];
+  for (int i = 0; i < NB; i++) bufs[i] = must_alloc(d, 4);
+  int32_t vals[2] = {NB, 3};
+  assert_int_equal(d->ops->launch(d, p, bufs, NB, vals, 2, NULL), TVK_OK);
+  for (int i = 0; i < NB; i++) {
+    int32_t v = -1;
+    assert_int_equal(d->ops->copy_out(d, bufs[i], 0, &v, 4), TVK_OK);
+    assert_int_equal(v, i * 3);
+    d->ops->free(d, bufs[i]);
+  }
+  d->ops->program_free(d, p);
+  d->ops->destroy(d);
+}
+
+static void test_launch_errors(void **state) {
+  (void)state;
+  Device *d = make_dev(2), *other = make_dev(1);
+  char src[512];
+  tagged_src(src, sizeof src, "launch_err", 1);
+  DevProgram *p = must_compile(d, "launch_err", src, NULL);
+  DevBuffer *b = must_alloc(d, 4);
+  DevBuffer *two[2] = {b, NULL};
+  assert_int_equal(d->ops->launch(d, NULL, &b, 1, NULL, 0, NULL), TVK_ERR_INVALID_ARG);
+  assert_int_equal(d->ops->launch(d, p, two, 2, NULL, 0, NULL), TVK_ERR_INVALID_ARG);
+  assert_contains(dev_error(d), "buffer 1");
+  assert_int_equal(d->ops->launch(d, p, NULL, 1, NULL, 0, NULL), TVK_ERR_INVALID_ARG);
+  assert_int_equal(d->ops->launch(d, p, &b, 1, NULL, 2, NULL), TVK_ERR_INVALID_ARG);
+  assert_int_equal(other->ops->launch(other, p, &b, 1, NULL, 0, NULL), TVK_ERR_INVALID_ARG);
+  assert_int_equal(run_tagged(d, p), 1);
+  d->ops->free(d, b);
+  d->ops->program_free(d, p);
+  d->ops->destroy(d);
+  other->ops->destroy(other);
+}
+
+/* The second compile of a source loads the cached .so and runs no compiler;
+ * a different source is a miss; only .so files stay in the cache. */
+static void test_cache_hit_and_miss(void **state) {
+  Suite *s = *state;
+  char src1[512], src2[512];
+  tagged_src(src1, sizeof src1, "tag", 101);
+  tagged_src(src2, sizeof src2, "tag", 102);
+  Device *d = make_dev(2);
+  int before = count_files(s->cache, ".so");
+  bool hit = true;
+  DevProgram *p1 = must_compile(d, "tag", src1, &hit);
+  assert_false(hit);
+  assert_int_equal(count_files(s->cache, ".so"), before + 1);
+
+  DevProgram *p2 = must_compile(d, "tag", src1, &hit);
+  assert_true(hit);
+  assert_int_equal(count_files(s->cache, ".so"), before + 1);
+  assert_int_equal(run_tagged(d, p2), 101);
+  d->ops->program_free(d, p2);
+  assert_int_equal(run_tagged(d, p1), 101); /* still loaded after the other handle went */
+
+  /* A new device (as a new process would) finds it too. */
+  Device *d2 = make_dev(1);
+  DevProgram *p3 = must_compile(d2, "tag", src1, &hit);
+  assert_true(hit);
+  assert_int_equal(count_files(s->cache, ".so"), before + 1);
+
+  DevProgram *p4 = must_compile(d2, "tag", src2, &hit);
+  assert_false(hit);
+  assert_int_equal(count_files(s->cache, ".so"), before + 2);
+  assert_int_equal(run_tagged(d2, p4), 102);
+  assert_int_equal(run_tagged(d2, p3), 101);
+  /* No temp source or half-written .so left behind. */
+  assert_int_equal(count_files(s->cache, NULL), count_files(s->cache, ".so"));
+  d->ops->program_free(d, p1);
+  d2->ops->program_free(d2, p3);
+  d2->ops->program_free(d2, p4);
+  d->ops->destroy(d);
+  d2->ops->destroy(d2);
+}
+
+/* A cached .so that cannot be loaded (say, truncated by a crash) is rebuilt. */
+static void test_cache_corrupt_rebuilt(void **state) {
+  Suite *s = *state;
+  char src[512], priv[512], so[256], path[1024], err[256];
+  tagged_src(src, sizeof src, "corrupt", 7);
+  snprintf(priv, sizeof priv, "%s/corrupt-dir", s->root);
+  DeviceOptions opt = {.threads = 1, .cache_dir = priv};
+  Device *d = NULL;
+  assert_int_equal(cpu_device_create(&opt, &d, err, sizeof err), TVK_OK);
+  DevProgram *p = must_compile(d, "corrupt", src, NULL);
+  d->ops->program_free(d, p); /* unloaded, so the next dlopen reads the file */
+  d->ops->destroy(d);
+  assert_true(find_so(priv, so, sizeof so));
+  snprintf(path, sizeof path, "%s/%s", priv, so);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("not an ELF file", f);
+  fclose(f);
+
+  assert_int_equal(cpu_device_create(&opt, &d, err, sizeof err), TVK_OK);
+  bool hit = true;
+  p = must_compile(d, "corrupt", src, &hit);
+  assert_false(hit);
+  assert_int_equal(run_tagged(d, p), 7);
+  assert_int_equal(count_files(priv, NULL), 1);
+  d->ops->program_free(d, p);
+  d->ops->destroy(d);
+}
+
+static void test_compile_error(void **state) {
+  Suite *s = *state;
+  static const char src[] =
+      "#include <stdint.h>\n"
+      "void broken(void *const *bufs, const int32_t *vals, int32_t core_id, int32_t n_cores) {\n"
+      "  this is not C;\n"
+      "}\n";
+  Device *d = make_dev(1);
+  must_compile(d, "mul_add", mul_add_src, NULL); /* freed by destroy */
+  int n0 = count_files(s->cache, NULL);
+  DevProgram *p = (DevProgram *)d;
+  bool hit = true;
+  assert_int_equal(d->ops->compile(d, "broken", src, &p, &hit), TVK_ERR_COMPILE);
+  assert_null(p);
+  assert_false(hit);
+  assert_contains(dev_error(d), "broken");
+  assert_contains(dev_error(d), "error");            /* the compiler's own words */
+  assert_int_equal(count_files(s->cache, NULL), n0); /* no .so, no temp file */
+  d->ops->destroy(d);
+}
+
+static void test_missing_symbol_and_bad_names(void **state) {
+  (void)state;
+  char src[512];
+  tagged_src(src, sizeof src, "present", 3);
+  Device *d = make_dev(1);
+  DevProgram *p = (DevProgram *)d;
+  for (int round = 0; round < 2; round++) { /* a miss, then from the cache */
+    assert_int_equal(d->ops->compile(d, "absent", src, &p, NULL), TVK_ERR_COMPILE);
+    assert_null(p);
+    assert_contains(dev_error(d), "'absent'");
+  }
+  assert_int_equal(d->ops->compile(d, "1abc", src, &p, NULL), TVK_ERR_INVALID_ARG);
+  assert_int_equal(d->ops->compile(d, "a b", src, &p, NULL), TVK_ERR_INVALID_ARG);
+  assert_int_equal(d->ops->compile(d, "", src, &p, NULL), TVK_ERR_INVALID_ARG);
+  assert_int_equal(d->ops->compile(d, NULL, src, &p, NULL), TVK_ERR_INVALID_ARG);
+  assert_int_equal(d->ops->compile(d, "present", NULL, &p, NULL), TVK_ERR_INVALID_ARG);
+  p = must_compile(d, "present", src, NULL);
+  assert_int_equal(run_tagged(d, p), 3);
+  d->ops->program_free(d, p);
+  d->ops->program_free(d, NULL);
+  d->ops->destroy(d);
+}
+
+static void test_no_compiler(void **state) {
+  (void)state;
+  static const char *const bad = "/nonexistent dir/no-such-cc";
+  char *saved = save_env("CC");
+  setenv("CC", bad, 1);
+  Device *d = make_dev(1); /* creating works; compiling says why not */
+  DevProgram *p = (DevProgram *)d;
+  assert_int_equal(d->ops->compile(d, "mul_add", mul_add_src, &p, NULL), TVK_ERR_DEVICE);
+  assert_null(p);
+  assert_contains(dev_error(d), "no C compiler found");
+  assert_contains(dev_error(d), bad);
+  assert_contains(dev_error(d), "set CC");
+  d->ops->destroy(d);
+  restore_env("CC", saved);
+
+  /* The option wins over $CC. */
+  DeviceOptions opt = {.threads = 1, .cc = bad};
+  char err[256];
+  assert_int_equal(cpu_device_create(&opt, &d, err, sizeof err), TVK_OK);
+  assert_int_equal(d->ops->compile(d, "mul_add", mul_add_src, &p, NULL), TVK_ERR_DEVICE);
+  assert_contains(dev_error(d), bad);
+  d->ops->destroy(d);
+}
+
+/* Compiles one tagged kernel on a new device and returns its status. */
+static tvk_status compile_once(const DeviceOptions *opt, int tag, char *msg, size_t msgn) {
+  Device *d = NULL;
+  char err[256], src[512];
+  tvk_status st = cpu_device_create(opt, &d, err, sizeof err);
+  if (st != TVK_OK) fail_msg("create: %s", err);
+  tagged_src(src, sizeof src, "where", tag);
+  DevProgram *p = NULL;
+  st = d->ops->compile(d, "where", src, &p, NULL);
+  snprintf(msg, msgn, "%s", dev_error(d));
+  if (st == TVK_OK) {
+    assert_int_equal(run_tagged(d, p), tag);
+    d->ops->program_free(d, p);
+  }
+  d->ops->destroy(d);
+  return st;
+}
+
+/* Where the cache goes: the option, $TVK_CACHE_DIR, $XDG_CACHE_HOME/tvk, and a
+ * private temp dir when the home cannot be written. */
+static void test_cache_locations(void **state) {
+  Suite *s = *state;
+  char *saved[4] = {save_env("TVK_CACHE_DIR"), save_env("XDG_CACHE_HOME"), save_env("HOME"),
+                    save_env("TMPDIR")};
+  char dir[512], msg[1024];
+  DeviceOptions opt = {.threads = 1};
+
+  snprintf(dir, sizeof dir, "%s/with space/nested dir", s->root);
+  opt.cache_dir = dir; /* created with its parents; spaces are fine */
+  assert_int_equal(compile_once(&opt, 201, msg, sizeof msg), TVK_OK);
+  assert_int_equal(count_files(dir, ".so"), 1);
+  opt.cache_dir = NULL;
+
+  unsetenv("TVK_CACHE_DIR");
+  snprintf(dir, sizeof dir, "%s/xdg", s->root);
+  setenv("XDG_CACHE_HOME", dir, 1);
+  assert_int_equal(compile_once(&opt, 202, msg, sizeof msg), TVK_OK);
+  snprintf(dir, sizeof dir, "%s/xdg/tvk", s->root);
+  assert_int_equal(count_files(dir, ".so"), 1);
+
+  unsetenv("XDG_CACHE_HOME");
+  setenv("HOME", "/proc/tvk-no-home", 1); /* cannot be created, even by root */
+  snprintf(dir, sizeof dir, "%s/tmp", s->root);
+  mkdir(dir, 0700);
+  setenv("TMPDIR", dir, 1);
+  assert_int_equal(compile_once(&opt, 203, msg, sizeof msg), TVK_OK);
+  snprintf(dir, sizeof dir, "%s/tmp/tvk-%lu", s->root, (unsigned long)getuid());
+  assert_int_equal(count_files(dir, ".so"), 1);
+
+  setenv("TVK_CACHE_DIR", "/proc/tvk-no-cache", 1); /* explicit: no fallback */
+  assert_int_equal(compile_once(&opt, 204, msg, sizeof msg), TVK_ERR_DEVICE);
+  assert_contains(msg, "/proc/tvk-no-cache");
+
+  restore_env("TVK_CACHE_DIR", saved[0]);
+  restore_env("XDG_CACHE_HOME", saved[1]);
+  restore_env("HOME", saved[2]);
+  restore_env("TMPDIR", saved[3]);
+}
+
+/* TVK_DEBUG >= 3 prints each kernel's source to stderr. */
+static void test_debug_prints_source(void **state) {
+  Suite *s = *state;
+  char path[512], src[512], text[4096] = {0};
+  snprintf(path, sizeof path, "%s/stderr.txt", s->root);
+  tagged_src(src, sizeof src, "shown", 301);
+  DeviceOptions opt = {.threads = 1, .debug = 3};
+  Device *d = NULL;
+  char err[256];
+  assert_int_equal(cpu_device_create(&opt, &d, err, sizeof err), TVK_OK);
+
+  fflush(stderr);
+  int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  assert_true(saved >= 0 && fd >= 0);
+  dup2(fd, 2);
+  close(fd);
+  DevProgram *p = NULL;
+  tvk_status st = d->ops->compile(d, "shown", src, &p, NULL);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  assert_int_equal(st, TVK_OK);
+
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  assert_contains(text, "shown");
+  assert_contains(text, "= 301;");
+  d->ops->program_free(d, p);
+  d->ops->destroy(d);
+}
+
+/* Programs still alive at destroy are closed by it (LSan checks). */
+static void test_destroy_with_live_programs(void **state) {
+  (void)state;
+  Device *d = make_dev(2);
+  DevBuffer *b = must_alloc(d, 64);
+  must_compile(d, "mul_add", mul_add_src, NULL);
+  must_compile(d, "cores", cores_src, NULL);
+  d->ops->free(d, b);
+  d->ops->destroy(d);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_create),
+      cmocka_unit_test(test_buffer_round_trip),
+      cmocka_unit_test(test_buffer_bounds),
+      cmocka_unit_test(test_alloc_too_big),
+      cmocka_unit_test(test_kernel_mul_add),
+      cmocka_unit_test(test_each_core_once),
+      cmocka_unit_test(test_many_buffers),
+      cmocka_unit_test(test_launch_errors),
+      cmocka_unit_test(test_cache_hit_and_miss),
+      cmocka_unit_test(test_cache_corrupt_rebuilt),
+      cmocka_unit_test(test_compile_error),
+      cmocka_unit_test(test_missing_symbol_and_bad_names),
+      cmocka_unit_test(test_no_compiler),
+      cmocka_unit_test(test_cache_locations),
+      cmocka_unit_test(test_debug_prints_source),
+      cmocka_unit_test(test_destroy_with_live_programs),
+  };
+  return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
+}
