@@ -1,17 +1,45 @@
 /* tvk: a lazy tensor library in C11.
  *
- * This header is the whole public API. The tensor functions arrive with the
- * frontend; today it holds the status codes and dtypes every layer shares.
+ * A program builds tensor expressions with the functions below; nothing runs
+ * until a result is needed (tvk_realize, tvk_to_host). Then tvk schedules the
+ * whole graph into as few kernels as it can, generates source for each kernel,
+ * compiles it (cached on disk) and runs it on the context's device.
+ *
+ * Conventions that hold for every function here:
+ * - Ownership: every function returning a tvk_tensor* returns a new tensor the
+ *   caller owns and releases with tvk_release (or leaves to tvk_ctx_destroy, or
+ *   to a scope: tvk_scope_begin/end). Inputs are never consumed: releasing an
+ *   input after using it is always safe, the result keeps what it needs.
+ * - Errors: tensor functions never return NULL for a bad call. They return a
+ *   tensor in an error state (tvk_status_of != TVK_OK) whose message names the
+ *   op and the values that were wrong; ops on an error tensor return an error
+ *   tensor with the same status and message. tvk_realize and tvk_to_host return
+ *   the status and make the message tvk_ctx_error's. NULL is returned only when
+ *   a tensor argument is NULL *and* no context can be found, or when memory for
+ *   the tensor itself ran out. Nothing aborts the process on bad input.
+ * - Thread safety: a context and its tensors are used from one thread at a
+ *   time. Different contexts are independent and may be used from different
+ *   threads.
+ * - Broadcasting and promotion follow numpy: shapes are aligned at the end, a
+ *   size-1 dim stretches; mixed dtypes promote to the smallest type both fit
+ *   (bool < int8 < int16 < int32 < int64, uint8 < uint16 ..., ints < floats,
+ *   float16/bfloat16 < float32 < float64).
  */
 #ifndef TVK_H
 #define TVK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* ------------------------------------------------------------------ basics */
+
 /* Every fallible call returns one of these; the message of the last error is
- * kept by the context it happened in. */
+ * kept by the context it happened in (tvk_ctx_error). */
 typedef enum {
   TVK_OK = 0,
   TVK_ERR_INVALID_ARG,   /* a NULL where a value is needed, an out-of-range argument */
@@ -34,7 +62,7 @@ typedef enum {
   TVK_UINT32,
   TVK_INT64,
   TVK_UINT64,
-  TVK_FLOAT16,
+  TVK_FLOAT16, /* IEEE half, stored as 16 bits */
   TVK_BFLOAT16,
   TVK_FLOAT32,
   TVK_FLOAT64,
@@ -42,6 +70,239 @@ typedef enum {
 
 /* A short constant name of a status ("TVK_ERR_SHAPE"); never NULL. */
 const char *tvk_status_name(tvk_status s);
+/* "float32", ...; "invalid" for a value out of the enum. Never NULL. */
+const char *tvk_dtype_name(tvk_dtype dt);
+/* Bytes of one element (bool: 1); 0 for a value out of the enum. */
+size_t tvk_dtype_size(tvk_dtype dt);
+
+/* The most dims a tensor has. */
+#define TVK_MAX_DIMS 16
+
+typedef struct tvk_ctx tvk_ctx;
+typedef struct tvk_tensor tvk_tensor;
+
+/* ------------------------------------------------------------------ context */
+
+/* Options of a context. Zero-initialise, set what you need; every field has an
+ * environment variable that is read when the field is left 0/NULL. */
+typedef struct {
+  const char *device;    /* "CPU", "VK", "VK:1"; NULL: $TVK_DEVICE, else the best available */
+  int debug;             /* $TVK_DEBUG: 1 kernels and timings, 2 + schedule, 3 + source, 4 + UOps */
+  const char *cache_dir; /* $TVK_CACHE_DIR, else $XDG_CACHE_HOME/tvk, else ~/.cache/tvk */
+  const char *cc;        /* CPU: the C compiler; $CC, else cc */
+  int threads;           /* CPU: threads per kernel; 0 = one per core */
+  int validate;          /* $TVK_VALIDATE: Vulkan validation layer on */
+  int noopt;             /* $TVK_NOOPT: no kernel optimisations */
+} tvk_ctx_options;
+
+/* Creates a context on a device: "CPU", "VK" (the first Vulkan device) or "VK:n";
+ * NULL picks $TVK_DEVICE, else the best available device. On success *out is the
+ * context and TVK_OK is returned. On failure *out is NULL and the status says why
+ * (TVK_ERR_DEVICE: no such device; the reason is printed by tvk_last_create_error).
+ * out must not be NULL (TVK_ERR_INVALID_ARG). */
+tvk_status tvk_ctx_create(const char *device, tvk_ctx **out);
+/* The same with options; opts may be NULL (all defaults). */
+tvk_status tvk_ctx_create_opts(const tvk_ctx_options *opts, tvk_ctx **out);
+/* Message of the last failed tvk_ctx_create in this thread; "" if none. */
+const char *tvk_last_create_error(void);
+/* Frees the context, every tensor still alive in it and every buffer. NULL ok. */
+void tvk_ctx_destroy(tvk_ctx *ctx);
+/* The device the context runs on, e.g. "CPU (AMD EPYC 7B13, 2 threads)". Owned by ctx. */
+const char *tvk_ctx_device(const tvk_ctx *ctx);
+/* Message of the last error in this context, "" if none. Owned by ctx; valid
+ * until the next call on the context. */
+const char *tvk_ctx_error(const tvk_ctx *ctx);
+/* Forgets the last error (tvk_ctx_error returns "" after). */
+void tvk_ctx_clear_error(tvk_ctx *ctx);
+
+/* Counters of a context, for tests and tuning. */
+typedef struct {
+  uint64_t schedules;        /* calls that ran at least one kernel */
+  uint64_t kernels_run;      /* kernel launches */
+  uint64_t kernels_compiled; /* kernels for which the compiler ran */
+  uint64_t cache_hits;       /* kernels whose compiled program was reused (memory or disk) */
+  uint64_t bytes_now;        /* device bytes allocated now */
+  uint64_t bytes_peak;       /* the most device bytes allocated at once */
+} tvk_stats;
+
+/* Copies the counters into *out. */
+void tvk_stats_get(const tvk_ctx *ctx, tvk_stats *out);
+/* Zeroes the counters; bytes_peak restarts from bytes_now. */
+void tvk_stats_reset(tvk_ctx *ctx);
+
+/* Scopes: every tensor created after tvk_scope_begin and still alive at
+ * tvk_scope_end is released there, except those listed in keep (which then
+ * belong to the enclosing scope). Scopes nest; ending an outer scope ends the
+ * inner ones. */
+size_t tvk_scope_begin(tvk_ctx *ctx);
+void tvk_scope_end(tvk_ctx *ctx, size_t scope, int nkeep, tvk_tensor *const *keep);
+
+/* ------------------------------------------------------------------ creation */
+
+/* A tensor holding a copy of data (ndim dims of shape, row-major, elements of
+ * dt; bool is one byte 0/1, float16/bfloat16 are 16-bit patterns). ndim 0 is a
+ * scalar. shape may be NULL when ndim is 0; data must not be NULL unless the
+ * tensor has no elements. Errors: TVK_ERR_INVALID_ARG (NULL ctx/data, ndim out of
+ * 0..TVK_MAX_DIMS), TVK_ERR_SHAPE (a negative dim). */
+tvk_tensor *tvk_from_data(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape, const void *data);
+/* A tensor of the given shape with every element `value` (converted to dt as by
+ * tvk_cast). Costs no memory until used: it is a broadcast constant. */
+tvk_tensor *tvk_full(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape, double value);
+/* A 0-d tensor. */
+tvk_tensor *tvk_scalar(tvk_ctx *ctx, tvk_dtype dt, double value);
+
+/* ------------------------------------------------------------------ elementwise */
+
+/* Binary ops broadcast their operands and promote them to a common dtype.
+ * - add sub mul maximum minimum: the promoted dtype.
+ * - div: true division; integer operands give float32 (float64 stays).
+ * - pow: a**b in floating point; integer operands give float32.
+ * - lt le gt ge eq ne: bool. NaN compares unequal to everything.
+ * - logical_and logical_or: bool, operands tested != 0.
+ * - bitwise_and bitwise_or bitwise_xor: integer and bool dtypes only.
+ * - shl shr: integer dtypes only; shr is arithmetic for signed types. A shift
+ *   amount that is negative or >= the bit width gives an unspecified value
+ *   (the same value on every device is not promised).
+ * - idiv mod: integer dtypes only, as in C: idiv truncates toward zero and mod
+ *   takes the dividend's sign (-7 idiv 2 = -3, -7 mod 2 = -1). Dividing by 0
+ *   gives 0 for both, rather than a trap.
+ * Integer arithmetic wraps around at the dtype's width. */
+tvk_tensor *tvk_add(tvk_tensor *a, tvk_tensor *b);
+tvk_tensor *tvk_sub(tvk_tensor *a, tvk_tensor *b);
+tvk_tensor *tvk_mul(tvk_tensor *a, tvk_tensor *b);
+tvk_tensor *tvk_div(tvk_tensor *a, tvk_tensor *b);
+tvk_tensor *tvk_pow(tvk_tensor *a, tvk_tensor *b);
+tvk_tensor *tvk_maximum(tvk_tensor *a, tvk_tensor *b);
+tvk_tensor *tvk_minimum(tvk_tensor *a, tvk_tensor *b);
+tvk_tensor *tvk_lt(tvk_tensor *a, tvk_tensor *b);
+tvk_tensor *tvk_le(tvk_tensor *a, tvk_tensor *b);
+tvk_tensor *tvk_gt(tvk_tensor *a, tvk_tensor *b);
+tvk_tensor *tvk_ge(tvk_tensor *a, tvk_tensor *b);
+tvk_tensor *tvk_eq(tvk_tensor *a, tvk_tensor *b);
+tvk_tensor *tvk_ne(tvk_tensor *a, tvk_tensor *b);
+tvk_tensor *tvk_logical_and(tvk_tensor *a, tvk_tensor *b);
+tvk_tensor *tvk_logical_or(tvk_tensor *a, tvk_tensor *b);
+tvk_tensor *tvk_bitwise_and(tvk_tensor *a, tvk_tensor *b);
+tvk_tensor *tvk_bitwise_or(tvk_tensor *a, tvk_tensor *b);
+tvk_tensor *tvk_bitwise_xor(tvk_tensor *a, tvk_tensor *b);
+tvk_tensor *tvk_shl(tvk_tensor *a, tvk_tensor *b);
+tvk_tensor *tvk_shr(tvk_tensor *a, tvk_tensor *b);
+tvk_tensor *tvk_idiv(tvk_tensor *a, tvk_tensor *b);
+tvk_tensor *tvk_mod(tvk_tensor *a, tvk_tensor *b);
+
+/* cond ? a : b elementwise; cond is tested != 0, a and b promote together, all
+ * three broadcast. */
+tvk_tensor *tvk_where(tvk_tensor *cond, tvk_tensor *a, tvk_tensor *b);
+
+/* Unary ops.
+ * - neg abs sign relu: keep the dtype (integers too; neg of bool is an error,
+ *   use logical_not). sign gives -1, 0 or 1 (NaN for NaN).
+ * - exp exp2 log log2 sqrt rsqrt recip sin cos sigmoid tanh gelu silu: floating
+ *   point; integer and bool inputs give float32. log(0) = -inf, log(<0) = NaN,
+ *   sqrt(<0) = NaN, recip(0) = inf. gelu is the tanh approximation.
+ * - floor ceil round trunc: floats round (round: halves to even); integers are
+ *   returned unchanged.
+ * - logical_not: bool, x == 0. */
+tvk_tensor *tvk_neg(tvk_tensor *a);
+tvk_tensor *tvk_exp(tvk_tensor *a);
+tvk_tensor *tvk_exp2(tvk_tensor *a);
+tvk_tensor *tvk_log(tvk_tensor *a);
+tvk_tensor *tvk_log2(tvk_tensor *a);
+tvk_tensor *tvk_sqrt(tvk_tensor *a);
+tvk_tensor *tvk_rsqrt(tvk_tensor *a);
+tvk_tensor *tvk_recip(tvk_tensor *a);
+tvk_tensor *tvk_sin(tvk_tensor *a);
+tvk_tensor *tvk_cos(tvk_tensor *a);
+tvk_tensor *tvk_abs(tvk_tensor *a);
+tvk_tensor *tvk_sign(tvk_tensor *a);
+tvk_tensor *tvk_relu(tvk_tensor *a);
+tvk_tensor *tvk_sigmoid(tvk_tensor *a);
+tvk_tensor *tvk_tanh(tvk_tensor *a);
+tvk_tensor *tvk_gelu(tvk_tensor *a);
+tvk_tensor *tvk_silu(tvk_tensor *a);
+tvk_tensor *tvk_floor(tvk_tensor *a);
+tvk_tensor *tvk_ceil(tvk_tensor *a);
+tvk_tensor *tvk_round(tvk_tensor *a);
+tvk_tensor *tvk_trunc(tvk_tensor *a);
+tvk_tensor *tvk_logical_not(tvk_tensor *a);
+
+/* Converts to dt. float -> int truncates toward zero (a value out of the target's
+ * range, NaN or inf gives an unspecified value); int -> narrower int wraps; any
+ * -> bool is x != 0; float -> float16/bfloat16 rounds to nearest even. */
+tvk_tensor *tvk_cast(tvk_tensor *a, tvk_dtype dt);
+
+/* ------------------------------------------------------------------ reductions */
+
+/* Reduce over axes (naxes == 0 or axes == NULL: all axes; negative axes count
+ * from the end; an axis listed twice is an error). keepdim keeps reduced axes
+ * as size 1. A reduction over zero elements gives the identity: sum 0, prod 1,
+ * max -inf (integers: the dtype's minimum), min +inf (the maximum), mean NaN.
+ * - sum prod: bool and signed ints narrower than 32 bits give int32, unsigned
+ *   narrower ones uint32; 64-bit ints and floats keep their dtype (float16 and
+ *   bfloat16 accumulate in float32).
+ * - max min: keep the dtype.
+ * - mean: floats keep the dtype, others give float32. */
+tvk_tensor *tvk_sum(tvk_tensor *a, int naxes, const int *axes, bool keepdim);
+tvk_tensor *tvk_prod(tvk_tensor *a, int naxes, const int *axes, bool keepdim);
+tvk_tensor *tvk_max(tvk_tensor *a, int naxes, const int *axes, bool keepdim);
+tvk_tensor *tvk_min(tvk_tensor *a, int naxes, const int *axes, bool keepdim);
+tvk_tensor *tvk_mean(tvk_tensor *a, int naxes, const int *axes, bool keepdim);
+
+/* ------------------------------------------------------------------ movement */
+
+/* Movement ops cost nothing at run time: they change how kernels index memory.
+ * - reshape: same number of elements; one dim may be -1 (inferred).
+ * - permute: order is a permutation of 0..ndim-1 (result dim i = input dim order[i]).
+ * - expand: to a shape of ndim >= the input's; new dims are prepended, size-1
+ *   dims stretch, other dims must match (-1 keeps the input's size).
+ * - pad: pads[i] = {before, after} elements of `value` around dim i (>= 0).
+ * - shrink: ranges[i] = {start, end}, 0 <= start <= end <= dim: keeps [start, end).
+ * - flip: reverses the listed axes (negative count from the end).
+ * - transpose: swaps two dims (negative count from the end).
+ * - contiguous: a copy in row-major order, materialised when realized. */
+tvk_tensor *tvk_reshape(tvk_tensor *a, int ndim, const int64_t *shape);
+tvk_tensor *tvk_permute(tvk_tensor *a, const int *order);
+tvk_tensor *tvk_expand(tvk_tensor *a, int ndim, const int64_t *shape);
+tvk_tensor *tvk_pad(tvk_tensor *a, const int64_t (*pads)[2], double value);
+tvk_tensor *tvk_shrink(tvk_tensor *a, const int64_t (*ranges)[2]);
+tvk_tensor *tvk_flip(tvk_tensor *a, int naxes, const int *axes);
+tvk_tensor *tvk_transpose(tvk_tensor *a, int dim0, int dim1);
+tvk_tensor *tvk_contiguous(tvk_tensor *a);
+
+/* ------------------------------------------------------------------ running */
+
+/* Computes all n tensors in one schedule (shared work is done once). Tensors
+ * already realized cost nothing. Returns TVK_OK, or the status of the first
+ * tensor in an error state, or of a failure to compile or run (the message is
+ * then tvk_ctx_error's). n == 0 is TVK_OK. */
+tvk_status tvk_realize(int n, tvk_tensor *const *ts);
+/* Waits until every kernel the context has submitted has finished. tvk_realize
+ * may return before the device is done (on Vulkan); tvk_to_host waits by itself.
+ * Use this to time work. */
+tvk_status tvk_sync(tvk_ctx *ctx);
+/* Realizes t if needed and copies its elements, row-major, into dst. nbytes must
+ * be at least numel * element size (TVK_ERR_INVALID_ARG otherwise, naming both);
+ * exactly that many bytes are written. */
+tvk_status tvk_to_host(tvk_tensor *t, void *dst, size_t nbytes);
+
+/* ------------------------------------------------------------------ inspection */
+
+/* Shape of t; on an error tensor, the shape is empty (ndim 0). The shape
+ * pointer is owned by t. NULL t: 0 / NULL. */
+int tvk_ndim(const tvk_tensor *t);
+const int64_t *tvk_shape(const tvk_tensor *t);
+int64_t tvk_numel(const tvk_tensor *t);
+tvk_dtype tvk_dtype_of(const tvk_tensor *t);
+/* TVK_OK, or the error state of t (TVK_ERR_INVALID_ARG for NULL). */
+tvk_status tvk_status_of(const tvk_tensor *t);
+/* The error message of t, "" if none. Owned by t. */
+const char *tvk_error_of(const tvk_tensor *t);
+/* The context of t (NULL for NULL). */
+tvk_ctx *tvk_ctx_of(const tvk_tensor *t);
+
+/* Releases t: its memory is freed once nothing computed from it still needs
+ * it. NULL ok. */
+void tvk_release(tvk_tensor *t);
 
 #ifdef __cplusplus
 }

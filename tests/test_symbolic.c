@@ -43,7 +43,9 @@ static void end(T *t) {
 
 static UOp *ci(T *t, int64_t v) { return uop_const_int(t->ctx, DT(INT32), v); }
 static UOp *cb(T *t, bool v) { return uop_const_int(t->ctx, DT(BOOL), v); }
-static UOp *var(T *t, const char *name, int64_t lo, int64_t hi) { return uop_var(t->ctx, name, lo, hi); }
+static UOp *var(T *t, const char *name, int64_t lo, int64_t hi) {
+  return uop_var(t->ctx, name, lo, hi);
+}
 static UOp *var_dt(T *t, DType d, const char *name, int64_t lo, int64_t hi) {
   return uop_new(t->ctx, OP_DEFINE_VAR, d, 0, NULL, arg_var(name, lo, hi));
 }
@@ -75,12 +77,13 @@ static void check_simp(UOp *in, UOp *want, int line) {
 static void check_render(UOp *u, const char *want, int line) {
   char *s = uop_render(u);
   assert_non_null(s);
-  if (strcmp(s, want) != 0) fprintf(stderr, "render (line %d): got '%s', want '%s'\n", line, s, want);
+  if (strcmp(s, want) != 0)
+    fprintf(stderr, "render (line %d): got '%s', want '%s'\n", line, s, want);
   assert_string_equal(s, want);
   free(s);
 }
 
-#define CHECK_BOUNDS(u, lo, hi)                                                                     \
+#define CHECK_BOUNDS(u, lo, hi)                                                                    \
   do {                                                                                             \
     UOp *u_ = (u);                                                                                 \
     assert_int_equal(uop_vmin(u_), (lo));                                                          \
@@ -125,9 +128,7 @@ static bool prog_make(Prog *p, UOp *root) {
   return p->src && p->vals;
 }
 
-static void prog_free(Prog *p) {
-  free(p->nodes), free(p->src), free(p->vals);
-}
+static void prog_free(Prog *p) { free(p->nodes), free(p->src), free(p->vals); }
 
 /* Evaluates every node; variables get vals from (vars, vv). */
 static void prog_run(Prog *p, UOp *const *vars, const int64_t *vv, int nv) {
@@ -174,7 +175,9 @@ static uint64_t rnd(Rng *r) { /* xorshift64 */
   r->s ^= r->s << 17;
   return r->s;
 }
-static int64_t rint_in(Rng *r, int64_t lo, int64_t hi) { return lo + (int64_t)(rnd(r) % (uint64_t)(hi - lo + 1)); }
+static int64_t rint_in(Rng *r, int64_t lo, int64_t hi) {
+  return lo + (int64_t)(rnd(r) % (uint64_t)(hi - lo + 1));
+}
 static bool chance(Rng *r, int percent) { return (int)(rnd(r) % 100) < percent; }
 
 typedef struct {
@@ -236,12 +239,14 @@ static UOp *gen_int(Gen *g, int depth) {
   int d = depth - 1;
   switch (rint_in(g->r, 0, 11)) {
   case 0: return uop_add(gen_int(g, d), gen_int(g, d));
-  case 1: return uop_mul(gen_int(g, d), chance(g->r, 70) ? gc(g, rint_in(g->r, -4, 8)) : gen_int(g, d));
+  case 1:
+    return uop_mul(gen_int(g, d), chance(g->r, 70) ? gc(g, rint_in(g->r, -4, 8)) : gen_int(g, d));
   case 2:
   case 3: return uop_idiv(chance(g->r, 50) ? gen_linear(g) : gen_int(g, d), gen_divisor(g, d));
   case 4:
   case 5: return uop_mod(chance(g->r, 50) ? gen_linear(g) : gen_int(g, d), gen_divisor(g, d));
-  case 6: return uop_max(gen_int(g, d), chance(g->r, 50) ? gc(g, rint_in(g->r, -3, 6)) : gen_int(g, d));
+  case 6:
+    return uop_max(gen_int(g, d), chance(g->r, 50) ? gc(g, rint_in(g->r, -3, 6)) : gen_int(g, d));
   case 7: return chance(g->r, 50) ? uop_neg(gen_int(g, d)) : uop_mul_c(gen_int(g, d), -1);
   case 8: return uop_where(gen_bool(g, d), gen_int(g, d), gen_int(g, d));
   case 9: return uop_sub(gen_int(g, d), gen_int(g, d));
@@ -270,7 +275,9 @@ static bool bounds_hold(Prog *p, UOp **bad) {
 static void report(const char *what, UOp *orig, UOp *simp, UOp *const *vars, const int64_t *vv,
                    int nv, UOp *bad, int64_t bad_val) {
   print_both(what, orig, simp, NULL);
-  for (int k = 0; k < nv; k++) fprintf(stderr, "  %s = %lld\n", vars[k]->op == OP_RANGE ? "ridx0" : vars[k]->arg.var.name, (long long)vv[k]);
+  for (int k = 0; k < nv; k++)
+    fprintf(stderr, "  %s = %lld\n", vars[k]->op == OP_RANGE ? "ridx0" : vars[k]->arg.var.name,
+            (long long)vv[k]);
   if (bad) {
     char *s = uop_render_raw(bad);
     fprintf(stderr, "  node %s = %lld outside [%lld, %lld]\n", s, (long long)bad_val,
@@ -298,7 +305,8 @@ static void check_equivalent(UOp *orig, UOp *simp, UOp *const *vars, int nv) {
     }
     if (!bounds_hold(&po, &bad) || !bounds_hold(&ps, &bad)) {
       int i = find(po.nodes, po.n, bad);
-      report("bounds violated", orig, simp, vars, vv, nv, bad, i >= 0 ? po.vals[i] : ps.vals[find(ps.nodes, ps.n, bad)]);
+      report("bounds violated", orig, simp, vars, vv, nv, bad,
+             i >= 0 ? po.vals[i] : ps.vals[find(ps.nodes, ps.n, bad)]);
       fail();
     }
     int k = 0;
@@ -322,7 +330,8 @@ static void random_equivalence(DType d, int n, uint64_t seed) {
     size_t mark = uop_pool_mark(t.ctx);
     int nv = 2 + (int)(i % 2);
     Gen g = {&t, &r, vars, nv, d};
-    UOp *e = chance(&r, 80) ? gen_int(&g, (int)rint_in(&r, 1, 4)) : gen_bool(&g, (int)rint_in(&r, 1, 3));
+    UOp *e =
+        chance(&r, 80) ? gen_int(&g, (int)rint_in(&r, 1, 4)) : gen_bool(&g, (int)rint_in(&r, 1, 3));
     UOp *s = uop_simplify(e);
     assert_non_null(s);
     check_equivalent(e, s, vars, nv);
@@ -384,7 +393,7 @@ static void test_bounds_arith(void **state) {
   CHECK_BOUNDS(uop_max(x, y), 2, 7);
   CHECK_BOUNDS(uop_max(x, ci(&t, 0)), 0, 5);
   CHECK_BOUNDS(uop_alu2(OP_SHL, y, ci(&t, 3)), 16, 56);
-  CHECK_BOUNDS(uop_alu2(OP_SHR, x, ci(&t, 1)), -2, 2); /* floor shift */
+  CHECK_BOUNDS(uop_alu2(OP_SHR, x, ci(&t, 1)), -2, 2);        /* floor shift */
   CHECK_BOUNDS(uop_alu2(OP_SHL, y, x), INT32_MIN, INT32_MAX); /* shift by a variable */
   CHECK_BOUNDS(uop_alu3(OP_MULACC, x, y, ci(&t, 1)), -20, 36);
   end(&t);
@@ -394,17 +403,17 @@ static void test_bounds_divmod(void **state) {
   (void)state;
   T t = begin();
   UOp *x = var(&t, "x", -7, 9), *p = var(&t, "p", 3, 10), *y = var(&t, "y", -2, 3);
-  CHECK_BOUNDS(uop_idiv_c(x, 2), -3, 4);   /* truncating: -7/2 = -3 */
+  CHECK_BOUNDS(uop_idiv_c(x, 2), -3, 4); /* truncating: -7/2 = -3 */
   CHECK_BOUNDS(uop_idiv_c(x, -2), -4, 3);
   CHECK_BOUNDS(uop_idiv(x, p), -2, 3);
-  CHECK_BOUNDS(uop_idiv(x, y), -9, 9);     /* y = +-1 and y = 0 (gives 0) included */
+  CHECK_BOUNDS(uop_idiv(x, y), -9, 9); /* y = +-1 and y = 0 (gives 0) included */
   CHECK_BOUNDS(uop_idiv_c(p, 0), 0, 0);
   CHECK_BOUNDS(uop_mod_c(p, 4), 0, 3);
-  CHECK_BOUNDS(uop_mod_c(x, 4), -3, 3);    /* sign of the dividend */
+  CHECK_BOUNDS(uop_mod_c(x, 4), -3, 3); /* sign of the dividend */
   CHECK_BOUNDS(uop_mod_c(x, -4), -3, 3);
   CHECK_BOUNDS(uop_mod_c(var(&t, "q", 8, 10), 4), 0, 2); /* one period: monotone */
   CHECK_BOUNDS(uop_mod_c(var(&t, "q", 2, 3), 100), 2, 3);
-  CHECK_BOUNDS(uop_mod(p, y), 0, 2);       /* |p % y| < |y| <= 3; p % 0 = 0 */
+  CHECK_BOUNDS(uop_mod(p, y), 0, 2); /* |p % y| < |y| <= 3; p % 0 = 0 */
   CHECK_BOUNDS(uop_mod_c(x, 0), 0, 0);
   end(&t);
 }
@@ -572,7 +581,8 @@ static void test_simp_divmod(void **state) {
   CHECK_SIMP(uop_mod_c(var(&t, "q", 8, 11), 4), uop_add_c(var(&t, "q", 8, 11), -8));
   /* pulled-out quotients, gcd */
   CHECK_SIMP(uop_idiv_c(uop_add_c(uop_mul_c(x, 6), 3), 6), x);
-  CHECK_SIMP(uop_mod_c(uop_add(uop_mul_c(x, 8), uop_mul_c(y, 2)), 4), uop_mul_c(uop_mod_c(y, 2), 2));
+  CHECK_SIMP(uop_mod_c(uop_add(uop_mul_c(x, 8), uop_mul_c(y, 2)), 4),
+             uop_mul_c(uop_mod_c(y, 2), 2));
   CHECK_SIMP(uop_idiv_c(uop_add(uop_mul_c(x, 5), y), 5), x);
   CHECK_SIMP(uop_idiv_c(uop_add(uop_mul_c(x, 12), uop_add(uop_mul_c(y, 4), z)), 4),
              uop_add(uop_add(uop_mul_c(x, 3), y), uop_idiv_c(z, 4)));
@@ -588,7 +598,8 @@ static void test_simp_divmod(void **state) {
 static void test_simp_index(void **state) {
   (void)state;
   T t = begin();
-  UOp *r0 = uop_range_n(t.ctx, 5, 0), *r1 = uop_range_n(t.ctx, 3, 1), *r2 = uop_range_n(t.ctx, 4, 2);
+  UOp *r0 = uop_range_n(t.ctx, 5, 0), *r1 = uop_range_n(t.ctx, 3, 1),
+      *r2 = uop_range_n(t.ctx, 4, 2);
   UOp *flat = uop_add(uop_add(uop_mul_c(r0, 12), uop_mul_c(r1, 4)), r2);
   CHECK_SIMP(uop_mod_c(uop_idiv_c(flat, 4), 3), r1);
   CHECK_SIMP(uop_idiv_c(flat, 12), r0);
@@ -601,9 +612,11 @@ static void test_simp_index(void **state) {
    * which a person writes a//3 + (a%3)*8 + b*2. */
   UOp *a = uop_range_n(t.ctx, 6, 0), *b = uop_range_n(t.ctx, 4, 1);
   UOp *fl = uop_add(uop_mul_c(a, 4), b);
-  UOp *off = uop_add(uop_add(uop_mod_c(uop_idiv_c(fl, 12), 2), uop_mul_c(uop_mod_c(uop_idiv_c(fl, 4), 3), 8)),
-                     uop_mul_c(uop_mod_c(fl, 4), 2));
-  CHECK_SIMP(off, uop_add(uop_add(uop_idiv_c(a, 3), uop_mul_c(uop_mod_c(a, 3), 8)), uop_mul_c(b, 2)));
+  UOp *off = uop_add(
+      uop_add(uop_mod_c(uop_idiv_c(fl, 12), 2), uop_mul_c(uop_mod_c(uop_idiv_c(fl, 4), 3), 8)),
+      uop_mul_c(uop_mod_c(fl, 4), 2));
+  CHECK_SIMP(off,
+             uop_add(uop_add(uop_idiv_c(a, 3), uop_mul_c(uop_mod_c(a, 3), 8)), uop_mul_c(b, 2)));
   /* valid masks: (r < 5) & (r >= 1) with r in [0, 4) */
   UOp *r = uop_range_n(t.ctx, 4, 3);
   UOp *valid = uop_and(uop_lt_c(r, 5), not_(&t, uop_lt_c(r, 1)));
@@ -747,15 +760,24 @@ static void test_fixed_point(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_bounds_leaves),    cmocka_unit_test(test_bounds_arith),
-      cmocka_unit_test(test_bounds_divmod),    cmocka_unit_test(test_bounds_logic),
-      cmocka_unit_test(test_bounds_cast),      cmocka_unit_test(test_bounds_overflow),
-      cmocka_unit_test(test_bounds_deep),      cmocka_unit_test(test_simp_identities),
-      cmocka_unit_test(test_simp_constants),   cmocka_unit_test(test_simp_divmod),
-      cmocka_unit_test(test_simp_index),       cmocka_unit_test(test_simp_compare),
-      cmocka_unit_test(test_simp_cast),        cmocka_unit_test(test_simp_keeps),
-      cmocka_unit_test(test_infer),            cmocka_unit_test(test_render),
-      cmocka_unit_test(test_fixed_point),      cmocka_unit_test(test_random_equivalence),
+      cmocka_unit_test(test_bounds_leaves),
+      cmocka_unit_test(test_bounds_arith),
+      cmocka_unit_test(test_bounds_divmod),
+      cmocka_unit_test(test_bounds_logic),
+      cmocka_unit_test(test_bounds_cast),
+      cmocka_unit_test(test_bounds_overflow),
+      cmocka_unit_test(test_bounds_deep),
+      cmocka_unit_test(test_simp_identities),
+      cmocka_unit_test(test_simp_constants),
+      cmocka_unit_test(test_simp_divmod),
+      cmocka_unit_test(test_simp_index),
+      cmocka_unit_test(test_simp_compare),
+      cmocka_unit_test(test_simp_cast),
+      cmocka_unit_test(test_simp_keeps),
+      cmocka_unit_test(test_infer),
+      cmocka_unit_test(test_render),
+      cmocka_unit_test(test_fixed_point),
+      cmocka_unit_test(test_random_equivalence),
       cmocka_unit_test(test_random_equivalence_int8),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -26,9 +26,10 @@
  * Loop nesting is implied by the graph (linearize.c): RANGEs that no
  * accumulator owns ("output" ranges) nest in order of their axis, outermost
  * first, and every STORE sits inside all of them; an accumulator's RANGEs nest,
- * in their DEFINE_ACC order, inside the output ranges and inside whatever other
- * ranges its ASSIGN depends on. Every other UOp goes in the innermost loop whose
- * ranges it depends on, so loop-invariant code is hoisted.
+ * in their DEFINE_ACC order, inside the outermost output range (the parallel
+ * one) and inside whatever other ranges its ASSIGN depends on. Every other UOp
+ * goes in the innermost loop whose ranges it depends on, so loop-invariant code
+ * is hoisted.
  */
 #ifndef TVK_CODEGEN_CODEGEN_H
 #define TVK_CODEGEN_CODEGEN_H
@@ -49,24 +50,33 @@ typedef struct {
 } CgError;
 
 /* Records the first error (later ones keep it) and returns its status. */
-tvk_status cg_fail(CgError *e, tvk_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+tvk_status cg_fail(CgError *e, tvk_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* ---- kernel_ast.c ---- */
 
+#define CG_MAX_BUFS 256 /* buffers of one kernel */
+#define CG_MAX_VARS 64  /* DEFINE_VARs of one kernel */
+
+/* What kernel_verify finds out about a kernel. */
 typedef struct {
   int ndim;
   int64_t full[TVK_MAX_DIMS]; /* the full shape (loads inside reduces) */
   int64_t out[TVK_MAX_DIMS];  /* the output shape: 1 at reduced axes */
   uint32_t reduce_axes;       /* bit d: some REDUCE_AXIS reduces axis d */
-} KernelShape;
+  int nbufs;
+  KernelBuf bufs[CG_MAX_BUFS]; /* by DEFINE_GLOBAL index */
+  int nvars;
+  UOp *vars[CG_MAX_VARS]; /* the AST's DEFINE_VARs sorted by name: the vals[] order */
+} KernelDesc;
 
-/* Checks `ast` against the contract of kernel.h and infers its shapes. On
+/* Checks `ast` against the contract of kernel.h and describes it. On
  * success *norm is the AST with every REDUCE_AXIS reducing only axes of size
  * other than 1 in its input (sorted; a reduce left with none is replaced by its
  * input), autoreleased. */
-tvk_status kernel_verify(UOp *ast, UOp **norm, KernelShape *ks, CgError *err);
+tvk_status kernel_verify(UOp *ast, UOp **norm, KernelDesc *ks, CgError *err);
 /* E_<full shape> or r_<full shape> into buf (n bytes). */
-void kernel_default_name(const KernelShape *ks, char *buf, size_t n);
+void kernel_default_name(const KernelDesc *ks, char *buf, size_t n);
 
 /* ---- lower.c ---- */
 
@@ -77,13 +87,14 @@ void kernel_default_name(const KernelShape *ks, char *buf, size_t n);
 /* Lowers a verified AST (kernel_verify's *norm) to the graph described above.
  * The outermost output axis of size other than 1 is split across cores (with
  * no such axis, a one-iteration loop that only core 0 runs). Autoreleased. */
-tvk_status lower_kernel(UOp *ast, const KernelShape *ks, UOp **out, CgError *err);
+tvk_status lower_kernel(UOp *ast, const KernelDesc *ks, UOp **out, CgError *err);
 
 /* ---- legalize.c ---- */
 
 /* Rewrites ALU ops and casts on the dtypes `lang` only stores (float16,
  * bfloat16 in C) so their math is done in lang's compute type, rounding back
- * after each op, which matches the IR's per-op rounding. Autoreleased. */
+ * after each op, which matches the IR's per-op rounding; and spells integer
+ * x + y * -1 as x - y. Autoreleased. */
 tvk_status legalize_dtypes(UOp *sink, const Lang *lang, UOp **out, CgError *err);
 
 /* ---- linearize.c ---- */

@@ -37,7 +37,7 @@
  * bufs[i] is buffer i's data, vals[j] the value of vars[j]. Every core runs the
  * whole kernel; the outermost output loop is split into n_cores contiguous
  * chunks by core_id, so the calls write disjoint parts of the outputs.
- * Indices are int32: a buffer or a shape with 2^31 elements or more is refused.
+ * Indices are int32: a view of 2^31 - 8192 elements or more is refused.
  *
  * Ownership: codegen never keeps or releases the caller's UOps; every UOp it
  * makes is dropped before it returns (uctx_live is back where it was).
@@ -68,17 +68,17 @@ typedef struct {
 } KernelVar;
 
 typedef struct {
-  char *name;       /* kernel function name (a C identifier) */
-  char *src;        /* the complete source text */
-  char *uops;       /* the linear program, one UOp a line (only if asked for) */
+  char *name; /* kernel function name (a C identifier) */
+  char *src;  /* the complete source text */
+  char *uops; /* the linear program, one UOp a line (only if asked for) */
   int nbufs;
-  KernelBuf *bufs;  /* bufs[i]: DEFINE_GLOBAL arg i */
+  KernelBuf *bufs; /* bufs[i]: DEFINE_GLOBAL arg i */
   int nvars;
-  KernelVar *vars;  /* in vals[] order: sorted by name */
+  KernelVar *vars; /* in vals[] order: sorted by name */
   int ndim;
   int64_t full_shape[TVK_MAX_DIMS];
   int64_t out_shape[TVK_MAX_DIMS];
-  char error[512];  /* the message when a call returned an error; "" otherwise */
+  char error[512]; /* the message when a call returned an error; "" otherwise */
 } KernelSource;
 
 typedef struct {

@@ -53,17 +53,18 @@ typedef struct {
   Spell spell;
 } CastSpell;
 
-/* How a SPECIAL (by name) is written. */
+/* How a SPECIAL (by name) is written, and what to write (in the function's
+ * prologue) when the kernel does not use it ("" or NULL: nothing). */
 typedef struct {
-  const char *name, *text;
+  const char *name, *text, *unused;
 } SpecialSpell;
 
 struct Lang {
   const char *name;
 
   /* ---- types ---- */
-  const char *type[DT_COUNT];        /* $T: a value of the dtype (storage-only ones hold their bits) */
-  const char *buf_type[DT_COUNT];    /* $B: an element of a buffer */
+  const char *type[DT_COUNT];     /* $T: a value of the dtype (storage-only ones hold their bits) */
+  const char *buf_type[DT_COUNT]; /* $B: an element of a buffer */
   const char *wrap_type[DT_COUNT];   /* $U */
   const char *short_name[DT_COUNT];  /* $N, $M */
   const char *math_suffix[DT_COUNT]; /* $F */
@@ -74,8 +75,8 @@ struct Lang {
   const char *lit_suffix[DT_COUNT]; /* after an integer or float literal: "u", "LL", "f" */
   int float_digits[DT_COUNT];       /* significant digits that round-trip (9 for float32) */
   const char *true_lit, *false_lit;
-  const char *inf, *ninf, *nan;     /* templates ($T: the float type) */
-  const char *storage_lit;          /* a storage-only constant: $0 is its bits in hex */
+  const char *inf, *ninf, *nan; /* templates ($T: the float type) */
+  const char *storage_lit;      /* a storage-only constant: $0 is its bits in hex */
 
   /* ---- the kernel ---- */
   const char *file_header;   /* once, before the helpers */
@@ -85,23 +86,33 @@ struct Lang {
   const char *ro_qualifier;  /* $R of a buffer that is only read */
   const char *var_decl;      /* per DEFINE_VAR ($V, $I: its position in vals) */
   const char *no_vars;       /* when the kernel has no DEFINE_VAR */
+  const char *var_unused;    /* after var_decl, for a var the program does not use ($V) */
   const char *func_close;
   const SpecialSpell *specials;
   int nspecials;
-  const char *indent;        /* one level of indentation */
+  const char *indent; /* one level of indentation */
 
   /* ---- statements ---- */
-  const char *decl;        /* define a variable $V of type $T from $0 */
-  const char *assign;      /* $V = $0 */
-  const char *range_open;  /* a loop $V of type $T over [0, $0) */
+  const char *decl;       /* define a variable $V of type $T from $0 */
+  const char *assign;     /* $V = $0 */
+  const char *range_open; /* a loop $V of type $T over [0, $0) */
   const char *range_close;
-  const char *index;       /* the place of element $1 of buffer $0 */
-  const char *load_gated;  /* $2 ? (the value at place $0) : $1 */
-  const char *store;       /* place $0 = $1 */
-  const char *store_gated; /* if ($2) place $0 = $1 */
+  const char *index;      /* the place of element $1 of buffer $0 */
+  const char *load_gated; /* $2 ? (the value at place $0) : $1 */
+  /* conversions between buffer elements and values (each uses $0 once; NULL: "$0") */
+  const char *load_conv[DT_COUNT];  /* a loaded buffer element $0 as a value */
+  const char *store_conv[DT_COUNT]; /* a value $0 as a buffer element */
+  const char *store;                /* place $0 = $1 */
+  const char *store_gated;          /* if ($2) place $0 = $1 */
 
   /* ---- ops ---- */
+  int max_vector; /* widest vector type (0: none; vector dtypes are refused) */
   Spell alu[CL_COUNT][OP_COUNT];
+  /* Integer ops (ADD SUB MUL NEG IDIV MOD SHL SHR) whose operands' bounds
+   * (symbolic.h) prove that the result fits the dtype, the divisor is neither
+   * 0 nor -1, and a shifted value is non-negative with an amount below the
+   * width: no wrap-around or guard is needed. Empty: always use `alu`. */
+  Spell alu_fits[OP_COUNT];
   const CastSpell *casts; /* first match wins */
   int ncasts;
 };

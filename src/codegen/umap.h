@@ -46,7 +46,8 @@ static inline int64_t *umap_get(const UMap *m, const UOp *u) {
 /* Sets u's value; false on out of memory. */
 static inline bool umap_put(UMap *m, const UOp *u, int64_t v) {
   if ((m->n + 1) * 2 > m->cap) {
-    UMap big = {calloc(m->cap * 2, sizeof(UOp *)), calloc(m->cap * 2, sizeof(int64_t)), m->cap * 2, 0};
+    UMap big = {calloc(m->cap * 2, sizeof(UOp *)), calloc(m->cap * 2, sizeof(int64_t)), m->cap * 2,
+                0};
     if (!big.keys || !big.vals) {
       umap_free(&big);
       return false;

@@ -104,13 +104,16 @@ static void render(Out *o, UOp *u, int min_prec, int depth);
 
 static void render_const(Out *o, UOp *u) {
   DType d = u->dtype;
-  if (dt_is_bool(d)) put(o, "%s", u->arg.i ? "True" : "False");
+  if (dt_is_bool(d))
+    put(o, "%s", u->arg.i ? "True" : "False");
   else if (dt_is_float(d)) {
     char b[40];
     snprintf(b, sizeof b, "%.9g", u->arg.f);
     put(o, "%s%s", b, strpbrk(b, ".eni") ? "" : ".0"); /* 1 -> 1.0; inf, nan as is */
-  } else if (d.scalar == DT_UINT64) put(o, "%" PRIu64, (uint64_t)u->arg.i);
-  else put(o, "%" PRId64, u->arg.i);
+  } else if (d.scalar == DT_UINT64)
+    put(o, "%" PRIu64, (uint64_t)u->arg.i);
+  else
+    put(o, "%" PRId64, u->arg.i);
 }
 
 static int64_t const_int(const UOp *u, bool *ok) {
@@ -144,8 +147,9 @@ static int prec_of(UOp *u) {
   int p = P_ATOM;
   bool ok;
   Op op = (Op)u->op;
-  if (op == OP_CONST) return dt_is_float(u->dtype) ? (u->arg.f < 0 ? P_UNARY : P_ATOM)
-                                                   : (const_int(u, &ok) < 0 && ok ? P_UNARY : P_ATOM);
+  if (op == OP_CONST)
+    return dt_is_float(u->dtype) ? (u->arg.f < 0 ? P_UNARY : P_ATOM)
+                                 : (const_int(u, &ok) < 0 && ok ? P_UNARY : P_ATOM);
   if (op == OP_WHERE) return P_TERNARY;
   if (op == OP_NEG) return P_UNARY;
   if (op == OP_MULACC) return P_ADD;

@@ -76,10 +76,12 @@ static Bounds b_sub(DType d, Bounds a, Bounds b) {
 
 static Bounds b_mul(DType d, Bounds a, Bounds b) {
   int64_t p[4];
-  bool ok = !__builtin_mul_overflow(a.lo, b.lo, &p[0]) && !__builtin_mul_overflow(a.lo, b.hi, &p[1]) &&
-            !__builtin_mul_overflow(a.hi, b.lo, &p[2]) && !__builtin_mul_overflow(a.hi, b.hi, &p[3]);
+  bool ok =
+      !__builtin_mul_overflow(a.lo, b.lo, &p[0]) && !__builtin_mul_overflow(a.lo, b.hi, &p[1]) &&
+      !__builtin_mul_overflow(a.hi, b.lo, &p[2]) && !__builtin_mul_overflow(a.hi, b.hi, &p[3]);
   if (!ok) return full_of(d);
-  return fit(d, true, min2(min2(p[0], p[1]), min2(p[2], p[3])), max2(max2(p[0], p[1]), max2(p[2], p[3])));
+  return fit(d, true, min2(min2(p[0], p[1]), min2(p[2], p[3])),
+             max2(max2(p[0], p[1]), max2(p[2], p[3])));
 }
 
 static Bounds b_neg(DType d, Bounds a) {
@@ -156,7 +158,7 @@ static Bounds b_bitwise(DType d, Op op, Bounds a, Bounds b) {
   }
   if (a.lo < 0 || b.lo < 0) return full_of(d);
   if (op == OP_AND) return fit(d, true, 0, min2(a.hi, b.hi)); /* no bit beyond either */
-  int64_t top = pow2_above(max2(a.hi, b.hi));                   /* no bit beyond both */
+  int64_t top = pow2_above(max2(a.hi, b.hi));                 /* no bit beyond both */
   return fit(d, true, op == OP_OR ? max2(a.lo, b.lo) : 0, top);
 }
 
@@ -234,7 +236,8 @@ static Bounds compute(UOp *u) {
   case OP_VCONST: {
     if (!is_intlike(d) || u->arg.kind != ARG_INTS || u->arg.ints.n == 0) return full_of(d);
     int64_t lo = INT64_MAX, hi = INT64_MIN;
-    for (int i = 0; i < u->arg.ints.n; i++) lo = min2(lo, u->arg.ints.v[i]), hi = max2(hi, u->arg.ints.v[i]);
+    for (int i = 0; i < u->arg.ints.n; i++)
+      lo = min2(lo, u->arg.ints.v[i]), hi = max2(hi, u->arg.ints.v[i]);
     return fit(d, true, lo, hi);
   }
   case OP_DEFINE_VAR:

@@ -288,8 +288,10 @@ static UOp *lt_gcd(UOp *x, const SymSum *s, int64_t e, SymSum *a, int64_t *eg) {
   for (int i = 0; i < s->n; i++) {
     int64_t f = s->t[i].f;
     if (f == INT64_MIN) return NULL;
-    if (f == 1 || f == -1) p.t[p.n++] = s->t[i];
-    else a->t[a->n++] = s->t[i], g = gcd64(g, f);
+    if (f == 1 || f == -1)
+      p.t[p.n++] = s->t[i];
+    else
+      a->t[a->n++] = s->t[i], g = gcd64(g, f);
   }
   if (a->n == 0 || g <= 1 || !sym_range(DT(INT64), &p, &lo, &hi) || lo < 0 || hi >= g) return NULL;
   for (int i = 0; i < a->n; i++) a->t[i].f /= g;
@@ -312,7 +314,7 @@ UOp *sym_fold_lt(UOp *x, int64_t c) {
   if (s.n == 1 && s.k == 0 && s.t[0].f != 1 && s.t[0].f != INT64_MIN) {
     int64_t f = s.t[0].f;
     UOp *v = s.t[0].v;
-    if (f > 0) return lt_const(v, cdiv(c, f));            /* v*f < c  <=>  v < ceil(c/f) */
+    if (f > 0) return lt_const(v, cdiv(c, f));                     /* v*f < c  <=>  v < ceil(c/f) */
     if (f < 0 && c != INT64_MIN) return gt_const(fdiv(-c, -f), v); /* v*f < c <=> -c/-f < v */
     return NULL;
   }
@@ -339,8 +341,8 @@ UOp *sym_fold_gt(int64_t c, UOp *x) {
   if (s.n == 1 && s.k == 0 && s.t[0].f != 1 && s.t[0].f != INT64_MIN) {
     int64_t f = s.t[0].f;
     UOp *v = s.t[0].v;
-    if (f > 0) return gt_const(fdiv(c, f), v);                      /* c < v*f <=> c/f < v */
-    if (f < 0 && c != INT64_MIN) return lt_const(v, cdiv(-c, -f));  /* c < v*f <=> v < -c/-f */
+    if (f > 0) return gt_const(fdiv(c, f), v);                     /* c < v*f <=> c/f < v */
+    if (f < 0 && c != INT64_MIN) return lt_const(v, cdiv(-c, -f)); /* c < v*f <=> v < -c/-f */
     return NULL;
   }
   /* S >= e  <=>  A >= e/g  <=>  e/g - 1 < A */

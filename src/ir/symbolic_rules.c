@@ -23,11 +23,11 @@ enum { R = 1, X, Y, C1, C2 };
 #define K(s) PAT_CONST(s)
 /* op o captured as R, restricted to dtypes dts (0: any), sources in order / any order */
 #define ROOT(o, dts) UPAT(.ops = P_OPS(o), .dtypes = (dts), .slot = R)
-#define OP2(o, dts, a, b)                                                                        \
-  UPAT(.ops = P_OPS(o), .dtypes = (dts), .slot = R, .kind = UPAT_SRC_TUPLE, .src = P_SRC(a, b), \
+#define OP2(o, dts, a, b)                                                                          \
+  UPAT(.ops = P_OPS(o), .dtypes = (dts), .slot = R, .kind = UPAT_SRC_TUPLE, .src = P_SRC(a, b),    \
        .nsrc = 2)
-#define COMM2(o, dts, a, b)                                                                     \
-  UPAT(.ops = P_OPS(o), .dtypes = (dts), .slot = R, .kind = UPAT_SRC_PERM, .src = P_SRC(a, b), \
+#define COMM2(o, dts, a, b)                                                                        \
+  UPAT(.ops = P_OPS(o), .dtypes = (dts), .slot = R, .kind = UPAT_SRC_PERM, .src = P_SRC(a, b),     \
        .nsrc = 2)
 
 /* ---------------------------------------------------------------- helpers */
@@ -53,15 +53,24 @@ static UOp *fold_consts(void *ctx, UOp **c) {
   if (!scalar(u) || u->nsrc > 3) return NULL;
   for (uint32_t i = 0; i < u->nsrc; i++) v[i] = uop_const_val(u->src[i]);
   DType in = u->src[u->op == OP_WHERE ? 1 : 0]->dtype;
-  if (!alu_exec((Op)u->op, (ScalarType)u->dtype.scalar, (ScalarType)in.scalar, v, &out)) return NULL;
+  if (!alu_exec((Op)u->op, (ScalarType)u->dtype.scalar, (ScalarType)in.scalar, v, &out))
+    return NULL;
   return uop_const(u->ctx, u->dtype, out);
 }
 
 static UOp *ret_x(void *ctx, UOp **c) { return (void)ctx, c[X]; }
-static UOp *ret_zero(void *ctx, UOp **c) { return (void)ctx, scalar(c[R]) ? uop_const_like(c[R], 0) : NULL; }
-static UOp *ret_false(void *ctx, UOp **c) { return (void)ctx, scalar(c[R]) ? bool_const(c[R], false) : NULL; }
-static UOp *ret_true(void *ctx, UOp **c) { return (void)ctx, scalar(c[R]) ? bool_const(c[R], true) : NULL; }
-static UOp *neg_x(void *ctx, UOp **c) { return (void)ctx, scalar(c[X]) ? uop_mul_c(c[X], -1) : NULL; }
+static UOp *ret_zero(void *ctx, UOp **c) {
+  return (void)ctx, scalar(c[R]) ? uop_const_like(c[R], 0) : NULL;
+}
+static UOp *ret_false(void *ctx, UOp **c) {
+  return (void)ctx, scalar(c[R]) ? bool_const(c[R], false) : NULL;
+}
+static UOp *ret_true(void *ctx, UOp **c) {
+  return (void)ctx, scalar(c[R]) ? bool_const(c[R], true) : NULL;
+}
+static UOp *neg_x(void *ctx, UOp **c) {
+  return (void)ctx, scalar(c[X]) ? uop_mul_c(c[X], -1) : NULL;
+}
 
 static UOp *sub_to_add(void *ctx, UOp **c) {
   (void)ctx;
@@ -87,8 +96,9 @@ static UOp *cast_const(void *ctx, UOp **c) {
   (void)ctx;
   UOp *u = c[R], *k = u->src[0];
   if (!scalar(u)) return NULL;
-  return uop_const(u->ctx, u->dtype, cval_cast(uop_const_val(k), (ScalarType)k->dtype.scalar,
-                                                (ScalarType)u->dtype.scalar));
+  return uop_const(
+      u->ctx, u->dtype,
+      cval_cast(uop_const_val(k), (ScalarType)k->dtype.scalar, (ScalarType)u->dtype.scalar));
 }
 
 static UOp *cast_noop(void *ctx, UOp **c) {
@@ -118,8 +128,8 @@ static const Rule simple_rules[] = {
      neg_x},
     /* -(-x) -> x */
     {UPAT(.ops = P_OPS(OP_NEG), .kind = UPAT_SRC_TUPLE, .nsrc = 1,
-          .src = P_SRC(UPAT(.ops = P_OPS(OP_NEG), .kind = UPAT_SRC_TUPLE, .nsrc = 1,
-                            .src = P_SRC(V(X))))),
+          .src = P_SRC(
+              UPAT(.ops = P_OPS(OP_NEG), .kind = UPAT_SRC_TUPLE, .nsrc = 1, .src = P_SRC(V(X))))),
      ret_x},
     /* x // 1 -> x   (int) */
     {OP2(OP_IDIV, INTS, V(X), PAT_CONST_VAL(1)), ret_x},
@@ -134,7 +144,8 @@ static const Rule simple_rules[] = {
     /* x % x -> 0   (int; x % 0 is 0 too) */
     {OP2(OP_MOD, INTS, V(X), V(X)), ret_zero},
     /* max(x, x) -> x, x & x -> x, x | x -> x */
-    {UPAT(.groups = G_IDEMPOTENT, .kind = UPAT_SRC_TUPLE, .src = P_SRC(V(X), V(X)), .nsrc = 2), ret_x},
+    {UPAT(.groups = G_IDEMPOTENT, .kind = UPAT_SRC_TUPLE, .src = P_SRC(V(X), V(X)), .nsrc = 2),
+     ret_x},
     /* x < x -> false   (floats too: NaN < NaN is false) */
     {OP2(OP_CMPLT, 0, V(X), V(X)), ret_false},
     /* x != x -> false   (int, bool; not floats: NaN != NaN) */
@@ -154,11 +165,11 @@ static const Rule simple_rules[] = {
     /* (c ? x : x) -> x */
     {PAT_OP(OP_WHERE, 0, V(0), V(X), V(X)), ret_x},
     /* (c ? true : false) -> c, (c ? false : true) -> not c */
-    {PAT_OP(OP_WHERE, 0, V(X), PAT_CONST_VAL(1), UPAT(.ops = P_OPS(OP_CONST), .dtypes = BOOLS,
-                                                      .cval = &(const CVal){.f = 0})),
+    {PAT_OP(OP_WHERE, 0, V(X), PAT_CONST_VAL(1),
+            UPAT(.ops = P_OPS(OP_CONST), .dtypes = BOOLS, .cval = &(const CVal){.f = 0})),
      ret_x},
-    {PAT_OP(OP_WHERE, 0, V(X), PAT_CONST_VAL(0), UPAT(.ops = P_OPS(OP_CONST), .dtypes = BOOLS,
-                                                      .cval = &(const CVal){.f = 1})),
+    {PAT_OP(OP_WHERE, 0, V(X), PAT_CONST_VAL(0),
+            UPAT(.ops = P_OPS(OP_CONST), .dtypes = BOOLS, .cval = &(const CVal){.f = 1})),
      not_x},
     /* cast(c) -> c converted */
     {UPAT(.ops = P_OPS(OP_CAST), .slot = R, .kind = UPAT_SRC_TUPLE, .src = P_SRC(K(0)), .nsrc = 1),
@@ -312,7 +323,8 @@ static UOp *cast_cast(void *ctx, UOp **c) {
   (void)ctx;
   UOp *to = c[R], *mid = c[Y], *x = c[X];
   if (!scalar(to) || !scalar(x) || !(dt_is_int(x->dtype) || dt_is_bool(x->dtype))) return NULL;
-  if (!uop_bounds_exact(x) || !sym_fits(mid->dtype, uop_vmin(x)) || !sym_fits(mid->dtype, uop_vmax(x)))
+  if (!uop_bounds_exact(x) || !sym_fits(mid->dtype, uop_vmin(x)) ||
+      !sym_fits(mid->dtype, uop_vmax(x)))
     return NULL;
   return uop_cast(x, to->dtype);
 }

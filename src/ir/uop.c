@@ -15,6 +15,8 @@ struct UCtx {
   size_t nbuckets, live;
   UOp **pool; /* autorelease pool: each entry owns one reference */
   size_t npool, cappool;
+  void (*buffer_hook)(void *user, UOp *buffer);
+  void *hook_user;
 };
 
 /* ---------------------------------------------------------------- args */
@@ -164,6 +166,11 @@ UCtx *uctx_new(void) {
 
 size_t uctx_live(const UCtx *ctx) { return ctx->live; }
 
+void uctx_set_buffer_hook(UCtx *ctx, void (*fn)(void *user, UOp *buffer), void *user) {
+  ctx->buffer_hook = fn;
+  ctx->hook_user = user;
+}
+
 static void unlink_node(UCtx *c, UOp *u) {
   UOp **p = &c->buckets[u->hash & (c->nbuckets - 1)];
   while (*p != u) p = &(*p)->chain;
@@ -187,6 +194,7 @@ static void destroy(UOp *u) {
         work = s;
       }
     }
+    if (n->op == OP_BUFFER && n->ctx->buffer_hook) n->ctx->buffer_hook(n->ctx->hook_user, n);
     arg_release(&n->arg);
     free(n);
   }

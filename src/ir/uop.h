@@ -104,6 +104,9 @@ struct UOp {
 UCtx *uctx_new(void);            /* NULL on out of memory */
 void uctx_free(UCtx *ctx);       /* drains every pool and frees every UOp left; NULL ok */
 size_t uctx_live(const UCtx *ctx); /* number of UOps alive (for leak tests) */
+/* Called with each BUFFER UOp as it is freed (not at uctx_free), so whoever
+ * owns the storage a BUFFER names can free it with the last reference. */
+void uctx_set_buffer_hook(UCtx *ctx, void (*fn)(void *user, UOp *buffer), void *user);
 
 /* Autorelease pools: mark, build, drain. Draining drops the pool's references
  * taken since the mark. Pools nest (a drain only goes back to its mark). */

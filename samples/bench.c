@@ -1,0 +1,223 @@
+/* bench: times a few cases on one device and prints a table.
+ *
+ *   build/samples/bench [DEVICE] [--quick]
+ *
+ * Each case builds its expression from realized inputs, realizes it and waits
+ * for the device (tvk_sync); the first run (which compiles) is a warm-up, then
+ * the median of several runs is reported. Every case is checked once against a
+ * reference computed here in double precision, so a fast wrong answer shows.
+ * FLOP counts: matmul 2*M*N*K; softmax 5 per element (max, sub, exp, sum, div);
+ * a*b+c 2 per element; sum 1 per element. Bytes: what the operation must read
+ * and write at least (inputs once, output once).
+ */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tvk.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static uint64_t rng = 0x243f6a8885a308d3ull;
+static float frand(void) { /* uniform in [-1, 1) */
+  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+  return (float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1);
+}
+
+static float *rand_floats(size_t n) {
+  float *p = malloc(n * sizeof *p);
+  if (!p) exit(1);
+  for (size_t i = 0; i < n; i++) p[i] = frand();
+  return p;
+}
+
+/* A case builds its output from the inputs; check compares it with a reference. */
+typedef struct {
+  tvk_ctx *ctx;
+  int64_t m, n, k;
+  tvk_tensor *in[3];
+  float *host[3];
+} Case;
+
+typedef tvk_tensor *(*BuildFn)(Case *c);
+typedef double (*CheckFn)(Case *c, const float *out); /* returns max error */
+
+static tvk_tensor *build_matmul(Case *c) {
+  /* (m,k) x (k,n): (m,1,k) * (1,n,k) summed over k */
+  int64_t s1[3] = {c->m, 1, c->k}, s2[3] = {1, c->n, c->k}, full[3] = {c->m, c->n, c->k};
+  tvk_tensor *a = tvk_reshape(c->in[0], 3, s1);
+  tvk_tensor *bt = tvk_transpose(c->in[1], 0, 1);
+  tvk_tensor *b = tvk_reshape(bt, 3, s2);
+  tvk_tensor *ae = tvk_expand(a, 3, full), *be = tvk_expand(b, 3, full);
+  tvk_tensor *p = tvk_mul(ae, be);
+  int ax = 2;
+  tvk_tensor *r = tvk_sum(p, 1, &ax, false);
+  tvk_release(a), tvk_release(bt), tvk_release(b), tvk_release(ae), tvk_release(be), tvk_release(p);
+  return r;
+}
+
+static double check_matmul(Case *c, const float *out) {
+  double worst = 0;
+  for (int s = 0; s < 64; s++) { /* 64 sampled entries: the full product costs too much here */
+    int64_t i = (s * 7919) % c->m, j = (s * 104729) % c->n;
+    double ref = 0;
+    for (int64_t k = 0; k < c->k; k++) ref += (double)c->host[0][i * c->k + k] * c->host[1][k * c->n + j];
+    double e = fabs(ref - out[i * c->n + j]) / (1 + fabs(ref));
+    if (e > worst) worst = e;
+  }
+  return worst;
+}
+
+static tvk_tensor *build_softmax(Case *c) {
+  int ax = 1;
+  tvk_tensor *mx = tvk_max(c->in[0], 1, &ax, true);
+  tvk_tensor *d = tvk_sub(c->in[0], mx);
+  tvk_tensor *e = tvk_exp(d);
+  tvk_tensor *s = tvk_sum(e, 1, &ax, true);
+  tvk_tensor *r = tvk_div(e, s);
+  tvk_release(mx), tvk_release(d), tvk_release(e), tvk_release(s);
+  return r;
+}
+
+static double check_softmax(Case *c, const float *out) {
+  double worst = 0;
+  for (int64_t i = 0; i < c->m; i += c->m / 16 + 1) {
+    const float *x = c->host[0] + i * c->n;
+    double mx = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < c->n; j++) mx = x[j] > mx ? x[j] : mx;
+    for (int64_t j = 0; j < c->n; j++) sum += exp(x[j] - mx);
+    for (int64_t j = 0; j < c->n; j++) {
+      double e = fabs(exp(x[j] - mx) / sum - out[i * c->n + j]) * (double)c->n;
+      if (e > worst) worst = e;
+    }
+  }
+  return worst;
+}
+
+static tvk_tensor *build_fma(Case *c) {
+  tvk_tensor *p = tvk_mul(c->in[0], c->in[1]);
+  tvk_tensor *r = tvk_add(p, c->in[2]);
+  tvk_release(p);
+  return r;
+}
+
+static double check_fma(Case *c, const float *out) {
+  double worst = 0;
+  for (int64_t i = 0; i < c->n; i++) {
+    double ref = (double)c->host[0][i] * c->host[1][i] + c->host[2][i];
+    double e = fabs(ref - out[i]);
+    if (e > worst) worst = e;
+  }
+  return worst;
+}
+
+static tvk_tensor *build_sum(Case *c) { return tvk_sum(c->in[0], 0, NULL, false); }
+
+static double check_sum(Case *c, const float *out) {
+  double ref = 0;
+  for (int64_t i = 0; i < c->n; i++) ref += c->host[0][i];
+  return fabs(ref - out[0]) / sqrt((double)c->n); /* error of a float32 sum grows ~ sqrt(n) */
+}
+
+typedef struct {
+  const char *name;
+  BuildFn build;
+  CheckFn check;
+  double tol; /* max error accepted by the check */
+  int64_t m, n, k;
+  int ninputs;
+  int64_t shapes[3][2];
+  double flops, bytes;
+} Spec;
+
+static int run_case(tvk_ctx *ctx, const Spec *sp, int reps) {
+  Case c = {ctx, sp->m, sp->n, sp->k, {0}, {0}};
+  for (int i = 0; i < sp->ninputs; i++) {
+    int nd = sp->shapes[i][1] ? 2 : 1;
+    size_t numel = (size_t)sp->shapes[i][0] * (size_t)(sp->shapes[i][1] ? sp->shapes[i][1] : 1);
+    c.host[i] = rand_floats(numel);
+    c.in[i] = tvk_from_data(ctx, TVK_FLOAT32, nd, sp->shapes[i], c.host[i]);
+  }
+  double times[32];
+  int ok = 1;
+  for (int r = 0; r <= reps && ok; r++) { /* run 0 is the warm-up */
+    double t0 = now_s();
+    tvk_tensor *out = sp->build(&c);
+    tvk_status st = tvk_realize(1, &out);
+    if (st == TVK_OK) st = tvk_sync(ctx);
+    double t1 = now_s();
+    if (st != TVK_OK) {
+      fprintf(stderr, "%s: %s: %s\n", sp->name, tvk_status_name(st), tvk_ctx_error(ctx));
+      ok = 0;
+    } else if (r == 0) {
+      size_t numel = (size_t)tvk_numel(out);
+      float *host = malloc(numel * sizeof *host);
+      if (!host || tvk_to_host(out, host, numel * sizeof *host) != TVK_OK) ok = 0;
+      double err = ok ? sp->check(&c, host) : INFINITY;
+      if (err > sp->tol) {
+        fprintf(stderr, "%s: wrong result (error %.3g > %.3g)\n", sp->name, err, sp->tol);
+        ok = 0;
+      }
+      free(host);
+    } else {
+      times[r - 1] = t1 - t0;
+    }
+    tvk_release(out);
+  }
+  if (ok) {
+    qsort(times, (size_t)reps, sizeof *times, cmp_double);
+    double med = times[reps / 2];
+    printf("%-24s %10.3f %10.2f %10.2f\n", sp->name, med * 1e3, sp->flops / med * 1e-9, sp->bytes / med * 1e-9);
+  }
+  for (int i = 0; i < sp->ninputs; i++) tvk_release(c.in[i]), free(c.host[i]);
+  return ok;
+}
+
+int main(int argc, char **argv) {
+  const char *dev = NULL;
+  int quick = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--quick")) quick = 1;
+    else dev = argv[i];
+  }
+  tvk_ctx *ctx;
+  if (tvk_ctx_create(dev, &ctx) != TVK_OK) {
+    fprintf(stderr, "bench: no device: %s\n", tvk_last_create_error());
+    return 1;
+  }
+  printf("device: %s\n", tvk_ctx_device(ctx));
+  printf("%-24s %10s %10s %10s\n", "case", "ms (med)", "GFLOP/s", "GB/s");
+  const int64_t big = 16 << 20;
+  Spec specs[] = {
+      {"matmul 512 f32", build_matmul, check_matmul, 1e-4, 512, 512, 512, 2, {{512, 512}, {512, 512}},
+       2.0 * 512 * 512 * 512, 3.0 * 512 * 512 * 4},
+      {"matmul 1024 f32", build_matmul, check_matmul, 1e-4, 1024, 1024, 1024, 2, {{1024, 1024}, {1024, 1024}},
+       2.0 * 1024 * 1024 * 1024, 3.0 * 1024 * 1024 * 4},
+      {"matmul 2048 f32", build_matmul, check_matmul, 1e-4, 2048, 2048, 2048, 2, {{2048, 2048}, {2048, 2048}},
+       2.0 * 2048 * 2048 * 2048, 3.0 * 2048 * 2048 * 4},
+      {"softmax 4096x4096 f32", build_softmax, check_softmax, 1e-3, 4096, 4096, 0, 1, {{4096, 4096}},
+       5.0 * 4096 * 4096, 2.0 * 4096 * 4096 * 4},
+      {"a*b+c 16M f32", build_fma, check_fma, 1e-6, 0, big, 0, 3, {{big, 0}, {big, 0}, {big, 0}}, 2.0 * (double)big,
+       4.0 * (double)big * 4},
+      {"sum 16M f32", build_sum, check_sum, 1e-3, 0, big, 0, 1, {{big, 0}}, (double)big, (double)big * 4},
+  };
+  int nspecs = (int)(sizeof specs / sizeof specs[0]), bad = 0;
+  for (int i = 0; i < nspecs; i++) {
+    if (quick && specs[i].m >= 1024) continue;
+    bad += !run_case(ctx, &specs[i], quick ? 3 : (specs[i].m >= 2048 ? 3 : 7));
+  }
+  tvk_ctx_destroy(ctx);
+  return bad ? 1 : 0;
+}

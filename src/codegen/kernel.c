@@ -1,0 +1,119 @@
+/* The codegen pipeline for one kernel (kernel.h): verify, lower, simplify,
+ * legalize, linearize, render. Every UOp made on the way lives in an
+ * autorelease pool drained before returning. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+#include "codegen/kernel.h"
+#include "codegen/render.h"
+#include "ir/symbolic.h"
+
+static bool is_identifier(const char *s) {
+  if (!s || !*s || strlen(s) > 64 || (*s >= '0' && *s <= '9')) return false;
+  for (; *s; s++) {
+    char c = *s;
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
+      return false;
+  }
+  return true;
+}
+
+static char *dup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *r = malloc(n);
+  if (r) memcpy(r, s, n);
+  return r;
+}
+
+/* Copies what the caller gets to keep into *out. */
+static tvk_status describe(const KernelDesc *kd, const char *name, KernelSource *out,
+                           CgError *err) {
+  out->name = dup(name);
+  out->nbufs = kd->nbufs;
+  out->bufs = calloc(kd->nbufs ? (size_t)kd->nbufs : 1, sizeof *out->bufs);
+  out->nvars = kd->nvars;
+  out->vars = calloc(kd->nvars ? (size_t)kd->nvars : 1, sizeof *out->vars);
+  if (!out->name || !out->bufs || !out->vars)
+    return cg_fail(err, TVK_ERR_OUT_OF_MEMORY, "codegen: out of memory");
+  memcpy(out->bufs, kd->bufs, (size_t)kd->nbufs * sizeof *out->bufs);
+  for (int i = 0; i < kd->nvars; i++) {
+    const Arg *a = &kd->vars[i]->arg;
+    out->vars[i] = (KernelVar){dup(a->var.name), a->var.lo, a->var.hi};
+    if (!out->vars[i].name) return cg_fail(err, TVK_ERR_OUT_OF_MEMORY, "codegen: out of memory");
+  }
+  out->ndim = kd->ndim;
+  memcpy(out->full_shape, kd->full, sizeof kd->full);
+  memcpy(out->out_shape, kd->out, sizeof kd->out);
+  return TVK_OK;
+}
+
+/* The passes from a verified AST to the linear program. */
+static tvk_status passes(UOp *norm, const KernelDesc *kd, const Lang *lang, LinearProgram *lp,
+                         CgError *err) {
+  UOp *low, *legal;
+  if (lower_kernel(norm, kd, &low, err) != TVK_OK) return err->status;
+  UOp *simple = uop_simplify(low);
+  if (!simple) return cg_fail(err, TVK_ERR_OUT_OF_MEMORY, "codegen: out of memory in uop_simplify");
+  if (legalize_dtypes(simple, lang, &legal, err) != TVK_OK) return err->status;
+  return linearize(legal, lp, err);
+}
+
+tvk_status codegen_kernel_opts(UOp *ast, const char *name, const CodegenOpts *opts,
+                               KernelSource *out) {
+  memset(out, 0, sizeof *out);
+  CgError err = {0};
+  const Lang *lang = opts && opts->lang ? opts->lang : &lang_c;
+  if (!ast) {
+    snprintf(out->error, sizeof out->error, "codegen: the kernel AST is NULL");
+    return TVK_ERR_INVALID_ARG;
+  }
+  if (name && !is_identifier(name)) {
+    snprintf(out->error, sizeof out->error,
+             "codegen: kernel name '%.64s' is not an identifier of up to 64 characters", name);
+    return TVK_ERR_INVALID_ARG;
+  }
+  KernelDesc *kd = calloc(1, sizeof *kd); /* large: not on the stack */
+  if (!kd) {
+    snprintf(out->error, sizeof out->error, "codegen: out of memory");
+    return TVK_ERR_OUT_OF_MEMORY;
+  }
+  UCtx *ctx = ast->ctx;
+  size_t mark = uop_pool_mark(ctx);
+  LinearProgram lp = {0};
+  UOp *norm;
+  char auto_name[128];
+  if (kernel_verify(ast, &norm, kd, &err) == TVK_OK &&
+      passes(norm, kd, lang, &lp, &err) == TVK_OK) {
+    if (!name) kernel_default_name(kd, auto_name, sizeof auto_name), name = auto_name;
+    RenderInfo info = {name, kd->nbufs, kd->bufs, kd->nvars, kd->vars};
+    if (describe(kd, name, out, &err) == TVK_OK &&
+        render_program(&lp, lang, &info, &out->src, &err) == TVK_OK && opts && opts->want_uops &&
+        !(out->uops = linear_dump(&lp)))
+      cg_fail(&err, TVK_ERR_OUT_OF_MEMORY, "codegen: out of memory");
+  }
+  linear_free(&lp);
+  uop_pool_drain(ctx, mark);
+  free(kd);
+  if (err.status != TVK_OK) {
+    kernel_source_free(out);
+    snprintf(out->error, sizeof out->error, "%s", err.msg);
+  }
+  return err.status;
+}
+
+tvk_status codegen_kernel(UOp *ast, const char *name, KernelSource *out) {
+  return codegen_kernel_opts(ast, name, NULL, out);
+}
+
+void kernel_source_free(KernelSource *ks) {
+  if (!ks) return;
+  free(ks->name);
+  free(ks->src);
+  free(ks->uops);
+  for (int i = 0; ks->vars && i < ks->nvars; i++) free(ks->vars[i].name);
+  free(ks->vars);
+  free(ks->bufs);
+  memset(ks, 0, sizeof *ks);
+}

@@ -1,0 +1,442 @@
+/* Linearizing: the lowered graph -> a flat program of blocks (codegen.h).
+ *
+ * Each UOp gets the set of RANGEs it depends on (a bitmask over the kernel's
+ * ranges): the union of its sources' sets, plus a source RANGE itself, where an
+ * ASSIGN shows its users its set minus its accumulator's ranges (the value is
+ * read after those loops). Loops nest as a tree: output ranges in axis order,
+ * an accumulator's ranges inside whatever its ASSIGN depends on and inside the
+ * outermost output range (the parallel one: work outside it would be repeated
+ * by every core or invocation). Closing a set under "enclosed by" gives a chain
+ * of loops, and the UOp goes in the innermost one. Each block (the root, or a
+ * loop) then orders its items (UOps and child loops) by a depth-first
+ * toposort; an item depends on another when some UOp inside the first uses one
+ * inside the second.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+#include "codegen/umap.h"
+
+#define LIN_MAX_RANGES 64
+#define HEADER SIZE_MAX /* item_under: the opener of the block itself */
+
+typedef struct {
+  size_t from, to, key; /* item `from` needs item `to` first; key: to's sort key */
+} Edge;
+
+typedef struct {
+  UOp **topo;
+  size_t n;                          /* nodes, SINK last */
+  UMap index;                        /* UOp -> toposort index */
+  int nr;                            /* ranges */
+  size_t range_at[LIN_MAX_RANGES];   /* toposort index of range k */
+  int *rnum;                         /* per node: range number or -1 */
+  uint64_t *raw;                     /* per node: ranges it depends on directly */
+  uint64_t *accr;                    /* per DEFINE_ACC node: its ranges */
+  uint64_t owned;                    /* ranges of some accumulator */
+  int outermost;                     /* the outermost output range (the parallel one), or -1 */
+  size_t *assign_of;                 /* per DEFINE_ACC node: its ASSIGN, or SIZE_MAX */
+  uint64_t anc[LIN_MAX_RANGES];      /* ranges enclosing range k */
+  uint8_t anc_state[LIN_MAX_RANGES]; /* 0 todo, 1 computing, 2 done */
+  int *block;                        /* per node: 0 root, k+1 the body of range k */
+  Edge *edges;
+  size_t nedges, capedges;
+  size_t *first;  /* CSR: deps of item t are edges[first[t] .. first[t+1]) */
+  uint8_t *state; /* DFS per item: 0 new, 1 open, 2 emitted */
+  LinearProgram *out;
+  size_t cap;
+  CgError *err;
+} Lin;
+
+static size_t idx_of(const Lin *l, const UOp *u) { return (size_t)*umap_get(&l->index, u); }
+static int popcount64(uint64_t m) {
+  int c = 0;
+  for (; m; m &= m - 1) c++;
+  return c;
+}
+
+/* ---------------------------------------------------------------- range sets */
+
+static bool is_acc_range(const Lin *l, size_t i, int k) {
+  return l->topo[i]->op == OP_DEFINE_ACC && (l->accr[i] >> k & 1);
+}
+
+static uint64_t closure(Lin *l, uint64_t m);
+
+/* Ranges enclosing range k (see the file comment). Output ranges: those of
+ * smaller axis. An accumulator's range: its earlier ranges, and the closure of
+ * what its ASSIGN depends on besides its own ranges. */
+static uint64_t ancestors(Lin *l, int k) {
+  if (l->anc_state[k] == 2) return l->anc[k];
+  if (l->anc_state[k] == 1) {
+    cg_fail(l->err, TVK_ERR_INTERNAL, "linearize: ranges enclose each other");
+    return 0;
+  }
+  l->anc_state[k] = 1;
+  uint64_t a = 0;
+  bool owned = false;
+  for (size_t i = 0; i < l->n; i++) {
+    if (!is_acc_range(l, i, k)) continue;
+    owned = true;
+    UOp *acc = l->topo[i];
+    for (uint32_t s = 1; s < acc->nsrc && l->rnum[idx_of(l, acc->src[s])] != k; s++)
+      a |= 1ull << l->rnum[idx_of(l, acc->src[s])];
+    if (l->assign_of[i] != SIZE_MAX) a |= closure(l, l->raw[l->assign_of[i]] & ~l->accr[i]);
+  }
+  if (owned && l->outermost >= 0) a |= 1ull << l->outermost; /* no work outside the parallel loop */
+  if (!owned) {
+    UOp *r = l->topo[l->range_at[k]];
+    for (int j = 0; j < l->nr; j++) {
+      UOp *q = l->topo[l->range_at[j]];
+      if (!(l->owned >> j & 1) && (q->arg.i < r->arg.i || (q->arg.i == r->arg.i && j < k)))
+        a |= 1ull << j;
+    }
+  }
+  l->anc[k] = a;
+  l->anc_state[k] = 2;
+  return a;
+}
+
+static uint64_t closure(Lin *l, uint64_t m) {
+  uint64_t c = m;
+  for (int k = 0; k < l->nr; k++)
+    if (m >> k & 1) c |= ancestors(l, k);
+  return c;
+}
+
+/* The innermost range of a closed set (most ancestors), or -1 for none. */
+static int deepest(Lin *l, uint64_t m) {
+  int best = -1, bd = -1;
+  for (int k = 0; k < l->nr; k++) {
+    if (!(m >> k & 1)) continue;
+    int d = popcount64(ancestors(l, k));
+    if (d > bd) best = k, bd = d;
+  }
+  return best;
+}
+
+/* raw[i]: ranges a node depends on; DEFINE_ACC's ranges are its own sources. */
+static void compute_raw(Lin *l) {
+  for (size_t i = 0; i < l->n; i++) {
+    UOp *u = l->topo[i];
+    uint64_t m = 0;
+    for (uint32_t s = 0; s < u->nsrc; s++) {
+      size_t j = idx_of(l, u->src[s]);
+      UOp *src = l->topo[j];
+      if (src->op == OP_RANGE)
+        m |= 1ull << l->rnum[j];
+      else if (src->op == OP_ASSIGN)
+        m |= l->raw[j] & ~l->accr[idx_of(l, src->src[0])];
+      else
+        m |= l->raw[j];
+    }
+    if (u->op == OP_RANGE) m &= ~(1ull << l->rnum[i]);
+    l->raw[i] = m;
+    if (u->op == OP_DEFINE_ACC) l->accr[i] = m, l->owned |= m;
+  }
+  l->outermost = -1;
+  for (int k = 0; k < l->nr; k++) {
+    if (l->owned >> k & 1) continue;
+    if (l->outermost < 0 ||
+        l->topo[l->range_at[k]]->arg.i < l->topo[l->range_at[l->outermost]]->arg.i)
+      l->outermost = k;
+  }
+}
+
+/* block[i] for every node; checks that each node's loops form a chain. */
+static bool place(Lin *l) {
+  for (size_t i = 0; i < l->n && l->err->status == TVK_OK; i++) {
+    UOp *u = l->topo[i];
+    uint64_t full = closure(l, l->raw[i]);
+    if (u->op == OP_RANGE) { /* its enclosing loops must nest too (lca relies on it) */
+      l->block[i] = l->rnum[i] + 1;
+      full = ancestors(l, l->rnum[i]);
+    }
+    if (u->op == OP_DEFINE_ACC) { /* just outside its outermost loop */
+      int first = u->nsrc > 1 ? l->rnum[idx_of(l, u->src[1])] : -1;
+      full = first < 0 ? full : ancestors(l, first);
+    }
+    int d = deepest(l, full);
+    if (d >= 0 && full != (ancestors(l, d) | 1ull << d)) {
+      cg_fail(l->err, TVK_ERR_INTERNAL, "linearize: %s depends on loops that do not nest",
+              op_name((Op)u->op));
+      return false;
+    }
+    if (u->op != OP_RANGE) l->block[i] = d + 1;
+  }
+  return l->err->status == TVK_OK;
+}
+
+/* ---------------------------------------------------------------- blocks and items */
+
+static int parent_block(Lin *l, int b) { return b == 0 ? -1 : deepest(l, ancestors(l, b - 1)) + 1; }
+static int block_depth(Lin *l, int b) { return b == 0 ? 0 : popcount64(ancestors(l, b - 1)) + 1; }
+
+static int lca(Lin *l, int a, int b) {
+  while (block_depth(l, a) > block_depth(l, b)) a = parent_block(l, a);
+  while (block_depth(l, b) > block_depth(l, a)) b = parent_block(l, b);
+  while (a != b) a = parent_block(l, a), b = parent_block(l, b);
+  return a;
+}
+
+/* The item of block L that contains node i: i itself, the child loop of L that
+ * i is inside, or HEADER when i opens L. Items n + k are the loops. */
+static size_t item_under(Lin *l, size_t i, int L) {
+  int b = l->block[i];
+  if (b == L) return l->topo[i]->op == OP_RANGE ? HEADER : i;
+  while (parent_block(l, b) != L) b = parent_block(l, b);
+  return l->n + (size_t)(b - 1);
+}
+
+/* Sort key: definitions first, then by toposort index (loops by their RANGE's). */
+static size_t item_key(const Lin *l, size_t t) {
+  size_t i = t < l->n ? t : l->range_at[t - l->n];
+  Op op = (Op)l->topo[i]->op;
+  bool def = t < l->n &&
+             (op == OP_DEFINE_GLOBAL || op == OP_DEFINE_VAR || op == OP_SPECIAL || op == OP_CONST);
+  return (def ? 0 : l->n) + i;
+}
+
+static bool add_edge(Lin *l, size_t from, size_t to) {
+  if (l->nedges == l->capedges) {
+    size_t cap = l->capedges ? l->capedges * 2 : 256;
+    Edge *e = realloc(l->edges, cap * sizeof *e);
+    if (!e) return false;
+    l->edges = e, l->capedges = cap;
+  }
+  l->edges[l->nedges++] = (Edge){from, to, item_key(l, to)};
+  return true;
+}
+
+static int edge_order(const void *pa, const void *pb) {
+  const Edge *a = pa, *b = pb;
+  if (a->from != b->from) return a->from < b->from ? -1 : 1;
+  return a->key < b->key ? -1 : a->key > b->key;
+}
+
+/* Item dependencies, as CSR sorted by the key of the needed item. */
+static bool build_edges(Lin *l) {
+  for (size_t i = 0; i + 1 < l->n; i++) { /* the SINK is not placed */
+    UOp *u = l->topo[i];
+    for (uint32_t s = 0; s < u->nsrc; s++) {
+      size_t j = idx_of(l, u->src[s]);
+      if (u->op == OP_DEFINE_ACC && s > 0) continue; /* its ranges: declared before the loops */
+      int L = lca(l, l->block[i], l->block[j]);
+      size_t a = item_under(l, i, L), b = item_under(l, j, L);
+      if (a != HEADER && b != HEADER && a != b && !add_edge(l, a, b)) return false;
+    }
+  }
+  size_t items = l->n + (size_t)l->nr;
+  l->first = calloc(items + 1, sizeof *l->first);
+  if (!l->first) return false;
+  if (l->nedges) qsort(l->edges, l->nedges, sizeof *l->edges, edge_order);
+  for (size_t e = 0; e < l->nedges; e++) l->first[l->edges[e].from + 1]++;
+  for (size_t t = 0; t < items; t++) l->first[t + 1] += l->first[t];
+  return true;
+}
+
+/* ---------------------------------------------------------------- emission */
+
+static bool emit(Lin *l, UOp *u) {
+  LinearProgram *o = l->out;
+  if (!u) return false;
+  if (o->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 128;
+    UOp **p = realloc(o->uops, cap * sizeof *p);
+    if (!p) return false;
+    o->uops = p, l->cap = cap;
+  }
+  o->uops[o->n++] = uop_retain(u);
+  return true;
+}
+
+static bool emit_block(Lin *l, int b);
+
+static bool emit_item(Lin *l, size_t t) {
+  return t < l->n ? emit(l, l->topo[t]) : emit_block(l, (int)(t - l->n) + 1);
+}
+
+/* Emits item `root` after everything it needs (iterative depth-first search). */
+static bool visit(Lin *l, size_t root) {
+  if (l->state[root]) return true;
+  typedef struct {
+    size_t t, next;
+  } Frame;
+  size_t cap = 32, depth = 0;
+  Frame *stack = malloc(cap * sizeof *stack);
+  bool ok = stack != NULL;
+  if (ok) stack[depth++] = (Frame){root, l->first[root]}, l->state[root] = 1;
+  while (ok && depth) {
+    Frame *f = &stack[depth - 1];
+    if (f->next < l->first[f->t + 1]) {
+      size_t dep = l->edges[f->next++].to;
+      if (l->state[dep] == 1) {
+        cg_fail(l->err, TVK_ERR_INTERNAL, "linearize: a cycle between the items of a block");
+        ok = false;
+      } else if (l->state[dep] == 0) {
+        Frame *s = depth == cap ? realloc(stack, (cap *= 2) * sizeof *stack) : stack;
+        if (!s)
+          ok = false;
+        else
+          stack = s, stack[depth++] = (Frame){dep, l->first[dep]}, l->state[dep] = 1;
+      }
+      continue;
+    }
+    size_t t = f->t;
+    depth--;
+    l->state[t] = 2;
+    ok = emit_item(l, t);
+  }
+  free(stack);
+  return ok;
+}
+
+static int key_cmp(const void *pa, const void *pb) {
+  const size_t *a = pa, *b = pb; /* pairs (key, item) */
+  return a[0] < b[0] ? -1 : a[0] > b[0];
+}
+
+/* Block b: its RANGE, its items in order, ENDRANGE. */
+static bool emit_block(Lin *l, int b) {
+  UOp *range = b ? l->topo[l->range_at[b - 1]] : NULL;
+  if (range && !emit(l, range)) return false;
+  size_t items = l->n + (size_t)l->nr, cnt = 0;
+  size_t *list = malloc(items * 2 * sizeof *list);
+  if (!list) return false;
+  for (size_t i = 0; i + 1 < l->n; i++)
+    if (l->block[i] == b && l->topo[i]->op != OP_RANGE)
+      list[2 * cnt] = item_key(l, i), list[2 * cnt++ + 1] = i;
+  for (int k = 0; k < l->nr; k++)
+    if (parent_block(l, k + 1) == b)
+      list[2 * cnt] = item_key(l, l->n + (size_t)k), list[2 * cnt++ + 1] = l->n + (size_t)k;
+  qsort(list, cnt, 2 * sizeof *list, key_cmp);
+  bool ok = true;
+  for (size_t c = 0; ok && c < cnt; c++) ok = visit(l, list[2 * c + 1]);
+  free(list);
+  if (ok && range)
+    ok = emit(l, uop_new(range->ctx, OP_ENDRANGE, dt_make(DT_VOID), 1, &range, arg_none()));
+  return ok;
+}
+
+/* ---------------------------------------------------------------- entry points */
+
+static bool lin_init(Lin *l, UOp *sink) {
+  l->topo = uop_toposort(sink, &l->n);
+  if (!l->topo || !umap_init(&l->index, l->n)) return false;
+  l->rnum = malloc(l->n * sizeof *l->rnum);
+  l->raw = calloc(l->n, sizeof *l->raw);
+  l->accr = calloc(l->n, sizeof *l->accr);
+  l->assign_of = malloc(l->n * sizeof *l->assign_of);
+  l->block = calloc(l->n, sizeof *l->block);
+  l->state = calloc(l->n + LIN_MAX_RANGES, 1);
+  if (!l->rnum || !l->raw || !l->accr || !l->assign_of || !l->block || !l->state) return false;
+  for (size_t i = 0; i < l->n; i++) {
+    if (!umap_put(&l->index, l->topo[i], (int64_t)i)) return false;
+    l->rnum[i] = -1;
+    l->assign_of[i] = SIZE_MAX;
+  }
+  return true;
+}
+
+static void lin_free(Lin *l) {
+  free(l->topo);
+  umap_free(&l->index);
+  free(l->rnum), free(l->raw), free(l->accr), free(l->assign_of), free(l->block), free(l->state);
+  free(l->edges), free(l->first);
+}
+
+/* Numbers the ranges and links each accumulator to its ASSIGN. */
+static bool scan(Lin *l) {
+  for (size_t i = 0; i < l->n; i++) {
+    UOp *u = l->topo[i];
+    if (u->op == OP_RANGE) {
+      if (l->nr == LIN_MAX_RANGES) {
+        cg_fail(l->err, TVK_ERR_INVALID_ARG, "linearize: more than %d loops", LIN_MAX_RANGES);
+        return false;
+      }
+      l->range_at[l->nr] = i;
+      l->rnum[i] = l->nr++;
+    } else if (u->op == OP_ASSIGN) {
+      if (u->nsrc != 2 || u->src[0]->op != OP_DEFINE_ACC) {
+        cg_fail(l->err, TVK_ERR_INTERNAL, "linearize: ASSIGN to a %s", op_name((Op)u->src[0]->op));
+        return false;
+      }
+      l->assign_of[idx_of(l, u->src[0])] = i;
+    } else if (u->op == OP_DEFINE_ACC) {
+      for (uint32_t s = 1; s < u->nsrc; s++) {
+        if (u->src[s]->op == OP_RANGE) continue;
+        cg_fail(l->err, TVK_ERR_INTERNAL, "linearize: DEFINE_ACC over a %s",
+                op_name((Op)u->src[s]->op));
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+tvk_status linearize(UOp *sink, LinearProgram *out, CgError *err) {
+  memset(out, 0, sizeof *out);
+  Lin l = {.out = out, .err = err};
+  bool ok = lin_init(&l, sink);
+  if (ok && err->status == TVK_OK) ok = scan(&l);
+  if (ok && err->status == TVK_OK) {
+    compute_raw(&l);
+    ok = place(&l) && build_edges(&l) && emit_block(&l, 0);
+  }
+  if (!ok && err->status == TVK_OK) cg_fail(err, TVK_ERR_OUT_OF_MEMORY, "linearize: out of memory");
+  lin_free(&l);
+  if (err->status != TVK_OK) linear_free(out);
+  return err->status;
+}
+
+void linear_free(LinearProgram *lp) {
+  if (!lp) return;
+  for (size_t i = 0; i < lp->n; i++) uop_release(lp->uops[i]);
+  free(lp->uops);
+  lp->uops = NULL, lp->n = 0;
+}
+
+char *linear_dump(const LinearProgram *lp) {
+  size_t cap = 256, len = 0;
+  char *buf = malloc(cap);
+  UMap pos;
+  if (!buf || !umap_init(&pos, lp->n)) {
+    free(buf);
+    return NULL;
+  }
+  bool ok = true;
+  for (size_t i = 0; ok && i < lp->n; i++) {
+    UOp *u = lp->uops[i];
+    ok = umap_put(&pos, u, (int64_t)i);
+    char line[512], dt[48], arg[160];
+    dt_str(u->dtype, dt);
+    arg_str_render(&u->arg, arg, sizeof arg);
+    int at = snprintf(line, sizeof line, "%4zu %-14s %-18s [", i, op_name((Op)u->op), dt);
+    for (uint32_t s = 0; s < u->nsrc && at < (int)sizeof line; s++) {
+      int64_t *p = umap_get(&pos, u->src[s]);
+      at += p ? snprintf(line + at, sizeof line - (size_t)at, "%s%" PRId64, s ? ", " : "", *p)
+              : snprintf(line + at, sizeof line - (size_t)at, "%s--", s ? ", " : "");
+    }
+    if (at < (int)sizeof line) snprintf(line + at, sizeof line - (size_t)at, "] %s\n", arg);
+    size_t ln = strlen(line);
+    if (len + ln + 1 > cap) {
+      while (len + ln + 1 > cap) cap *= 2;
+      char *b = realloc(buf, cap);
+      if (!b)
+        ok = false;
+      else
+        buf = b;
+    }
+    if (ok) memcpy(buf + len, line, ln + 1), len += ln;
+  }
+  umap_free(&pos);
+  if (!ok) {
+    free(buf);
+    return NULL;
+  }
+  buf[len] = 0;
+  return buf;
+}

@@ -1,0 +1,193 @@
+/* Lowering: kernel AST -> UOps with explicit loops (codegen.h). One graph_rewrite
+ * pass turns loads, stores, shaped constants and reduces into index math over
+ * the kernel's RANGEs, the way the seed's lowerer does. */
+#include <math.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+#include "ir/pattern.h"
+
+typedef struct {
+  UCtx *ctx;
+  const KernelDesc *ks;
+  UOp *axis[TVK_MAX_DIMS];      /* the index of each axis: a RANGE, split start + RANGE, or 0 */
+  UOp *outer[TVK_MAX_DIMS + 1]; /* the output (non-reduce) RANGEs, outermost first */
+  int nouter;
+  UOp *zero; /* int32 0, the index of size-1 dims */
+  int nacc;  /* accumulators made so far */
+  CgError *err;
+} LowerCtx;
+
+/* Builders that pass NULL (out of memory) through. */
+static UOp *b2(Op op, UOp *a, UOp *b) { return a && b ? uop_alu2(op, a, b) : NULL; }
+static UOp *b_min(UOp *a, UOp *b) {
+  UOp *lt = b2(OP_CMPLT, a, b);
+  return lt ? uop_where(lt, a, b) : NULL;
+}
+static UOp *b_c(LowerCtx *lc, int64_t v) { return uop_const_int(lc->ctx, DT(INT32), v); }
+
+/* ---------------------------------------------------------------- axes */
+
+/* The axis of size n split across cores: core c of nc runs the chunk
+ * [lo, lo + count) with chunk = ceil(n / nc), lo = min(c * chunk, n) and
+ * count = min(n - lo, chunk); no intermediate exceeds n + nc. */
+static UOp *split_axis(LowerCtx *lc, int64_t n, int64_t axis_id) {
+  UCtx *c = lc->ctx;
+  UOp *cid = uop_new(c, OP_SPECIAL, DT(INT32), 0, NULL, arg_var("core_id", 0, CG_MAX_CORES - 1));
+  UOp *nc = uop_new(c, OP_SPECIAL, DT(INT32), 0, NULL, arg_var("n_cores", 1, CG_MAX_CORES));
+  UOp *num = b_c(lc, n);
+  UOp *chunk = b2(OP_ADD, b2(OP_IDIV, b_c(lc, n - 1), nc), b_c(lc, 1));
+  UOp *lo = b_min(b2(OP_MUL, cid, chunk), num);
+  UOp *rest = lo && num ? uop_sub(num, lo) : NULL;
+  UOp *count = b_min(rest, chunk);
+  UOp *r = count ? uop_range(c, count, axis_id) : NULL;
+  lc->outer[lc->nouter++] = r;
+  return b2(OP_ADD, lo, r);
+}
+
+/* Sets lc->axis: the first output axis of size other than 1 is split across
+ * cores, the other output axes and the reduced axes get a RANGE each (axis id =
+ * the dim), size-1 axes the constant 0. With no output axis to split, a
+ * one-iteration range (axis id ndim) keeps every core but the first idle. */
+static bool make_axes(LowerCtx *lc) {
+  const KernelDesc *ks = lc->ks;
+  bool split = false;
+  for (int d = 0; d < ks->ndim; d++) {
+    bool red = ks->reduce_axes >> d & 1;
+    if (ks->full[d] == 1)
+      lc->axis[d] = lc->zero;
+    else if (!red && !split)
+      lc->axis[d] = split_axis(lc, ks->full[d], d), split = true;
+    else {
+      lc->axis[d] = uop_range_n(lc->ctx, ks->full[d], d);
+      if (!red) lc->outer[lc->nouter++] = lc->axis[d];
+    }
+    if (!lc->axis[d]) return false;
+  }
+  if (!split) {
+    split_axis(lc, 1, ks->ndim);
+    /* The split is the outermost loop: keep it first in the list. */
+    UOp *s = lc->outer[lc->nouter - 1];
+    memmove(lc->outer + 1, lc->outer, (size_t)(lc->nouter - 1) * sizeof *lc->outer);
+    lc->outer[0] = s;
+  }
+  for (int i = 0; i < lc->nouter; i++)
+    if (!lc->outer[i]) return false;
+  return true;
+}
+
+/* (index, valid) of a view: size-1 dims of the view are indexed by 0. */
+static bool view_index(LowerCtx *lc, UOp *view, UOp **idx, UOp **valid) {
+  const ShapeTracker *st = view->arg.st;
+  UOp *idxs[TVK_MAX_DIMS];
+  for (int d = 0; d < st_ndim(st); d++) idxs[d] = st_shape(st)[d] == 1 ? lc->zero : lc->axis[d];
+  return st_to_indexed_uops(st, lc->ctx, idxs, idx, valid);
+}
+
+static bool is_true(const UOp *u) { return u->op == OP_CONST && u->arg.i != 0; }
+static bool is_false(const UOp *u) { return u->op == OP_CONST && u->arg.i == 0; }
+
+static UOp *oom(LowerCtx *lc) {
+  cg_fail(lc->err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- rules */
+
+enum { X = 1, B, V, Y };
+
+/* LOAD(buf, VIEW) -> LOAD(INDEX(buf, idx))  or  LOAD(INDEX(buf, idx), 0, valid) */
+static UOp *lower_load(void *ctx, UOp **c) {
+  LowerCtx *lc = ctx;
+  UOp *idx, *valid;
+  if (!view_index(lc, c[V], &idx, &valid)) return oom(lc);
+  UOp *zero = uop_const_int(lc->ctx, c[X]->dtype, 0);
+  if (is_false(valid)) return zero;
+  UOp *index = uop_new(lc->ctx, OP_INDEX, c[B]->dtype, 2, (UOp *[]){c[B], idx}, arg_none());
+  if (!index || !zero) return oom(lc);
+  if (is_true(valid)) return uop_new(lc->ctx, OP_LOAD, c[X]->dtype, 1, &index, arg_none());
+  return uop_new(lc->ctx, OP_LOAD, c[X]->dtype, 3, (UOp *[]){index, zero, valid}, arg_none());
+}
+
+/* STORE(buf, VIEW, x) -> STORE(INDEX(buf, idx), x, [valid,] output RANGEs...): the
+ * ranges say the store runs once per output element even where its index does
+ * not depend on them (the one-iteration core range). */
+static UOp *lower_store(void *ctx, UOp **c) {
+  LowerCtx *lc = ctx;
+  UOp *idx, *valid, *src[3 + TVK_MAX_DIMS + 1];
+  if (!view_index(lc, c[V], &idx, &valid)) return oom(lc);
+  UOp *index = uop_new(lc->ctx, OP_INDEX, c[B]->dtype, 2, (UOp *[]){c[B], idx}, arg_none());
+  if (!index) return oom(lc);
+  int n = 0;
+  src[n++] = index;
+  src[n++] = c[Y];
+  if (!is_true(valid)) src[n++] = valid;
+  for (int i = 0; i < lc->nouter; i++) src[n++] = lc->outer[i];
+  return uop_new(lc->ctx, OP_STORE, dt_make(DT_VOID), n, src, arg_none());
+}
+
+/* CONST(VIEW) -> c  or  valid ? c : 0 */
+static UOp *lower_const(void *ctx, UOp **c) {
+  LowerCtx *lc = ctx;
+  UOp *idx, *valid;
+  if (!view_index(lc, c[V], &idx, &valid)) return oom(lc);
+  UOp *k = uop_new(lc->ctx, OP_CONST, c[X]->dtype, 0, NULL, c[X]->arg);
+  UOp *zero = uop_const_int(lc->ctx, c[X]->dtype, 0);
+  if (!k || !zero) return oom(lc);
+  if (is_true(valid)) return k;
+  if (is_false(valid)) return zero;
+  return uop_where(valid, k, zero);
+}
+
+/* The identity of a reduce op: 0 for ADD, 1 for MUL, the dtype's minimum for MAX. */
+static UOp *identity(LowerCtx *lc, Op op, DType dt) {
+  if (op == OP_ADD) return uop_const_int(lc->ctx, dt, 0);
+  if (op == OP_MUL) return uop_const_int(lc->ctx, dt, 1);
+  if (dt_is_float(dt)) return uop_const_float(lc->ctx, dt, -INFINITY);
+  return uop_const_int(lc->ctx, dt, dt_min_i(dt));
+}
+
+/* REDUCE_AXIS(x) -> ASSIGN(acc, acc op x), acc = DEFINE_ACC(identity, RANGEs of the axes) */
+static UOp *lower_reduce(void *ctx, UOp **c) {
+  LowerCtx *lc = ctx;
+  UOp *r = c[X], *src[1 + TVK_MAX_DIMS];
+  Op op = (Op)r->arg.red.op;
+  int n = 0;
+  src[n++] = identity(lc, op, r->dtype);
+  for (int i = 0; i < r->arg.red.n; i++) src[n++] = lc->axis[r->arg.red.axes[i]];
+  if (!src[0]) return oom(lc);
+  UOp *acc = uop_new(lc->ctx, OP_DEFINE_ACC, r->dtype, n, src, arg_int(lc->nacc++));
+  UOp *upd = acc ? uop_alu2(op, acc, r->src[0]) : NULL;
+  if (!upd) return oom(lc);
+  return uop_new(lc->ctx, OP_ASSIGN, r->dtype, 2, (UOp *[]){acc, upd}, arg_none());
+}
+
+#define P_GLOBAL PAT_OP0(OP_DEFINE_GLOBAL, B)
+#define P_VIEW PAT_OP0(OP_VIEW, V)
+
+static const Rule lower_rules[] = {
+    /* LOAD(buf, VIEW) -> LOAD(INDEX(buf, idx) [, 0, valid]) */
+    {PAT_OP(OP_LOAD, X, P_GLOBAL, P_VIEW), lower_load},
+    /* STORE(buf, VIEW, x) -> STORE(INDEX(buf, idx), x [, valid], ranges) */
+    {PAT_OP(OP_STORE, X, P_GLOBAL, P_VIEW, PAT_ANY(Y)), lower_store},
+    /* CONST(VIEW) -> valid ? c : 0 */
+    {PAT_OP(OP_CONST, X, P_VIEW), lower_const},
+    /* REDUCE_AXIS(x) -> ASSIGN(acc, acc op x) */
+    {PAT_OP0(OP_REDUCE_AXIS, X), lower_reduce},
+};
+
+tvk_status lower_kernel(UOp *ast, const KernelDesc *ks, UOp **out, CgError *err) {
+  *out = NULL;
+  LowerCtx lc = {.ctx = ast->ctx, .ks = ks, .err = err};
+  lc.zero = b_c(&lc, 0);
+  if (!lc.zero || !make_axes(&lc))
+    return cg_fail(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
+  PatternMatcher *pm = pm_new(lower_rules, RULES_N(lower_rules));
+  if (!pm) return cg_fail(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
+  UOp *res = graph_rewrite(ast, pm, &lc, false);
+  pm_free(pm);
+  if (err->status != TVK_OK) return err->status;
+  if (!res) return cg_fail(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
+  *out = res;
+  return TVK_OK;
+}

@@ -1,0 +1,573 @@
+/* The shared C-family walker: a linear program + a language table -> source
+ * (render.h). Each UOp becomes either a statement (loops, loads, stores,
+ * accumulators, named values) or an expression inlined into its only user. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/render.h"
+#include "codegen/umap.h"
+#include "ir/symbolic.h"
+
+/* ---------------------------------------------------------------- strings */
+
+typedef struct {
+  char *p;
+  size_t len, cap;
+  bool oom;
+} Str;
+
+static void str_addn(Str *s, const char *t, size_t n) {
+  if (s->oom) return;
+  if (s->len + n + 1 > s->cap) {
+    size_t cap = s->cap ? s->cap : 256;
+    while (s->len + n + 1 > cap) cap *= 2;
+    char *p = realloc(s->p, cap);
+    if (!p) {
+      s->oom = true;
+      return;
+    }
+    s->p = p, s->cap = cap;
+  }
+  memcpy(s->p + s->len, t, n);
+  s->len += n;
+  s->p[s->len] = 0;
+}
+
+static void str_add(Str *s, const char *t) { str_addn(s, t, strlen(t)); }
+
+static void str_printf(Str *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void str_printf(Str *s, const char *fmt, ...) {
+  char buf[256];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    s->oom = true;
+  else
+    str_addn(s, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
+/* Takes the text out of s (malloc'd; "" when empty), NULL on out of memory. */
+static char *str_take(Str *s) {
+  if (!s->oom && !s->p) str_addn(s, "", 0);
+  if (s->oom) {
+    free(s->p);
+    return NULL;
+  }
+  char *p = s->p;
+  s->p = NULL, s->len = s->cap = 0;
+  return p;
+}
+
+/* ---------------------------------------------------------------- templates */
+
+typedef struct {
+  const char *op[4];
+  DType t, s;                /* $T $U $N $F $W from t; $S $M from s */
+  const char *v, *b, *r, *k; /* $V $B $R $K */
+  int64_t i;                 /* $I */
+} Subst;
+
+static const char *or_empty(const char *s) { return s ? s : ""; }
+
+static void expand(const Lang *L, Str *out, const char *tmpl, const Subst *s) {
+  for (const char *p = tmpl; *p; p++) {
+    const char *q = strchr(p, '$');
+    if (!q) {
+      str_add(out, p);
+      return;
+    }
+    str_addn(out, p, (size_t)(q - p));
+    p = q + 1;
+    switch (*p) {
+    case '0':
+    case '1':
+    case '2':
+    case '3': str_add(out, or_empty(s->op[*p - '0'])); break;
+    case 'T': str_add(out, or_empty(L->type[s->t.scalar])); break;
+    case 'S': str_add(out, or_empty(L->type[s->s.scalar])); break;
+    case 'U': str_add(out, or_empty(L->wrap_type[s->t.scalar])); break;
+    case 'N': str_add(out, or_empty(L->short_name[s->t.scalar])); break;
+    case 'M': str_add(out, or_empty(L->short_name[s->s.scalar])); break;
+    case 'F': str_add(out, or_empty(L->math_suffix[s->t.scalar])); break;
+    case 'W': str_printf(out, "%d", dt_bits(s->t)); break;
+    case 'V': str_add(out, or_empty(s->v)); break;
+    case 'B': str_add(out, or_empty(s->b)); break;
+    case 'R': str_add(out, or_empty(s->r)); break;
+    case 'K': str_add(out, or_empty(s->k)); break;
+    case 'I': str_printf(out, "%" PRId64, s->i); break;
+    case '$': str_add(out, "$"); break;
+    default:
+      p--;
+      str_add(out, "$");
+      break; /* not a placeholder: keep it */
+    }
+    if (!*p) return;
+  }
+}
+
+/* How many times the template uses operand k. */
+static int uses(const char *tmpl, int k) {
+  int n = 0;
+  for (const char *p = tmpl; p && (p = strchr(p, '$')); p += 2) {
+    if (p[1] == '0' + k) n++;
+    if (!p[1]) break;
+  }
+  return n;
+}
+
+/* ---------------------------------------------------------------- spellings */
+
+static TypeClass class_of(DType d) {
+  if (dt_is_bool(d)) return CL_BOOL;
+  if (dt_is_float(d)) return CL_FLOAT;
+  return dt_is_unsigned(d) ? CL_UINT : CL_SINT;
+}
+
+/* The dtype an ALU op computes in: its operands' (WHERE's last two). */
+static DType operand_dtype(const UOp *u) { return u->src[u->nsrc - 1]->dtype; }
+
+/* Whether integer op u provably needs no wrap-around or guard (render.h,
+ * alu_fits): computed here from the sources' bounds, in int64 without overflow. */
+static bool fits(UOp *u) {
+  DType d = u->dtype;
+  if (!dt_is_int(d) || u->nsrc < 1 || !uop_bounds_exact(u->src[0])) return false;
+  int64_t alo = uop_vmin(u->src[0]), ahi = uop_vmax(u->src[0]), lo, hi, p[4];
+  if (u->op == OP_NEG) return alo > dt_min_i(d) && -ahi >= dt_min_i(d) && -alo <= dt_max_i(d);
+  if (u->nsrc != 2 || !uop_bounds_exact(u->src[1])) return false;
+  int64_t blo = uop_vmin(u->src[1]), bhi = uop_vmax(u->src[1]);
+  bool ok = true;
+  switch ((Op)u->op) {
+  case OP_ADD:
+    ok = !__builtin_add_overflow(alo, blo, &lo) && !__builtin_add_overflow(ahi, bhi, &hi);
+    break;
+  case OP_SUB:
+    ok = !__builtin_sub_overflow(alo, bhi, &lo) && !__builtin_sub_overflow(ahi, blo, &hi);
+    break;
+  case OP_MUL:
+    ok = !__builtin_mul_overflow(alo, blo, &p[0]) && !__builtin_mul_overflow(alo, bhi, &p[1]) &&
+         !__builtin_mul_overflow(ahi, blo, &p[2]) && !__builtin_mul_overflow(ahi, bhi, &p[3]);
+    lo = p[0] < p[1] ? p[0] : p[1], lo = lo < p[2] ? lo : p[2], lo = lo < p[3] ? lo : p[3];
+    hi = p[0] > p[1] ? p[0] : p[1], hi = hi > p[2] ? hi : p[2], hi = hi > p[3] ? hi : p[3];
+    break;
+  case OP_IDIV:
+  case OP_MOD: return blo >= 1 || bhi <= -2;
+  case OP_SHL:
+    if (alo < 0 || blo < 0 || bhi >= dt_bits(d) - 1 || bhi >= 62) return false;
+    lo = 0, ok = !__builtin_mul_overflow(ahi, INT64_C(1) << bhi, &hi);
+    break;
+  case OP_SHR: return alo >= 0 && blo >= 0 && bhi < dt_bits(d);
+  default: return false;
+  }
+  return ok && lo >= dt_min_i(d) && hi <= dt_max_i(d) && (d.scalar != DT_UINT64 || lo >= 0);
+}
+
+static const Spell *spell_of(const Lang *L, UOp *u) {
+  if (L->alu_fits[u->op].expr && fits(u)) return &L->alu_fits[u->op];
+  if (u->op == OP_CAST) {
+    uint32_t from = DT_BIT(u->src[0]->dtype.scalar), to = DT_BIT(u->dtype.scalar);
+    for (int i = 0; i < L->ncasts; i++)
+      if ((L->casts[i].from & from) && (L->casts[i].to & to)) return &L->casts[i].spell;
+    return NULL;
+  }
+  if (!op_in((Op)u->op, G_ALU)) return NULL;
+  const Spell *sp = &L->alu[class_of(operand_dtype(u))][u->op];
+  return sp->expr ? sp : NULL;
+}
+
+/* The template a UOp renders its sources through, with the operand each
+ * source fills (-1: none); used to find sources that must be named. */
+static const char *user_template(const Lang *L, UOp *u, int *slot_of_src) {
+  for (uint32_t k = 0; k < u->nsrc && k < 4; k++) slot_of_src[k] = (int)k;
+  switch ((Op)u->op) {
+  case OP_INDEX: return L->index;
+  case OP_LOAD: return u->nsrc == 3 ? L->load_gated : NULL;
+  case OP_STORE: return u->nsrc > 2 && u->src[2]->op != OP_RANGE ? L->store_gated : L->store;
+  case OP_ASSIGN: slot_of_src[0] = -1, slot_of_src[1] = 0; return L->assign;
+  default: break;
+  }
+  const Spell *sp = spell_of(L, u);
+  return sp ? sp->expr : NULL;
+}
+
+/* ---------------------------------------------------------------- the walker */
+
+typedef struct {
+  const Lang *L;
+  const LinearProgram *lp;
+  const RenderInfo *info;
+  UMap pos;     /* UOp -> position in the program */
+  char **expr;  /* per position: its name, literal, or inline expression */
+  int *users;   /* per position: uses by later UOps */
+  size_t *user; /* per position: its last user */
+  int *block;   /* per position: position of the innermost open RANGE, or -1 */
+  bool *named;  /* per position: must be a variable */
+  int nval, nalu, ncast;
+  int depth;
+  Str body;
+  char **helpers;
+  size_t nhelpers;
+  CgError *err;
+} Walker;
+
+static size_t pos_of(const Walker *w, const UOp *u) { return (size_t)*umap_get(&w->pos, u); }
+static const char *ex(const Walker *w, const UOp *u) { return w->expr[pos_of(w, u)]; }
+
+static bool fail_oom(Walker *w) {
+  cg_fail(w->err, TVK_ERR_OUT_OF_MEMORY, "render: out of memory");
+  return false;
+}
+
+/* Counts users, finds blocks, marks what must be named. */
+static bool prepass(Walker *w) {
+  const LinearProgram *lp = w->lp;
+  int open[130], nopen = 0;
+  for (size_t p = 0; p < lp->n; p++) {
+    UOp *u = lp->uops[p];
+    if (!umap_put(&w->pos, u, (int64_t)p)) return fail_oom(w);
+    if (u->dtype.count > 1 && u->dtype.count > w->L->max_vector) {
+      char d[48];
+      cg_fail(w->err, TVK_ERR_DTYPE, "render: %s has no vector type for %s", w->L->name,
+              dt_str(u->dtype, d));
+      return false;
+    }
+    if (u->op == OP_ENDRANGE) nopen--;
+    w->block[p] = nopen ? open[nopen - 1] : -1;
+    if (u->op == OP_RANGE) {
+      if (nopen == (int)(sizeof open / sizeof *open)) {
+        cg_fail(w->err, TVK_ERR_INTERNAL, "render: loops nested too deep");
+        return false;
+      }
+      open[nopen++] = (int)p;
+    }
+    if (u->op == OP_ENDRANGE || u->op == OP_DEFINE_ACC) { /* their RANGE sources are not uses */
+      if (u->op == OP_DEFINE_ACC)
+        w->users[pos_of(w, u->src[0])]++, w->user[pos_of(w, u->src[0])] = p;
+      continue;
+    }
+    int slot[4] = {-1, -1, -1, -1};
+    const char *tmpl = user_template(w->L, u, slot);
+    for (uint32_t k = 0; k < u->nsrc; k++) {
+      int64_t *sp = umap_get(&w->pos, u->src[k]);
+      if (!sp) {
+        cg_fail(w->err, TVK_ERR_INTERNAL, "render: %s used before it is defined",
+                op_name((Op)u->src[k]->op));
+        return false;
+      }
+      size_t s = (size_t)*sp;
+      w->users[s]++, w->user[s] = p;
+      if (u->op == OP_RANGE || (k < 4 && slot[k] >= 0 && uses(tmpl, slot[k]) > 1))
+        w->named[s] = true;
+    }
+  }
+  return true;
+}
+
+static bool inline_ok(const Walker *w, size_t p) {
+  Op op = (Op)w->lp->uops[p]->op;
+  if (op != OP_CAST && !op_in(op, G_ALU)) return false;
+  return w->users[p] == 1 && !w->named[p] && w->block[w->user[p]] == w->block[p];
+}
+
+static void line(Walker *w, const char *tmpl, const Subst *s) {
+  for (int d = 0; d <= w->depth; d++) str_add(&w->body, w->L->indent);
+  expand(w->L, &w->body, tmpl, s);
+  str_add(&w->body, "\n");
+}
+
+static char *expand_new(const Lang *L, const char *tmpl, const Subst *s) {
+  Str t = {0};
+  expand(L, &t, tmpl, s);
+  return str_take(&t);
+}
+
+static char *printf_new(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *printf_new(const char *fmt, ...) {
+  Str t = {0};
+  char buf[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  str_add(&t, buf);
+  return str_take(&t);
+}
+
+/* ---------------------------------------------------------------- constants */
+
+static char *render_float(const Lang *L, DType dt, double f) {
+  Subst s = {.t = dt};
+  if (isnan(f)) return expand_new(L, L->nan, &s);
+  if (isinf(f)) return expand_new(L, f > 0 ? L->inf : L->ninf, &s);
+  char num[64];
+  snprintf(num, sizeof num, "%.*g", L->float_digits[dt.scalar] ? L->float_digits[dt.scalar] : 17,
+           f);
+  if (!strpbrk(num, ".e")) strcat(num, ".0");
+  const char *suf = or_empty(L->lit_suffix[dt.scalar]);
+  return signbit(f) ? printf_new("(%s%s)", num, suf) : printf_new("%s%s", num, suf);
+}
+
+static char *render_int(const Lang *L, DType dt, int64_t v) {
+  const char *suf = or_empty(L->lit_suffix[dt.scalar]);
+  if (dt.scalar == DT_UINT64) return printf_new("%" PRIu64 "%s", (uint64_t)v, suf);
+  if (v < 0 && v == dt_min_i(dt)) return printf_new("(%" PRId64 "%s-1%s)", v + 1, suf, suf);
+  return v < 0 ? printf_new("(%" PRId64 "%s)", v, suf) : printf_new("%" PRId64 "%s", v, suf);
+}
+
+static char *render_const(const Walker *w, const UOp *u) {
+  const Lang *L = w->L;
+  DType dt = u->dtype;
+  if (dt_is_bool(dt)) return printf_new("%s", u->arg.i ? L->true_lit : L->false_lit);
+  if (L->storage_only & DT_BIT(dt.scalar)) {
+    float f = (float)u->arg.f;
+    uint16_t bits = dt.scalar == DT_FLOAT16 ? f32_to_f16(f) : f32_to_bf16(f);
+    char hex[16];
+    snprintf(hex, sizeof hex, "0x%04x", bits);
+    return expand_new(L, L->storage_lit, &(Subst){.op = {hex}, .t = dt});
+  }
+  if (dt_is_float(dt)) return render_float(L, dt, u->arg.f);
+  return render_int(L, dt, u->arg.i);
+}
+
+/* ---------------------------------------------------------------- ops */
+
+static bool add_helper(Walker *w, const char *tmpl, const Subst *s) {
+  char *h = expand_new(w->L, tmpl, s);
+  if (!h) return fail_oom(w);
+  for (size_t i = 0; i < w->nhelpers; i++) {
+    if (strcmp(w->helpers[i], h) == 0) {
+      free(h);
+      return true;
+    }
+  }
+  char **p = realloc(w->helpers, (w->nhelpers + 1) * sizeof *p);
+  if (!p) {
+    free(h);
+    return fail_oom(w);
+  }
+  w->helpers = p;
+  w->helpers[w->nhelpers++] = h;
+  return true;
+}
+
+/* ALU ops and casts: the expression, inlined or bound to a new variable. */
+static bool render_alu(Walker *w, size_t p, UOp *u) {
+  if (u->op != OP_CAST && (w->L->storage_only >> operand_dtype(u).scalar & 1u)) {
+    cg_fail(w->err, TVK_ERR_INTERNAL, "render: %s on storage-only %s (legalize missed it)",
+            op_name((Op)u->op), dt_scalar_name((ScalarType)operand_dtype(u).scalar));
+    return false;
+  }
+  const Spell *sp = spell_of(w->L, u);
+  if (!sp) {
+    char a[48], b[48];
+    cg_fail(w->err, TVK_ERR_DTYPE, "render: %s has no spelling for %s of %s to %s", w->L->name,
+            op_name((Op)u->op), dt_str(u->src[0]->dtype, a), dt_str(u->dtype, b));
+    return false;
+  }
+  Subst s = {.t = u->op == OP_CAST ? u->dtype : operand_dtype(u), .s = u->src[0]->dtype};
+  for (uint32_t k = 0; k < u->nsrc && k < 4; k++) s.op[k] = ex(w, u->src[k]);
+  if (sp->helper && !add_helper(w, sp->helper, &s)) return false;
+  char *rhs = expand_new(w->L, sp->expr, &s);
+  if (!rhs) return fail_oom(w);
+  if (inline_ok(w, p)) {
+    w->expr[p] = rhs;
+    return true;
+  }
+  bool cast = u->op == OP_CAST;
+  w->expr[p] = printf_new("%s%d", cast ? "cast" : "alu", cast ? w->ncast++ : w->nalu++);
+  line(w, w->L->decl, &(Subst){.op = {rhs}, .t = u->dtype, .v = w->expr[p]});
+  free(rhs);
+  return true;
+}
+
+/* A template applied to one expression (NULL template: the expression itself). */
+static char *convert(const Lang *L, const char *tmpl, const char *x, DType t) {
+  return tmpl ? expand_new(L, tmpl, &(Subst){.op = {x}, .t = t}) : printf_new("%s", x);
+}
+
+static bool render_load(Walker *w, size_t p, UOp *u) {
+  const Lang *L = w->L;
+  char *val = convert(L, L->load_conv[u->dtype.scalar], ex(w, u->src[0]), u->dtype), *rhs = val;
+  if (val && u->nsrc == 3)
+    rhs = expand_new(L, L->load_gated,
+                     &(Subst){.op = {val, ex(w, u->src[1]), ex(w, u->src[2])}, .t = u->dtype});
+  w->expr[p] = printf_new("val%d", w->nval++);
+  bool ok = rhs && w->expr[p];
+  if (ok) line(w, L->decl, &(Subst){.op = {rhs}, .t = u->dtype, .v = w->expr[p]});
+  if (rhs != val) free(rhs);
+  free(val);
+  return ok ? true : fail_oom(w);
+}
+
+static bool render_store(Walker *w, UOp *u) {
+  bool gated = u->nsrc > 2 && u->src[2]->op != OP_RANGE;
+  DType t = u->src[1]->dtype;
+  char *val = convert(w->L, w->L->store_conv[t.scalar], ex(w, u->src[1]), t);
+  if (!val) return fail_oom(w);
+  Subst s = {.op = {ex(w, u->src[0]), val, gated ? ex(w, u->src[2]) : NULL}, .t = t};
+  line(w, gated ? w->L->store_gated : w->L->store, &s);
+  free(val);
+  return true;
+}
+
+static const char *special_text(const Lang *L, const char *name) {
+  for (int i = 0; i < L->nspecials; i++)
+    if (strcmp(L->specials[i].name, name) == 0) return L->specials[i].text;
+  return NULL;
+}
+
+static int var_number(const Walker *w, const UOp *u) {
+  for (int i = 0; i < w->info->nvars; i++)
+    if (w->info->vars[i] == u) return i;
+  return -1;
+}
+
+/* A variable's name in the source: v<position in vals>_<its name, made an identifier>. */
+static char *var_name(int i, const char *name) {
+  char clean[33];
+  size_t n = 0;
+  for (; name[n] && n < sizeof clean - 1; n++) {
+    char c = name[n];
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    clean[n] = ok ? c : '_';
+  }
+  clean[n] = 0;
+  return printf_new("v%d_%s", i, clean);
+}
+
+static bool render_one(Walker *w, size_t p) {
+  UOp *u = w->lp->uops[p];
+  const Lang *L = w->L;
+  switch ((Op)u->op) {
+  case OP_DEFINE_GLOBAL: w->expr[p] = printf_new("data%" PRId64, u->arg.i); break;
+  case OP_DEFINE_VAR: {
+    int i = var_number(w, u);
+    if (i < 0)
+      return cg_fail(w->err, TVK_ERR_INTERNAL, "render: DEFINE_VAR '%s' is not in the var list",
+                     u->arg.var.name),
+             false;
+    w->expr[p] = var_name(i, u->arg.var.name);
+    break;
+  }
+  case OP_SPECIAL: {
+    const char *t = special_text(L, u->arg.var.name);
+    if (!t)
+      return cg_fail(w->err, TVK_ERR_DTYPE, "render: %s has no SPECIAL '%s'", L->name,
+                     u->arg.var.name),
+             false;
+    w->expr[p] = printf_new("%s", t);
+    break;
+  }
+  case OP_CONST: w->expr[p] = render_const(w, u); break;
+  case OP_RANGE:
+    w->expr[p] = printf_new("ridx%" PRId64, u->arg.i);
+    line(w, L->range_open, &(Subst){.op = {ex(w, u->src[0])}, .t = u->dtype, .v = w->expr[p]});
+    w->depth++;
+    break;
+  case OP_ENDRANGE:
+    w->depth--;
+    line(w, L->range_close, &(Subst){0});
+    w->expr[p] = printf_new("%s", "");
+    break;
+  case OP_DEFINE_ACC:
+    w->expr[p] = printf_new("acc%" PRId64, u->arg.i);
+    line(w, L->decl, &(Subst){.op = {ex(w, u->src[0])}, .t = u->dtype, .v = w->expr[p]});
+    break;
+  case OP_ASSIGN:
+    line(w, L->assign, &(Subst){.op = {ex(w, u->src[1])}, .t = u->dtype, .v = ex(w, u->src[0])});
+    w->expr[p] = printf_new("%s", ex(w, u->src[0]));
+    break;
+  case OP_INDEX:
+    w->expr[p] = expand_new(L, L->index,
+                            &(Subst){.op = {ex(w, u->src[0]), ex(w, u->src[1])}, .t = u->dtype});
+    break;
+  case OP_LOAD: return render_load(w, p, u);
+  case OP_STORE:
+    if (!render_store(w, u)) return false;
+    w->expr[p] = printf_new("%s", "");
+    break;
+  default:
+    if (u->op == OP_CAST || op_in((Op)u->op, G_ALU)) return render_alu(w, p, u);
+    return cg_fail(w->err, TVK_ERR_INTERNAL, "render: %s in a linear program", op_name((Op)u->op)),
+           false;
+  }
+  return w->expr[p] ? true : fail_oom(w);
+}
+
+/* ---------------------------------------------------------------- the kernel */
+
+static void assemble(Walker *w, Str *out) {
+  const Lang *L = w->L;
+  const RenderInfo *in = w->info;
+  str_add(out, or_empty(L->file_header));
+  for (size_t i = 0; i < w->nhelpers; i++) str_add(out, w->helpers[i]);
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1) expand(L, out, L->func_open, &(Subst){.k = in->name});
+    for (int i = 0; i < in->nbufs; i++) {
+      char name[32];
+      snprintf(name, sizeof name, "data%d", i);
+      const KernelBuf *b = &in->bufs[i];
+      Subst s = {.v = name,
+                 .i = i,
+                 .b = L->buf_type[b->dtype],
+                 .r = b->written ? "" : L->ro_qualifier,
+                 .t = dt_make((ScalarType)b->dtype)};
+      expand(L, out, pass ? L->buf_decl : L->buf_decl_file, &s);
+    }
+  }
+  for (int i = 0; i < in->nvars; i++) {
+    char *name = var_name(i, in->vars[i]->arg.var.name);
+    Subst sv = {.v = name, .i = i, .t = in->vars[i]->dtype};
+    if (!name)
+      out->oom = true;
+    else
+      expand(L, out, L->var_decl, &sv);
+    if (name && L->var_unused && !umap_get(&w->pos, in->vars[i]))
+      expand(L, out, L->var_unused, &sv);
+    free(name);
+  }
+  if (in->nvars == 0) str_add(out, or_empty(L->no_vars));
+  for (int i = 0; i < L->nspecials; i++) {
+    bool used = false;
+    for (size_t p = 0; p < w->lp->n && !used; p++) {
+      UOp *u = w->lp->uops[p];
+      used = u->op == OP_SPECIAL && strcmp(u->arg.var.name, L->specials[i].name) == 0;
+    }
+    if (!used) str_add(out, or_empty(L->specials[i].unused));
+  }
+  str_addn(out, w->body.p ? w->body.p : "", w->body.len);
+  str_add(out, L->func_close);
+}
+
+tvk_status render_program(const LinearProgram *lp, const Lang *lang, const RenderInfo *info,
+                          char **src, CgError *err) {
+  *src = NULL;
+  Walker w = {.L = lang, .lp = lp, .info = info, .err = err};
+  size_t n = lp->n ? lp->n : 1;
+  w.expr = calloc(n, sizeof *w.expr);
+  w.users = calloc(n, sizeof *w.users);
+  w.user = calloc(n, sizeof *w.user);
+  w.block = calloc(n, sizeof *w.block);
+  w.named = calloc(n, sizeof *w.named);
+  bool ok = w.expr && w.users && w.user && w.block && w.named && umap_init(&w.pos, n);
+  if (!ok) fail_oom(&w);
+  ok = ok && prepass(&w);
+  for (size_t p = 0; ok && p < lp->n; p++) ok = render_one(&w, p);
+  if (ok) {
+    Str out = {0};
+    assemble(&w, &out);
+    if (w.body.oom || !(*src = str_take(&out))) fail_oom(&w);
+  }
+  for (size_t p = 0; w.expr && p < lp->n; p++) free(w.expr[p]);
+  for (size_t i = 0; i < w.nhelpers; i++) free(w.helpers[i]);
+  free(w.helpers);
+  free(w.expr), free(w.users), free(w.user), free(w.block), free(w.named);
+  free(w.body.p);
+  umap_free(&w.pos);
+  return err->status;
+}

@@ -1,0 +1,270 @@
+/* The C language table (render.h) for the CPU device. The semantics are the
+ * IR's (alu.h), spelled without undefined behaviour: signed integer math wraps
+ * through unsigned types; division, modulo and shifts are guarded in helpers;
+ * float -> int casts truncate and wrap; float16 / bfloat16 are uint16_t bits,
+ * converted with exact round-to-nearest-even helpers. Out-of-range unsigned ->
+ * signed conversions rely on two's complement wrapping (implementation-defined,
+ * what gcc and clang do). */
+#include "codegen/render.h"
+
+/* The helpers read as the C they generate, the tables as tables. */
+/* clang-format off */
+
+/* ---------------------------------------------------------------- helpers */
+
+/* x / 0 = 0; x / -1 = -x, wrapping (INT_MIN / -1 is INT_MIN). */
+static const char h_sidiv[] = "static inline $T tvk_idiv_$N($T a, $T b) {\n"
+                              "  return b == 0 ? 0 : b == -1 ? ($T)-($U)a : ($T)(a / b);\n}\n";
+static const char h_uidiv[] =
+    "static inline $T tvk_idiv_$N($T a, $T b) { return b == 0 ? 0 : ($T)(a / b); }\n";
+/* The remainder takes the dividend's sign (C's %); x % 0 = x % -1 = 0. */
+static const char h_smod[] = "static inline $T tvk_mod_$N($T a, $T b) {\n"
+                             "  return b == 0 || b == -1 ? 0 : ($T)(a % b);\n}\n";
+static const char h_umod[] =
+    "static inline $T tvk_mod_$N($T a, $T b) { return b == 0 ? 0 : ($T)(a % b); }\n";
+/* Shifts of the exact value: an amount past the width gives 0 (SHL) or the sign
+ * (SHR, a floor shift); a negative amount gives 0. */
+static const char h_sshl[] = "static inline $T tvk_shl_$N($T a, $T b) {\n"
+                             "  return b < 0 || b >= $W ? 0 : ($T)(($U)a << b);\n}\n";
+static const char h_ushl[] =
+    "static inline $T tvk_shl_$N($T a, $T b) { return b >= $W ? 0 : ($T)(($U)a << b); }\n";
+static const char h_sshr[] = "static inline $T tvk_shr_$N($T a, $T b) {\n"
+                             "  if (b < 0) return 0;\n"
+                             "  if (b >= $W) return a < 0 ? -1 : 0;\n"
+                             "  return a < 0 ? ($T)~(~a >> b) : ($T)(a >> b);\n}\n";
+static const char h_ushr[] =
+    "static inline $T tvk_shr_$N($T a, $T b) { return b >= $W ? 0 : ($T)(a >> b); }\n";
+/* Integer power by squaring, wrapping; a negative exponent gives 0. */
+static const char h_spow[] = "static inline $T tvk_pow_$N($T a, $T b) {\n"
+                             "  $U r = 1, x = ($U)a;\n"
+                             "  if (b < 0) return 0;\n"
+                             "  for ($U y = ($U)b; y; y >>= 1, x *= x) if (y & 1) r *= x;\n"
+                             "  return ($T)r;\n}\n";
+static const char h_upow[] = "static inline $T tvk_pow_$N($T a, $T b) {\n"
+                             "  $U r = 1, x = ($U)a;\n"
+                             "  for ($U y = ($U)b; y; y >>= 1, x *= x) if (y & 1) r *= x;\n"
+                             "  return ($T)r;\n}\n";
+
+/* Float floor division of magnitudes, signed (Python's // as alu.c computes
+ * it, in double); x // 0 = 0. */
+static const char h_fidiv[] =
+    "static inline double tvk_fidiv(double a, double b) {\n"
+    "  if (b == 0) return 0.0;\n"
+    "  double x = fabs(a), y = fabs(b), m = fmod(x, y), q = (x - m) / y, r;\n"
+    "  if (q == 0) r = copysign(0.0, x / y);\n"
+    "  else r = floor(q), r = q - r > 0.5 ? r + 1.0 : r;\n"
+    "  return a * b < 0 ? -r : r;\n}\n";
+/* |trunc(a)| % |trunc(b)| with a's sign; x % 0 = 0. */
+static const char h_fmod[] =
+    "static inline double tvk_fmod(double a, double b) {\n"
+    "  double m = trunc(fabs(b)), q = m == 0 ? 0.0 : fmod(trunc(fabs(a)), m);\n"
+    "  return a < 0 && q != 0 ? -q : q;\n}\n";
+/* 0 ** negative = +inf (the seed's safe_pow). */
+static const char h_fpow[] = "static inline double tvk_pow(double x, double y) { return x == 0 && "
+                             "y < 0 ? INFINITY : pow(x, y); }\n";
+/* Truncate toward zero, wrap modulo 2^64; NaN and inf give 0. */
+static const char h_f2i[] =
+    "static inline uint64_t tvk_f2i(double x) {\n"
+    "  if (x > -9.2e18 && x < 9.2e18) return (uint64_t)(int64_t)x;\n"
+    "  if (isnan(x) || isinf(x)) return 0;\n"
+    "  uint64_t u = (uint64_t)fmod(trunc(fabs(x)), 18446744073709551616.0);\n"
+    "  return x < 0 ? 0 - u : u;\n}\n";
+static const char h_f16_to_f32[] =
+    "static inline float tvk_f16_to_f32(uint16_t h) {\n"
+    "  uint32_t e = h >> 10 & 31u, m = h & 1023u, s = (uint32_t)(h >> 15) << 31;\n"
+    "  union { uint32_t u; float f; } v;\n"
+    "  if (e == 0) return (s ? -1.0f : 1.0f) * ((float)m * 5.9604644775390625e-8f);\n"
+    "  v.u = s | (e == 31 ? 0x7f800000u : (e + 112u) << 23) | m << 13;\n"
+    "  return v.f;\n}\n";
+static const char h_bf16_to_f32[] = "static inline float tvk_bf16_to_f32(uint16_t b) {\n"
+                                    "  union { uint32_t u; float f; } v = {(uint32_t)b << 16};\n"
+                                    "  return v.f;\n}\n";
+/* A double rounded to nearest even into a binary format of eb exponent and mb
+ * mantissa bits (float16: 5, 10; bfloat16: 8, 7); NaNs keep their sign and top
+ * payload bits. One rounding, as dtype.c does. */
+static const char h_round_small[] =
+    "static inline uint16_t tvk_round_small(double x, int eb, int mb) {\n"
+    "  union { double d; uint64_t u; } v = {x};\n"
+    "  uint32_t sign = (uint32_t)(v.u >> 63) << (eb + mb), inf = sign | ((1u << eb) - 1) << mb;\n"
+    "  if (isnan(x)) {\n"
+    "    uint32_t p = (uint32_t)((v.u & 0xfffffffffffffull) >> (52 - mb));\n"
+    "    return (uint16_t)(inf | (p ? p : 1u << (mb - 1)));\n"
+    "  }\n"
+    "  int bias = (1 << (eb - 1)) - 1, e;\n"
+    "  double a = fabs(x);\n"
+    "  if (a >= ldexp(2.0 - ldexp(1.0, -mb - 1), bias)) return (uint16_t)inf;\n"
+    "  frexp(a, &e);\n"
+    "  e = a == 0 || e - 1 < 1 - bias ? 1 - bias : e - 1;\n"
+    "  uint32_t q = (uint32_t)rint(ldexp(a, mb - e));\n"
+    "  return (uint16_t)(sign | (((uint32_t)(e - 1 + bias) << mb) + q));\n}\n";
+
+/* ---------------------------------------------------------------- ops */
+
+#define S(e) {e, NULL}
+#define H(e, h) {e, h}
+/* Integer math that may overflow goes through the unsigned wrap type. */
+#define WRAP2(o) S("(($T)(($U)$0" o "($U)$1))")
+
+static const CastSpell c_casts[] = {
+    {DT_BIT(DT_FLOAT16), DT_BIT(DT_FLOAT32), H("tvk_f16_to_f32($0)", h_f16_to_f32)},
+    {DT_BIT(DT_BFLOAT16), DT_BIT(DT_FLOAT32), H("tvk_bf16_to_f32($0)", h_bf16_to_f32)},
+    {~0u, DT_BIT(DT_FLOAT16), H("tvk_round_small((double)$0, 5, 10)", h_round_small)},
+    {~0u, DT_BIT(DT_BFLOAT16), H("tvk_round_small((double)$0, 8, 7)", h_round_small)},
+    {~0u, DT_BIT(DT_BOOL), S("($0!=0)")},
+    {DT_BITS_FLOAT, DT_BITS_INT, H("(($T)tvk_f2i((double)$0))", h_f2i)},
+    {~0u, ~0u, S("(($T)$0)")},
+};
+
+const Lang lang_c = {
+    .name = "C",
+    .type = {[DT_BOOL] = "bool", [DT_INT8] = "int8_t", [DT_UINT8] = "uint8_t",
+             [DT_INT16] = "int16_t", [DT_UINT16] = "uint16_t", [DT_INT32] = "int32_t",
+             [DT_UINT32] = "uint32_t", [DT_INT64] = "int64_t", [DT_UINT64] = "uint64_t",
+             [DT_FLOAT16] = "uint16_t", [DT_BFLOAT16] = "uint16_t", [DT_FLOAT32] = "float",
+             [DT_FLOAT64] = "double"},
+    /* bool buffers are bytes: any nonzero byte loads as true */
+    .buf_type = {[DT_BOOL] = "uint8_t", [DT_INT8] = "int8_t", [DT_UINT8] = "uint8_t",
+                 [DT_INT16] = "int16_t", [DT_UINT16] = "uint16_t", [DT_INT32] = "int32_t",
+                 [DT_UINT32] = "uint32_t", [DT_INT64] = "int64_t", [DT_UINT64] = "uint64_t",
+                 [DT_FLOAT16] = "uint16_t", [DT_BFLOAT16] = "uint16_t", [DT_FLOAT32] = "float",
+                 [DT_FLOAT64] = "double"},
+    .wrap_type = {[DT_BOOL] = "uint32_t", [DT_INT8] = "uint32_t", [DT_UINT8] = "uint32_t",
+                  [DT_INT16] = "uint32_t", [DT_UINT16] = "uint32_t", [DT_INT32] = "uint32_t",
+                  [DT_UINT32] = "uint32_t", [DT_INT64] = "uint64_t", [DT_UINT64] = "uint64_t"},
+    .short_name = {[DT_BOOL] = "b", [DT_INT8] = "i8", [DT_UINT8] = "u8", [DT_INT16] = "i16",
+                   [DT_UINT16] = "u16", [DT_INT32] = "i32", [DT_UINT32] = "u32",
+                   [DT_INT64] = "i64", [DT_UINT64] = "u64", [DT_FLOAT16] = "f16",
+                   [DT_BFLOAT16] = "bf16", [DT_FLOAT32] = "f32", [DT_FLOAT64] = "f64"},
+    .math_suffix = {[DT_FLOAT32] = "f", [DT_FLOAT64] = ""},
+    .storage_only = DT_BIT(DT_FLOAT16) | DT_BIT(DT_BFLOAT16),
+    .compute_type = DT_FLOAT32,
+
+    .lit_suffix = {[DT_UINT32] = "u", [DT_INT64] = "LL", [DT_UINT64] = "ULL", [DT_FLOAT32] = "f"},
+    .float_digits = {[DT_FLOAT32] = 9, [DT_FLOAT64] = 17},
+    .true_lit = "true",
+    .false_lit = "false",
+    .inf = "(($T)INFINITY)",
+    .ninf = "(-($T)INFINITY)",
+    .nan = "(($T)NAN)",
+    .storage_lit = "(($T)$0)",
+
+    .file_header = "#include <math.h>\n#include <stdbool.h>\n#include <stdint.h>\n",
+    .buf_decl_file = "",
+    .func_open =
+        "void $K(void *const *bufs, const int32_t *vals, int32_t core_id, int32_t n_cores) {\n",
+    .buf_decl = "  $R$B *$V = ($R$B *)bufs[$I];\n",
+    .ro_qualifier = "const ",
+    .var_decl = "  const int32_t $V = vals[$I];\n",
+    .no_vars = "  (void)vals;\n",
+    .var_unused = "  (void)$V;\n",
+    .func_close = "}\n",
+    .specials = (const SpecialSpell[]){{"core_id", "core_id", "  (void)core_id;\n"},
+                                       {"n_cores", "n_cores", "  (void)n_cores;\n"}},
+    .nspecials = 2,
+    .indent = "  ",
+
+    .decl = "$T $V = $0;",
+    .assign = "$V = $0;",
+    .range_open = "for ($T $V = 0; $V < $0; $V++) {",
+    .range_close = "}",
+    .index = "$0[$1]",
+    .load_gated = "($2 ? $0 : $1)",
+    .store = "$0 = $1;",
+    .store_gated = "if ($2) $0 = $1;",
+
+    .max_vector = 0, /* vector types arrive with upcasting */
+    .alu =
+        {
+            [CL_FLOAT] =
+                {
+                    [OP_NEG] = S("(-$0)"),
+                    [OP_EXP2] = S("exp2$F($0)"),
+                    [OP_LOG2] = S("log2$F($0)"),
+                    [OP_SIN] = S("sin$F($0)"),
+                    [OP_SQRT] = S("sqrt$F($0)"),
+                    [OP_RECIP] = S("(1.0$F/$0)"),
+                    [OP_ADD] = S("($0+$1)"),
+                    [OP_SUB] = S("($0-$1)"),
+                    [OP_MUL] = S("($0*$1)"),
+                    [OP_FDIV] = S("($0/$1)"),
+                    [OP_IDIV] = H("(($T)tvk_fidiv($0, $1))", h_fidiv),
+                    [OP_MOD] = H("(($T)tvk_fmod($0, $1))", h_fmod),
+                    [OP_POW] = H("(($T)tvk_pow($0, $1))", h_fpow),
+                    [OP_MAX] = S("($1>$0?$1:$0)"), /* a unless b > a: max(NaN, 1) = NaN */
+                    [OP_CMPLT] = S("($0<$1)"),
+                    [OP_CMPNE] = S("($0!=$1)"),
+                    [OP_WHERE] = S("($0?$1:$2)"),
+                    [OP_MULACC] = S("(($0*$1)+$2)"),
+                },
+            [CL_SINT] =
+                {
+                    [OP_NEG] = S("(($T)-($U)$0)"),
+                    [OP_ADD] = WRAP2("+"),
+                    [OP_SUB] = WRAP2("-"),
+                    [OP_MUL] = WRAP2("*"),
+                    [OP_MULACC] = S("(($T)(($U)$0*($U)$1+($U)$2))"),
+                    [OP_IDIV] = H("tvk_idiv_$N($0, $1)", h_sidiv),
+                    [OP_MOD] = H("tvk_mod_$N($0, $1)", h_smod),
+                    [OP_SHL] = H("tvk_shl_$N($0, $1)", h_sshl),
+                    [OP_SHR] = H("tvk_shr_$N($0, $1)", h_sshr),
+                    [OP_POW] = H("tvk_pow_$N($0, $1)", h_spow),
+                    [OP_MAX] = S("($1>$0?$1:$0)"),
+                    [OP_CMPLT] = S("($0<$1)"),
+                    [OP_CMPNE] = S("($0!=$1)"),
+                    [OP_AND] = S("(($T)($0&$1))"),
+                    [OP_OR] = S("(($T)($0|$1))"),
+                    [OP_XOR] = S("(($T)($0^$1))"),
+                    [OP_WHERE] = S("($0?$1:$2)"),
+                },
+            [CL_UINT] =
+                {
+                    [OP_NEG] = S("(($T)-($U)$0)"),
+                    [OP_ADD] = WRAP2("+"),
+                    [OP_SUB] = WRAP2("-"),
+                    [OP_MUL] = WRAP2("*"),
+                    [OP_MULACC] = S("(($T)(($U)$0*($U)$1+($U)$2))"),
+                    [OP_IDIV] = H("tvk_idiv_$N($0, $1)", h_uidiv),
+                    [OP_MOD] = H("tvk_mod_$N($0, $1)", h_umod),
+                    [OP_SHL] = H("tvk_shl_$N($0, $1)", h_ushl),
+                    [OP_SHR] = H("tvk_shr_$N($0, $1)", h_ushr),
+                    [OP_POW] = H("tvk_pow_$N($0, $1)", h_upow),
+                    [OP_MAX] = S("($1>$0?$1:$0)"),
+                    [OP_CMPLT] = S("($0<$1)"),
+                    [OP_CMPNE] = S("($0!=$1)"),
+                    [OP_AND] = S("(($T)($0&$1))"),
+                    [OP_OR] = S("(($T)($0|$1))"),
+                    [OP_XOR] = S("(($T)($0^$1))"),
+                    [OP_WHERE] = S("($0?$1:$2)"),
+                },
+            /* bool math is the integer math truncated to bool (alu.c): + is |, * is & */
+            [CL_BOOL] =
+                {
+                    [OP_NEG] = S("$0"),
+                    [OP_ADD] = S("($0|$1)"),
+                    [OP_SUB] = S("($0!=$1)"),
+                    [OP_MUL] = S("($0&$1)"),
+                    [OP_MAX] = S("($0|$1)"),
+                    [OP_IDIV] = S("($0&$1)"),
+                    [OP_CMPLT] = S("(!$0&$1)"),
+                    [OP_CMPNE] = S("($0!=$1)"),
+                    [OP_AND] = S("($0&$1)"),
+                    [OP_OR] = S("($0|$1)"),
+                    [OP_XOR] = S("($0!=$1)"),
+                    [OP_WHERE] = S("($0?$1:$2)"),
+                },
+        },
+    .alu_fits =
+        {
+            [OP_NEG] = S("(-$0)"),
+            [OP_ADD] = S("($0+$1)"),
+            [OP_SUB] = S("($0-$1)"),
+            [OP_MUL] = S("($0*$1)"),
+            [OP_IDIV] = S("($0/$1)"),
+            [OP_MOD] = S("($0%$1)"),
+            [OP_SHL] = S("($0<<$1)"),
+            [OP_SHR] = S("($0>>$1)"),
+        },
+    .casts = c_casts,
+    .ncasts = (int)(sizeof c_casts / sizeof c_casts[0]),
+};
+/* clang-format on */

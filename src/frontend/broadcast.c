@@ -1,0 +1,193 @@
+/* Shared helpers of the tensor ops: see broadcast.h. */
+#include "frontend/broadcast.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- inputs */
+
+tvk_tensor *bc_check(const char *op, int n, tvk_tensor *const *ts, bool *bad) {
+  *bad = false;
+  for (int i = 0; i < n; i++)
+    *bad = *bad || !ts[i] || ts[i]->status != TVK_OK || !ts[0] || ts[i]->ctx != ts[0]->ctx;
+  return *bad ? tensor_check_inputs(op, n, ts) : NULL;
+}
+
+const char *bc_shape_str(int ndim, const int64_t *shape, char *buf, size_t n) {
+  size_t at = 0;
+  buf[0] = '\0';
+  at += (size_t)snprintf(buf, n, "(");
+  for (int d = 0; d < ndim && at < n; d++)
+    at += (size_t)snprintf(buf + at, n - at, "%s%" PRId64, d ? ", " : "", shape[d]);
+  if (at < n) snprintf(buf + at, n - at, ndim == 1 ? ",)" : ")");
+  return buf;
+}
+
+int64_t bc_numel(int ndim, const int64_t *shape) {
+  int64_t n = 1;
+  for (int d = 0; d < ndim; d++)
+    if (shape[d] == 0) return 0;
+  for (int d = 0; d < ndim; d++) {
+    if (shape[d] < 0 || n > INT64_MAX / shape[d]) return -1;
+    n *= shape[d];
+  }
+  return n;
+}
+
+tvk_tensor *bc_result(tvk_ctx *ctx, const char *op, UOp *u, ScalarType s, int ndim,
+                      const int64_t *shape) {
+  if (!u) return tensor_error(ctx, TVK_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+  return tensor_new(ctx, u, dt_to_tvk(s), ndim, shape);
+}
+
+tvk_tensor *bc_same(const tvk_tensor *a) {
+  return tensor_new(a->ctx, a->uop, a->dtype, a->ndim, a->shape);
+}
+
+/* ---------------------------------------------------------------- broadcasting */
+
+bool bc_broadcast_shape(int n, tvk_tensor *const *ts, int *ndim, int64_t *shape) {
+  int nd = 0;
+  for (int i = 0; i < n; i++)
+    if (ts[i]->ndim > nd) nd = ts[i]->ndim;
+  for (int d = 0; d < nd; d++) shape[d] = 1;
+  for (int i = 0; i < n; i++) {
+    int off = nd - ts[i]->ndim; /* aligned at the end */
+    for (int d = 0; d < ts[i]->ndim; d++) {
+      int64_t s = ts[i]->shape[d], *r = &shape[off + d];
+      if (s == *r || s == 1) continue;
+      if (*r != 1) return false;
+      *r = s; /* may be 0: a size-1 dim stretches to 0 */
+    }
+  }
+  *ndim = nd;
+  return true;
+}
+
+ScalarType bc_promote(int n, tvk_tensor *const *ts) {
+  ScalarType s = dt_from_tvk(ts[0]->dtype);
+  for (int i = 1; i < n; i++) s = dt_promote(s, dt_from_tvk(ts[i]->dtype));
+  return s;
+}
+
+UOp *bc_to_shape(UOp *x, int xnd, const int64_t *xs, int nd, const int64_t *shape) {
+  assert(xnd <= nd);
+  int64_t padded[TVK_MAX_DIMS];
+  bool same = xnd == nd;
+  for (int d = 0; d < nd; d++) {
+    padded[d] = d < nd - xnd ? 1 : xs[d - (nd - xnd)];
+    same = same && padded[d] == shape[d];
+  }
+  if (same) return x;
+  if (xnd != nd) x = bc_reshape(x, xnd, xs, nd, padded);
+  if (memcmp(padded, shape, (size_t)nd * sizeof *shape) != 0) x = bc_expand(x, nd, padded, shape);
+  return x;
+}
+
+int bc_axis(int axis, int ndim) {
+  int a = axis < 0 ? axis + ndim : axis;
+  return a < 0 || a >= ndim ? -1 : a;
+}
+
+/* ---------------------------------------------------------------- movement */
+
+/* graph_view(x, st), freeing the base tracker st was made from and st. */
+static UOp *view_with(UOp *x, ShapeTracker *base, ShapeTracker *st) {
+  st_free(base);
+  UOp *r = st ? graph_view(x, st) : NULL;
+  st_free(st);
+  return r;
+}
+
+UOp *bc_reshape(UOp *x, int nd, const int64_t *shape, int new_nd, const int64_t *new_shape) {
+  if (!x) return NULL;
+  ShapeTracker *b = st_from_shape(nd, shape);
+  return view_with(x, b, b ? st_reshape(b, new_nd, new_shape) : NULL);
+}
+
+UOp *bc_permute(UOp *x, int nd, const int64_t *shape, const int *order) {
+  if (!x) return NULL;
+  ShapeTracker *b = st_from_shape(nd, shape);
+  return view_with(x, b, b ? st_permute(b, order) : NULL);
+}
+
+UOp *bc_expand(UOp *x, int nd, const int64_t *shape, const int64_t *new_shape) {
+  if (!x) return NULL;
+  ShapeTracker *b = st_from_shape(nd, shape);
+  return view_with(x, b, b ? st_expand(b, new_shape) : NULL);
+}
+
+UOp *bc_pad(UOp *x, int nd, const int64_t *shape, const int64_t (*pads)[2]) {
+  if (!x) return NULL;
+  ShapeTracker *b = st_from_shape(nd, shape);
+  return view_with(x, b, b ? st_pad(b, pads) : NULL);
+}
+
+UOp *bc_shrink(UOp *x, int nd, const int64_t *shape, const int64_t (*ranges)[2]) {
+  if (!x) return NULL;
+  ShapeTracker *b = st_from_shape(nd, shape);
+  return view_with(x, b, b ? st_shrink(b, ranges) : NULL);
+}
+
+UOp *bc_flip(UOp *x, int nd, const int64_t *shape, const bool *flip) {
+  if (!x) return NULL;
+  ShapeTracker *b = st_from_shape(nd, shape);
+  return view_with(x, b, b ? st_flip(b, flip) : NULL);
+}
+
+/* ---------------------------------------------------------------- elementwise */
+
+Ew ew_frame(tvk_ctx *ctx, int ndim, const int64_t *shape) {
+  Ew e = {.ctx = ctx, .ndim = ndim};
+  memcpy(e.shape, shape, (size_t)ndim * sizeof *shape);
+  return e;
+}
+
+UOp *ew_const(const Ew *e, ScalarType s, double v) {
+  return graph_const(e->ctx, s, v, e->ndim, e->shape);
+}
+
+/* graph_const makes VIEW(CONST); the exact value replaces its CONST, keeping
+ * the view, so values a double cannot hold (int64 max) stay exact. */
+UOp *ew_const_val(const Ew *e, ScalarType s, CVal c) {
+  UOp *k = uop_const(e->ctx->u, dt_make(s), c);
+  UOp *v = ew_const(e, s, 0);
+  if (!k || !v) return NULL;
+  if (v->op == OP_CONST) return k;
+  assert(v->op == OP_VIEW && v->nsrc == 1 && v->src[0]->op == OP_CONST);
+  return uop_replace_src(v, 1, &k);
+}
+
+UOp *ew_like(const Ew *e, UOp *x, double v) {
+  return x ? ew_const(e, (ScalarType)x->dtype.scalar, v) : NULL;
+}
+
+UOp *ew_alu1(Op op, UOp *a) { return a ? uop_alu1(op, a) : NULL; }
+
+UOp *ew_alu2(Op op, UOp *a, UOp *b) {
+  if (!a || !b) return NULL;
+  assert(dt_eq(a->dtype, b->dtype));
+  return uop_alu2(op, a, b);
+}
+
+UOp *ew_alu3(Op op, UOp *a, UOp *b, UOp *c) {
+  if (!a || !b || !c) return NULL;
+  assert(op != OP_WHERE || (dt_is_bool(a->dtype) && dt_eq(b->dtype, c->dtype)));
+  return uop_alu3(op, a, b, c);
+}
+
+UOp *ew_cast(UOp *x, ScalarType s) { return x ? uop_cast(x, dt_make(s)) : NULL; }
+
+UOp *ew_mulc(const Ew *e, UOp *x, double c) { return ew_mul(x, ew_like(e, x, c)); }
+UOp *ew_addc(const Ew *e, UOp *x, double c) { return ew_add(x, ew_like(e, x, c)); }
+
+UOp *ew_not(const Ew *e, UOp *x) { return ew_ne(x, ew_const(e, DT_BOOL, 1)); }
+
+UOp *ew_truth(const Ew *e, UOp *x) {
+  if (!x || dt_is_bool(x->dtype)) return x;
+  return ew_ne(x, ew_like(e, x, 0));
+}
+
+UOp *ew_isnan(UOp *x) { return ew_ne(x, x); }

@@ -1,0 +1,530 @@
+/* Contexts and the tensor lifecycle: creation, errors, scopes, stats, buffers,
+ * reading results. See frontend.h for the tensor graph. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/frontend.h"
+
+/* ---------------------------------------------------------------- dtypes */
+
+static const ScalarType scalar_of[] = {
+    [TVK_BOOL] = DT_BOOL,       [TVK_INT8] = DT_INT8,         [TVK_UINT8] = DT_UINT8,
+    [TVK_INT16] = DT_INT16,     [TVK_UINT16] = DT_UINT16,     [TVK_INT32] = DT_INT32,
+    [TVK_UINT32] = DT_UINT32,   [TVK_INT64] = DT_INT64,       [TVK_UINT64] = DT_UINT64,
+    [TVK_FLOAT16] = DT_FLOAT16, [TVK_BFLOAT16] = DT_BFLOAT16, [TVK_FLOAT32] = DT_FLOAT32,
+    [TVK_FLOAT64] = DT_FLOAT64,
+};
+
+bool tvk_dtype_valid(tvk_dtype dt) { return (unsigned)dt <= (unsigned)TVK_FLOAT64; }
+
+ScalarType dt_from_tvk(tvk_dtype dt) { return tvk_dtype_valid(dt) ? scalar_of[dt] : DT_VOID; }
+
+tvk_dtype dt_to_tvk(ScalarType s) {
+  for (int i = 0; i <= (int)TVK_FLOAT64; i++)
+    if (scalar_of[i] == s) return (tvk_dtype)i;
+  return TVK_FLOAT32; /* unreachable for tensor dtypes */
+}
+
+const char *tvk_dtype_name(tvk_dtype dt) {
+  return tvk_dtype_valid(dt) ? dt_scalar_name(scalar_of[dt]) : "invalid";
+}
+
+size_t tvk_dtype_size(tvk_dtype dt) { return tvk_dtype_valid(dt) ? dt_scalar_size(scalar_of[dt]) : 0; }
+
+/* ---------------------------------------------------------------- errors */
+
+static _Thread_local char create_error[1024];
+
+const char *tvk_last_create_error(void) { return create_error; }
+
+static tvk_status create_fail(tvk_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static tvk_status create_fail(tvk_status st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(create_error, sizeof create_error, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+tvk_status ctx_fail(tvk_ctx *ctx, tvk_status status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(ctx->error, sizeof ctx->error, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+const char *tvk_ctx_error(const tvk_ctx *ctx) { return ctx ? ctx->error : ""; }
+void tvk_ctx_clear_error(tvk_ctx *ctx) {
+  if (ctx) ctx->error[0] = '\0';
+}
+
+/* ---------------------------------------------------------------- tensors */
+
+static tvk_tensor *tensor_alloc(tvk_ctx *ctx) {
+  tvk_tensor *t = calloc(1, sizeof *t);
+  if (!t) return NULL;
+  t->ctx = ctx;
+  t->seq = ctx->next_seq++;
+  t->prev = ctx->tail;
+  if (ctx->tail) ctx->tail->next = t;
+  else ctx->head = t;
+  ctx->tail = t;
+  return t;
+}
+
+static void tensor_unlink_free(tvk_tensor *t) {
+  tvk_ctx *ctx = t->ctx;
+  if (t->prev) t->prev->next = t->next;
+  else ctx->head = t->next;
+  if (t->next) t->next->prev = t->prev;
+  else ctx->tail = t->prev;
+  uop_release(t->uop);
+  free(t->msg);
+  free(t);
+}
+
+tvk_tensor *tensor_new(tvk_ctx *ctx, UOp *u, tvk_dtype dt, int ndim, const int64_t *shape) {
+  if (!u) return tensor_error(ctx, TVK_ERR_OUT_OF_MEMORY, "out of memory building the graph");
+  tvk_tensor *t = tensor_alloc(ctx);
+  if (!t) return NULL;
+  t->uop = uop_retain(u);
+  t->dtype = dt;
+  t->ndim = ndim;
+  if (ndim) memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
+  return t;
+}
+
+tvk_tensor *tensor_from_uop(tvk_ctx *ctx, UOp *u) {
+  if (!u) return tensor_error(ctx, TVK_ERR_OUT_OF_MEMORY, "out of memory building the graph");
+  int64_t shape[TVK_MAX_DIMS];
+  int nd = graph_shape(u, shape);
+  return tensor_new(ctx, u, dt_to_tvk((ScalarType)u->dtype.scalar), nd, shape);
+}
+
+void tensor_set_uop(tvk_tensor *t, UOp *nu) {
+  uop_retain(nu);
+  uop_release(t->uop);
+  t->uop = nu;
+}
+
+static tvk_tensor *tensor_error_msg(tvk_ctx *ctx, tvk_status status, const char *msg) {
+  tvk_tensor *t = tensor_alloc(ctx);
+  if (!t) return NULL;
+  t->status = status;
+  t->msg = strdup(msg); /* NULL on OOM: the status still tells */
+  t->dtype = TVK_FLOAT32;
+  return t;
+}
+
+tvk_tensor *tensor_error(tvk_ctx *ctx, tvk_status status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(ctx->error, sizeof ctx->error, fmt, ap);
+  va_end(ap);
+  return tensor_error_msg(ctx, status, ctx->error);
+}
+
+tvk_tensor *tensor_error_from(const tvk_tensor *src) {
+  return tensor_error_msg(src->ctx, src->status, src->msg ? src->msg : "");
+}
+
+tvk_tensor *tensor_check_inputs(const char *op, int n, tvk_tensor *const *ts) {
+  tvk_ctx *ctx = NULL;
+  for (int i = 0; i < n && !ctx; i++)
+    if (ts[i]) ctx = ts[i]->ctx;
+  if (!ctx) return NULL; /* every input NULL: nothing to attach an error to */
+  for (int i = 0; i < n; i++) {
+    if (!ts[i]) return tensor_error(ctx, TVK_ERR_INVALID_ARG, "%s: tensor argument %d is NULL", op, i + 1);
+    if (ts[i]->ctx != ctx)
+      return tensor_error(ctx, TVK_ERR_INVALID_ARG, "%s: tensor arguments belong to different contexts", op);
+    if (ts[i]->status != TVK_OK) return tensor_error_from(ts[i]);
+  }
+  return NULL;
+}
+
+void tvk_release(tvk_tensor *t) {
+  if (!t) return;
+  tvk_ctx *ctx = t->ctx;
+  size_t m = FRONT_BEGIN(ctx);
+  tensor_unlink_free(t);
+  uop_pool_drain(ctx->u, m);
+}
+
+int tvk_ndim(const tvk_tensor *t) { return t ? t->ndim : 0; }
+const int64_t *tvk_shape(const tvk_tensor *t) { return t ? t->shape : NULL; }
+tvk_dtype tvk_dtype_of(const tvk_tensor *t) { return t ? t->dtype : TVK_FLOAT32; }
+tvk_status tvk_status_of(const tvk_tensor *t) { return t ? t->status : TVK_ERR_INVALID_ARG; }
+const char *tvk_error_of(const tvk_tensor *t) {
+  if (!t) return "tensor is NULL";
+  return t->msg ? t->msg : "";
+}
+tvk_ctx *tvk_ctx_of(const tvk_tensor *t) { return t ? t->ctx : NULL; }
+
+int64_t tvk_numel(const tvk_tensor *t) {
+  if (!t) return 0;
+  int64_t n = 1;
+  for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+  return n;
+}
+
+/* ---------------------------------------------------------------- scopes, stats */
+
+size_t tvk_scope_begin(tvk_ctx *ctx) { return ctx ? (size_t)ctx->next_seq : 0; }
+
+void tvk_scope_end(tvk_ctx *ctx, size_t scope, int nkeep, tvk_tensor *const *keep) {
+  if (!ctx) return;
+  size_t m = FRONT_BEGIN(ctx);
+  for (tvk_tensor *t = ctx->tail, *prev; t && t->seq >= scope; t = prev) {
+    prev = t->prev;
+    bool kept = false;
+    for (int i = 0; i < nkeep && !kept; i++) kept = keep[i] == t;
+    if (!kept) tensor_unlink_free(t);
+  }
+  uop_pool_drain(ctx->u, m);
+  /* Kept tensors now belong to the enclosing scope: the next outer scope end
+   * (with a mark <= scope - 1) releases them unless kept again. */
+  for (int i = 0; i < nkeep; i++) {
+    tvk_tensor *t = keep[i];
+    if (t && t->ctx == ctx && t->seq >= scope) t->seq = scope > 0 ? scope - 1 : 0;
+  }
+}
+
+void tvk_stats_get(const tvk_ctx *ctx, tvk_stats *out) {
+  if (!ctx || !out) return;
+  *out = ctx->stats;
+}
+
+void tvk_stats_reset(tvk_ctx *ctx) {
+  if (!ctx) return;
+  uint64_t now = ctx->stats.bytes_now;
+  memset(&ctx->stats, 0, sizeof ctx->stats);
+  ctx->stats.bytes_now = now;
+  ctx->stats.bytes_peak = now;
+}
+
+/* ---------------------------------------------------------------- buffers */
+
+static void buffer_release(tvk_ctx *ctx, int64_t id) {
+  Buffer *b = ctx->bufs[id];
+  if (!b) return;
+  ctx->dev->ops->free(ctx->dev, b->dev);
+  ctx->stats.bytes_now -= b->nbytes;
+  free(b);
+  ctx->bufs[id] = NULL;
+}
+
+/* The UCtx calls this when the last reference to a BUFFER goes. */
+static void on_buffer_freed(void *user, UOp *buffer) { buffer_release(user, buffer->arg.i); }
+
+int64_t ctx_buffer_new(tvk_ctx *ctx, ScalarType s, int64_t numel, tvk_status *st) {
+  size_t size = dt_scalar_size(s);
+  if (numel < 0 || (uint64_t)numel > SIZE_MAX / 2 / size) {
+    *st = ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "buffer of %lld %s elements is too large",
+                   (long long)numel, dt_scalar_name(s));
+    return -1;
+  }
+  int64_t id = 0;
+  while (id < ctx->nbufs && ctx->bufs[id]) id++;
+  if (id == ctx->capbufs) {
+    int64_t cap = ctx->capbufs ? ctx->capbufs * 2 : 64;
+    Buffer **nb = realloc(ctx->bufs, (size_t)cap * sizeof *nb);
+    if (!nb) {
+      *st = ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "out of memory for the buffer table");
+      return -1;
+    }
+    ctx->bufs = nb;
+    ctx->capbufs = cap;
+  }
+  Buffer *b = calloc(1, sizeof *b);
+  if (!b) {
+    *st = ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "out of memory for a buffer record");
+    return -1;
+  }
+  b->nbytes = (size_t)numel * size;
+  b->dtype = s;
+  b->numel = numel;
+  tvk_status ds = ctx->dev->ops->alloc(ctx->dev, b->nbytes, &b->dev);
+  if (ds != TVK_OK) {
+    free(b);
+    *st = ctx_fail(ctx, ds, "%s", dev_error(ctx->dev));
+    return -1;
+  }
+  if (id == ctx->nbufs) ctx->nbufs++;
+  ctx->bufs[id] = b;
+  ctx->stats.bytes_now += b->nbytes;
+  if (ctx->stats.bytes_now > ctx->stats.bytes_peak) ctx->stats.bytes_peak = ctx->stats.bytes_now;
+  *st = TVK_OK;
+  return id;
+}
+
+Buffer *ctx_buffer(const tvk_ctx *ctx, int64_t id) {
+  return id >= 0 && id < ctx->nbufs ? ctx->bufs[id] : NULL;
+}
+
+/* ---------------------------------------------------------------- graph helpers */
+
+UOp *graph_buffer_view(tvk_ctx *ctx, int64_t id, int ndim, const int64_t *shape) {
+  Buffer *b = ctx_buffer(ctx, id);
+  UOp *buf = uop_new(ctx->u, OP_BUFFER, dt_make(b->dtype), 0, NULL, arg_int(id));
+  ShapeTracker *st = st_from_shape(ndim, shape);
+  if (!buf || !st) {
+    st_free(st);
+    return NULL;
+  }
+  UOp *v = uop_new(ctx->u, OP_VIEW, buf->dtype, 1, &buf, arg_st(st));
+  st_free(st);
+  return v;
+}
+
+int graph_shape(UOp *u, int64_t *shape) {
+  for (;;) {
+    if (u->op == OP_VIEW) {
+      int nd = st_ndim(u->arg.st);
+      memcpy(shape, st_shape(u->arg.st), (size_t)nd * sizeof *shape);
+      return nd;
+    }
+    if (u->op == OP_REDUCE_AXIS) {
+      int nd = graph_shape(u->src[0], shape);
+      for (int i = 0; i < u->arg.red.n; i++) shape[u->arg.red.axes[i]] = 1;
+      return nd;
+    }
+    if (u->nsrc == 0) return 0; /* a bare CONST or BUFFER: scalar */
+    /* WHERE's condition has the same shape as the values: any source will do */
+    u = u->src[0];
+  }
+}
+
+UOp *graph_view(UOp *x, const ShapeTracker *st) {
+  if (x->op != OP_VIEW) return uop_new(x->ctx, OP_VIEW, x->dtype, 1, &x, arg_st(st));
+  ShapeTracker *c = st_compose(x->arg.st, st);
+  if (!c) return NULL;
+  UOp *base = x->src[0];
+  UOp *v = uop_new(x->ctx, OP_VIEW, x->dtype, 1, &base, arg_st(c));
+  st_free(c);
+  return v;
+}
+
+UOp *graph_const(tvk_ctx *ctx, ScalarType s, double value, int ndim, const int64_t *shape) {
+  UOp *c = uop_const_float(ctx->u, dt_make(s), value);
+  ShapeTracker *st0 = st_from_shape(0, NULL);
+  if (!c || !st0) {
+    st_free(st0);
+    return NULL;
+  }
+  int64_t ones[TVK_MAX_DIMS];
+  for (int i = 0; i < ndim; i++) ones[i] = 1;
+  ShapeTracker *st1 = st_reshape(st0, ndim, ones);
+  ShapeTracker *st = st1 ? st_expand(st1, shape) : NULL;
+  UOp *v = st ? uop_new(ctx->u, OP_VIEW, c->dtype, 1, &c, arg_st(st)) : NULL;
+  st_free(st0);
+  st_free(st1);
+  st_free(st);
+  return v;
+}
+
+/* ---------------------------------------------------------------- creation */
+
+static tvk_status check_shape(tvk_ctx *ctx, const char *op, int ndim, const int64_t *shape, int64_t *numel) {
+  if (ndim < 0 || ndim > TVK_MAX_DIMS)
+    return ctx_fail(ctx, TVK_ERR_INVALID_ARG, "%s: ndim %d is out of range 0..%d", op, ndim, TVK_MAX_DIMS);
+  if (ndim > 0 && !shape) return ctx_fail(ctx, TVK_ERR_INVALID_ARG, "%s: shape is NULL with ndim %d", op, ndim);
+  *numel = 1;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] < 0)
+      return ctx_fail(ctx, TVK_ERR_SHAPE, "%s: dim %d has negative size %lld", op, i, (long long)shape[i]);
+    if (shape[i] && *numel > INT64_MAX / 8 / shape[i])
+      return ctx_fail(ctx, TVK_ERR_SHAPE, "%s: shape has too many elements", op);
+    *numel *= shape[i];
+  }
+  return TVK_OK;
+}
+
+static tvk_tensor *error_tensor_from_ctx(tvk_ctx *ctx, tvk_status st) {
+  return tensor_error_msg(ctx, st, ctx->error);
+}
+
+tvk_tensor *tvk_from_data(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape, const void *data) {
+  if (!ctx) return NULL;
+  int64_t numel;
+  tvk_status st = check_shape(ctx, "from_data", ndim, shape, &numel);
+  if (st != TVK_OK) return error_tensor_from_ctx(ctx, st);
+  if (!tvk_dtype_valid(dt))
+    return tensor_error(ctx, TVK_ERR_DTYPE, "from_data: dtype %d is not a tvk_dtype", (int)dt);
+  if (!data && numel > 0) return tensor_error(ctx, TVK_ERR_INVALID_ARG, "from_data: data is NULL");
+  size_t m = FRONT_BEGIN(ctx);
+  int64_t id = ctx_buffer_new(ctx, dt_from_tvk(dt), numel, &st);
+  if (id < 0) return FRONT_END(ctx, m, error_tensor_from_ctx(ctx, st));
+  Buffer *b = ctx_buffer(ctx, id);
+  UOp *v = graph_buffer_view(ctx, id, ndim, shape);
+  if (!v) { /* buffer not yet owned by a UOp */
+    buffer_release(ctx, id);
+    return FRONT_END(ctx, m, tensor_error(ctx, TVK_ERR_OUT_OF_MEMORY, "from_data: out of memory"));
+  }
+  tvk_tensor *t = tensor_new(ctx, v, dt, ndim, shape);
+  if (b->nbytes && ctx->dev->ops->copy_in(ctx->dev, b->dev, 0, data, b->nbytes) != TVK_OK) {
+    tvk_release(t);
+    return FRONT_END(ctx, m, tensor_error(ctx, TVK_ERR_DEVICE, "from_data: %s", dev_error(ctx->dev)));
+  }
+  return FRONT_END(ctx, m, t);
+}
+
+tvk_tensor *tvk_full(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape, double value) {
+  if (!ctx) return NULL;
+  int64_t numel;
+  tvk_status st = check_shape(ctx, "full", ndim, shape, &numel);
+  if (st != TVK_OK) return error_tensor_from_ctx(ctx, st);
+  if (!tvk_dtype_valid(dt)) return tensor_error(ctx, TVK_ERR_DTYPE, "full: dtype %d is not a tvk_dtype", (int)dt);
+  size_t m = FRONT_BEGIN(ctx);
+  UOp *c = graph_const(ctx, dt_from_tvk(dt), value, ndim, shape);
+  return FRONT_END(ctx, m, tensor_new(ctx, c, dt, ndim, shape));
+}
+
+tvk_tensor *tvk_scalar(tvk_ctx *ctx, tvk_dtype dt, double value) { return tvk_full(ctx, dt, 0, NULL, value); }
+
+/* ---------------------------------------------------------------- running */
+
+tvk_status tvk_realize(int n, tvk_tensor *const *ts) {
+  if (n == 0) return TVK_OK;
+  if (n < 0 || !ts) return TVK_ERR_INVALID_ARG;
+  tvk_ctx *ctx = NULL;
+  for (int i = 0; i < n && !ctx; i++)
+    if (ts[i]) ctx = ts[i]->ctx;
+  if (!ctx) return TVK_ERR_INVALID_ARG;
+  for (int i = 0; i < n; i++) {
+    if (!ts[i]) return ctx_fail(ctx, TVK_ERR_INVALID_ARG, "realize: tensor %d of %d is NULL", i, n);
+    if (ts[i]->ctx != ctx)
+      return ctx_fail(ctx, TVK_ERR_INVALID_ARG, "realize: tensors belong to different contexts");
+    if (ts[i]->status != TVK_OK) return ctx_fail(ctx, ts[i]->status, "%s", tvk_error_of(ts[i]));
+  }
+  size_t m = FRONT_BEGIN(ctx);
+  tvk_status st = ctx_realize(ctx, n, ts);
+  uop_pool_drain(ctx->u, m);
+  return st;
+}
+
+tvk_status tvk_sync(tvk_ctx *ctx) {
+  if (!ctx) return TVK_ERR_INVALID_ARG;
+  tvk_status st = ctx->dev->ops->sync(ctx->dev);
+  return st == TVK_OK ? st : ctx_fail(ctx, st, "sync: %s", dev_error(ctx->dev));
+}
+
+/* A realized tensor is VIEW(BUFFER) with a contiguous tracker of its shape. */
+static bool is_plain_buffer(const tvk_tensor *t) {
+  const UOp *u = t->uop;
+  return u->op == OP_VIEW && u->src[0]->op == OP_BUFFER && st_contiguous(u->arg.st);
+}
+
+tvk_status tvk_to_host(tvk_tensor *t, void *dst, size_t nbytes) {
+  if (!t) return TVK_ERR_INVALID_ARG;
+  tvk_ctx *ctx = t->ctx;
+  if (t->status != TVK_OK) return ctx_fail(ctx, t->status, "%s", tvk_error_of(t));
+  size_t need = (size_t)tvk_numel(t) * tvk_dtype_size(t->dtype);
+  if (nbytes < need)
+    return ctx_fail(ctx, TVK_ERR_INVALID_ARG, "to_host: nbytes %zu is less than the %zu bytes of the tensor",
+                    nbytes, need);
+  if (need == 0) return TVK_OK;
+  if (!dst) return ctx_fail(ctx, TVK_ERR_INVALID_ARG, "to_host: dst is NULL");
+  size_t m = FRONT_BEGIN(ctx);
+  tvk_status st = TVK_OK;
+  if (!is_plain_buffer(t)) {
+    /* A view of a buffer (or a graph) is made contiguous first, so the copy is one block. */
+    UOp *c = uop_new(ctx->u, OP_CONTIGUOUS, t->uop->dtype, 1, &t->uop, arg_none());
+    tvk_tensor *tmp = tensor_new(ctx, c, t->dtype, t->ndim, t->shape);
+    st = tmp ? tvk_realize(1, &tmp) : TVK_ERR_OUT_OF_MEMORY;
+    if (st == TVK_OK) tensor_set_uop(t, tmp->uop);
+    tvk_release(tmp);
+  }
+  if (st == TVK_OK && !is_plain_buffer(t))
+    st = ctx_fail(ctx, TVK_ERR_INTERNAL, "to_host: tensor is not a contiguous buffer after realize");
+  if (st == TVK_OK) {
+    Buffer *b = ctx_buffer(ctx, t->uop->src[0]->arg.i);
+    st = ctx->dev->ops->sync(ctx->dev);
+    if (st == TVK_OK) st = ctx->dev->ops->copy_out(ctx->dev, b->dev, 0, dst, need);
+    if (st != TVK_OK) st = ctx_fail(ctx, st, "to_host: %s", dev_error(ctx->dev));
+  }
+  uop_pool_drain(ctx->u, m);
+  return st;
+}
+
+/* ---------------------------------------------------------------- create / destroy */
+
+static int env_int(const char *name, int given) {
+  if (given) return given;
+  const char *v = getenv(name);
+  return v ? atoi(v) : 0;
+}
+
+static const char *env_str(const char *name, const char *given) {
+  if (given) return given;
+  const char *v = getenv(name);
+  return v && *v ? v : NULL;
+}
+
+static tvk_status open_device(tvk_ctx *ctx, const char *name) {
+  DeviceOptions dopt = {ctx->cache_dir, ctx->cc, ctx->opt.threads, ctx->opt.debug};
+  if (!name || !strcmp(name, "CPU") || !strcmp(name, "cpu"))
+    return cpu_device_create(&dopt, &ctx->dev, create_error, sizeof create_error);
+  if (!strncmp(name, "VK", 2) || !strncmp(name, "vk", 2))
+    return create_fail(TVK_ERR_DEVICE, "device \"%s\": the Vulkan backend is not part of this build yet; "
+                                       "use \"CPU\"", name);
+  return create_fail(TVK_ERR_DEVICE, "unknown device \"%s\": expected \"CPU\", \"VK\" or \"VK:<n>\"", name);
+}
+
+tvk_status tvk_ctx_create_opts(const tvk_ctx_options *opts, tvk_ctx **out) {
+  create_error[0] = '\0';
+  if (!out) return create_fail(TVK_ERR_INVALID_ARG, "tvk_ctx_create: out is NULL");
+  *out = NULL;
+  tvk_ctx *ctx = calloc(1, sizeof *ctx);
+  if (!ctx) return create_fail(TVK_ERR_OUT_OF_MEMORY, "tvk_ctx_create: out of memory");
+  tvk_ctx_options o = opts ? *opts : (tvk_ctx_options){0};
+  o.debug = env_int("TVK_DEBUG", o.debug);
+  o.validate = env_int("TVK_VALIDATE", o.validate);
+  o.noopt = env_int("TVK_NOOPT", o.noopt);
+  const char *cache = env_str("TVK_CACHE_DIR", o.cache_dir), *cc = o.cc; /* CC: the CPU device reads it */
+  ctx->cache_dir = cache ? strdup(cache) : NULL;
+  ctx->cc = cc ? strdup(cc) : NULL;
+  o.cache_dir = ctx->cache_dir;
+  o.cc = ctx->cc;
+  o.device = NULL; /* not kept: the caller's string */
+  ctx->opt = o;
+  ctx->u = uctx_new();
+  tvk_status st = ctx->u ? TVK_OK : create_fail(TVK_ERR_OUT_OF_MEMORY, "tvk_ctx_create: out of memory");
+  if (st == TVK_OK) st = open_device(ctx, env_str("TVK_DEVICE", opts ? opts->device : NULL));
+  if (st != TVK_OK) {
+    tvk_ctx_destroy(ctx);
+    return st;
+  }
+  uctx_set_buffer_hook(ctx->u, on_buffer_freed, ctx);
+  *out = ctx;
+  return TVK_OK;
+}
+
+tvk_status tvk_ctx_create(const char *device, tvk_ctx **out) {
+  tvk_ctx_options o = {.device = device};
+  return tvk_ctx_create_opts(&o, out);
+}
+
+const char *tvk_ctx_device(const tvk_ctx *ctx) {
+  return ctx && ctx->dev ? ctx->dev->ops->name(ctx->dev) : "";
+}
+
+void tvk_ctx_destroy(tvk_ctx *ctx) {
+  if (!ctx) return;
+  while (ctx->head) tensor_unlink_free(ctx->head);
+  if (ctx->u) {
+    uop_pool_drain(ctx->u, 0);
+    uctx_set_buffer_hook(ctx->u, NULL, NULL); /* buffers are freed below, all at once */
+  }
+  uctx_free(ctx->u);
+  if (ctx->dev) {
+    run_cache_free(ctx);
+    for (int64_t i = 0; i < ctx->nbufs; i++) buffer_release(ctx, i);
+    ctx->dev->ops->destroy(ctx->dev);
+  }
+  free(ctx->bufs);
+  free(ctx->cache_dir);
+  free(ctx->cc);
+  free(ctx);
+}

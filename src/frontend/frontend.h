@@ -1,0 +1,142 @@
+/* The tensor frontend: contexts, tensors, and the tensor graph they build.
+ *
+ * ---- The tensor graph ----
+ * A tensor holds one UOp of its context's UCtx (retained). The graph is made of:
+ *
+ *   VIEW(BUFFER)            realized data: BUFFER has the element dtype and
+ *                           arg_int(buffer id); the VIEW's ShapeTracker gives the
+ *                           tensor's shape and how it reads the buffer
+ *   VIEW(CONST)             a constant: CONST (no sources) holds the value, the
+ *                           VIEW gives the shape (all strides 0; masked by pads)
+ *   VIEW(x)                 any movement of x; a VIEW never sits on a VIEW (the
+ *                           frontend composes them: graph_view)
+ *   ALU(a, b, ...)          elementwise: every source has the same shape, and the
+ *                           same dtype except WHERE's bool condition
+ *   CAST(x)                 elementwise conversion
+ *   REDUCE_AXIS(x)          arg_reduce(op, axes), op ADD/MUL/MAX; reduced axes
+ *                           keep size 1 (keepdim=false is a reshape on top)
+ *   CONTIGUOUS(x)           x, materialised in row-major order
+ *
+ * Shapes are derived (graph_shape): VIEW from its tracker, REDUCE_AXIS from its
+ * source with 1s at the axes, everything else from its first source that has one.
+ *
+ * ---- Ownership ----
+ * Public functions mark the UCtx pool on entry and drain it before returning
+ * (FRONT_BEGIN / FRONT_END below), so temporaries die with the call and only what
+ * tensors retain lives on. A BUFFER UOp owns its device buffer: when the last
+ * reference to it goes, the buffer is freed (the UCtx free hook).
+ */
+#ifndef TVK_FRONTEND_FRONTEND_H
+#define TVK_FRONTEND_FRONTEND_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ir/dtype.h"
+#include "ir/uop.h"
+#include "ir/view.h"
+#include "runtime/device.h"
+#include "tvk.h"
+
+_Static_assert(TVK_MAX_DIMS == 16, "tvk.h and view.h agree on the most dims");
+
+typedef struct {
+  DevBuffer *dev; /* NULL for a zero-byte buffer */
+  size_t nbytes;
+  ScalarType dtype;
+  int64_t numel;
+} Buffer;
+
+struct tvk_ctx {
+  UCtx *u;
+  Device *dev;
+  tvk_ctx_options opt; /* resolved: env read once at create */
+  char *cache_dir, *cc;  /* owned copies of the resolved strings */
+  char error[2048];
+  tvk_stats stats;
+  /* buffers by id (the BUFFER UOp's arg); NULL slots are free */
+  Buffer **bufs;
+  int64_t nbufs, capbufs;
+  /* live tensors in creation order, for scopes, realize and destroy */
+  tvk_tensor *head, *tail;
+  uint64_t next_seq;
+  void *programs; /* runtime's compiled-program cache (runtime/run.h) */
+};
+
+struct tvk_tensor {
+  tvk_ctx *ctx;
+  UOp *uop;          /* retained; NULL in an error tensor */
+  tvk_status status; /* TVK_OK or the error */
+  char *msg;         /* the error message (malloc'd) or NULL */
+  tvk_dtype dtype;
+  int ndim;
+  int64_t shape[TVK_MAX_DIMS];
+  uint64_t seq; /* creation order, for scopes */
+  tvk_tensor *prev, *next;
+};
+
+/* ---- dtypes ---- */
+ScalarType dt_from_tvk(tvk_dtype dt);
+tvk_dtype dt_to_tvk(ScalarType s);
+bool tvk_dtype_valid(tvk_dtype dt);
+
+/* ---- errors ---- */
+/* Sets ctx->error (printf-style) and returns status. */
+tvk_status ctx_fail(tvk_ctx *ctx, tvk_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* A new tensor in an error state with the message; also sets ctx->error.
+ * Returns NULL only when memory for the tensor itself ran out. */
+tvk_tensor *tensor_error(tvk_ctx *ctx, tvk_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* A new error tensor carrying src's status and message (for ops on error tensors). */
+tvk_tensor *tensor_error_from(const tvk_tensor *src);
+/* The first input that is NULL or in an error state, turned into the result
+ * error tensor; NULL when all inputs are fine. `op` names the op for the NULL
+ * case. ctx is taken from the first non-NULL input. */
+tvk_tensor *tensor_check_inputs(const char *op, int n, tvk_tensor *const *ts);
+
+/* ---- tensors ---- */
+/* A new tensor for graph node u (retained) with the given dtype and shape.
+ * NULL on out of memory. */
+tvk_tensor *tensor_new(tvk_ctx *ctx, UOp *u, tvk_dtype dt, int ndim, const int64_t *shape);
+/* A new tensor for u, its shape from graph_shape and dtype from u. */
+tvk_tensor *tensor_from_uop(tvk_ctx *ctx, UOp *u);
+/* Replaces t's node (after realize): retains nu, releases the old one. */
+void tensor_set_uop(tvk_tensor *t, UOp *nu);
+
+/* Every public tensor function brackets its work so temporaries are freed:
+ *   size_t m = FRONT_BEGIN(ctx); ... ; return FRONT_END(ctx, m, result);   */
+#define FRONT_BEGIN(ctx) uop_pool_mark((ctx)->u)
+static inline tvk_tensor *FRONT_END(tvk_ctx *ctx, size_t mark, tvk_tensor *t) {
+  uop_pool_drain(ctx->u, mark);
+  return t;
+}
+
+/* ---- buffers ---- */
+/* Allocates a device buffer of numel elements of s; returns its id (>= 0) or -1
+ * with ctx->error set. Counts bytes in the stats. */
+int64_t ctx_buffer_new(tvk_ctx *ctx, ScalarType s, int64_t numel, tvk_status *st);
+Buffer *ctx_buffer(const tvk_ctx *ctx, int64_t id);
+/* VIEW(BUFFER(id)) with a contiguous tracker of shape (autoreleased). */
+UOp *graph_buffer_view(tvk_ctx *ctx, int64_t id, int ndim, const int64_t *shape);
+
+/* ---- graph helpers ---- */
+/* Shape of a tensor-graph node (see above); returns ndim. */
+int graph_shape(UOp *u, int64_t *shape);
+/* VIEW(x, st) composing with a VIEW x already is (autoreleased; st copied).
+ * NULL on out of memory. */
+UOp *graph_view(UOp *x, const ShapeTracker *st);
+/* A constant of dtype s broadcast to shape (autoreleased). */
+UOp *graph_const(tvk_ctx *ctx, ScalarType s, double value, int ndim, const int64_t *shape);
+
+/* ---- realizing (runtime/realize.c) ---- */
+/* Realizes the tensors: schedules the graphs, compiles and runs the kernels, and
+ * replaces every realized node in every live tensor with VIEW(BUFFER). */
+tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts);
+/* Frees the runtime's compiled-program cache (ctx->programs); called by
+ * tvk_ctx_destroy before the device goes. */
+void run_cache_free(tvk_ctx *ctx);
+
+#endif

@@ -1,0 +1,169 @@
+/* Reductions (tvk.h): sum prod max min mean over a set of axes, as
+ * REDUCE_AXIS(x) with arg_reduce(ADD | MUL | MAX, axes); reduced axes keep size
+ * 1 in the graph and keepdim=false is a reshape on top. Elementwise work before
+ * and after the REDUCE_AXIS fuses with it. See docs/frontend.md. */
+#include <math.h>
+#include <stdio.h>
+
+#include "frontend/broadcast.h"
+
+typedef enum { RK_SUM, RK_PROD, RK_MAX, RK_MIN, RK_MEAN } RKind;
+
+/* The axes of one reduction, checked and normalised. */
+typedef struct {
+  int n;                     /* number of reduced axes */
+  int64_t axes[TVK_MAX_DIMS]; /* ascending */
+  int64_t keep[TVK_MAX_DIMS]; /* the input shape with 1 at the axes */
+  int out_nd;                 /* the result's dims (keepdim or not) */
+  int64_t out[TVK_MAX_DIMS];
+  int64_t count;              /* elements reduced into each output */
+} Axes;
+
+/* Parses axes (naxes == 0 or axes NULL: all); NULL or an error tensor. */
+static tvk_tensor *parse_axes(const char *op, const tvk_tensor *a, int naxes, const int *axes,
+                              bool keepdim, Axes *r) {
+  int nd = a->ndim;
+  bool on[TVK_MAX_DIMS] = {false};
+  int from[TVK_MAX_DIMS];
+  if (naxes < 0)
+    return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: naxes %d is negative", op, naxes);
+  if (naxes == 0 || !axes) {
+    for (int d = 0; d < nd; d++) on[d] = true;
+  } else {
+    for (int i = 0; i < naxes; i++) {
+      int d = bc_axis(axes[i], nd);
+      if (d < 0)
+        return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: axis %d out of range for %d dims",
+                            op, axes[i], nd);
+      if (on[d] && from[d] == axes[i])
+        return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: axis %d listed twice", op, axes[i]);
+      if (on[d])
+        return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: axes %d and %d both name dim %d",
+                            op, from[d], axes[i], d);
+      on[d] = true;
+      from[d] = axes[i];
+    }
+  }
+  r->n = r->out_nd = 0;
+  r->count = 1;
+  for (int d = 0; d < nd; d++) {
+    r->keep[d] = on[d] ? 1 : a->shape[d];
+    if (on[d]) {
+      r->axes[r->n++] = d;
+      r->count *= a->shape[d]; /* <= numel: no overflow */
+    }
+    if (!on[d] || keepdim) r->out[r->out_nd++] = r->keep[d];
+  }
+  return NULL;
+}
+
+/* sum and prod: narrow ints widen to 32 bits (bool counts as signed). */
+static ScalarType sum_dtype(ScalarType s) {
+  switch (s) {
+  case DT_BOOL: case DT_INT8: case DT_INT16: return DT_INT32;
+  case DT_UINT8: case DT_UINT16: return DT_UINT32;
+  default: return s;
+  }
+}
+
+static ScalarType result_dtype(RKind k, ScalarType s) {
+  if (k == RK_SUM || k == RK_PROD) return sum_dtype(s);
+  if (k == RK_MEAN) return (DT_BITS_FLOAT & DT_BIT(s)) ? s : DT_FLOAT32;
+  return s;
+}
+
+/* float16/bfloat16 accumulate in float32 (sums of many half values would lose
+ * everything past 11 bits); max and min are exact in any dtype. */
+static ScalarType compute_dtype(RKind k, ScalarType res) {
+  bool half = res == DT_FLOAT16 || res == DT_BFLOAT16;
+  return half && k != RK_MAX && k != RK_MIN ? DT_FLOAT32 : res;
+}
+
+/* The result of reducing zero elements. */
+static UOp *identity(const Ew *e, RKind k, ScalarType s) {
+  bool f = DT_BITS_FLOAT & DT_BIT(s);
+  switch (k) {
+  case RK_SUM: return ew_const(e, s, 0);
+  case RK_PROD: return ew_const(e, s, 1);
+  case RK_MEAN: return ew_const(e, s, NAN);
+  case RK_MAX: return f ? ew_const(e, s, -INFINITY) : ew_const_val(e, s, (CVal){.i = dt_min_i(dt_make(s))});
+  case RK_MIN: break;
+  }
+  if (f) return ew_const(e, s, INFINITY);
+  /* the largest value: all ones for unsigned types (uint64's does not fit an int64) */
+  bool u = s == DT_BOOL || dt_is_unsigned(dt_make(s));
+  return ew_const_val(e, s, (CVal){.i = u ? -1 : dt_max_i(dt_make(s))});
+}
+
+static UOp *reduce_op(UOp *x, Op op, const Axes *ax) {
+  if (!x) return NULL;
+  if (ax->n == 0) return x; /* nothing to reduce: a 0-d tensor or no axes */
+  return uop_new(x->ctx, OP_REDUCE_AXIS, x->dtype, 1, &x, arg_reduce(op, ax->n, ax->axes));
+}
+
+/* MAX of floats lets a NaN through only when it comes first, so a second
+ * reduce over x != x (bool, MAX = any) makes any NaN the result, as numpy's max. */
+static UOp *max_of(const Ew *eo, UOp *x, const Axes *ax) {
+  UOp *m = reduce_op(x, OP_MAX, ax);
+  if (!x || !dt_is_float(x->dtype) || ax->n == 0) return m;
+  UOp *any_nan = reduce_op(ew_isnan(x), OP_MAX, ax);
+  return ew_where(any_nan, ew_like(eo, m, NAN), m);
+}
+
+/* min = -max(-x) for floats (negation is exact); for integers and bool
+ * ~max(~x) (x ^ all-ones reverses the order without overflow, unlike -x). */
+static UOp *min_of(const Ew *ei, const Ew *eo, UOp *x, const Axes *ax) {
+  if (x && dt_is_float(x->dtype)) return ew_alu1(OP_NEG, max_of(eo, ew_alu1(OP_NEG, x), ax));
+  ScalarType s = x ? (ScalarType)x->dtype.scalar : DT_INT32;
+  UOp *flipped = ew_alu2(OP_XOR, x, ew_const_val(ei, s, (CVal){.i = -1}));
+  return ew_alu2(OP_XOR, reduce_op(flipped, OP_MAX, ax), ew_const_val(eo, s, (CVal){.i = -1}));
+}
+
+static UOp *build(const Ew *ei, const Ew *eo, RKind k, UOp *x, const Axes *ax) {
+  switch (k) {
+  case RK_SUM: return reduce_op(x, OP_ADD, ax);
+  case RK_PROD: return reduce_op(x, OP_MUL, ax);
+  case RK_MAX: return max_of(eo, x, ax);
+  case RK_MIN: return min_of(ei, eo, x, ax);
+  case RK_MEAN: break;
+  }
+  UOp *sum = reduce_op(x, OP_ADD, ax);
+  return ew_alu2(OP_FDIV, sum, ew_like(eo, sum, (double)ax->count));
+}
+
+static tvk_tensor *reduce(const char *op, RKind k, tvk_tensor *a, int naxes, const int *axes,
+                          bool keepdim) {
+  bool bad;
+  tvk_tensor *err = bc_check(op, 1, &a, &bad);
+  if (bad) return err;
+  Axes ax;
+  if ((err = parse_axes(op, a, naxes, axes, keepdim, &ax))) return err;
+  ScalarType in = dt_from_tvk(a->dtype), res = result_dtype(k, in), cdt = compute_dtype(k, res);
+
+  tvk_ctx *ctx = a->ctx;
+  size_t m = FRONT_BEGIN(ctx);
+  Ew ei = ew_frame(ctx, a->ndim, a->shape), eo = ew_frame(ctx, a->ndim, ax.keep);
+  UOp *r;
+  if (bc_numel(a->ndim, a->shape) == 0)
+    r = identity(&eo, k, res); /* no loop to run: the identity directly */
+  else
+    r = ew_cast(build(&ei, &eo, k, ew_cast(a->uop, cdt), &ax), res);
+  if (ax.out_nd != a->ndim) r = bc_reshape(r, a->ndim, ax.keep, ax.out_nd, ax.out);
+  return FRONT_END(ctx, m, bc_result(ctx, op, r, res, ax.out_nd, ax.out));
+}
+
+tvk_tensor *tvk_sum(tvk_tensor *a, int naxes, const int *axes, bool keepdim) {
+  return reduce("sum", RK_SUM, a, naxes, axes, keepdim);
+}
+tvk_tensor *tvk_prod(tvk_tensor *a, int naxes, const int *axes, bool keepdim) {
+  return reduce("prod", RK_PROD, a, naxes, axes, keepdim);
+}
+tvk_tensor *tvk_max(tvk_tensor *a, int naxes, const int *axes, bool keepdim) {
+  return reduce("max", RK_MAX, a, naxes, axes, keepdim);
+}
+tvk_tensor *tvk_min(tvk_tensor *a, int naxes, const int *axes, bool keepdim) {
+  return reduce("min", RK_MIN, a, naxes, axes, keepdim);
+}
+tvk_tensor *tvk_mean(tvk_tensor *a, int naxes, const int *axes, bool keepdim) {
+  return reduce("mean", RK_MEAN, a, naxes, axes, keepdim);
+}

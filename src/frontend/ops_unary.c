@@ -1,0 +1,243 @@
+/* Unary elementwise ops and cast (tvk.h). Transcendentals come from the IR's
+ * EXP2, LOG2, SIN, SQRT and RECIP; the rest is composed elementwise so that it
+ * fuses. docs/frontend.md lists each composite and its accuracy. */
+#include <stdio.h>
+
+#include "frontend/broadcast.h"
+
+#define LOG2_E 1.4426950408889634 /* log2(e) */
+#define LN_2 0.6931471805599453   /* ln(2) */
+
+typedef UOp *(*UnFn)(const Ew *e, UOp *x);
+
+typedef enum {
+  UK_KEEP,  /* keeps the dtype; the builder handles each kind of dtype */
+  UK_FLOAT, /* integer and bool inputs are cast to float32 first */
+  UK_ROUND, /* floats round; integers and bool come back unchanged */
+  UK_BOOL,  /* any dtype in, bool out */
+} UKind;
+
+typedef struct {
+  const char *name;
+  UKind kind;
+  bool no_bool; /* bool input is a dtype error */
+  /* float16/bfloat16 compute in float32 and round once at the end (composites
+   * would otherwise round every intermediate to 11 or 8 bits) */
+  bool wide;
+  UnFn fn;
+} UnOp;
+
+static bool is_float(UOp *x) { return dt_is_float(x->dtype); }
+static bool is_unsigned(UOp *x) { return dt_is_bool(x->dtype) || dt_is_unsigned(x->dtype); }
+static UOp *neg(UOp *x) { return ew_alu1(OP_NEG, x); }
+
+/* ---------------------------------------------------------------- sign and friends */
+
+static UOp *u_neg(const Ew *e, UOp *x) { (void)e; return neg(x); }
+
+/* floats: 0 < x ? x : 0 - x gives +0.0 for -0.0 and NaN for NaN (0 - NaN);
+ * signed ints wrap at the minimum as C does; unsigned and bool: x. */
+static UOp *u_abs(const Ew *e, UOp *x) {
+  if (is_unsigned(x)) return x;
+  if (!is_float(x)) return ew_where(ew_lt(x, ew_like(e, x, 0)), neg(x), x);
+  return ew_where(ew_lt(ew_like(e, x, 0), x), x, ew_alu2(OP_SUB, ew_like(e, x, 0), x));
+}
+
+/* 0 < x ? 1 : (x < 0 ? -1 : x): a NaN or a zero falls through as itself. */
+static UOp *u_sign(const Ew *e, UOp *x) {
+  if (dt_is_bool(x->dtype)) return x;
+  UOp *zero = ew_like(e, x, 0), *one = ew_like(e, x, 1);
+  UOp *rest = is_unsigned(x) ? x : ew_where(ew_lt(x, zero), ew_like(e, x, -1), x);
+  return ew_where(ew_lt(zero, x), one, rest);
+}
+
+/* x < 0 ? 0 : x: NaN stays NaN (tinygrad's (x > 0).where(x, 0) would give 0). */
+static UOp *u_relu(const Ew *e, UOp *x) {
+  if (is_unsigned(x)) return x;
+  UOp *zero = ew_like(e, x, 0);
+  return ew_where(ew_lt(x, zero), zero, x);
+}
+
+/* ---------------------------------------------------------------- transcendentals */
+
+static UOp *u_exp(const Ew *e, UOp *x) { return ew_alu1(OP_EXP2, ew_mulc(e, x, LOG2_E)); }
+static UOp *u_exp2(const Ew *e, UOp *x) { (void)e; return ew_alu1(OP_EXP2, x); }
+static UOp *u_log(const Ew *e, UOp *x) { return ew_mulc(e, ew_alu1(OP_LOG2, x), LN_2); }
+static UOp *u_log2(const Ew *e, UOp *x) { (void)e; return ew_alu1(OP_LOG2, x); }
+static UOp *u_sqrt(const Ew *e, UOp *x) { (void)e; return ew_alu1(OP_SQRT, x); }
+static UOp *u_rsqrt(const Ew *e, UOp *x) { (void)e; return ew_alu1(OP_RECIP, ew_alu1(OP_SQRT, x)); }
+static UOp *u_recip(const Ew *e, UOp *x) { (void)e; return ew_alu1(OP_RECIP, x); }
+static UOp *u_sin(const Ew *e, UOp *x) { (void)e; return ew_alu1(OP_SIN, x); }
+
+/* cos x = 1 - 2 sin^2(x/2): x/2 is exact, so the error stays a few ulps for
+ * every x (sin(pi/2 - x) loses |x| * ulp(1) to the rounding of pi/2 - x). */
+static UOp *u_cos(const Ew *e, UOp *x) {
+  UOp *s = ew_alu1(OP_SIN, ew_mulc(e, x, 0.5));
+  return ew_alu2(OP_SUB, ew_like(e, x, 1), ew_mulc(e, ew_mul(s, s), 2));
+}
+
+/* 1 / (1 + 2^(-x log2 e)): 0 at -inf (1/inf), 1 at +inf. */
+static UOp *sigmoid(const Ew *e, UOp *x) {
+  UOp *t = ew_alu1(OP_EXP2, ew_mulc(e, x, -LOG2_E));
+  return ew_alu1(OP_RECIP, ew_addc(e, t, 1));
+}
+static UOp *u_sigmoid(const Ew *e, UOp *x) { return sigmoid(e, x); }
+static UOp *u_silu(const Ew *e, UOp *x) { return ew_mul(x, sigmoid(e, x)); }
+
+/* tanh x = 2 sigmoid(2x) - 1, which cancels near 0 (tanh(1e-5) would keep two
+ * digits), so small |x| use the Taylor series to x^9; the first dropped term
+ * is below the dtype's rounding at the threshold (0.25 for float32, 1/32 for
+ * float64). */
+static UOp *u_tanh(const Ew *e, UOp *x) {
+  bool f64 = x && x->dtype.scalar == DT_FLOAT64;
+  UOp *x2 = ew_mul(x, x);
+  UOp *p = ew_like(e, x, 62.0 / 2835.0);
+  p = ew_addc(e, ew_mul(p, x2), -17.0 / 315.0);
+  p = ew_addc(e, ew_mul(p, x2), 2.0 / 15.0);
+  p = ew_addc(e, ew_mul(p, x2), -1.0 / 3.0);
+  p = ew_mul(x, ew_addc(e, ew_mul(p, x2), 1));
+  UOp *big = ew_addc(e, ew_mulc(e, sigmoid(e, ew_mulc(e, x, 2)), 2), -1);
+  UOp *small = ew_lt(x2, ew_like(e, x, f64 ? 1.0 / 1024 : 1.0 / 16));
+  return ew_where(small, p, big);
+}
+
+/* The tanh approximation 0.5 x (1 + tanh(z)), z = sqrt(2/pi) (x + 0.044715 x^3),
+ * written as x sigmoid(2z) (the same function), which does not cancel for
+ * negative x. */
+static UOp *u_gelu(const Ew *e, UOp *x) {
+  const double k = 1.5957691216057308; /* 2 sqrt(2/pi) */
+  UOp *z = ew_mul(x, ew_addc(e, ew_mulc(e, ew_mul(x, x), k * 0.044715), k));
+  return ew_mul(x, sigmoid(e, z));
+}
+
+/* ---------------------------------------------------------------- rounding */
+
+typedef enum { RD_TRUNC, RD_FLOOR, RD_CEIL, RD_ROUND } RoundMode;
+
+/* From 2^mantissa bits on every float is an integer. */
+static double int_limit(ScalarType s) {
+  switch (s) {
+  case DT_FLOAT16: return 1024.0;
+  case DT_BFLOAT16: return 128.0;
+  case DT_FLOAT32: return 8388608.0;
+  default: return 4503599627370496.0; /* float64: 2^52 */
+  }
+}
+
+/* Rounds through an integer: i = int(x) truncates, t = float(i). Values with
+ * |x| >= 2^mantissa are integers already, and they, inf and NaN pass through
+ * unchanged (the comparison is false for NaN); a zero result takes x's sign
+ * (x * 0), as C's functions do (floor(-0.0), ceil(-0.5) = -0.0). */
+static UOp *round_float(const Ew *e, UOp *x, RoundMode mode) {
+  ScalarType s = (ScalarType)x->dtype.scalar;
+  UOp *zero = ew_like(e, x, 0), *neg_x = ew_lt(x, zero);
+  UOp *small = ew_lt(ew_where(neg_x, neg(x), x), ew_like(e, x, int_limit(s)));
+  UOp *i = ew_cast(x, s == DT_FLOAT64 ? DT_INT64 : DT_INT32);
+  UOp *t = ew_cast(i, s), *r = t;
+  if (mode == RD_FLOOR) r = ew_where(ew_lt(x, t), ew_addc(e, t, -1), t);
+  if (mode == RD_CEIL) r = ew_where(ew_lt(t, x), ew_addc(e, t, 1), t);
+  if (mode == RD_ROUND) {
+    /* the fraction x - t is exact; go away from zero past one half, and at one
+     * half when t is odd (halves to even) */
+    UOp *d = ew_alu2(OP_SUB, x, t), *ad = ew_where(neg_x, neg(d), d), *half = ew_like(e, x, 0.5);
+    UOp *odd = ew_ne(ew_alu2(OP_AND, i, ew_like(e, i, 1)), ew_like(e, i, 0));
+    UOp *tie = ew_alu2(OP_AND, ew_not(e, ew_ne(ad, half)), odd);
+    UOp *bump = ew_alu2(OP_OR, ew_lt(half, ad), tie);
+    r = ew_where(bump, ew_add(t, ew_where(neg_x, ew_like(e, x, -1), ew_like(e, x, 1))), t);
+  }
+  r = ew_where(ew_ne(r, zero), r, ew_mul(x, zero));
+  return ew_where(small, r, x);
+}
+
+static UOp *u_trunc(const Ew *e, UOp *x) { return round_float(e, x, RD_TRUNC); }
+static UOp *u_floor(const Ew *e, UOp *x) { return round_float(e, x, RD_FLOOR); }
+static UOp *u_ceil(const Ew *e, UOp *x) { return round_float(e, x, RD_CEIL); }
+static UOp *u_round(const Ew *e, UOp *x) { return round_float(e, x, RD_ROUND); }
+
+static UOp *u_logical_not(const Ew *e, UOp *x) { return ew_not(e, ew_truth(e, x)); }
+
+/* ---------------------------------------------------------------- the table */
+
+static const UnOp op_neg = {"neg", UK_KEEP, true, false, u_neg};
+static const UnOp op_abs = {"abs", UK_KEEP, false, false, u_abs};
+static const UnOp op_sign = {"sign", UK_KEEP, false, false, u_sign};
+static const UnOp op_relu = {"relu", UK_KEEP, false, false, u_relu};
+static const UnOp op_exp = {"exp", UK_FLOAT, false, true, u_exp};
+static const UnOp op_exp2 = {"exp2", UK_FLOAT, false, false, u_exp2};
+static const UnOp op_log = {"log", UK_FLOAT, false, true, u_log};
+static const UnOp op_log2 = {"log2", UK_FLOAT, false, false, u_log2};
+static const UnOp op_sqrt = {"sqrt", UK_FLOAT, false, false, u_sqrt};
+static const UnOp op_rsqrt = {"rsqrt", UK_FLOAT, false, true, u_rsqrt};
+static const UnOp op_recip = {"recip", UK_FLOAT, false, false, u_recip};
+static const UnOp op_sin = {"sin", UK_FLOAT, false, false, u_sin};
+static const UnOp op_cos = {"cos", UK_FLOAT, false, true, u_cos};
+static const UnOp op_sigmoid = {"sigmoid", UK_FLOAT, false, true, u_sigmoid};
+static const UnOp op_tanh = {"tanh", UK_FLOAT, false, true, u_tanh};
+static const UnOp op_gelu = {"gelu", UK_FLOAT, false, true, u_gelu};
+static const UnOp op_silu = {"silu", UK_FLOAT, false, true, u_silu};
+static const UnOp op_floor = {"floor", UK_ROUND, false, false, u_floor};
+static const UnOp op_ceil = {"ceil", UK_ROUND, false, false, u_ceil};
+static const UnOp op_round = {"round", UK_ROUND, false, false, u_round};
+static const UnOp op_trunc = {"trunc", UK_ROUND, false, false, u_trunc};
+static const UnOp op_logical_not = {"logical_not", UK_BOOL, false, false, u_logical_not};
+
+/* ---------------------------------------------------------------- driver */
+
+static tvk_tensor *unary(const UnOp *op, tvk_tensor *a) {
+  bool bad;
+  tvk_tensor *err = bc_check(op->name, 1, &a, &bad);
+  if (bad) return err;
+  ScalarType s = dt_from_tvk(a->dtype);
+  if (op->no_bool && s == DT_BOOL)
+    return tensor_error(a->ctx, TVK_ERR_DTYPE,
+                        "%s: dtype bool is not supported (use logical_not)", op->name);
+  if (op->kind == UK_ROUND && !(DT_BITS_FLOAT & DT_BIT(s))) return bc_same(a);
+
+  tvk_ctx *ctx = a->ctx;
+  size_t m = FRONT_BEGIN(ctx);
+  Ew e = ew_frame(ctx, a->ndim, a->shape);
+  UOp *x = a->uop;
+  if (op->kind == UK_FLOAT && !(DT_BITS_FLOAT & DT_BIT(s))) s = DT_FLOAT32;
+  bool widen = op->wide && (s == DT_FLOAT16 || s == DT_BFLOAT16);
+  x = ew_cast(x, widen ? DT_FLOAT32 : s);
+  UOp *r = ew_cast(op->fn(&e, x), op->kind == UK_BOOL ? DT_BOOL : s);
+  return FRONT_END(ctx, m, bc_result(ctx, op->name, r, op->kind == UK_BOOL ? DT_BOOL : s,
+                                     a->ndim, a->shape));
+}
+
+tvk_tensor *tvk_neg(tvk_tensor *a) { return unary(&op_neg, a); }
+tvk_tensor *tvk_exp(tvk_tensor *a) { return unary(&op_exp, a); }
+tvk_tensor *tvk_exp2(tvk_tensor *a) { return unary(&op_exp2, a); }
+tvk_tensor *tvk_log(tvk_tensor *a) { return unary(&op_log, a); }
+tvk_tensor *tvk_log2(tvk_tensor *a) { return unary(&op_log2, a); }
+tvk_tensor *tvk_sqrt(tvk_tensor *a) { return unary(&op_sqrt, a); }
+tvk_tensor *tvk_rsqrt(tvk_tensor *a) { return unary(&op_rsqrt, a); }
+tvk_tensor *tvk_recip(tvk_tensor *a) { return unary(&op_recip, a); }
+tvk_tensor *tvk_sin(tvk_tensor *a) { return unary(&op_sin, a); }
+tvk_tensor *tvk_cos(tvk_tensor *a) { return unary(&op_cos, a); }
+tvk_tensor *tvk_abs(tvk_tensor *a) { return unary(&op_abs, a); }
+tvk_tensor *tvk_sign(tvk_tensor *a) { return unary(&op_sign, a); }
+tvk_tensor *tvk_relu(tvk_tensor *a) { return unary(&op_relu, a); }
+tvk_tensor *tvk_sigmoid(tvk_tensor *a) { return unary(&op_sigmoid, a); }
+tvk_tensor *tvk_tanh(tvk_tensor *a) { return unary(&op_tanh, a); }
+tvk_tensor *tvk_gelu(tvk_tensor *a) { return unary(&op_gelu, a); }
+tvk_tensor *tvk_silu(tvk_tensor *a) { return unary(&op_silu, a); }
+tvk_tensor *tvk_floor(tvk_tensor *a) { return unary(&op_floor, a); }
+tvk_tensor *tvk_ceil(tvk_tensor *a) { return unary(&op_ceil, a); }
+tvk_tensor *tvk_round(tvk_tensor *a) { return unary(&op_round, a); }
+tvk_tensor *tvk_trunc(tvk_tensor *a) { return unary(&op_trunc, a); }
+tvk_tensor *tvk_logical_not(tvk_tensor *a) { return unary(&op_logical_not, a); }
+
+/* float -> int truncates (the IR's CAST), any -> bool is x != 0, integers wrap. */
+tvk_tensor *tvk_cast(tvk_tensor *a, tvk_dtype dt) {
+  bool bad;
+  tvk_tensor *err = bc_check("cast", 1, &a, &bad);
+  if (bad) return err;
+  if (!tvk_dtype_valid(dt))
+    return tensor_error(a->ctx, TVK_ERR_DTYPE, "cast: dtype %d is not a tvk_dtype", (int)dt);
+  if (dt == a->dtype) return bc_same(a);
+  tvk_ctx *ctx = a->ctx;
+  size_t m = FRONT_BEGIN(ctx);
+  ScalarType s = dt_from_tvk(dt);
+  return FRONT_END(ctx, m, bc_result(ctx, "cast", ew_cast(a->uop, s), s, a->ndim, a->shape));
+}

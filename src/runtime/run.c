@@ -1,0 +1,190 @@
+/* Running schedules: codegen, an in-memory cache of compiled programs keyed by
+ * source text (the device adds its on-disk cache below it), launches, stats,
+ * and the TVK_DEBUG output. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "codegen/kernel.h"
+#include "runtime/run.h"
+
+/* ---------------------------------------------------------------- program cache */
+
+typedef struct {
+  char *src; /* NULL: empty slot */
+  uint64_t hash;
+  DevProgram *prog;
+} ProgEntry;
+
+typedef struct {
+  ProgEntry *e;
+  size_t cap, n;
+} ProgCache;
+
+static uint64_t fnv1a(const char *s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+  return h;
+}
+
+static ProgEntry *cache_slot(ProgEntry *e, size_t cap, uint64_t h, const char *src) {
+  size_t i = (size_t)h & (cap - 1);
+  while (e[i].src && (e[i].hash != h || strcmp(e[i].src, src) != 0)) i = (i + 1) & (cap - 1);
+  return &e[i];
+}
+
+static bool cache_grow(ProgCache *c) {
+  size_t cap = c->cap ? c->cap * 2 : 64;
+  ProgEntry *e = calloc(cap, sizeof *e);
+  if (!e) return false;
+  for (size_t i = 0; i < c->cap; i++)
+    if (c->e[i].src) *cache_slot(e, cap, c->e[i].hash, c->e[i].src) = c->e[i];
+  free(c->e);
+  c->e = e, c->cap = cap;
+  return true;
+}
+
+void run_cache_free(tvk_ctx *ctx) {
+  ProgCache *c = ctx->programs;
+  if (!c) return;
+  for (size_t i = 0; i < c->cap; i++) {
+    if (!c->e[i].src) continue;
+    ctx->dev->ops->program_free(ctx->dev, c->e[i].prog);
+    free(c->e[i].src);
+  }
+  free(c->e);
+  free(c);
+  ctx->programs = NULL;
+}
+
+/* The program for ks: from the cache, else compiled by the device (which may
+ * find it in its on-disk cache). Counts compiles and hits. */
+static tvk_status get_program(tvk_ctx *ctx, const KernelSource *ks, DevProgram **out) {
+  ProgCache *c = ctx->programs;
+  if (!c && !(c = ctx->programs = calloc(1, sizeof *c)))
+    return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache", ks->name);
+  if ((c->n + 1) * 2 > c->cap && !cache_grow(c))
+    return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache", ks->name);
+  uint64_t h = fnv1a(ks->src);
+  ProgEntry *e = cache_slot(c->e, c->cap, h, ks->src);
+  if (e->src) {
+    ctx->stats.cache_hits++;
+    *out = e->prog;
+    return TVK_OK;
+  }
+  bool hit = false;
+  DevProgram *p = NULL;
+  tvk_status st = ctx->dev->ops->compile(ctx->dev, ks->name, ks->src, &p, &hit);
+  if (st != TVK_OK) return ctx_fail(ctx, st, "kernel %s: %s", ks->name, dev_error(ctx->dev));
+  char *key = strdup(ks->src);
+  if (!key) {
+    ctx->dev->ops->program_free(ctx->dev, p);
+    return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache", ks->name);
+  }
+  *e = (ProgEntry){key, h, p};
+  c->n++;
+  if (hit) ctx->stats.cache_hits++;
+  else ctx->stats.kernels_compiled++;
+  *out = p;
+  return TVK_OK;
+}
+
+/* ---------------------------------------------------------------- debug output */
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void shape_str(int ndim, const int64_t *shape, char *buf, size_t n) {
+  size_t at = (size_t)snprintf(buf, n, "(");
+  for (int d = 0; d < ndim && at < n; d++)
+    at += (size_t)snprintf(buf + at, n - at, "%s%" PRId64, d ? ", " : "", shape[d]);
+  if (at < n) snprintf(buf + at, n - at, "%s)", ndim == 1 ? "," : "");
+}
+
+/* ---------------------------------------------------------------- running */
+
+typedef struct {
+  KernelSource ks;
+  DevProgram *prog;
+} Prepared;
+
+/* Codegen and compile of item i. */
+static tvk_status prepare(tvk_ctx *ctx, const Schedule *s, int i, Prepared *p) {
+  CodegenOpts o = {.want_uops = ctx->opt.debug >= 4};
+  tvk_status st = codegen_kernel_opts(s->items[i].ast, NULL, &o, &p->ks);
+  if (st != TVK_OK) {
+    char out[160];
+    schedule_buf_str(s, s->items[i].bufs[0], out, sizeof out);
+    return ctx_fail(ctx, st, "kernel %d of %d (computing %s): %s", i, s->nitems, out, p->ks.error);
+  }
+  if (p->ks.nvars > 0) /* the scheduler makes no DEFINE_VARs yet: nothing could bind them */
+    return ctx_fail(ctx, TVK_ERR_INTERNAL, "kernel %s: has %d symbolic values and none are bound", p->ks.name,
+                    p->ks.nvars);
+  return get_program(ctx, &p->ks, &p->prog);
+}
+
+static tvk_status launch(tvk_ctx *ctx, const Schedule *s, int i, const Prepared *p) {
+  const ScheduleItem *it = &s->items[i];
+  DevBuffer *stack[16], **bufs = it->nbufs <= 16 ? stack : malloc((size_t)it->nbufs * sizeof *bufs);
+  if (!bufs) return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory", p->ks.name);
+  for (int k = 0; k < it->nbufs; k++) {
+    UOp *b = s->bufs[it->bufs[k]].buffer;
+    Buffer *rec = b ? ctx_buffer(ctx, b->arg.i) : NULL;
+    if (!rec || !rec->dev) {
+      if (bufs != stack) free(bufs);
+      return ctx_fail(ctx, TVK_ERR_INTERNAL, "kernel %s: buffer %d has no device memory", p->ks.name, k);
+    }
+    bufs[k] = rec->dev;
+  }
+  /* The CPU device ignores the geometry; a GPU backend takes it from codegen. */
+  LaunchDims dims = {{1, 1, 1}, {1, 1, 1}};
+  double t0 = ctx->opt.debug >= 1 ? now_ms() : 0;
+  tvk_status st = ctx->dev->ops->launch(ctx->dev, p->prog, bufs, it->nbufs, NULL, 0, &dims);
+  if (st == TVK_OK && ctx->opt.debug >= 1) st = ctx->dev->ops->sync(ctx->dev); /* time the kernel itself */
+  if (st == TVK_OK) ctx->stats.kernels_run++;
+  else st = ctx_fail(ctx, st, "kernel %s: %s", p->ks.name, dev_error(ctx->dev));
+  if (st == TVK_OK && ctx->opt.debug >= 1) {
+    char shape[200];
+    shape_str(p->ks.ndim, p->ks.full_shape, shape, sizeof shape);
+    fprintf(stderr, "tvk kernel %3d  %-28s %-24s %9.3f ms\n", i, p->ks.name, shape, now_ms() - t0);
+  }
+  if (bufs != stack) free(bufs);
+  return st;
+}
+
+static void print_code(const Prepared *p, int debug) {
+  if (debug >= 3) fprintf(stderr, "tvk source of %s:\n%s\n", p->ks.name, p->ks.src);
+  if (debug >= 4 && p->ks.uops) fprintf(stderr, "tvk uops of %s:\n%s\n", p->ks.name, p->ks.uops);
+}
+
+tvk_status run_schedule(tvk_ctx *ctx, const Schedule *s) {
+  int n = s->nitems;
+  Prepared *p = calloc((size_t)(n ? n : 1), sizeof *p);
+  const char **names = calloc((size_t)(n ? n : 1), sizeof *names);
+  tvk_status st = p && names ? TVK_OK : ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "run: out of memory");
+  /* everything compiles before anything runs: a failed compile leaves the buffers untouched */
+  for (int i = 0; i < n && st == TVK_OK; i++) {
+    st = prepare(ctx, s, i, &p[i]);
+    names[i] = p[i].ks.name;
+  }
+  if (ctx->opt.debug >= 2 && p && names) schedule_print(stderr, s, names);
+  for (int i = 0; i < n && st == TVK_OK; i++) {
+    print_code(&p[i], ctx->opt.debug);
+    st = launch(ctx, s, i, &p[i]);
+  }
+  /* Launches may be queued: buffers the schedule alone holds are freed after this. */
+  if (st == TVK_OK && n > 0) {
+    st = ctx->dev->ops->sync(ctx->dev);
+    if (st != TVK_OK) st = ctx_fail(ctx, st, "run: %s", dev_error(ctx->dev));
+  }
+  if (st == TVK_OK && n > 0) ctx->stats.schedules++;
+  for (int i = 0; p && i < n; i++) kernel_source_free(&p[i].ks);
+  free(p);
+  free(names);
+  return st;
+}

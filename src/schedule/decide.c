@@ -1,0 +1,246 @@
+/* Realize decisions: which nodes of the tensor graph are materialised into
+ * buffers. Everything not materialised is fused into the kernel of a node
+ * that is. The decisions are rules, each run to a fixed point in order (the
+ * table at the end); a rule only adds materialised nodes, so each pass ends.
+ *
+ * The invariant the passes establish, and kernelize.c relies on: starting from
+ * a materialised node and going down through nodes that are not, one meets
+ * only elementwise ops (ALU, CAST), VIEWs and leaves, except for REDUCE_AXIS
+ * nodes that
+ *   - no VIEW sits above within the kernel (views can be pushed through
+ *     elementwise ops to the loads, never through a reduce),
+ *   - are not inside another reduce's input, are fused into one kernel only,
+ *     and reduce the same axes of the same shape as the kernel's other reduces;
+ * and a VIEW with a mask (a pad) sits only above ops that keep f(0, ..) = 0, so
+ * that pushing it to the loads (which read 0 where the mask is off) is exact.
+ */
+#include <string.h>
+
+#include "schedule/sched_internal.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+static bool st_masked(const ShapeTracker *st) {
+  for (int i = 0; i < st->nviews; i++)
+    if (st->views[i].has_mask) return true;
+  return false;
+}
+
+/* VIEW(x, st) that changes nothing: x's shape, row-major, no mask. */
+static bool view_is_identity(UOp *v) {
+  int64_t shape[TVK_MAX_DIMS];
+  int nd = graph_shape(v->src[0], shape);
+  const ShapeTracker *st = v->arg.st;
+  return st_contiguous(st) && st_ndim(st) == nd &&
+         memcmp(st_shape(st), shape, (size_t)nd * sizeof *shape) == 0;
+}
+
+/* Ops with f(0, ..., 0) = 0 (bitwise +0 or -0), so a padded view can be pushed
+ * below them: at a padded position every input reads 0. The seed lists the
+ * complement (UnsafePad: RECIP LOG2 EXP2 IDIV POW); an allow-list also keeps
+ * FDIV (0/0 = NaN), MOD and ops added later out until someone checks them. */
+static bool keeps_zero(Op op) {
+  switch (op) {
+  case OP_ADD: case OP_SUB: case OP_MUL: case OP_NEG: case OP_MAX:   /* 0+0, 0-0, 0*0, -0, max(0,0) */
+  case OP_AND: case OP_OR: case OP_XOR: case OP_SHL: case OP_SHR:     /* bitwise on 0 bits */
+  case OP_CMPLT: case OP_CMPNE:                                       /* 0<0, 0!=0: false */
+  case OP_WHERE:                                                      /* false ? 0 : 0 */
+  case OP_SQRT: case OP_SIN: case OP_CAST:                            /* sqrt 0, sin 0, (T)0 */
+    return true;
+  default:
+    return false;
+  }
+}
+
+static bool is_elementwise(Op op) { return op == OP_CAST || op_in(op, G_ALU); }
+
+/* ---------------------------------------------------------------- rule: outputs, contiguous */
+
+bool sched_contiguous_noop(const UOp *u) {
+  if (u->op != OP_CONTIGUOUS || u->src[0]->op != OP_VIEW) return false;
+  const UOp *v = u->src[0], *y = v->src[0];
+  if (y->op == OP_CONST || y->op == OP_DEFINE_VAR) return false; /* a constant has no memory to view */
+  if (!st_contiguous(v->arg.st)) return false;
+  if (y->op == OP_BUFFER) return true; /* a row-major prefix of memory: plain already */
+  int64_t shape[TVK_MAX_DIMS], numel = 1;
+  int nd = graph_shape((UOp *)y, shape);
+  for (int d = 0; d < nd; d++) numel *= shape[d];
+  return st_numel(v->arg.st) == numel; /* all of y: computing y is computing the CONTIGUOUS */
+}
+
+/* Every explicit CONTIGUOUS is materialised, or for a no-op one the base below
+ * it; a requested tensor's base is materialised (the tensor then views its
+ * buffer) unless it is data already. */
+static tvk_status rule_outputs(SchedGraph *g, int n, UOp *const *roots) {
+  for (size_t i = 0; i < g->n; i++) {
+    UOp *u = g->topo[i];
+    if (u->op != OP_CONTIGUOUS) continue;
+    if (!sched_contiguous_noop(u)) {
+      sched_mark(g, (int64_t)i, WHY_CONTIGUOUS, OP_NONE);
+      continue;
+    }
+    g->info[i].alias = true;
+    UOp *y = u->src[0]->src[0];
+    if (!sched_is_leaf(y)) sched_mark(g, sched_index(g, y), WHY_CONTIGUOUS, OP_NONE);
+  }
+  for (int r = 0; r < n; r++) {
+    UOp *base = roots[r]->op == OP_VIEW ? roots[r]->src[0] : roots[r];
+    int64_t b = sched_index(g, base);
+    if (!sched_is_leaf(base) && !sched_alias(g, b)) sched_mark(g, b, WHY_OUTPUT, OP_NONE);
+  }
+  return TVK_OK;
+}
+
+/* ---------------------------------------------------------------- rule: views go to the loads */
+
+typedef struct {
+  Op unsafe;     /* an op below a mask that does not keep 0; OP_NONE if none */
+  SStack blocked; /* nodes a view cannot pass (reduces): state bit unused */
+} ViewWalk;
+
+/* Walks what a view over node `start` would be pushed through, down to the
+ * materialised nodes and leaves. */
+static bool walk_view(SchedGraph *g, int64_t start, bool masked, ViewWalk *w) {
+  SStack st = {0};
+  bool ok = sstack_push(&st, start, masked);
+  sched_new_walk(g);
+  int64_t i;
+  int m;
+  while (ok && sstack_pop(&st, &i, &m)) {
+    if (!sched_visit(g, i, m)) continue;
+    UOp *u = g->topo[i];
+    if (sched_is_leaf(u) || sched_realized(g, i)) continue;
+    if (u->op == OP_VIEW) {
+      ok = sstack_push(&st, sched_index(g, u->src[0]), m || st_masked(u->arg.st));
+    } else if (sched_alias(g, i)) {
+      ok = sstack_push(&st, sched_index(g, u->src[0]), m); /* a view of memory, like a VIEW */
+    } else if (is_elementwise((Op)u->op)) {
+      if (m && !keeps_zero((Op)u->op) && w->unsafe == OP_NONE) w->unsafe = (Op)u->op;
+      for (uint32_t k = 0; ok && k < u->nsrc; k++) ok = sstack_push(&st, sched_index(g, u->src[k]), m);
+    } else {
+      ok = sstack_push(&w->blocked, i, 0); /* REDUCE_AXIS, or an op views do not know */
+    }
+  }
+  sstack_free(&st);
+  return ok;
+}
+
+/* VIEW(x, st) over a node x that is not materialised: the view is pushed
+ * through x to the loads below. Where it cannot go, something is materialised:
+ * a padded view over an op that turns 0 into something else materialises x
+ * (the seed's rule for unsafe pads), and a view meeting a reduce materialises
+ * the reduce (never recomputed per element of an expand). */
+static tvk_status rule_views(SchedGraph *g, bool *changed) {
+  for (size_t v = 0; v < g->n; v++) {
+    UOp *u = g->topo[v];
+    if (u->op != OP_VIEW) continue;
+    int64_t x = sched_index(g, u->src[0]);
+    if (sched_is_leaf(u->src[0]) || sched_realized(g, x) || view_is_identity(u)) continue;
+    ViewWalk w = {.unsafe = OP_NONE};
+    if (!walk_view(g, x, st_masked(u->arg.st), &w)) {
+      sstack_free(&w.blocked);
+      return ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+    }
+    if (w.unsafe != OP_NONE) {
+      *changed |= sched_mark(g, x, WHY_UNSAFE_PAD, w.unsafe);
+    } else {
+      for (size_t k = 0; k < w.blocked.n; k++) {
+        int64_t b = w.blocked.v[k] >> 1;
+        *changed |= sched_mark(g, b, WHY_VIEW_BLOCKED, (Op)g->topo[b]->op);
+      }
+    }
+    sstack_free(&w.blocked);
+  }
+  return TVK_OK;
+}
+
+/* ---------------------------------------------------------------- rule: reduces */
+
+/* Two reduces can share a kernel when they reduce the same axes of the same
+ * shape (codegen/kernel.h: reduces of one kernel reduce the same axes). */
+static bool same_reduce(UOp *a, UOp *b) {
+  int64_t sa[TVK_MAX_DIMS], sb[TVK_MAX_DIMS];
+  int na = graph_shape(a->src[0], sa), nb = graph_shape(b->src[0], sb);
+  if (na != nb || memcmp(sa, sb, (size_t)na * sizeof *sa) != 0) return false;
+  uint32_t ma = 0, mb = 0;
+  for (int i = 0; i < a->arg.red.n; i++)
+    if (sa[a->arg.red.axes[i]] != 1) ma |= 1u << a->arg.red.axes[i];
+  for (int i = 0; i < b->arg.red.n; i++)
+    if (sb[b->arg.red.axes[i]] != 1) mb |= 1u << b->arg.red.axes[i];
+  return ma == mb;
+}
+
+/* Visits one reduce met in root's kernel; true to walk into its input. */
+static bool visit_reduce(SchedGraph *g, int64_t root, int64_t i, int inside, UOp **first, bool *changed) {
+  UOp *u = g->topo[i];
+  SchedWhy why = WHY_NONE;
+  if (inside) why = WHY_REDUCE_NESTED;
+  else if (g->info[i].owner >= 0 && g->info[i].owner != root) why = WHY_REDUCE_SHARED;
+  else if (*first && !same_reduce(*first, u)) why = WHY_REDUCE_MISMATCH;
+  if (why != WHY_NONE) {
+    *changed |= sched_mark(g, i, why, OP_REDUCE_AXIS);
+    return false;
+  }
+  g->info[i].owner = root;
+  if (!*first) *first = u;
+  return true;
+}
+
+/* Walks the kernel of one materialised node: what it fuses. */
+static bool walk_kernel(SchedGraph *g, int64_t root, bool *changed) {
+  SStack st = {0};
+  UOp *first = NULL;
+  bool ok = sstack_push(&st, root, 0);
+  sched_new_walk(g);
+  int64_t i;
+  int inside;
+  while (ok && sstack_pop(&st, &i, &inside)) {
+    if (!sched_visit(g, i, inside)) continue;
+    UOp *u = g->topo[i];
+    if (sched_is_leaf(u) || (i != root && sched_realized(g, i))) continue;
+    if (u->op == OP_REDUCE_AXIS) {
+      if (visit_reduce(g, root, i, inside, &first, changed)) ok = sstack_push(&st, sched_index(g, u->src[0]), 1);
+      continue;
+    }
+    for (uint32_t k = 0; ok && k < u->nsrc; k++) ok = sstack_push(&st, sched_index(g, u->src[k]), inside);
+  }
+  sstack_free(&st);
+  return ok;
+}
+
+/* A reduce is fused into the kernel of the materialised node above it (an
+ * elementwise chain over a reduce is stored by the reduce's kernel), unless it
+ * sits in another reduce's input, two kernels would both compute it, or the
+ * kernel already reduces other axes: then it is materialised. */
+static tvk_status rule_reduces(SchedGraph *g, bool *changed) {
+  for (size_t i = 0; i < g->n; i++) g->info[i].owner = -1;
+  for (size_t i = 0; i < g->n; i++) {
+    if (!sched_realized(g, (int64_t)i)) continue;
+    if (!walk_kernel(g, (int64_t)i, changed)) return ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+  }
+  return TVK_OK;
+}
+
+/* ---------------------------------------------------------------- the passes */
+
+typedef tvk_status (*DecidePass)(SchedGraph *g, bool *changed);
+
+/* In order; each to its fixed point. Views come first: materialising for a
+ * view can only shorten the kernels the reduce rule then looks at. */
+static const DecidePass passes[] = {
+    rule_views,
+    rule_reduces,
+};
+
+tvk_status sched_decide(SchedGraph *g, int n, UOp *const *roots) {
+  tvk_status s = rule_outputs(g, n, roots);
+  for (size_t p = 0; s == TVK_OK && p < sizeof passes / sizeof *passes; p++) {
+    bool changed = true;
+    /* Each round that changes something marks a node, so there are at most n rounds. */
+    for (size_t round = 0; s == TVK_OK && changed && round <= g->n; round++) {
+      changed = false;
+      s = passes[p](g, &changed);
+    }
+  }
+  return s;
+}

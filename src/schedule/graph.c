@@ -1,0 +1,63 @@
+/* The scheduler's view of a tensor graph: its nodes in topological order, a
+ * map from node to index, and per-node facts the passes fill in. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "schedule/sched_internal.h"
+
+/* ---------------------------------------------------------------- SStack */
+
+bool sstack_push(SStack *s, int64_t idx, int state) {
+  if (s->n == s->cap) {
+    size_t cap = s->cap ? s->cap * 2 : 64;
+    int64_t *v = realloc(s->v, cap * sizeof *v);
+    if (!v) return false;
+    s->v = v, s->cap = cap;
+  }
+  s->v[s->n++] = idx << 1 | (state & 1);
+  return true;
+}
+
+void sstack_free(SStack *s) {
+  free(s->v);
+  memset(s, 0, sizeof *s);
+}
+
+/* ---------------------------------------------------------------- the graph */
+
+tvk_status sched_graph_init(SchedGraph *g, tvk_ctx *ctx, int n, UOp *const *roots) {
+  memset(g, 0, sizeof *g);
+  g->ctx = ctx;
+  UOp *sink = uop_sink(ctx->u, n, roots);
+  size_t cnt = 0;
+  g->topo = sink ? uop_toposort(sink, &cnt) : NULL;
+  if (!g->topo) return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory collecting the graph");
+  g->n = cnt - 1; /* the SINK is last: not a node of the graph */
+  g->info = calloc(g->n ? g->n : 1, sizeof *g->info);
+  bool ok = g->info && smap_init(&g->index, g->n);
+  for (size_t i = 0; ok && i < g->n; i++) {
+    g->info[i].owner = -1;
+    g->info[i].buf = -1;
+    ok = smap_put(&g->index, g->topo[i], (int64_t)i);
+  }
+  if (!ok) {
+    sched_graph_free(g);
+    return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory indexing the graph");
+  }
+  return TVK_OK;
+}
+
+void sched_graph_free(SchedGraph *g) {
+  free(g->topo);
+  free(g->info);
+  smap_free(&g->index);
+  smap_free(&g->inputs);
+  memset(g, 0, sizeof *g);
+}
+
+bool sched_mark(SchedGraph *g, int64_t i, SchedWhy why, Op culprit) {
+  if (g->info[i].why != WHY_NONE) return false;
+  g->info[i].why = why;
+  g->info[i].culprit = culprit;
+  return true;
+}

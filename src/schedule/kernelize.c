@@ -1,0 +1,264 @@
+/* Kernel ASTs: the kernel of one materialised node, with views pushed down to
+ * the loads. decide.c guarantees what is below a materialised node (see
+ * there); this file turns it into the AST of codegen/kernel.h by a bottom-up
+ * rewrite whose rules move each VIEW down until it reaches memory:
+ *
+ *   STORE(out, row-major view, value)   value = the node (CONTIGUOUS: its source)
+ *   VIEW over an elementwise op         -> the op over VIEWs of its sources
+ *   VIEW over a VIEW                    -> one VIEW, the trackers composed
+ *   VIEW over a buffer or a node another kernel materialises -> LOAD through the view
+ *   VIEW over a CONST                   -> CONST(VIEW): the value where the view is valid, 0 outside
+ *   a materialised node with no VIEW    -> LOAD through its row-major view
+ *   a no-op CONTIGUOUS (decide.c)       -> its source, a VIEW of memory
+ *
+ * Buffers get DEFINE_GLOBAL indices in the order the rewrite meets them, after
+ * the output (index 0).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/pattern.h"
+#include "schedule/sched_internal.h"
+
+typedef struct {
+  SchedGraph *g;
+  Schedule *s;
+  int64_t root; /* index in g of the node this kernel computes */
+  int *bufs;    /* Schedule.bufs indices by DEFINE_GLOBAL index */
+  int nbufs, cap;
+  tvk_status err;
+} Kern;
+
+static UOp *kern_oom(Kern *k) {
+  k->err = TVK_ERR_OUT_OF_MEMORY;
+  return NULL;
+}
+
+/* The DEFINE_GLOBAL index of schedule buffer b in this kernel, -1 on out of memory. */
+static int kern_buf(Kern *k, int b) {
+  for (int i = 0; i < k->nbufs; i++)
+    if (k->bufs[i] == b) return i;
+  if (k->nbufs == k->cap) {
+    int cap = k->cap ? k->cap * 2 : 8;
+    int *nb = realloc(k->bufs, (size_t)cap * sizeof *nb);
+    if (!nb) return -1;
+    k->bufs = nb, k->cap = cap;
+  }
+  k->bufs[k->nbufs] = b;
+  return k->nbufs++;
+}
+
+/* The schedule buffer of an existing BUFFER UOp, added on first use. */
+static int input_buf(Kern *k, UOp *buffer) {
+  int64_t b = smap_get(&k->g->inputs, buffer);
+  if (b >= 0) return (int)b;
+  Buffer *rec = ctx_buffer(k->g->ctx, buffer->arg.i);
+  SchedBuf sb = {.buffer = uop_retain(buffer), .dtype = (ScalarType)buffer->dtype.scalar,
+                 .numel = rec ? rec->numel : 0, .culprit = OP_NONE};
+  int i = sched_add_buf(k->s, &sb);
+  if (i < 0 || !smap_put(&k->g->inputs, buffer, i)) {
+    if (i < 0) uop_release(sb.buffer);
+    return -1;
+  }
+  return i;
+}
+
+static UOp *kview(Kern *k, const ShapeTracker *st) {
+  return uop_new(k->g->ctx->u, OP_VIEW, dt_make(DT_VOID), 0, NULL, arg_st(st));
+}
+
+/* LOAD(buffer b, st); a buffer with no elements is never read (the view is
+ * empty or fully masked), so it becomes the constant 0 and needs no pointer. */
+static UOp *make_load(Kern *k, int b, const ShapeTracker *st) {
+  const SchedBuf *sb = &k->s->bufs[b];
+  DType dt = dt_make(sb->dtype);
+  UOp *v = kview(k, st);
+  if (!v) return kern_oom(k);
+  if (sb->numel == 0) {
+    UOp *c = uop_new(k->g->ctx->u, OP_CONST, dt, 1, &v, dt_is_float(dt) ? arg_float(0) : arg_int(0));
+    return c ? c : kern_oom(k);
+  }
+  int i = kern_buf(k, b);
+  UOp *glob = i < 0 ? NULL : uop_new(k->g->ctx->u, OP_DEFINE_GLOBAL, dt_ptr(dt, ADDR_GLOBAL), 0, NULL, arg_int(i));
+  UOp *ld = glob ? uop_new(k->g->ctx->u, OP_LOAD, dt, 2, (UOp *[]){glob, v}, arg_none()) : NULL;
+  return ld ? ld : kern_oom(k);
+}
+
+/* The schedule buffer holding x, when another kernel materialises it or it is
+ * a BUFFER; -1 otherwise (or -2 on out of memory). */
+static int buffer_of(Kern *k, UOp *x) {
+  if (x->op == OP_BUFFER) {
+    int b = input_buf(k, x);
+    return b < 0 ? -2 : b;
+  }
+  int64_t i = sched_index(k->g, x);
+  if (i < 0 || i == k->root || !sched_realized(k->g, i)) return -1;
+  return k->g->info[i].buf;
+}
+
+/* ---------------------------------------------------------------- rules */
+
+enum { X = 1, V, Y };
+
+/* x, materialised by another kernel -> LOAD(x's buffer, row-major view of x's shape) */
+static UOp *load_node(void *ctx, UOp **c) {
+  Kern *k = ctx;
+  if (c[X]->op == OP_BUFFER) return NULL; /* only under a VIEW (view_load); else the leftover check reports it */
+  int b = buffer_of(k, c[X]);
+  if (b < 0) return NULL;
+  const SchedBuf *sb = &k->s->bufs[b];
+  ShapeTracker *st = st_from_shape(sb->ndim, sb->shape);
+  UOp *r = st ? make_load(k, b, st) : kern_oom(k);
+  st_free(st);
+  return r;
+}
+
+/* VIEW(x, st), x a BUFFER or materialised by another kernel -> LOAD(x's buffer, st) */
+static UOp *view_load(void *ctx, UOp **c) {
+  Kern *k = ctx;
+  int b = buffer_of(k, c[X]);
+  if (b == -2) return kern_oom(k);
+  return b < 0 ? NULL : make_load(k, b, c[V]->arg.st);
+}
+
+/* VIEW(CONST c, st) -> CONST(VIEW(st)) = valid ? c : 0 */
+static UOp *view_const(void *ctx, UOp **c) {
+  Kern *k = ctx;
+  UOp *v = kview(k, c[V]->arg.st);
+  UOp *r = v ? uop_new(k->g->ctx->u, OP_CONST, c[X]->dtype, 1, &v, c[X]->arg) : NULL;
+  return r ? r : kern_oom(k);
+}
+
+/* VIEW(VIEW(y, a), b) -> VIEW(y, a + b) */
+static UOp *view_view(void *ctx, UOp **c) {
+  Kern *k = ctx;
+  ShapeTracker *st = st_compose(c[X]->arg.st, c[V]->arg.st);
+  UOp *r = st ? uop_new(k->g->ctx->u, OP_VIEW, c[Y]->dtype, 1, &c[Y], arg_st(st)) : NULL;
+  st_free(st);
+  return r ? r : kern_oom(k);
+}
+
+/* VIEW(f(a, b, ..), st) -> f(VIEW(a, st), VIEW(b, st), ..) for elementwise f not
+ * materialised (decide.c made sure a mask only passes ops with f(0..) = 0) */
+static UOp *view_push(void *ctx, UOp **c) {
+  Kern *k = ctx;
+  UOp *f = c[X];
+  int64_t i = sched_index(k->g, f);
+  if (i < 0 || sched_realized(k->g, i)) return NULL; /* view_load's */
+  UOp *src[3];
+  if (f->nsrc > 3) return NULL;
+  for (uint32_t s = 0; s < f->nsrc; s++) {
+    src[s] = uop_new(k->g->ctx->u, OP_VIEW, f->src[s]->dtype, 1, &f->src[s], c[V]->arg);
+    if (!src[s]) return kern_oom(k);
+  }
+  UOp *r = uop_replace_src(f, (int)f->nsrc, src);
+  return r ? r : kern_oom(k);
+}
+
+/* VIEW(x, st) where st is x's own row-major shape -> x */
+static UOp *view_identity(void *ctx, UOp **c) {
+  (void)ctx;
+  int64_t shape[TVK_MAX_DIMS];
+  int nd = graph_shape(c[X], shape);
+  const ShapeTracker *st = c[V]->arg.st;
+  bool same = st_contiguous(st) && st_ndim(st) == nd && memcmp(st_shape(st), shape, (size_t)nd * sizeof *shape) == 0;
+  return same && !sched_is_leaf(c[X]) ? c[X] : NULL;
+}
+
+/* CONTIGUOUS(x), a no-op (decide.c) -> x */
+static UOp *contiguous_alias(void *ctx, UOp **c) {
+  Kern *k = ctx;
+  int64_t i = sched_index(k->g, c[X]);
+  return i >= 0 && sched_alias(k->g, i) ? c[X]->src[0] : NULL;
+}
+
+/* VIEW(CONTIGUOUS(x), st), a no-op CONTIGUOUS -> VIEW(x, st) */
+static UOp *view_alias(void *ctx, UOp **c) {
+  Kern *k = ctx;
+  int64_t i = sched_index(k->g, c[X]);
+  if (i < 0 || !sched_alias(k->g, i)) return NULL;
+  UOp *r = uop_new(k->g->ctx->u, OP_VIEW, c[Y]->dtype, 1, &c[Y], c[V]->arg);
+  return r ? r : kern_oom(k);
+}
+
+#define VIEW_OF(p) PAT_OP(OP_VIEW, V, p)
+static const Rule kernel_rules[] = {
+    /* x (materialised elsewhere) -> LOAD(buf(x), row-major) */
+    {PAT_ANY(X), load_node},
+    /* VIEW(x, st), x in memory -> LOAD(buf(x), st) */
+    {VIEW_OF(PAT_ANY(X)), view_load},
+    /* VIEW(CONST c, st) -> CONST(VIEW(st)) */
+    {VIEW_OF(PAT_OP0(OP_CONST, X)), view_const},
+    /* VIEW(VIEW(y, a), b) -> VIEW(y, a + b) */
+    {VIEW_OF(PAT_OP(OP_VIEW, X, PAT_ANY(Y))), view_view},
+    /* VIEW(CONTIGUOUS(y), st) -> VIEW(y, st)   for a no-op CONTIGUOUS */
+    {VIEW_OF(PAT_OP(OP_CONTIGUOUS, X, PAT_ANY(Y))), view_alias},
+    /* CONTIGUOUS(y) -> y   for a no-op CONTIGUOUS */
+    {PAT_OP0(OP_CONTIGUOUS, X), contiguous_alias},
+    /* VIEW(f(a, ..), st) -> f(VIEW(a, st), ..) */
+    {VIEW_OF(UPAT(.ops = P_OPS(OP_CAST), .groups = G_ALU, .slot = X)), view_push},
+    /* VIEW(x, identity) -> x */
+    {VIEW_OF(PAT_ANY(X)), view_identity},
+};
+
+/* ---------------------------------------------------------------- the kernel */
+
+/* Every node left must be an AST op of codegen/kernel.h; a tensor-graph node
+ * left over means a view could not be pushed down (a bug in decide.c). */
+static tvk_status check_ast(SchedGraph *g, UOp *ast) {
+  size_t n = 0;
+  UOp **topo = uop_toposort(ast, &n);
+  if (!topo) return ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+  tvk_status s = TVK_OK;
+  for (size_t i = 0; i < n && s == TVK_OK; i++) {
+    UOp *u = topo[i];
+    Op op = (Op)u->op;
+    bool ok = op == OP_SINK || op == OP_STORE || op == OP_LOAD || op == OP_DEFINE_GLOBAL ||
+              op == OP_CONST || op == OP_REDUCE_AXIS || op == OP_CAST || op == OP_DEFINE_VAR ||
+              op_in(op, G_ALU) || (op == OP_VIEW && u->nsrc == 0);
+    if (!ok)
+      s = ctx_fail(g->ctx, TVK_ERR_INTERNAL, "schedule: a %s%s%s is left in a kernel AST (a view could not be pushed to the loads)",
+                   op_name(op), u->nsrc ? " over a " : "", u->nsrc ? op_name((Op)u->src[0]->op) : "");
+  }
+  free(topo);
+  return s;
+}
+
+static PatternMatcher *kernel_matcher(tvk_ctx *ctx) {
+  /* Built per call: a few microseconds, and no global state. */
+  (void)ctx;
+  return pm_new(kernel_rules, RULES_N(kernel_rules));
+}
+
+tvk_status sched_kernelize(SchedGraph *g, Schedule *s, int64_t root, ScheduleItem *item) {
+  memset(item, 0, sizeof *item);
+  UCtx *u = g->ctx->u;
+  UOp *node = g->topo[root];
+  int out = g->info[root].buf;
+  Kern k = {.g = g, .s = s, .root = root};
+  PatternMatcher *pm = kernel_matcher(g->ctx);
+  const SchedBuf *ob = &s->bufs[out];
+  ShapeTracker *st = st_from_shape(ob->ndim, ob->shape);
+  DType dt = dt_make(ob->dtype);
+  UOp *value = node->op == OP_CONTIGUOUS ? node->src[0] : node;
+  UOp *glob = uop_new(u, OP_DEFINE_GLOBAL, dt_ptr(dt, ADDR_GLOBAL), 0, NULL, arg_int(0));
+  UOp *view = st ? kview(&k, st) : NULL;
+  UOp *store = glob && view ? uop_new(u, OP_STORE, dt_make(DT_VOID), 3, (UOp *[]){glob, view, value}, arg_none()) : NULL;
+  UOp *sink = store ? uop_sink(u, 1, &store) : NULL;
+  st_free(st);
+  if (!pm || !sink || kern_buf(&k, out) != 0) k.err = TVK_ERR_OUT_OF_MEMORY;
+  UOp *ast = k.err == TVK_OK ? graph_rewrite(sink, pm, &k, true) : NULL;
+  pm_free(pm);
+  if (!ast && k.err == TVK_OK) k.err = TVK_ERR_OUT_OF_MEMORY;
+  tvk_status r = k.err != TVK_OK ? ctx_fail(g->ctx, k.err, "schedule: out of memory building a kernel")
+                                 : check_ast(g, ast);
+  if (r != TVK_OK) {
+    free(k.bufs);
+    return r;
+  }
+  item->ast = uop_retain(ast);
+  item->bufs = k.bufs;
+  item->nbufs = k.nbufs;
+  item->nout = 1;
+  return TVK_OK;
+}

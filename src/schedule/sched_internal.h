@@ -1,0 +1,88 @@
+/* Shared state of the scheduler's passes (decide.c, kernelize.c, schedule.c).
+ * Not part of the scheduler's interface: see schedule.h. */
+#ifndef TVK_SCHEDULE_SCHED_INTERNAL_H
+#define TVK_SCHEDULE_SCHED_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "schedule/schedule.h"
+#include "schedule/smap.h"
+
+/* What the passes know about one node of the graph. */
+typedef struct {
+  SchedWhy why;     /* != WHY_NONE: the node is materialised into a buffer */
+  Op culprit;       /* see SchedBuf.culprit */
+  int32_t owner;    /* a reduce: the kernel (root index) it is fused into; -1 none */
+  uint32_t seen[2]; /* walk stamps, one per walk state */
+  int32_t buf;      /* index into Schedule.bufs of its output; -1 */
+  bool alias;       /* a CONTIGUOUS that is a no-op (sched_contiguous_noop): never materialised */
+} SchedNode;
+
+/* A growable stack of (node index, state) for the iterative walks: graphs can
+ * be deeper than the C stack allows recursion. */
+typedef struct {
+  int64_t *v;
+  size_t n, cap;
+} SStack;
+
+bool sstack_push(SStack *s, int64_t idx, int state);
+static inline bool sstack_pop(SStack *s, int64_t *idx, int *state) {
+  if (!s->n) return false;
+  int64_t e = s->v[--s->n];
+  *idx = e >> 1;
+  *state = (int)(e & 1);
+  return true;
+}
+void sstack_free(SStack *s);
+
+/* The graph being scheduled: every node reachable from the roots, sources first. */
+typedef struct {
+  tvk_ctx *ctx;
+  UOp **topo; /* malloc'd; nodes are kept alive by the roots */
+  size_t n;
+  SMap index; /* node -> index in topo */
+  SchedNode *info;
+  uint32_t stamp;
+  SMap inputs; /* a BUFFER UOp read by some kernel -> its index in Schedule.bufs */
+} SchedGraph;
+
+static inline int64_t sched_index(const SchedGraph *g, const UOp *u) { return smap_get(&g->index, u); }
+/* Leaves of the tensor graph: data that needs no kernel. */
+static inline bool sched_is_leaf(const UOp *u) {
+  return u->op == OP_BUFFER || u->op == OP_CONST || u->op == OP_DEFINE_VAR;
+}
+static inline bool sched_realized(const SchedGraph *g, int64_t i) { return g->info[i].why != WHY_NONE; }
+/* CONTIGUOUS(VIEW(y, st)) where st reads all of y in row-major order (a
+ * reshape): once y is in memory, it is row-major already, so the CONTIGUOUS
+ * needs no kernel of its own; y is materialised instead and the CONTIGUOUS
+ * becomes a view of y's buffer (the seed's contiguous() of a contiguous view). */
+bool sched_contiguous_noop(const UOp *u);
+static inline bool sched_alias(const SchedGraph *g, int64_t i) { return g->info[i].alias; }
+/* Marks node i as materialised; false if it already was. */
+bool sched_mark(SchedGraph *g, int64_t i, SchedWhy why, Op culprit);
+/* A fresh walk: no node is seen. */
+static inline uint32_t sched_new_walk(SchedGraph *g) { return ++g->stamp; }
+/* True the first time (i, state) is visited in the current walk. */
+static inline bool sched_visit(SchedGraph *g, int64_t i, int state) {
+  if (g->info[i].seen[state] == g->stamp) return false;
+  g->info[i].seen[state] = g->stamp;
+  return true;
+}
+
+tvk_status sched_graph_init(SchedGraph *g, tvk_ctx *ctx, int n, UOp *const *roots);
+void sched_graph_free(SchedGraph *g);
+
+/* ---- decide.c: which nodes are materialised ---- */
+tvk_status sched_decide(SchedGraph *g, int n, UOp *const *roots);
+
+/* ---- kernelize.c: the kernel AST of one materialised node ---- */
+/* Builds the AST computing node `root` (an index of g) into s->bufs[g->info[root].buf],
+ * filling item (ast retained, bufs in DEFINE_GLOBAL order). */
+tvk_status sched_kernelize(SchedGraph *g, Schedule *s, int64_t root, ScheduleItem *item);
+
+/* Adds buffer entries to s; returns the index or -1 on out of memory. */
+int sched_add_buf(Schedule *s, const SchedBuf *b);
+
+#endif

@@ -1,0 +1,232 @@
+/* The scheduler's driver: collect the graph, decide what is materialised
+ * (decide.c), build one kernel per materialised node (kernelize.c), order the
+ * kernels, allocate the new buffers; and printing and freeing schedules. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "schedule/sched_internal.h"
+
+const char *sched_why_name(SchedWhy why) {
+  static const char *const names[] = {
+      [WHY_NONE] = "not materialised",
+      [WHY_OUTPUT] = "requested",
+      [WHY_CONTIGUOUS] = "contiguous",
+      [WHY_VIEW_BLOCKED] = "a view over it cannot be pushed through it",
+      [WHY_UNSAFE_PAD] = "padded, and an op below does not keep 0",
+      [WHY_REDUCE_NESTED] = "reduce inside another reduce's input",
+      [WHY_REDUCE_SHARED] = "reduce read by two kernels (computed once)",
+      [WHY_REDUCE_MISMATCH] = "reduce of other axes than the kernel's reduce",
+  };
+  return (unsigned)why < sizeof names / sizeof *names ? names[why] : "?";
+}
+
+int sched_add_buf(Schedule *s, const SchedBuf *b) {
+  /* capacity: the next power of two >= nbufs */
+  int n = s->nbufs;
+  if ((n & (n - 1)) == 0) {
+    SchedBuf *nb = realloc(s->bufs, (size_t)(n ? 2 * n : 4) * sizeof *nb);
+    if (!nb) return -1;
+    s->bufs = nb;
+  }
+  s->bufs[n] = *b;
+  return s->nbufs++;
+}
+
+/* One output buffer per materialised node, in graph order. */
+static tvk_status add_outputs(SchedGraph *g, Schedule *s) {
+  for (size_t i = 0; i < g->n; i++) {
+    if (!sched_realized(g, (int64_t)i)) continue;
+    UOp *u = g->topo[i];
+    SchedBuf b = {.node = u, .dtype = (ScalarType)u->dtype.scalar, .numel = 1,
+                  .why = g->info[i].why, .culprit = g->info[i].culprit};
+    b.ndim = graph_shape(u, b.shape);
+    for (int d = 0; d < b.ndim; d++) b.numel *= b.shape[d];
+    int at = sched_add_buf(s, &b);
+    if (at < 0) return ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+    uop_retain(u);
+    g->info[i].buf = at;
+  }
+  return TVK_OK;
+}
+
+/* Kahn's toposort of the items by in-degree: an item runs after the items that
+ * write its inputs. Fills order[0..n-1]. The graph of a DAG has no cycles
+ * today, but a cycle (say, through a future assign) is reported rather than
+ * looped on. */
+static tvk_status order_items(tvk_ctx *ctx, int nbufs, const ScheduleItem *items, int n, int *order) {
+  size_t nedge = 0;
+  for (int i = 0; i < n; i++) nedge += (size_t)(items[i].nbufs - items[i].nout);
+  int *producer = malloc((size_t)(nbufs ? nbufs : 1) * sizeof *producer);
+  int *indeg = calloc((size_t)n + 1, sizeof *indeg);
+  int *first = calloc((size_t)n + 2, sizeof *first); /* consumers of item p: edge[first[p] .. first[p+1]) */
+  int *edge = malloc((nedge ? nedge : 1) * sizeof *edge);
+  tvk_status st = TVK_OK;
+  if (!producer || !indeg || !first || !edge) {
+    st = ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory ordering kernels");
+    goto done;
+  }
+  for (int b = 0; b < nbufs; b++) producer[b] = -1;
+  for (int i = 0; i < n; i++)
+    for (int o = 0; o < items[i].nout; o++) producer[items[i].bufs[o]] = i;
+  for (int j = 0; j < n; j++)
+    for (int k = items[j].nout; k < items[j].nbufs; k++) {
+      int p = producer[items[j].bufs[k]];
+      if (p >= 0) first[p + 2]++, indeg[j]++;
+    }
+  for (int p = 0; p < n; p++) first[p + 2] += first[p + 1];
+  for (int j = 0; j < n; j++) /* first[p + 1] is the fill position of p's consumers */
+    for (int k = items[j].nout; k < items[j].nbufs; k++) {
+      int p = producer[items[j].bufs[k]];
+      if (p >= 0) edge[first[p + 1]++] = j;
+    }
+  int head = 0, tail = 0;
+  for (int i = 0; i < n; i++)
+    if (indeg[i] == 0) order[tail++] = i;
+  while (head < tail) {
+    int p = order[head++];
+    for (int e = first[p]; e < first[p + 1]; e++)
+      if (--indeg[edge[e]] == 0) order[tail++] = edge[e];
+  }
+  if (tail != n)
+    st = ctx_fail(ctx, TVK_ERR_INTERNAL, "schedule: cycle among the kernels: only %d of %d could be ordered", tail, n);
+done:
+  free(producer), free(indeg), free(first), free(edge);
+  return st;
+}
+
+static tvk_status build_items(SchedGraph *g, Schedule *s) {
+  ScheduleItem *tmp = calloc(g->n ? g->n : 1, sizeof *tmp);
+  int *order = malloc((g->n ? g->n : 1) * sizeof *order);
+  if (!tmp || !order) {
+    free(tmp), free(order);
+    return ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+  }
+  int n = 0;
+  tvk_status st = TVK_OK;
+  for (size_t i = 0; i < g->n && st == TVK_OK; i++) {
+    int b = g->info[i].buf;
+    if (b < 0 || s->bufs[b].numel == 0) continue; /* not materialised, or nothing to compute */
+    st = sched_kernelize(g, s, (int64_t)i, &tmp[n]);
+    if (st == TVK_OK) n++;
+  }
+  if (st == TVK_OK) st = order_items(g->ctx, s->nbufs, tmp, n, order);
+  if (st == TVK_OK && !(s->items = malloc((size_t)(n ? n : 1) * sizeof *s->items)))
+    st = ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+  if (st == TVK_OK) {
+    for (int i = 0; i < n; i++) s->items[i] = tmp[order[i]];
+    s->nitems = n;
+  } else {
+    for (int i = 0; i < n; i++) uop_release(tmp[i].ast), free(tmp[i].bufs);
+  }
+  free(tmp), free(order);
+  return st;
+}
+
+/* No-op CONTIGUOUS nodes: replaced by their source view once y is in memory. */
+static tvk_status add_aliases(SchedGraph *g, Schedule *s) {
+  int n = 0;
+  for (size_t i = 0; i < g->n; i++) n += g->info[i].alias;
+  if (n == 0) return TVK_OK;
+  if (!(s->aliases = calloc((size_t)n, sizeof *s->aliases)))
+    return ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+  for (size_t i = 0; i < g->n; i++) {
+    if (!g->info[i].alias) continue;
+    UOp *u = g->topo[i];
+    s->aliases[s->naliases++] = (SchedAlias){uop_retain(u), uop_retain(u->src[0])};
+  }
+  return TVK_OK;
+}
+
+tvk_status schedule_create(tvk_ctx *ctx, int n, UOp *const *roots, Schedule *out) {
+  memset(out, 0, sizeof *out);
+  SchedGraph g;
+  size_t mark = uop_pool_mark(ctx->u);
+  tvk_status st = sched_graph_init(&g, ctx, n, roots);
+  if (st != TVK_OK) return st;
+  st = sched_decide(&g, n, roots);
+  if (st == TVK_OK) st = add_outputs(&g, out);
+  if (st == TVK_OK) st = add_aliases(&g, out);
+  if (st == TVK_OK) st = build_items(&g, out);
+  sched_graph_free(&g);
+  uop_pool_drain(ctx->u, mark); /* temporaries of the passes; the schedule retains what it keeps */
+  if (st != TVK_OK) schedule_free(out);
+  return st;
+}
+
+tvk_status schedule_alloc(tvk_ctx *ctx, Schedule *s) {
+  for (int i = 0; i < s->nbufs; i++) {
+    SchedBuf *b = &s->bufs[i];
+    if (!b->node || b->buffer) continue;
+    tvk_status st;
+    int64_t id = ctx_buffer_new(ctx, b->dtype, b->numel, &st);
+    if (id < 0) return st;
+    /* The BUFFER UOp owns the device buffer from here on. */
+    b->buffer = uop_retain(uop_new(ctx->u, OP_BUFFER, dt_make(b->dtype), 0, NULL, arg_int(id)));
+    if (!b->buffer) return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory for a BUFFER");
+  }
+  return TVK_OK;
+}
+
+void schedule_buf_str(const Schedule *s, int i, char *buf, size_t n) {
+  const SchedBuf *b = &s->bufs[i];
+  int at = b->buffer ? snprintf(buf, n, "buf %" PRId64, b->buffer->arg.i) : snprintf(buf, n, "buf ?");
+  at += snprintf(buf + at, n > (size_t)at ? n - (size_t)at : 0, " %s ", dt_scalar_name(b->dtype));
+  if (!b->node) {
+    snprintf(buf + at, n > (size_t)at ? n - (size_t)at : 0, "[%" PRId64 "]", b->numel);
+    return;
+  }
+  at += snprintf(buf + at, n > (size_t)at ? n - (size_t)at : 0, "(");
+  for (int d = 0; d < b->ndim; d++)
+    at += snprintf(buf + at, n > (size_t)at ? n - (size_t)at : 0, "%s%" PRId64, d ? ", " : "", b->shape[d]);
+  snprintf(buf + at, n > (size_t)at ? n - (size_t)at : 0, "%s)", b->ndim == 1 ? "," : "");
+}
+
+static void print_why(FILE *f, const SchedBuf *b) {
+  fprintf(f, "%s: %s", op_name((Op)b->node->op), sched_why_name(b->why));
+  if (b->culprit != OP_NONE && b->why != WHY_OUTPUT && b->why != WHY_CONTIGUOUS)
+    fprintf(f, " (%s)", op_name(b->culprit));
+}
+
+void schedule_print(FILE *f, const Schedule *s, const char *const *names) {
+  char text[400];
+  fprintf(f, "tvk schedule: %d kernel%s, %d buffer%s\n", s->nitems, s->nitems == 1 ? "" : "s", s->nbufs,
+          s->nbufs == 1 ? "" : "s");
+  for (int i = 0; i < s->nitems; i++) {
+    const ScheduleItem *it = &s->items[i];
+    fprintf(f, "  [%d] %s\n", i, names && names[i] ? names[i] : "kernel");
+    for (int k = 0; k < it->nbufs; k++) {
+      schedule_buf_str(s, it->bufs[k], text, sizeof text);
+      fprintf(f, "      %s %d: %s", k < it->nout ? "out" : "in ", k, text);
+      if (k < it->nout) fprintf(f, "  <- "), print_why(f, &s->bufs[it->bufs[k]]);
+      fputc('\n', f);
+    }
+  }
+  for (int i = 0; i < s->nbufs; i++) {
+    if (!s->bufs[i].node || s->bufs[i].numel != 0) continue;
+    schedule_buf_str(s, i, text, sizeof text);
+    fprintf(f, "  (no kernel) %s  <- ", text);
+    print_why(f, &s->bufs[i]);
+    fputc('\n', f);
+  }
+}
+
+void schedule_free(Schedule *s) {
+  if (!s) return;
+  for (int i = 0; i < s->nitems; i++) {
+    uop_release(s->items[i].ast);
+    free(s->items[i].bufs);
+  }
+  for (int i = 0; i < s->nbufs; i++) {
+    uop_release(s->bufs[i].node);
+    uop_release(s->bufs[i].buffer);
+  }
+  for (int i = 0; i < s->naliases; i++) {
+    uop_release(s->aliases[i].node);
+    uop_release(s->aliases[i].view);
+  }
+  free(s->aliases);
+  free(s->items);
+  free(s->bufs);
+  memset(s, 0, sizeof *s);
+}

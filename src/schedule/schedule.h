@@ -1,0 +1,92 @@
+/* The scheduler: from the tensor graphs of the tensors to realize, decide which
+ * nodes are materialised into buffers and group the rest into kernels, one
+ * ScheduleItem per kernel (docs/schedule.md).
+ *
+ *   schedule_create   realize decisions (decide.c), kernel ASTs (kernelize.c),
+ *                     kernel order (toposort by in-degree)
+ *   schedule_alloc    device buffers for the new outputs (a memory planner goes
+ *                     between the two)
+ *   runtime/run.c     codegen, compile and launch each item in order
+ *
+ * A Schedule lists its buffers once (Schedule.bufs): the buffers the kernels
+ * compute (node != NULL) and the buffers that existed before and are read
+ * (node == NULL). Items refer to them by index.
+ *
+ * Ownership: every UOp a Schedule points to is retained by it and released by
+ * schedule_free; a BUFFER UOp owns its device buffer, so buffers that nothing
+ * else references are freed with the schedule.
+ */
+#ifndef TVK_SCHEDULE_SCHEDULE_H
+#define TVK_SCHEDULE_SCHEDULE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "frontend/frontend.h"
+#include "ir/uop.h"
+
+/* Why a node is materialised (printed at TVK_DEBUG >= 2). */
+typedef enum {
+  WHY_NONE = 0,
+  WHY_OUTPUT,         /* a tensor asked for (tvk_realize, tvk_to_host) */
+  WHY_CONTIGUOUS,     /* an explicit contiguous */
+  WHY_VIEW_BLOCKED,   /* a view over it cannot be pushed through it to the loads */
+  WHY_UNSAFE_PAD,     /* a padded view over it, and an op below does not keep f(0) = 0 */
+  WHY_REDUCE_NESTED,  /* a reduce inside another reduce's input */
+  WHY_REDUCE_SHARED,  /* a reduce read by two kernels: computed once, not twice */
+  WHY_REDUCE_MISMATCH /* a reduce of other axes than the kernel's first reduce */
+} SchedWhy;
+
+/* "output", "contiguous", ... */
+const char *sched_why_name(SchedWhy why);
+
+typedef struct {
+  UOp *node;       /* retained: the graph node computed into the buffer; NULL for an input that existed */
+  UOp *buffer;     /* retained BUFFER UOp; NULL for a new output until schedule_alloc */
+  ScalarType dtype;
+  int64_t numel;
+  int ndim;        /* the node's shape (new outputs); the buffer is row-major in it */
+  int64_t shape[TVK_MAX_DIMS];
+  SchedWhy why;    /* new outputs: why the node is materialised */
+  Op culprit;      /* the op the reason is about (the unsafe op, the blocked op), or OP_NONE */
+} SchedBuf;
+
+typedef struct {
+  UOp *ast;  /* retained: SINK(STORE ...), the kernel AST of codegen/kernel.h */
+  int nbufs;
+  int *bufs; /* indices into Schedule.bufs in DEFINE_GLOBAL order: outputs first */
+  int nout;  /* the first nout of bufs are written */
+} ScheduleItem;
+
+/* A node needing no kernel: a no-op CONTIGUOUS, replaced after the run by
+ * `view` (VIEW(y, st)) with y's buffer in place of y. */
+typedef struct {
+  UOp *node; /* retained */
+  UOp *view; /* retained: VIEW(y, st), y a BUFFER or a node this schedule computes */
+} SchedAlias;
+
+typedef struct {
+  SchedBuf *bufs;
+  int nbufs;
+  SchedAlias *aliases;
+  int naliases;
+  ScheduleItem *items; /* in run order: an item runs after the items writing its inputs */
+  int nitems;
+} Schedule;
+
+/* Schedules the graphs under roots[0..n-1] (tensor-graph nodes of ctx). Nothing
+ * is allocated on the device. On error returns the status with ctx->error set
+ * (via ctx_fail) and *out empty. */
+tvk_status schedule_create(tvk_ctx *ctx, int n, UOp *const *roots, Schedule *out);
+/* Allocates a buffer for every new output (BUFFER UOps, retained). */
+tvk_status schedule_alloc(tvk_ctx *ctx, Schedule *s);
+/* The schedule as text: the kernels with their inputs and outputs, and why each
+ * output is materialised. `names` (may be NULL) gives each item's kernel name. */
+void schedule_print(FILE *f, const Schedule *s, const char *const *names);
+/* Writes "buf 3 float32 (4, 1)" for buffer i into buf. */
+void schedule_buf_str(const Schedule *s, int i, char *buf, size_t n);
+/* Releases everything the schedule holds and empties it; NULL ok. */
+void schedule_free(Schedule *s);
+
+#endif

@@ -1,0 +1,1484 @@
+/* Tests of codegen (src/codegen/): kernel ASTs built by hand are turned into C,
+ * compiled and run on the CPU device with one and with two threads, and the
+ * results are compared with plain loops written here (in double precision for
+ * floats, exact integer math for ints). Integer and float ALU results are also
+ * checked against the IR's constant evaluation (alu_exec), which the generated
+ * code must match. Golden tests pin the exact source of two tiny kernels. The
+ * suite runs in a fresh cache directory (mkdtemp), removed at the end. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <dirent.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "codegen/codegen.h"
+#include "codegen/kernel.h"
+#include "codegen/render.h"
+#include "ir/alu.h"
+#include "ir/symbolic.h"
+#include "ir/view.h"
+#include "runtime/device.h"
+
+typedef struct {
+  char root[256];
+  Device *dev[3]; /* 1, 2 and 5 threads: 5 splits axes unevenly */
+  UCtx *c;
+} Suite;
+
+/* ---------------------------------------------------------------- helpers */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t xorshift(void) {
+  uint64_t x = rng_state;
+  x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+  return rng_state = x;
+}
+static double urand(double lo, double hi) {
+  return lo + (hi - lo) * (double)(xorshift() >> 11) / 9007199254740992.0;
+}
+
+static void rm_rf(const char *path) {
+  struct stat st;
+  if (lstat(path, &st) != 0) return;
+  if (S_ISDIR(st.st_mode)) {
+    DIR *dir = opendir(path);
+    struct dirent *e;
+    while (dir && (e = readdir(dir))) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      char sub[1024];
+      snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+      rm_rf(sub);
+    }
+    if (dir) closedir(dir);
+    rmdir(path);
+  } else {
+    unlink(path);
+  }
+}
+
+/* ---- AST builders ---- */
+
+static ShapeTracker *shp(int nd, ...) {
+  int64_t s[TVK_MAX_DIMS];
+  va_list ap;
+  va_start(ap, nd);
+  for (int i = 0; i < nd; i++) s[i] = va_arg(ap, int64_t);
+  va_end(ap);
+  return st_from_shape(nd, s);
+}
+
+static UOp *view(UCtx *c, ShapeTracker *st) { /* takes st */
+  assert_non_null(st);
+  UOp *v = uop_new(c, OP_VIEW, dt_make(DT_VOID), 0, NULL, arg_st(st));
+  st_free(st);
+  return v;
+}
+static UOp *glob(UCtx *c, int i, ScalarType t) {
+  return uop_new(c, OP_DEFINE_GLOBAL, dt_ptr(dt_make(t), ADDR_GLOBAL), 0, NULL, arg_int(i));
+}
+static UOp *ld(UCtx *c, int i, ScalarType t, ShapeTracker *st) {
+  return uop_new(c, OP_LOAD, dt_make(t), 2, (UOp *[]){glob(c, i, t), view(c, st)}, arg_none());
+}
+static UOp *store(UCtx *c, int i, ScalarType t, ShapeTracker *st, UOp *x) {
+  return uop_new(c, OP_STORE, dt_make(DT_VOID), 3, (UOp *[]){glob(c, i, t), view(c, st), x},
+                 arg_none());
+}
+static UOp *sink1(UOp *s) { return uop_sink(s->ctx, 1, &s); }
+static UOp *reduce(UOp *x, Op op, int n, const int64_t *axes) {
+  return uop_new(x->ctx, OP_REDUCE_AXIS, x->dtype, 1, &x, arg_reduce(op, n, axes));
+}
+static UOp *cf(UCtx *c, double v) { return uop_const_float(c, DT(FLOAT32), v); }
+
+/* ---- running kernels ---- */
+
+typedef struct {
+  void *data;
+  size_t bytes;
+} HostBuf;
+
+/* Generates C for sink, compiles it on d, copies every buffer in, launches,
+ * copies every buffer out. */
+static void run_on(Device *d, UOp *sink, int nb, HostBuf *hb, int nv, const int32_t *vals) {
+  KernelSource ks;
+  tvk_status s = codegen_kernel(sink, NULL, &ks);
+  if (s != TVK_OK) fail_msg("codegen: %s", ks.error);
+  assert_int_equal(ks.nbufs, nb);
+  assert_int_equal(ks.nvars, nv);
+  DevProgram *p = NULL;
+  bool hit;
+  if (d->ops->compile(d, ks.name, ks.src, &p, &hit) != TVK_OK)
+    fail_msg("compile: %s\n%s", dev_error(d), ks.src);
+  DevBuffer *bufs[32];
+  for (int i = 0; i < nb; i++) {
+    assert_int_equal(d->ops->alloc(d, hb[i].bytes, &bufs[i]), TVK_OK);
+    assert_int_equal(d->ops->copy_in(d, bufs[i], 0, hb[i].data, hb[i].bytes), TVK_OK);
+  }
+  if (d->ops->launch(d, p, bufs, nb, vals, nv, NULL) != TVK_OK)
+    fail_msg("launch: %s", dev_error(d));
+  assert_int_equal(d->ops->sync(d), TVK_OK);
+  for (int i = 0; i < nb; i++) {
+    assert_int_equal(d->ops->copy_out(d, bufs[i], 0, hb[i].data, hb[i].bytes), TVK_OK);
+    d->ops->free(d, bufs[i]);
+  }
+  d->ops->program_free(d, p);
+  kernel_source_free(&ks);
+}
+
+/* Runs on 1, 2 and 5 threads; the results must agree bit for bit. The last
+ * run's results are left in hb. */
+static void run(Suite *s, UOp *sink, int nb, HostBuf *hb, int nv, const int32_t *vals) {
+  void *before[32], *first[32];
+  for (int i = 0; i < nb; i++) {
+    before[i] = malloc(hb[i].bytes + 1), first[i] = malloc(hb[i].bytes + 1);
+    memcpy(before[i], hb[i].data, hb[i].bytes);
+  }
+  for (int d = 0; d < 3; d++) {
+    if (d)
+      for (int i = 0; i < nb; i++) memcpy(hb[i].data, before[i], hb[i].bytes);
+    run_on(s->dev[d], sink, nb, hb, nv, vals);
+    for (int i = 0; i < nb; i++) {
+      if (d == 0)
+        memcpy(first[i], hb[i].data, hb[i].bytes);
+      else if (memcmp(first[i], hb[i].data, hb[i].bytes) != 0)
+        fail_msg("buffer %d differs between 1 and %d threads", i, s->dev[d]->limits.cores);
+    }
+  }
+  for (int i = 0; i < nb; i++) free(before[i]), free(first[i]);
+}
+
+static char *source_of(UOp *sink) {
+  KernelSource ks;
+  if (codegen_kernel(sink, NULL, &ks) != TVK_OK) fail_msg("codegen: %s", ks.error);
+  char *src = strdup(ks.src);
+  kernel_source_free(&ks);
+  return src;
+}
+
+/* |got - want| <= tol * (1 + |want|), NaNs and infinities equal. */
+static void check_close(double got, double want, double tol, const char *what, int64_t i) {
+  if (isnan(want) && isnan(got)) return;
+  if (isinf(want) && got == want) return;
+  if (fabs(got - want) <= tol * (1 + fabs(want))) return;
+  fail_msg("%s[%lld]: got %.9g, want %.9g", what, (long long)i, got, want);
+}
+
+/* ---- float16 reference: nearest of all finite halves, ties to even ---- */
+
+static double half_value(uint16_t h) {
+  int e = h >> 10 & 31, m = h & 1023;
+  double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
+  return h >> 15 ? -v : v;
+}
+
+static uint16_t half_round(double x) {
+  if (isnan(x)) return 0x7e00;
+  uint16_t sign = signbit(x) ? 0x8000 : 0;
+  double a = fabs(x);
+  if (a >= 65520.0) return sign | 0x7c00;
+  uint16_t lo = 0, hi = 0x7bff; /* largest finite */
+  while (lo < hi) {             /* the first half >= a */
+    uint16_t mid = (uint16_t)((lo + hi) / 2);
+    if (half_value(mid) < a)
+      lo = (uint16_t)(mid + 1);
+    else
+      hi = mid;
+  }
+  uint16_t best = lo;
+  if (lo > 0) {
+    double up = half_value(lo) - a, down = a - half_value((uint16_t)(lo - 1));
+    if (down < up || (down == up && ((lo - 1) & 1) == 0)) best = (uint16_t)(lo - 1);
+  }
+  return sign | best;
+}
+
+/* ---------------------------------------------------------------- fixtures */
+
+static int suite_setup(void **state) {
+  Suite *s = calloc(1, sizeof *s);
+  snprintf(s->root, sizeof s->root, "/tmp/tvk-test-codegen-XXXXXX");
+  if (!s || !mkdtemp(s->root)) return -1;
+  char err[512];
+  const int threads[3] = {1, 2, 5};
+  for (int d = 0; d < 3; d++) {
+    DeviceOptions o = {.cache_dir = s->root, .threads = threads[d]};
+    if (cpu_device_create(&o, &s->dev[d], err, sizeof err) != TVK_OK) {
+      fprintf(stderr, "cpu device: %s\n", err);
+      return -1;
+    }
+  }
+  *state = s;
+  return 0;
+}
+
+static int suite_teardown(void **state) {
+  Suite *s = *state;
+  for (int d = 0; d < 3; d++) s->dev[d]->ops->destroy(s->dev[d]);
+  rm_rf(s->root);
+  free(s);
+  return 0;
+}
+
+static int test_setup(void **state) {
+  Suite *s = *state;
+  s->c = uctx_new();
+  return s->c ? 0 : -1;
+}
+
+/* Every UOp made in a test is gone once its pool is drained. */
+static int test_teardown(void **state) {
+  Suite *s = *state;
+  uop_pool_drain(s->c, 0);
+  size_t live = uctx_live(s->c);
+  uctx_free(s->c);
+  s->c = NULL;
+  if (live != 0) fprintf(stderr, "%zu UOps still alive\n", live);
+  return live == 0 ? 0 : -1;
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, test_setup, test_teardown)
+
+/* ---- undefined behaviour check ----
+ * The kernel is compiled once more with UBSan (and float-cast-overflow) into a
+ * program that runs it on the test's inputs with 1, 2 and 3 cores; any
+ * undefined behaviour aborts it. Skipped when there is no `cc` or it cannot
+ * build sanitized programs. */
+static void ub_check(Suite *s, UOp *sink, int nb, const HostBuf *hb) {
+  KernelSource ks;
+  if (codegen_kernel(sink, NULL, &ks) != TVK_OK) fail_msg("codegen: %s", ks.error);
+  char path[400], exe[400], cmd[1200];
+  snprintf(path, sizeof path, "%s/ub_%s.c", s->root, ks.name);
+  snprintf(exe, sizeof exe, "%s/ub_%s", s->root, ks.name);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "%s#include <stdlib.h>\n#include <string.h>\n", ks.src);
+  for (int i = 0; i < nb; i++) {
+    fprintf(f, "static const unsigned char in%d[%zu] = {", i, hb[i].bytes + 1);
+    for (size_t j = 0; j < hb[i].bytes; j++)
+      fprintf(f, "%s%u", j ? "," : "", ((unsigned char *)hb[i].data)[j]);
+    fprintf(f, "%s0};\n", hb[i].bytes ? "," : "");
+  }
+  fprintf(f, "int main(void) {\n  void *bufs[%d];\n  const int32_t vals[1] = {0};\n", nb);
+  for (int i = 0; i < nb; i++)
+    fprintf(f, "  bufs[%d] = malloc(%zu + 1); memcpy(bufs[%d], in%d, %zu);\n", i, hb[i].bytes, i, i,
+            hb[i].bytes);
+  fprintf(f, "  for (int n = 1; n <= 3; n++) for (int c = 0; c < n; c++) %s(bufs, vals, c, n);\n",
+          ks.name);
+  fprintf(f, "  for (int i = 0; i < %d; i++) free(bufs[i]);\n  return 0;\n}\n", nb);
+  fclose(f);
+  const char *flags = "-std=c11 -O1 -Wall -Wextra -Werror -Wno-unused-function";
+  snprintf(cmd, sizeof cmd,
+           "cc %s -fsanitize=undefined,float-cast-overflow -fno-sanitize-recover=all -o %s %s -lm",
+           flags, exe, path);
+  if (system(cmd) != 0) {
+    snprintf(cmd, sizeof cmd, "cc %s -o %s %s -lm", flags, exe, path);
+    if (system(cmd) != 0) fail_msg("the generated source does not compile cleanly:\n%s", ks.src);
+    kernel_source_free(&ks);
+    return; /* no sanitizer runtime here: the warnings check is what we can do */
+  }
+  snprintf(cmd, sizeof cmd, "UBSAN_OPTIONS=print_stacktrace=1 %s", exe);
+  int rc = system(cmd);
+  if (rc != 0) fail_msg("undefined behaviour in %s (exit %d):\n%s", ks.name, rc, ks.src);
+  kernel_source_free(&ks);
+}
+
+/* ---------------------------------------------------------------- elementwise */
+
+static const int64_t sizes[] = {1, 7, 1000, 100003};
+
+/* out = ((a + b) * a + b * b) * 0.5 - a, float32 */
+static void test_float_chain(void **state) {
+  Suite *s = *state;
+  for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+    int64_t n = sizes[k];
+    float *a = malloc((size_t)n * 4), *b = malloc((size_t)n * 4), *out = calloc((size_t)n, 4);
+    for (int64_t i = 0; i < n; i++) a[i] = (float)urand(-2, 2), b[i] = (float)urand(-2, 2);
+    UCtx *c = s->c;
+    UOp *A = ld(c, 1, DT_FLOAT32, shp(1, n)), *B = ld(c, 2, DT_FLOAT32, shp(1, n));
+    UOp *x = uop_add(uop_mul(uop_mul(uop_add(A, B), A), cf(c, 1)), uop_mul(B, B));
+    x = uop_alu2(OP_SUB, uop_mul(x, cf(c, 0.5)), A);
+    HostBuf hb[3] = {{out, (size_t)n * 4}, {a, (size_t)n * 4}, {b, (size_t)n * 4}};
+    run(s, sink1(store(c, 0, DT_FLOAT32, shp(1, n), x)), 3, hb, 0, NULL);
+    for (int64_t i = 0; i < n; i++) {
+      double A_ = a[i], B_ = b[i];
+      check_close(out[i], ((A_ + B_) * A_ + B_ * B_) * 0.5 - A_, 1e-6, "float chain", i);
+    }
+    free(a), free(b), free(out);
+  }
+}
+
+/* out = (a + b) * a - b * 3 + 0x7fffffff, int32 wrapping; the reference wraps through uint32. */
+static void test_int_chain(void **state) {
+  Suite *s = *state;
+  for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+    int64_t n = sizes[k];
+    int32_t *a = malloc((size_t)n * 4), *b = malloc((size_t)n * 4), *out = calloc((size_t)n, 4);
+    for (int64_t i = 0; i < n; i++)
+      a[i] = (int32_t)xorshift(), b[i] = (int32_t)(xorshift() % 2001) - 1000;
+    UCtx *c = s->c;
+    UOp *A = ld(c, 1, DT_INT32, shp(2, (int64_t)1, n)),
+        *B = ld(c, 2, DT_INT32, shp(2, (int64_t)1, n));
+    UOp *x = uop_add_c(uop_sub(uop_mul(uop_add(A, B), A), uop_mul_c(B, 3)), INT32_MAX);
+    HostBuf hb[3] = {{out, (size_t)n * 4}, {a, (size_t)n * 4}, {b, (size_t)n * 4}};
+    run(s, sink1(store(c, 0, DT_INT32, shp(2, (int64_t)1, n), x)), 3, hb, 0, NULL);
+    for (int64_t i = 0; i < n; i++) {
+      uint32_t A_ = (uint32_t)a[i], B_ = (uint32_t)b[i];
+      uint32_t want = (A_ + B_) * A_ - B_ * 3u + 0x7fffffffu;
+      if ((uint32_t)out[i] != want)
+        fail_msg("int chain[%lld]: got %d want %d", (long long)i, out[i], (int32_t)want);
+    }
+    free(a), free(b), free(out);
+  }
+}
+
+/* ---------------------------------------------------------------- every integer op */
+
+/* The test's own integer semantics (alu.h): values as int64, wrapped to `bits`. */
+static int64_t wrap(int64_t v, int bits, bool uns) {
+  if (bits == 64) return v;
+  uint64_t m = (1ull << bits) - 1, u = (uint64_t)v & m;
+  if (uns || !(u >> (bits - 1))) return (int64_t)u;
+  return (int64_t)(u | ~m);
+}
+
+static bool ref_int(Op op, int64_t a, int64_t b, int bits, bool uns, int64_t *r) {
+  uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+  switch (op) {
+  case OP_ADD: *r = wrap((int64_t)(ua + ub), bits, uns); return true;
+  case OP_SUB: *r = wrap((int64_t)(ua - ub), bits, uns); return true;
+  case OP_MUL: *r = wrap((int64_t)(ua * ub), bits, uns); return true;
+  case OP_NEG: *r = wrap((int64_t)(0 - ua), bits, uns); return true;
+  case OP_IDIV:
+    if (b == 0)
+      *r = 0;
+    else if (bits == 64 && a == INT64_MIN && b == -1)
+      *r = INT64_MIN;
+    else
+      *r = wrap(a / b, bits, uns); /* C truncates toward zero */
+    return true;
+  case OP_MOD:
+    if (b == 0 || b == -1)
+      *r = 0;
+    else
+      *r = a % b; /* C: the sign of the dividend */
+    return true;
+  case OP_MAX: *r = a > b ? a : b; return true;
+  case OP_CMPLT: *r = a < b; return true;
+  case OP_CMPNE: *r = a != b; return true;
+  case OP_AND: *r = a & b; return true;
+  case OP_OR: *r = a | b; return true;
+  case OP_XOR: *r = a ^ b; return true;
+  case OP_SHL:
+    if (b < 0) return false;
+    *r = b >= bits ? 0 : wrap((int64_t)(ua << b), bits, uns);
+    return true;
+  case OP_SHR:
+    if (b < 0) return false;
+    if (b >= bits)
+      *r = a < 0 ? -1 : 0;
+    else
+      *r = a < 0 ? ~(~a >> b) : a >> b; /* floor */
+    return true;
+  default: return false;
+  }
+}
+
+static const Op int_ops[] = {OP_ADD,   OP_SUB,   OP_MUL, OP_NEG, OP_IDIV, OP_MOD, OP_MAX,
+                             OP_CMPLT, OP_CMPNE, OP_AND, OP_OR,  OP_XOR,  OP_SHL, OP_SHR};
+enum { NINT_OPS = sizeof int_ops / sizeof *int_ops };
+
+/* Interesting operands of a type of `bits` bits. */
+static int int_values(int bits, bool uns, int64_t *v) {
+  int64_t max = bits == 64 ? INT64_MAX
+                : uns      ? (int64_t)((1ull << bits) - 1)
+                           : (int64_t)((1ull << (bits - 1)) - 1);
+  int64_t min = uns ? 0 : bits == 64 ? INT64_MIN : -max - 1;
+  int64_t base[] = {0,  1,  2,  3,  7,   -1,   -2,  -7,  13,      -13,    31,
+                    32, 33, 63, 64, 100, -100, max, min, max - 1, min + 1};
+  int n = 0;
+  for (size_t i = 0; i < sizeof base / sizeof *base; i++) v[n++] = wrap(base[i], bits, uns);
+  for (int i = 0; i < 11; i++) v[n++] = wrap((int64_t)xorshift(), bits, uns);
+  return n;
+}
+
+/* A multi-output kernel with one store per op over every pair of operands,
+ * checked against ref_int and against alu_exec. */
+static void check_int_ops(Suite *s, ScalarType t) {
+  DType dt = dt_make(t);
+  int bits = dt_bits(dt);
+  bool uns = dt_is_unsigned(dt);
+  size_t isz = dt_scalar_size(t);
+  int64_t vals[64];
+  int nv = int_values(bits, uns, vals);
+  int64_t n = (int64_t)nv * nv;
+  void *a = malloc((size_t)n * isz), *b = malloc((size_t)n * isz);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t x = vals[i / nv], y = vals[i % nv];
+    memcpy((char *)a + i * (int64_t)isz, &x, isz); /* little endian: the low bytes */
+    memcpy((char *)b + i * (int64_t)isz, &y, isz);
+  }
+  UCtx *c = s->c;
+  UOp *A = ld(c, 0, t, shp(1, n)), *B = ld(c, 1, t, shp(1, n)), *stores[NINT_OPS];
+  HostBuf hb[2 + NINT_OPS] = {{a, (size_t)n * isz}, {b, (size_t)n * isz}};
+  for (int k = 0; k < NINT_OPS; k++) {
+    Op op = int_ops[k];
+    bool cmp = op == OP_CMPLT || op == OP_CMPNE;
+    /* shift amounts stay in [0, 2*bits) so every case is defined */
+    UOp *rhs = op == OP_SHL || op == OP_SHR
+                   ? uop_mod(uop_max(B, uop_neg(B)), uop_const_int(c, dt, 2 * bits))
+                   : B;
+    UOp *x = op == OP_NEG ? uop_neg(A) : uop_alu2(op, A, rhs);
+    ScalarType ot = cmp ? DT_BOOL : t;
+    stores[k] = store(c, 2 + k, ot, shp(1, n), x);
+    hb[2 + k] = (HostBuf){calloc((size_t)n, 8), (size_t)n * dt_scalar_size(ot)};
+  }
+  UOp *sink = uop_sink(c, NINT_OPS, stores);
+  if (t == DT_INT32 || t == DT_INT8 || t == DT_INT64 || t == DT_UINT16)
+    ub_check(s, sink, 2 + NINT_OPS, hb);
+  run(s, sink, 2 + NINT_OPS, hb, 0, NULL);
+  for (int k = 0; k < NINT_OPS; k++) {
+    Op op = int_ops[k];
+    bool cmp = op == OP_CMPLT || op == OP_CMPNE;
+    for (int64_t i = 0; i < n; i++) {
+      int64_t x = vals[i / nv], y = vals[i % nv], want, got = 0;
+      if (op == OP_SHL ||
+          op == OP_SHR) { /* y = max(y, -y) % (2 * bits), as the kernel computes it */
+        int64_t neg = wrap((int64_t)(0 - (uint64_t)y), bits, uns);
+        y = (neg > y ? neg : y) % (2 * bits); /* only a MIN stays negative, and MIN % 2^k is 0 */
+      }
+      if (!ref_int(op, x, y, bits, uns, &want))
+        continue; /* a negative shift: not defined by alu.h */
+      memcpy(&got, (char *)hb[2 + k].data + i * (int64_t)(cmp ? 1 : isz), cmp ? 1 : isz);
+      got = cmp ? got : wrap(got, bits, uns);
+      if (got != want)
+        fail_msg("%s %s(%lld, %lld): got %lld want %lld", dt_scalar_name(t), op_name(op),
+                 (long long)x, (long long)y, (long long)got, (long long)want);
+      CVal in[2] = {{.i = x}, {.i = y}}, res;
+      if (alu_exec(op, cmp ? DT_BOOL : t, t, in, &res) && res.i != got)
+        fail_msg("%s %s(%lld, %lld): alu_exec says %lld, the kernel %lld", dt_scalar_name(t),
+                 op_name(op), (long long)x, (long long)y, (long long)res.i, (long long)got);
+    }
+  }
+  for (int k = 0; k < 2 + NINT_OPS; k++) free(hb[k].data);
+}
+
+static void test_int32_ops(void **state) { check_int_ops(*state, DT_INT32); }
+static void test_small_int_ops(void **state) {
+  check_int_ops(*state, DT_INT8);
+  check_int_ops(*state, DT_UINT8);
+  check_int_ops(*state, DT_INT16);
+  check_int_ops(*state, DT_UINT16);
+}
+static void test_wide_int_ops(void **state) {
+  check_int_ops(*state, DT_INT64);
+  check_int_ops(*state, DT_UINT32);
+}
+
+/* bool math is integer math truncated to bool (alu.h): + is or, * is and, - is xor. */
+static void test_bool_ops(void **state) {
+  Suite *s = *state;
+  static const Op ops[] = {OP_ADD, OP_SUB, OP_MUL, OP_MAX,  OP_CMPLT, OP_CMPNE,
+                           OP_AND, OP_OR,  OP_XOR, OP_IDIV, OP_NEG};
+  enum { NO = sizeof ops / sizeof *ops };
+  uint8_t a[4] = {0, 0, 1, 1}, b[4] = {0, 1, 0, 1}, out[NO][4], w[4];
+  UCtx *c = s->c;
+  UOp *A = ld(c, 0, DT_BOOL, shp(1, (int64_t)4)), *B = ld(c, 1, DT_BOOL, shp(1, (int64_t)4)),
+      *st[NO + 1];
+  HostBuf hb[3 + NO] = {{a, 4}, {b, 4}};
+  for (int k = 0; k < NO; k++) {
+    st[k] = store(c, 2 + k, DT_BOOL, shp(1, (int64_t)4),
+                  ops[k] == OP_NEG ? uop_neg(A) : uop_alu2(ops[k], A, B));
+    hb[2 + k] = (HostBuf){out[k], 4};
+  }
+  st[NO] = store(c, 2 + NO, DT_BOOL, shp(1, (int64_t)4),
+                 uop_where(A, B, uop_ne(B, uop_const_int(c, DT(BOOL), 1))));
+  hb[2 + NO] = (HostBuf){w, 4};
+  run(s, uop_sink(c, NO + 1, st), 3 + NO, hb, 0, NULL);
+  for (int i = 0; i < 4; i++) {
+    int x = a[i], y = b[i];
+    const int want[NO] = {x | y, x ^ y, x & y, x | y, !x && y, x != y,
+                          x & y, x | y, x ^ y, x & y, x};
+    for (int k = 0; k < NO; k++) {
+      if (out[k][i] != want[k])
+        fail_msg("bool %s(%d, %d): got %d want %d", op_name(ops[k]), x, y, out[k][i], want[k]);
+      CVal in[2] = {{.i = x}, {.i = y}}, r;
+      if (alu_exec(ops[k], DT_BOOL, DT_BOOL, in, &r) && r.i != out[k][i])
+        fail_msg("bool %s(%d, %d): alu_exec %lld", op_name(ops[k]), x, y, (long long)r.i);
+    }
+    assert_int_equal(w[i], x ? y : !y);
+  }
+}
+
+/* ---------------------------------------------------------------- float ops */
+
+static const Op fbin_ops[] = {OP_ADD,   OP_SUB,   OP_MUL,  OP_FDIV, OP_MAX,
+                              OP_CMPLT, OP_CMPNE, OP_IDIV, OP_MOD,  OP_POW};
+static const Op fun_ops[] = {OP_NEG, OP_SQRT, OP_RECIP, OP_EXP2, OP_LOG2, OP_SIN};
+static const ScalarType fcasts[] = {DT_INT32, DT_UINT8, DT_INT64, DT_BOOL, DT_FLOAT64};
+enum {
+  NFB = sizeof fbin_ops / sizeof *fbin_ops,
+  NFU = sizeof fun_ops / sizeof *fun_ops,
+  NFC = sizeof fcasts / sizeof *fcasts
+};
+
+static double float_cast_ref(double x, ScalarType to) { /* C cast semantics, wrapping */
+  if (to == DT_BOOL) return x != 0;
+  if (to == DT_FLOAT64) return x;
+  if (isnan(x) || isinf(x)) return 0;
+  double t = fmod(trunc(x), 18446744073709551616.0);
+  uint64_t u = t < 0 ? 0 - (uint64_t)(-t) : (uint64_t)t;
+  return (double)wrap((int64_t)u, (int)dt_scalar_size(to) * 8, dt_is_unsigned(dt_make(to)));
+}
+
+static double load_as_double(const void *p, int64_t i, ScalarType t) {
+  switch (t) {
+  case DT_BOOL: return ((const uint8_t *)p)[i];
+  case DT_UINT8: return ((const uint8_t *)p)[i];
+  case DT_INT32: return ((const int32_t *)p)[i];
+  case DT_INT64: return (double)((const int64_t *)p)[i];
+  case DT_FLOAT32: return ((const float *)p)[i];
+  case DT_FLOAT64: return ((const double *)p)[i];
+  default: fail_msg("type %d", t);
+  }
+  return 0;
+}
+
+static void test_float_ops(void **state) {
+  Suite *s = *state;
+  const float base[] = {0.0f,  -0.0f,    1,         -1,  0.5f,  -2.5f,  3.7f,   -3.7f,
+                        7,     -7,       2,         100, 1e10f, -1e10f, 1e-40f, 65504,
+                        3e38f, INFINITY, -INFINITY, NAN, 0.1f,  -0.3f};
+  enum { NB = sizeof base / sizeof *base };
+  int64_t n = NB * NB;
+  float *a = malloc((size_t)n * 4), *b = malloc((size_t)n * 4);
+  for (int64_t i = 0; i < n; i++) a[i] = base[i / NB], b[i] = base[i % NB];
+  UCtx *c = s->c;
+  UOp *A = ld(c, 0, DT_FLOAT32, shp(1, n)), *B = ld(c, 1, DT_FLOAT32, shp(1, n));
+  UOp *stores[NFB + NFU + NFC];
+  HostBuf hb[2 + NFB + NFU + NFC] = {{a, (size_t)n * 4}, {b, (size_t)n * 4}};
+  int k = 0;
+  for (int j = 0; j < NFB; j++, k++) {
+    bool cmp = fbin_ops[j] == OP_CMPLT || fbin_ops[j] == OP_CMPNE;
+    stores[k] = store(c, 2 + k, cmp ? DT_BOOL : DT_FLOAT32, shp(1, n), uop_alu2(fbin_ops[j], A, B));
+    hb[2 + k] = (HostBuf){calloc((size_t)n, 8), (size_t)n * (cmp ? 1 : 4)};
+  }
+  for (int j = 0; j < NFU; j++, k++) {
+    stores[k] = store(c, 2 + k, DT_FLOAT32, shp(1, n), uop_alu1(fun_ops[j], A));
+    hb[2 + k] = (HostBuf){calloc((size_t)n, 8), (size_t)n * 4};
+  }
+  for (int j = 0; j < NFC; j++, k++) {
+    stores[k] = store(c, 2 + k, fcasts[j], shp(1, n), uop_cast(A, dt_make(fcasts[j])));
+    hb[2 + k] = (HostBuf){calloc((size_t)n, 8), (size_t)n * dt_scalar_size(fcasts[j])};
+  }
+  UOp *sink = uop_sink(c, k, stores);
+  ub_check(s, sink, 2 + k, hb);
+  run(s, sink, 2 + k, hb, 0, NULL);
+  for (int64_t i = 0; i < n; i++) {
+    double x = a[i], y = b[i];
+    k = 0;
+    for (int j = 0; j < NFB; j++, k++) {
+      Op op = fbin_ops[j];
+      bool cmp = op == OP_CMPLT || op == OP_CMPNE;
+      double got = load_as_double(hb[2 + k].data, i, cmp ? DT_BOOL : DT_FLOAT32);
+      double want = op == OP_ADD     ? (float)(x + y)
+                    : op == OP_SUB   ? (float)(x - y)
+                    : op == OP_MUL   ? (float)(x * y)
+                    : op == OP_FDIV  ? (float)(x / y)
+                    : op == OP_MAX   ? (y > x ? y : x)
+                    : op == OP_CMPLT ? x < y
+                    : op == OP_CMPNE ? x != y
+                                     : NAN;
+      if (!isnan(want) || op == OP_ADD || op == OP_SUB || op == OP_MUL || op == OP_FDIV ||
+          op == OP_MAX)
+        check_close(got, want, 0, op_name(op), i);
+      CVal in[2] = {{.f = x}, {.f = y}}, res;
+      if (alu_exec(op, cmp ? DT_BOOL : DT_FLOAT32, DT_FLOAT32, in, &res)) {
+        double r = cmp ? (double)res.i : res.f;
+        if (!(isnan(r) && isnan(got)) && memcmp(&r, &got, sizeof r) != 0)
+          fail_msg("%s(%g, %g): alu_exec %.9g, kernel %.9g", op_name(op), x, y, r, got);
+      }
+    }
+    for (int j = 0; j < NFU; j++, k++) {
+      Op op = fun_ops[j];
+      double got = load_as_double(hb[2 + k].data, i, DT_FLOAT32);
+      double want = op == OP_NEG     ? -x
+                    : op == OP_SQRT  ? (x >= 0 ? sqrt(x) : NAN)
+                    : op == OP_RECIP ? (x != 0 ? 1 / x : copysign(INFINITY, x))
+                    : op == OP_EXP2  ? exp2(x)
+                    : op == OP_LOG2  ? (x > 0    ? log2(x)
+                                        : x == 0 ? -INFINITY
+                                                 : NAN)
+                                     : (isinf(x) ? NAN : sin(x));
+      if (op == OP_EXP2 && want > 3.4028234663852886e38) want = INFINITY; /* float overflow */
+      if (op == OP_EXP2 && want < 1e-45)
+        continue; /* float underflow: flush or subnormal, either ok */
+      check_close(got, (float)want, op == OP_SIN && fabs(x) > 1e4 ? 1e-3 : 3e-7, op_name(op), i);
+      if (signbit(got) != signbit(want) && !isnan(want) && want == 0)
+        fail_msg("%s(%g): the sign of zero", op_name(op), x);
+    }
+    for (int j = 0; j < NFC; j++, k++) {
+      double got = load_as_double(hb[2 + k].data, i, fcasts[j]);
+      check_close(got, float_cast_ref(x, fcasts[j]), 0, "cast", i);
+      CVal r = cval_cast((CVal){.f = x}, DT_FLOAT32, fcasts[j]);
+      double ir = fcasts[j] == DT_FLOAT64 ? r.f : (double)r.i;
+      if (!(isnan(ir) && isnan(got)) && ir != got)
+        fail_msg("cast %g to %s: IR %g, kernel %g", x, dt_scalar_name(fcasts[j]), ir, got);
+    }
+  }
+  for (k = 0; k < 2 + NFB + NFU + NFC; k++) free(hb[k].data);
+}
+
+/* int -> float casts, int64 -> int8 wrap, bool -> int, uint8 -> float64 */
+static void test_int_casts(void **state) {
+  Suite *s = *state;
+  const int32_t base[] = {0,    1,        -1,        127,       128,       255,    256,
+                          -129, 16777217, -16777217, INT32_MAX, INT32_MIN, 1000000};
+  enum { N = sizeof base / sizeof *base };
+  int32_t a[N];
+  memcpy(a, base, sizeof a);
+  float f[N];
+  int8_t i8[N];
+  uint8_t bl[N];
+  double d[N];
+  int64_t i64[N];
+  UCtx *c = s->c;
+  UOp *A = ld(c, 0, DT_INT32, shp(1, (int64_t)N));
+  UOp *st[5] = {
+      store(c, 1, DT_FLOAT32, shp(1, (int64_t)N), uop_cast(A, DT(FLOAT32))),
+      store(c, 2, DT_INT8, shp(1, (int64_t)N), uop_cast(uop_cast(A, DT(INT64)), DT(INT8))),
+      store(c, 3, DT_BOOL, shp(1, (int64_t)N), uop_cast(A, DT(BOOL))),
+      store(c, 4, DT_FLOAT64, shp(1, (int64_t)N), uop_cast(uop_cast(A, DT(UINT8)), DT(FLOAT64))),
+      store(c, 5, DT_INT64, shp(1, (int64_t)N), uop_cast(uop_cast(A, DT(BOOL)), DT(INT64)))};
+  HostBuf hb[6] = {{a, sizeof a},   {f, sizeof f}, {i8, sizeof i8},
+                   {bl, sizeof bl}, {d, sizeof d}, {i64, sizeof i64}};
+  run(s, uop_sink(c, 5, st), 6, hb, 0, NULL);
+  for (int i = 0; i < N; i++) {
+    assert_true(f[i] == (float)base[i]);
+    assert_int_equal(i8[i], wrap(base[i], 8, false));
+    assert_int_equal(bl[i], base[i] != 0);
+    assert_true(d[i] == (double)(uint8_t)wrap(base[i], 8, true));
+    assert_int_equal(i64[i], base[i] != 0);
+  }
+}
+
+/* ---------------------------------------------------------------- views */
+
+/* out (R x C, contiguous) = f(a) for a load of `a` through st; want(r, c) gives
+ * the expected value. */
+typedef double (*Want)(const float *a, int64_t r, int64_t c);
+
+static void check_view_load(Suite *s, ShapeTracker *st, int64_t asize, Want want,
+                            const char *what) {
+  int64_t R = st_shape(st)[0], C = st_shape(st)[1];
+  float *a = malloc((size_t)asize * 4 + 4), *out = malloc((size_t)(R * C) * 4 + 4);
+  for (int64_t i = 0; i < asize; i++) a[i] = (float)(i + 1);
+  for (int64_t i = 0; i < R * C; i++) out[i] = -12345;
+  UCtx *c = s->c;
+  UOp *x = uop_add(ld(c, 1, DT_FLOAT32, st), cf(c, 0.25));
+  HostBuf hb[2] = {{out, (size_t)(R * C) * 4}, {a, (size_t)asize * 4}};
+  run(s, sink1(store(c, 0, DT_FLOAT32, shp(2, R, C), x)), 2, hb, 0, NULL);
+  for (int64_t r = 0; r < R; r++)
+    for (int64_t k = 0; k < C; k++)
+      check_close(out[r * C + k], want(a, r, k) + 0.25, 0, what, r * C + k);
+  free(a), free(out);
+}
+
+static double want_T(const float *a, int64_t r, int64_t c) { return a[c * 7 + r]; } /* a is 5 x 7 */
+static void test_permute(void **state) {
+  ShapeTracker *base = shp(2, (int64_t)5, (int64_t)7);
+  ShapeTracker *st = st_permute(base, (const int[]){1, 0});
+  st_free(base);
+  check_view_load(*state, st, 35, want_T, "permute");
+}
+
+/* a is 4 x 5, padded by (1, 2) rows and (3, 0) columns: 7 x 8, zeros outside */
+static double want_pad(const float *a, int64_t r, int64_t c) {
+  return r < 1 || r >= 5 || c < 3 ? 0 : a[(r - 1) * 5 + (c - 3)];
+}
+static void test_pad(void **state) {
+  ShapeTracker *base = shp(2, (int64_t)4, (int64_t)5);
+  ShapeTracker *st = st_pad(base, (const sint[][2]){{1, 2}, {3, 0}});
+  st_free(base);
+  check_view_load(*state, st, 20, want_pad, "pad");
+}
+
+/* a is 4 x 5, columns flipped */
+static double want_flip(const float *a, int64_t r, int64_t c) { return a[r * 5 + (4 - c)]; }
+static void test_flip(void **state) {
+  ShapeTracker *base = shp(2, (int64_t)4, (int64_t)5);
+  ShapeTracker *st = st_flip(base, (const bool[]){false, true});
+  st_free(base);
+  check_view_load(*state, st, 20, want_flip, "flip");
+}
+
+/* a is 4 x 5, rows 1..3 and columns 2..5 */
+static double want_shrink(const float *a, int64_t r, int64_t c) { return a[(r + 1) * 5 + (c + 2)]; }
+static void test_shrink(void **state) {
+  ShapeTracker *base = shp(2, (int64_t)4, (int64_t)5);
+  ShapeTracker *st = st_shrink(base, (const sint[][2]){{1, 3}, {2, 5}});
+  st_free(base);
+  check_view_load(*state, st, 20, want_shrink, "shrink");
+}
+
+/* a 6-vector reshaped to 6 x 1 and expanded to 6 x 9 */
+static double want_expand(const float *a, int64_t r, int64_t c) { return (void)c, a[r]; }
+static void test_expand(void **state) {
+  ShapeTracker *base = shp(2, (int64_t)6, (int64_t)1);
+  ShapeTracker *st = st_expand(base, (const sint[]){6, 9});
+  st_free(base);
+  check_view_load(*state, st, 6, want_expand, "expand");
+}
+
+/* A padded, flipped, then permuted view of a reshaped buffer: several views
+ * composed into one ShapeTracker. */
+static double want_combo(const float *a, int64_t r, int64_t c) {
+  /* a: 12 elements as 3 x 4; pad to 5 x 4 ((1, 1), (0, 0)); flip rows; permute -> 4 x 5 */
+  int64_t row = 4 - c, col = r; /* flipped row index in the padded 5 x 4 */
+  return row < 1 || row > 3 ? 0 : a[(row - 1) * 4 + col];
+}
+static void test_combined_views(void **state) {
+  ShapeTracker *s0 = shp(1, (int64_t)12), *s1 = st_reshape(s0, 2, (const sint[]){3, 4});
+  ShapeTracker *s2 = st_pad(s1, (const sint[][2]){{1, 1}, {0, 0}});
+  ShapeTracker *s3 = st_flip(s2, (const bool[]){true, false});
+  ShapeTracker *s4 = st_permute(s3, (const int[]){1, 0});
+  st_free(s0), st_free(s1), st_free(s2), st_free(s3);
+  check_view_load(*state, s4, 12, want_combo, "combined");
+}
+
+/* A masked CONST(VIEW): 1.5 inside the padded region's valid part, 0 outside. */
+static void test_masked_const(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  ShapeTracker *b0 = shp(2, (int64_t)2, (int64_t)3),
+               *st = st_pad(b0, (const sint[][2]){{1, 0}, {0, 2}});
+  st_free(b0);
+  UOp *k = uop_new(c, OP_CONST, DT(FLOAT32), 1, (UOp *[]){view(c, st)}, arg_float(1.5));
+  float out[3 * 5];
+  HostBuf hb[1] = {{out, sizeof out}};
+  run(s, sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)3, (int64_t)5), k)), 1, hb, 0, NULL);
+  for (int r = 0; r < 3; r++)
+    for (int q = 0; q < 5; q++)
+      check_close(out[r * 5 + q], r >= 1 && q < 3 ? 1.5 : 0, 0, "masked const", r * 5 + q);
+}
+
+/* Size-1 dims everywhere, and a 0-d kernel. */
+static void test_unit_dims(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  float a[7], out[7];
+  for (int i = 0; i < 7; i++) a[i] = (float)i * 2, out[i] = 0;
+  UOp *x = uop_mul(ld(c, 1, DT_FLOAT32, shp(4, (int64_t)1, (int64_t)7, (int64_t)1, (int64_t)1)),
+                   cf(c, 3));
+  HostBuf hb[2] = {{out, sizeof out}, {a, sizeof a}};
+  run(s, sink1(store(c, 0, DT_FLOAT32, shp(4, (int64_t)1, (int64_t)7, (int64_t)1, (int64_t)1), x)),
+      2, hb, 0, NULL);
+  for (int i = 0; i < 7; i++) check_close(out[i], a[i] * 3, 0, "unit dims", i);
+  float sc = 0, in = 4;
+  HostBuf hs[2] = {{&sc, 4}, {&in, 4}};
+  run(s, sink1(store(c, 0, DT_FLOAT32, shp(0), uop_add(ld(c, 1, DT_FLOAT32, shp(0)), cf(c, 1)))), 2,
+      hs, 0, NULL);
+  check_close(sc, 5, 0, "0-d", 0);
+}
+
+/* ---------------------------------------------------------------- reduces */
+
+/* Sum of an R x C float32 matrix over `axes` (bit 0: rows, bit 1: columns). */
+static void check_sum(Suite *s, int64_t R, int64_t C, int axes) {
+  float *a = malloc((size_t)(R * C) * 4);
+  for (int64_t i = 0; i < R * C; i++) a[i] = (float)urand(-1, 1);
+  int64_t oR = axes & 1 ? 1 : R, oC = axes & 2 ? 1 : C, ax[2], nax = 0;
+  if (axes & 1) ax[nax++] = 0;
+  if (axes & 2) ax[nax++] = 1;
+  float *out = calloc((size_t)(oR * oC), 4);
+  UCtx *c = s->c;
+  UOp *r = reduce(ld(c, 1, DT_FLOAT32, shp(2, R, C)), OP_ADD, (int)nax, ax);
+  HostBuf hb[2] = {{out, (size_t)(oR * oC) * 4}, {a, (size_t)(R * C) * 4}};
+  run(s, sink1(store(c, 0, DT_FLOAT32, shp(2, oR, oC), r)), 2, hb, 0, NULL);
+  for (int64_t i = 0; i < oR; i++) {
+    for (int64_t j = 0; j < oC; j++) {
+      double want = 0, mag = 0;
+      for (int64_t p = 0; p < R; p++)
+        for (int64_t q = 0; q < C; q++)
+          if ((oR == 1 || p == i) && (oC == 1 || q == j))
+            want += a[p * C + q], mag += fabs(a[p * C + q]);
+      if (fabs(out[i * oC + j] - want) > 1e-6 * (1 + mag))
+        fail_msg("sum %lldx%lld axes %d [%lld, %lld]: got %.9g want %.9g", (long long)R,
+                 (long long)C, axes, (long long)i, (long long)j, out[i * oC + j], want);
+    }
+  }
+  free(a), free(out);
+}
+
+static void test_sum_last_axis(void **state) {
+  check_sum(*state, 7, 1000, 2);
+  check_sum(*state, 1, 100003, 2);
+  check_sum(*state, 13, 1, 2); /* a reduce over a size-1 axis is the identity map */
+}
+static void test_sum_first_axis(void **state) {
+  check_sum(*state, 1000, 7, 1);
+  check_sum(*state, 3, 5, 1);
+}
+static void test_sum_all_axes(void **state) {
+  check_sum(*state, 37, 29, 3);
+  check_sum(*state, 1, 1, 3);
+  check_sum(*state, 1, 7, 3);
+}
+
+/* max over rows of negative numbers (float32 and int32): the identity is the
+ * dtype's minimum, not 0. */
+static void test_max_negative(void **state) {
+  Suite *s = *state;
+  enum { R = 5, C = 333 };
+  float a[R * C], out[R];
+  int32_t ia[R * C], iout[R];
+  for (int i = 0; i < R * C; i++)
+    a[i] = (float)urand(-100, -1), ia[i] = -1 - (int32_t)(xorshift() % 100000);
+  UCtx *c = s->c;
+  const int64_t ax[] = {1};
+  UOp *m = reduce(ld(c, 1, DT_FLOAT32, shp(2, (int64_t)R, (int64_t)C)), OP_MAX, 1, ax);
+  UOp *mi = reduce(ld(c, 3, DT_INT32, shp(2, (int64_t)R, (int64_t)C)), OP_MAX, 1, ax);
+  UOp *st[2] = {store(c, 0, DT_FLOAT32, shp(2, (int64_t)R, (int64_t)1), m),
+                store(c, 2, DT_INT32, shp(2, (int64_t)R, (int64_t)1), mi)};
+  HostBuf hb[4] = {{out, sizeof out}, {a, sizeof a}, {iout, sizeof iout}, {ia, sizeof ia}};
+  run(s, uop_sink(c, 2, st), 4, hb, 0, NULL);
+  for (int r = 0; r < R; r++) {
+    float want = -INFINITY;
+    int32_t iwant = INT32_MIN;
+    for (int q = 0; q < C; q++) {
+      if (a[r * C + q] > want) want = a[r * C + q];
+      if (ia[r * C + q] > iwant) iwant = ia[r * C + q];
+    }
+    check_close(out[r], want, 0, "max", r);
+    assert_int_equal(iout[r], iwant);
+  }
+}
+
+/* sum(a * b) over everything, fused into one kernel; and a product reduce. */
+static void test_fused_dot(void **state) {
+  Suite *s = *state;
+  enum { N = 1000 };
+  float a[N], b[N], out = 0, prod = 0;
+  for (int i = 0; i < N; i++) a[i] = (float)urand(-1, 1), b[i] = (float)urand(-1, 1);
+  UCtx *c = s->c;
+  const int64_t ax[] = {0};
+  UOp *A = ld(c, 1, DT_FLOAT32, shp(1, (int64_t)N)), *B = ld(c, 2, DT_FLOAT32, shp(1, (int64_t)N));
+  UOp *dot = reduce(uop_mul(A, B), OP_ADD, 1, ax);
+  UOp *pr = reduce(uop_add(cf(c, 1), uop_mul(A, cf(c, 0.001))), OP_MUL, 1, ax);
+  UOp *st[2] = {store(c, 0, DT_FLOAT32, shp(1, (int64_t)1), dot),
+                store(c, 3, DT_FLOAT32, shp(1, (int64_t)1), pr)};
+  HostBuf hb[4] = {{&out, 4}, {a, sizeof a}, {b, sizeof b}, {&prod, 4}};
+  run(s, uop_sink(c, 2, st), 4, hb, 0, NULL);
+  double want = 0, mag = 0, pwant = 1;
+  for (int i = 0; i < N; i++)
+    want += (double)a[i] * b[i], mag += fabs((double)a[i] * b[i]), pwant *= 1 + a[i] * 0.001;
+  if (fabs(out - want) > 1e-6 * (1 + mag)) fail_msg("dot: got %.9g want %.9g", out, want);
+  check_close(prod, pwant, 1e-4, "prod", 0);
+}
+
+/* A matmul as a kernel: C[i, j] = sum_k A[i, k] * B[k, j], full shape (M, N, K)
+ * with expanded views of both operands. */
+static void test_matmul(void **state) {
+  Suite *s = *state;
+  enum { M = 9, N = 11, K = 17 };
+  float a[M * K], b[K * N], out[M * N];
+  for (int i = 0; i < M * K; i++) a[i] = (float)urand(-1, 1);
+  for (int i = 0; i < K * N; i++) b[i] = (float)urand(-1, 1);
+  UCtx *c = s->c;
+  ShapeTracker *a0 = shp(3, (int64_t)M, (int64_t)1, (int64_t)K),
+               *av = st_expand(a0, (const sint[]){M, N, K});
+  ShapeTracker *b0 = shp(2, (int64_t)K, (int64_t)N), *b1 = st_permute(b0, (const int[]){1, 0});
+  ShapeTracker *b2 = st_reshape(b1, 3, (const sint[]){1, N, K}),
+               *bv = st_expand(b2, (const sint[]){M, N, K});
+  st_free(a0), st_free(b0), st_free(b1), st_free(b2);
+  const int64_t ax[] = {2};
+  UOp *r = reduce(uop_mul(ld(c, 1, DT_FLOAT32, av), ld(c, 2, DT_FLOAT32, bv)), OP_ADD, 1, ax);
+  HostBuf hb[3] = {{out, sizeof out}, {a, sizeof a}, {b, sizeof b}};
+  run(s, sink1(store(c, 0, DT_FLOAT32, shp(3, (int64_t)M, (int64_t)N, (int64_t)1), r)), 3, hb, 0,
+      NULL);
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      double want = 0;
+      for (int k = 0; k < K; k++) want += (double)a[i * K + k] * b[k * N + j];
+      if (fabs(out[i * N + j] - want) > 1e-5)
+        fail_msg("matmul[%d, %d]: got %.9g want %.9g", i, j, out[i * N + j], want);
+    }
+}
+
+/* A reduce whose result feeds elementwise ops with another load of the output
+ * shape: out = sum_j(a[i, j]) * b[i] + 1. */
+static void test_reduce_then_elementwise(void **state) {
+  Suite *s = *state;
+  enum { R = 6, C = 50 };
+  float a[R * C], b[R], out[R];
+  for (int i = 0; i < R * C; i++) a[i] = (float)urand(-1, 1);
+  for (int i = 0; i < R; i++) b[i] = (float)urand(-1, 1);
+  UCtx *c = s->c;
+  const int64_t ax[] = {1};
+  UOp *r = reduce(ld(c, 1, DT_FLOAT32, shp(2, (int64_t)R, (int64_t)C)), OP_ADD, 1, ax);
+  UOp *x = uop_add(uop_mul(r, ld(c, 2, DT_FLOAT32, shp(2, (int64_t)R, (int64_t)1))), cf(c, 1));
+  HostBuf hb[3] = {{out, sizeof out}, {a, sizeof a}, {b, sizeof b}};
+  run(s, sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)R, (int64_t)1), x)), 3, hb, 0, NULL);
+  for (int i = 0; i < R; i++) {
+    double sum = 0;
+    for (int j = 0; j < C; j++) sum += a[i * C + j];
+    check_close(out[i], sum * b[i] + 1, 1e-5, "reduce then elementwise", i);
+  }
+}
+
+/* Nested reduces over different axes: out = sum over rows of (max over columns). */
+static void test_nested_reduce(void **state) {
+  Suite *s = *state;
+  enum { R = 9, C = 31 };
+  float a[R * C], out = 0;
+  for (int i = 0; i < R * C; i++) a[i] = (float)urand(-5, 5);
+  UCtx *c = s->c;
+  const int64_t ax0[] = {0}, ax1[] = {1};
+  UOp *m = reduce(ld(c, 1, DT_FLOAT32, shp(2, (int64_t)R, (int64_t)C)), OP_MAX, 1, ax1);
+  UOp *x = reduce(uop_mul(m, cf(c, 2)), OP_ADD, 1, ax0);
+  HostBuf hb[2] = {{&out, 4}, {a, sizeof a}};
+  run(s, sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)1, (int64_t)1), x)), 2, hb, 0, NULL);
+  double want = 0;
+  for (int i = 0; i < R; i++) {
+    float mx = -INFINITY;
+    for (int j = 0; j < C; j++) mx = a[i * C + j] > mx ? a[i * C + j] : mx;
+    want += 2.0 * mx;
+  }
+  check_close(out, want, 1e-6, "nested reduce", 0);
+}
+
+/* A reduce that does not depend on the output axis (its input is expanded
+ * along it) is computed before that loop; and a reduce over an axis where its
+ * input has size 1 is its input: out[i] = sum_j b[j] + sum_j d[i] with b
+ * expanded over rows and d of size 1 along the reduced axis. */
+static void test_hoisted_reduce(void **state) {
+  Suite *s = *state;
+  enum { R = 5, C = 40 };
+  float b[C], d[R], out[R];
+  for (int i = 0; i < C; i++) b[i] = (float)urand(-1, 1);
+  for (int i = 0; i < R; i++) d[i] = (float)urand(-1, 1);
+  UCtx *c = s->c;
+  ShapeTracker *b0 = shp(2, (int64_t)1, (int64_t)C), *bv = st_expand(b0, (const sint[]){R, C});
+  st_free(b0);
+  const int64_t ax1[] = {1};
+  UOp *sb = reduce(ld(c, 1, DT_FLOAT32, bv), OP_ADD, 1, ax1);
+  UOp *sd = reduce(ld(c, 2, DT_FLOAT32, shp(2, (int64_t)R, (int64_t)1)), OP_ADD, 1, ax1);
+  HostBuf hb[3] = {{out, sizeof out}, {b, sizeof b}, {d, sizeof d}};
+  run(s, sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)R, (int64_t)1), uop_add(sb, sd))), 3, hb, 0,
+      NULL);
+  double sum = 0, mag = 0;
+  for (int j = 0; j < C; j++) sum += b[j], mag += fabs(b[j]);
+  for (int i = 0; i < R; i++)
+    if (fabs(out[i] - (sum + d[i])) > 1e-6 * (1 + mag))
+      fail_msg("hoisted[%d]: got %.9g want %.9g", i, out[i], sum + d[i]);
+}
+
+/* A store through a padded view writes only the valid part: out has 4
+ * elements, the view 6 (one invalid at each end). */
+static void test_masked_store(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  float a[6] = {10, 11, 12, 13, 14, 15}, out[4] = {-1, -1, -1, -1};
+  ShapeTracker *b0 = shp(1, (int64_t)4), *sv = st_pad(b0, (const sint[][2]){{1, 1}});
+  st_free(b0);
+  HostBuf hb[2] = {{out, sizeof out}, {a, sizeof a}};
+  run(s, sink1(store(c, 0, DT_FLOAT32, sv, ld(c, 1, DT_FLOAT32, shp(1, (int64_t)6)))), 2, hb, 0,
+      NULL);
+  for (int i = 0; i < 4; i++) check_close(out[i], a[i + 1], 0, "masked store", i);
+}
+
+/* A store through a permuted view: out (5 x 7 in memory) gets a transposed. */
+static void test_permuted_store(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  float a[7 * 5], out[5 * 7];
+  for (int i = 0; i < 35; i++) a[i] = (float)i;
+  ShapeTracker *b0 = shp(2, (int64_t)5, (int64_t)7), *sv = st_permute(b0, (const int[]){1, 0});
+  st_free(b0);
+  HostBuf hb[2] = {{out, sizeof out}, {a, sizeof a}};
+  run(s, sink1(store(c, 0, DT_FLOAT32, sv, ld(c, 1, DT_FLOAT32, shp(2, (int64_t)7, (int64_t)5)))),
+      2, hb, 0, NULL);
+  for (int i = 0; i < 5; i++)
+    for (int j = 0; j < 7; j++)
+      check_close(out[i * 7 + j], a[j * 5 + i], 0, "permuted store", i * 7 + j);
+}
+
+/* Dims of size 0: nothing is written, and a sum over an empty axis is 0 (max: -inf). */
+static void test_zero_size(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  float dummy[1] = {7}, out[3] = {-1, -1, -1}, mx[3] = {0, 0, 0};
+  HostBuf hb[2] = {{dummy, 0}, {dummy, 0}};
+  run(s,
+      sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)0, (int64_t)5),
+                  ld(c, 1, DT_FLOAT32, shp(2, (int64_t)0, (int64_t)5)))),
+      2, hb, 0, NULL);
+  const int64_t ax1[] = {1};
+  UOp *A = ld(c, 2, DT_FLOAT32, shp(2, (int64_t)3, (int64_t)0));
+  UOp *st[2] = {store(c, 0, DT_FLOAT32, shp(2, (int64_t)3, (int64_t)1), reduce(A, OP_ADD, 1, ax1)),
+                store(c, 1, DT_FLOAT32, shp(2, (int64_t)3, (int64_t)1), reduce(A, OP_MAX, 1, ax1))};
+  HostBuf hr[3] = {{out, sizeof out}, {mx, sizeof mx}, {dummy, 0}};
+  run(s, uop_sink(c, 2, st), 3, hr, 0, NULL);
+  for (int i = 0; i < 3; i++) {
+    check_close(out[i], 0, 0, "empty sum", i);
+    check_close(mx[i], -INFINITY, 0, "empty max", i);
+  }
+}
+
+/* ---------------------------------------------------------------- loop structure */
+
+/* The ranges u depends on, computed here from the graph: a source RANGE and its
+ * dependencies; an ASSIGN's users do not depend on its accumulator's ranges. */
+static uint64_t deps_of(UOp *u, UOp **ranges, int nr, UOp **memo_u, uint64_t *memo_m, int *nm) {
+  for (int i = 0; i < *nm; i++)
+    if (memo_u[i] == u) return memo_m[i];
+  uint64_t m = 0;
+  for (uint32_t k = 0; k < u->nsrc; k++) {
+    UOp *x = u->src[k];
+    uint64_t d = deps_of(x, ranges, nr, memo_u, memo_m, nm);
+    for (int r = 0; r < nr; r++)
+      if (ranges[r] == x) d |= 1ull << r;
+    if (x->op == OP_ASSIGN)
+      for (uint32_t j = 1; j < x->src[0]->nsrc; j++)
+        for (int r = 0; r < nr; r++)
+          if (ranges[r] == x->src[0]->src[j]) d &= ~(1ull << r);
+    m |= d;
+  }
+  memo_u[*nm] = u, memo_m[(*nm)++] = m;
+  return m;
+}
+
+/* Lowers and linearizes sink, then checks the program: each UOp comes after its
+ * sources, inside every loop it depends on, and (values) in no loop it does not
+ * depend on: loop-invariant code is hoisted. Returns the deepest nesting. */
+static int check_structure(UOp *sink) {
+  KernelDesc *kd = calloc(1, sizeof *kd);
+  CgError err = {0};
+  UOp *norm, *low, *legal;
+  LinearProgram lp;
+  assert_int_equal(kernel_verify(sink, &norm, kd, &err), TVK_OK);
+  assert_int_equal(lower_kernel(norm, kd, &low, &err), TVK_OK);
+  assert_int_equal(legalize_dtypes(uop_simplify(low), &lang_c, &legal, &err), TVK_OK);
+  assert_int_equal(linearize(legal, &lp, &err), TVK_OK);
+  UOp *ranges[64], **memo_u = calloc(lp.n * 4 + 64, sizeof *memo_u);
+  uint64_t *memo_m = calloc(lp.n * 4 + 64, sizeof *memo_m);
+  int nr = 0, nm = 0, open[64], nopen = 0, deepest = 0;
+  for (size_t p = 0; p < lp.n; p++)
+    if (lp.uops[p]->op == OP_RANGE) ranges[nr++] = lp.uops[p];
+  for (size_t p = 0; p < lp.n; p++) {
+    UOp *u = lp.uops[p];
+    for (uint32_t k = 0; k < u->nsrc && u->op != OP_DEFINE_ACC; k++) {
+      bool seen = false;
+      for (size_t q = 0; q < p && !seen; q++) seen = lp.uops[q] == u->src[k];
+      if (!seen)
+        fail_msg("%s at %zu uses a %s defined later", op_name((Op)u->op), p,
+                 op_name((Op)u->src[k]->op));
+    }
+    if (u->op == OP_ENDRANGE) {
+      assert_true(nopen > 0 && ranges[open[nopen - 1]] == u->src[0]);
+      nopen--;
+      continue;
+    }
+    uint64_t d = deps_of(u, ranges, nr, memo_u, memo_m, &nm), inside = 0;
+    for (int i = 0; i < nopen; i++) inside |= 1ull << open[i];
+    if (u->op != OP_DEFINE_ACC && (d & ~inside)) /* an accumulator is set before its loops */
+      fail_msg("%s at %zu is outside a loop it depends on", op_name((Op)u->op), p);
+    bool value =
+        op_in((Op)u->op, G_ALU) || u->op == OP_CAST || u->op == OP_LOAD || u->op == OP_INDEX;
+    if (value && nopen && !(d >> open[nopen - 1] & 1))
+      fail_msg("%s at %zu is in a loop it does not depend on", op_name((Op)u->op), p);
+    if (u->op == OP_RANGE) {
+      for (int r = 0; r < nr; r++)
+        if (ranges[r] == u) open[nopen++] = r;
+      deepest = nopen > deepest ? nopen : deepest;
+    }
+  }
+  assert_int_equal(nopen, 0);
+  linear_free(&lp);
+  free(memo_u), free(memo_m), free(kd);
+  return deepest;
+}
+
+static void test_loop_structure(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  const int64_t ax0[] = {0}, ax1[] = {1}, ax2[] = {2};
+  /* a matmul: the row of A is addressed outside the j and k loops */
+  ShapeTracker *a0 = shp(3, (int64_t)8, (int64_t)1, (int64_t)16),
+               *av = st_expand(a0, (const sint[]){8, 4, 16});
+  ShapeTracker *b0 = shp(3, (int64_t)1, (int64_t)4, (int64_t)16),
+               *bv = st_expand(b0, (const sint[]){8, 4, 16});
+  st_free(a0), st_free(b0);
+  UOp *mm = reduce(uop_mul(ld(c, 1, DT_FLOAT32, av), ld(c, 2, DT_FLOAT32, bv)), OP_ADD, 1, ax2);
+  assert_int_equal(check_structure(sink1(
+                       store(c, 0, DT_FLOAT32, shp(3, (int64_t)8, (int64_t)4, (int64_t)1), mm))),
+                   3);
+  /* nested reduces: three levels (the core range, rows, columns) */
+  UOp *A = ld(c, 1, DT_FLOAT32, shp(2, (int64_t)9, (int64_t)31));
+  UOp *nest = reduce(reduce(A, OP_MAX, 1, ax1), OP_ADD, 1, ax0);
+  assert_int_equal(
+      check_structure(sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)1, (int64_t)1), nest))), 3);
+  /* a padded, permuted load in a reduce, plus an elementwise tail */
+  ShapeTracker *p0 = shp(2, (int64_t)5, (int64_t)6),
+               *p1 = st_pad(p0, (const sint[][2]){{1, 1}, {2, 0}});
+  ShapeTracker *p2 = st_permute(p1, (const int[]){1, 0});
+  st_free(p0), st_free(p1);
+  UOp *r = reduce(uop_alu1(OP_EXP2, ld(c, 1, DT_FLOAT32, p2)), OP_ADD, 1, ax1);
+  assert_int_equal(check_structure(sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)8, (int64_t)1),
+                                               uop_add(r, cf(c, 1))))),
+                   2);
+}
+
+/* ---------------------------------------------------------------- vars, float16 */
+
+/* out = a * float(n) + float(m - n), and where(a < float(m), 1, 0) in a second
+ * output; vars come in vals[] sorted by name (m before n). */
+static void test_define_var(void **state) {
+  Suite *s = *state;
+  enum { N = 100 };
+  float a[N], out[N];
+  int32_t flag[N];
+  for (int i = 0; i < N; i++) a[i] = (float)(i - 50);
+  UCtx *c = s->c;
+  UOp *n = uop_var(c, "n", 1, 1000), *m = uop_var(c, "m", -100, 100);
+  UOp *A = ld(c, 1, DT_FLOAT32, shp(1, (int64_t)N));
+  UOp *x = uop_add(uop_mul(A, uop_cast(n, DT(FLOAT32))), uop_cast(uop_sub(m, n), DT(FLOAT32)));
+  UOp *f = uop_where(uop_lt(A, uop_cast(m, DT(FLOAT32))), uop_const_int(c, DT(INT32), 1),
+                     uop_const_int(c, DT(INT32), 0));
+  UOp *st[2] = {store(c, 0, DT_FLOAT32, shp(1, (int64_t)N), x),
+                store(c, 2, DT_INT32, shp(1, (int64_t)N), f)};
+  UOp *sink = uop_sink(c, 2, st);
+  KernelSource ks;
+  assert_int_equal(codegen_kernel(sink, NULL, &ks), TVK_OK);
+  assert_int_equal(ks.nvars, 2);
+  assert_string_equal(ks.vars[0].name, "m");
+  assert_string_equal(ks.vars[1].name, "n");
+  assert_true(ks.vars[1].lo == 1 && ks.vars[1].hi == 1000);
+  kernel_source_free(&ks);
+  const int32_t vals[2] = {7, 3}; /* m = 7, n = 3 */
+  HostBuf hb[3] = {{out, sizeof out}, {a, sizeof a}, {flag, sizeof flag}};
+  run(s, sink, 3, hb, 2, vals);
+  for (int i = 0; i < N; i++) {
+    check_close(out[i], a[i] * 3.0 + 4.0, 0, "var", i);
+    assert_int_equal(flag[i], a[i] < 7);
+  }
+}
+
+/* float16 in and out: out = a * b + a (each op rounds to half), a float32 copy
+ * of a, and the float16 sum of each row of a. */
+static void test_float16(void **state) {
+  Suite *s = *state;
+  enum { R = 4, C = 257 };
+  uint16_t a[R * C], b[R * C], out[R * C], rs[R];
+  float af[R * C];
+  for (int i = 0; i < R * C; i++) {
+    a[i] = half_round(urand(-4, 4)), b[i] = half_round(urand(-4, 4));
+    if (i == 3) a[i] = 0x7c00; /* inf */
+    if (i == 5) a[i] = 0x0001; /* the smallest subnormal */
+    if (i == 6) b[i] = 0x7bff; /* 65504: * 4 overflows to inf */
+    if (i == 7) a[i] = 0xfe00; /* -NaN */
+  }
+  UCtx *c = s->c;
+  UOp *A = ld(c, 1, DT_FLOAT16, shp(2, (int64_t)R, (int64_t)C)),
+      *B = ld(c, 2, DT_FLOAT16, shp(2, (int64_t)R, (int64_t)C));
+  const int64_t ax[] = {1};
+  UOp *st[2] = {store(c, 0, DT_FLOAT16, shp(2, (int64_t)R, (int64_t)C), uop_add(uop_mul(A, B), A)),
+                store(c, 3, DT_FLOAT32, shp(2, (int64_t)R, (int64_t)C), uop_cast(A, DT(FLOAT32)))};
+  HostBuf hb[4] = {{out, sizeof out}, {a, sizeof a}, {b, sizeof b}, {af, sizeof af}};
+  run(s, uop_sink(c, 2, st), 4, hb, 0, NULL);
+  /* the row sums: another kernel (its output shape differs) */
+  UOp *sum = store(c, 0, DT_FLOAT16, shp(2, (int64_t)R, (int64_t)1),
+                   reduce(ld(c, 1, DT_FLOAT16, shp(2, (int64_t)R, (int64_t)C)), OP_ADD, 1, ax));
+  HostBuf hs[2] = {{rs, sizeof rs}, {a, sizeof a}};
+  run(s, sink1(sum), 2, hs, 0, NULL);
+  for (int i = 0; i < R * C; i++) {
+    double x = half_value(a[i]), y = half_value(b[i]);
+    uint16_t want = half_round(half_value(half_round(x * y)) + x);
+    bool nan = isnan(half_value(want)) && isnan(half_value(out[i]));
+    if (out[i] != want && !nan)
+      fail_msg("half[%d]: %g * %g + %g: got 0x%04x want 0x%04x", i, x, y, x, out[i], want);
+    if (!(isnan(x) && isnan(af[i])) && af[i] != x)
+      fail_msg("half->float[%d]: got %g want %g", i, af[i], x);
+  }
+  for (int r = 0; r < R; r++) {
+    uint16_t acc = 0;
+    for (int q = 0; q < C; q++) acc = half_round(half_value(acc) + half_value(a[r * C + q]));
+    bool nan = isnan(half_value(acc)) && isnan(half_value(rs[r]));
+    if (rs[r] != acc && !nan) fail_msg("half row sum %d: got 0x%04x want 0x%04x", r, rs[r], acc);
+  }
+}
+
+/* bfloat16 and float64 -> float16 casts round once, to nearest even. */
+static void test_half_casts(void **state) {
+  Suite *s = *state;
+  enum { N = 4096 };
+  double d[N];
+  uint16_t h[N], bf[N];
+  for (int i = 0; i < N; i++)
+    d[i] = i < 8 ? (double[]){0.0,           -0.0,    1.0 + ldexp(1, -11) + ldexp(1, -30),
+                              65519.99,      65520.0, ldexp(1, -25),
+                              ldexp(3, -26), NAN}[i]
+                 : urand(-70000, 70000) * (i % 3 ? 1 : 1e-6);
+  UCtx *c = s->c;
+  UOp *D = ld(c, 0, DT_FLOAT64, shp(1, (int64_t)N));
+  UOp *st[2] = {store(c, 1, DT_FLOAT16, shp(1, (int64_t)N), uop_cast(D, DT(FLOAT16))),
+                store(c, 2, DT_BFLOAT16, shp(1, (int64_t)N),
+                      uop_cast(uop_cast(D, DT(FLOAT32)), DT(BFLOAT16)))};
+  HostBuf hb[3] = {{d, sizeof d}, {h, sizeof h}, {bf, sizeof bf}};
+  run(s, uop_sink(c, 2, st), 3, hb, 0, NULL);
+  for (int i = 0; i < N; i++) {
+    uint16_t want = half_round(d[i]);
+    if (h[i] != want && !(isnan(d[i]) && (h[i] & 0x7c00) == 0x7c00 && (h[i] & 0x3ff)))
+      fail_msg("f64 -> f16 [%d] %.17g: got 0x%04x want 0x%04x", i, d[i], h[i], want);
+    /* bfloat16: the top 16 bits of the float, rounded to nearest even */
+    float f = (float)d[i];
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint32_t rem = u & 0xffff, q = u >> 16;
+    if (rem > 0x8000 || (rem == 0x8000 && (q & 1))) q++;
+    if (!isnan(f) && bf[i] != q)
+      fail_msg("f32 -> bf16 [%d] %.9g: got 0x%04x want 0x%04x", i, f, bf[i], q);
+  }
+}
+
+/* ---------------------------------------------------------------- golden sources */
+
+/* The exact source of two tiny kernels, to catch unintended changes to the
+ * generated code. When a change is intended, regenerate them on purpose:
+ *   TVK_GOLDEN_PRINT=1 ./test_codegen 2>&1 | less
+ * prints each kernel's source; review it, then paste it here. */
+static void check_golden(UOp *sink, const char *want) {
+  char *got = source_of(sink);
+  if (getenv("TVK_GOLDEN_PRINT")) fprintf(stderr, "---- golden ----\n%s----\n", got);
+  if (strcmp(got, want) != 0) fail_msg("generated source changed:\n%s", got);
+  free(got);
+}
+
+static const char golden_add[] =
+    "#include <math.h>\n"
+    "#include <stdbool.h>\n"
+    "#include <stdint.h>\n"
+    "void E_4(void *const *bufs, const int32_t *vals, int32_t core_id, int32_t n_cores) {\n"
+    "  int32_t *data0 = (int32_t *)bufs[0];\n"
+    "  const int32_t *data1 = (const int32_t *)bufs[1];\n"
+    "  const int32_t *data2 = (const int32_t *)bufs[2];\n"
+    "  (void)vals;\n"
+    "  int32_t alu0 = ((3/n_cores)+1);\n"
+    "  int32_t alu1 = (core_id*alu0);\n"
+    "  int32_t alu2 = ((alu1<4)?alu1:4);\n"
+    "  int32_t alu3 = (4-alu2);\n"
+    "  int32_t alu4 = ((alu3<alu0)?alu3:alu0);\n"
+    "  for (int32_t ridx0 = 0; ridx0 < alu4; ridx0++) {\n"
+    "    int32_t alu5 = (alu2+ridx0);\n"
+    "    int32_t val0 = data1[alu5];\n"
+    "    int32_t val1 = data2[alu5];\n"
+    "    data0[alu5] = "
+    "((int32_t)((uint32_t)val0+(uint32_t)((int32_t)((uint32_t)val1*(uint32_t)3))));\n"
+    "  }\n"
+    "}\n";
+
+static const char golden_sum[] =
+    "#include <math.h>\n"
+    "#include <stdbool.h>\n"
+    "#include <stdint.h>\n"
+    "void r_2_3(void *const *bufs, const int32_t *vals, int32_t core_id, int32_t n_cores) {\n"
+    "  float *data0 = (float *)bufs[0];\n"
+    "  const float *data1 = (const float *)bufs[1];\n"
+    "  (void)vals;\n"
+    "  int32_t alu0 = ((1/n_cores)+1);\n"
+    "  int32_t alu1 = (core_id*alu0);\n"
+    "  int32_t alu2 = ((alu1<2)?alu1:2);\n"
+    "  int32_t alu3 = (2-alu2);\n"
+    "  int32_t alu4 = ((alu3<alu0)?alu3:alu0);\n"
+    "  for (int32_t ridx0 = 0; ridx0 < alu4; ridx0++) {\n"
+    "    int32_t alu5 = (alu2+ridx0);\n"
+    "    float acc0 = 0.0f;\n"
+    "    for (int32_t ridx1 = 0; ridx1 < 3; ridx1++) {\n"
+    "      float val0 = data1[(alu5+(ridx1*2))];\n"
+    "      acc0 = (acc0+val0);\n"
+    "    }\n"
+    "    data0[alu5] = (0.0f>acc0?0.0f:acc0);\n"
+    "  }\n"
+    "}\n";
+
+/* out[i] = a[i] + b[i] * 3, int32, 4 elements */
+static void test_golden_add(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  UOp *x = uop_add(ld(c, 1, DT_INT32, shp(1, (int64_t)4)),
+                   uop_mul_c(ld(c, 2, DT_INT32, shp(1, (int64_t)4)), 3));
+  check_golden(sink1(store(c, 0, DT_INT32, shp(1, (int64_t)4), x)), golden_add);
+}
+
+/* out[i] = max(0, sum_j a[i, j]) for a 2 x 3 float32 matrix read transposed */
+static void test_golden_sum(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  ShapeTracker *b0 = shp(2, (int64_t)3, (int64_t)2), *st = st_permute(b0, (const int[]){1, 0});
+  st_free(b0);
+  const int64_t ax[] = {1};
+  UOp *x = uop_max(reduce(ld(c, 1, DT_FLOAT32, st), OP_ADD, 1, ax), cf(c, 0));
+  check_golden(sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)2, (int64_t)1), x)), golden_sum);
+}
+
+/* The same AST, built twice and in another context, renders the same source
+ * (so the device's disk cache hits across runs). */
+static void test_deterministic(void **state) {
+  Suite *s = *state;
+  char *src[3];
+  for (int k = 0; k < 3; k++) {
+    UCtx *c = k == 2 ? uctx_new() : s->c;
+    const int64_t ax[] = {0};
+    UOp *A = ld(c, 1, DT_FLOAT32, shp(2, (int64_t)10, (int64_t)20));
+    UOp *x = reduce(uop_mul(A, uop_alu1(OP_EXP2, A)), OP_ADD, 1, ax);
+    src[k] = source_of(sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)1, (int64_t)20), x)));
+    if (k == 2) uctx_free(c);
+  }
+  assert_string_equal(src[0], src[1]);
+  assert_string_equal(src[0], src[2]);
+  for (int k = 0; k < 3; k++) free(src[k]);
+}
+
+/* ---------------------------------------------------------------- errors */
+
+static void expect_error(UOp *sink, tvk_status want, const char *needle) {
+  KernelSource ks;
+  tvk_status st = codegen_kernel(sink, NULL, &ks);
+  if (st != want)
+    fail_msg("status %s, want %s (%s)", tvk_status_name(st), tvk_status_name(want), ks.error);
+  if (!strstr(ks.error, needle)) fail_msg("message '%s' does not mention '%s'", ks.error, needle);
+  assert_null(ks.src);
+  assert_null(ks.name);
+}
+
+static void test_errors(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  UOp *A = ld(c, 1, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)5));
+  expect_error(NULL, TVK_ERR_INVALID_ARG, "NULL");
+  /* not a SINK */
+  expect_error(store(c, 0, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)5), A), TVK_ERR_INVALID_ARG,
+               "SINK");
+  /* a store through a view of another shape than the value */
+  expect_error(sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)1), A)),
+               TVK_ERR_INVALID_ARG, "shape");
+  /* views that disagree on a dim */
+  UOp *B = ld(c, 2, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)6));
+  expect_error(sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)5), uop_add(A, B))),
+               TVK_ERR_INVALID_ARG, "at dim 1");
+  /* views of different ranks */
+  expect_error(sink1(store(c, 0, DT_FLOAT32, shp(1, (int64_t)20), A)), TVK_ERR_INVALID_ARG, "dims");
+  /* a reduce with SUB */
+  const int64_t ax1[] = {1}, ax9[] = {9};
+  expect_error(
+      sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)1), reduce(A, OP_SUB, 1, ax1))),
+      TVK_ERR_INVALID_ARG, "SUB");
+  /* an axis out of range */
+  expect_error(
+      sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)1), reduce(A, OP_ADD, 1, ax9))),
+      TVK_ERR_INVALID_ARG, "axis 9");
+  /* a store of the full shape after a reduce */
+  expect_error(sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)5),
+                           uop_add(A, reduce(A, OP_ADD, 1, ax1)))),
+               TVK_ERR_INVALID_ARG, "reduced");
+  /* a reduce over an axis inside a reduce over the same axis */
+  UOp *inner = reduce(A, OP_MAX, 1, ax1);
+  UOp *nested = reduce(uop_add(A, inner), OP_ADD, 1, ax1);
+  expect_error(sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)1), nested)),
+               TVK_ERR_INVALID_ARG, "two kernels");
+  /* a load with a dtype other than its buffer's */
+  UOp *bad = uop_new(c, OP_LOAD, DT(INT32), 2,
+                     (UOp *[]){glob(c, 1, DT_FLOAT32), view(c, shp(2, (int64_t)4, (int64_t)5))},
+                     arg_none());
+  expect_error(sink1(store(c, 0, DT_INT32, shp(2, (int64_t)4, (int64_t)5), bad)),
+               TVK_ERR_INVALID_ARG, "int32");
+  /* buffer 1 used as two dtypes */
+  UOp *I = ld(c, 1, DT_INT32, shp(2, (int64_t)4, (int64_t)5));
+  expect_error(sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)5),
+                           uop_add(A, uop_cast(I, DT(FLOAT32))))),
+               TVK_ERR_INVALID_ARG, "two dtypes");
+  /* a gap in the buffer numbers */
+  expect_error(sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)5),
+                           ld(c, 2, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)5)))),
+               TVK_ERR_INVALID_ARG, "buffer 1");
+  /* an op codegen does not take in an AST */
+  UOp *ptr = uop_new(c, OP_BARRIER, DT(FLOAT32), 1, &A, arg_none());
+  expect_error(sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)5), ptr)),
+               TVK_ERR_INVALID_ARG, "BARRIER");
+  /* an op the C renderer cannot spell: bitwise XOR on floats */
+  UOp *A2 = ld(c, 2, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)5));
+  expect_error(
+      sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)5), uop_alu2(OP_XOR, A, A2))),
+      TVK_ERR_DTYPE, "XOR");
+  /* one var name with two bounds */
+  UOp *v1 = uop_cast(uop_var(c, "k", 0, 5), DT(FLOAT32)),
+      *v2 = uop_cast(uop_var(c, "k", 0, 6), DT(FLOAT32));
+  expect_error(
+      sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)5), uop_add(A, uop_add(v1, v2)))),
+      TVK_ERR_INVALID_ARG, "'k'");
+  /* a kernel name that is not an identifier */
+  KernelSource ks;
+  assert_int_equal(codegen_kernel(sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)5), A)),
+                                  "no good", &ks),
+                   TVK_ERR_INVALID_ARG);
+  assert_non_null(strstr(ks.error, "no good"));
+  /* a good one is used as given */
+  assert_int_equal(codegen_kernel(sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)5), A)),
+                                  "my_copy", &ks),
+                   TVK_OK);
+  assert_string_equal(ks.name, "my_copy");
+  assert_non_null(strstr(ks.src, "void my_copy("));
+  kernel_source_free(&ks);
+  kernel_source_free(NULL);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      T(test_float_chain),
+      T(test_int_chain),
+      T(test_int32_ops),
+      T(test_small_int_ops),
+      T(test_wide_int_ops),
+      T(test_bool_ops),
+      T(test_float_ops),
+      T(test_int_casts),
+      T(test_permute),
+      T(test_pad),
+      T(test_flip),
+      T(test_shrink),
+      T(test_expand),
+      T(test_combined_views),
+      T(test_masked_const),
+      T(test_unit_dims),
+      T(test_sum_last_axis),
+      T(test_sum_first_axis),
+      T(test_sum_all_axes),
+      T(test_max_negative),
+      T(test_fused_dot),
+      T(test_matmul),
+      T(test_reduce_then_elementwise),
+      T(test_nested_reduce),
+      T(test_hoisted_reduce),
+      T(test_loop_structure),
+      T(test_masked_store),
+      T(test_permuted_store),
+      T(test_zero_size),
+      T(test_define_var),
+      T(test_float16),
+      T(test_half_casts),
+      T(test_golden_add),
+      T(test_golden_sum),
+      T(test_deterministic),
+      T(test_errors),
+  };
+  return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
+}

@@ -1,0 +1,1816 @@
+/* The op suite: every op of tvk.h on one device, checked against references
+ * computed here by plain loops in double / 64-bit integer arithmetic (ref.c),
+ * never against tvk's own output.
+ *
+ *   test_ops CPU      (ctest ops_cpu)
+ *   test_ops VK       (ctest ops_vk: the same suite on Vulkan)
+ *
+ * It is an outside user's test: it includes only tvk.h (and ref.h) and links the
+ * library. Each test gets a fresh context on the device named on the command
+ * line. A mismatch does not stop a test: every check prints a FAIL line naming
+ * the op, dtypes, shape, the first failing index, got and expected, and the
+ * test fails at its end, so one run lists every broken case. Inputs come from a
+ * fixed-seed PRNG; the first elements of every input are special values (edges
+ * of the dtype, zeros, halves, NaN/inf where the op defines them) and, for
+ * binary ops, every pair of them. Exit status 77: the device does not exist. */
+/* cmocka.h needs these first */
+/* clang-format off */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+/* clang-format on */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref.h"
+#include "tvk.h"
+
+/* ---------------------------------------------------------------- tolerances
+ *
+ * Integers and bool are always compared exactly. For floats a result passes
+ * when |got - expected| <= atol + rtol * |expected|, with the expected value
+ * computed in double and rounded once to the result dtype.
+ *
+ * ARITH (+ - * /, maximum, casts to float, pad values): the result is one
+ * correctly rounded operation, so one ulp of the result dtype is enough even for
+ * an implementation that computes float16 in float32 and rounds, or converts int
+ * operands to float32 before dividing (three roundings: 1.5 ulp in the worst
+ * case, hence two for float32).
+ *
+ * MATH (exp log sin ... and sigmoid tanh gelu silu pow composed of them): libm
+ * or the device's own approximations are a few ulps from the correctly rounded
+ * value; exp is often exp2(x * log2 e), whose product rounding costs |x| * eps
+ * relative (2e-6 at |x| = 16 in float32, hence the domains below); the atol
+ * part covers results near zero (sin near pi, tanh via sigmoid near 0). In
+ * float16/bfloat16 a composed op may round every step to the 16-bit type, so
+ * those allow a few of their (coarse) ulps and their domains are narrower. */
+static const Tol TOL_ARITH_F64 = {5e-16, 0};     /* 2 ulps of 2^-52 */
+static const Tol TOL_ARITH_F32 = {2.5e-7, 0};    /* 2 ulps of 2^-23 */
+static const Tol TOL_ARITH_F16 = {1e-3, 6e-8};   /* 1 ulp of 2^-10; atol: least subnormal */
+static const Tol TOL_ARITH_BF16 = {8e-3, 0};     /* 1 ulp of 2^-7 */
+static const Tol TOL_MATH_F64 = {1e-13, 1e-15};  /* a few hundred ulps: own polynomials */
+static const Tol TOL_MATH_F32 = {2e-6, 1e-6};    /* ~16 ulps; see exp above */
+static const Tol TOL_MATH_F16 = {4e-3, 2e-3};    /* ~4 ulps of float16, rounded per step */
+static const Tol TOL_MATH_BF16 = {2.5e-2, 2e-2}; /* ~3 ulps of bfloat16, rounded per step */
+static const Tol TOL_EXACT = {0, 0};             /* casts to floats from floats: RNE exactly */
+
+static Tol tol_arith(tvk_dtype dt) {
+  switch (dt) {
+  case TVK_FLOAT64: return TOL_ARITH_F64;
+  case TVK_FLOAT16: return TOL_ARITH_F16;
+  case TVK_BFLOAT16: return TOL_ARITH_BF16;
+  default: return TOL_ARITH_F32;
+  }
+}
+
+static Tol tol_math(tvk_dtype dt) {
+  switch (dt) {
+  case TVK_FLOAT64: return TOL_MATH_F64;
+  case TVK_FLOAT16: return TOL_MATH_F16;
+  case TVK_BFLOAT16: return TOL_MATH_BF16;
+  default: return TOL_MATH_F32;
+  }
+}
+
+/* A float sum over n elements may be accumulated in any order (threads, tree):
+ * each of its additions rounds in the accumulator's precision (float32 for
+ * float16/bfloat16/float32 inputs, double for float64). Random rounding errors
+ * grow like sqrt(n); the allowance is twice (1 + sqrt(n)) accumulator epsilons
+ * times sum |x|, about ten standard deviations at a million elements. */
+static double sum_allowance(tvk_dtype in, int64_t n, double sum_abs) {
+  double acc_eps = in == TVK_FLOAT64 ? ref_eps(TVK_FLOAT64) : ref_eps(TVK_FLOAT32);
+  return 2.0 * (1.0 + sqrt((double)n)) * acc_eps * sum_abs;
+}
+
+/* ---------------------------------------------------------------- suite */
+
+typedef struct {
+  const char *device; /* from the command line */
+  tvk_ctx *ctx;       /* fresh for every test */
+  int fails;          /* failed checks in the current test */
+  Rng rng;
+} Suite;
+
+static int setup(void **state) {
+  Suite *s = *state;
+  tvk_status st = tvk_ctx_create(s->device, &s->ctx);
+  if (st != TVK_OK) {
+    fprintf(stderr, "tvk_ctx_create(%s): %s: %s\n", s->device, tvk_status_name(st),
+            tvk_last_create_error());
+    return -1;
+  }
+  s->fails = 0;
+  s->rng.s = 0x9e3779b97f4a7c15ULL; /* fixed seed: every run draws the same inputs */
+  return 0;
+}
+
+static int teardown(void **state) {
+  Suite *s = *state;
+  tvk_ctx_destroy(s->ctx);
+  s->ctx = NULL;
+  return 0;
+}
+
+/* Ends a test: fails it when any check failed (each printed its FAIL line). */
+static void finish(Suite *s) {
+  if (s->fails) fail_msg("%d check(s) failed on %s; see the FAIL lines above", s->fails, s->device);
+}
+
+static void failf(Suite *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void failf(Suite *s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "FAIL ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  s->fails++;
+}
+
+/* ---------------------------------------------------------------- dtypes */
+
+#define M(dt) (1u << (dt))
+#define M_ALL ((1u << REF_NDT) - 1)
+#define M_FLT (M(TVK_FLOAT16) | M(TVK_BFLOAT16) | M(TVK_FLOAT32) | M(TVK_FLOAT64))
+#define M_INT (M_ALL & ~M_FLT & ~M(TVK_BOOL))
+#define M_NUM (M_INT | M_FLT)
+/* The dtypes the issue names as the least each op is tested with. */
+#define M_CORE \
+  (M(TVK_FLOAT32) | M(TVK_FLOAT16) | M(TVK_INT32) | M(TVK_UINT8) | M(TVK_BOOL) | M(TVK_INT64))
+/* Float-valued ops: every float, and int32 (int inputs give float32). */
+#define M_MATH (M_FLT | M(TVK_INT32))
+
+static const tvk_dtype ALL_DTYPES[REF_NDT] = {
+    TVK_BOOL,  TVK_INT8,   TVK_UINT8,   TVK_INT16,    TVK_UINT16, TVK_INT32,  TVK_UINT32,
+    TVK_INT64, TVK_UINT64, TVK_FLOAT16, TVK_BFLOAT16, TVK_FLOAT32, TVK_FLOAT64};
+
+static const char *S_(const int64_t *shape, int ndim, char *buf, size_t n) {
+  return ref_shape_str(ndim, shape, buf, n);
+}
+
+/* ---------------------------------------------------------------- inputs */
+
+/* Special values put first in an input (see specials()). */
+enum {
+  SP_FIN = 1,   /* floats: 0 +-1 +-0.5 +-1.5 +-2.5 3 -7 1e-3 100 in range; ints: 0 +-1 +-2 +-7 */
+  SP_EDGE = 2,  /* floats: +-largest finite, +-least normal; ints: min, max and neighbours */
+  SP_NAN = 4,   /* NaN */
+  SP_INF = 8,   /* +inf and -inf */
+  SP_NEGZ = 16, /* -0.0 */
+  SP_OUT = 32,  /* 0, -1, -0.5 even outside the range: the header defines f there (log, sqrt) */
+};
+
+typedef struct {
+  double lo, hi;     /* floats: uniform in [lo, hi) */
+  double lo16, hi16; /* float16/bfloat16 instead, when lo16 < hi16 */
+  int64_t ilo, ihi;  /* ints: uniform in [ilo, ihi] clamped to the dtype; ilo == ihi: all */
+  unsigned sp;       /* SP_* */
+  bool shift;        /* ints: [0, bits - 1] (shift amounts) */
+} Dom;
+
+static void int_range(tvk_dtype dt, const Dom *d, int64_t *lo, uint64_t *hi) {
+  *lo = ref_int_min(dt), *hi = ref_int_max(dt);
+  if (d->shift) {
+    *lo = 0, *hi = (uint64_t)ref_bits(dt) - 1;
+  } else if (d->ilo != d->ihi) {
+    if (d->ilo > *lo) *lo = d->ilo;
+    if (d->ihi < 0 || (uint64_t)d->ihi < *hi) *hi = (uint64_t)(d->ihi < 0 ? 0 : d->ihi);
+  }
+}
+
+static void float_range(tvk_dtype dt, const Dom *d, double *lo, double *hi) {
+  bool narrow = (dt == TVK_FLOAT16 || dt == TVK_BFLOAT16) && d->lo16 < d->hi16;
+  *lo = narrow ? d->lo16 : d->lo, *hi = narrow ? d->hi16 : d->hi;
+  double m = ref_float_max(dt);
+  *lo = *lo < -m ? -m : *lo, *hi = *hi > m ? m : *hi;
+}
+
+/* The special values of dt under d, into out (at most max); returns how many. */
+static int specials(tvk_dtype dt, const Dom *d, RVal *out, int max) {
+  int n = 0;
+#define PUT(field, x) \
+  do { \
+    if (n < max) out[n++] = (RVal){.field = (x)}; \
+  } while (0)
+  if (dt == TVK_BOOL) {
+    PUT(i, 0), PUT(i, 1);
+  } else if (ref_is_float(dt)) {
+    static const double fin[] = {0, 1, -1, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 3, -7, 1e-3, 100};
+    double lo, hi, m = ref_float_max(dt), tiny = ldexp(1.0, dt == TVK_FLOAT16 ? -14 : -126);
+    float_range(dt, d, &lo, &hi);
+    if (dt == TVK_FLOAT64) tiny = ldexp(1.0, -1022);
+    for (size_t k = 0; (d->sp & SP_FIN) && k < sizeof fin / sizeof *fin; k++)
+      if (fin[k] >= lo && fin[k] <= hi) PUT(f, ref_round(dt, fin[k]));
+    if (d->sp & SP_EDGE) PUT(f, m), PUT(f, -m), PUT(f, tiny), PUT(f, -tiny);
+    if (d->sp & SP_OUT) PUT(f, 0.0), PUT(f, -1.0), PUT(f, -0.5);
+    if (d->sp & SP_NAN) PUT(f, NAN);
+    if (d->sp & SP_INF) PUT(f, INFINITY), PUT(f, -INFINITY);
+    if (d->sp & SP_NEGZ) PUT(f, -0.0);
+  } else {
+    static const int64_t fin[] = {0, 1, -1, 2, -2, 7, -7};
+    int64_t lo, mn = ref_int_min(dt);
+    uint64_t hi, mx = ref_int_max(dt);
+    int_range(dt, d, &lo, &hi);
+    bool uns = ref_is_unsigned(dt);
+    for (size_t k = 0; (d->sp & SP_FIN) && k < sizeof fin / sizeof *fin; k++)
+      if (fin[k] >= lo && (fin[k] < 0 || (uint64_t)fin[k] <= hi)) PUT(i, fin[k]);
+    if ((d->sp & SP_EDGE) && d->ilo == d->ihi && !d->shift) {
+      PUT(i, ref_wrap(dt, (uint64_t)mn)), PUT(i, ref_wrap(dt, (uint64_t)mn + 1));
+      PUT(i, ref_wrap(dt, mx)), PUT(i, ref_wrap(dt, mx - 1));
+      PUT(i, ref_wrap(dt, mx / 2)), PUT(i, ref_wrap(dt, mx / 2 + 1));
+    }
+    if (d->sp & SP_OUT) {
+      PUT(i, 0);
+      if (!uns) PUT(i, -1);
+    }
+  }
+#undef PUT
+  return n;
+}
+
+static RVal random_val(Suite *s, tvk_dtype dt, const Dom *d) {
+  RVal v;
+  if (dt == TVK_BOOL) {
+    v.i = (int64_t)(rng_next(&s->rng) >> 63);
+  } else if (ref_is_float(dt)) {
+    double lo, hi;
+    float_range(dt, d, &lo, &hi);
+    v.f = ref_round(dt, rng_unif(&s->rng, lo, hi));
+  } else {
+    int64_t lo;
+    uint64_t hi;
+    int_range(dt, d, &lo, &hi);
+    uint64_t span = hi - (uint64_t)lo;
+    uint64_t x = rng_next(&s->rng);
+    v.i = ref_wrap(dt, (uint64_t)lo + (span == UINT64_MAX ? x : x % (span + 1)));
+  }
+  return v;
+}
+
+/* An array of dt and shape: the specials of d first, random values after. */
+static RArr gen(Suite *s, tvk_dtype dt, int ndim, const int64_t *shape, const Dom *d) {
+  RArr a = ref_new(dt, ndim, shape);
+  RVal sp[64];
+  int ns = specials(dt, d, sp, 64);
+  for (int64_t i = 0; i < a.n; i++) a.v[i] = i < ns ? sp[i] : random_val(s, dt, d);
+  return a;
+}
+
+/* Two arrays of one shape: every pair of specials first, random pairs after. */
+static void gen_pair(Suite *s, tvk_dtype dt, int ndim, const int64_t *shape, const Dom *da,
+                     const Dom *db, RArr *a, RArr *b) {
+  *a = gen(s, dt, ndim, shape, da);
+  *b = gen(s, dt, ndim, shape, db);
+  RVal sa[64], sb[64];
+  int na = specials(dt, da, sa, 64), nb = specials(dt, db, sb, 64);
+  for (int64_t k = 0; k < (int64_t)na * nb && k < a->n; k++)
+    a->v[k] = sa[k / nb], b->v[k] = sb[k % nb];
+}
+
+/* A tensor holding a's values. */
+static tvk_tensor *mk(Suite *s, const RArr *a) {
+  void *bytes = ref_pack(a);
+  tvk_tensor *t = tvk_from_data(s->ctx, a->dt, a->ndim, a->shape, bytes);
+  free(bytes);
+  return t;
+}
+
+/* ---------------------------------------------------------------- checking */
+
+/* Checks t against exp: status OK, exp's dtype and shape, and the values (tol,
+ * plus extra[i] per element when not NULL). ins (arrays of exp's shape) are
+ * printed at the failing index. Records and prints a failure; never stops. */
+static bool expect(Suite *s, const char *what, tvk_tensor *t, const RArr *exp, Tol tol,
+                   const double *extra, int nin, const RArr *const *ins) {
+  char sh[128], sh2[128];
+  if (!t) return failf(s, "%s: returned NULL", what), false;
+  if (tvk_status_of(t) != TVK_OK) {
+    failf(s, "%s: error tensor %s: %s", what, tvk_status_name(tvk_status_of(t)), tvk_error_of(t));
+    return false;
+  }
+  if (tvk_dtype_of(t) != exp->dt) {
+    failf(s, "%s: dtype %s, expected %s", what, ref_dt(tvk_dtype_of(t)), ref_dt(exp->dt));
+    return false;
+  }
+  bool same = tvk_ndim(t) == exp->ndim;
+  for (int d = 0; same && d < exp->ndim; d++) same = tvk_shape(t)[d] == exp->shape[d];
+  if (!same) {
+    failf(s, "%s: shape %s, expected %s", what, S_(tvk_shape(t), tvk_ndim(t), sh, sizeof sh),
+          S_(exp->shape, exp->ndim, sh2, sizeof sh2));
+    return false;
+  }
+  size_t nbytes = (size_t)exp->n * tvk_dtype_size(exp->dt);
+  void *buf = malloc(nbytes ? nbytes : 1);
+  tvk_status st = tvk_to_host(t, buf, nbytes);
+  if (st != TVK_OK) {
+    failf(s, "%s: tvk_to_host: %s: %s", what, tvk_status_name(st), tvk_ctx_error(s->ctx));
+    free(buf);
+    return false;
+  }
+  RArr got = ref_new(exp->dt, exp->ndim, exp->shape);
+  ref_unpack(&got, buf);
+  free(buf);
+  bool ok = ref_compare(what, &got, exp, tol, extra, nin, ins);
+  if (!ok) s->fails++;
+  ref_free(&got);
+  return ok;
+}
+
+/* Expects t to be an error tensor with status want (or also want2 when not
+ * TVK_OK) and a message containing every string of words (NULL-terminated). */
+static void expect_error(Suite *s, const char *what, tvk_tensor *t, tvk_status want,
+                         tvk_status want2, const char *const *words) {
+  if (!t) {
+    failf(s, "%s: returned NULL, expected an error tensor", what);
+    return;
+  }
+  tvk_status st = tvk_status_of(t);
+  if (st != want && (want2 == TVK_OK || st != want2)) {
+    failf(s, "%s: status %s, expected %s%s%s", what, tvk_status_name(st), tvk_status_name(want),
+          want2 ? " or " : "", want2 ? tvk_status_name(want2) : "");
+    return;
+  }
+  for (int k = 0; words && words[k]; k++)
+    if (!strstr(tvk_error_of(t), words[k]))
+      failf(s, "%s: message \"%s\" does not name \"%s\"", what, tvk_error_of(t), words[k]);
+}
+
+#define WORDS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/* ---------------------------------------------------------------- op semantics
+ *
+ * Each op's meaning per tvk.h, as two plain functions: on doubles (float
+ * operands; the result is rounded to the result dtype afterwards) and on 64-bit
+ * integers (int and bool operands, sign- or zero-extended; the result is wrapped
+ * to the result dtype afterwards, which is how "integer arithmetic wraps around
+ * at the dtype's width" holds for every width). */
+
+typedef enum { OUT_SAME, OUT_BOOL, OUT_FLOAT } OutKind; /* FLOAT: ints and bool give float32 */
+
+static bool u64(tvk_dtype dt) { return dt == TVK_UINT64; }
+static bool lt_i(tvk_dtype dt, int64_t a, int64_t b) {
+  return u64(dt) ? (uint64_t)a < (uint64_t)b : a < b;
+}
+
+static double f_add(double a, double b) { return a + b; }
+static double f_sub(double a, double b) { return a - b; }
+static double f_mul(double a, double b) { return a * b; }
+static double f_div(double a, double b) { return a / b; }
+static double f_max(double a, double b) { return a > b ? a : b; } /* domains hold no NaN */
+static double f_min(double a, double b) { return a < b ? a : b; }
+static double f_lt(double a, double b) { return a < b; } /* IEEE: false with a NaN */
+static double f_le(double a, double b) { return a <= b; }
+static double f_gt(double a, double b) { return a > b; }
+static double f_ge(double a, double b) { return a >= b; }
+static double f_eq(double a, double b) { return a == b; }
+static double f_ne(double a, double b) { return a != b; } /* true with a NaN */
+static double f_land(double a, double b) { return a != 0 && b != 0; } /* NaN != 0 */
+static double f_lor(double a, double b) { return a != 0 || b != 0; }
+
+static int64_t i_add(tvk_dtype dt, int64_t a, int64_t b) {
+  (void)dt;
+  return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+static int64_t i_sub(tvk_dtype dt, int64_t a, int64_t b) {
+  (void)dt;
+  return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+static int64_t i_mul(tvk_dtype dt, int64_t a, int64_t b) {
+  (void)dt;
+  return (int64_t)((uint64_t)a * (uint64_t)b);
+}
+static int64_t i_max(tvk_dtype dt, int64_t a, int64_t b) { return lt_i(dt, a, b) ? b : a; }
+static int64_t i_min(tvk_dtype dt, int64_t a, int64_t b) { return lt_i(dt, b, a) ? b : a; }
+static int64_t i_lt(tvk_dtype dt, int64_t a, int64_t b) { return lt_i(dt, a, b); }
+static int64_t i_le(tvk_dtype dt, int64_t a, int64_t b) { return !lt_i(dt, b, a); }
+static int64_t i_gt(tvk_dtype dt, int64_t a, int64_t b) { return lt_i(dt, b, a); }
+static int64_t i_ge(tvk_dtype dt, int64_t a, int64_t b) { return !lt_i(dt, a, b); }
+static int64_t i_eq(tvk_dtype dt, int64_t a, int64_t b) { return (void)dt, a == b; }
+static int64_t i_ne(tvk_dtype dt, int64_t a, int64_t b) { return (void)dt, a != b; }
+static int64_t i_land(tvk_dtype dt, int64_t a, int64_t b) { return (void)dt, a != 0 && b != 0; }
+static int64_t i_lor(tvk_dtype dt, int64_t a, int64_t b) { return (void)dt, a != 0 || b != 0; }
+static int64_t i_and(tvk_dtype dt, int64_t a, int64_t b) { return (void)dt, a & b; }
+static int64_t i_or(tvk_dtype dt, int64_t a, int64_t b) { return (void)dt, a | b; }
+static int64_t i_xor(tvk_dtype dt, int64_t a, int64_t b) { return (void)dt, a ^ b; }
+static int64_t i_shl(tvk_dtype dt, int64_t a, int64_t b) {
+  (void)dt;
+  return (int64_t)((uint64_t)a << b);
+}
+/* Arithmetic for signed (the value is sign-extended, so this is floor(a / 2^b)),
+ * logical for unsigned (zero-extended; uint64 as its bit pattern). */
+static int64_t i_shr(tvk_dtype dt, int64_t a, int64_t b) {
+  if (ref_is_unsigned(dt)) return (int64_t)((uint64_t)a >> b);
+  return a < 0 ? ~(~a >> b) : a >> b;
+}
+/* C division: truncates toward zero; by zero gives 0; INT64_MIN / -1 wraps. */
+static int64_t i_idiv(tvk_dtype dt, int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  if (u64(dt)) return (int64_t)((uint64_t)a / (uint64_t)b);
+  if (b == -1) return (int64_t)(0 - (uint64_t)a);
+  return a / b;
+}
+/* C remainder: the dividend's sign; by zero gives 0. */
+static int64_t i_mod(tvk_dtype dt, int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  if (u64(dt)) return (int64_t)((uint64_t)a % (uint64_t)b);
+  if (b == -1) return 0;
+  return a % b;
+}
+
+typedef struct {
+  const char *name;
+  tvk_tensor *(*fn)(tvk_tensor *, tvk_tensor *);
+  unsigned dts; /* input dtypes tested (each is a kernel to compile: see docs/testing.md) */
+  OutKind out;
+  bool math;                                   /* MATH tolerance, else ARITH */
+  double (*ff)(double, double);                /* NULL: the op takes no floats */
+  int64_t (*fi)(tvk_dtype, int64_t, int64_t); /* NULL: ints are converted to float32 */
+  Dom da, db;
+} BinOp;
+
+/* Domains: floats in [-100, 100) with every special the op defines; ints over
+ * their whole range with their edges, so wrap-around is hit for every width. */
+#define D_WIDE {.lo = -100, .hi = 100, .sp = SP_FIN | SP_EDGE | SP_NAN | SP_INF | SP_NEGZ}
+#define D_NONAN {.lo = -100, .hi = 100, .sp = SP_FIN | SP_EDGE | SP_INF}
+#define D_SHIFT {.shift = true, .sp = SP_FIN}
+/* pow: a**b with bases > 0 (a negative base is a separate edge test). In
+ * float16 a pow through exp2(b*log2(a)) rounds the product: |b*log2 a| <= 4. */
+#define D_POWA {.lo = 0.1, .hi = 4, .lo16 = 0.25, .hi16 = 4, .ilo = 1, .ihi = 5, .sp = SP_FIN}
+#define D_POWB {.lo = -3, .hi = 3, .lo16 = -2, .hi16 = 2, .ilo = -3, .ihi = 3, .sp = SP_FIN}
+
+#define M_CMP_ALL (M_ALL)
+static const BinOp BINOPS[] = {
+    {"add", tvk_add, M_NUM, OUT_SAME, false, f_add, i_add, D_WIDE, D_WIDE},
+    {"sub", tvk_sub, M_NUM, OUT_SAME, false, f_sub, i_sub, D_WIDE, D_WIDE},
+    {"mul", tvk_mul, M_NUM, OUT_SAME, false, f_mul, i_mul, D_WIDE, D_WIDE},
+    {"div", tvk_div, M_FLT | M(TVK_INT32) | M(TVK_UINT8) | M(TVK_INT64) | M(TVK_BOOL), OUT_FLOAT,
+     false, f_div, NULL, D_WIDE, D_WIDE},
+    {"pow", tvk_pow, M_FLT | M(TVK_INT32), OUT_FLOAT, true, pow, NULL, D_POWA, D_POWB},
+    {"maximum", tvk_maximum, M_ALL, OUT_SAME, false, f_max, i_max, D_NONAN, D_NONAN},
+    {"minimum", tvk_minimum, M_ALL, OUT_SAME, false, f_min, i_min, D_NONAN, D_NONAN},
+    {"lt", tvk_lt, M_ALL, OUT_BOOL, false, f_lt, i_lt, D_WIDE, D_WIDE},
+    {"le", tvk_le, M_CORE, OUT_BOOL, false, f_le, i_le, D_WIDE, D_WIDE},
+    {"gt", tvk_gt, M_CORE, OUT_BOOL, false, f_gt, i_gt, D_WIDE, D_WIDE},
+    {"ge", tvk_ge, M_CORE, OUT_BOOL, false, f_ge, i_ge, D_WIDE, D_WIDE},
+    {"eq", tvk_eq, M_ALL, OUT_BOOL, false, f_eq, i_eq, D_WIDE, D_WIDE},
+    {"ne", tvk_ne, M_CORE, OUT_BOOL, false, f_ne, i_ne, D_WIDE, D_WIDE},
+    {"logical_and", tvk_logical_and, M(TVK_BOOL) | M(TVK_FLOAT32) | M(TVK_INT32) | M(TVK_UINT8),
+     OUT_BOOL, false, f_land, i_land, D_WIDE, D_WIDE},
+    {"logical_or", tvk_logical_or, M(TVK_BOOL) | M(TVK_FLOAT32) | M(TVK_INT32) | M(TVK_UINT8),
+     OUT_BOOL, false, f_lor, i_lor, D_WIDE, D_WIDE},
+    {"bitwise_and", tvk_bitwise_and, M_INT | M(TVK_BOOL), OUT_SAME, false, NULL, i_and, D_WIDE,
+     D_WIDE},
+    {"bitwise_or", tvk_bitwise_or, M(TVK_INT32) | M(TVK_UINT8) | M(TVK_INT64) | M(TVK_BOOL),
+     OUT_SAME, false, NULL, i_or, D_WIDE, D_WIDE},
+    {"bitwise_xor", tvk_bitwise_xor, M(TVK_INT32) | M(TVK_UINT8) | M(TVK_INT64) | M(TVK_BOOL),
+     OUT_SAME, false, NULL, i_xor, D_WIDE, D_WIDE},
+    {"shl", tvk_shl, M_INT, OUT_SAME, false, NULL, i_shl, D_WIDE, D_SHIFT},
+    {"shr", tvk_shr, M_INT, OUT_SAME, false, NULL, i_shr, D_WIDE, D_SHIFT},
+    {"idiv", tvk_idiv, M_INT, OUT_SAME, false, NULL, i_idiv, D_WIDE, D_WIDE},
+    {"mod", tvk_mod, M_INT, OUT_SAME, false, NULL, i_mod, D_WIDE, D_WIDE},
+};
+#define NBINOPS ((int)(sizeof BINOPS / sizeof *BINOPS))
+
+static tvk_dtype out_dtype(OutKind k, tvk_dtype in) {
+  if (k == OUT_BOOL) return TVK_BOOL;
+  if (k == OUT_FLOAT && !ref_is_float(in)) return TVK_FLOAT32;
+  return in;
+}
+
+/* One element of a binary op: a and b of dtype in, the result of dtype out. */
+static RVal bin_elem(const BinOp *op, tvk_dtype in, tvk_dtype out, RVal a, RVal b) {
+  RVal r;
+  if (ref_is_float(in) || !op->fi) {
+    double x = op->ff(ref_as_double(in, a), ref_as_double(in, b));
+    if (ref_is_float(out)) r.f = ref_round(out, x);
+    else r.i = (int64_t)x; /* bool results */
+  } else {
+    r.i = ref_wrap(out, (uint64_t)op->fi(in, a.i, b.i));
+  }
+  return r;
+}
+
+/* The expected result of op on a and b (one shape, one dtype). */
+static RArr ref_binop(const BinOp *op, const RArr *a, const RArr *b) {
+  tvk_dtype out = out_dtype(op->out, a->dt);
+  RArr r = ref_new(out, a->ndim, a->shape);
+  for (int64_t i = 0; i < r.n; i++) r.v[i] = bin_elem(op, a->dt, out, a->v[i], b->v[i]);
+  return r;
+}
+
+static Tol op_tol(bool math, tvk_dtype out) {
+  if (!ref_is_float(out)) return TOL_EXACT;
+  return math ? tol_math(out) : tol_arith(out);
+}
+
+static const BinOp *binop(const char *name) {
+  for (int k = 0; k < NBINOPS; k++)
+    if (!strcmp(BINOPS[k].name, name)) return &BINOPS[k];
+  return NULL;
+}
+
+/* Unary ops. */
+static double f_neg(double x) { return -x; }
+static double f_rsqrt(double x) { return 1.0 / sqrt(x); }
+static double f_recip(double x) { return 1.0 / x; }
+static double f_sign(double x) { return isnan(x) ? x : x > 0 ? 1 : x < 0 ? -1 : 0; }
+static double f_relu(double x) { return x > 0 ? x : 0; }
+static double f_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+static double f_gelu(double x) { /* the tanh approximation, as tvk.h says */
+  return 0.5 * x * (1.0 + tanh(0.79788456080286535588 /* sqrt(2/pi) */ * (x + 0.044715 * x * x * x)));
+}
+static double f_silu(double x) { return x / (1.0 + exp(-x)); }
+static double f_round(double x) { return nearbyint(x); } /* default mode: halves to even */
+static double f_lnot(double x) { return x == 0; }
+
+static int64_t i_neg(tvk_dtype dt, int64_t x) { return (void)dt, (int64_t)(0 - (uint64_t)x); }
+static int64_t i_abs(tvk_dtype dt, int64_t x) {
+  return ref_is_signed(dt) && x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
+}
+static int64_t i_sign(tvk_dtype dt, int64_t x) {
+  return ref_is_signed(dt) ? (x > 0) - (x < 0) : x != 0;
+}
+static int64_t i_relu(tvk_dtype dt, int64_t x) { return ref_is_signed(dt) && x < 0 ? 0 : x; }
+static int64_t i_same(tvk_dtype dt, int64_t x) { return (void)dt, x; }
+static int64_t i_lnot(tvk_dtype dt, int64_t x) { return (void)dt, x == 0; }
+
+typedef struct {
+  const char *name;
+  tvk_tensor *(*fn)(tvk_tensor *);
+  unsigned dts;
+  OutKind out;
+  bool math;
+  double (*ff)(double);
+  int64_t (*fi)(tvk_dtype, int64_t); /* NULL: ints are converted to float32 */
+  Dom d;
+} UnOp;
+
+#define SP_ALLF (SP_FIN | SP_NAN | SP_INF)
+/* Domains of the float-valued ops: where the float32 (and, narrower, the
+ * 16-bit) tolerance holds; see the tolerance comment. Ints draw from ilo..ihi. */
+#define D_EXP {-16, 16, -4, 4, -16, 16, SP_ALLF, false}
+#define D_EXP2 {-20, 20, -10, 10, -20, 20, SP_ALLF, false}
+#define D_LOG {1e-3, 100, 0, 0, 0, 100, SP_ALLF | SP_OUT, false}
+#define D_SQRT {0, 100, 0, 0, -1, 100, SP_ALLF | SP_OUT, false}
+#define D_RSQRT {1e-3, 100, 0, 0, 0, 100, SP_FIN | SP_NAN | SP_INF | SP_OUT, false}
+#define D_RECIP {-100, 100, 0, 0, -100, 100, SP_FIN | SP_NAN | SP_INF, false}
+#define D_TRIG {-10, 10, 0, 0, -10, 10, SP_FIN | SP_NAN, false}
+#define D_SIGM {-20, 20, -8, 8, -20, 20, SP_ALLF, false}
+#define D_TANH {-10, 10, -4, 4, -10, 10, SP_ALLF, false}
+#define D_GELU {-6, 6, -4, 4, -6, 6, SP_FIN | SP_NAN, false}
+#define D_SILU {-16, 16, -4, 4, -16, 16, SP_FIN | SP_NAN, false}
+#define D_ANY {-100, 100, 0, 0, 0, 0, SP_ALLF | SP_EDGE | SP_NEGZ, false}
+#define D_NONANU {-100, 100, 0, 0, 0, 0, SP_FIN | SP_INF | SP_EDGE, false}
+
+#define M_EXPS (M_MATH | M(TVK_BOOL) | M(TVK_UINT8) | M(TVK_INT64))
+static const UnOp UNOPS[] = {
+    {"neg", tvk_neg, M_NUM, OUT_SAME, false, f_neg, i_neg, D_ANY},
+    {"exp", tvk_exp, M_EXPS, OUT_FLOAT, true, exp, NULL, D_EXP},
+    {"exp2", tvk_exp2, M_MATH, OUT_FLOAT, true, exp2, NULL, D_EXP2},
+    {"log", tvk_log, M_MATH, OUT_FLOAT, true, log, NULL, D_LOG},
+    {"log2", tvk_log2, M_MATH, OUT_FLOAT, true, log2, NULL, D_LOG},
+    {"sqrt", tvk_sqrt, M_EXPS, OUT_FLOAT, true, sqrt, NULL, D_SQRT},
+    {"rsqrt", tvk_rsqrt, M_MATH, OUT_FLOAT, true, f_rsqrt, NULL, D_RSQRT},
+    {"recip", tvk_recip, M_MATH, OUT_FLOAT, true, f_recip, NULL, D_RECIP},
+    {"sin", tvk_sin, M_MATH, OUT_FLOAT, true, sin, NULL, D_TRIG},
+    {"cos", tvk_cos, M_MATH, OUT_FLOAT, true, cos, NULL, D_TRIG},
+    {"abs", tvk_abs, M_ALL, OUT_SAME, false, fabs, i_abs, D_ANY},
+    {"sign", tvk_sign, M_CORE | M(TVK_INT8) | M(TVK_UINT64), OUT_SAME, false, f_sign, i_sign,
+     D_ANY},
+    {"relu", tvk_relu, M_CORE | M(TVK_INT8) | M(TVK_FLOAT64), OUT_SAME, false, f_relu, i_relu,
+     D_NONANU},
+    {"sigmoid", tvk_sigmoid, M_MATH, OUT_FLOAT, true, f_sigmoid, NULL, D_SIGM},
+    {"tanh", tvk_tanh, M_MATH, OUT_FLOAT, true, tanh, NULL, D_TANH},
+    {"gelu", tvk_gelu, M_MATH, OUT_FLOAT, true, f_gelu, NULL, D_GELU},
+    {"silu", tvk_silu, M_MATH, OUT_FLOAT, true, f_silu, NULL, D_SILU},
+    {"floor", tvk_floor, M_MATH, OUT_SAME, false, floor, i_same, D_ANY},
+    {"ceil", tvk_ceil, M_MATH, OUT_SAME, false, ceil, i_same, D_ANY},
+    {"round", tvk_round, M_MATH, OUT_SAME, false, f_round, i_same, D_ANY},
+    {"trunc", tvk_trunc, M_MATH, OUT_SAME, false, trunc, i_same, D_ANY},
+    {"logical_not", tvk_logical_not, M(TVK_BOOL) | M(TVK_FLOAT32) | M(TVK_INT32) | M(TVK_UINT8),
+     OUT_BOOL, false, f_lnot, i_lnot, D_ANY},
+};
+#define NUNOPS ((int)(sizeof UNOPS / sizeof *UNOPS))
+
+static RVal un_elem(const UnOp *op, tvk_dtype in, tvk_dtype out, RVal a) {
+  RVal r;
+  if (ref_is_float(in) || !op->fi) {
+    double x = op->ff(ref_as_double(in, a));
+    if (ref_is_float(out)) r.f = ref_round(out, x);
+    else r.i = (int64_t)x;
+  } else {
+    r.i = ref_wrap(out, (uint64_t)op->fi(in, a.i));
+  }
+  return r;
+}
+
+static RArr ref_unop(const UnOp *op, const RArr *a) {
+  tvk_dtype out = out_dtype(op->out, a->dt);
+  RArr r = ref_new(out, a->ndim, a->shape);
+  for (int64_t i = 0; i < r.n; i++) r.v[i] = un_elem(op, a->dt, out, a->v[i]);
+  return r;
+}
+
+static const UnOp *unop(const char *name) {
+  for (int k = 0; k < NUNOPS; k++)
+    if (!strcmp(UNOPS[k].name, name)) return &UNOPS[k];
+  return NULL;
+}
+
+/* Reductions. */
+typedef enum { R_SUM, R_PROD, R_MAX, R_MIN, R_MEAN } RKind;
+
+typedef struct {
+  const char *name;
+  tvk_tensor *(*fn)(tvk_tensor *, int, const int *, bool);
+} RedOp;
+
+static const RedOp REDOPS[] = {
+    [R_SUM] = {"sum", tvk_sum},   [R_PROD] = {"prod", tvk_prod}, [R_MAX] = {"max", tvk_max},
+    [R_MIN] = {"min", tvk_min},   [R_MEAN] = {"mean", tvk_mean},
+};
+
+/* Result dtype per tvk.h: sum/prod widen bool and narrow ints to 32 bits, mean
+ * of non-floats is float32, max/min keep the dtype. */
+static tvk_dtype red_dtype(RKind k, tvk_dtype dt) {
+  if (k == R_MAX || k == R_MIN) return dt;
+  if (k == R_MEAN) return ref_is_float(dt) ? dt : TVK_FLOAT32;
+  if (dt == TVK_BOOL || dt == TVK_INT8 || dt == TVK_INT16) return TVK_INT32;
+  if (dt == TVK_UINT8 || dt == TVK_UINT16) return TVK_UINT32;
+  return dt;
+}
+
+typedef struct {
+  double s, sabs, p; /* float sum, sum |x|, product */
+  uint64_t is, ip;   /* integer sum and product, wrapping */
+  RVal mx, mn;
+  int64_t n;
+} Acc;
+
+/* The expected reduction of a over axes (naxes 0: all), with per-element
+ * allowances for float summation order into *allow (malloc'd, free it). */
+static RArr ref_reduce(RKind k, const RArr *a, int naxes, const int *axes, bool keepdim,
+                       double **allow) {
+  bool red[TVK_MAX_DIMS] = {0};
+  for (int j = 0; j < (naxes ? naxes : a->ndim); j++)
+    red[naxes ? (axes[j] < 0 ? axes[j] + a->ndim : axes[j]) : j] = true;
+  int64_t kshape[TVK_MAX_DIMS], oshape[TVK_MAX_DIMS];
+  int ond = 0;
+  for (int d = 0; d < a->ndim; d++) {
+    kshape[d] = red[d] ? 1 : a->shape[d];
+    if (keepdim || !red[d]) oshape[ond++] = kshape[d];
+  }
+  tvk_dtype out = red_dtype(k, a->dt);
+  RArr r = ref_new(out, ond, oshape);
+  Acc *acc = calloc((size_t)(r.n ? r.n : 1), sizeof *acc);
+  for (int64_t o = 0; o < r.n; o++) acc[o].p = 1, acc[o].ip = 1;
+  for (int64_t i = 0; i < a->n; i++) {
+    int64_t rem = i, o = 0, mul = 1;
+    for (int d = a->ndim - 1; d >= 0; d--) { /* the output index of element i */
+      int64_t id = rem % a->shape[d];
+      rem /= a->shape[d];
+      if (!red[d]) o += id * mul, mul *= kshape[d];
+    }
+    Acc *c = &acc[o];
+    RVal v = a->v[i];
+    if (ref_is_float(a->dt)) {
+      c->s += v.f, c->sabs += fabs(v.f), c->p *= v.f;
+      if (c->n == 0 || v.f > c->mx.f) c->mx = v;
+      if (c->n == 0 || v.f < c->mn.f) c->mn = v;
+    } else {
+      c->is += (uint64_t)v.i, c->ip *= (uint64_t)v.i, c->sabs += fabs(ref_as_double(a->dt, v));
+      if (c->n == 0 || lt_i(a->dt, c->mx.i, v.i)) c->mx = v;
+      if (c->n == 0 || lt_i(a->dt, v.i, c->mn.i)) c->mn = v;
+    }
+    c->n++;
+  }
+  *allow = calloc((size_t)(r.n ? r.n : 1), sizeof **allow);
+  for (int64_t o = 0; o < r.n; o++) {
+    Acc *c = &acc[o];
+    bool f = ref_is_float(a->dt);
+    double sum = f ? c->s : a->dt == TVK_UINT64 ? (double)c->is : (double)(int64_t)c->is;
+    switch (k) {
+    case R_SUM:
+      if (f) r.v[o].f = ref_round(out, sum), (*allow)[o] = sum_allowance(a->dt, c->n, c->sabs);
+      else r.v[o].i = ref_wrap(out, c->is);
+      break;
+    case R_PROD:
+      if (f) {
+        r.v[o].f = ref_round(out, c->p);
+        double eps = a->dt == TVK_FLOAT64 ? ref_eps(TVK_FLOAT64) : ref_eps(TVK_FLOAT32);
+        (*allow)[o] = 2.0 * (double)c->n * eps * fabs(c->p); /* n roundings */
+      } else {
+        r.v[o].i = ref_wrap(out, c->ip);
+      }
+      break;
+    case R_MEAN: /* ints: exact sum (inputs keep it in range) over n; empty: NaN */
+      r.v[o].f = c->n ? ref_round(out, sum / (double)c->n) : NAN;
+      if (f && c->n) (*allow)[o] = sum_allowance(a->dt, c->n, c->sabs) / (double)c->n;
+      break;
+    case R_MAX: case R_MIN: {
+      bool mx = k == R_MAX;
+      if (c->n) r.v[o] = mx ? c->mx : c->mn;
+      else if (f) r.v[o].f = mx ? -INFINITY : INFINITY;
+      else r.v[o].i = mx ? ref_wrap(out, (uint64_t)ref_int_min(out)) : ref_wrap(out, ref_int_max(out));
+    } break;
+    }
+  }
+  free(acc);
+  return r;
+}
+
+/* ================================================================ tests */
+
+/* The reference's own conversions against values worked out by hand, so the
+ * rest of the suite stands on checked ground. */
+static void test_reference_helpers(void **state) {
+  (void)state;
+  /* float16: ties to even, overflow at 65520, subnormals down to 2^-24 */
+  assert_true(ref_round(TVK_FLOAT16, 1 + ldexp(1, -11)) == 1.0);
+  assert_true(ref_round(TVK_FLOAT16, 1 + 3 * ldexp(1, -11)) == 1 + ldexp(1, -9));
+  assert_true(ref_round(TVK_FLOAT16, 65519) == 65504);
+  assert_true(isinf(ref_round(TVK_FLOAT16, 65520)));
+  assert_true(ref_round(TVK_FLOAT16, ldexp(1, -25)) == 0);
+  assert_true(ref_round(TVK_FLOAT16, 3 * ldexp(1, -25)) == ldexp(1, -23));
+  assert_true(ref_round(TVK_FLOAT16, 1.0 / 3) == 0.333251953125);
+  /* bfloat16 and float32 */
+  assert_true(ref_round(TVK_BFLOAT16, 1 + ldexp(1, -8)) == 1.0);
+  assert_true(ref_round(TVK_BFLOAT16, 1 + 3 * ldexp(1, -8)) == 1 + ldexp(1, -6));
+  assert_true(ref_round(TVK_FLOAT32, 0.1) == (double)0.1f);
+  assert_true(ref_round(TVK_FLOAT32, 1 + ldexp(1, -24)) == 1.0);
+  /* integers rounded once: 2^60 + 2^36 + 1 is above the float32 midpoint */
+  int64_t big = ((int64_t)1 << 60) + ((int64_t)1 << 36) + 1;
+  assert_true(ref_round_int(TVK_FLOAT32, big, false) == ldexp(1, 60) + ldexp(1, 37));
+  assert_true(ref_round_int(TVK_FLOAT32, -big, false) == -(ldexp(1, 60) + ldexp(1, 37)));
+  assert_true(ref_round_int(TVK_FLOAT64, -1, true) == ldexp(1, 64));
+  assert_true(isinf(ref_round_int(TVK_FLOAT16, 70000, false)));
+  /* wrapping */
+  assert_int_equal(ref_wrap(TVK_INT8, 128), -128);
+  assert_int_equal(ref_wrap(TVK_UINT16, (uint64_t)-1), 65535);
+  assert_int_equal(ref_wrap(TVK_INT32, 0x80000000u), INT32_MIN);
+  assert_int_equal(ref_wrap(TVK_BOOL, 256), 1);
+  /* storage round trip of 16-bit floats */
+  RArr a = ref_new(TVK_FLOAT16, 1, (int64_t[]){4});
+  a.v[0].f = 65504, a.v[1].f = -ldexp(1, -24), a.v[2].f = INFINITY, a.v[3].f = 0.333251953125;
+  uint16_t *bits = ref_pack(&a);
+  assert_int_equal(bits[0], 0x7bff);
+  assert_int_equal(bits[1], 0x8001);
+  assert_int_equal(bits[2], 0x7c00);
+  assert_int_equal(bits[3], 0x3555);
+  RArr b = ref_new(TVK_FLOAT16, 1, (int64_t[]){4});
+  ref_unpack(&b, bits);
+  for (int i = 0; i < 4; i++) assert_true(b.v[i].f == a.v[i].f);
+  free(bits);
+  ref_free(&a), ref_free(&b);
+}
+
+/* Creation and inspection: every dtype round-trips its bytes. */
+static void test_create_and_inspect(void **state) {
+  Suite *s = *state;
+  assert_string_equal(tvk_status_name(TVK_ERR_SHAPE), "TVK_ERR_SHAPE");
+  assert_string_equal(tvk_dtype_name(TVK_BFLOAT16), "bfloat16");
+  assert_string_equal(tvk_dtype_name((tvk_dtype)99), "invalid");
+  assert_int_equal(tvk_dtype_size((tvk_dtype)99), 0);
+  assert_true(tvk_ctx_device(s->ctx) && tvk_ctx_device(s->ctx)[0]);
+  assert_string_equal(tvk_ctx_error(s->ctx), "");
+  for (int k = 0; k < REF_NDT; k++) {
+    tvk_dtype dt = ALL_DTYPES[k];
+    assert_int_equal(tvk_dtype_size(dt), (size_t)ref_bits(dt) / 8);
+    Dom d = D_WIDE;
+    RArr a = gen(s, dt, 3, (int64_t[]){2, 3, 5}, &d);
+    tvk_tensor *t = mk(s, &a);
+    char what[64];
+    snprintf(what, sizeof what, "from_data(%s)", ref_dt(dt));
+    assert_int_equal(tvk_numel(t), 30);
+    assert_true(tvk_ctx_of(t) == s->ctx);
+    expect(s, what, t, &a, TOL_EXACT, NULL, 0, NULL);
+    tvk_release(t);
+    ref_free(&a);
+  }
+  finish(s);
+}
+
+/* One tensor per op that takes dtype dt, realized together, each compared. */
+static void binary_dtype(Suite *s, tvk_dtype dt, int ndim, const int64_t *shape) {
+  tvk_tensor *outs[NBINOPS] = {0};
+  RArr as[NBINOPS], bs[NBINOPS];
+  const BinOp *ops[NBINOPS];
+  int n = 0;
+  for (int k = 0; k < NBINOPS; k++) {
+    if (!(BINOPS[k].dts & M(dt))) continue;
+    ops[n] = &BINOPS[k];
+    gen_pair(s, dt, ndim, shape, &ops[n]->da, &ops[n]->db, &as[n], &bs[n]);
+    tvk_tensor *a = mk(s, &as[n]), *b = mk(s, &bs[n]);
+    outs[n] = ops[n]->fn(a, b);
+    n++;
+    tvk_release(a), tvk_release(b); /* the results keep what they need */
+  }
+  tvk_status st = tvk_realize(n, outs);
+  if (st != TVK_OK)
+    failf(s, "realize of %d binary ops on %s: %s: %s", n, ref_dt(dt), tvk_status_name(st),
+          tvk_ctx_error(s->ctx));
+  for (int k = 0; k < n; k++) {
+    char what[96];
+    snprintf(what, sizeof what, "%s(%s, %s)", ops[k]->name, ref_dt(dt), ref_dt(dt));
+    RArr e = ref_binop(ops[k], &as[k], &bs[k]);
+    expect(s, what, outs[k], &e, op_tol(ops[k]->math, e.dt), NULL, 2,
+           (const RArr *const[]){&as[k], &bs[k]});
+    ref_free(&e), ref_free(&as[k]), ref_free(&bs[k]);
+    tvk_release(outs[k]);
+  }
+}
+
+/* Every binary op with every dtype it is tested on: 437 elements (odd), all
+ * pairs of specials first (edges: wrap-around; NaN/inf; zero divisors). */
+static void test_binary_dtypes(void **state) {
+  Suite *s = *state;
+  for (int k = 0; k < REF_NDT; k++) binary_dtype(s, ALL_DTYPES[k], 2, (int64_t[]){19, 23});
+  finish(s);
+}
+
+static void test_unary_dtypes(void **state) {
+  Suite *s = *state;
+  for (int k = 0; k < REF_NDT; k++) {
+    tvk_dtype dt = ALL_DTYPES[k];
+    for (int j = 0; j < NUNOPS; j++) {
+      const UnOp *op = &UNOPS[j];
+      if (!(op->dts & M(dt))) continue;
+      RArr a = gen(s, dt, 2, (int64_t[]){19, 23}, &op->d);
+      tvk_tensor *ta = mk(s, &a), *t = op->fn(ta);
+      RArr e = ref_unop(op, &a);
+      char what[96];
+      snprintf(what, sizeof what, "%s(%s)", op->name, ref_dt(dt));
+      expect(s, what, t, &e, op_tol(op->math, e.dt), NULL, 1, (const RArr *const[]){&a});
+      tvk_release(ta), tvk_release(t);
+      ref_free(&a), ref_free(&e);
+    }
+  }
+  finish(s);
+}
+
+/* ---------------------------------------------------------------- tables
+ * Small cases with the expected values written out by hand: they do not
+ * depend on the op semantics above, so a shared misreading of tvk.h by the
+ * reference and the implementation still shows here. */
+
+static RArr arr_f(tvk_dtype dt, int n, const double *v) {
+  RArr a = ref_new(dt, 1, (int64_t[]){n});
+  for (int i = 0; i < n; i++) a.v[i].f = v[i];
+  return a;
+}
+
+static RArr arr_i(tvk_dtype dt, int n, const int64_t *v) {
+  RArr a = ref_new(dt, 1, (int64_t[]){n});
+  for (int i = 0; i < n; i++) a.v[i].i = v[i];
+  return a;
+}
+
+/* Checks fn(in) == want for a 1-D table; fn NULL: tvk_cast to want's dtype. */
+static void table_unary(Suite *s, const char *name, tvk_tensor *(*fn)(tvk_tensor *),
+                        const RArr *in, const RArr *want, Tol tol) {
+  char what[96];
+  snprintf(what, sizeof what, "table %s(%s)", name, ref_dt(in->dt));
+  tvk_tensor *a = mk(s, in), *t = fn ? fn(a) : tvk_cast(a, want->dt);
+  expect(s, what, t, want, tol, NULL, 1, (const RArr *const[]){in});
+  tvk_release(a), tvk_release(t);
+}
+
+static void table_binary(Suite *s, const char *name, tvk_tensor *(*fn)(tvk_tensor *, tvk_tensor *),
+                         const RArr *a, const RArr *b, const RArr *want) {
+  char what[96];
+  snprintf(what, sizeof what, "table %s(%s, %s)", name, ref_dt(a->dt), ref_dt(b->dt));
+  tvk_tensor *ta = mk(s, a), *tb = mk(s, b), *t = fn(ta, tb);
+  expect(s, what, t, want, TOL_EXACT, NULL, 2, (const RArr *const[]){a, b});
+  tvk_release(ta), tvk_release(tb), tvk_release(t);
+}
+
+/* idiv truncates toward zero, mod takes the dividend's sign, by zero both give
+ * 0, and MIN idiv -1 wraps to MIN (int8/int16 here; the 32/64-bit case is the
+ * last test: a C kernel that divides there traps). */
+static void test_table_int_division(void **state) {
+  Suite *s = *state;
+  static const tvk_dtype sdt[] = {TVK_INT8, TVK_INT16, TVK_INT32, TVK_INT64};
+  for (int k = 0; k < 4; k++) {
+    tvk_dtype dt = sdt[k];
+    int64_t mn = ref_int_min(dt), mx = (int64_t)ref_int_max(dt);
+    bool narrow = ref_bits(dt) < 32;
+    int64_t a[] = {7, -7, 7, -7, 0, 5, -5, -6, 1, -1, mx, mx, mn, mn + 1, narrow ? mn : 9};
+    int64_t b[] = {2, 2, -2, -2, 3, 0, 0, 3, -7, 7, -1, 0, 1, 2, narrow ? -1 : 4};
+    int64_t q[] = {3, -3, -3, 3, 0, 0, 0, -2, 0, 0, -mx, 0, mn, mn / 2 + 1, narrow ? mn : 2};
+    int64_t r[] = {1, -1, 1, -1, 0, 0, 0, 0, 1, -1, 0, 0, 0, -1, narrow ? 0 : 1};
+    int n = (int)(sizeof a / sizeof *a);
+    RArr ta = arr_i(dt, n, a), tb = arr_i(dt, n, b), tq = arr_i(dt, n, q), tr = arr_i(dt, n, r);
+    table_binary(s, "idiv", tvk_idiv, &ta, &tb, &tq);
+    table_binary(s, "mod", tvk_mod, &ta, &tb, &tr);
+    ref_free(&ta), ref_free(&tb), ref_free(&tq), ref_free(&tr);
+  }
+  static const tvk_dtype udt[] = {TVK_UINT8, TVK_UINT16, TVK_UINT32, TVK_UINT64};
+  for (int k = 0; k < 4; k++) {
+    tvk_dtype dt = udt[k];
+    int64_t mx = ref_wrap(dt, ref_int_max(dt));
+    uint64_t umx = ref_int_max(dt);
+    int64_t a[] = {200, 5, 0, mx, mx, 7};
+    int64_t b[] = {7, 0, 5, 2, mx, 1};
+    int64_t q[] = {28, 0, 0, ref_wrap(dt, umx / 2), 1, 7};
+    int64_t r[] = {4, 0, 0, 1, 0, 0};
+    RArr ta = arr_i(dt, 6, a), tb = arr_i(dt, 6, b), tq = arr_i(dt, 6, q), tr = arr_i(dt, 6, r);
+    table_binary(s, "idiv", tvk_idiv, &ta, &tb, &tq);
+    table_binary(s, "mod", tvk_mod, &ta, &tb, &tr);
+    ref_free(&ta), ref_free(&tb), ref_free(&tq), ref_free(&tr);
+  }
+  finish(s);
+}
+
+/* Wrap-around at every integer width: MAX+1, MIN-1, MAX*2, MIN*-1, -MIN, |MIN|. */
+static void test_table_int_wrap(void **state) {
+  Suite *s = *state;
+  for (int k = 0; k < REF_NDT; k++) {
+    tvk_dtype dt = ALL_DTYPES[k];
+    if (!ref_is_int(dt)) continue;
+    int64_t mn = ref_wrap(dt, (uint64_t)ref_int_min(dt)), mx = ref_wrap(dt, ref_int_max(dt));
+    bool sg = ref_is_signed(dt);
+    /* unsigned: MIN is 0, MAX*2 = MAX-1, 0-1 = MAX */
+    int64_t a[] = {mx, mn, mx, mn, 3};
+    int64_t b[] = {1, 1, 2, sg ? -1 : 0, 4};
+    int64_t add[] = {mn, mn + 1, sg ? mn + 1 : 1, sg ? mx : 0, 7};
+    int64_t sub[] = {mx - 1, mx, mx - 2, sg ? mn + 1 : 0, sg ? -1 : mx};
+    int64_t mul[] = {mx, mn, sg ? -2 : mx - 1, sg ? mn : 0, 12};
+    RArr ta = arr_i(dt, 5, a), tb = arr_i(dt, 5, b);
+    RArr ea = arr_i(dt, 5, add), es = arr_i(dt, 5, sub), em = arr_i(dt, 5, mul);
+    table_binary(s, "add", tvk_add, &ta, &tb, &ea);
+    table_binary(s, "sub", tvk_sub, &ta, &tb, &es);
+    table_binary(s, "mul", tvk_mul, &ta, &tb, &em);
+    if (sg) { /* -MIN and |MIN| are MIN again */
+      int64_t x[] = {mn, mx, -1, 0}, neg[] = {mn, -mx, 1, 0}, abs_[] = {mn, mx, 1, 0};
+      RArr tx = arr_i(dt, 4, x), en = arr_i(dt, 4, neg), eb = arr_i(dt, 4, abs_);
+      table_unary(s, "neg", tvk_neg, &tx, &en, TOL_EXACT);
+      table_unary(s, "abs", tvk_abs, &tx, &eb, TOL_EXACT);
+      ref_free(&tx), ref_free(&en), ref_free(&eb);
+    }
+    ref_free(&ta), ref_free(&tb), ref_free(&ea), ref_free(&es), ref_free(&em);
+  }
+  finish(s);
+}
+
+/* The float specials tvk.h defines, in float32. */
+static void test_table_float_specials(void **state) {
+  Suite *s = *state;
+  const double E = exp(1.0);
+  static const struct {
+    const char *op;
+    int n;
+    double in[8], out[8];
+  } T[] = {
+      {"log", 6, {0, -1, 1, INFINITY, NAN, 0}, {-INFINITY, NAN, 0, INFINITY, NAN, -INFINITY}},
+      {"log2", 5, {0, 8, 0.5, -2, 1024}, {-INFINITY, 3, -1, NAN, 10}},
+      {"exp", 4, {-INFINITY, INFINITY, 0, NAN}, {0, INFINITY, 1, NAN}},
+      {"exp2", 4, {3, -1, -INFINITY, 10}, {8, 0.5, 0, 1024}},
+      {"sqrt", 4, {-1, 0, 4, INFINITY}, {NAN, 0, 2, INFINITY}},
+      {"rsqrt", 4, {0, 4, INFINITY, -1}, {INFINITY, 0.5, 0, NAN}},
+      {"recip", 4, {0, 4, INFINITY, -2}, {INFINITY, 0.25, 0, -0.5}},
+      {"sign", 5, {-3, 0, 2.5, NAN, -INFINITY}, {-1, 0, 1, NAN, -1}},
+      {"round", 8, {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.4, -2.6}, {0, 2, 2, 0, -2, -2, 2, -3}},
+      {"floor", 4, {-2.5, 2.5, -0.0, INFINITY}, {-3, 2, 0, INFINITY}},
+      {"ceil", 4, {-2.5, 2.5, 0.25, -INFINITY}, {-2, 3, 1, -INFINITY}},
+      {"trunc", 4, {-2.75, 2.75, -0.25, NAN}, {-2, 2, 0, NAN}},
+      {"tanh", 3, {INFINITY, -INFINITY, 0}, {1, -1, 0}},
+      {"sigmoid", 3, {INFINITY, -INFINITY, 0}, {1, 0, 0.5}},
+      {"relu", 4, {-1, 2, -INFINITY, INFINITY}, {0, 2, 0, INFINITY}},
+      {"neg", 3, {INFINITY, NAN, 2}, {-INFINITY, NAN, -2}},
+      {"abs", 3, {-INFINITY, NAN, -2}, {INFINITY, NAN, 2}},
+  };
+  for (size_t k = 0; k < sizeof T / sizeof *T; k++) {
+    RArr in = arr_f(TVK_FLOAT32, T[k].n, T[k].in), want = arr_f(TVK_FLOAT32, T[k].n, T[k].out);
+    table_unary(s, T[k].op, unop(T[k].op)->fn, &in, &want, TOL_MATH_F32);
+    ref_free(&in), ref_free(&want);
+  }
+  RArr in = arr_f(TVK_FLOAT32, 1, (double[]){ref_round(TVK_FLOAT32, E)});
+  RArr want = arr_f(TVK_FLOAT32, 1, (double[]){1});
+  table_unary(s, "log", tvk_log, &in, &want, TOL_MATH_F32);
+  ref_free(&in), ref_free(&want);
+  /* logical_not: x == 0, NaN is not 0 */
+  in = arr_f(TVK_FLOAT32, 4, (double[]){0, NAN, -0.0, 3});
+  want = arr_i(TVK_BOOL, 4, (int64_t[]){1, 0, 1, 0});
+  table_unary(s, "logical_not", tvk_logical_not, &in, &want, TOL_EXACT);
+  ref_free(&in), ref_free(&want);
+  /* div: IEEE true division */
+  RArr a = arr_f(TVK_FLOAT32, 4, (double[]){1, -1, 0, 7});
+  RArr b = arr_f(TVK_FLOAT32, 4, (double[]){0, 0, 0, 2});
+  want = arr_f(TVK_FLOAT32, 4, (double[]){INFINITY, -INFINITY, NAN, 3.5});
+  table_binary(s, "div", tvk_div, &a, &b, &want);
+  ref_free(&a), ref_free(&b), ref_free(&want);
+  /* int / int -> float32 */
+  a = arr_i(TVK_INT32, 3, (int64_t[]){7, -7, 1});
+  b = arr_i(TVK_INT32, 3, (int64_t[]){2, 2, 0});
+  want = arr_f(TVK_FLOAT32, 3, (double[]){3.5, -3.5, INFINITY});
+  table_binary(s, "div", tvk_div, &a, &b, &want);
+  ref_free(&a), ref_free(&b), ref_free(&want);
+  /* comparisons with NaN: all false but ne */
+  a = arr_f(TVK_FLOAT32, 3, (double[]){NAN, 1, NAN});
+  b = arr_f(TVK_FLOAT32, 3, (double[]){1, NAN, NAN});
+  RArr f3 = arr_i(TVK_BOOL, 3, (int64_t[]){0, 0, 0}), t3 = arr_i(TVK_BOOL, 3, (int64_t[]){1, 1, 1});
+  table_binary(s, "lt", tvk_lt, &a, &b, &f3);
+  table_binary(s, "ge", tvk_ge, &a, &b, &f3);
+  table_binary(s, "eq", tvk_eq, &a, &b, &f3);
+  table_binary(s, "ne", tvk_ne, &a, &b, &t3);
+  ref_free(&a), ref_free(&b), ref_free(&f3), ref_free(&t3);
+  finish(s);
+}
+
+/* pow in floating point, edges as C's pow: a negative base with an integer
+ * exponent, 0**0, 0**-1, and a negative base with a fractional one. */
+static void test_table_pow(void **state) {
+  Suite *s = *state;
+  RArr a = arr_f(TVK_FLOAT32, 6, (double[]){-2, -2, 0, 0, -8, 2});
+  RArr b = arr_f(TVK_FLOAT32, 6, (double[]){3, 2, 0, -1, 0.5, 10});
+  RArr want = arr_f(TVK_FLOAT32, 6, (double[]){-8, 4, 1, INFINITY, NAN, 1024});
+  char what[] = "table pow(float32, float32)";
+  tvk_tensor *ta = mk(s, &a), *tb = mk(s, &b), *t = tvk_pow(ta, tb);
+  expect(s, what, t, &want, TOL_MATH_F32, NULL, 2, (const RArr *const[]){&a, &b});
+  tvk_release(ta), tvk_release(tb), tvk_release(t);
+  ref_free(&a), ref_free(&b), ref_free(&want);
+  finish(s);
+}
+
+/* ---------------------------------------------------------------- broadcasting */
+
+/* op on a of shape sa and b of shape sb, checked against the op on both
+ * inputs expanded to the broadcast shape by index loops. */
+static void bcast_case(Suite *s, const char *name, tvk_dtype dt, int na, const int64_t *sa, int nb,
+                       const int64_t *sb) {
+  const BinOp *op = binop(name);
+  RArr a = gen(s, dt, na, sa, &op->da), b = gen(s, dt, nb, sb, &op->db);
+  int nd;
+  int64_t shape[TVK_MAX_DIMS];
+  assert_true(ref_broadcast(2, (const RArr *const[]){&a, &b}, &nd, shape));
+  RArr ea = ref_expand(&a, nd, shape), eb = ref_expand(&b, nd, shape);
+  RArr e = ref_binop(op, &ea, &eb);
+  char what[160], s1[64], s2[64];
+  snprintf(what, sizeof what, "%s(%s %s, %s)", name, ref_dt(dt), S_(sa, na, s1, sizeof s1),
+           S_(sb, nb, s2, sizeof s2));
+  tvk_tensor *ta = mk(s, &a), *tb = mk(s, &b), *t = op->fn(ta, tb);
+  expect(s, what, t, &e, op_tol(op->math, e.dt), NULL, 2, (const RArr *const[]){&ea, &eb});
+  tvk_release(ta), tvk_release(tb), tvk_release(t);
+  ref_free(&a), ref_free(&b), ref_free(&ea), ref_free(&eb), ref_free(&e);
+}
+
+/* numpy broadcasting: 0-d and size-1 dims, (3,1)x(1,4), (5,)x(2,5), zero-size. */
+static void test_broadcast(void **state) {
+  Suite *s = *state;
+  static const struct {
+    int na, nb;
+    int64_t sa[4], sb[4];
+  } P[] = {
+      {2, 2, {3, 1}, {1, 4}},       {1, 2, {5}, {2, 5}},       {0, 2, {0}, {2, 3}},
+      {2, 0, {2, 3}, {0}},          {3, 2, {2, 1, 3}, {4, 1}}, {1, 1, {1}, {7}},
+      {2, 1, {1, 1}, {1}},          {2, 2, {0, 3}, {1, 3}},    {4, 4, {6, 1, 1, 5}, {1, 4, 3, 1}},
+      {1, 0, {1}, {0}},
+  };
+  for (size_t k = 0; k < sizeof P / sizeof *P; k++)
+    bcast_case(s, "add", TVK_FLOAT32, P[k].na, P[k].sa, P[k].nb, P[k].sb);
+  static const struct {
+    const char *op;
+    tvk_dtype dt;
+  } O[] = {
+      {"sub", TVK_INT32},   {"mul", TVK_FLOAT16},      {"lt", TVK_FLOAT32},
+      {"maximum", TVK_INT64}, {"idiv", TVK_INT32},     {"bitwise_xor", TVK_UINT8},
+      {"logical_or", TVK_BOOL}, {"div", TVK_UINT8},    {"eq", TVK_BOOL},
+  };
+  for (size_t k = 0; k < sizeof O / sizeof *O; k++) {
+    bcast_case(s, O[k].op, O[k].dt, 2, (int64_t[]){3, 1}, 2, (int64_t[]){1, 4});
+    bcast_case(s, O[k].op, O[k].dt, 1, (int64_t[]){5}, 2, (int64_t[]){2, 5});
+  }
+  finish(s);
+}
+
+/* ---------------------------------------------------------------- casts */
+
+/* v of dtype from as dtype to, per tvk_cast: floats truncate toward zero into
+ * ints (the inputs stay in range: out of range is unspecified), ints wrap,
+ * anything -> bool is x != 0, to floats rounds to nearest even. */
+static RVal cast_elem(tvk_dtype from, tvk_dtype to, RVal v) {
+  RVal r;
+  if (to == TVK_BOOL) {
+    r.i = ref_is_float(from) ? v.f != 0 : v.i != 0; /* NaN != 0 */
+  } else if (ref_is_float(to)) {
+    r.f = ref_is_float(from) ? ref_round(to, v.f)
+                             : ref_round_int(to, v.i, ref_is_unsigned(from) || from == TVK_BOOL);
+  } else if (ref_is_float(from)) {
+    double t = trunc(v.f);
+    r.i = ref_wrap(to, t >= 0x1p63 ? (uint64_t)t : (uint64_t)(int64_t)t);
+  } else {
+    r.i = ref_wrap(to, (uint64_t)v.i);
+  }
+  return r;
+}
+
+static RArr ref_cast(const RArr *a, tvk_dtype to) {
+  RArr r = ref_new(to, a->ndim, a->shape);
+  for (int64_t i = 0; i < a->n; i++) r.v[i] = cast_elem(a->dt, to, a->v[i]);
+  return r;
+}
+
+/* Where float inputs must stay for a cast to dt to be specified: inside dt's
+ * range by a margin (a float32 near INT32_MAX rounds past it), 64-bit targets
+ * within 1e15 (exact integers in every source float). */
+static Dom cast_dom(tvk_dtype from, tvk_dtype to) {
+  Dom d = D_WIDE;
+  if (!ref_is_float(from) || !ref_is_int(to)) return d;
+  double hi = ref_bits(to) == 64 ? 1e15 : 0.99 * (double)ref_int_max(to);
+  double lo = ref_is_unsigned(to) ? 0 : -hi;
+  if (ref_bits(to) == 8) /* below 128.0/256.0 even after rounding to bfloat16 */
+    hi = ref_is_unsigned(to) ? 255.4 : 127.4, lo = ref_is_unsigned(to) ? 0 : -128.4;
+  return (Dom){.lo = lo, .hi = hi, .sp = SP_FIN | SP_NEGZ};
+}
+
+/* Every dtype to every other: 437 values each, specials first. Casts between
+ * floats are exact (round to nearest even); int -> float allows one ulp (tvk.h
+ * names no rounding there, and via float32 is a second rounding). */
+static void test_cast_matrix(void **state) {
+  Suite *s = *state;
+  for (int i = 0; i < REF_NDT; i++) {
+    tvk_dtype from = ALL_DTYPES[i];
+    for (int j = 0; j < REF_NDT; j++) {
+      tvk_dtype to = ALL_DTYPES[j];
+      if (from == to) continue;
+      Dom d = cast_dom(from, to);
+      RArr a = gen(s, from, 2, (int64_t[]){19, 23}, &d);
+      RArr e = ref_cast(&a, to);
+      tvk_tensor *ta = mk(s, &a), *t = tvk_cast(ta, to);
+      char what[64];
+      snprintf(what, sizeof what, "cast(%s -> %s)", ref_dt(from), ref_dt(to));
+      Tol tol = ref_is_float(from) || !ref_is_float(to) ? TOL_EXACT : tol_arith(to);
+      expect(s, what, t, &e, tol, NULL, 1, (const RArr *const[]){&a});
+      tvk_release(ta), tvk_release(t);
+      ref_free(&a), ref_free(&e);
+    }
+  }
+  finish(s);
+}
+
+/* Casts with the expected bits worked out by hand: ties to even into float16,
+ * bfloat16 and float32, overflow to inf, subnormals; truncation; wrapping. */
+static void test_table_casts(void **state) {
+  Suite *s = *state;
+  const double t11 = ldexp(1, -11), t8 = ldexp(1, -8), t24 = ldexp(1, -24);
+  RArr in = arr_f(TVK_FLOAT32, 8,
+                  (double[]){1 + t11, 1 + 3 * t11, 65519, 65520, ldexp(1, -25), 3 * ldexp(1, -25),
+                             (double)(-1.0f / 3), 1e-8});
+  RArr want = arr_f(TVK_FLOAT16, 8,
+                    (double[]){1, 1 + 4 * t11, 65504, INFINITY, 0, ldexp(1, -23), -0.333251953125,
+                               0});
+  table_unary(s, "cast_f16", NULL, &in, &want, TOL_EXACT);
+  ref_free(&in), ref_free(&want);
+  in = arr_f(TVK_FLOAT32, 4, (double[]){1 + t8, 1 + 3 * t8, 1 + t8 + ldexp(1, -20), -2});
+  want = arr_f(TVK_BFLOAT16, 4, (double[]){1, 1 + 4 * t8, 1 + 2 * t8, -2});
+  table_unary(s, "cast_bf16", NULL, &in, &want, TOL_EXACT);
+  ref_free(&in), ref_free(&want);
+  in = arr_f(TVK_FLOAT64, 5, (double[]){1 + t24, 1 + 3 * t24, 1 + t24 + ldexp(1, -40), 3.5e38, 1e-46});
+  want = arr_f(TVK_FLOAT32, 5, (double[]){1, 1 + 4 * t24, 1 + 2 * t24, INFINITY, 0});
+  table_unary(s, "cast_f32", NULL, &in, &want, TOL_EXACT);
+  ref_free(&in), ref_free(&want);
+  in = arr_f(TVK_FLOAT32, 6, (double[]){2.75, -2.75, -0.5, 0.5, 2147483520.0, -2147483648.0});
+  want = arr_i(TVK_INT32, 6, (int64_t[]){2, -2, 0, 0, 2147483520, INT32_MIN});
+  table_unary(s, "cast_i32", NULL, &in, &want, TOL_EXACT);
+  ref_free(&in), ref_free(&want);
+  in = arr_f(TVK_FLOAT32, 3, (double[]){255.75, 0.5, 17.99});
+  want = arr_i(TVK_UINT8, 3, (int64_t[]){255, 0, 17});
+  table_unary(s, "cast_u8", NULL, &in, &want, TOL_EXACT);
+  ref_free(&in), ref_free(&want);
+  in = arr_f(TVK_FLOAT32, 5, (double[]){0, -0.0, NAN, 0.125, -INFINITY});
+  want = arr_i(TVK_BOOL, 5, (int64_t[]){0, 0, 1, 1, 1});
+  table_unary(s, "cast_bool", NULL, &in, &want, TOL_EXACT);
+  ref_free(&in), ref_free(&want);
+  in = arr_i(TVK_INT32, 6, (int64_t[]){127, 128, 255, 256, -129, -1});
+  want = arr_i(TVK_INT8, 6, (int64_t[]){127, -128, -1, 0, 127, -1});
+  table_unary(s, "cast_i8", NULL, &in, &want, TOL_EXACT);
+  ref_free(&in), ref_free(&want);
+  in = arr_i(TVK_INT64, 3, (int64_t[]){((int64_t)1 << 32) + 5, -((int64_t)1 << 31) - 1, -1});
+  want = arr_i(TVK_UINT32, 3, (int64_t[]){5, 2147483647, 4294967295});
+  table_unary(s, "cast_u32", NULL, &in, &want, TOL_EXACT);
+  ref_free(&in), ref_free(&want);
+  in = arr_i(TVK_INT32, 3, (int64_t[]){16777217, 16777219, -16777217});
+  want = arr_f(TVK_FLOAT32, 3, (double[]){16777216, 16777220, -16777216});
+  table_unary(s, "cast_f32", NULL, &in, &want, TOL_EXACT);
+  ref_free(&in), ref_free(&want);
+  finish(s);
+}
+
+/* ---------------------------------------------------------------- reductions */
+
+/* Inputs per reduction: sums and products of ints over the whole range (they
+ * wrap in the result dtype); float products near 1 so they stay finite; means
+ * of ints small enough that no implementation's sum overflows. */
+static Dom red_dom(RKind k) {
+  switch (k) {
+  case R_SUM: return (Dom){.lo = -10, .hi = 10, .sp = SP_FIN};
+  case R_PROD: return (Dom){.lo = -2, .hi = 2, .sp = SP_FIN};
+  case R_MEAN: return (Dom){.lo = -10, .hi = 10, .ilo = -100, .ihi = 100, .sp = SP_FIN};
+  default: return (Dom){.lo = -100, .hi = 100, .sp = SP_FIN | SP_EDGE | SP_INF};
+  }
+}
+
+static void red_check(Suite *s, RKind k, const RArr *a, int naxes, const int *axes, bool keepdim,
+                      const char *tag) {
+  char what[160], sh[64], ax[64] = "all";
+  size_t n = 0;
+  for (int j = 0; j < naxes; j++) n += (size_t)snprintf(ax + n, sizeof ax - n, "%s%d", j ? "," : "", axes[j]);
+  snprintf(what, sizeof what, "%s(%s %s%s, axes %s%s)", REDOPS[k].name, ref_dt(a->dt), tag,
+           S_(a->shape, a->ndim, sh, sizeof sh), ax, keepdim ? ", keepdim" : "");
+  double *allow = NULL;
+  RArr e = ref_reduce(k, a, naxes, axes, keepdim, &allow);
+  tvk_tensor *ta = mk(s, a), *t = REDOPS[k].fn(ta, naxes, axes, keepdim);
+  bool exact = k == R_MAX || k == R_MIN;
+  expect(s, what, t, &e, exact ? TOL_EXACT : tol_arith(e.dt), exact ? NULL : allow, 0, NULL);
+  tvk_release(ta), tvk_release(t);
+  ref_free(&e);
+  free(allow);
+}
+
+static void red_case(Suite *s, RKind k, tvk_dtype dt, int ndim, const int64_t *shape, int naxes,
+                     const int *axes, bool keepdim) {
+  Dom d = red_dom(k);
+  RArr a = gen(s, dt, ndim, shape, &d);
+  red_check(s, k, &a, naxes, axes, keepdim, "");
+  ref_free(&a);
+}
+
+/* Each axis, several axes (in any order), negative axes, all axes, keepdim. */
+static void test_reduce_axes(void **state) {
+  Suite *s = *state;
+  static const struct {
+    int n;
+    int axes[3];
+    bool keep;
+  } V[] = {{1, {1}, false}, {1, {0}, true},     {1, {-1}, false}, {2, {0, 2}, false},
+           {0, {0}, false}, {0, {0}, true},     {2, {2, 0}, true}, {3, {0, 1, 2}, false}};
+  const int64_t shape[] = {3, 5, 7};
+  for (size_t v = 0; v < sizeof V / sizeof *V; v++) {
+    red_case(s, R_SUM, TVK_FLOAT32, 3, shape, V[v].n, V[v].axes, V[v].keep);
+    red_case(s, R_SUM, TVK_INT32, 3, shape, V[v].n, V[v].axes, V[v].keep);
+    red_case(s, R_MAX, TVK_FLOAT32, 3, shape, V[v].n, V[v].axes, V[v].keep);
+    red_case(s, R_MAX, TVK_INT32, 3, shape, V[v].n, V[v].axes, V[v].keep);
+  }
+  for (int k = R_PROD; k <= R_MEAN; k++) {
+    if (k == R_MAX) continue;
+    red_case(s, (RKind)k, TVK_FLOAT32, 3, shape, 1, (int[]){-2}, false);
+    red_case(s, (RKind)k, TVK_FLOAT32, 3, shape, 0, NULL, false);
+  }
+  /* 0-d input: reducing all axes of a scalar is the scalar */
+  red_case(s, R_SUM, TVK_FLOAT32, 0, NULL, 0, NULL, false);
+  red_case(s, R_MAX, TVK_INT32, 0, NULL, 0, NULL, true);
+  finish(s);
+}
+
+/* Every reduction on every dtype (result dtypes per tvk.h). */
+static void test_reduce_dtypes(void **state) {
+  Suite *s = *state;
+  for (int k = R_SUM; k <= R_MEAN; k++)
+    for (int j = 0; j < REF_NDT; j++)
+      red_case(s, (RKind)k, ALL_DTYPES[j], 3, (int64_t[]){3, 5, 7}, 1, (int[]){1}, false);
+  finish(s);
+}
+
+/* Reducing zero elements gives the identity: sum 0, prod 1, max -inf or the
+ * dtype's minimum, min +inf or its maximum, mean NaN. */
+static void test_reduce_empty(void **state) {
+  Suite *s = *state;
+  static const tvk_dtype dts[] = {TVK_FLOAT32, TVK_INT32, TVK_UINT8, TVK_BOOL};
+  const int64_t shape[] = {3, 0, 4};
+  for (int k = R_SUM; k <= R_MEAN; k++) {
+    for (size_t j = 0; j < sizeof dts / sizeof *dts; j++)
+      red_case(s, (RKind)k, dts[j], 3, shape, 1, (int[]){1}, false);
+    red_case(s, (RKind)k, TVK_FLOAT32, 3, shape, 0, NULL, false);
+  }
+  red_case(s, R_SUM, TVK_FLOAT32, 3, shape, 1, (int[]){0}, true); /* (1,0,4): nothing to do */
+  red_case(s, R_MAX, TVK_INT64, 1, (int64_t[]){0}, 0, NULL, false);
+  red_case(s, R_MIN, TVK_INT8, 1, (int64_t[]){0}, 0, NULL, false);
+  finish(s);
+}
+
+/* Reads float32 a (n values), reduced by fn over all axes, into *out. */
+static bool reduce_scalar(Suite *s, tvk_tensor *(*fn)(tvk_tensor *, int, const int *, bool),
+                          int n, const double *vals, double *out) {
+  RArr a = arr_f(TVK_FLOAT32, n, vals);
+  tvk_tensor *ta = mk(s, &a), *t = fn(ta, 0, NULL, false);
+  float f = 0;
+  tvk_status st = tvk_to_host(t, &f, sizeof f);
+  tvk_release(ta), tvk_release(t);
+  ref_free(&a);
+  *out = f;
+  return st == TVK_OK;
+}
+
+/* max/min with only negative (or only positive) values: an accumulator that
+ * starts at 0 shows here. NaN: tvk.h does not say how max/min treat NaN; the
+ * test accepts NaN or the result over the other values and prints what the
+ * device does (the Vulkan backend must match the CPU one). Sums propagate NaN
+ * and inf as IEEE addition does. */
+static void test_reduce_negative_and_nan(void **state) {
+  Suite *s = *state;
+  static const tvk_dtype dts[] = {TVK_FLOAT32, TVK_INT32, TVK_INT8, TVK_FLOAT16, TVK_INT64};
+  for (size_t j = 0; j < sizeof dts / sizeof *dts; j++) {
+    Dom neg = {.lo = -100, .hi = -1, .ilo = -1000, .ihi = -1};
+    Dom pos = {.lo = 1, .hi = 100, .ilo = 1, .ihi = 1000};
+    RArr a = gen(s, dts[j], 2, (int64_t[]){6, 9}, &neg), b = gen(s, dts[j], 2, (int64_t[]){6, 9}, &pos);
+    red_check(s, R_MAX, &a, 1, (int[]){1}, false, "negative ");
+    red_check(s, R_MAX, &a, 0, NULL, false, "negative ");
+    red_check(s, R_MIN, &b, 1, (int[]){0}, false, "positive ");
+    red_check(s, R_MIN, &b, 0, NULL, false, "positive ");
+    ref_free(&a), ref_free(&b);
+  }
+  static const struct {
+    int n;
+    double v[3];
+    double max, min; /* over the non-NaN values (identity when none) */
+  } N[] = {{3, {1, NAN, 3}, 3, 1},
+           {3, {NAN, NAN, NAN}, -INFINITY, INFINITY},
+           {3, {-1, -2, NAN}, -1, -2},
+           {2, {NAN, 5}, 5, 5}};
+  for (size_t k = 0; k < sizeof N / sizeof *N; k++) {
+    double mx, mn;
+    if (!reduce_scalar(s, tvk_max, N[k].n, N[k].v, &mx) || !reduce_scalar(s, tvk_min, N[k].n, N[k].v, &mn)) {
+      failf(s, "max/min with NaN: %s", tvk_ctx_error(s->ctx));
+      continue;
+    }
+    fprintf(stderr, "NOTE %s: max(%g,%g,%g) = %g, min = %g\n", s->device, N[k].v[0], N[k].v[1],
+            N[k].n > 2 ? N[k].v[2] : 0.0, mx, mn);
+    if (!(isnan(mx) || mx == N[k].max) || !(isnan(mn) || mn == N[k].min))
+      failf(s, "max/min with NaN case %zu: got %g/%g, expected NaN or %g/%g", k, mx, mn, N[k].max,
+            N[k].min);
+  }
+  /* maximum/minimum (binary) with NaN: NaN or the other operand */
+  RArr a = arr_f(TVK_FLOAT32, 3, (double[]){NAN, 1, NAN}), b = arr_f(TVK_FLOAT32, 3, (double[]){1, NAN, NAN});
+  tvk_tensor *ta = mk(s, &a), *tb = mk(s, &b), *mx = tvk_maximum(ta, tb), *mn = tvk_minimum(ta, tb);
+  float gx[3] = {0}, gn[3] = {0};
+  if (tvk_to_host(mx, gx, sizeof gx) != TVK_OK || tvk_to_host(mn, gn, sizeof gn) != TVK_OK)
+    failf(s, "maximum/minimum with NaN: %s", tvk_ctx_error(s->ctx));
+  fprintf(stderr, "NOTE %s: maximum(NaN,1)=%g maximum(1,NaN)=%g maximum(NaN,NaN)=%g; minimum: %g %g %g\n",
+          s->device, gx[0], gx[1], gx[2], gn[0], gn[1], gn[2]);
+  for (int i = 0; i < 2; i++)
+    if (!(isnan(gx[i]) || gx[i] == 1) || !(isnan(gn[i]) || gn[i] == 1))
+      failf(s, "maximum/minimum with NaN at %d: got %g/%g, expected NaN or 1", i, gx[i], gn[i]);
+  if (!isnan(gx[2]) || !isnan(gn[2])) failf(s, "maximum/minimum(NaN, NaN): got %g/%g", gx[2], gn[2]);
+  tvk_release(ta), tvk_release(tb), tvk_release(mx), tvk_release(mn);
+  ref_free(&a), ref_free(&b);
+  /* sums: NaN and inf propagate */
+  static const struct {
+    double v[3], sum;
+  } F[] = {{{1, NAN, 2}, NAN}, {{1, INFINITY, 2}, INFINITY}, {{INFINITY, -INFINITY, 0}, NAN}};
+  for (size_t k = 0; k < sizeof F / sizeof *F; k++) {
+    double got;
+    if (!reduce_scalar(s, tvk_sum, 3, F[k].v, &got)) failf(s, "sum: %s", tvk_ctx_error(s->ctx));
+    else if (!(isnan(F[k].sum) ? isnan(got) : got == F[k].sum))
+      failf(s, "sum(%g,%g,%g): got %g, expected %g", F[k].v[0], F[k].v[1], F[k].v[2], got, F[k].sum);
+  }
+  finish(s);
+}
+
+/* ---------------------------------------------------------------- movement */
+
+typedef enum { V_RESHAPE, V_PERMUTE, V_EXPAND, V_PAD, V_SHRINK, V_FLIP, V_TRANSPOSE, V_CONTIG } VKind;
+
+/* One movement step; shapes may hold -1 (reshape, expand) as tvk.h allows. */
+typedef struct {
+  VKind k;
+  int n;            /* reshape/expand: ndim; flip: naxes; transpose: the two dims in ax */
+  int64_t shape[6]; /* reshape, expand */
+  int ax[6];        /* permute order, flip axes, transpose dims */
+  int64_t pr[6][2]; /* pad (before, after), shrink [start, end) */
+  double value;     /* pad */
+} VStep;
+
+static const char *VNAMES[] = {"reshape", "permute", "expand",    "pad",
+                               "shrink",  "flip",    "transpose", "contiguous"};
+
+/* Applies st to *t and *a (replacing both). */
+static void apply_step(tvk_tensor **t, RArr *a, const VStep *st) {
+  tvk_tensor *nt = NULL;
+  RArr na;
+  int64_t shape[6];
+  int order[TVK_MAX_DIMS];
+  switch (st->k) {
+  case V_RESHAPE: {
+    int64_t known = 1;
+    for (int d = 0; d < st->n; d++) known *= st->shape[d] < 0 ? 1 : st->shape[d];
+    for (int d = 0; d < st->n; d++) shape[d] = st->shape[d] < 0 ? a->n / known : st->shape[d];
+    nt = tvk_reshape(*t, st->n, st->shape), na = ref_reshape(a, st->n, shape);
+  } break;
+  case V_PERMUTE: nt = tvk_permute(*t, st->ax), na = ref_permute(a, st->ax); break;
+  case V_EXPAND:
+    for (int d = 0; d < st->n; d++)
+      shape[d] = st->shape[d] < 0 ? a->shape[d - (st->n - a->ndim)] : st->shape[d];
+    nt = tvk_expand(*t, st->n, st->shape), na = ref_expand(a, st->n, shape);
+    break;
+  case V_PAD:
+    nt = tvk_pad(*t, st->pr, st->value);
+    na = ref_pad(a, st->pr, cast_elem(TVK_FLOAT64, a->dt, (RVal){.f = st->value}));
+    break;
+  case V_SHRINK: nt = tvk_shrink(*t, st->pr), na = ref_shrink(a, st->pr); break;
+  case V_FLIP: nt = tvk_flip(*t, st->n, st->ax), na = ref_flip(a, st->n, st->ax); break;
+  case V_TRANSPOSE: {
+    int d0 = st->ax[0] < 0 ? st->ax[0] + a->ndim : st->ax[0];
+    int d1 = st->ax[1] < 0 ? st->ax[1] + a->ndim : st->ax[1];
+    for (int d = 0; d < a->ndim; d++) order[d] = d == d0 ? d1 : d == d1 ? d0 : d;
+    nt = tvk_transpose(*t, st->ax[0], st->ax[1]), na = ref_permute(a, order);
+  } break;
+  case V_CONTIG: nt = tvk_contiguous(*t), na = ref_reshape(a, a->ndim, a->shape); break;
+  }
+  tvk_release(*t);
+  ref_free(a);
+  *t = nt, *a = na;
+}
+
+typedef struct {
+  const char *name;
+  int ndim;
+  int64_t shape[6]; /* of the base */
+  int nsteps;
+  VStep steps[6];
+} Chain;
+
+/* Movement chains, each from a base of random values. */
+static const Chain CHAINS[] = {
+    {"permute", 3, {3, 4, 5}, 1, {{V_PERMUTE, .ax = {2, 0, 1}}}},
+    {"transpose", 3, {3, 4, 5}, 1, {{V_TRANSPOSE, .ax = {0, -1}}}},
+    {"expand", 3, {3, 1, 5}, 1, {{V_EXPAND, 4, {2, 3, 4, 5}}}},
+    {"expand -1", 3, {3, 1, 5}, 1, {{V_EXPAND, 3, {-1, 6, -1}}}},
+    {"pad 0", 3, {3, 4, 5}, 1, {{V_PAD, .pr = {{1, 2}, {0, 0}, {3, 1}}}}},
+    {"pad value", 3, {3, 4, 5}, 1, {{V_PAD, .pr = {{0, 1}, {2, 0}, {1, 1}}, .value = 7.25}}},
+    {"shrink", 3, {3, 4, 5}, 1, {{V_SHRINK, .pr = {{1, 3}, {0, 4}, {2, 5}}}}},
+    {"flip 0,2", 3, {3, 4, 5}, 1, {{V_FLIP, 2, .ax = {0, 2}}}},
+    {"flip -1", 3, {3, 4, 5}, 1, {{V_FLIP, 1, .ax = {-1}}}},
+    {"permute+reshape", 3, {3, 4, 5}, 2, {{V_PERMUTE, .ax = {2, 0, 1}}, {V_RESHAPE, 2, {5, 12}}}},
+    {"chain",
+     3,
+     {3, 4, 5},
+     6,
+     {{V_PERMUTE, .ax = {1, 0, 2}},
+      {V_PAD, .pr = {{1, 0}, {0, 2}, {1, 1}}, .value = 3}, /* unsigned too */
+      {V_FLIP, 1, .ax = {1}},
+      {V_SHRINK, .pr = {{0, 4}, {1, 5}, {0, 6}}},
+      {V_RESHAPE, 3, {4, -1, 3}},
+      {V_PERMUTE, .ax = {2, 0, 1}}}},
+    {"0-d expand", 1, {1}, 2, {{V_RESHAPE, 0}, {V_EXPAND, 2, {3, 4}}}},
+    {"size-1 dims",
+     3,
+     {3, 4, 5},
+     2,
+     {{V_RESHAPE, 5, {3, 1, 4, 5, 1}}, {V_PERMUTE, .ax = {4, 2, 1, 0, 3}}}},
+    {"shrink empty", 3, {3, 4, 5}, 1, {{V_SHRINK, .pr = {{1, 1}, {0, 4}, {0, 5}}}}},
+    {"flip+expand+pad",
+     3,
+     {3, 1, 5},
+     3,
+     {{V_FLIP, 1, .ax = {0}}, {V_EXPAND, 3, {3, 4, 5}}, {V_PAD, .pr = {{1, 1}, {0, 1}, {2, 0}}, .value = 1}}},
+    {"pad+shrink",
+     3,
+     {3, 4, 5},
+     2,
+     {{V_PAD, .pr = {{2, 2}, {2, 2}, {2, 2}}, .value = 2}, {V_SHRINK, .pr = {{0, 3}, {1, 6}, {5, 9}}}}},
+    {"contiguous+reshape",
+     3,
+     {3, 4, 5},
+     3,
+     {{V_TRANSPOSE, .ax = {0, 2}}, {V_CONTIG}, {V_RESHAPE, 2, {10, 6}}}},
+};
+#define NCHAINS ((int)(sizeof CHAINS / sizeof *CHAINS))
+
+static void chain_name(const Chain *c, char *buf, size_t n) {
+  size_t k = (size_t)snprintf(buf, n, "%s [", c->name);
+  for (int i = 0; i < c->nsteps && k < n; i++)
+    k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? " " : "", VNAMES[c->steps[i].k]);
+  if (k < n) snprintf(buf + k, n - k, "]");
+}
+
+/* The view itself (read back), and the view as the input of a fused op
+ * (x + x, or logical_not for bool), which must read it in place. */
+static void chain_case(Suite *s, const Chain *c, tvk_dtype dt, bool direct, bool fused) {
+  Dom d = {.lo = -100, .hi = 100, .ilo = -1000, .ihi = 1000, .sp = SP_FIN};
+  RArr a = gen(s, dt, c->ndim, c->shape, &d);
+  tvk_tensor *t = mk(s, &a);
+  for (int i = 0; i < c->nsteps; i++) apply_step(&t, &a, &c->steps[i]);
+  char what[200], nm[128];
+  chain_name(c, nm, sizeof nm);
+  if (direct) {
+    snprintf(what, sizeof what, "view %s of %s", nm, ref_dt(dt));
+    expect(s, what, t, &a, TOL_EXACT, NULL, 0, NULL);
+  }
+  if (fused) {
+    const BinOp *add = binop("add");
+    tvk_tensor *u = dt == TVK_BOOL ? tvk_logical_not(t) : tvk_add(t, t);
+    RArr e = dt == TVK_BOOL ? ref_unop(unop("logical_not"), &a) : ref_binop(add, &a, &a);
+    snprintf(what, sizeof what, "%s(view %s) of %s", dt == TVK_BOOL ? "logical_not" : "x+x", nm,
+             ref_dt(dt));
+    expect(s, what, u, &e, tol_arith(e.dt), NULL, 1, (const RArr *const[]){&a});
+    tvk_release(u);
+    ref_free(&e);
+  }
+  tvk_release(t);
+  ref_free(&a);
+}
+
+static void test_views(void **state) {
+  Suite *s = *state;
+  for (int k = 0; k < NCHAINS; k++) {
+    chain_case(s, &CHAINS[k], TVK_INT32, true, false);
+    chain_case(s, &CHAINS[k], TVK_FLOAT32, false, true);
+  }
+  /* the pad value and chains in other dtypes */
+  static const tvk_dtype dts[] = {TVK_FLOAT16, TVK_BFLOAT16, TVK_FLOAT64, TVK_UINT8,
+                                  TVK_BOOL,    TVK_INT64,    TVK_INT8};
+  for (size_t j = 0; j < sizeof dts / sizeof *dts; j++) {
+    chain_case(s, &CHAINS[5], dts[j], true, false); /* pad value 7.25 */
+    chain_case(s, &CHAINS[10], dts[j], false, true);
+  }
+  finish(s);
+}
+
+/* Binary ops and reductions whose inputs are views of different layouts. */
+static void test_view_inputs(void **state) {
+  Suite *s = *state;
+  Dom d = {.lo = -10, .hi = 10, .sp = SP_FIN};
+  RArr a = gen(s, TVK_FLOAT32, 3, (int64_t[]){3, 4, 5}, &d);
+  RArr b = gen(s, TVK_FLOAT32, 3, (int64_t[]){4, 5, 3}, &d);
+  tvk_tensor *ta = mk(s, &a), *tb = mk(s, &b);
+  /* permute(a) (4,5,3) * flip(b, {0,2}) (4,5,3) */
+  RArr pa = ref_permute(&a, (int[]){1, 2, 0}), fb = ref_flip(&b, 2, (int[]){0, 2});
+  tvk_tensor *tpa = tvk_permute(ta, (int[]){1, 2, 0}), *tfb = tvk_flip(tb, 2, (int[]){0, 2});
+  tvk_tensor *m = tvk_mul(tpa, tfb);
+  RArr e = ref_binop(binop("mul"), &pa, &fb);
+  expect(s, "mul(permute, flip)", m, &e, TOL_ARITH_F32, NULL, 2, (const RArr *const[]){&pa, &fb});
+  /* sums over the views, along each axis */
+  for (int ax = 0; ax < 3; ax++) {
+    char what[64];
+    snprintf(what, sizeof what, "sum(mul(permute, flip), axis %d)", ax);
+    double *allow;
+    RArr er = ref_reduce(R_SUM, &e, 1, &ax, false, &allow);
+    tvk_tensor *r = tvk_sum(m, 1, &ax, false);
+    expect(s, what, r, &er, TOL_ARITH_F32, allow, 0, NULL);
+    tvk_release(r);
+    ref_free(&er);
+    free(allow);
+  }
+  ref_free(&e);
+  /* reductions of a padded, a flipped, an expanded and a shrunk view */
+  const VStep steps[] = {
+      {V_PAD, .pr = {{1, 2}, {0, 1}, {2, 0}}, .value = 1.5},
+      {V_FLIP, 2, .ax = {0, -1}},
+      {V_SHRINK, .pr = {{1, 3}, {1, 4}, {0, 5}}},
+  };
+  for (size_t k = 0; k < sizeof steps / sizeof *steps; k++) {
+    for (int rk = R_SUM; rk <= R_MAX; rk += 2) {
+      RArr v = ref_reshape(&a, a.ndim, a.shape);
+      tvk_tensor *tv = tvk_contiguous(ta);
+      apply_step(&tv, &v, &steps[k]);
+      char tag[32];
+      snprintf(tag, sizeof tag, "%s of ", VNAMES[steps[k].k]);
+      double *allow;
+      RArr er = ref_reduce((RKind)rk, &v, 1, (int[]){1}, true, &allow);
+      tvk_tensor *r = REDOPS[rk].fn(tv, 1, (int[]){1}, true);
+      char what[96];
+      snprintf(what, sizeof what, "%s(%s(float32 (3,4,5)), axis 1)", REDOPS[rk].name, tag);
+      expect(s, what, r, &er, TOL_ARITH_F32, rk == R_SUM ? allow : NULL, 0, NULL);
+      tvk_release(r), tvk_release(tv);
+      ref_free(&er), ref_free(&v);
+      free(allow);
+    }
+  }
+  /* sum over an expanded axis: n copies */
+  RArr x = gen(s, TVK_INT32, 2, (int64_t[]){3, 1}, &d);
+  tvk_tensor *tx = mk(s, &x), *ex = tvk_expand(tx, 3, (int64_t[]){2, 3, 1000}), *r = tvk_sum(ex, 2, (int[]){0, 2}, false);
+  RArr xe = ref_expand(&x, 3, (int64_t[]){2, 3, 1000});
+  double *allow;
+  RArr er = ref_reduce(R_SUM, &xe, 2, (int[]){0, 2}, false, &allow);
+  expect(s, "sum(expand(int32 (3,1) -> (2,3,1000)), axes 0,2)", r, &er, TOL_EXACT, NULL, 0, NULL);
+  tvk_release(tx), tvk_release(ex), tvk_release(r);
+  ref_free(&x), ref_free(&xe), ref_free(&er);
+  free(allow);
+  tvk_release(ta), tvk_release(tb), tvk_release(tpa), tvk_release(tfb), tvk_release(m);
+  ref_free(&a), ref_free(&b), ref_free(&pa), ref_free(&fb);
+  finish(s);
+}
+
+/* ---------------------------------------------------------------- where, promotion */
+
+/* The promoted dtype of a and b per tvk.h's lattice, for the pairs tested. */
+static void where_case(Suite *s, tvk_dtype cdt, int nc, const int64_t *sc, tvk_dtype adt, int na,
+                       const int64_t *sa, tvk_dtype bdt, int nb, const int64_t *sb, tvk_dtype out) {
+  Dom d = {.lo = -100, .hi = 100, .ilo = -100, .ihi = 100, .sp = SP_FIN | SP_NAN | SP_NEGZ};
+  RArr c = gen(s, cdt, nc, sc, &d), a = gen(s, adt, na, sa, &d), b = gen(s, bdt, nb, sb, &d);
+  int nd;
+  int64_t shape[TVK_MAX_DIMS];
+  assert_true(ref_broadcast(3, (const RArr *const[]){&c, &a, &b}, &nd, shape));
+  RArr ec = ref_expand(&c, nd, shape), ea = ref_expand(&a, nd, shape), eb = ref_expand(&b, nd, shape);
+  RArr e = ref_new(out, nd, shape);
+  for (int64_t i = 0; i < e.n; i++) {
+    bool take_a = ref_is_float(cdt) ? ec.v[i].f != 0 : ec.v[i].i != 0; /* NaN is not 0 */
+    e.v[i] = take_a ? cast_elem(adt, out, ea.v[i]) : cast_elem(bdt, out, eb.v[i]);
+  }
+  char what[160], s1[32], s2[32], s3[32];
+  snprintf(what, sizeof what, "where(%s %s, %s %s, %s %s)", ref_dt(cdt), S_(sc, nc, s1, sizeof s1),
+           ref_dt(adt), S_(sa, na, s2, sizeof s2), ref_dt(bdt), S_(sb, nb, s3, sizeof s3));
+  tvk_tensor *tc = mk(s, &c), *ta = mk(s, &a), *tb = mk(s, &b), *t = tvk_where(tc, ta, tb);
+  expect(s, what, t, &e, TOL_EXACT, NULL, 3, (const RArr *const[]){&ec, &ea, &eb});
+  tvk_release(tc), tvk_release(ta), tvk_release(tb), tvk_release(t);
+  ref_free(&c), ref_free(&a), ref_free(&b), ref_free(&ec), ref_free(&ea), ref_free(&eb);
+  ref_free(&e);
+}
+
+static void test_where(void **state) {
+  Suite *s = *state;
+  const int64_t m[] = {19, 23}, c31[] = {3, 1}, r14[] = {1, 4}, v5[] = {5}, m25[] = {2, 5};
+  where_case(s, TVK_BOOL, 2, c31, TVK_FLOAT32, 2, r14, TVK_FLOAT32, 0, NULL, TVK_FLOAT32);
+  where_case(s, TVK_INT32, 2, m, TVK_INT32, 2, m, TVK_INT32, 2, m, TVK_INT32);
+  where_case(s, TVK_FLOAT32, 2, m, TVK_UINT8, 2, m, TVK_UINT8, 2, m, TVK_UINT8); /* NaN, -0 */
+  where_case(s, TVK_BOOL, 2, m, TVK_INT32, 2, m, TVK_FLOAT32, 2, m, TVK_FLOAT32);
+  where_case(s, TVK_BOOL, 2, m, TVK_FLOAT16, 2, m, TVK_FLOAT16, 2, m, TVK_FLOAT16);
+  where_case(s, TVK_BOOL, 2, m, TVK_BOOL, 2, m, TVK_BOOL, 2, m, TVK_BOOL);
+  where_case(s, TVK_BOOL, 1, v5, TVK_INT64, 2, m25, TVK_INT64, 1, v5, TVK_INT64);
+  where_case(s, TVK_UINT8, 2, m, TVK_BFLOAT16, 0, NULL, TVK_FLOAT64, 2, m, TVK_FLOAT64);
+  finish(s);
+}
+
+/* Mixed dtypes promote to the smallest type both fit (tvk.h's lattice). The
+ * pairs avoid the corners numpy and others disagree on (int64 with uint64). */
+static void test_promotion(void **state) {
+  Suite *s = *state;
+  static const struct {
+    tvk_dtype a, b, out;
+  } P[] = {
+      {TVK_INT8, TVK_UINT8, TVK_INT16},      {TVK_BOOL, TVK_INT8, TVK_INT8},
+      {TVK_UINT8, TVK_INT32, TVK_INT32},     {TVK_INT32, TVK_UINT32, TVK_INT64},
+      {TVK_UINT16, TVK_INT16, TVK_INT32},    {TVK_INT32, TVK_FLOAT16, TVK_FLOAT16},
+      {TVK_FLOAT16, TVK_BFLOAT16, TVK_FLOAT32}, {TVK_FLOAT16, TVK_FLOAT32, TVK_FLOAT32},
+      {TVK_INT64, TVK_FLOAT32, TVK_FLOAT32}, {TVK_FLOAT32, TVK_FLOAT64, TVK_FLOAT64},
+      {TVK_BOOL, TVK_FLOAT32, TVK_FLOAT32},  {TVK_UINT8, TVK_UINT16, TVK_UINT16},
+      {TVK_UINT32, TVK_UINT64, TVK_UINT64},  {TVK_INT8, TVK_INT64, TVK_INT64},
+      {TVK_UINT8, TVK_BFLOAT16, TVK_BFLOAT16},
+  };
+  const BinOp *add = binop("add");
+  for (size_t k = 0; k < sizeof P / sizeof *P; k++) {
+    bool mixed = ref_is_float(P[k].a) != ref_is_float(P[k].b);
+    /* ints over their whole range (no wrap when the promotion is right), or
+     * small next to a float, so the sum is exact in the promoted float */
+    Dom d = {.lo = -100, .hi = 100, .ilo = mixed ? -1000 : 0, .ihi = mixed ? 1000 : 0, .sp = SP_FIN | SP_EDGE};
+    if (mixed) d.sp = SP_FIN;
+    int64_t sa[] = {7, 9}, sb[] = {9};
+    RArr a = gen(s, P[k].a, 2, sa, &d), b = gen(s, P[k].b, 1, sb, &d);
+    RArr ea = ref_expand(&a, 2, sa), eb = ref_expand(&b, 2, sa);
+    RArr ca = ref_cast(&ea, P[k].out), cb = ref_cast(&eb, P[k].out);
+    RArr e = ref_binop(add, &ca, &cb);
+    char what[96];
+    snprintf(what, sizeof what, "add(%s (7,9), %s (9,))", ref_dt(P[k].a), ref_dt(P[k].b));
+    tvk_tensor *ta = mk(s, &a), *tb = mk(s, &b), *t = tvk_add(ta, tb);
+    expect(s, what, t, &e, tol_arith(P[k].out), NULL, 2, (const RArr *const[]){&ea, &eb});
+    tvk_release(ta), tvk_release(tb), tvk_release(t);
+    ref_free(&a), ref_free(&b), ref_free(&ea), ref_free(&eb), ref_free(&ca), ref_free(&cb);
+    ref_free(&e);
+  }
+  /* a comparison promotes before comparing: int8 -1 < uint8 255 */
+  RArr a = arr_i(TVK_INT8, 3, (int64_t[]){-1, 127, -128}), b = arr_i(TVK_UINT8, 3, (int64_t[]){255, 128, 0});
+  RArr want = arr_i(TVK_BOOL, 3, (int64_t[]){1, 1, 1});
+  table_binary(s, "lt", tvk_lt, &a, &b, &want);
+  ref_free(&a), ref_free(&b), ref_free(&want);
+  finish(s);
+}
+
+/* ---------------------------------------------------------------- creation */
+
+static void test_full_and_scalar(void **state) {
+  Suite *s = *state;
+  static const struct {
+    tvk_dtype dt;
+    double value;
+  } F[] = {{TVK_FLOAT32, 1.0 / 3}, {TVK_FLOAT16, 1.0 / 3}, {TVK_BFLOAT16, -2.75}, {TVK_INT32, -7.9},
+           {TVK_UINT8, 200.5},      {TVK_BOOL, 0.5},        {TVK_INT64, 1e15},    {TVK_FLOAT64, 0.1},
+           {TVK_FLOAT32, NAN},      {TVK_FLOAT32, -INFINITY}, {TVK_BOOL, 0}};
+  for (size_t k = 0; k < sizeof F / sizeof *F; k++) {
+    const int64_t shape[] = {3, 1, 4};
+    tvk_tensor *t = tvk_full(s->ctx, F[k].dt, 3, shape, F[k].value);
+    RArr e = ref_new(F[k].dt, 3, shape);
+    RVal v = cast_elem(TVK_FLOAT64, F[k].dt, (RVal){.f = F[k].value}); /* "as by tvk_cast" */
+    for (int64_t i = 0; i < e.n; i++) e.v[i] = v;
+    char what[64];
+    snprintf(what, sizeof what, "full(%s, %g)", ref_dt(F[k].dt), F[k].value);
+    expect(s, what, t, &e, TOL_EXACT, NULL, 0, NULL);
+    /* a scalar of the same value, broadcast against a (2,3) tensor via add */
+    tvk_tensor *sc = tvk_scalar(s->ctx, F[k].dt, F[k].value);
+    RArr e0 = ref_new(F[k].dt, 0, NULL);
+    e0.v[0] = v;
+    snprintf(what, sizeof what, "scalar(%s, %g)", ref_dt(F[k].dt), F[k].value);
+    expect(s, what, sc, &e0, TOL_EXACT, NULL, 0, NULL);
+    tvk_release(t), tvk_release(sc);
+    ref_free(&e), ref_free(&e0);
+  }
+  /* zero elements: shape kept, nothing to read */
+  tvk_tensor *z = tvk_full(s->ctx, TVK_FLOAT32, 2, (int64_t[]){0, 3}, 1);
+  tvk_tensor *z2 = tvk_add(z, z);
+  assert_int_equal(tvk_numel(z2), 0);
+  char dummy[4];
+  assert_int_equal(tvk_to_host(z2, dummy, 0), TVK_OK);
+  tvk_tensor *zd = tvk_from_data(s->ctx, TVK_INT32, 1, (int64_t[]){0}, NULL); /* NULL ok: empty */
+  assert_int_equal(tvk_status_of(zd), TVK_OK);
+  tvk_release(z), tvk_release(z2), tvk_release(zd);
+  /* scalar + tensor */
+  Dom d = {.lo = -10, .hi = 10, .sp = SP_FIN};
+  RArr a = gen(s, TVK_FLOAT32, 2, (int64_t[]){2, 3}, &d);
+  tvk_tensor *ta = mk(s, &a), *c = tvk_scalar(s->ctx, TVK_FLOAT32, 2.5), *t = tvk_mul(c, ta);
+  RArr e = ref_new(TVK_FLOAT32, 2, a.shape);
+  for (int64_t i = 0; i < e.n; i++) e.v[i].f = ref_round(TVK_FLOAT32, 2.5 * a.v[i].f);
+  expect(s, "mul(scalar 2.5, float32 (2,3))", t, &e, TOL_ARITH_F32, NULL, 1, (const RArr *const[]){&a});
+  tvk_release(ta), tvk_release(c), tvk_release(t);
+  ref_free(&a), ref_free(&e);
+  finish(s);
+}
+
+/* ---------------------------------------------------------------- sizes */
+
+/* Sizes 1 to over a million, odd ones included, for a few cheap ops: the
+ * kernels' loop split across threads and its remainder. */
+static void test_sizes(void **state) {
+  Suite *s = *state;
+  static const int64_t N[] = {1, 7, 1000, 100003, 1048579};
+  Dom d = {.lo = -10, .hi = 10, .sp = SP_FIN};
+  const BinOp *add = binop("add"), *mul = binop("mul");
+  for (size_t k = 0; k < sizeof N / sizeof *N; k++) {
+    int64_t n = N[k];
+    RArr a, b;
+    gen_pair(s, TVK_FLOAT32, 1, &n, &d, &d, &a, &b);
+    tvk_tensor *ta = mk(s, &a), *tb = mk(s, &b), *t = tvk_add(ta, tb);
+    RArr e = ref_binop(add, &a, &b);
+    char what[64];
+    snprintf(what, sizeof what, "add(float32 (%" PRId64 ",))", n);
+    expect(s, what, t, &e, TOL_ARITH_F32, NULL, 2, (const RArr *const[]){&a, &b});
+    tvk_release(t);
+    ref_free(&e);
+    if (n >= 7) { /* sum and max of the whole tensor */
+      red_check(s, R_SUM, &a, 0, NULL, false, "");
+      red_check(s, R_MAX, &a, 0, NULL, false, "");
+    }
+    if (n == 100003 || n == 7) { /* int32 mul (wraps) and a cast to float16 */
+      RArr ia, ib;
+      Dom full = {.sp = SP_FIN | SP_EDGE};
+      gen_pair(s, TVK_INT32, 1, &n, &full, &full, &ia, &ib);
+      tvk_tensor *tia = mk(s, &ia), *tib = mk(s, &ib), *tm = tvk_mul(tia, tib);
+      RArr em = ref_binop(mul, &ia, &ib);
+      snprintf(what, sizeof what, "mul(int32 (%" PRId64 ",))", n);
+      expect(s, what, tm, &em, TOL_EXACT, NULL, 2, (const RArr *const[]){&ia, &ib});
+      red_check(s, R_SUM, &ia, 0, NULL, false, "");
+      tvk_tensor *tc = tvk_cast(ta, TVK_FLOAT16);
+      RArr ec = ref_cast(&a, TVK_FLOAT16);
+      snprintf(what, sizeof what, "cast(float32 (%" PRId64 ",) -> float16)", n);
+      expect(s, what, tc, &ec, TOL_EXACT, NULL, 1, (const RArr *const[]){&a});
+      tvk_release(tia), tvk_release(tib), tvk_release(tm), tvk_release(tc);
+      ref_free(&ia), ref_free(&ib), ref_free(&em), ref_free(&ec);
+    }
+    tvk_release(ta), tvk_release(tb);
+    ref_free(&a), ref_free(&b);
+  }
+  /* a 2-D reduction over each axis of ~a million elements */
+  RArr a = gen(s, TVK_FLOAT32, 2, (int64_t[]){1025, 1023}, &d);
+  red_check(s, R_SUM, &a, 1, (int[]){0}, false, "");
+  red_check(s, R_SUM, &a, 1, (int[]){1}, false, "");
+  ref_free(&a);
+  finish(s);
+}
+
+/* ---------------------------------------------------------------- realize */
+
+/* Several outputs in one schedule, shared work, realized twice, n == 0. */
+static void test_realize(void **state) {
+  Suite *s = *state;
+  assert_int_equal(tvk_realize(0, NULL), TVK_OK);
+  Dom d = {.lo = -10, .hi = 10, .sp = SP_FIN};
+  RArr a = gen(s, TVK_FLOAT32, 2, (int64_t[]){8, 9}, &d), b = gen(s, TVK_FLOAT32, 2, (int64_t[]){8, 9}, &d);
+  tvk_tensor *ta = mk(s, &a), *tb = mk(s, &b);
+  tvk_tensor *p = tvk_mul(ta, tb), *q = tvk_add(p, ta), *r = tvk_sum(p, 1, (int[]){1}, false);
+  tvk_tensor *outs[] = {q, r, p};
+  assert_int_equal(tvk_realize(3, outs), TVK_OK);
+  tvk_stats st0, st1;
+  tvk_stats_get(s->ctx, &st0);
+  assert_int_equal(tvk_realize(3, outs), TVK_OK); /* already realized: nothing runs */
+  tvk_stats_get(s->ctx, &st1);
+  if (st1.kernels_run != st0.kernels_run)
+    failf(s, "realize of realized tensors ran %" PRIu64 " kernels", st1.kernels_run - st0.kernels_run);
+  RArr ep = ref_binop(binop("mul"), &a, &b), eq = ref_binop(binop("add"), &ep, &a);
+  double *allow;
+  RArr er = ref_reduce(R_SUM, &ep, 1, (int[]){1}, false, &allow);
+  expect(s, "realize: a*b", p, &ep, TOL_ARITH_F32, NULL, 0, NULL);
+  expect(s, "realize: a*b+a", q, &eq, TOL_ARITH_F32, NULL, 0, NULL);
+  expect(s, "realize: sum(a*b, 1)", r, &er, TOL_ARITH_F32, allow, 0, NULL);
+  /* inputs released before the results are read: the results kept them */
+  tvk_tensor *u = tvk_sub(ta, tb);
+  tvk_release(ta), tvk_release(tb);
+  RArr eu = ref_binop(binop("sub"), &a, &b);
+  expect(s, "sub after releasing its inputs", u, &eu, TOL_ARITH_F32, NULL, 0, NULL);
+  tvk_release(p), tvk_release(q), tvk_release(r), tvk_release(u);
+  ref_free(&a), ref_free(&b), ref_free(&ep), ref_free(&eq), ref_free(&er), ref_free(&eu);
+  free(allow);
+  finish(s);
+}

@@ -1,0 +1,1024 @@
+/* Tests of the scheduler and the runtime (src/schedule/, src/runtime/run.c,
+ * realize.c): how many kernels a graph becomes (read from tvk_stats), why
+ * nodes are materialised (the schedule itself, through the internal API), the
+ * program cache, the debug output, memory, and the values computed, checked
+ * against plain loops in double precision written here. A fixed-seed random
+ * test builds graphs of elementwise ops, movement ops and reduces and compares
+ * them with a reference that does the same by index loops.
+ *
+ * The suite runs with a fresh cache directory (mkdtemp), removed at the end. */
+#define _XOPEN_SOURCE 700
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "frontend/frontend.h"
+#include "schedule/schedule.h"
+#include "tvk.h"
+
+/* ---------------------------------------------------------------- suite state */
+
+static char g_dir[64]; /* the cache directory of the suite */
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  return remove(path);
+}
+
+static void rm_tree(const char *dir) { nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+static int suite_setup(void **state) {
+  (void)state;
+  snprintf(g_dir, sizeof g_dir, "/tmp/tvk_sched_XXXXXX");
+  return mkdtemp(g_dir) ? 0 : -1;
+}
+
+static int suite_teardown(void **state) {
+  (void)state;
+  rm_tree(g_dir);
+  return 0;
+}
+
+static tvk_ctx *open_ctx_in(const char *dir, int debug) {
+  tvk_ctx_options o = {.device = "CPU", .cache_dir = dir, .debug = debug};
+  tvk_ctx *ctx = NULL;
+  tvk_status st = tvk_ctx_create_opts(&o, &ctx);
+  if (st != TVK_OK) print_error("tvk_ctx_create: %s\n", tvk_last_create_error());
+  assert_int_equal(st, TVK_OK);
+  return ctx;
+}
+
+static tvk_ctx *open_ctx(void) { return open_ctx_in(g_dir, 0); }
+
+/* Every tensor released: no UOp and no device byte is left. */
+static void close_ctx_clean(tvk_ctx *ctx) {
+  while (ctx->head) tvk_release(ctx->head);
+  assert_int_equal(uctx_live(ctx->u), 0);
+  tvk_stats s;
+  tvk_stats_get(ctx, &s);
+  assert_int_equal(s.bytes_now, 0);
+  tvk_ctx_destroy(ctx);
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+
+static uint64_t xorshift64(void) {
+  g_rng ^= g_rng << 13;
+  g_rng ^= g_rng >> 7;
+  g_rng ^= g_rng << 17;
+  return g_rng;
+}
+
+static int rnd_int(int n) { return (int)(xorshift64() % (uint64_t)n); }
+/* A float32 value in [-1, 1]. */
+static float rnd_float(void) { return (float)((double)(xorshift64() >> 11) / 9007199254740992.0 * 2 - 1); }
+
+static int64_t numel_of(int nd, const int64_t *sh) {
+  int64_t n = 1;
+  for (int d = 0; d < nd; d++) n *= sh[d];
+  return n;
+}
+
+/* A float32 tensor of random values; host (numel floats) gets a copy. */
+static tvk_tensor *rand_tensor(tvk_ctx *ctx, int nd, const int64_t *sh, float *host) {
+  int64_t n = numel_of(nd, sh);
+  for (int64_t i = 0; i < n; i++) host[i] = rnd_float();
+  tvk_tensor *t = tvk_from_data(ctx, TVK_FLOAT32, nd, sh, host);
+  assert_int_equal(tvk_status_of(t), TVK_OK);
+  return t;
+}
+
+/* Kernels launched by realizing ts. */
+static uint64_t realize_count(tvk_ctx *ctx, int n, tvk_tensor *const *ts) {
+  tvk_stats a, b;
+  tvk_stats_get(ctx, &a);
+  tvk_status st = tvk_realize(n, ts);
+  if (st != TVK_OK) print_error("realize: %s\n", tvk_ctx_error(ctx));
+  assert_int_equal(st, TVK_OK);
+  tvk_stats_get(ctx, &b);
+  return b.kernels_run - a.kernels_run;
+}
+
+static uint64_t kernels_for(tvk_tensor *t) { return realize_count(tvk_ctx_of(t), 1, &t); }
+
+/* Kernels launched by tvk_to_host(t) (realize + contiguous copy if needed). */
+static uint64_t read_count(tvk_tensor *t, float *out) {
+  tvk_ctx *ctx = tvk_ctx_of(t);
+  tvk_stats a, b;
+  tvk_stats_get(ctx, &a);
+  tvk_status st = tvk_to_host(t, out, (size_t)tvk_numel(t) * sizeof *out);
+  if (st != TVK_OK) print_error("to_host: %s\n", tvk_ctx_error(ctx));
+  assert_int_equal(st, TVK_OK);
+  tvk_stats_get(ctx, &b);
+  return b.kernels_run - a.kernels_run;
+}
+
+static void read_f32(tvk_tensor *t, float *out) { read_count(t, out); }
+
+/* got (float32) against want (double): |got - want| <= tol * (1 + |want|);
+ * infinities and NaNs must match exactly. Prints the first mismatch. */
+static void check_close(const char *what, const float *got, const double *want, int64_t n, double tol) {
+  for (int64_t i = 0; i < n; i++) {
+    double g = got[i], w = want[i];
+    bool ok = isnan(w) ? isnan(g) : isinf(w) ? g == w : fabs(g - w) <= tol * (1 + fabs(w));
+    if (!ok) {
+      print_error("%s: element %lld is %.9g, want %.9g\n", what, (long long)i, g, w);
+      fail();
+    }
+  }
+}
+
+static int64_t idx2(const int64_t *sh, int64_t i, int64_t j) { return i * sh[1] + j; }
+
+/* ---------------------------------------------------------------- fusion counts */
+
+/* (a+b)*c is one kernel. */
+static void test_add_mul_one_kernel(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  int64_t sh[2] = {7, 13};
+  float a[91], b[91], c[91], out[91];
+  double want[91];
+  tvk_tensor *A = rand_tensor(ctx, 2, sh, a), *B = rand_tensor(ctx, 2, sh, b), *C = rand_tensor(ctx, 2, sh, c);
+  tvk_tensor *ab = tvk_add(A, B), *y = tvk_mul(ab, C);
+  assert_int_equal(kernels_for(y), 1);
+  assert_int_equal(read_count(y, out), 0); /* realized already: a plain copy out */
+  for (int i = 0; i < 91; i++) want[i] = ((double)a[i] + b[i]) * c[i];
+  check_close("(a+b)*c", out, want, 91, 1e-6);
+  close_ctx_clean(ctx);
+}
+
+/* sum(a*b) is one kernel: the product is computed inside the reduce's loop;
+ * so is a row sum. */
+static void test_sum_mul_one_kernel(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  int64_t sh[2] = {9, 31};
+  float a[279], b[279], out[9];
+  tvk_tensor *A = rand_tensor(ctx, 2, sh, a), *B = rand_tensor(ctx, 2, sh, b);
+  tvk_tensor *p = tvk_mul(A, B), *s = tvk_sum(p, 0, NULL, false);
+  float got;
+  assert_int_equal(read_count(s, &got), 1); /* to_host of a fresh reduce: one kernel */
+  double want = 0;
+  for (int i = 0; i < 279; i++) want += (double)a[i] * b[i];
+  check_close("sum(a*b)", &got, &want, 1, 1e-5);
+
+  int ax = 1;
+  tvk_tensor *rows = tvk_sum(p, 1, &ax, false);
+  assert_int_equal(kernels_for(rows), 1);
+  read_f32(rows, out);
+  double wrow[9] = {0};
+  for (int i = 0; i < 9; i++)
+    for (int j = 0; j < 31; j++) wrow[i] += (double)a[idx2(sh, i, j)] * b[idx2(sh, i, j)];
+  check_close("row sums of a*b", out, wrow, 9, 1e-5);
+  close_ctx_clean(ctx);
+}
+
+/* A chain of 20 elementwise ops is one kernel. */
+static void test_chain20_one_kernel(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  int64_t sh[1] = {1000};
+  float *a = malloc(1000 * sizeof *a), *b = malloc(1000 * sizeof *b), *out = malloc(1000 * sizeof *out);
+  double *want = malloc(1000 * sizeof *want);
+  tvk_tensor *A = rand_tensor(ctx, 1, sh, a), *B = rand_tensor(ctx, 1, sh, b);
+  tvk_tensor *x = A;
+  for (int k = 0; k < 20; k++) {
+    tvk_tensor *nx = k % 4 == 0 ? tvk_add(x, B) : k % 4 == 1 ? tvk_mul(x, B) : k % 4 == 2 ? tvk_maximum(x, B) : tvk_sub(x, B);
+    if (x != A) tvk_release(x); /* inputs are not consumed: the graph keeps them */
+    x = nx;
+  }
+  assert_int_equal(kernels_for(x), 1);
+  read_f32(x, out);
+  for (int i = 0; i < 1000; i++) {
+    double v = a[i], w = b[i];
+    for (int k = 0; k < 20; k++) v = k % 4 == 0 ? (float)(v + w) : k % 4 == 1 ? (float)(v * w) : k % 4 == 2 ? fmax(v, w) : (float)(v - w);
+    want[i] = v;
+  }
+  check_close("chain of 20", out, want, 1000, 1e-5);
+  free(a), free(b), free(out), free(want);
+  close_ctx_clean(ctx);
+}
+
+/* A second identical run compiles nothing: in the same context the program
+ * cache hits, and in a new context the device's disk cache does. */
+static void test_second_run_compiles_nothing(void **state) {
+  (void)state;
+  char dir[64];
+  snprintf(dir, sizeof dir, "/tmp/tvk_sched2_XXXXXX");
+  assert_non_null(mkdtemp(dir));
+  int64_t sh[2] = {5, 6};
+  float a[30], b[30], out[30];
+  for (int round = 0; round < 2; round++) {
+    tvk_ctx *ctx = open_ctx_in(dir, 0);
+    for (int again = 0; again < 2; again++) {
+      tvk_stats_reset(ctx);
+      tvk_tensor *A = rand_tensor(ctx, 2, sh, a), *B = rand_tensor(ctx, 2, sh, b);
+      int ax = 0;
+      tvk_tensor *y = tvk_sum(tvk_mul(tvk_add(A, B), B), 1, &ax, true);
+      read_f32(y, out);
+      tvk_stats s;
+      tvk_stats_get(ctx, &s);
+      assert_int_equal(s.kernels_run, 1);
+      assert_int_equal(s.schedules, 1);
+      if (round == 0 && again == 0) {
+        assert_int_equal(s.kernels_compiled, 1); /* a fresh cache: the compiler ran */
+        assert_int_equal(s.cache_hits, 0);
+      } else {
+        assert_int_equal(s.kernels_compiled, 0);
+        assert_int_equal(s.cache_hits, 1);
+      }
+      for (int j = 0; j < 6; j++) {
+        double w = 0;
+        for (int i = 0; i < 5; i++) w += ((double)a[idx2(sh, i, j)] + b[idx2(sh, i, j)]) * b[idx2(sh, i, j)];
+        check_close("sum((a+b)*b, axis 0)", &out[j], &w, 1, 1e-5);
+      }
+    }
+    close_ctx_clean(ctx);
+  }
+  rm_tree(dir);
+}
+
+/* sum(x) + x is two kernels: the reduce is materialised, not recomputed per
+ * element of the expand. */
+static void test_sum_plus_x_two_kernels(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  int64_t sh[2] = {6, 10};
+  float x[60], out[60];
+  double want[60];
+  tvk_tensor *X = rand_tensor(ctx, 2, sh, x);
+  tvk_tensor *s = tvk_sum(X, 0, NULL, false), *y = tvk_add(s, X);
+  assert_int_equal(kernels_for(y), 2);
+  read_f32(y, out);
+  double tot = 0;
+  for (int i = 0; i < 60; i++) tot += x[i];
+  for (int i = 0; i < 60; i++) want[i] = tot + x[i];
+  check_close("sum(x)+x", out, want, 60, 1e-5);
+
+  int ax = 1;
+  tvk_tensor *r = tvk_sum(X, 1, &ax, true), *z = tvk_mul(X, r);
+  assert_int_equal(kernels_for(z), 2);
+  read_f32(z, out);
+  for (int i = 0; i < 6; i++) {
+    double rs = 0;
+    for (int j = 0; j < 10; j++) rs += x[idx2(sh, i, j)];
+    for (int j = 0; j < 10; j++) want[idx2(sh, i, j)] = rs * x[idx2(sh, i, j)];
+  }
+  check_close("x * sum(x, 1, keepdim)", out, want, 60, 1e-5);
+  close_ctx_clean(ctx);
+}
+
+/* Permuted, flipped, padded, shrunk and expanded inputs fuse into one kernel:
+ * the views go to the loads. */
+static void test_views_fuse_one_kernel(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  int64_t sa[2] = {3, 4}, sb[2] = {4, 3}, sc[2] = {2, 3}, sd[2] = {6, 5}, se[1] = {3};
+  float a[12], b[12], c[6], d[30], e[3], out[12];
+  double want[12];
+  tvk_tensor *A = rand_tensor(ctx, 2, sa, a), *B = rand_tensor(ctx, 2, sb, b), *C = rand_tensor(ctx, 2, sc, c);
+  tvk_tensor *D = rand_tensor(ctx, 2, sd, d), *E = rand_tensor(ctx, 1, se, e);
+  int perm[2] = {1, 0}, fl = 0;
+  int64_t pads[2][2] = {{1, 1}, {0, 0}}, rng[2][2] = {{1, 5}, {2, 5}};
+  tvk_tensor *at = tvk_permute(A, perm);           /* (4,3): a[j][i] */
+  tvk_tensor *bf = tvk_flip(B, 1, &fl);             /* (4,3): b[3-i][j] */
+  tvk_tensor *cp = tvk_pad(C, pads, 0);             /* (4,3): c[i-1][j] for 1 <= i < 3, else 0 */
+  tvk_tensor *ds = tvk_shrink(D, rng);              /* (4,3): d[i+1][j+2] */
+  tvk_tensor *y = tvk_add(tvk_add(tvk_mul(at, bf), tvk_sub(cp, ds)), E); /* E broadcast over rows */
+  assert_int_equal(kernels_for(y), 1);
+  read_f32(y, out);
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 3; j++) {
+      double pv = i >= 1 && i < 3 ? c[(i - 1) * 3 + j] : 0;
+      want[i * 3 + j] = (double)a[j * 4 + i] * b[(3 - i) * 3 + j] + (pv - d[(i + 1) * 5 + j + 2]) + e[j];
+    }
+  check_close("views fused", out, want, 12, 1e-5);
+  close_ctx_clean(ctx);
+}
+
+/* A pad fuses when every op between it and memory keeps f(0) = 0; otherwise
+ * the padded input is materialised. */
+static void test_pad_safe_and_unsafe(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  int64_t sh[1] = {5};
+  int64_t pads[1][2] = {{2, 1}};
+  float a[5], b[5], out[8];
+  double want[8];
+  tvk_tensor *A = rand_tensor(ctx, 1, sh, a), *B = rand_tensor(ctx, 1, sh, b);
+
+  tvk_tensor *p1 = tvk_pad(tvk_add(A, B), pads, 0); /* add keeps 0: one kernel */
+  assert_int_equal(kernels_for(p1), 1);
+  read_f32(p1, out);
+  for (int i = 0; i < 8; i++) want[i] = i >= 2 && i < 7 ? (double)a[i - 2] + b[i - 2] : 0;
+  check_close("pad(a+b)", out, want, 8, 1e-6);
+
+  tvk_tensor *p2 = tvk_exp(tvk_pad(A, pads, 0)); /* pad of memory, then exp: one kernel, exp(0) = 1 at pads */
+  assert_int_equal(kernels_for(p2), 1);
+  read_f32(p2, out);
+  for (int i = 0; i < 8; i++) want[i] = exp(i >= 2 && i < 7 ? (double)a[i - 2] : 0);
+  check_close("exp(pad(a))", out, want, 8, 1e-5);
+
+  tvk_tensor *p3 = tvk_pad(tvk_exp(A), pads, 0); /* realized: exp(a), then a padded view of it */
+  assert_int_equal(kernels_for(p3), 1);
+  assert_int_equal(p3->uop->src[0]->op, OP_BUFFER);
+  read_f32(p3, out);
+  for (int i = 0; i < 8; i++) want[i] = i >= 2 && i < 7 ? exp((double)a[i - 2]) : 0;
+  check_close("pad(exp(a))", out, want, 8, 1e-5);
+
+  tvk_tensor *one = tvk_scalar(ctx, TVK_FLOAT32, 1);
+  tvk_tensor *p5 = tvk_add(tvk_pad(tvk_exp(A), pads, 0), one); /* exp does not keep 0: exp(a) is materialised */
+  assert_int_equal(kernels_for(p5), 2);
+  read_f32(p5, out);
+  for (int i = 0; i < 8; i++) want[i] = (i >= 2 && i < 7 ? exp((double)a[i - 2]) : 0) + 1;
+  check_close("pad(exp(a))+1", out, want, 8, 1e-5);
+
+  tvk_tensor *p6 = tvk_add(tvk_pad(tvk_mul(A, B), pads, 0), one); /* mul keeps 0: one kernel */
+  assert_int_equal(kernels_for(p6), 1);
+  read_f32(p6, out);
+  for (int i = 0; i < 8; i++) want[i] = (i >= 2 && i < 7 ? (double)a[i - 2] * b[i - 2] : 0) + 1;
+  check_close("pad(a*b)+1", out, want, 8, 1e-5);
+
+  tvk_tensor *half = tvk_scalar(ctx, TVK_FLOAT32, 0.5);
+  tvk_tensor *p4 = tvk_pad(tvk_lt(A, half), pads, 0); /* a < 0.5 is false at the pads: one kernel */
+  assert_int_equal(kernels_for(p4), 1);
+  uint8_t bits[8];
+  assert_int_equal(tvk_to_host(p4, bits, sizeof bits), TVK_OK);
+  for (int i = 0; i < 8; i++) assert_int_equal(bits[i], i >= 2 && i < 7 ? a[i - 2] < 0.5f : 0);
+  close_ctx_clean(ctx);
+}
+
+/* Elementwise ops after a reduce are stored by the reduce's kernel. */
+static void test_reduce_then_elementwise_one_kernel(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  int64_t sh[2] = {4, 9};
+  float x[36], out[4];
+  double want[4];
+  tvk_tensor *X = rand_tensor(ctx, 2, sh, x);
+  int ax = 1;
+  tvk_tensor *two = tvk_scalar(ctx, TVK_FLOAT32, 2), *one = tvk_scalar(ctx, TVK_FLOAT32, 1);
+  tvk_tensor *y = tvk_add(tvk_mul(tvk_sum(X, 1, &ax, true), two), one);
+  assert_int_equal(kernels_for(y), 1);
+  read_f32(y, out);
+  for (int i = 0; i < 4; i++) {
+    double s = 0;
+    for (int j = 0; j < 9; j++) s += x[idx2(sh, i, j)];
+    want[i] = 2 * s + 1;
+  }
+  check_close("sum(x, 1)*2+1", out, want, 4, 1e-5);
+
+  tvk_tensor *m = tvk_max(X, 1, &ax, true), *e = tvk_exp(m);
+  assert_int_equal(kernels_for(e), 1);
+  read_f32(e, out);
+  for (int i = 0; i < 4; i++) {
+    double mx = -INFINITY;
+    for (int j = 0; j < 9; j++) mx = fmax(mx, x[idx2(sh, i, j)]);
+    want[i] = exp(mx);
+  }
+  check_close("exp(max(x, 1))", out, want, 4, 1e-5);
+
+  tvk_tensor *mean = tvk_mean(X, 1, &ax, false);
+  read_f32(mean, out);
+  for (int i = 0; i < 4; i++) {
+    double s = 0;
+    for (int j = 0; j < 9; j++) s += x[idx2(sh, i, j)];
+    want[i] = s / 9;
+  }
+  check_close("mean(x, 1)", out, want, 4, 1e-5);
+  close_ctx_clean(ctx);
+}
+
+/* A reduce two kernels read is computed once; an elementwise node two kernels
+ * read is recomputed by each (it costs a load either way). */
+static void test_shared_nodes(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  int64_t sh[2] = {3, 8};
+  float x[24], y[24], o1[24], o2[24];
+  double w1[24], w2[24];
+  tvk_tensor *X = rand_tensor(ctx, 2, sh, x), *Y = rand_tensor(ctx, 2, sh, y);
+  int ax = 1;
+  tvk_tensor *two = tvk_scalar(ctx, TVK_FLOAT32, 2), *one = tvk_scalar(ctx, TVK_FLOAT32, 1);
+  tvk_tensor *s = tvk_sum(X, 1, &ax, true);
+  tvk_tensor *r[2] = {tvk_mul(s, two), tvk_add(s, one)};
+  assert_int_equal(realize_count(ctx, 2, r), 3);
+  read_f32(r[0], o1);
+  read_f32(r[1], o2);
+  for (int i = 0; i < 3; i++) {
+    double t = 0;
+    for (int j = 0; j < 8; j++) t += x[idx2(sh, i, j)];
+    w1[i] = 2 * t, w2[i] = t + 1;
+  }
+  check_close("sum*2", o1, w1, 3, 1e-5);
+  check_close("sum+1", o2, w2, 3, 1e-5);
+
+  tvk_tensor *e = tvk_add(X, Y);
+  tvk_tensor *q[2] = {tvk_mul(e, two), tvk_sub(e, one)};
+  assert_int_equal(realize_count(ctx, 2, q), 2);
+  read_f32(q[0], o1);
+  read_f32(q[1], o2);
+  for (int i = 0; i < 24; i++) w1[i] = 2 * ((double)x[i] + y[i]), w2[i] = (double)x[i] + y[i] - 1;
+  check_close("(x+y)*2", o1, w1, 24, 1e-5);
+  check_close("(x+y)-1", o2, w2, 24, 1e-5);
+  close_ctx_clean(ctx);
+}
+
+/* A reduce inside another reduce's input, and reduces of other axes in one
+ * kernel, are materialised. */
+static void test_reduce_nesting(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  int64_t sa[2] = {4, 5}, sb[2] = {4, 7};
+  float a[20], b[28], out[4];
+  double want[4];
+  tvk_tensor *A = rand_tensor(ctx, 2, sa, a), *B = rand_tensor(ctx, 2, sb, b);
+  int ax0 = 0, ax1 = 1;
+  tvk_tensor *inner = tvk_sum(A, 1, &ax1, true), *outer = tvk_max(tvk_mul(inner, inner), 1, &ax0, true);
+  assert_int_equal(kernels_for(outer), 2);
+  read_f32(outer, out);
+  double mx = -INFINITY;
+  for (int i = 0; i < 4; i++) {
+    double s = 0;
+    for (int j = 0; j < 5; j++) s += a[idx2(sa, i, j)];
+    mx = fmax(mx, s * s);
+  }
+  check_close("max(sum(a,1)^2, 0)", out, &mx, 1, 1e-5);
+
+  tvk_tensor *y = tvk_add(tvk_sum(A, 1, &ax1, true), tvk_sum(B, 1, &ax1, true)); /* (4,5) and (4,7) rows */
+  assert_int_equal(kernels_for(y), 2);
+  read_f32(y, out);
+  for (int i = 0; i < 4; i++) {
+    want[i] = 0;
+    for (int j = 0; j < 5; j++) want[i] += a[idx2(sa, i, j)];
+    for (int j = 0; j < 7; j++) want[i] += b[idx2(sb, i, j)];
+  }
+  check_close("sum(a,1)+sum(b,1)", out, want, 4, 1e-5);
+
+  tvk_tensor *z = tvk_sub(tvk_sum(A, 1, &ax1, true), tvk_max(A, 1, &ax1, true)); /* same axes: one kernel */
+  assert_int_equal(kernels_for(z), 1);
+  read_f32(z, out);
+  for (int i = 0; i < 4; i++) {
+    double s = 0, m = -INFINITY;
+    for (int j = 0; j < 5; j++) s += a[idx2(sa, i, j)], m = fmax(m, a[idx2(sa, i, j)]);
+    want[i] = s - m;
+  }
+  check_close("sum(a,1)-max(a,1)", out, want, 4, 1e-5);
+  close_ctx_clean(ctx);
+}
+
+/* Realized tensors are read from memory and never recomputed. */
+static void test_realized_reused(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  int64_t sh[1] = {17};
+  float a[17], b[17], out[17];
+  double want[17];
+  tvk_tensor *A = rand_tensor(ctx, 1, sh, a), *B = rand_tensor(ctx, 1, sh, b);
+  tvk_tensor *t = tvk_add(A, B), *two = tvk_scalar(ctx, TVK_FLOAT32, 2);
+  tvk_tensor *u = tvk_mul(t, two); /* built before t is realized: its graph is updated too */
+  assert_int_equal(kernels_for(t), 1);
+  assert_int_equal(kernels_for(t), 0);
+  assert_int_equal(t->uop->op, OP_VIEW);
+  assert_int_equal(t->uop->src[0]->op, OP_BUFFER);
+  assert_int_equal(kernels_for(u), 1);
+  assert_int_equal(read_count(u, out), 0);
+  for (int i = 0; i < 17; i++) want[i] = 2 * ((double)a[i] + b[i]);
+  check_close("(a+b)*2", out, want, 17, 1e-6);
+  assert_int_equal(read_count(t, out), 0);
+  close_ctx_clean(ctx);
+}
+
+/* tvk_to_host and contiguous: a view of memory is copied by one kernel, a
+ * reshape of memory needs none, a constant is materialised, and a contiguous
+ * that is only a reshape of something computed costs no extra kernel. */
+static void test_contiguous_and_to_host(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  int64_t sh[2] = {3, 5}, flat[1] = {15};
+  float a[15], b[15], out[15];
+  double want[15];
+  tvk_tensor *A = rand_tensor(ctx, 2, sh, a), *B = rand_tensor(ctx, 2, sh, b);
+  int perm[2] = {1, 0};
+  tvk_tensor *at = tvk_permute(A, perm);
+  assert_int_equal(read_count(at, out), 1);
+  for (int i = 0; i < 5; i++)
+    for (int j = 0; j < 3; j++) want[i * 3 + j] = a[j * 5 + i];
+  check_close("permute(a)", out, want, 15, 0);
+
+  assert_int_equal(read_count(tvk_reshape(A, 1, flat), out), 0);
+  for (int i = 0; i < 15; i++) want[i] = a[i];
+  check_close("reshape(a)", out, want, 15, 0);
+
+  tvk_tensor *c = tvk_contiguous(tvk_permute(A, perm)), *one = tvk_scalar(ctx, TVK_FLOAT32, 1);
+  tvk_tensor *y = tvk_add(c, one);
+  assert_int_equal(kernels_for(y), 2); /* the contiguous copy, then y reading it */
+  read_f32(y, out);
+  for (int i = 0; i < 5; i++)
+    for (int j = 0; j < 3; j++) want[i * 3 + j] = a[j * 5 + i] + 1.0;
+  check_close("contiguous(permute(a))+1", out, want, 15, 1e-6);
+
+  tvk_tensor *r = tvk_contiguous(tvk_reshape(tvk_add(A, B), 1, flat));
+  assert_int_equal(kernels_for(r), 1);
+  read_f32(r, out);
+  for (int i = 0; i < 15; i++) want[i] = (double)a[i] + b[i];
+  check_close("contiguous(reshape(a+b))", out, want, 15, 1e-6);
+  assert_int_equal(kernels_for(tvk_contiguous(tvk_reshape(A, 1, flat))), 0);
+
+  tvk_tensor *f = tvk_full(ctx, TVK_FLOAT32, 2, sh, 2.5);
+  assert_int_equal(kernels_for(f), 0); /* a constant is data already */
+  assert_int_equal(read_count(f, out), 1);
+  for (int i = 0; i < 15; i++) want[i] = 2.5;
+  check_close("full", out, want, 15, 0);
+  close_ctx_clean(ctx);
+}
+
+/* Zero-element tensors need no kernel; a reduce over an empty axis gives the
+ * identity, and a pad of an empty tensor reads 0. */
+static void test_zero_size(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  int64_t sh[2] = {0, 3};
+  tvk_tensor *X = tvk_from_data(ctx, TVK_FLOAT32, 2, sh, NULL), *one = tvk_scalar(ctx, TVK_FLOAT32, 1);
+  tvk_tensor *y = tvk_add(X, one);
+  assert_int_equal(kernels_for(y), 0);
+  assert_int_equal(tvk_to_host(y, NULL, 0), TVK_OK);
+  int ax = 0;
+  float out[6];
+  double want[6] = {0, 0, 0, 1, 1, 1};
+  assert_int_equal(read_count(tvk_sum(X, 1, &ax, false), out), 1);
+  check_close("sum over an empty axis", out, want, 3, 0);
+  int64_t pads[2][2] = {{1, 1}, {0, 0}};
+  tvk_tensor *p = tvk_add(tvk_pad(X, pads, 0), one); /* (2,3): 0 + 1 */
+  read_f32(p, out);
+  check_close("pad(empty)+1", out, want + 3, 3, 0);
+  close_ctx_clean(ctx);
+}
+
+/* ctx_realize skips a tensor in an error state, realizes the others and
+ * returns the error's status and message; the context stays usable. */
+static void test_error_tensor(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  int64_t s1[1] = {3}, s2[1] = {4};
+  float a[4], b[4], out[3];
+  tvk_tensor *A = rand_tensor(ctx, 1, s1, a), *B = rand_tensor(ctx, 1, s2, b);
+  tvk_tensor *bad = tvk_add(A, B), *good = tvk_add(A, A);
+  assert_int_equal(tvk_status_of(bad), TVK_ERR_SHAPE);
+  tvk_tensor *both[2] = {good, bad};
+  assert_int_equal(ctx_realize(ctx, 2, both), TVK_ERR_SHAPE);
+  assert_string_equal(tvk_ctx_error(ctx), tvk_error_of(bad));
+  assert_int_equal(good->uop->op, OP_VIEW);
+  assert_int_equal(good->uop->src[0]->op, OP_BUFFER);
+  assert_int_equal(tvk_realize(2, both), TVK_ERR_SHAPE);
+  read_f32(good, out);
+  double want[3] = {2.0 * a[0], 2.0 * a[1], 2.0 * a[2]};
+  check_close("a+a after an error", out, want, 3, 0);
+  close_ctx_clean(ctx);
+}
+
+/* Intermediate buffers die with the schedule; a loop that realizes and
+ * releases runs in flat memory. */
+static void test_memory(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  int64_t sh[1] = {256};
+  float x[256], out[256];
+  double want[256];
+  tvk_tensor *X = rand_tensor(ctx, 1, sh, x);
+  tvk_tensor *s = tvk_sum(X, 0, NULL, false), *y = tvk_add(s, X); /* the sum is an intermediate buffer */
+  tvk_release(s);
+  assert_int_equal(kernels_for(y), 2);
+  tvk_stats st;
+  tvk_stats_get(ctx, &st);
+  assert_int_equal(st.bytes_now, 2 * 256 * sizeof(float)); /* X and y; the sum's 4 bytes are gone */
+
+  tvk_tensor *half = tvk_scalar(ctx, TVK_FLOAT32, 0.5), *one = tvk_scalar(ctx, TVK_FLOAT32, 1);
+  tvk_tensor *v = X;
+  size_t live0 = 0;
+  for (int it = 0; it < 200; it++) {
+    tvk_tensor *mul = tvk_mul(v, half), *nv = tvk_add(mul, one);
+    assert_int_equal(kernels_for(nv), 1);
+    tvk_release(mul); /* a live tensor keeps what its graph reads */
+    if (v != X) tvk_release(v);
+    v = nv;
+    tvk_stats_get(ctx, &st);
+    if (it == 0) live0 = uctx_live(ctx->u);
+    assert_int_equal(st.bytes_now, 3 * 256 * sizeof(float));
+    assert_int_equal(uctx_live(ctx->u), live0);
+  }
+  read_f32(v, out);
+  for (int i = 0; i < 256; i++) { /* v_n = 2 + (x - 2) / 2^n */
+    double w = x[i];
+    for (int it = 0; it < 200; it++) w = (float)((float)(w * 0.5) + 1);
+    want[i] = w;
+  }
+  check_close("200 steps of v*0.5+1", out, want, 256, 1e-6);
+  close_ctx_clean(ctx);
+}
+
+/* Several tensors of one schedule that depend on each other run in order. */
+static void test_multi_tensor_order(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  int64_t sh[2] = {5, 4};
+  float a[20], o1[5], o2[20], o3;
+  tvk_tensor *A = rand_tensor(ctx, 2, sh, a);
+  int ax = 1;
+  tvk_tensor *t1 = tvk_sum(A, 1, &ax, true);
+  tvk_tensor *t2 = tvk_add(t1, A);
+  tvk_tensor *t3 = tvk_sum(tvk_mul(t2, t2), 0, NULL, false);
+  tvk_tensor *all[3] = {t3, t2, t1};
+  assert_int_equal(realize_count(ctx, 3, all), 3);
+  read_f32(t1, o1);
+  read_f32(t2, o2);
+  read_f32(t3, &o3);
+  double w1[5], w2[20], w3 = 0;
+  for (int i = 0; i < 5; i++) {
+    w1[i] = 0;
+    for (int j = 0; j < 4; j++) w1[i] += a[idx2(sh, i, j)];
+    for (int j = 0; j < 4; j++) w2[idx2(sh, i, j)] = w1[i] + a[idx2(sh, i, j)], w3 += w2[idx2(sh, i, j)] * w2[idx2(sh, i, j)];
+  }
+  check_close("t1", o1, w1, 5, 1e-5);
+  check_close("t2", o2, w2, 20, 1e-5);
+  check_close("t3", &o3, &w3, 1, 1e-5);
+  close_ctx_clean(ctx);
+}
+
+/* ---------------------------------------------------------------- the schedule itself */
+
+/* Schedules t's graph without running it; the caller frees. */
+static void schedule_of(tvk_tensor *t, Schedule *s) {
+  tvk_status st = schedule_create(t->ctx, 1, &t->uop, s);
+  if (st != TVK_OK) print_error("schedule_create: %s\n", tvk_ctx_error(t->ctx));
+  assert_int_equal(st, TVK_OK);
+}
+
+/* The output of item i: why it is materialised. */
+static const SchedBuf *out_of(const Schedule *s, int i) { return &s->bufs[s->items[i].bufs[0]]; }
+
+/* Why nodes are materialised, and the order of the kernels. */
+static void test_schedule_reasons(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  int64_t sh[2] = {4, 6}, pads[2][2] = {{1, 0}, {0, 2}};
+  float x[24], y[24];
+  tvk_tensor *X = rand_tensor(ctx, 2, sh, x), *Y = rand_tensor(ctx, 2, sh, y);
+  int ax0 = 0, ax1 = 1;
+  size_t m = uop_pool_mark(ctx->u);
+  Schedule s;
+
+  schedule_of(tvk_add(tvk_sum(X, 1, &ax1, true), X), &s); /* sum + x */
+  assert_int_equal(s.nitems, 2);
+  assert_int_equal(out_of(&s, 0)->why, WHY_VIEW_BLOCKED);
+  assert_int_equal(out_of(&s, 0)->culprit, OP_REDUCE_AXIS);
+  assert_int_equal(out_of(&s, 1)->why, WHY_OUTPUT);
+  assert_int_equal(s.items[1].nbufs, 3); /* out, the sum, x */
+  assert_int_equal(s.items[1].bufs[1], s.items[0].bufs[0]);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  schedule_print(f, &s, NULL);
+  fclose(f);
+  assert_non_null(strstr(text, "2 kernels"));
+  assert_non_null(strstr(text, "a view over it cannot be pushed"));
+  assert_non_null(strstr(text, "requested"));
+  free(text);
+  schedule_free(&s);
+
+  schedule_of(tvk_neg(tvk_pad(tvk_exp2(X), pads, 0)), &s); /* a pad over exp2, read by a kernel */
+  assert_int_equal(s.nitems, 2);
+  assert_int_equal(out_of(&s, 0)->why, WHY_UNSAFE_PAD);
+  assert_int_equal(out_of(&s, 0)->culprit, OP_EXP2);
+  schedule_free(&s);
+
+  schedule_of(tvk_neg(tvk_pad(tvk_sum(tvk_add(X, Y), 1, &ax1, true), pads, 0)), &s); /* a pad over a reduce */
+  assert_int_equal(s.nitems, 2);
+  assert_int_equal(out_of(&s, 0)->why, WHY_VIEW_BLOCKED);
+  schedule_free(&s);
+
+  tvk_tensor *inner = tvk_sum(X, 1, &ax1, true);
+  schedule_of(tvk_sum(tvk_mul(inner, inner), 1, &ax0, true), &s); /* nested reduces */
+  assert_int_equal(s.nitems, 2);
+  assert_int_equal(out_of(&s, 0)->why, WHY_REDUCE_NESTED);
+  schedule_free(&s);
+
+  tvk_tensor *sx = tvk_sum(X, 1, &ax1, true), *sy = tvk_sum(tvk_transpose(Y, 0, 1), 1, &ax1, true);
+  int64_t four[2] = {4, 1};
+  schedule_of(tvk_add(sx, tvk_reshape(tvk_shrink(sy, (const int64_t[2][2]){{0, 4}, {0, 1}}), 2, four)), &s);
+  assert_true(s.nitems >= 2); /* sy reduces a (6,4) input: another kernel */
+  schedule_free(&s);
+
+  tvk_tensor *ss = tvk_sum(X, 1, &ax1, true);
+  UOp *roots[2] = {tvk_exp(ss)->uop, tvk_neg(ss)->uop};
+  assert_int_equal(schedule_create(ctx, 2, roots, &s), TVK_OK); /* one reduce, two kernels read it */
+  assert_int_equal(s.nitems, 3);
+  assert_int_equal(out_of(&s, 0)->why, WHY_REDUCE_SHARED);
+  schedule_free(&s);
+
+  schedule_of(tvk_contiguous(tvk_permute(X, (const int[]){1, 0})), &s);
+  assert_int_equal(s.nitems, 1);
+  assert_int_equal(out_of(&s, 0)->why, WHY_CONTIGUOUS);
+  assert_int_equal(s.naliases, 0);
+  schedule_free(&s);
+
+  schedule_of(tvk_contiguous(tvk_reshape(tvk_add(X, Y), 1, (const int64_t[]){24})), &s);
+  assert_int_equal(s.nitems, 1);
+  assert_int_equal(s.naliases, 1);
+  assert_int_equal(out_of(&s, 0)->node->op, OP_ADD);
+  schedule_free(&s);
+  uop_pool_drain(ctx->u, m);
+  close_ctx_clean(ctx);
+}
+
+/* TVK_DEBUG levels: 1 kernels with timings, 2 the schedule, 3 the source,
+ * 4 the UOps; all on stderr. */
+static void test_debug_output(void **state) {
+  (void)state;
+  char path[sizeof g_dir + 16];
+  snprintf(path, sizeof path, "%s/stderr.txt", g_dir);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600), saved = dup(2);
+  assert_true(fd >= 0 && saved >= 0);
+  fflush(stderr);
+  dup2(fd, 2);
+  tvk_ctx *ctx = open_ctx_in(g_dir, 4);
+  int64_t sh[1] = {8};
+  float a[8], out[8];
+  tvk_tensor *A = rand_tensor(ctx, 1, sh, a);
+  read_f32(tvk_sum(tvk_mul(A, A), 0, NULL, true), out);
+  close_ctx_clean(ctx);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  close(fd);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  static char text[1 << 16];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  text[n] = 0;
+  fclose(f);
+  assert_non_null(strstr(text, "tvk schedule: 1 kernel"));
+  assert_non_null(strstr(text, "tvk kernel   0  r_8"));
+  assert_non_null(strstr(text, " ms"));
+  assert_non_null(strstr(text, "tvk source of r_8"));
+  assert_non_null(strstr(text, "void r_8("));
+  assert_non_null(strstr(text, "tvk uops of r_8"));
+  assert_non_null(strstr(text, "RANGE"));
+}
+
+/* ---------------------------------------------------------------- random graphs */
+
+/* A reference array next to the tensor it should equal. */
+typedef struct {
+  int nd;
+  int64_t sh[3];
+  double *v;
+  tvk_tensor *t;
+} Pair;
+
+static int64_t flat3(const int64_t *sh, int nd, const int64_t *ix) {
+  int64_t f = 0;
+  for (int d = 0; d < nd; d++) f = f * sh[d] + ix[d];
+  return f;
+}
+
+static bool next_ix(const int64_t *sh, int nd, int64_t *ix) {
+  for (int d = nd - 1; d >= 0; d--) {
+    if (++ix[d] < sh[d]) return true;
+    ix[d] = 0;
+  }
+  return false;
+}
+
+static Pair pair_new(int nd, const int64_t *sh) {
+  Pair p = {.nd = nd};
+  memcpy(p.sh, sh, (size_t)nd * sizeof *sh);
+  p.v = calloc((size_t)numel_of(nd, sh) + 1, sizeof *p.v);
+  return p;
+}
+
+static void pair_free(Pair *p) {
+  free(p->v);
+  tvk_release(p->t);
+}
+
+/* For every index of the result, f gives the value from the child. */
+typedef double (*IndexFn)(const Pair *c, const int64_t *ix, const void *arg);
+
+static Pair pair_map(const Pair *c, int nd, const int64_t *sh, IndexFn fn, const void *arg, tvk_tensor *t) {
+  Pair r = pair_new(nd, sh);
+  r.t = t;
+  int64_t ix[3] = {0, 0, 0};
+  if (numel_of(nd, sh) > 0)
+    do r.v[flat3(sh, nd, ix)] = fn(c, ix, arg);
+    while (next_ix(sh, nd, ix));
+  return r;
+}
+
+static double at_permute(const Pair *c, const int64_t *ix, const void *arg) {
+  const int *perm = arg;
+  int64_t cx[3];
+  for (int d = 0; d < c->nd; d++) cx[perm[d]] = ix[d];
+  return c->v[flat3(c->sh, c->nd, cx)];
+}
+
+static double at_flip(const Pair *c, const int64_t *ix, const void *arg) {
+  int ax = *(const int *)arg;
+  int64_t cx[3];
+  memcpy(cx, ix, sizeof cx);
+  cx[ax] = c->sh[ax] - 1 - ix[ax];
+  return c->v[flat3(c->sh, c->nd, cx)];
+}
+
+static double at_pad(const Pair *c, const int64_t *ix, const void *arg) {
+  const int64_t(*pads)[2] = arg;
+  int64_t cx[3];
+  for (int d = 0; d < c->nd; d++) {
+    cx[d] = ix[d] - pads[d][0];
+    if (cx[d] < 0 || cx[d] >= c->sh[d]) return 0;
+  }
+  return c->v[flat3(c->sh, c->nd, cx)];
+}
+
+static double at_shrink(const Pair *c, const int64_t *ix, const void *arg) {
+  const int64_t(*rng)[2] = arg;
+  int64_t cx[3];
+  for (int d = 0; d < c->nd; d++) cx[d] = ix[d] + rng[d][0];
+  return c->v[flat3(c->sh, c->nd, cx)];
+}
+
+static double at_sum(const Pair *c, const int64_t *ix, const void *arg) {
+  int ax = *(const int *)arg;
+  int64_t cx[3];
+  memcpy(cx, ix, sizeof cx);
+  double s = 0;
+  for (cx[ax] = 0; cx[ax] < c->sh[ax]; cx[ax]++) s += c->v[flat3(c->sh, c->nd, cx)];
+  return s;
+}
+
+static double at_expand(const Pair *c, const int64_t *ix, const void *arg) {
+  (void)arg;
+  int64_t cx[3];
+  for (int d = 0; d < c->nd; d++) cx[d] = c->sh[d] == 1 ? 0 : ix[d];
+  return c->v[flat3(c->sh, c->nd, cx)];
+}
+
+/* A random graph of the given shape and its reference. */
+static Pair gen(tvk_ctx *ctx, int nd, const int64_t *sh, int depth) {
+  int kind = depth == 0 || rnd_int(6) == 0 ? -1 : rnd_int(8);
+  int64_t csh[3];
+  memcpy(csh, sh, (size_t)nd * sizeof *sh);
+  int d = rnd_int(nd);
+  switch (kind) {
+  case 0: case 1: { /* binary */
+    Pair a = gen(ctx, nd, sh, depth - 1), b = gen(ctx, nd, sh, depth - 1);
+    int op = rnd_int(4);
+    tvk_tensor *t = op == 0 ? tvk_add(a.t, b.t) : op == 1 ? tvk_mul(a.t, b.t) : op == 2 ? tvk_maximum(a.t, b.t) : tvk_sub(a.t, b.t);
+    Pair r = pair_new(nd, sh);
+    r.t = t;
+    for (int64_t i = 0; i < numel_of(nd, sh); i++)
+      r.v[i] = op == 0 ? a.v[i] + b.v[i] : op == 1 ? a.v[i] * b.v[i] : op == 2 ? fmax(a.v[i], b.v[i]) : a.v[i] - b.v[i];
+    pair_free(&a), pair_free(&b);
+    return r;
+  }
+  case 2: { /* unary: neg, or exp (which does not keep 0) of a bounded input */
+    Pair a = gen(ctx, nd, sh, depth - 1);
+    bool e = rnd_int(2);
+    tvk_tensor *t = e ? tvk_exp(tvk_maximum(tvk_minimum(a.t, tvk_scalar(ctx, TVK_FLOAT32, 2)), tvk_scalar(ctx, TVK_FLOAT32, -2)))
+                      : tvk_neg(a.t);
+    Pair r = pair_new(nd, sh);
+    r.t = t;
+    for (int64_t i = 0; i < numel_of(nd, sh); i++) r.v[i] = e ? exp(fmax(fmin(a.v[i], 2), -2)) : -a.v[i];
+    pair_free(&a);
+    return r;
+  }
+  case 3: { /* permute: result dim i is child dim perm[i] */
+    int perm[3] = {0, 1, 2};
+    for (int i = nd - 1; i > 0; i--) {
+      int j = rnd_int(i + 1), tmp = perm[i];
+      perm[i] = perm[j], perm[j] = tmp;
+    }
+    for (int i = 0; i < nd; i++) csh[perm[i]] = sh[i];
+    Pair c = gen(ctx, nd, csh, depth - 1);
+    Pair r = pair_map(&c, nd, sh, at_permute, perm, tvk_permute(c.t, perm));
+    pair_free(&c);
+    return r;
+  }
+  case 4: { /* flip */
+    Pair c = gen(ctx, nd, sh, depth - 1);
+    Pair r = pair_map(&c, nd, sh, at_flip, &d, tvk_flip(c.t, 1, &d));
+    pair_free(&c);
+    return r;
+  }
+  case 5: { /* pad: the child is smaller */
+    int64_t pads[3][2] = {{0, 0}, {0, 0}, {0, 0}};
+    if (sh[d] < 2) break;
+    pads[d][0] = rnd_int((int)sh[d]);
+    pads[d][1] = rnd_int((int)(sh[d] - pads[d][0]));
+    csh[d] = sh[d] - pads[d][0] - pads[d][1];
+    Pair c = gen(ctx, nd, csh, depth - 1);
+    Pair r = pair_map(&c, nd, sh, at_pad, pads, tvk_pad(c.t, pads, 0));
+    pair_free(&c);
+    return r;
+  }
+  case 6: { /* shrink: the child is larger */
+    int64_t rng[3][2];
+    for (int i = 0; i < nd; i++) rng[i][0] = 0, rng[i][1] = sh[i];
+    int lo = rnd_int(3);
+    csh[d] = sh[d] + lo + rnd_int(3);
+    rng[d][0] = lo, rng[d][1] = lo + sh[d];
+    Pair c = gen(ctx, nd, csh, depth - 1);
+    Pair r = pair_map(&c, nd, sh, at_shrink, rng, tvk_shrink(c.t, rng));
+    pair_free(&c);
+    return r;
+  }
+  case 7: { /* a sum over axis d with keepdim, expanded back when the size is not 1 */
+    csh[d] = 1 + rnd_int(5);
+    Pair c = gen(ctx, nd, csh, depth - 1);
+    int64_t ssh[3];
+    memcpy(ssh, sh, sizeof ssh);
+    ssh[d] = 1;
+    Pair s = pair_map(&c, nd, ssh, at_sum, &d, tvk_sum(c.t, 1, &d, true));
+    pair_free(&c);
+    if (sh[d] == 1) return s;
+    Pair r = pair_map(&s, nd, sh, at_expand, NULL, tvk_expand(s.t, nd, sh));
+    pair_free(&s);
+    return r;
+  }
+  default: break;
+  }
+  Pair r = pair_new(nd, sh); /* a leaf */
+  int64_t n = numel_of(nd, sh);
+  float *host = malloc((size_t)(n + 1) * sizeof *host);
+  r.t = rand_tensor(ctx, nd, sh, host);
+  for (int64_t i = 0; i < n; i++) r.v[i] = host[i];
+  free(host);
+  return r;
+}
+
+/* Random graphs of elementwise ops, movement ops and reduces against the
+ * reference; every case is also a check that the schedule is valid. */
+static void test_random_graphs(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  g_rng = 0x2545f4914f6cdd1dull;
+  for (int c = 0; c < 40; c++) {
+    int nd = 1 + rnd_int(3);
+    int64_t sh[3];
+    for (int d = 0; d < nd; d++) sh[d] = 1 + rnd_int(5);
+    uint64_t seed = g_rng;
+    Pair p = gen(ctx, nd, sh, 4);
+    if (tvk_status_of(p.t) != TVK_OK) print_error("case %d: %s\n", c, tvk_error_of(p.t));
+    assert_int_equal(tvk_status_of(p.t), TVK_OK);
+    int64_t n = numel_of(nd, sh);
+    float *out = malloc((size_t)n * sizeof *out);
+    tvk_status st = tvk_to_host(p.t, out, (size_t)n * sizeof *out);
+    if (st != TVK_OK) print_error("case %d (seed %llx): %s\n", c, (unsigned long long)seed, tvk_ctx_error(ctx));
+    assert_int_equal(st, TVK_OK);
+    char what[64];
+    snprintf(what, sizeof what, "random case %d (seed %llx)", c, (unsigned long long)seed);
+    check_close(what, out, p.v, n, 1e-4);
+    free(out);
+    pair_free(&p);
+  }
+  close_ctx_clean(ctx);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_add_mul_one_kernel),
+      cmocka_unit_test(test_sum_mul_one_kernel),
+      cmocka_unit_test(test_chain20_one_kernel),
+      cmocka_unit_test(test_second_run_compiles_nothing),
+      cmocka_unit_test(test_sum_plus_x_two_kernels),
+      cmocka_unit_test(test_views_fuse_one_kernel),
+      cmocka_unit_test(test_pad_safe_and_unsafe),
+      cmocka_unit_test(test_reduce_then_elementwise_one_kernel),
+      cmocka_unit_test(test_shared_nodes),
+      cmocka_unit_test(test_reduce_nesting),
+      cmocka_unit_test(test_realized_reused),
+      cmocka_unit_test(test_contiguous_and_to_host),
+      cmocka_unit_test(test_zero_size),
+      cmocka_unit_test(test_error_tensor),
+      cmocka_unit_test(test_memory),
+      cmocka_unit_test(test_multi_tensor_order),
+      cmocka_unit_test(test_schedule_reasons),
+      cmocka_unit_test(test_debug_output),
+      cmocka_unit_test(test_random_graphs),
+  };
+  return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
+}
