@@ -44,7 +44,6 @@ static bool dup_setting(char **dst, const char *opt, const char *env) {
 tvk_status cpu_toolchain_init(CpuToolchain *t, const DeviceOptions *opt, char *err, size_t errn) {
   memset(t, 0, sizeof *t);
   pthread_mutex_init(&t->mu, NULL);
-  t->debug = opt ? opt->debug : 0;
   cpu_read_cpuinfo(t->cpu_model, sizeof t->cpu_model, &t->cpu_id);
   if (!dup_setting(&t->cc_request, opt ? opt->cc : NULL, "CC") ||
       !dup_setting(&t->cache_request, opt ? opt->cache_dir : NULL, "TVK_CACHE_DIR")) {
@@ -176,7 +175,7 @@ static tvk_status probe(Device *d, CpuToolchain *t) {
     st = r ? TVK_OK : dev_fail(d, TVK_ERR_OUT_OF_MEMORY, "out of memory probing the C compiler");
     if (st == TVK_OK && !t->cc) st = find_cc(d, t, r);
     if (st == TVK_OK)
-      st = cpu_cache_dir_open(t->cache_request, &t->cache_dir, d->error, sizeof d->error);
+      st = cache_dir_open(t->cache_request, &t->cache_dir, d->error, sizeof d->error);
     t->probed = st == TVK_OK;
     free(r);
   }
@@ -198,16 +197,16 @@ static bool valid_name(const char *s) {
 
 /* The cache key of src as compiled by t: everything that changes the .so. */
 static void cache_key(const CpuToolchain *t, const char *src, char key[33]) {
-  CpuHash h;
-  cpu_hash_init(&h);
-  cpu_hash_field(&h, "tvk-cpu-v1");
-  cpu_hash_field(&h, src);
-  cpu_hash_field(&h, t->cc);
-  cpu_hash_field(&h, t->cc_version);
-  for (size_t i = 0; i < sizeof cc_flags / sizeof cc_flags[0]; i++) cpu_hash_field(&h, cc_flags[i]);
-  cpu_hash_field(&h, t->cpu_id ? cc_flag_native : "");
-  cpu_hash_field(&h, t->cpu_id);
-  cpu_hash_hex(&h, key);
+  CacheHash h;
+  cache_hash_init(&h);
+  cache_hash_field(&h, "tvk-cpu-v1");
+  cache_hash_field(&h, src);
+  cache_hash_field(&h, t->cc);
+  cache_hash_field(&h, t->cc_version);
+  for (size_t i = 0; i < sizeof cc_flags / sizeof cc_flags[0]; i++) cache_hash_field(&h, cc_flags[i]);
+  cache_hash_field(&h, t->cpu_id ? cc_flag_native : "");
+  cache_hash_field(&h, t->cpu_id);
+  cache_hash_hex(&h, key);
 }
 
 static bool write_all(int fd, const char *s, size_t n) {
@@ -336,7 +335,6 @@ tvk_status cpu_compile(Device *d, CpuToolchain *t, const char *name, const char 
                     name ? name : "(null)");
   tvk_status st = probe(d, t);
   if (st != TVK_OK) return st;
-  if (t->debug >= 3) fprintf(stderr, "tvk: CPU kernel %s:\n%s\n", name, src);
 
   char key[33];
   cache_key(t, src, key);

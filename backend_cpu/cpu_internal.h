@@ -3,7 +3,7 @@
  *   cpu_device.c   the DeviceOps table: buffers, programs, launch
  *   cpu_pool.c     the persistent thread pool a launch runs on
  *   cpu_compile.c  the C compiler: finding it, running it, loading its output
- *   cpu_cache.c    the on-disk cache: its directory and the content key
+ *   cpu_cache.c    the CPU identity that goes into the cache key
  *
  * docs/cpu_backend.md describes the kernel ABI, the cache and the threading.
  */
@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/cache.h"
 #include "runtime/device.h"
 
 /* The ABI of a compiled kernel: buffer data pointers, symbolic int values, and
@@ -36,30 +37,6 @@ void cpu_pool_run(CpuPool *p, CpuKernelFn fn, void *const *bufs, const int32_t *
 /* Joins the workers; NULL ok. */
 void cpu_pool_destroy(CpuPool *p);
 
-/* ---- content hash and cache directory (cpu_cache.c) ---- */
-
-/* A 128-bit, non-cryptographic hash: two 64-bit lanes with different
- * multipliers, each finished with a full avalanche mix. Strong enough that two
- * different kernels never share a cache file by accident; not meant to resist
- * someone crafting collisions (who can write the cache can replace a .so anyway). */
-typedef struct {
-  uint64_t a, b, n;
-} CpuHash;
-
-void cpu_hash_init(CpuHash *h);
-/* Adds one field, length-prefixed, so ("ab","c") and ("a","bc") differ. NULL is
- * hashed as an empty field. */
-void cpu_hash_field(CpuHash *h, const char *s);
-/* Writes 32 lowercase hex digits and a NUL into out. */
-void cpu_hash_hex(const CpuHash *h, char out[33]);
-
-/* Where the cache lives. `explicit_dir` is opt->cache_dir or $TVK_CACHE_DIR:
- * when set it is used or fails; otherwise $XDG_CACHE_HOME/tvk, ~/.cache/tvk and
- * finally ${TMPDIR:-/tmp}/tvk-<uid> are tried in turn. On success *out is a
- * malloc'ed path of an existing, writable directory. On failure returns
- * TVK_ERR_DEVICE with a message in err naming the directory and the reason. */
-tvk_status cpu_cache_dir_open(const char *explicit_dir, char **out, char *err, size_t errn);
-
 /* ---- compiler (cpu_compile.c) ---- */
 
 /* What a device knows about its compiler and CPU. Probing the compiler
@@ -71,7 +48,6 @@ typedef struct {
   char *cache_request; /* opt->cache_dir or $TVK_CACHE_DIR; NULL: default places */
   char cpu_model[128]; /* for the device name */
   char *cpu_id;        /* identity lines of /proc/cpuinfo; NULL if unknown */
-  int debug;
   bool probed;      /* cc, cc_version and cache_dir below are set */
   char *cc;         /* the compiler that answered --version */
   char *cc_version; /* its --version output */

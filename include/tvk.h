@@ -154,7 +154,9 @@ tvk_tensor *tvk_scalar(tvk_ctx *ctx, tvk_dtype dt, double value);
 /* ------------------------------------------------------------------ elementwise */
 
 /* Binary ops broadcast their operands and promote them to a common dtype.
- * - add sub mul maximum minimum: the promoted dtype.
+ * - add sub mul maximum minimum: the promoted dtype. maximum/minimum of floats
+ *   give NaN when either input is NaN. sub of bools is a != b (the difference
+ *   truncated to bool).
  * - div: true division; integer operands give float32 (float64 stays).
  * - pow: a**b in floating point; integer operands give float32.
  * - lt le gt ge eq ne: bool. NaN compares unequal to everything.
@@ -196,10 +198,13 @@ tvk_tensor *tvk_where(tvk_tensor *cond, tvk_tensor *a, tvk_tensor *b);
 
 /* Unary ops.
  * - neg abs sign relu: keep the dtype (integers too; neg of bool is an error,
- *   use logical_not). sign gives -1, 0 or 1 (NaN for NaN).
+ *   use logical_not). sign gives -1, 0 or 1 (NaN for NaN). relu is max(x, 0)
+ *   and keeps NaN as NaN.
  * - exp exp2 log log2 sqrt rsqrt recip sin cos sigmoid tanh gelu silu: floating
  *   point; integer and bool inputs give float32. log(0) = -inf, log(<0) = NaN,
- *   sqrt(<0) = NaN, recip(0) = inf. gelu is the tanh approximation.
+ *   sqrt(<0) = NaN, recip(0) = inf. gelu is the tanh approximation. For
+ *   float32, exp and sigmoid have a relative error of about 6e-8 * |x|;
+ *   sigmoid is 0 below x = -88.7.
  * - floor ceil round trunc: floats round (round: halves to even); integers are
  *   returned unchanged.
  * - logical_not: bool, x == 0. */
@@ -228,7 +233,8 @@ tvk_tensor *tvk_logical_not(tvk_tensor *a);
 
 /* Converts to dt. float -> int truncates toward zero (a value out of the target's
  * range, NaN or inf gives an unspecified value); int -> narrower int wraps; any
- * -> bool is x != 0; float -> float16/bfloat16 rounds to nearest even. */
+ * -> bool is x != 0; float -> float16/bfloat16 rounds to nearest even. A dt
+ * that is not a tvk_dtype gives TVK_ERR_DTYPE. */
 tvk_tensor *tvk_cast(tvk_tensor *a, tvk_dtype dt);
 
 /* ------------------------------------------------------------------ reductions */
@@ -240,8 +246,9 @@ tvk_tensor *tvk_cast(tvk_tensor *a, tvk_dtype dt);
  * - sum prod: bool and signed ints narrower than 32 bits give int32, unsigned
  *   narrower ones uint32; 64-bit ints and floats keep their dtype (float16 and
  *   bfloat16 accumulate in float32).
- * - max min: keep the dtype.
- * - mean: floats keep the dtype, others give float32. */
+ * - max min: keep the dtype; a NaN in the input gives NaN.
+ * - mean: floats keep the dtype, others give float32 (summed in float32, so
+ *   integer means are approximate past 2^24 elements). */
 tvk_tensor *tvk_sum(tvk_tensor *a, int naxes, const int *axes, bool keepdim);
 tvk_tensor *tvk_prod(tvk_tensor *a, int naxes, const int *axes, bool keepdim);
 tvk_tensor *tvk_max(tvk_tensor *a, int naxes, const int *axes, bool keepdim);
@@ -251,13 +258,16 @@ tvk_tensor *tvk_mean(tvk_tensor *a, int naxes, const int *axes, bool keepdim);
 /* ------------------------------------------------------------------ movement */
 
 /* Movement ops cost nothing at run time: they change how kernels index memory.
- * - reshape: same number of elements; one dim may be -1 (inferred).
- * - permute: order is a permutation of 0..ndim-1 (result dim i = input dim order[i]).
+ * - reshape: same number of elements; one dim may be -1 (inferred; an error
+ *   when the other dims multiply to 0).
+ * - permute: order is a permutation of 0..ndim-1 (result dim i = input dim
+ *   order[i]); negative entries count from the end.
  * - expand: to a shape of ndim >= the input's; new dims are prepended, size-1
  *   dims stretch, other dims must match (-1 keeps the input's size).
  * - pad: pads[i] = {before, after} elements of `value` around dim i (>= 0).
  * - shrink: ranges[i] = {start, end}, 0 <= start <= end <= dim: keeps [start, end).
- * - flip: reverses the listed axes (negative count from the end).
+ * - flip: reverses the listed axes (negative count from the end); naxes 0
+ *   flips nothing.
  * - transpose: swaps two dims (negative count from the end).
  * - contiguous: a copy in row-major order, materialised when realized. */
 tvk_tensor *tvk_reshape(tvk_tensor *a, int ndim, const int64_t *shape);

@@ -23,9 +23,16 @@ bool ref_is_int(tvk_dtype dt) { return ref_is_signed(dt) || ref_is_unsigned(dt);
 
 int ref_bits(tvk_dtype dt) {
   switch (dt) {
-  case TVK_BOOL: case TVK_INT8: case TVK_UINT8: return 8;
-  case TVK_INT16: case TVK_UINT16: case TVK_FLOAT16: case TVK_BFLOAT16: return 16;
-  case TVK_INT32: case TVK_UINT32: case TVK_FLOAT32: return 32;
+  case TVK_BOOL:
+  case TVK_INT8:
+  case TVK_UINT8: return 8;
+  case TVK_INT16:
+  case TVK_UINT16:
+  case TVK_FLOAT16:
+  case TVK_BFLOAT16: return 16;
+  case TVK_INT32:
+  case TVK_UINT32:
+  case TVK_FLOAT32: return 32;
   default: return 64;
   }
 }
@@ -154,13 +161,32 @@ static void store(tvk_dtype dt, RVal v, unsigned char *p) {
   int64_t i = v.i;
   switch (dt) {
   case TVK_BOOL: *p = i != 0; break;
-  case TVK_INT8: case TVK_UINT8: *p = (unsigned char)i; break;
-  case TVK_INT16: case TVK_UINT16: { uint16_t x = (uint16_t)i; memcpy(p, &x, 2); } break;
-  case TVK_INT32: case TVK_UINT32: { uint32_t x = (uint32_t)i; memcpy(p, &x, 4); } break;
-  case TVK_INT64: case TVK_UINT64: memcpy(p, &i, 8); break;
-  case TVK_FLOAT16: { uint16_t x = half_bits(v.f); memcpy(p, &x, 2); } break;
-  case TVK_BFLOAT16: { uint16_t x = bf16_bits(v.f); memcpy(p, &x, 2); } break;
-  case TVK_FLOAT32: { float x = (float)v.f; memcpy(p, &x, 4); } break;
+  case TVK_INT8:
+  case TVK_UINT8: *p = (unsigned char)i; break;
+  case TVK_INT16:
+  case TVK_UINT16: {
+    uint16_t x = (uint16_t)i;
+    memcpy(p, &x, 2);
+  } break;
+  case TVK_INT32:
+  case TVK_UINT32: {
+    uint32_t x = (uint32_t)i;
+    memcpy(p, &x, 4);
+  } break;
+  case TVK_INT64:
+  case TVK_UINT64: memcpy(p, &i, 8); break;
+  case TVK_FLOAT16: {
+    uint16_t x = half_bits(v.f);
+    memcpy(p, &x, 2);
+  } break;
+  case TVK_BFLOAT16: {
+    uint16_t x = bf16_bits(v.f);
+    memcpy(p, &x, 2);
+  } break;
+  case TVK_FLOAT32: {
+    float x = (float)v.f;
+    memcpy(p, &x, 4);
+  } break;
   case TVK_FLOAT64: memcpy(p, &v.f, 8); break;
   }
 }
@@ -172,13 +198,21 @@ static RVal load(tvk_dtype dt, const unsigned char *p) {
   uint64_t q;
   switch (dt) {
   case TVK_BOOL: v.i = *p; break; /* raw byte: a bool that is not 0/1 shows as such */
-  case TVK_INT8: case TVK_UINT8: v.i = ref_wrap(dt, *p); break;
-  case TVK_INT16: case TVK_UINT16: memcpy(&h, p, 2), v.i = ref_wrap(dt, h); break;
-  case TVK_INT32: case TVK_UINT32: memcpy(&w, p, 4), v.i = ref_wrap(dt, w); break;
-  case TVK_INT64: case TVK_UINT64: memcpy(&q, p, 8), v.i = (int64_t)q; break;
+  case TVK_INT8:
+  case TVK_UINT8: v.i = ref_wrap(dt, *p); break;
+  case TVK_INT16:
+  case TVK_UINT16: memcpy(&h, p, 2), v.i = ref_wrap(dt, h); break;
+  case TVK_INT32:
+  case TVK_UINT32: memcpy(&w, p, 4), v.i = ref_wrap(dt, w); break;
+  case TVK_INT64:
+  case TVK_UINT64: memcpy(&q, p, 8), v.i = (int64_t)q; break;
   case TVK_FLOAT16: memcpy(&h, p, 2), v.f = half_value(h); break;
   case TVK_BFLOAT16: memcpy(&h, p, 2), v.f = bf16_value(h); break;
-  case TVK_FLOAT32: { float f; memcpy(&f, p, 4); v.f = f; } break;
+  case TVK_FLOAT32: {
+    float f;
+    memcpy(&f, p, 4);
+    v.f = f;
+  } break;
   case TVK_FLOAT64: memcpy(&v.f, p, 8); break;
   }
   return v;
@@ -222,7 +256,8 @@ const char *ref_val_str(tvk_dtype dt, RVal v, char *buf, size_t n) {
   unsigned char raw[8];
   uint16_t h;
   switch (dt) {
-  case TVK_FLOAT16: case TVK_BFLOAT16:
+  case TVK_FLOAT16:
+  case TVK_BFLOAT16:
     store(dt, v, raw), memcpy(&h, raw, 2);
     snprintf(buf, n, "%.9g (0x%04x)", v.f, h);
     break;
@@ -337,6 +372,132 @@ bool ref_broadcast(int n, const RArr *const *xs, int *ndim, int64_t *shape) {
   return true;
 }
 
+/* ---------------------------------------------------------------- casts */
+
+RVal ref_cast_elem(tvk_dtype from, tvk_dtype to, RVal v) {
+  RVal r;
+  if (to == TVK_BOOL) {
+    r.i = ref_is_float(from) ? v.f != 0 : v.i != 0; /* NaN != 0 */
+  } else if (ref_is_float(to)) {
+    r.f = ref_is_float(from) ? ref_round(to, v.f)
+                             : ref_round_int(to, v.i, ref_is_unsigned(from) || from == TVK_BOOL);
+  } else if (ref_is_float(from)) {
+    double t = trunc(v.f);
+    r.i = ref_wrap(to, t >= 0x1p63 ? (uint64_t)t : (uint64_t)(int64_t)t);
+  } else {
+    r.i = ref_wrap(to, (uint64_t)v.i);
+  }
+  return r;
+}
+
+RArr ref_cast(const RArr *a, tvk_dtype to) {
+  RArr r = ref_new(to, a->ndim, a->shape);
+  for (int64_t i = 0; i < a->n; i++) r.v[i] = ref_cast_elem(a->dt, to, a->v[i]);
+  return r;
+}
+
+bool ref_lt_int(tvk_dtype dt, int64_t a, int64_t b) {
+  return dt == TVK_UINT64 ? (uint64_t)a < (uint64_t)b : a < b;
+}
+
+/* ---------------------------------------------------------------- reductions */
+
+double ref_sum_allowance(tvk_dtype in, int64_t n, double sum_abs) {
+  double acc_eps = in == TVK_FLOAT64 ? ref_eps(TVK_FLOAT64) : ref_eps(TVK_FLOAT32);
+  return 2.0 * (1.0 + sqrt((double)n)) * acc_eps * sum_abs;
+}
+
+tvk_dtype ref_reduce_dtype(RKind k, tvk_dtype dt) {
+  if (k == R_MAX || k == R_MIN) return dt;
+  if (k == R_MEAN) return ref_is_float(dt) ? dt : TVK_FLOAT32;
+  if (dt == TVK_BOOL || dt == TVK_INT8 || dt == TVK_INT16) return TVK_INT32;
+  if (dt == TVK_UINT8 || dt == TVK_UINT16) return TVK_UINT32;
+  return dt;
+}
+
+typedef struct {
+  double s, sabs, p; /* float sum, sum |x|, product */
+  uint64_t is, ip;   /* integer sum and product, wrapping */
+  RVal mx, mn;
+  int64_t n;
+} Acc;
+
+RArr ref_reduce(RKind k, const RArr *a, int naxes, const int *axes, bool keepdim, double **allow) {
+  bool red[TVK_MAX_DIMS] = {0};
+  for (int j = 0; j < (naxes ? naxes : a->ndim); j++)
+    red[naxes ? (axes[j] < 0 ? axes[j] + a->ndim : axes[j]) : j] = true;
+  int64_t kshape[TVK_MAX_DIMS], oshape[TVK_MAX_DIMS];
+  int ond = 0;
+  for (int d = 0; d < a->ndim; d++) {
+    kshape[d] = red[d] ? 1 : a->shape[d];
+    if (keepdim || !red[d]) oshape[ond++] = kshape[d];
+  }
+  tvk_dtype out = ref_reduce_dtype(k, a->dt);
+  RArr r = ref_new(out, ond, oshape);
+  Acc *acc = calloc((size_t)(r.n ? r.n : 1), sizeof *acc);
+  for (int64_t o = 0; o < r.n; o++) acc[o].p = 1, acc[o].ip = 1;
+  for (int64_t i = 0; i < a->n; i++) {
+    int64_t rem = i, o = 0, mul = 1;
+    for (int d = a->ndim - 1; d >= 0; d--) { /* the output index of element i */
+      int64_t id = rem % a->shape[d];
+      rem /= a->shape[d];
+      if (!red[d]) o += id * mul, mul *= kshape[d];
+    }
+    Acc *c = &acc[o];
+    RVal v = a->v[i];
+    if (ref_is_float(a->dt)) {
+      c->s += v.f, c->sabs += fabs(v.f), c->p *= v.f;
+      /* max/min: NaN once any input is NaN (tvk.h) */
+      if (c->n == 0 || (!isnan(c->mx.f) && (isnan(v.f) || v.f > c->mx.f))) c->mx = v;
+      if (c->n == 0 || (!isnan(c->mn.f) && (isnan(v.f) || v.f < c->mn.f))) c->mn = v;
+    } else {
+      c->is += (uint64_t)v.i, c->ip *= (uint64_t)v.i, c->sabs += fabs(ref_as_double(a->dt, v));
+      if (c->n == 0 || ref_lt_int(a->dt, c->mx.i, v.i)) c->mx = v;
+      if (c->n == 0 || ref_lt_int(a->dt, v.i, c->mn.i)) c->mn = v;
+    }
+    c->n++;
+  }
+  *allow = calloc((size_t)(r.n ? r.n : 1), sizeof **allow);
+  for (int64_t o = 0; o < r.n; o++) {
+    Acc *c = &acc[o];
+    bool f = ref_is_float(a->dt);
+    double sum = f ? c->s : a->dt == TVK_UINT64 ? (double)c->is : (double)(int64_t)c->is;
+    switch (k) {
+    case R_SUM:
+      if (f)
+        r.v[o].f = ref_round(out, sum), (*allow)[o] = ref_sum_allowance(a->dt, c->n, c->sabs);
+      else
+        r.v[o].i = ref_wrap(out, c->is);
+      break;
+    case R_PROD:
+      if (f) {
+        r.v[o].f = ref_round(out, c->p);
+        double eps = a->dt == TVK_FLOAT64 ? ref_eps(TVK_FLOAT64) : ref_eps(TVK_FLOAT32);
+        (*allow)[o] = 2.0 * (double)c->n * eps * fabs(c->p); /* n roundings */
+      } else {
+        r.v[o].i = ref_wrap(out, c->ip);
+      }
+      break;
+    case R_MEAN: /* ints: exact sum (inputs keep it in range) over n; empty: NaN */
+      r.v[o].f = c->n ? ref_round(out, sum / (double)c->n) : NAN;
+      if (f && c->n) (*allow)[o] = ref_sum_allowance(a->dt, c->n, c->sabs) / (double)c->n;
+      break;
+    case R_MAX:
+    case R_MIN: {
+      bool mx = k == R_MAX;
+      if (c->n)
+        r.v[o] = mx ? c->mx : c->mn;
+      else if (f)
+        r.v[o].f = mx ? -INFINITY : INFINITY;
+      else
+        r.v[o].i = mx ? ref_wrap(out, (uint64_t)ref_int_min(out)) : ref_wrap(out, ref_int_max(out));
+    } break;
+    }
+  }
+  free(acc);
+  return r;
+}
+
 /* ---------------------------------------------------------------- PRNG */
 
 uint64_t rng_next(Rng *r) { /* xorshift64* */
@@ -364,8 +525,8 @@ static bool close_enough(double got, double exp, Tol tol, double extra) {
   return fabs(got - exp) <= tol.atol + tol.rtol * fabs(exp) + extra;
 }
 
-bool ref_compare(const char *what, const RArr *got, const RArr *exp, Tol tol,
-                 const double *extra, int nin, const RArr *const *ins) {
+bool ref_compare(const char *what, const RArr *got, const RArr *exp, Tol tol, const double *extra,
+                 int nin, const RArr *const *ins) {
   int64_t bad = 0, first = -1;
   for (int64_t i = 0; i < exp->n; i++) {
     bool ok = ref_is_float(exp->dt)
@@ -391,4 +552,99 @@ bool ref_compare(const char *what, const RArr *got, const RArr *exp, Tol tol,
               ref_val_str(ins[k]->dt, ins[k]->v[first], v, sizeof v));
   fprintf(stderr, "\n");
   return false;
+}
+
+/* ---------------------------------------------------------------- inputs */
+
+static void int_range(tvk_dtype dt, const Dom *d, int64_t *lo, uint64_t *hi) {
+  *lo = ref_int_min(dt), *hi = ref_int_max(dt);
+  if (d->shift) {
+    *lo = 0, *hi = (uint64_t)ref_bits(dt) - 1;
+  } else if (d->ilo != d->ihi) {
+    if (d->ilo > *lo) *lo = d->ilo;
+    if (d->ihi < 0 || (uint64_t)d->ihi < *hi) *hi = (uint64_t)(d->ihi < 0 ? 0 : d->ihi);
+  }
+}
+
+static void float_range(tvk_dtype dt, const Dom *d, double *lo, double *hi) {
+  bool narrow = (dt == TVK_FLOAT16 || dt == TVK_BFLOAT16) && d->lo16 < d->hi16;
+  *lo = narrow ? d->lo16 : d->lo, *hi = narrow ? d->hi16 : d->hi;
+  double m = ref_float_max(dt);
+  *lo = *lo < -m ? -m : *lo, *hi = *hi > m ? m : *hi;
+}
+
+int ref_specials(tvk_dtype dt, const Dom *d, RVal *out, int max) {
+  int n = 0;
+#define PUT(field, x) (n < max ? (void)(out[n++] = (RVal){.field = (x)}) : (void)0)
+  if (dt == TVK_BOOL) {
+    PUT(i, 0), PUT(i, 1);
+  } else if (ref_is_float(dt)) {
+    static const double fin[] = {0, 1, -1, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 3, -7, 1e-3, 100};
+    double lo, hi, m = ref_float_max(dt), tiny = ldexp(1.0, dt == TVK_FLOAT16 ? -14 : -126);
+    float_range(dt, d, &lo, &hi);
+    if (dt == TVK_FLOAT64) tiny = ldexp(1.0, -1022);
+    for (size_t k = 0; (d->sp & SP_FIN) && k < sizeof fin / sizeof *fin; k++)
+      if (fin[k] >= lo && fin[k] <= hi) PUT(f, ref_round(dt, fin[k]));
+    if (d->sp & SP_EDGE) PUT(f, m), PUT(f, -m), PUT(f, tiny), PUT(f, -tiny);
+    if (d->sp & SP_OUT) PUT(f, 0.0), PUT(f, -1.0), PUT(f, -0.5);
+    if (d->sp & SP_NAN) PUT(f, NAN);
+    if (d->sp & SP_INF) PUT(f, INFINITY), PUT(f, -INFINITY);
+    if (d->sp & SP_NEGZ) PUT(f, -0.0);
+  } else {
+    static const int64_t fin[] = {0, 1, -1, 2, -2, 7, -7};
+    int64_t lo, mn = ref_int_min(dt);
+    uint64_t hi, mx = ref_int_max(dt);
+    int_range(dt, d, &lo, &hi);
+    bool uns = ref_is_unsigned(dt);
+    for (size_t k = 0; (d->sp & SP_FIN) && k < sizeof fin / sizeof *fin; k++)
+      if (fin[k] >= lo && (fin[k] < 0 || (uint64_t)fin[k] <= hi)) PUT(i, fin[k]);
+    if ((d->sp & SP_EDGE) && d->ilo == d->ihi && !d->shift) {
+      PUT(i, ref_wrap(dt, (uint64_t)mn)), PUT(i, ref_wrap(dt, (uint64_t)mn + 1));
+      PUT(i, ref_wrap(dt, mx)), PUT(i, ref_wrap(dt, mx - 1));
+      PUT(i, ref_wrap(dt, mx / 2)), PUT(i, ref_wrap(dt, mx / 2 + 1));
+    }
+    if (d->sp & SP_OUT) {
+      PUT(i, 0);
+      if (!uns) PUT(i, -1);
+    }
+  }
+#undef PUT
+  return n;
+}
+
+static RVal random_val(Rng *r, tvk_dtype dt, const Dom *d) {
+  RVal v;
+  if (dt == TVK_BOOL) {
+    v.i = (int64_t)(rng_next(r) >> 63);
+  } else if (ref_is_float(dt)) {
+    double lo, hi;
+    float_range(dt, d, &lo, &hi);
+    v.f = ref_round(dt, rng_unif(r, lo, hi));
+  } else {
+    int64_t lo;
+    uint64_t hi;
+    int_range(dt, d, &lo, &hi);
+    uint64_t span = hi - (uint64_t)lo;
+    uint64_t x = rng_next(r);
+    v.i = ref_wrap(dt, (uint64_t)lo + (span == UINT64_MAX ? x : x % (span + 1)));
+  }
+  return v;
+}
+
+RArr ref_gen(Rng *r, tvk_dtype dt, int ndim, const int64_t *shape, const Dom *d) {
+  RArr a = ref_new(dt, ndim, shape);
+  RVal sp[64];
+  int ns = ref_specials(dt, d, sp, 64);
+  for (int64_t i = 0; i < a.n; i++) a.v[i] = i < ns ? sp[i] : random_val(r, dt, d);
+  return a;
+}
+
+void ref_gen_pair(Rng *r, tvk_dtype dt, int ndim, const int64_t *shape, const Dom *da,
+                  const Dom *db, RArr *a, RArr *b) {
+  *a = ref_gen(r, dt, ndim, shape, da);
+  *b = ref_gen(r, dt, ndim, shape, db);
+  RVal sa[64], sb[64];
+  int na = ref_specials(dt, da, sa, 64), nb = ref_specials(dt, db, sb, 64);
+  for (int64_t k = 0; k < (int64_t)na * nb && k < a->n; k++)
+    a->v[k] = sa[k / nb], b->v[k] = sb[k % nb];
 }

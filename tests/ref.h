@@ -88,6 +88,35 @@ RArr ref_flip(const RArr *a, int naxes, const int *axes);
 /* numpy broadcast shape of n shapes; false when they do not broadcast. */
 bool ref_broadcast(int n, const RArr *const *xs, int *ndim, int64_t *shape);
 
+/* ---------------------------------------------------------------- casts */
+
+/* v of dtype from as dtype to, per tvk_cast: floats truncate toward zero into
+ * ints (callers keep inputs in range: out of range is unspecified), ints wrap,
+ * anything -> bool is x != 0 (NaN too), to floats rounds to nearest even (from
+ * ints exactly, with no detour through double). */
+RVal ref_cast_elem(tvk_dtype from, tvk_dtype to, RVal v);
+RArr ref_cast(const RArr *a, tvk_dtype to);
+/* a < b for values of dt (uint64 compared unsigned). */
+bool ref_lt_int(tvk_dtype dt, int64_t a, int64_t b);
+
+/* ---------------------------------------------------------------- reductions */
+
+typedef enum { R_SUM, R_PROD, R_MAX, R_MIN, R_MEAN } RKind;
+
+/* Result dtype per tvk.h: sum/prod widen bool and narrow ints to 32 bits, mean
+ * of non-floats is float32, max/min keep the dtype. */
+tvk_dtype ref_reduce_dtype(RKind k, tvk_dtype dt);
+/* A float sum over n elements may be accumulated in any order (threads, tree):
+ * each of its additions rounds in the accumulator's precision (float32 for
+ * float16/bfloat16/float32 inputs, double for float64). Random rounding errors
+ * grow like sqrt(n); the allowance is twice (1 + sqrt(n)) accumulator epsilons
+ * times sum |x|, about ten standard deviations at a million elements. */
+double ref_sum_allowance(tvk_dtype in, int64_t n, double sum_abs);
+/* The expected reduction of a over axes (naxes 0: all; negative from the end),
+ * identities for empty reductions, and per-element allowances for float
+ * summation order (sum, mean) and rounding (prod) into *allow (malloc'd). */
+RArr ref_reduce(RKind k, const RArr *a, int naxes, const int *axes, bool keepdim, double **allow);
+
 /* ---------------------------------------------------------------- PRNG */
 
 typedef struct {
@@ -113,7 +142,35 @@ typedef struct {
  *        got G, expected E (inputs: ...)
  * naming each input at that index (ins: arrays of exp's shape, or NULL), and
  * returns false. */
-bool ref_compare(const char *what, const RArr *got, const RArr *exp, Tol tol,
-                 const double *extra, int nin, const RArr *const *ins);
+bool ref_compare(const char *what, const RArr *got, const RArr *exp, Tol tol, const double *extra,
+                 int nin, const RArr *const *ins);
+
+/* ---------------------------------------------------------------- inputs */
+
+/* Special values put first in an input (see specials()). */
+enum {
+  SP_FIN = 1,   /* floats: 0 +-1 +-0.5 +-1.5 +-2.5 3 -7 1e-3 100 in range; ints: 0 +-1 +-2 +-7 */
+  SP_EDGE = 2,  /* floats: +-largest finite, +-least normal; ints: min, max and neighbours */
+  SP_NAN = 4,   /* NaN */
+  SP_INF = 8,   /* +inf and -inf */
+  SP_NEGZ = 16, /* -0.0 */
+  SP_OUT = 32,  /* 0, -1, -0.5 even outside the range: the header defines f there (log, sqrt) */
+};
+
+typedef struct {
+  double lo, hi;     /* floats: uniform in [lo, hi) */
+  double lo16, hi16; /* float16/bfloat16 instead, when lo16 < hi16 */
+  int64_t ilo, ihi;  /* ints: uniform in [ilo, ihi] clamped to the dtype; ilo == ihi: all */
+  unsigned sp;       /* SP_* */
+  bool shift;        /* ints: [0, bits - 1] (shift amounts) */
+} Dom;
+
+/* The special values of dt under d, into out (at most max); returns how many. */
+int ref_specials(tvk_dtype dt, const Dom *d, RVal *out, int max);
+/* An array of dt and shape: the specials of d first, random values after. */
+RArr ref_gen(Rng *r, tvk_dtype dt, int ndim, const int64_t *shape, const Dom *d);
+/* Two arrays of one shape: every pair of specials first, random pairs after. */
+void ref_gen_pair(Rng *r, tvk_dtype dt, int ndim, const int64_t *shape, const Dom *da,
+                  const Dom *db, RArr *a, RArr *b);
 
 #endif

@@ -1036,24 +1036,44 @@ static void test_zero_size(void **state) {
 
 /* ---------------------------------------------------------------- loop structure */
 
+/* What the structure check knows of a program: its ranges, and per DEFINE_ACC
+ * the loops open where it is declared (those enclosing its own loops). */
+typedef struct {
+  UOp *ranges[64];
+  int nr;
+  UOp *acc[64];
+  uint64_t acc_open[64];
+  int nacc;
+  UOp **memo_u;
+  uint64_t *memo_m;
+  int nm;
+} Structure;
+
+static uint64_t range_bit(const Structure *st, const UOp *u) {
+  for (int r = 0; r < st->nr; r++)
+    if (st->ranges[r] == u) return 1ull << r;
+  return 0;
+}
+
 /* The ranges u depends on, computed here from the graph: a source RANGE and its
- * dependencies; an ASSIGN's users do not depend on its accumulator's ranges. */
-static uint64_t deps_of(UOp *u, UOp **ranges, int nr, UOp **memo_u, uint64_t *memo_m, int *nm) {
-  for (int i = 0; i < *nm; i++)
-    if (memo_u[i] == u) return memo_m[i];
+ * dependencies. An ASSIGN's value is read after its accumulator's loops close:
+ * its users depend on the loops around them (so they must be inside those), not
+ * on the accumulator's own ranges. */
+static uint64_t deps_of(Structure *st, UOp *u) {
+  for (int i = 0; i < st->nm; i++)
+    if (st->memo_u[i] == u) return st->memo_m[i];
   uint64_t m = 0;
   for (uint32_t k = 0; k < u->nsrc; k++) {
     UOp *x = u->src[k];
-    uint64_t d = deps_of(x, ranges, nr, memo_u, memo_m, nm);
-    for (int r = 0; r < nr; r++)
-      if (ranges[r] == x) d |= 1ull << r;
-    if (x->op == OP_ASSIGN)
-      for (uint32_t j = 1; j < x->src[0]->nsrc; j++)
-        for (int r = 0; r < nr; r++)
-          if (ranges[r] == x->src[0]->src[j]) d &= ~(1ull << r);
+    uint64_t d = deps_of(st, x) | range_bit(st, x);
+    if (x->op == OP_ASSIGN) {
+      for (uint32_t j = 1; j < x->src[0]->nsrc; j++) d &= ~range_bit(st, x->src[0]->src[j]);
+      for (int i = 0; i < st->nacc; i++)
+        if (st->acc[i] == x->src[0]) d |= st->acc_open[i];
+    }
     m |= d;
   }
-  memo_u[*nm] = u, memo_m[(*nm)++] = m;
+  st->memo_u[st->nm] = u, st->memo_m[st->nm++] = m;
   return m;
 }
 
@@ -1068,12 +1088,22 @@ static int check_structure(UOp *sink) {
   assert_int_equal(kernel_verify(sink, &norm, kd, &err), TVK_OK);
   assert_int_equal(lower_kernel(norm, kd, &low, &err), TVK_OK);
   assert_int_equal(legalize_dtypes(uop_simplify(low), &lang_c, &legal, &err), TVK_OK);
-  assert_int_equal(linearize(legal, &lp, &err), TVK_OK);
-  UOp *ranges[64], **memo_u = calloc(lp.n * 4 + 64, sizeof *memo_u);
-  uint64_t *memo_m = calloc(lp.n * 4 + 64, sizeof *memo_m);
-  int nr = 0, nm = 0, open[64], nopen = 0, deepest = 0;
-  for (size_t p = 0; p < lp.n; p++)
-    if (lp.uops[p]->op == OP_RANGE) ranges[nr++] = lp.uops[p];
+  if (linearize(legal, &lp, &err) != TVK_OK) fail_msg("linearize: %s", err.msg);
+  Structure *st = calloc(1, sizeof *st);
+  st->memo_u = calloc(lp.n * 4 + 64, sizeof *st->memo_u);
+  st->memo_m = calloc(lp.n * 4 + 64, sizeof *st->memo_m);
+  int open[64], nopen = 0, deepest = 0;
+  for (size_t p = 0; p < lp.n; p++) {
+    UOp *u = lp.uops[p];
+    if (u->op == OP_RANGE) st->ranges[st->nr++] = u, open[nopen++] = st->nr - 1;
+    if (u->op == OP_ENDRANGE) nopen--;
+    if (u->op == OP_DEFINE_ACC) {
+      st->acc[st->nacc] = u;
+      for (int i = 0; i < nopen; i++) st->acc_open[st->nacc] |= 1ull << open[i];
+      st->nacc++;
+    }
+  }
+  assert_int_equal(nopen, 0);
   for (size_t p = 0; p < lp.n; p++) {
     UOp *u = lp.uops[p];
     for (uint32_t k = 0; k < u->nsrc && u->op != OP_DEFINE_ACC; k++) {
@@ -1084,11 +1114,11 @@ static int check_structure(UOp *sink) {
                  op_name((Op)u->src[k]->op));
     }
     if (u->op == OP_ENDRANGE) {
-      assert_true(nopen > 0 && ranges[open[nopen - 1]] == u->src[0]);
+      assert_true(nopen > 0 && st->ranges[open[nopen - 1]] == u->src[0]);
       nopen--;
       continue;
     }
-    uint64_t d = deps_of(u, ranges, nr, memo_u, memo_m, &nm), inside = 0;
+    uint64_t d = deps_of(st, u), inside = 0;
     for (int i = 0; i < nopen; i++) inside |= 1ull << open[i];
     if (u->op != OP_DEFINE_ACC && (d & ~inside)) /* an accumulator is set before its loops */
       fail_msg("%s at %zu is outside a loop it depends on", op_name((Op)u->op), p);
@@ -1097,14 +1127,14 @@ static int check_structure(UOp *sink) {
     if (value && nopen && !(d >> open[nopen - 1] & 1))
       fail_msg("%s at %zu is in a loop it does not depend on", op_name((Op)u->op), p);
     if (u->op == OP_RANGE) {
-      for (int r = 0; r < nr; r++)
-        if (ranges[r] == u) open[nopen++] = r;
+      for (int r = 0; r < st->nr; r++)
+        if (st->ranges[r] == u) open[nopen++] = r;
       deepest = nopen > deepest ? nopen : deepest;
     }
   }
   assert_int_equal(nopen, 0);
   linear_free(&lp);
-  free(memo_u), free(memo_m), free(kd);
+  free(st->memo_u), free(st->memo_m), free(st), free(kd);
   return deepest;
 }
 
@@ -1136,6 +1166,202 @@ static void test_loop_structure(void **state) {
   assert_int_equal(check_structure(sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)8, (int64_t)1),
                                                uop_add(r, cf(c, 1))))),
                    2);
+}
+
+/* ---- full reduces, and reduces no output axis feeds, then elementwise ops ----
+ * A kernel whose output has no axis of size other than 1 runs in a one-iteration
+ * loop that only core 0 enters: the reduce loops go in it, and so must every op
+ * after the reduce, although such an op depends on no range at all. */
+
+/* Runs a kernel whose nst stores write one float each (buffers 0..nst-1) and
+ * whose inputs are buffers nst... */
+static void run_scalars(Suite *s, int nst, UOp **st, float *out, int nin, const HostBuf *in) {
+  HostBuf hb[8];
+  for (int i = 0; i < nst; i++) out[i] = -12345, hb[i] = (HostBuf){&out[i], 4};
+  for (int i = 0; i < nin; i++) hb[nst + i] = in[i];
+  run(s, uop_sink(s->c, nst, st), nst + nin, hb, 0, NULL);
+}
+
+/* sum(x) * 2 alone; then one kernel with five stores: sum * 2, max + 1, min as
+ * -max(-x), mean as sum * (1/n), the sum itself; and int32 sum * 3 - 1 and min. */
+static void test_reduce_all_then_elementwise(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  const int64_t ax[] = {0};
+  for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+    int64_t n = sizes[k];
+    float *x = malloc((size_t)n * 4), out[5];
+    int32_t *xi = malloc((size_t)n * 4), iout[2] = {-1, -1};
+    double sum = 0, mag = 0, mx = -INFINITY, mn = INFINITY;
+    int64_t isum = 0, imin = INT32_MAX;
+    for (int64_t i = 0; i < n; i++) {
+      x[i] = (float)urand(-1, 1), xi[i] = (int32_t)(xorshift() % 2001) - 1000;
+      sum += x[i], mag += fabs(x[i]), mx = fmax(mx, x[i]), mn = fmin(mn, x[i]);
+      isum += xi[i], imin = xi[i] < imin ? xi[i] : imin;
+    }
+    double tol = 1e-6 * (1 + mag);
+    HostBuf in = {x, (size_t)n * 4};
+    UOp *alone = store(c, 0, DT_FLOAT32, shp(1, (int64_t)1),
+                       uop_mul(reduce(ld(c, 1, DT_FLOAT32, shp(1, n)), OP_ADD, 1, ax), cf(c, 2)));
+    run_scalars(s, 1, &alone, out, 1, &in);
+    if (fabs(out[0] - 2 * sum) > 2 * tol)
+      fail_msg("n %lld: sum * 2 alone = %.9g, want %.9g", (long long)n, out[0], 2 * sum);
+    UOp *X = ld(c, 5, DT_FLOAT32, shp(1, n)), *S = reduce(X, OP_ADD, 1, ax);
+    UOp *v[5] = {uop_mul(S, cf(c, 2)), uop_add(reduce(X, OP_MAX, 1, ax), cf(c, 1)),
+                 uop_neg(reduce(uop_neg(X), OP_MAX, 1, ax)), uop_mul(S, cf(c, 1.0 / (double)n)),
+                 S};
+    UOp *st[5];
+    for (int i = 0; i < 5; i++) st[i] = store(c, i, DT_FLOAT32, shp(1, (int64_t)1), v[i]);
+    run_scalars(s, 5, st, out, 1, &in);
+    if (fabs(out[0] - 2 * sum) > 2 * tol)
+      fail_msg("n %lld: sum * 2 = %.9g, want %.9g", (long long)n, out[0], 2 * sum);
+    check_close(out[1], (double)(float)mx + 1, 1e-7, "max + 1", n);
+    check_close(out[2], mn, 0, "min", n);
+    if (fabs(out[3] - sum / (double)n) > tol / (double)n + 1e-7)
+      fail_msg("n %lld: mean = %.9g, want %.9g", (long long)n, out[3], sum / (double)n);
+    if (fabs(out[4] - sum) > tol)
+      fail_msg("n %lld: sum = %.9g, want %.9g", (long long)n, out[4], sum);
+    UOp *XI = ld(c, 2, DT_INT32, shp(1, n));
+    UOp *ist[2] = {store(c, 0, DT_INT32, shp(1, (int64_t)1),
+                         uop_add_c(uop_mul_c(reduce(XI, OP_ADD, 1, ax), 3), -1)),
+                   store(c, 1, DT_INT32, shp(1, (int64_t)1),
+                         uop_neg(reduce(uop_neg(XI), OP_MAX, 1, ax)))};
+    HostBuf hi[3] = {{&iout[0], 4}, {&iout[1], 4}, {xi, (size_t)n * 4}};
+    run(s, uop_sink(c, 2, ist), 3, hi, 0, NULL);
+    assert_int_equal(iout[0], isum * 3 - 1);
+    assert_int_equal(iout[1], imin);
+    free(x), free(xi);
+  }
+}
+
+/* Reduces over every axis of 2-d and 3-d inputs with an elementwise tail,
+ * stored keepdim (a buffer of shape (1, 1)) and not (a 0-d or (1,) buffer
+ * reshaped to the output shape), from plain and permuted, padded views. */
+static void test_reduce_all_keepdim(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  enum { R = 6, C = 9, P = 3, Q = 5, K = 7 };
+  float a[R * C], b[P * Q * K], out[3];
+  double sa = 0, ma = -INFINITY, sb = 0, mb = 0; /* mb: the padding reads 0 */
+  for (int i = 0; i < R * C; i++) a[i] = (float)urand(-3, 3), sa += a[i], ma = fmax(ma, a[i]);
+  for (int i = 0; i < P * Q * K; i++) b[i] = (float)urand(-3, 3), sb += b[i], mb = fmax(mb, b[i]);
+  const int64_t ax2[] = {0, 1}, ax3[] = {0, 1, 2};
+  UOp *A = ld(c, 3, DT_FLOAT32, shp(2, (int64_t)R, (int64_t)C));
+  ShapeTracker *z0 = shp(0), *flat2 = st_reshape(z0, 2, (const sint[]){1, 1});
+  UOp *st[3] = {
+      store(c, 0, DT_FLOAT32, shp(2, (int64_t)1, (int64_t)1),
+            uop_add(uop_mul(reduce(A, OP_MAX, 2, ax2), cf(c, 0.5)), cf(c, 1))),
+      store(c, 1, DT_FLOAT32, flat2, uop_mul(reduce(A, OP_ADD, 2, ax2), cf(c, 1.0 / (R * C)))),
+      store(c, 2, DT_FLOAT32, shp(2, (int64_t)1, (int64_t)1), reduce(A, OP_ADD, 2, ax2)),
+  };
+  HostBuf in = {a, sizeof a};
+  run_scalars(s, 3, st, out, 1, &in);
+  check_close(out[0], ma * 0.5 + 1, 1e-7, "max * 0.5 + 1, keepdim", 0);
+  check_close(out[1], sa / (R * C), 1e-5, "mean, not keepdim", 0);
+  check_close(out[2], sa, 1e-5, "sum, keepdim", 0);
+  /* b read as (K, Q + 2, P): permuted, and padded with a zero row at each end of Q */
+  ShapeTracker *b0 = shp(3, (int64_t)P, (int64_t)Q, (int64_t)K),
+               *b1 = st_permute(b0, (const int[]){2, 1, 0}),
+               *b2 = st_pad(b1, (const sint[][2]){{0, 0}, {1, 1}, {0, 0}});
+  ShapeTracker *o0 = shp(1, (int64_t)1), *flat3 = st_reshape(o0, 3, (const sint[]){1, 1, 1});
+  st_free(z0), st_free(b0), st_free(b1), st_free(o0);
+  UOp *B = uop_new(c, OP_LOAD, DT(FLOAT32), 2, (UOp *[]){glob(c, 2, DT_FLOAT32), view(c, b2)},
+                   arg_none());
+  UOp *st3[2] = {
+      store(c, 0, DT_FLOAT32, flat3, uop_sub(reduce(B, OP_ADD, 3, ax3), cf(c, 4))),
+      store(c, 1, DT_FLOAT32, shp(3, (int64_t)1, (int64_t)1, (int64_t)1),
+            uop_mul(reduce(B, OP_MAX, 3, ax3), cf(c, 2))),
+  };
+  HostBuf in3 = {b, sizeof b};
+  run_scalars(s, 2, st3, out, 1, &in3);
+  check_close(out[0], sb - 4, 1e-5, "sum - 4 of a padded, permuted view, not keepdim", 0);
+  check_close(out[1], mb * 2, 0, "max * 2 of a padded, permuted view, keepdim", 0);
+}
+
+/* Reduces that verification drops (no axis of size other than 1): over a 0-d
+ * input, over a (1,) and a (1, 1) one; with elementwise ops after them. */
+static void test_reduce_all_0d(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  float x = 1.75f, out[3];
+  const int64_t none[] = {0}, ax1[] = {0}, ax2[] = {0, 1};
+  UOp *X0 = ld(c, 3, DT_FLOAT32, shp(0));
+  UOp *st0[3] = {
+      store(c, 0, DT_FLOAT32, shp(0), uop_add(uop_mul(reduce(X0, OP_ADD, 0, none), cf(c, 2)),
+                                               cf(c, 1))),
+      store(c, 1, DT_FLOAT32, shp(0), uop_sub(reduce(X0, OP_MAX, 0, none), cf(c, 3))),
+      store(c, 2, DT_FLOAT32, shp(0), reduce(uop_mul(X0, X0), OP_MUL, 0, none)),
+  };
+  HostBuf in = {&x, 4};
+  run_scalars(s, 3, st0, out, 1, &in);
+  check_close(out[0], 4.5, 0, "0-d sum * 2 + 1", 0);
+  check_close(out[1], -1.25, 0, "0-d max - 3", 0);
+  check_close(out[2], 1.75 * 1.75, 0, "0-d prod of x * x", 0);
+  UOp *X1 = ld(c, 1, DT_FLOAT32, shp(1, (int64_t)1));
+  UOp *X2 = ld(c, 2, DT_FLOAT32, shp(2, (int64_t)1, (int64_t)1));
+  UOp *st1 = store(c, 0, DT_FLOAT32, shp(1, (int64_t)1),
+                   uop_mul(reduce(X1, OP_ADD, 1, ax1), cf(c, -2)));
+  UOp *st2 = store(c, 1, DT_FLOAT32, shp(2, (int64_t)1, (int64_t)1),
+                   uop_add(reduce(X2, OP_MAX, 2, ax2), cf(c, 0.25)));
+  run_scalars(s, 1, &st1, out, 1, &in);
+  check_close(out[0], -3.5, 0, "(1,) sum * -2", 0);
+  UOp *st2b[2] = {store(c, 0, DT_FLOAT32, shp(2, (int64_t)1, (int64_t)1), uop_neg(X2)), st2};
+  run_scalars(s, 2, st2b, out, 1, &in);
+  check_close(out[0], -1.75, 0, "(1, 1) neg", 0);
+  check_close(out[1], 2.0, 0, "(1, 1) max + 0.25", 0);
+}
+
+/* Reduces whose value depends on no output axis, followed by elementwise ops:
+ * their loops still run inside the parallel loop, and so must the ops after
+ * them. (1) out[i] = sum_j b[j] * 2 with b expanded over rows; (2) three dims
+ * where two reduces share the k loop: out[p, q] = sum_k b[k] * 2 + sum_k a[p, q, k];
+ * (3) nested: out = sum_i (max_j b[j]) * 2 with b expanded over rows. */
+static void test_unfed_reduce_then_elementwise(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  enum { R = 5, C = 40, P = 3, Q = 4, K = 10 };
+  float b[C], a[P * Q * K], out[P * Q];
+  double sb = 0, mx = -INFINITY, mag = 0;
+  for (int j = 0; j < C; j++) b[j] = (float)urand(-1, 1), sb += b[j], mx = fmax(mx, b[j]);
+  for (int j = 0; j < C; j++) mag += fabs(b[j]);
+  for (int i = 0; i < P * Q * K; i++) a[i] = (float)urand(-1, 1);
+  const int64_t ax0[] = {0}, ax1[] = {1}, ax2[] = {2};
+  /* (1) */
+  ShapeTracker *e0 = shp(2, (int64_t)1, (int64_t)C), *ev = st_expand(e0, (const sint[]){R, C});
+  UOp *sum_b = reduce(ld(c, 1, DT_FLOAT32, ev), OP_ADD, 1, ax1);
+  UOp *k1 = sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)R, (int64_t)1), uop_mul(sum_b, cf(c, 2))));
+  assert_int_equal(check_structure(k1), 2);
+  HostBuf h1[2] = {{out, R * 4}, {b, sizeof b}};
+  run(s, k1, 2, h1, 0, NULL);
+  for (int i = 0; i < R; i++)
+    if (fabs(out[i] - 2 * sb) > 2e-6 * (1 + mag)) fail_msg("(1)[%d]: %.9g, want %.9g", i, out[i], 2 * sb);
+  /* (2) */
+  ShapeTracker *f0 = shp(3, (int64_t)1, (int64_t)1, (int64_t)K),
+               *fv = st_expand(f0, (const sint[]){P, Q, K});
+  UOp *sbk = reduce(ld(c, 1, DT_FLOAT32, fv), OP_ADD, 1, ax2);
+  UOp *sa = reduce(ld(c, 2, DT_FLOAT32, shp(3, (int64_t)P, (int64_t)Q, (int64_t)K)), OP_ADD, 1, ax2);
+  UOp *k2 = sink1(store(c, 0, DT_FLOAT32, shp(3, (int64_t)P, (int64_t)Q, (int64_t)1),
+                        uop_add(uop_mul(sbk, cf(c, 2)), sa)));
+  assert_int_equal(check_structure(k2), 3);
+  HostBuf h2[3] = {{out, sizeof out}, {b, K * 4}, {a, sizeof a}};
+  run(s, k2, 3, h2, 0, NULL);
+  double sk = 0;
+  for (int k = 0; k < K; k++) sk += b[k];
+  for (int i = 0; i < P * Q; i++) {
+    double want = 2 * sk;
+    for (int k = 0; k < K; k++) want += a[i * K + k];
+    check_close(out[i], want, 1e-5, "(2)", i);
+  }
+  /* (3) */
+  ShapeTracker *g0 = shp(2, (int64_t)1, (int64_t)C), *gv = st_expand(g0, (const sint[]){R, C});
+  st_free(e0), st_free(f0), st_free(g0);
+  UOp *mb = reduce(ld(c, 1, DT_FLOAT32, gv), OP_MAX, 1, ax1);
+  UOp *k3 = sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)1, (int64_t)1),
+                        reduce(uop_mul(mb, cf(c, 2)), OP_ADD, 1, ax0)));
+  assert_int_equal(check_structure(k3), 2); /* the max is not recomputed per row */
+  HostBuf h3[2] = {{out, 4}, {b, sizeof b}};
+  run(s, k3, 2, h3, 0, NULL);
+  check_close(out[0], R * 2 * mx, 1e-6, "(3)", 0);
 }
 
 /* ---------------------------------------------------------------- vars, float16 */
@@ -1248,6 +1474,127 @@ static void test_half_casts(void **state) {
     if (!isnan(f) && bf[i] != q)
       fail_msg("f32 -> bf16 [%d] %.9g: got 0x%04x want 0x%04x", i, f, bf[i], q);
   }
+}
+
+/* ---------------------------------------------------------------- long expressions */
+
+enum { DEEP_N = 37, DEEP_STEPS = 200 };
+
+/* The deepest nesting of brackets within a line of src. */
+static int max_nesting(const char *src) {
+  int d = 0, most = 0;
+  for (const char *p = src; *p; p++) {
+    if (*p == '(' || *p == '[' || *p == '{') most = ++d > most ? d : most;
+    if (*p == ')' || *p == ']' || *p == '}') d--;
+    if (*p == '\n') d = 0;
+  }
+  return most;
+}
+
+/* The chains, reading buffer in and storing to buffer out. kind 0: float32
+ * x = (x + c_k) * 0.5; kind 1: the same in float16 after a cast from float32
+ * (each op rounds to half); kind 2: int32 x = x * 3 + k (wrapping). */
+static UOp *deep_chain(UCtx *c, int kind, int out, int in) {
+  UOp *x = ld(c, in, kind == 2 ? DT_INT32 : DT_FLOAT32, shp(1, (int64_t)DEEP_N));
+  DType dt = kind == 1 ? DT(FLOAT16) : x->dtype;
+  x = uop_cast(x, dt);
+  for (int k = 0; k < DEEP_STEPS; k++) {
+    if (kind == 2)
+      x = uop_add_c(uop_mul_c(x, 3), k);
+    else
+      x = uop_mul(uop_add(x, uop_const_float(c, dt, k % 5 - 2)), uop_const_float(c, dt, 0.5));
+  }
+  return store(c, out, (ScalarType)dt.scalar, shp(1, (int64_t)DEEP_N), x);
+}
+
+/* Checks the outputs of the chains against plain loops. */
+static void deep_check(int kind, const void *in, const void *got) {
+  for (int i = 0; i < DEEP_N; i++) {
+    if (kind == 2) {
+      uint32_t r = (uint32_t)((const int32_t *)in)[i];
+      for (int k = 0; k < DEEP_STEPS; k++) r = r * 3u + (uint32_t)k;
+      assert_int_equal(((const int32_t *)got)[i], (int32_t)r);
+      continue;
+    }
+    float a = ((const float *)in)[i];
+    if (kind == 0) {
+      float r = a;
+      for (int k = 0; k < DEEP_STEPS; k++) r = (float)((double)r + (k % 5 - 2)), r = r * 0.5f;
+      check_close(((const float *)got)[i], r, 1e-6, "float32 chain", i);
+    } else {
+      uint16_t r = half_round(a);
+      for (int k = 0; k < DEEP_STEPS; k++)
+        r = half_round(half_value(r) + (k % 5 - 2)), r = half_round(half_value(r) * 0.5);
+      if (((const uint16_t *)got)[i] != r)
+        fail_msg("float16 chain[%d]: got 0x%04x want 0x%04x", i, ((const uint16_t *)got)[i], r);
+    }
+  }
+}
+
+/* Kernels with one long chain of single-use ops (200 steps, 400 ops), each
+ * alone and all three in one kernel. The source must compile (it was once cut
+ * at 256 characters per expression), give the values of plain loops, and nest
+ * brackets no deeper than compilers accept (clang: 256). */
+static void test_deep_expression(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  float a[DEEP_N], out[DEEP_N];
+  uint16_t h[DEEP_N];
+  int32_t ia[DEEP_N], iout[DEEP_N];
+  for (int i = 0; i < DEEP_N; i++)
+    a[i] = (float)urand(-100, 100), ia[i] = (int32_t)(xorshift() % 2000001) - 1000000;
+  HostBuf outs[3] = {{out, sizeof out}, {h, sizeof h}, {iout, sizeof iout}};
+  HostBuf ins[3] = {{a, sizeof a}, {a, sizeof a}, {ia, sizeof ia}};
+  for (int kind = 0; kind < 4; kind++) { /* each chain alone, then all three */
+    UOp *st[3];
+    HostBuf hb[6];
+    int nst = kind < 3 ? 1 : 3;
+    for (int k = 0; k < nst; k++) {
+      int which = kind < 3 ? kind : k;
+      st[k] = deep_chain(c, which, 2 * k, 2 * k + 1);
+      hb[2 * k] = outs[which], hb[2 * k + 1] = ins[which];
+      memset(outs[which].data, 0, outs[which].bytes);
+    }
+    UOp *sink = uop_sink(c, nst, st);
+    char *src = source_of(sink);
+    if (max_nesting(src) > 64) fail_msg("brackets nest %d deep:\n%s", max_nesting(src), src);
+    free(src);
+    run(s, sink, 2 * nst, hb, 0, NULL);
+    for (int k = 0; k < nst; k++) deep_check(kind < 3 ? kind : k, ins[kind < 3 ? kind : k].data,
+                                             outs[kind < 3 ? kind : k].data);
+  }
+  /* the int chain has no undefined behaviour (and compiles warning-free) */
+  HostBuf hu[2] = {outs[2], ins[2]};
+  ub_check(s, sink1(deep_chain(c, 2, 0, 1)), 2, hu);
+}
+
+/* A var with a long name keeps all of it in the source and the UOp listing. */
+static void test_long_var_name(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  char name[201];
+  for (int i = 0; i < 200; i++) name[i] = (char)('a' + i % 26);
+  name[200] = 0;
+  name[150] = '.'; /* not an identifier character: spelled '_' */
+  enum { N = 9 };
+  float a[N], out[N];
+  for (int i = 0; i < N; i++) a[i] = (float)i;
+  UOp *v = uop_var(c, name, 0, 100);
+  UOp *x = uop_mul(ld(c, 1, DT_FLOAT32, shp(1, (int64_t)N)), uop_cast(v, DT(FLOAT32)));
+  UOp *sink = sink1(store(c, 0, DT_FLOAT32, shp(1, (int64_t)N), x));
+  KernelSource ks;
+  CodegenOpts o = {.want_uops = true};
+  assert_int_equal(codegen_kernel_opts(sink, NULL, &o, &ks), TVK_OK);
+  char want[210];
+  snprintf(want, sizeof want, "v0_%s", name);
+  want[3 + 150] = '_';
+  if (!strstr(ks.src, want)) fail_msg("'%s' is not in:\n%s", want, ks.src);
+  if (!strstr(ks.uops, name)) fail_msg("'%s' is not in:\n%s", name, ks.uops);
+  kernel_source_free(&ks);
+  HostBuf hb[2] = {{out, sizeof out}, {a, sizeof a}};
+  const int32_t vals[1] = {7};
+  run(s, sink, 2, hb, 1, vals);
+  for (int i = 0; i < N; i++) check_close(out[i], 7.0 * i, 0, "long var", i);
 }
 
 /* ---------------------------------------------------------------- golden sources */
@@ -1469,12 +1816,18 @@ int main(void) {
       T(test_nested_reduce),
       T(test_hoisted_reduce),
       T(test_loop_structure),
+      T(test_reduce_all_then_elementwise),
+      T(test_reduce_all_keepdim),
+      T(test_reduce_all_0d),
+      T(test_unfed_reduce_then_elementwise),
       T(test_masked_store),
       T(test_permuted_store),
       T(test_zero_size),
       T(test_define_var),
       T(test_float16),
       T(test_half_casts),
+      T(test_deep_expression),
+      T(test_long_var_name),
       T(test_golden_add),
       T(test_golden_sum),
       T(test_deterministic),

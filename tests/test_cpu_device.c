@@ -608,40 +608,6 @@ static void test_cache_locations(void **state) {
   restore_env("TMPDIR", saved[3]);
 }
 
-/* TVK_DEBUG >= 3 prints each kernel's source to stderr. */
-static void test_debug_prints_source(void **state) {
-  Suite *s = *state;
-  char path[512], src[512], text[4096] = {0};
-  snprintf(path, sizeof path, "%s/stderr.txt", s->root);
-  tagged_src(src, sizeof src, "shown", 301);
-  DeviceOptions opt = {.threads = 1, .debug = 3};
-  Device *d = NULL;
-  char err[256];
-  assert_int_equal(cpu_device_create(&opt, &d, err, sizeof err), TVK_OK);
-
-  fflush(stderr);
-  int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  assert_true(saved >= 0 && fd >= 0);
-  dup2(fd, 2);
-  close(fd);
-  DevProgram *p = NULL;
-  tvk_status st = d->ops->compile(d, "shown", src, &p, NULL);
-  fflush(stderr);
-  dup2(saved, 2);
-  close(saved);
-  assert_int_equal(st, TVK_OK);
-
-  FILE *f = fopen(path, "r");
-  assert_non_null(f);
-  size_t n = fread(text, 1, sizeof text - 1, f);
-  fclose(f);
-  text[n] = '\0';
-  assert_contains(text, "shown");
-  assert_contains(text, "= 301;");
-  d->ops->program_free(d, p);
-  d->ops->destroy(d);
-}
-
 /* Programs still alive at destroy are closed by it (LSan checks). */
 static void test_destroy_with_live_programs(void **state) {
   (void)state;
@@ -669,7 +635,6 @@ int main(void) {
       cmocka_unit_test(test_missing_symbol_and_bad_names),
       cmocka_unit_test(test_no_compiler),
       cmocka_unit_test(test_cache_locations),
-      cmocka_unit_test(test_debug_prints_source),
       cmocka_unit_test(test_destroy_with_live_programs),
   };
   return cmocka_run_group_tests(tests, suite_setup, suite_teardown);

@@ -69,7 +69,8 @@ static void expect_shape(const tvk_tensor *t, int nd, const int64_t *shape) {
 static void expect_error(tvk_tensor *t, tvk_status st, int n, const char *const *pieces) {
   assert_non_null(t);
   if (tvk_status_of(t) != st)
-    fprintf(stderr, "status %s, message \"%s\"\n", tvk_status_name(tvk_status_of(t)), tvk_error_of(t));
+    fprintf(stderr, "status %s, message \"%s\"\n", tvk_status_name(tvk_status_of(t)),
+            tvk_error_of(t));
   assert_int_equal(tvk_status_of(t), st);
   assert_int_equal(tvk_ndim(t), 0);
   for (int i = 0; i < n; i++) {
@@ -79,8 +80,8 @@ static void expect_error(tvk_tensor *t, tvk_status st, int n, const char *const 
   }
   assert_string_equal(tvk_ctx_error(t->ctx), tvk_error_of(t));
 }
-#define EXPECT_ERROR(t, st, ...)                                                     \
-  expect_error(t, st, (int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(char *)), \
+#define EXPECT_ERROR(t, st, ...)                                                                   \
+  expect_error(t, st, (int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(char *)),               \
                (const char *[]){__VA_ARGS__})
 
 /* ---------------------------------------------------------------- scalar evaluation */
@@ -250,14 +251,14 @@ static void test_broadcast_random(void **state) {
 static void test_promotion_table(void **state) {
   (void)state;
   static const tvk_dtype cases[][3] = {
-      {TVK_INT8, TVK_UINT8, TVK_INT16},       {TVK_UINT8, TVK_INT16, TVK_INT16},
-      {TVK_INT32, TVK_UINT32, TVK_INT64},     {TVK_INT64, TVK_UINT64, TVK_FLOAT16},
-      {TVK_UINT64, TVK_INT8, TVK_FLOAT16},    {TVK_BOOL, TVK_UINT8, TVK_UINT8},
-      {TVK_BOOL, TVK_FLOAT16, TVK_FLOAT16},   {TVK_FLOAT16, TVK_BFLOAT16, TVK_FLOAT32},
-      {TVK_INT64, TVK_FLOAT16, TVK_FLOAT16},  {TVK_UINT32, TVK_INT8, TVK_INT64},
+      {TVK_INT8, TVK_UINT8, TVK_INT16},        {TVK_UINT8, TVK_INT16, TVK_INT16},
+      {TVK_INT32, TVK_UINT32, TVK_INT64},      {TVK_INT64, TVK_UINT64, TVK_FLOAT16},
+      {TVK_UINT64, TVK_INT8, TVK_FLOAT16},     {TVK_BOOL, TVK_UINT8, TVK_UINT8},
+      {TVK_BOOL, TVK_FLOAT16, TVK_FLOAT16},    {TVK_FLOAT16, TVK_BFLOAT16, TVK_FLOAT32},
+      {TVK_INT64, TVK_FLOAT16, TVK_FLOAT16},   {TVK_UINT32, TVK_INT8, TVK_INT64},
       {TVK_FLOAT32, TVK_FLOAT64, TVK_FLOAT64}, {TVK_INT32, TVK_FLOAT32, TVK_FLOAT32},
-      {TVK_UINT16, TVK_INT16, TVK_INT32},     {TVK_UINT16, TVK_UINT32, TVK_UINT32},
-      {TVK_BOOL, TVK_BOOL, TVK_BOOL},         {TVK_BFLOAT16, TVK_INT32, TVK_BFLOAT16},
+      {TVK_UINT16, TVK_INT16, TVK_INT32},      {TVK_UINT16, TVK_UINT32, TVK_UINT32},
+      {TVK_BOOL, TVK_BOOL, TVK_BOOL},          {TVK_BFLOAT16, TVK_INT32, TVK_BFLOAT16},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     for (int swap = 0; swap < 2; swap++) {
@@ -282,17 +283,28 @@ typedef struct {
 } NamedBin;
 
 static const NamedBin binaries[] = {
-    {"add", tvk_add},         {"sub", tvk_sub},
-    {"mul", tvk_mul},         {"div", tvk_div},
-    {"pow", tvk_pow},         {"maximum", tvk_maximum},
-    {"minimum", tvk_minimum}, {"lt", tvk_lt},
-    {"le", tvk_le},           {"gt", tvk_gt},
-    {"ge", tvk_ge},           {"eq", tvk_eq},
-    {"ne", tvk_ne},           {"logical_and", tvk_logical_and},
-    {"logical_or", tvk_logical_or}, {"bitwise_and", tvk_bitwise_and},
-    {"bitwise_or", tvk_bitwise_or}, {"bitwise_xor", tvk_bitwise_xor},
-    {"shl", tvk_shl},         {"shr", tvk_shr},
-    {"idiv", tvk_idiv},       {"mod", tvk_mod},
+    {"add", tvk_add},
+    {"sub", tvk_sub},
+    {"mul", tvk_mul},
+    {"div", tvk_div},
+    {"pow", tvk_pow},
+    {"maximum", tvk_maximum},
+    {"minimum", tvk_minimum},
+    {"lt", tvk_lt},
+    {"le", tvk_le},
+    {"gt", tvk_gt},
+    {"ge", tvk_ge},
+    {"eq", tvk_eq},
+    {"ne", tvk_ne},
+    {"logical_and", tvk_logical_and},
+    {"logical_or", tvk_logical_or},
+    {"bitwise_and", tvk_bitwise_and},
+    {"bitwise_or", tvk_bitwise_or},
+    {"bitwise_xor", tvk_bitwise_xor},
+    {"shl", tvk_shl},
+    {"shr", tvk_shr},
+    {"idiv", tvk_idiv},
+    {"mod", tvk_mod},
 };
 #define NBIN (sizeof binaries / sizeof binaries[0])
 
@@ -313,7 +325,8 @@ static void test_binary_dtypes(void **state) {
   (void)state;
   for (size_t i = 0; i < NBIN; i++) {
     for (int dt = TVK_BOOL; dt <= TVK_FLOAT64; dt++) {
-      tvk_tensor *a = FULL((tvk_dtype)dt, 3, 1), *b = FULL((tvk_dtype)dt, 4), *r = binaries[i].f(a, b);
+      tvk_tensor *a = FULL((tvk_dtype)dt, 3, 1), *b = FULL((tvk_dtype)dt, 4),
+                 *r = binaries[i].f(a, b);
       int want = binary_result((int)i, (tvk_dtype)dt);
       if (want < 0) {
         EXPECT_ERROR(r, TVK_ERR_DTYPE, binaries[i].name, tvk_dtype_name((tvk_dtype)dt));
@@ -349,14 +362,17 @@ typedef struct {
 } NamedUn;
 
 static const NamedUn unaries[] = {
-    {"neg", tvk_neg, 'k'},     {"exp", tvk_exp, 'f'},         {"exp2", tvk_exp2, 'f'},
-    {"log", tvk_log, 'f'},     {"log2", tvk_log2, 'f'},       {"sqrt", tvk_sqrt, 'f'},
-    {"rsqrt", tvk_rsqrt, 'f'}, {"recip", tvk_recip, 'f'},     {"sin", tvk_sin, 'f'},
-    {"cos", tvk_cos, 'f'},     {"abs", tvk_abs, 'k'},         {"sign", tvk_sign, 'k'},
-    {"relu", tvk_relu, 'k'},   {"sigmoid", tvk_sigmoid, 'f'}, {"tanh", tvk_tanh, 'f'},
-    {"gelu", tvk_gelu, 'f'},   {"silu", tvk_silu, 'f'},       {"floor", tvk_floor, 'r'},
-    {"ceil", tvk_ceil, 'r'},   {"round", tvk_round, 'r'},     {"trunc", tvk_trunc, 'r'},
-    {"logical_not", tvk_logical_not, 'b'},
+    {"neg", tvk_neg, 'k'},     {"exp", tvk_exp, 'f'},
+    {"exp2", tvk_exp2, 'f'},   {"log", tvk_log, 'f'},
+    {"log2", tvk_log2, 'f'},   {"sqrt", tvk_sqrt, 'f'},
+    {"rsqrt", tvk_rsqrt, 'f'}, {"recip", tvk_recip, 'f'},
+    {"sin", tvk_sin, 'f'},     {"cos", tvk_cos, 'f'},
+    {"abs", tvk_abs, 'k'},     {"sign", tvk_sign, 'k'},
+    {"relu", tvk_relu, 'k'},   {"sigmoid", tvk_sigmoid, 'f'},
+    {"tanh", tvk_tanh, 'f'},   {"gelu", tvk_gelu, 'f'},
+    {"silu", tvk_silu, 'f'},   {"floor", tvk_floor, 'r'},
+    {"ceil", tvk_ceil, 'r'},   {"round", tvk_round, 'r'},
+    {"trunc", tvk_trunc, 'r'}, {"logical_not", tvk_logical_not, 'b'},
 };
 #define NUN (sizeof unaries / sizeof unaries[0])
 
@@ -369,7 +385,7 @@ static void test_unary_dtypes(void **state) {
       if (unaries[i].f == tvk_neg && dt == TVK_BOOL) {
         EXPECT_ERROR(r, TVK_ERR_DTYPE, "neg", "bool", "logical_not");
       } else {
-        int want = unaries[i].kind == 'f' ? (is_f ? dt : TVK_FLOAT32)
+        int want = unaries[i].kind == 'f'   ? (is_f ? dt : TVK_FLOAT32)
                    : unaries[i].kind == 'b' ? TVK_BOOL
                                             : dt;
         EXPECT_SHAPE(r, 2, 0, 3);
@@ -537,11 +553,37 @@ static double ref_gelu(double x) {
 /* Rounding is exact: every dtype, across the integer limit, signed zeros. */
 static void test_rounding(void **state) {
   (void)state;
-  static const double v[] = {0.0, -0.0, 0.25, -0.25, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 3.5,
-                             -3.5, 0.49999997, -0.49999997, 2.3, -3.7, 1023.5, -1023.5,
-                             127.5, 8388607.5, -8388607.5, 8388608, 16777215, 1e10, -1e10,
-                             4503599627370495.5, -4503599627370495.5, 1e300, INFINITY,
-                             -INFINITY, NAN};
+  static const double v[] = {0.0,
+                             -0.0,
+                             0.25,
+                             -0.25,
+                             0.5,
+                             -0.5,
+                             1.5,
+                             -1.5,
+                             2.5,
+                             -2.5,
+                             3.5,
+                             -3.5,
+                             0.49999997,
+                             -0.49999997,
+                             2.3,
+                             -3.7,
+                             1023.5,
+                             -1023.5,
+                             127.5,
+                             8388607.5,
+                             -8388607.5,
+                             8388608,
+                             16777215,
+                             1e10,
+                             -1e10,
+                             4503599627370495.5,
+                             -4503599627370495.5,
+                             1e300,
+                             INFINITY,
+                             -INFINITY,
+                             NAN};
   static const tvk_dtype dts[] = {TVK_FLOAT16, TVK_BFLOAT16, TVK_FLOAT32, TVK_FLOAT64};
   for (size_t k = 0; k < 4; k++) {
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
@@ -610,12 +652,14 @@ static void test_transcendentals(void **state) {
       expect_close("recip", x, ev1(tvk_recip, dt, x), IN_DT(1 / x), eps, 0);
       expect_close("sin", x, ev1(tvk_sin, dt, x), IN_DT(sin(x)), eps, 2 * eps);
       expect_close("cos", x, ev1(tvk_cos, dt, x), IN_DT(cos(x)), 2 * eps, 4 * eps);
-      expect_close("sigmoid", x, ev1(tvk_sigmoid, dt, x), IN_DT(ref_sigmoid(x)), 4 * eps * (1 + ax), tiny);
+      expect_close("sigmoid", x, ev1(tvk_sigmoid, dt, x), IN_DT(ref_sigmoid(x)), 4 * eps * (1 + ax),
+                   tiny);
       /* tanh: relative below the series threshold, else 2 sigmoid(2x) - 1 is
        * good to a few ulps of 1 */
       double tanh_atol = ax < (k ? 1.0 / 32 : 0.25) ? 0 : 4 * eps;
       expect_close("tanh", x, ev1(tvk_tanh, dt, x), IN_DT(tanh(x)), 8 * eps, tanh_atol);
-      expect_close("silu", x, ev1(tvk_silu, dt, x), IN_DT(x * ref_sigmoid(x)), 4 * eps * (1 + ax), tiny);
+      expect_close("silu", x, ev1(tvk_silu, dt, x), IN_DT(x * ref_sigmoid(x)), 4 * eps * (1 + ax),
+                   tiny);
       expect_close("gelu", x, ev1(tvk_gelu, dt, x), IN_DT(ref_gelu(x)), 8 * eps * (1 + ax * ax),
                    tiny);
     }
@@ -642,7 +686,8 @@ static void test_special_values(void **state) {
   expect_same("tanh", -INFINITY, ev1(tvk_tanh, TVK_FLOAT32, -INFINITY), -1);
   expect_same("tanh", 0, ev1(tvk_tanh, TVK_FLOAT32, 0), 0);
   expect_same("gelu", INFINITY, ev1(tvk_gelu, TVK_FLOAT32, INFINITY), INFINITY);
-  const Un nan_in[] = {tvk_exp, tvk_log, tvk_sin, tvk_cos, tvk_sigmoid, tvk_tanh, tvk_gelu, tvk_silu};
+  const Un nan_in[] = {tvk_exp,     tvk_log,  tvk_sin,  tvk_cos,
+                       tvk_sigmoid, tvk_tanh, tvk_gelu, tvk_silu};
   for (size_t i = 0; i < sizeof nan_in / sizeof nan_in[0]; i++)
     assert_true(isnan(ev1(nan_in[i], TVK_FLOAT32, NAN)));
   /* integers go through float32 */
@@ -734,21 +779,20 @@ static void test_reduce_dtypes(void **state) {
   (void)state;
   /* {input, sum/prod, mean} from tvk.h; max/min keep the dtype */
   static const tvk_dtype cases[][3] = {
-      {TVK_BOOL, TVK_INT32, TVK_FLOAT32},       {TVK_INT8, TVK_INT32, TVK_FLOAT32},
-      {TVK_UINT8, TVK_UINT32, TVK_FLOAT32},     {TVK_INT16, TVK_INT32, TVK_FLOAT32},
-      {TVK_UINT16, TVK_UINT32, TVK_FLOAT32},    {TVK_INT32, TVK_INT32, TVK_FLOAT32},
-      {TVK_UINT32, TVK_UINT32, TVK_FLOAT32},    {TVK_INT64, TVK_INT64, TVK_FLOAT32},
-      {TVK_UINT64, TVK_UINT64, TVK_FLOAT32},    {TVK_FLOAT16, TVK_FLOAT16, TVK_FLOAT16},
+      {TVK_BOOL, TVK_INT32, TVK_FLOAT32},         {TVK_INT8, TVK_INT32, TVK_FLOAT32},
+      {TVK_UINT8, TVK_UINT32, TVK_FLOAT32},       {TVK_INT16, TVK_INT32, TVK_FLOAT32},
+      {TVK_UINT16, TVK_UINT32, TVK_FLOAT32},      {TVK_INT32, TVK_INT32, TVK_FLOAT32},
+      {TVK_UINT32, TVK_UINT32, TVK_FLOAT32},      {TVK_INT64, TVK_INT64, TVK_FLOAT32},
+      {TVK_UINT64, TVK_UINT64, TVK_FLOAT32},      {TVK_FLOAT16, TVK_FLOAT16, TVK_FLOAT16},
       {TVK_BFLOAT16, TVK_BFLOAT16, TVK_BFLOAT16}, {TVK_FLOAT32, TVK_FLOAT32, TVK_FLOAT32},
       {TVK_FLOAT64, TVK_FLOAT64, TVK_FLOAT64},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     tvk_tensor *a = FULL(cases[i][0], 5, 6);
-    tvk_tensor *r[5] = {tvk_sum(a, 1, (const int[]){0}, false),
-                        tvk_prod(a, 1, (const int[]){0}, false),
-                        tvk_mean(a, 1, (const int[]){0}, false),
-                        tvk_max(a, 1, (const int[]){0}, false),
-                        tvk_min(a, 1, (const int[]){0}, false)};
+    tvk_tensor *r[5] = {
+        tvk_sum(a, 1, (const int[]){0}, false), tvk_prod(a, 1, (const int[]){0}, false),
+        tvk_mean(a, 1, (const int[]){0}, false), tvk_max(a, 1, (const int[]){0}, false),
+        tvk_min(a, 1, (const int[]){0}, false)};
     const tvk_dtype want[5] = {cases[i][1], cases[i][1], cases[i][2], cases[i][0], cases[i][0]};
     for (int k = 0; k < 5; k++) {
       EXPECT_SHAPE(r[k], 6);
@@ -796,7 +840,8 @@ static void test_reduce_empty(void **state) {
     expect_same("empty", (double)k, uop_const_double(const_of(fc[k].r)), fc[k].want);
     tvk_release(fc[k].r);
   }
-  tvk_tensor *mx = tvk_max(i64, 1, (const int[]){0}, true), *mn = tvk_min(i64, 1, (const int[]){0}, true);
+  tvk_tensor *mx = tvk_max(i64, 1, (const int[]){0}, true),
+             *mn = tvk_min(i64, 1, (const int[]){0}, true);
   EXPECT_SHAPE(mx, 1, 2);
   assert_int_equal(uop_const_val(const_of(mx)).i, INT64_MIN);
   assert_int_equal(uop_const_val(const_of(mn)).i, INT64_MAX);
@@ -804,7 +849,8 @@ static void test_reduce_empty(void **state) {
   EXPECT_SCALAR_SHAPE(um);
   assert_int_equal((uint64_t)uop_const_val(const_of(um)).i, UINT64_MAX);
   assert_int_equal(uop_const_val(const_of(ux)).i, 0);
-  tvk_tensor *bm = tvk_min(b, 1, (const int[]){1}, false), *bs = tvk_sum(b, 1, (const int[]){1}, false);
+  tvk_tensor *bm = tvk_min(b, 1, (const int[]){1}, false),
+             *bs = tvk_sum(b, 1, (const int[]){1}, false);
   assert_int_equal(uop_const_val(const_of(bm)).i, 1);
   assert_int_equal(tvk_dtype_of(bs), TVK_INT32);
   assert_int_equal(uop_const_val(const_of(bs)).i, 0);
@@ -869,11 +915,12 @@ static void test_movement_index(void **state) {
   float data[60];
   for (int i = 0; i < 60; i++) data[i] = (float)i;
   tvk_tensor *a = tvk_from_data(C, TVK_FLOAT32, 3, SHAPE(3, 4, 5), data);
-  tvk_tensor *p = tvk_permute(a, (const int[]){2, 0, 1});          /* (5,3,4): p[i,j,k] = a[j,k,i] */
-  tvk_tensor *f = tvk_flip(p, 1, (const int[]){1});                 /* f[i,j,k] = p[i,2-j,k] */
-  tvk_tensor *s = tvk_shrink(f, (const int64_t[][2]){{1, 4}, {0, 3}, {1, 3}}); /* (3,3,2): +1, +0, +1 */
+  tvk_tensor *p = tvk_permute(a, (const int[]){2, 0, 1}); /* (5,3,4): p[i,j,k] = a[j,k,i] */
+  tvk_tensor *f = tvk_flip(p, 1, (const int[]){1});       /* f[i,j,k] = p[i,2-j,k] */
+  tvk_tensor *s =
+      tvk_shrink(f, (const int64_t[][2]){{1, 4}, {0, 3}, {1, 3}}); /* (3,3,2): +1, +0, +1 */
   tvk_tensor *d = tvk_pad(s, (const int64_t[][2]){{0, 1}, {2, 0}, {0, 0}}, 0); /* (4,5,2) */
-  tvk_tensor *t = tvk_transpose(d, 0, 2);                           /* (2,5,4): t[i,j,k] = d[k,j,i] */
+  tvk_tensor *t = tvk_transpose(d, 0, 2); /* (2,5,4): t[i,j,k] = d[k,j,i] */
   EXPECT_SHAPE(t, 2, 5, 4);
   assert_int_equal(t->uop->op, OP_VIEW);
   assert_int_equal(t->uop->src[0]->op, OP_BUFFER); /* one view on the buffer */
@@ -887,7 +934,7 @@ static void test_movement_index(void **state) {
         int64_t off = -1;
         if (valid) {
           int64_t pi = x + 1, pj = 2 - y, pk = z + 1; /* s -> f -> p */
-          off = pj * 20 + pk * 5 + pi;                 /* p[i,j,k] = a[j,k,i] */
+          off = pj * 20 + pk * 5 + pi;                /* p[i,j,k] = a[j,k,i] */
         }
         sint got;
         bool gv = st_index_int(st, (const sint[]){i, j, k}, &got);
@@ -924,11 +971,11 @@ static void test_errors(void **state) {
   tvk_tensor *c = FULL(TVK_FLOAT32, 5);
   tvk_tensor *e[32];
   int n = 0;
-#define ERR(expr, st, ...)         \
-  do {                             \
-    e[n] = (expr);                 \
-    EXPECT_ERROR(e[n], st, __VA_ARGS__); \
-    n++;                           \
+#define ERR(expr, st, ...)                                                                         \
+  do {                                                                                             \
+    e[n] = (expr);                                                                                 \
+    EXPECT_ERROR(e[n], st, __VA_ARGS__);                                                           \
+    n++;                                                                                           \
   } while (0)
   ERR(tvk_add(a, b), TVK_ERR_SHAPE, "add", "(2, 3)", "(4,)", "broadcast");
   ERR(tvk_where(b, a, c), TVK_ERR_SHAPE, "where", "(4,)", "(2, 3)", "(5,)");
@@ -1005,7 +1052,7 @@ static void test_null_inputs(void **state) {
   (void)state;
   tvk_tensor *a = FULL(TVK_FLOAT32, 2);
   for (int k = 0; k < 4; k++) {
-    tvk_tensor *r = k == 0 ? tvk_add(a, NULL)
+    tvk_tensor *r = k == 0   ? tvk_add(a, NULL)
                     : k == 1 ? tvk_add(NULL, a)
                     : k == 2 ? tvk_where(a, NULL, a)
                              : tvk_where(NULL, a, a);
@@ -1041,10 +1088,10 @@ static void test_two_contexts(void **state) {
 static void step(tvk_tensor *x, tvk_tensor *y) {
   tvk_tensor *t[16];
   int n = 0;
-#define PUSH(expr)         \
-  do {                     \
-    tvk_tensor *r_ = expr; \
-    t[n++] = r_;           \
+#define PUSH(expr)                                                                                 \
+  do {                                                                                             \
+    tvk_tensor *r_ = expr;                                                                         \
+    t[n++] = r_;                                                                                   \
   } while (0)
 #define LAST t[n - 1]
   PUSH(tvk_add(x, y));
@@ -1079,7 +1126,8 @@ static void test_flat_memory(void **state) {
     scope = tvk_scope_begin(C);
     step(x, y);
     tvk_scope_end(C, scope, 0, NULL);
-    if (uctx_live(C->u) != live) fprintf(stderr, "iteration %d: %zu UOps live, %zu before\n", i, uctx_live(C->u), live);
+    if (uctx_live(C->u) != live)
+      fprintf(stderr, "iteration %d: %zu UOps live, %zu before\n", i, uctx_live(C->u), live);
     assert_int_equal(uctx_live(C->u), live);
   }
   /* errors make no UOps */

@@ -2,8 +2,9 @@
  * computed here by plain loops in double / 64-bit integer arithmetic (ref.c),
  * never against tvk's own output.
  *
- *   test_ops CPU      (ctest ops_cpu)
- *   test_ops VK       (ctest ops_vk: the same suite on Vulkan)
+ *   test_ops CPU               (ctest ops_cpu)
+ *   test_ops VK                (ctest ops_vk: the same suite on Vulkan)
+ *   test_ops CPU 'test_cast*'  (only the tests whose name matches)
  *
  * It is an outside user's test: it includes only tvk.h (and ref.h) and links the
  * library. Each test gets a fresh context on the device named on the command
@@ -77,16 +78,6 @@ static Tol tol_math(tvk_dtype dt) {
   }
 }
 
-/* A float sum over n elements may be accumulated in any order (threads, tree):
- * each of its additions rounds in the accumulator's precision (float32 for
- * float16/bfloat16/float32 inputs, double for float64). Random rounding errors
- * grow like sqrt(n); the allowance is twice (1 + sqrt(n)) accumulator epsilons
- * times sum |x|, about ten standard deviations at a million elements. */
-static double sum_allowance(tvk_dtype in, int64_t n, double sum_abs) {
-  double acc_eps = in == TVK_FLOAT64 ? ref_eps(TVK_FLOAT64) : ref_eps(TVK_FLOAT32);
-  return 2.0 * (1.0 + sqrt((double)n)) * acc_eps * sum_abs;
-}
-
 /* ---------------------------------------------------------------- suite */
 
 typedef struct {
@@ -135,141 +126,44 @@ static void failf(Suite *s, const char *fmt, ...) {
 /* ---------------------------------------------------------------- dtypes */
 
 #define M(dt) (1u << (dt))
+#define MB M(TVK_BOOL)
+#define MI8 M(TVK_INT8)
+#define MU8 M(TVK_UINT8)
+#define MI16 M(TVK_INT16)
+#define MU16 M(TVK_UINT16)
+#define MI32 M(TVK_INT32)
+#define MU32 M(TVK_UINT32)
+#define MI64 M(TVK_INT64)
+#define MU64 M(TVK_UINT64)
+#define MF16 M(TVK_FLOAT16)
+#define MBF16 M(TVK_BFLOAT16)
+#define MF32 M(TVK_FLOAT32)
+#define MF64 M(TVK_FLOAT64)
 #define M_ALL ((1u << REF_NDT) - 1)
-#define M_FLT (M(TVK_FLOAT16) | M(TVK_BFLOAT16) | M(TVK_FLOAT32) | M(TVK_FLOAT64))
-#define M_INT (M_ALL & ~M_FLT & ~M(TVK_BOOL))
+#define M_FLT (MF16 | MBF16 | MF32 | MF64)
+#define M_INT (M_ALL & ~M_FLT & ~MB)
 #define M_NUM (M_INT | M_FLT)
-/* The dtypes the issue names as the least each op is tested with. */
-#define M_CORE \
-  (M(TVK_FLOAT32) | M(TVK_FLOAT16) | M(TVK_INT32) | M(TVK_UINT8) | M(TVK_BOOL) | M(TVK_INT64))
-/* Float-valued ops: every float, and int32 (int inputs give float32). */
-#define M_MATH (M_FLT | M(TVK_INT32))
+/* The dtypes the issue names as the least each op is tested with; the others
+ * are added where they exercise something new (a width that wraps, a sign, a
+ * 16-bit float path): every (op, dtype, shape) is a kernel to compile, and a
+ * cold cache pays for each (see docs/testing.md). */
+#define M_CORE (MF32 | MF16 | MI32 | MU8 | MB | MI64)
 
 static const tvk_dtype ALL_DTYPES[REF_NDT] = {
-    TVK_BOOL,  TVK_INT8,   TVK_UINT8,   TVK_INT16,    TVK_UINT16, TVK_INT32,  TVK_UINT32,
+    TVK_BOOL,  TVK_INT8,   TVK_UINT8,   TVK_INT16,    TVK_UINT16,  TVK_INT32,  TVK_UINT32,
     TVK_INT64, TVK_UINT64, TVK_FLOAT16, TVK_BFLOAT16, TVK_FLOAT32, TVK_FLOAT64};
 
 static const char *S_(const int64_t *shape, int ndim, char *buf, size_t n) {
   return ref_shape_str(ndim, shape, buf, n);
 }
 
-/* ---------------------------------------------------------------- inputs */
-
-/* Special values put first in an input (see specials()). */
-enum {
-  SP_FIN = 1,   /* floats: 0 +-1 +-0.5 +-1.5 +-2.5 3 -7 1e-3 100 in range; ints: 0 +-1 +-2 +-7 */
-  SP_EDGE = 2,  /* floats: +-largest finite, +-least normal; ints: min, max and neighbours */
-  SP_NAN = 4,   /* NaN */
-  SP_INF = 8,   /* +inf and -inf */
-  SP_NEGZ = 16, /* -0.0 */
-  SP_OUT = 32,  /* 0, -1, -0.5 even outside the range: the header defines f there (log, sqrt) */
-};
-
-typedef struct {
-  double lo, hi;     /* floats: uniform in [lo, hi) */
-  double lo16, hi16; /* float16/bfloat16 instead, when lo16 < hi16 */
-  int64_t ilo, ihi;  /* ints: uniform in [ilo, ihi] clamped to the dtype; ilo == ihi: all */
-  unsigned sp;       /* SP_* */
-  bool shift;        /* ints: [0, bits - 1] (shift amounts) */
-} Dom;
-
-static void int_range(tvk_dtype dt, const Dom *d, int64_t *lo, uint64_t *hi) {
-  *lo = ref_int_min(dt), *hi = ref_int_max(dt);
-  if (d->shift) {
-    *lo = 0, *hi = (uint64_t)ref_bits(dt) - 1;
-  } else if (d->ilo != d->ihi) {
-    if (d->ilo > *lo) *lo = d->ilo;
-    if (d->ihi < 0 || (uint64_t)d->ihi < *hi) *hi = (uint64_t)(d->ihi < 0 ? 0 : d->ihi);
-  }
-}
-
-static void float_range(tvk_dtype dt, const Dom *d, double *lo, double *hi) {
-  bool narrow = (dt == TVK_FLOAT16 || dt == TVK_BFLOAT16) && d->lo16 < d->hi16;
-  *lo = narrow ? d->lo16 : d->lo, *hi = narrow ? d->hi16 : d->hi;
-  double m = ref_float_max(dt);
-  *lo = *lo < -m ? -m : *lo, *hi = *hi > m ? m : *hi;
-}
-
-/* The special values of dt under d, into out (at most max); returns how many. */
-static int specials(tvk_dtype dt, const Dom *d, RVal *out, int max) {
-  int n = 0;
-#define PUT(field, x) \
-  do { \
-    if (n < max) out[n++] = (RVal){.field = (x)}; \
-  } while (0)
-  if (dt == TVK_BOOL) {
-    PUT(i, 0), PUT(i, 1);
-  } else if (ref_is_float(dt)) {
-    static const double fin[] = {0, 1, -1, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 3, -7, 1e-3, 100};
-    double lo, hi, m = ref_float_max(dt), tiny = ldexp(1.0, dt == TVK_FLOAT16 ? -14 : -126);
-    float_range(dt, d, &lo, &hi);
-    if (dt == TVK_FLOAT64) tiny = ldexp(1.0, -1022);
-    for (size_t k = 0; (d->sp & SP_FIN) && k < sizeof fin / sizeof *fin; k++)
-      if (fin[k] >= lo && fin[k] <= hi) PUT(f, ref_round(dt, fin[k]));
-    if (d->sp & SP_EDGE) PUT(f, m), PUT(f, -m), PUT(f, tiny), PUT(f, -tiny);
-    if (d->sp & SP_OUT) PUT(f, 0.0), PUT(f, -1.0), PUT(f, -0.5);
-    if (d->sp & SP_NAN) PUT(f, NAN);
-    if (d->sp & SP_INF) PUT(f, INFINITY), PUT(f, -INFINITY);
-    if (d->sp & SP_NEGZ) PUT(f, -0.0);
-  } else {
-    static const int64_t fin[] = {0, 1, -1, 2, -2, 7, -7};
-    int64_t lo, mn = ref_int_min(dt);
-    uint64_t hi, mx = ref_int_max(dt);
-    int_range(dt, d, &lo, &hi);
-    bool uns = ref_is_unsigned(dt);
-    for (size_t k = 0; (d->sp & SP_FIN) && k < sizeof fin / sizeof *fin; k++)
-      if (fin[k] >= lo && (fin[k] < 0 || (uint64_t)fin[k] <= hi)) PUT(i, fin[k]);
-    if ((d->sp & SP_EDGE) && d->ilo == d->ihi && !d->shift) {
-      PUT(i, ref_wrap(dt, (uint64_t)mn)), PUT(i, ref_wrap(dt, (uint64_t)mn + 1));
-      PUT(i, ref_wrap(dt, mx)), PUT(i, ref_wrap(dt, mx - 1));
-      PUT(i, ref_wrap(dt, mx / 2)), PUT(i, ref_wrap(dt, mx / 2 + 1));
-    }
-    if (d->sp & SP_OUT) {
-      PUT(i, 0);
-      if (!uns) PUT(i, -1);
-    }
-  }
-#undef PUT
-  return n;
-}
-
-static RVal random_val(Suite *s, tvk_dtype dt, const Dom *d) {
-  RVal v;
-  if (dt == TVK_BOOL) {
-    v.i = (int64_t)(rng_next(&s->rng) >> 63);
-  } else if (ref_is_float(dt)) {
-    double lo, hi;
-    float_range(dt, d, &lo, &hi);
-    v.f = ref_round(dt, rng_unif(&s->rng, lo, hi));
-  } else {
-    int64_t lo;
-    uint64_t hi;
-    int_range(dt, d, &lo, &hi);
-    uint64_t span = hi - (uint64_t)lo;
-    uint64_t x = rng_next(&s->rng);
-    v.i = ref_wrap(dt, (uint64_t)lo + (span == UINT64_MAX ? x : x % (span + 1)));
-  }
-  return v;
-}
-
-/* An array of dt and shape: the specials of d first, random values after. */
 static RArr gen(Suite *s, tvk_dtype dt, int ndim, const int64_t *shape, const Dom *d) {
-  RArr a = ref_new(dt, ndim, shape);
-  RVal sp[64];
-  int ns = specials(dt, d, sp, 64);
-  for (int64_t i = 0; i < a.n; i++) a.v[i] = i < ns ? sp[i] : random_val(s, dt, d);
-  return a;
+  return ref_gen(&s->rng, dt, ndim, shape, d);
 }
 
-/* Two arrays of one shape: every pair of specials first, random pairs after. */
 static void gen_pair(Suite *s, tvk_dtype dt, int ndim, const int64_t *shape, const Dom *da,
                      const Dom *db, RArr *a, RArr *b) {
-  *a = gen(s, dt, ndim, shape, da);
-  *b = gen(s, dt, ndim, shape, db);
-  RVal sa[64], sb[64];
-  int na = specials(dt, da, sa, 64), nb = specials(dt, db, sb, 64);
-  for (int64_t k = 0; k < (int64_t)na * nb && k < a->n; k++)
-    a->v[k] = sa[k / nb], b->v[k] = sb[k % nb];
+  ref_gen_pair(&s->rng, dt, ndim, shape, da, db, a, b);
 }
 
 /* A tensor holding a's values. */
@@ -353,22 +247,20 @@ static void expect_error(Suite *s, const char *what, tvk_tensor *t, tvk_status w
 typedef enum { OUT_SAME, OUT_BOOL, OUT_FLOAT } OutKind; /* FLOAT: ints and bool give float32 */
 
 static bool u64(tvk_dtype dt) { return dt == TVK_UINT64; }
-static bool lt_i(tvk_dtype dt, int64_t a, int64_t b) {
-  return u64(dt) ? (uint64_t)a < (uint64_t)b : a < b;
-}
 
 static double f_add(double a, double b) { return a + b; }
 static double f_sub(double a, double b) { return a - b; }
 static double f_mul(double a, double b) { return a * b; }
 static double f_div(double a, double b) { return a / b; }
-static double f_max(double a, double b) { return a > b ? a : b; } /* domains hold no NaN */
-static double f_min(double a, double b) { return a < b ? a : b; }
+/* maximum/minimum: NaN when either input is NaN (tvk.h) */
+static double f_max(double a, double b) { return isnan(a) || isnan(b) ? NAN : a > b ? a : b; }
+static double f_min(double a, double b) { return isnan(a) || isnan(b) ? NAN : a < b ? a : b; }
 static double f_lt(double a, double b) { return a < b; } /* IEEE: false with a NaN */
 static double f_le(double a, double b) { return a <= b; }
 static double f_gt(double a, double b) { return a > b; }
 static double f_ge(double a, double b) { return a >= b; }
 static double f_eq(double a, double b) { return a == b; }
-static double f_ne(double a, double b) { return a != b; } /* true with a NaN */
+static double f_ne(double a, double b) { return a != b; }             /* true with a NaN */
 static double f_land(double a, double b) { return a != 0 && b != 0; } /* NaN != 0 */
 static double f_lor(double a, double b) { return a != 0 || b != 0; }
 
@@ -384,12 +276,12 @@ static int64_t i_mul(tvk_dtype dt, int64_t a, int64_t b) {
   (void)dt;
   return (int64_t)((uint64_t)a * (uint64_t)b);
 }
-static int64_t i_max(tvk_dtype dt, int64_t a, int64_t b) { return lt_i(dt, a, b) ? b : a; }
-static int64_t i_min(tvk_dtype dt, int64_t a, int64_t b) { return lt_i(dt, b, a) ? b : a; }
-static int64_t i_lt(tvk_dtype dt, int64_t a, int64_t b) { return lt_i(dt, a, b); }
-static int64_t i_le(tvk_dtype dt, int64_t a, int64_t b) { return !lt_i(dt, b, a); }
-static int64_t i_gt(tvk_dtype dt, int64_t a, int64_t b) { return lt_i(dt, b, a); }
-static int64_t i_ge(tvk_dtype dt, int64_t a, int64_t b) { return !lt_i(dt, a, b); }
+static int64_t i_max(tvk_dtype dt, int64_t a, int64_t b) { return ref_lt_int(dt, a, b) ? b : a; }
+static int64_t i_min(tvk_dtype dt, int64_t a, int64_t b) { return ref_lt_int(dt, b, a) ? b : a; }
+static int64_t i_lt(tvk_dtype dt, int64_t a, int64_t b) { return ref_lt_int(dt, a, b); }
+static int64_t i_le(tvk_dtype dt, int64_t a, int64_t b) { return !ref_lt_int(dt, b, a); }
+static int64_t i_gt(tvk_dtype dt, int64_t a, int64_t b) { return ref_lt_int(dt, b, a); }
+static int64_t i_ge(tvk_dtype dt, int64_t a, int64_t b) { return !ref_lt_int(dt, a, b); }
 static int64_t i_eq(tvk_dtype dt, int64_t a, int64_t b) { return (void)dt, a == b; }
 static int64_t i_ne(tvk_dtype dt, int64_t a, int64_t b) { return (void)dt, a != b; }
 static int64_t i_land(tvk_dtype dt, int64_t a, int64_t b) { return (void)dt, a != 0 && b != 0; }
@@ -427,50 +319,51 @@ typedef struct {
   tvk_tensor *(*fn)(tvk_tensor *, tvk_tensor *);
   unsigned dts; /* input dtypes tested (each is a kernel to compile: see docs/testing.md) */
   OutKind out;
-  bool math;                                   /* MATH tolerance, else ARITH */
-  double (*ff)(double, double);                /* NULL: the op takes no floats */
+  bool math;                                  /* MATH tolerance, else ARITH */
+  double (*ff)(double, double);               /* NULL: the op takes no floats */
   int64_t (*fi)(tvk_dtype, int64_t, int64_t); /* NULL: ints are converted to float32 */
   Dom da, db;
 } BinOp;
 
 /* Domains: floats in [-100, 100) with every special the op defines; ints over
  * their whole range with their edges, so wrap-around is hit for every width. */
-#define D_WIDE {.lo = -100, .hi = 100, .sp = SP_FIN | SP_EDGE | SP_NAN | SP_INF | SP_NEGZ}
-#define D_NONAN {.lo = -100, .hi = 100, .sp = SP_FIN | SP_EDGE | SP_INF}
-#define D_SHIFT {.shift = true, .sp = SP_FIN}
+#define D_WIDE                                                                                     \
+  { .lo = -100, .hi = 100, .sp = SP_FIN | SP_EDGE | SP_NAN | SP_INF | SP_NEGZ }
+#define D_SHIFT                                                                                    \
+  { .shift = true, .sp = SP_FIN }
 /* pow: a**b with bases > 0 (a negative base is a separate edge test). In
  * float16 a pow through exp2(b*log2(a)) rounds the product: |b*log2 a| <= 4. */
-#define D_POWA {.lo = 0.1, .hi = 4, .lo16 = 0.25, .hi16 = 4, .ilo = 1, .ihi = 5, .sp = SP_FIN}
-#define D_POWB {.lo = -3, .hi = 3, .lo16 = -2, .hi16 = 2, .ilo = -3, .ihi = 3, .sp = SP_FIN}
+#define D_POWA                                                                                     \
+  { .lo = 0.1, .hi = 4, .lo16 = 0.25, .hi16 = 4, .ilo = 1, .ihi = 5, .sp = SP_FIN }
+#define D_POWB                                                                                     \
+  { .lo = -3, .hi = 3, .lo16 = -2, .hi16 = 2, .ilo = -3, .ihi = 3, .sp = SP_FIN }
 
 #define M_CMP_ALL (M_ALL)
 static const BinOp BINOPS[] = {
     {"add", tvk_add, M_NUM, OUT_SAME, false, f_add, i_add, D_WIDE, D_WIDE},
-    {"sub", tvk_sub, M_NUM, OUT_SAME, false, f_sub, i_sub, D_WIDE, D_WIDE},
+    {"sub", tvk_sub, M_CORE | MI8, /* bool: a != b */ OUT_SAME, false, f_sub, i_sub, D_WIDE,
+     D_WIDE},
     {"mul", tvk_mul, M_NUM, OUT_SAME, false, f_mul, i_mul, D_WIDE, D_WIDE},
-    {"div", tvk_div, M_FLT | M(TVK_INT32) | M(TVK_UINT8) | M(TVK_INT64) | M(TVK_BOOL), OUT_FLOAT,
-     false, f_div, NULL, D_WIDE, D_WIDE},
-    {"pow", tvk_pow, M_FLT | M(TVK_INT32), OUT_FLOAT, true, pow, NULL, D_POWA, D_POWB},
-    {"maximum", tvk_maximum, M_ALL, OUT_SAME, false, f_max, i_max, D_NONAN, D_NONAN},
-    {"minimum", tvk_minimum, M_ALL, OUT_SAME, false, f_min, i_min, D_NONAN, D_NONAN},
-    {"lt", tvk_lt, M_ALL, OUT_BOOL, false, f_lt, i_lt, D_WIDE, D_WIDE},
+    {"div", tvk_div, M_CORE | MF64, OUT_FLOAT, false, f_div, NULL, D_WIDE, D_WIDE},
+    {"pow", tvk_pow, MF32 | MF16 | MI32 | MU8 | MI64, OUT_FLOAT, true, pow, NULL, D_POWA, D_POWB},
+    {"maximum", tvk_maximum, M_CORE | MI8, OUT_SAME, false, f_max, i_max, D_WIDE, D_WIDE},
+    {"minimum", tvk_minimum, M_CORE | MU64, OUT_SAME, false, f_min, i_min, D_WIDE, D_WIDE},
+    {"lt", tvk_lt, M_CORE | MI8 | MU64, OUT_BOOL, false, f_lt, i_lt, D_WIDE, D_WIDE},
     {"le", tvk_le, M_CORE, OUT_BOOL, false, f_le, i_le, D_WIDE, D_WIDE},
     {"gt", tvk_gt, M_CORE, OUT_BOOL, false, f_gt, i_gt, D_WIDE, D_WIDE},
     {"ge", tvk_ge, M_CORE, OUT_BOOL, false, f_ge, i_ge, D_WIDE, D_WIDE},
-    {"eq", tvk_eq, M_ALL, OUT_BOOL, false, f_eq, i_eq, D_WIDE, D_WIDE},
+    {"eq", tvk_eq, M_CORE | MBF16, OUT_BOOL, false, f_eq, i_eq, D_WIDE, D_WIDE},
     {"ne", tvk_ne, M_CORE, OUT_BOOL, false, f_ne, i_ne, D_WIDE, D_WIDE},
-    {"logical_and", tvk_logical_and, M(TVK_BOOL) | M(TVK_FLOAT32) | M(TVK_INT32) | M(TVK_UINT8),
-     OUT_BOOL, false, f_land, i_land, D_WIDE, D_WIDE},
-    {"logical_or", tvk_logical_or, M(TVK_BOOL) | M(TVK_FLOAT32) | M(TVK_INT32) | M(TVK_UINT8),
-     OUT_BOOL, false, f_lor, i_lor, D_WIDE, D_WIDE},
-    {"bitwise_and", tvk_bitwise_and, M_INT | M(TVK_BOOL), OUT_SAME, false, NULL, i_and, D_WIDE,
+    {"logical_and", tvk_logical_and, M_CORE, OUT_BOOL, false, f_land, i_land, D_WIDE, D_WIDE},
+    {"logical_or", tvk_logical_or, M_CORE, OUT_BOOL, false, f_lor, i_lor, D_WIDE, D_WIDE},
+    {"bitwise_and", tvk_bitwise_and, M_INT | MB, OUT_SAME, false, NULL, i_and, D_WIDE, D_WIDE},
+    {"bitwise_or", tvk_bitwise_or, MI32 | MU8 | MB | MI64, OUT_SAME, false, NULL, i_or, D_WIDE,
      D_WIDE},
-    {"bitwise_or", tvk_bitwise_or, M(TVK_INT32) | M(TVK_UINT8) | M(TVK_INT64) | M(TVK_BOOL),
-     OUT_SAME, false, NULL, i_or, D_WIDE, D_WIDE},
-    {"bitwise_xor", tvk_bitwise_xor, M(TVK_INT32) | M(TVK_UINT8) | M(TVK_INT64) | M(TVK_BOOL),
-     OUT_SAME, false, NULL, i_xor, D_WIDE, D_WIDE},
-    {"shl", tvk_shl, M_INT, OUT_SAME, false, NULL, i_shl, D_WIDE, D_SHIFT},
-    {"shr", tvk_shr, M_INT, OUT_SAME, false, NULL, i_shr, D_WIDE, D_SHIFT},
+    {"bitwise_xor", tvk_bitwise_xor, MI32 | MU8 | MB | MI64, OUT_SAME, false, NULL, i_xor, D_WIDE,
+     D_WIDE},
+    {"shl", tvk_shl, MI8 | MU8 | MI32 | MI64 | MU64, OUT_SAME, false, NULL, i_shl, D_WIDE, D_SHIFT},
+    {"shr", tvk_shr, MI8 | MU8 | MI16 | MI32 | MI64 | MU64, OUT_SAME, false, NULL, i_shr, D_WIDE,
+     D_SHIFT},
     {"idiv", tvk_idiv, M_INT, OUT_SAME, false, NULL, i_idiv, D_WIDE, D_WIDE},
     {"mod", tvk_mod, M_INT, OUT_SAME, false, NULL, i_mod, D_WIDE, D_WIDE},
 };
@@ -487,8 +380,10 @@ static RVal bin_elem(const BinOp *op, tvk_dtype in, tvk_dtype out, RVal a, RVal 
   RVal r;
   if (ref_is_float(in) || !op->fi) {
     double x = op->ff(ref_as_double(in, a), ref_as_double(in, b));
-    if (ref_is_float(out)) r.f = ref_round(out, x);
-    else r.i = (int64_t)x; /* bool results */
+    if (ref_is_float(out))
+      r.f = ref_round(out, x);
+    else
+      r.i = (int64_t)x; /* bool results */
   } else {
     r.i = ref_wrap(out, (uint64_t)op->fi(in, a.i, b.i));
   }
@@ -519,10 +414,11 @@ static double f_neg(double x) { return -x; }
 static double f_rsqrt(double x) { return 1.0 / sqrt(x); }
 static double f_recip(double x) { return 1.0 / x; }
 static double f_sign(double x) { return isnan(x) ? x : x > 0 ? 1 : x < 0 ? -1 : 0; }
-static double f_relu(double x) { return x > 0 ? x : 0; }
+static double f_relu(double x) { return isnan(x) ? x : x > 0 ? x : 0; } /* keeps NaN */
 static double f_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 static double f_gelu(double x) { /* the tanh approximation, as tvk.h says */
-  return 0.5 * x * (1.0 + tanh(0.79788456080286535588 /* sqrt(2/pi) */ * (x + 0.044715 * x * x * x)));
+  return 0.5 * x *
+         (1.0 + tanh(0.79788456080286535588 /* sqrt(2/pi) */ * (x + 0.044715 * x * x * x)));
 }
 static double f_silu(double x) { return x / (1.0 + exp(-x)); }
 static double f_round(double x) { return nearbyint(x); } /* default mode: halves to even */
@@ -553,47 +449,62 @@ typedef struct {
 #define SP_ALLF (SP_FIN | SP_NAN | SP_INF)
 /* Domains of the float-valued ops: where the float32 (and, narrower, the
  * 16-bit) tolerance holds; see the tolerance comment. Ints draw from ilo..ihi. */
-#define D_EXP {-16, 16, -4, 4, -16, 16, SP_ALLF, false}
-#define D_EXP2 {-20, 20, -10, 10, -20, 20, SP_ALLF, false}
-#define D_LOG {1e-3, 100, 0, 0, 0, 100, SP_ALLF | SP_OUT, false}
-#define D_SQRT {0, 100, 0, 0, -1, 100, SP_ALLF | SP_OUT, false}
-#define D_RSQRT {1e-3, 100, 0, 0, 0, 100, SP_FIN | SP_NAN | SP_INF | SP_OUT, false}
-#define D_RECIP {-100, 100, 0, 0, -100, 100, SP_FIN | SP_NAN | SP_INF, false}
-#define D_TRIG {-10, 10, 0, 0, -10, 10, SP_FIN | SP_NAN, false}
-#define D_SIGM {-20, 20, -8, 8, -20, 20, SP_ALLF, false}
-#define D_TANH {-10, 10, -4, 4, -10, 10, SP_ALLF, false}
-#define D_GELU {-6, 6, -4, 4, -6, 6, SP_FIN | SP_NAN, false}
-#define D_SILU {-16, 16, -4, 4, -16, 16, SP_FIN | SP_NAN, false}
-#define D_ANY {-100, 100, 0, 0, 0, 0, SP_ALLF | SP_EDGE | SP_NEGZ, false}
-#define D_NONANU {-100, 100, 0, 0, 0, 0, SP_FIN | SP_INF | SP_EDGE, false}
+#define D_EXP                                                                                      \
+  { -16, 16, -4, 4, -16, 16, SP_ALLF, false }
+#define D_EXP2                                                                                     \
+  { -20, 20, -10, 10, -20, 20, SP_ALLF, false }
+#define D_LOG                                                                                      \
+  { 1e-3, 100, 0, 0, 0, 100, SP_ALLF | SP_OUT, false }
+#define D_SQRT                                                                                     \
+  { 0, 100, 0, 0, -1, 100, SP_ALLF | SP_OUT, false }
+#define D_RSQRT                                                                                    \
+  { 1e-3, 100, 0, 0, 0, 100, SP_FIN | SP_NAN | SP_INF | SP_OUT, false }
+#define D_RECIP                                                                                    \
+  { -100, 100, 0, 0, -100, 100, SP_FIN | SP_NAN | SP_INF, false }
+#define D_TRIG                                                                                     \
+  { -10, 10, 0, 0, -10, 10, SP_FIN | SP_NAN, false }
+#define D_SIGM                                                                                     \
+  { -20, 20, -8, 8, -20, 20, SP_ALLF, false }
+#define D_TANH                                                                                     \
+  { -10, 10, -4, 4, -10, 10, SP_ALLF, false }
+#define D_GELU                                                                                     \
+  { -6, 6, -4, 4, -6, 6, SP_FIN | SP_NAN, false }
+#define D_SILU                                                                                     \
+  { -16, 16, -4, 4, -16, 16, SP_FIN | SP_NAN, false }
+#define D_ANY                                                                                      \
+  { -100, 100, 0, 0, 0, 0, SP_ALLF | SP_EDGE | SP_NEGZ, false }
 
-#define M_EXPS (M_MATH | M(TVK_BOOL) | M(TVK_UINT8) | M(TVK_INT64))
+/* Float-valued ops: float32, float16 and int32 (ints and bool give float32)
+ * always; bfloat16 and float64 for a representative few (M_MATH2); the other
+ * int dtypes and bool through exp and sqrt, as the int -> float path is the
+ * same cast in front of every op. */
+#define M_MATH (MF32 | MF16 | MI32)
+#define M_MATH2 (M_MATH | MBF16 | MF64)
 static const UnOp UNOPS[] = {
-    {"neg", tvk_neg, M_NUM, OUT_SAME, false, f_neg, i_neg, D_ANY},
-    {"exp", tvk_exp, M_EXPS, OUT_FLOAT, true, exp, NULL, D_EXP},
+    {"neg", tvk_neg, MF32 | MF16 | MI8 | MI32 | MI64 | MU8 | MU64, OUT_SAME, false, f_neg, i_neg,
+     D_ANY},
+    {"exp", tvk_exp, M_MATH2 | MB | MU8 | MI64, OUT_FLOAT, true, exp, NULL, D_EXP},
     {"exp2", tvk_exp2, M_MATH, OUT_FLOAT, true, exp2, NULL, D_EXP2},
-    {"log", tvk_log, M_MATH, OUT_FLOAT, true, log, NULL, D_LOG},
+    {"log", tvk_log, M_MATH2, OUT_FLOAT, true, log, NULL, D_LOG},
     {"log2", tvk_log2, M_MATH, OUT_FLOAT, true, log2, NULL, D_LOG},
-    {"sqrt", tvk_sqrt, M_EXPS, OUT_FLOAT, true, sqrt, NULL, D_SQRT},
+    {"sqrt", tvk_sqrt, M_MATH | MU8 | MB | MI64, OUT_FLOAT, true, sqrt, NULL, D_SQRT},
     {"rsqrt", tvk_rsqrt, M_MATH, OUT_FLOAT, true, f_rsqrt, NULL, D_RSQRT},
     {"recip", tvk_recip, M_MATH, OUT_FLOAT, true, f_recip, NULL, D_RECIP},
-    {"sin", tvk_sin, M_MATH, OUT_FLOAT, true, sin, NULL, D_TRIG},
+    {"sin", tvk_sin, M_MATH2, OUT_FLOAT, true, sin, NULL, D_TRIG},
     {"cos", tvk_cos, M_MATH, OUT_FLOAT, true, cos, NULL, D_TRIG},
-    {"abs", tvk_abs, M_ALL, OUT_SAME, false, fabs, i_abs, D_ANY},
-    {"sign", tvk_sign, M_CORE | M(TVK_INT8) | M(TVK_UINT64), OUT_SAME, false, f_sign, i_sign,
+    {"abs", tvk_abs, MF32 | MF16 | MI8 | MI32 | MI64 | MU8 | MB, OUT_SAME, false, fabs, i_abs,
      D_ANY},
-    {"relu", tvk_relu, M_CORE | M(TVK_INT8) | M(TVK_FLOAT64), OUT_SAME, false, f_relu, i_relu,
-     D_NONANU},
-    {"sigmoid", tvk_sigmoid, M_MATH, OUT_FLOAT, true, f_sigmoid, NULL, D_SIGM},
+    {"sign", tvk_sign, M_CORE, OUT_SAME, false, f_sign, i_sign, D_ANY},
+    {"relu", tvk_relu, M_CORE, OUT_SAME, false, f_relu, i_relu, D_ANY},
+    {"sigmoid", tvk_sigmoid, M_MATH2, OUT_FLOAT, true, f_sigmoid, NULL, D_SIGM},
     {"tanh", tvk_tanh, M_MATH, OUT_FLOAT, true, tanh, NULL, D_TANH},
-    {"gelu", tvk_gelu, M_MATH, OUT_FLOAT, true, f_gelu, NULL, D_GELU},
+    {"gelu", tvk_gelu, M_MATH | MBF16 | MF64, OUT_FLOAT, true, f_gelu, NULL, D_GELU},
     {"silu", tvk_silu, M_MATH, OUT_FLOAT, true, f_silu, NULL, D_SILU},
-    {"floor", tvk_floor, M_MATH, OUT_SAME, false, floor, i_same, D_ANY},
-    {"ceil", tvk_ceil, M_MATH, OUT_SAME, false, ceil, i_same, D_ANY},
-    {"round", tvk_round, M_MATH, OUT_SAME, false, f_round, i_same, D_ANY},
+    {"floor", tvk_floor, M_MATH | MU8, OUT_SAME, false, floor, i_same, D_ANY},
+    {"ceil", tvk_ceil, M_MATH | MI64, OUT_SAME, false, ceil, i_same, D_ANY},
+    {"round", tvk_round, M_MATH | MBF16, OUT_SAME, false, f_round, i_same, D_ANY},
     {"trunc", tvk_trunc, M_MATH, OUT_SAME, false, trunc, i_same, D_ANY},
-    {"logical_not", tvk_logical_not, M(TVK_BOOL) | M(TVK_FLOAT32) | M(TVK_INT32) | M(TVK_UINT8),
-     OUT_BOOL, false, f_lnot, i_lnot, D_ANY},
+    {"logical_not", tvk_logical_not, M_CORE, OUT_BOOL, false, f_lnot, i_lnot, D_ANY},
 };
 #define NUNOPS ((int)(sizeof UNOPS / sizeof *UNOPS))
 
@@ -601,8 +512,10 @@ static RVal un_elem(const UnOp *op, tvk_dtype in, tvk_dtype out, RVal a) {
   RVal r;
   if (ref_is_float(in) || !op->fi) {
     double x = op->ff(ref_as_double(in, a));
-    if (ref_is_float(out)) r.f = ref_round(out, x);
-    else r.i = (int64_t)x;
+    if (ref_is_float(out))
+      r.f = ref_round(out, x);
+    else
+      r.i = (int64_t)x;
   } else {
     r.i = ref_wrap(out, (uint64_t)op->fi(in, a.i));
   }
@@ -622,107 +535,15 @@ static const UnOp *unop(const char *name) {
   return NULL;
 }
 
-/* Reductions. */
-typedef enum { R_SUM, R_PROD, R_MAX, R_MIN, R_MEAN } RKind;
-
 typedef struct {
   const char *name;
   tvk_tensor *(*fn)(tvk_tensor *, int, const int *, bool);
 } RedOp;
 
 static const RedOp REDOPS[] = {
-    [R_SUM] = {"sum", tvk_sum},   [R_PROD] = {"prod", tvk_prod}, [R_MAX] = {"max", tvk_max},
-    [R_MIN] = {"min", tvk_min},   [R_MEAN] = {"mean", tvk_mean},
+    [R_SUM] = {"sum", tvk_sum}, [R_PROD] = {"prod", tvk_prod}, [R_MAX] = {"max", tvk_max},
+    [R_MIN] = {"min", tvk_min}, [R_MEAN] = {"mean", tvk_mean},
 };
-
-/* Result dtype per tvk.h: sum/prod widen bool and narrow ints to 32 bits, mean
- * of non-floats is float32, max/min keep the dtype. */
-static tvk_dtype red_dtype(RKind k, tvk_dtype dt) {
-  if (k == R_MAX || k == R_MIN) return dt;
-  if (k == R_MEAN) return ref_is_float(dt) ? dt : TVK_FLOAT32;
-  if (dt == TVK_BOOL || dt == TVK_INT8 || dt == TVK_INT16) return TVK_INT32;
-  if (dt == TVK_UINT8 || dt == TVK_UINT16) return TVK_UINT32;
-  return dt;
-}
-
-typedef struct {
-  double s, sabs, p; /* float sum, sum |x|, product */
-  uint64_t is, ip;   /* integer sum and product, wrapping */
-  RVal mx, mn;
-  int64_t n;
-} Acc;
-
-/* The expected reduction of a over axes (naxes 0: all), with per-element
- * allowances for float summation order into *allow (malloc'd, free it). */
-static RArr ref_reduce(RKind k, const RArr *a, int naxes, const int *axes, bool keepdim,
-                       double **allow) {
-  bool red[TVK_MAX_DIMS] = {0};
-  for (int j = 0; j < (naxes ? naxes : a->ndim); j++)
-    red[naxes ? (axes[j] < 0 ? axes[j] + a->ndim : axes[j]) : j] = true;
-  int64_t kshape[TVK_MAX_DIMS], oshape[TVK_MAX_DIMS];
-  int ond = 0;
-  for (int d = 0; d < a->ndim; d++) {
-    kshape[d] = red[d] ? 1 : a->shape[d];
-    if (keepdim || !red[d]) oshape[ond++] = kshape[d];
-  }
-  tvk_dtype out = red_dtype(k, a->dt);
-  RArr r = ref_new(out, ond, oshape);
-  Acc *acc = calloc((size_t)(r.n ? r.n : 1), sizeof *acc);
-  for (int64_t o = 0; o < r.n; o++) acc[o].p = 1, acc[o].ip = 1;
-  for (int64_t i = 0; i < a->n; i++) {
-    int64_t rem = i, o = 0, mul = 1;
-    for (int d = a->ndim - 1; d >= 0; d--) { /* the output index of element i */
-      int64_t id = rem % a->shape[d];
-      rem /= a->shape[d];
-      if (!red[d]) o += id * mul, mul *= kshape[d];
-    }
-    Acc *c = &acc[o];
-    RVal v = a->v[i];
-    if (ref_is_float(a->dt)) {
-      c->s += v.f, c->sabs += fabs(v.f), c->p *= v.f;
-      if (c->n == 0 || v.f > c->mx.f) c->mx = v;
-      if (c->n == 0 || v.f < c->mn.f) c->mn = v;
-    } else {
-      c->is += (uint64_t)v.i, c->ip *= (uint64_t)v.i, c->sabs += fabs(ref_as_double(a->dt, v));
-      if (c->n == 0 || lt_i(a->dt, c->mx.i, v.i)) c->mx = v;
-      if (c->n == 0 || lt_i(a->dt, v.i, c->mn.i)) c->mn = v;
-    }
-    c->n++;
-  }
-  *allow = calloc((size_t)(r.n ? r.n : 1), sizeof **allow);
-  for (int64_t o = 0; o < r.n; o++) {
-    Acc *c = &acc[o];
-    bool f = ref_is_float(a->dt);
-    double sum = f ? c->s : a->dt == TVK_UINT64 ? (double)c->is : (double)(int64_t)c->is;
-    switch (k) {
-    case R_SUM:
-      if (f) r.v[o].f = ref_round(out, sum), (*allow)[o] = sum_allowance(a->dt, c->n, c->sabs);
-      else r.v[o].i = ref_wrap(out, c->is);
-      break;
-    case R_PROD:
-      if (f) {
-        r.v[o].f = ref_round(out, c->p);
-        double eps = a->dt == TVK_FLOAT64 ? ref_eps(TVK_FLOAT64) : ref_eps(TVK_FLOAT32);
-        (*allow)[o] = 2.0 * (double)c->n * eps * fabs(c->p); /* n roundings */
-      } else {
-        r.v[o].i = ref_wrap(out, c->ip);
-      }
-      break;
-    case R_MEAN: /* ints: exact sum (inputs keep it in range) over n; empty: NaN */
-      r.v[o].f = c->n ? ref_round(out, sum / (double)c->n) : NAN;
-      if (f && c->n) (*allow)[o] = sum_allowance(a->dt, c->n, c->sabs) / (double)c->n;
-      break;
-    case R_MAX: case R_MIN: {
-      bool mx = k == R_MAX;
-      if (c->n) r.v[o] = mx ? c->mx : c->mn;
-      else if (f) r.v[o].f = mx ? -INFINITY : INFINITY;
-      else r.v[o].i = mx ? ref_wrap(out, (uint64_t)ref_int_min(out)) : ref_wrap(out, ref_int_max(out));
-    } break;
-    }
-  }
-  free(acc);
-  return r;
-}
 
 /* ================================================================ tests */
 
@@ -795,6 +616,15 @@ static void test_create_and_inspect(void **state) {
   finish(s);
 }
 
+/* Realizes n tensors in one schedule (so a device may compile their kernels
+ * together); a failure is recorded, and each tensor is then checked alone. */
+static void realize_all(Suite *s, const char *what, tvk_dtype dt, int n, tvk_tensor **ts) {
+  tvk_status st = tvk_realize(n, ts);
+  if (st != TVK_OK)
+    failf(s, "realize of %d %s on %s: %s: %s", n, what, ref_dt(dt), tvk_status_name(st),
+          tvk_ctx_error(s->ctx));
+}
+
 /* One tensor per op that takes dtype dt, realized together, each compared. */
 static void binary_dtype(Suite *s, tvk_dtype dt, int ndim, const int64_t *shape) {
   tvk_tensor *outs[NBINOPS] = {0};
@@ -810,10 +640,7 @@ static void binary_dtype(Suite *s, tvk_dtype dt, int ndim, const int64_t *shape)
     n++;
     tvk_release(a), tvk_release(b); /* the results keep what they need */
   }
-  tvk_status st = tvk_realize(n, outs);
-  if (st != TVK_OK)
-    failf(s, "realize of %d binary ops on %s: %s: %s", n, ref_dt(dt), tvk_status_name(st),
-          tvk_ctx_error(s->ctx));
+  realize_all(s, "binary ops", dt, n, outs);
   for (int k = 0; k < n; k++) {
     char what[96];
     snprintf(what, sizeof what, "%s(%s, %s)", ops[k]->name, ref_dt(dt), ref_dt(dt));
@@ -833,21 +660,33 @@ static void test_binary_dtypes(void **state) {
   finish(s);
 }
 
+/* Every unary op on its dtypes; one schedule per dtype, as for binary ops. */
 static void test_unary_dtypes(void **state) {
   Suite *s = *state;
   for (int k = 0; k < REF_NDT; k++) {
     tvk_dtype dt = ALL_DTYPES[k];
+    tvk_tensor *outs[NUNOPS];
+    RArr as[NUNOPS];
+    const UnOp *ops[NUNOPS];
+    int n = 0;
     for (int j = 0; j < NUNOPS; j++) {
-      const UnOp *op = &UNOPS[j];
-      if (!(op->dts & M(dt))) continue;
-      RArr a = gen(s, dt, 2, (int64_t[]){19, 23}, &op->d);
-      tvk_tensor *ta = mk(s, &a), *t = op->fn(ta);
-      RArr e = ref_unop(op, &a);
+      if (!(UNOPS[j].dts & M(dt))) continue;
+      ops[n] = &UNOPS[j];
+      as[n] = gen(s, dt, 2, (int64_t[]){19, 23}, &ops[n]->d);
+      tvk_tensor *ta = mk(s, &as[n]);
+      outs[n] = ops[n]->fn(ta);
+      tvk_release(ta);
+      n++;
+    }
+    realize_all(s, "unary ops", dt, n, outs);
+    for (int j = 0; j < n; j++) {
+      RArr e = ref_unop(ops[j], &as[j]);
       char what[96];
-      snprintf(what, sizeof what, "%s(%s)", op->name, ref_dt(dt));
-      expect(s, what, t, &e, op_tol(op->math, e.dt), NULL, 1, (const RArr *const[]){&a});
-      tvk_release(ta), tvk_release(t);
-      ref_free(&a), ref_free(&e);
+      snprintf(what, sizeof what, "%s(%s)", ops[j]->name, ref_dt(dt));
+      expect(s, what, outs[j], &e, op_tol(ops[j]->math, e.dt), NULL, 1,
+             (const RArr *const[]){&as[j]});
+      tvk_release(outs[j]);
+      ref_free(&as[j]), ref_free(&e);
     }
   }
   finish(s);
@@ -870,23 +709,41 @@ static RArr arr_i(tvk_dtype dt, int n, const int64_t *v) {
   return a;
 }
 
+/* A table repeated to fill the (19,23) shape the dtype tests use, so its
+ * kernel is the one those tests compiled (flat index i is row i % n). */
+static RArr tile(const RArr *t) {
+  RArr r = ref_new(t->dt, 2, (int64_t[]){19, 23});
+  for (int64_t i = 0; i < r.n; i++) r.v[i] = t->v[i % t->n];
+  return r;
+}
+
 /* Checks fn(in) == want for a 1-D table; fn NULL: tvk_cast to want's dtype. */
-static void table_unary(Suite *s, const char *name, tvk_tensor *(*fn)(tvk_tensor *),
-                        const RArr *in, const RArr *want, Tol tol) {
+static void table_unary(Suite *s, const char *name, tvk_tensor *(*fn)(tvk_tensor *), const RArr *in,
+                        const RArr *want, Tol tol) {
   char what[96];
   snprintf(what, sizeof what, "table %s(%s)", name, ref_dt(in->dt));
-  tvk_tensor *a = mk(s, in), *t = fn ? fn(a) : tvk_cast(a, want->dt);
-  expect(s, what, t, want, tol, NULL, 1, (const RArr *const[]){in});
+  RArr ti = tile(in), tw = tile(want);
+  tvk_tensor *a = mk(s, &ti), *t = fn ? fn(a) : tvk_cast(a, want->dt);
+  expect(s, what, t, &tw, tol, NULL, 1, (const RArr *const[]){&ti});
   tvk_release(a), tvk_release(t);
+  ref_free(&ti), ref_free(&tw);
+}
+
+static void table_binary_tol(Suite *s, const char *name,
+                             tvk_tensor *(*fn)(tvk_tensor *, tvk_tensor *), const RArr *a,
+                             const RArr *b, const RArr *want, Tol tol) {
+  char what[96];
+  snprintf(what, sizeof what, "table %s(%s, %s)", name, ref_dt(a->dt), ref_dt(b->dt));
+  RArr ta_ = tile(a), tb_ = tile(b), tw = tile(want);
+  tvk_tensor *ta = mk(s, &ta_), *tb = mk(s, &tb_), *t = fn(ta, tb);
+  expect(s, what, t, &tw, tol, NULL, 2, (const RArr *const[]){&ta_, &tb_});
+  tvk_release(ta), tvk_release(tb), tvk_release(t);
+  ref_free(&ta_), ref_free(&tb_), ref_free(&tw);
 }
 
 static void table_binary(Suite *s, const char *name, tvk_tensor *(*fn)(tvk_tensor *, tvk_tensor *),
                          const RArr *a, const RArr *b, const RArr *want) {
-  char what[96];
-  snprintf(what, sizeof what, "table %s(%s, %s)", name, ref_dt(a->dt), ref_dt(b->dt));
-  tvk_tensor *ta = mk(s, a), *tb = mk(s, b), *t = fn(ta, tb);
-  expect(s, what, t, want, TOL_EXACT, NULL, 2, (const RArr *const[]){a, b});
-  tvk_release(ta), tvk_release(tb), tvk_release(t);
+  table_binary_tol(s, name, fn, a, b, want, TOL_EXACT);
 }
 
 /* idiv truncates toward zero, mod takes the dividend's sign, by zero both give
@@ -1029,10 +886,7 @@ static void test_table_pow(void **state) {
   RArr a = arr_f(TVK_FLOAT32, 6, (double[]){-2, -2, 0, 0, -8, 2});
   RArr b = arr_f(TVK_FLOAT32, 6, (double[]){3, 2, 0, -1, 0.5, 10});
   RArr want = arr_f(TVK_FLOAT32, 6, (double[]){-8, 4, 1, INFINITY, NAN, 1024});
-  char what[] = "table pow(float32, float32)";
-  tvk_tensor *ta = mk(s, &a), *tb = mk(s, &b), *t = tvk_pow(ta, tb);
-  expect(s, what, t, &want, TOL_MATH_F32, NULL, 2, (const RArr *const[]){&a, &b});
-  tvk_release(ta), tvk_release(tb), tvk_release(t);
+  table_binary_tol(s, "pow", tvk_pow, &a, &b, &want, TOL_MATH_F32);
   ref_free(&a), ref_free(&b), ref_free(&want);
   finish(s);
 }
@@ -1066,9 +920,9 @@ static void test_broadcast(void **state) {
     int na, nb;
     int64_t sa[4], sb[4];
   } P[] = {
-      {2, 2, {3, 1}, {1, 4}},       {1, 2, {5}, {2, 5}},       {0, 2, {0}, {2, 3}},
-      {2, 0, {2, 3}, {0}},          {3, 2, {2, 1, 3}, {4, 1}}, {1, 1, {1}, {7}},
-      {2, 1, {1, 1}, {1}},          {2, 2, {0, 3}, {1, 3}},    {4, 4, {6, 1, 1, 5}, {1, 4, 3, 1}},
+      {2, 2, {3, 1}, {1, 4}}, {1, 2, {5}, {2, 5}},       {0, 2, {0}, {2, 3}},
+      {2, 0, {2, 3}, {0}},    {3, 2, {2, 1, 3}, {4, 1}}, {1, 1, {1}, {7}},
+      {2, 1, {1, 1}, {1}},    {2, 2, {0, 3}, {1, 3}},    {4, 4, {6, 1, 1, 5}, {1, 4, 3, 1}},
       {1, 0, {1}, {0}},
   };
   for (size_t k = 0; k < sizeof P / sizeof *P; k++)
@@ -1077,9 +931,9 @@ static void test_broadcast(void **state) {
     const char *op;
     tvk_dtype dt;
   } O[] = {
-      {"sub", TVK_INT32},   {"mul", TVK_FLOAT16},      {"lt", TVK_FLOAT32},
-      {"maximum", TVK_INT64}, {"idiv", TVK_INT32},     {"bitwise_xor", TVK_UINT8},
-      {"logical_or", TVK_BOOL}, {"div", TVK_UINT8},    {"eq", TVK_BOOL},
+      {"sub", TVK_INT32},       {"mul", TVK_FLOAT16}, {"lt", TVK_FLOAT32},
+      {"maximum", TVK_INT64},   {"idiv", TVK_INT32},  {"bitwise_xor", TVK_UINT8},
+      {"logical_or", TVK_BOOL}, {"div", TVK_UINT8},   {"eq", TVK_BOOL},
   };
   for (size_t k = 0; k < sizeof O / sizeof *O; k++) {
     bcast_case(s, O[k].op, O[k].dt, 2, (int64_t[]){3, 1}, 2, (int64_t[]){1, 4});
@@ -1089,31 +943,6 @@ static void test_broadcast(void **state) {
 }
 
 /* ---------------------------------------------------------------- casts */
-
-/* v of dtype from as dtype to, per tvk_cast: floats truncate toward zero into
- * ints (the inputs stay in range: out of range is unspecified), ints wrap,
- * anything -> bool is x != 0, to floats rounds to nearest even. */
-static RVal cast_elem(tvk_dtype from, tvk_dtype to, RVal v) {
-  RVal r;
-  if (to == TVK_BOOL) {
-    r.i = ref_is_float(from) ? v.f != 0 : v.i != 0; /* NaN != 0 */
-  } else if (ref_is_float(to)) {
-    r.f = ref_is_float(from) ? ref_round(to, v.f)
-                             : ref_round_int(to, v.i, ref_is_unsigned(from) || from == TVK_BOOL);
-  } else if (ref_is_float(from)) {
-    double t = trunc(v.f);
-    r.i = ref_wrap(to, t >= 0x1p63 ? (uint64_t)t : (uint64_t)(int64_t)t);
-  } else {
-    r.i = ref_wrap(to, (uint64_t)v.i);
-  }
-  return r;
-}
-
-static RArr ref_cast(const RArr *a, tvk_dtype to) {
-  RArr r = ref_new(to, a->ndim, a->shape);
-  for (int64_t i = 0; i < a->n; i++) r.v[i] = cast_elem(a->dt, to, a->v[i]);
-  return r;
-}
 
 /* Where float inputs must stay for a cast to dt to be specified: inside dt's
  * range by a margin (a float32 near INT32_MAX rounds past it), 64-bit targets
@@ -1128,26 +957,50 @@ static Dom cast_dom(tvk_dtype from, tvk_dtype to) {
   return (Dom){.lo = lo, .hi = hi, .sp = SP_FIN | SP_NEGZ};
 }
 
-/* Every dtype to every other: 437 values each, specials first. Casts between
+/* The pairs the matrix tests: all among the core dtypes; each other dtype to
+ * and from float32, to bool, to and from int64 (widening, narrowing); float64
+ * to the 16-bit floats and to ints; float16 <-> bfloat16. */
+static bool cast_tested(tvk_dtype from, tvk_dtype to) {
+  const unsigned core = M_CORE;
+  if (from == to) return false;
+  if ((core & M(from)) && (core & M(to))) return true;
+  if (from == TVK_FLOAT32 || to == TVK_FLOAT32 || to == TVK_BOOL) return true;
+  if ((from == TVK_INT64 && ref_is_int(to)) || (to == TVK_INT64 && ref_is_int(from))) return true;
+  if (from == TVK_FLOAT64 &&
+      (to == TVK_FLOAT16 || to == TVK_BFLOAT16 || to == TVK_INT32 || to == TVK_UINT8))
+    return true;
+  return (from == TVK_FLOAT16 && to == TVK_BFLOAT16) || (from == TVK_BFLOAT16 && to == TVK_FLOAT16);
+}
+
+/* Casts between dtypes (cast_tested): 437 values each, specials first. Casts between
  * floats are exact (round to nearest even); int -> float allows one ulp (tvk.h
  * names no rounding there, and via float32 is a second rounding). */
 static void test_cast_matrix(void **state) {
   Suite *s = *state;
   for (int i = 0; i < REF_NDT; i++) {
-    tvk_dtype from = ALL_DTYPES[i];
+    tvk_dtype from = ALL_DTYPES[i], tos[REF_NDT];
+    tvk_tensor *outs[REF_NDT];
+    RArr as[REF_NDT];
+    int n = 0;
     for (int j = 0; j < REF_NDT; j++) {
-      tvk_dtype to = ALL_DTYPES[j];
-      if (from == to) continue;
-      Dom d = cast_dom(from, to);
-      RArr a = gen(s, from, 2, (int64_t[]){19, 23}, &d);
-      RArr e = ref_cast(&a, to);
-      tvk_tensor *ta = mk(s, &a), *t = tvk_cast(ta, to);
+      if (!cast_tested(from, ALL_DTYPES[j])) continue;
+      tos[n] = ALL_DTYPES[j];
+      Dom d = cast_dom(from, tos[n]);
+      as[n] = gen(s, from, 2, (int64_t[]){19, 23}, &d);
+      tvk_tensor *ta = mk(s, &as[n]);
+      outs[n] = tvk_cast(ta, tos[n]);
+      tvk_release(ta);
+      n++;
+    }
+    realize_all(s, "casts", from, n, outs);
+    for (int j = 0; j < n; j++) {
+      RArr e = ref_cast(&as[j], tos[j]);
       char what[64];
-      snprintf(what, sizeof what, "cast(%s -> %s)", ref_dt(from), ref_dt(to));
-      Tol tol = ref_is_float(from) || !ref_is_float(to) ? TOL_EXACT : tol_arith(to);
-      expect(s, what, t, &e, tol, NULL, 1, (const RArr *const[]){&a});
-      tvk_release(ta), tvk_release(t);
-      ref_free(&a), ref_free(&e);
+      snprintf(what, sizeof what, "cast(%s -> %s)", ref_dt(from), ref_dt(tos[j]));
+      Tol tol = ref_is_float(from) || !ref_is_float(tos[j]) ? TOL_EXACT : tol_arith(tos[j]);
+      expect(s, what, outs[j], &e, tol, NULL, 1, (const RArr *const[]){&as[j]});
+      tvk_release(outs[j]);
+      ref_free(&as[j]), ref_free(&e);
     }
   }
   finish(s);
@@ -1161,16 +1014,17 @@ static void test_table_casts(void **state) {
   RArr in = arr_f(TVK_FLOAT32, 8,
                   (double[]){1 + t11, 1 + 3 * t11, 65519, 65520, ldexp(1, -25), 3 * ldexp(1, -25),
                              (double)(-1.0f / 3), 1e-8});
-  RArr want = arr_f(TVK_FLOAT16, 8,
-                    (double[]){1, 1 + 4 * t11, 65504, INFINITY, 0, ldexp(1, -23), -0.333251953125,
-                               0});
+  RArr want =
+      arr_f(TVK_FLOAT16, 8,
+            (double[]){1, 1 + 4 * t11, 65504, INFINITY, 0, ldexp(1, -23), -0.333251953125, 0});
   table_unary(s, "cast_f16", NULL, &in, &want, TOL_EXACT);
   ref_free(&in), ref_free(&want);
   in = arr_f(TVK_FLOAT32, 4, (double[]){1 + t8, 1 + 3 * t8, 1 + t8 + ldexp(1, -20), -2});
   want = arr_f(TVK_BFLOAT16, 4, (double[]){1, 1 + 4 * t8, 1 + 2 * t8, -2});
   table_unary(s, "cast_bf16", NULL, &in, &want, TOL_EXACT);
   ref_free(&in), ref_free(&want);
-  in = arr_f(TVK_FLOAT64, 5, (double[]){1 + t24, 1 + 3 * t24, 1 + t24 + ldexp(1, -40), 3.5e38, 1e-46});
+  in = arr_f(TVK_FLOAT64, 5,
+             (double[]){1 + t24, 1 + 3 * t24, 1 + t24 + ldexp(1, -40), 3.5e38, 1e-46});
   want = arr_f(TVK_FLOAT32, 5, (double[]){1, 1 + 4 * t24, 1 + 2 * t24, INFINITY, 0});
   table_unary(s, "cast_f32", NULL, &in, &want, TOL_EXACT);
   ref_free(&in), ref_free(&want);
@@ -1211,7 +1065,7 @@ static Dom red_dom(RKind k) {
   case R_SUM: return (Dom){.lo = -10, .hi = 10, .sp = SP_FIN};
   case R_PROD: return (Dom){.lo = -2, .hi = 2, .sp = SP_FIN};
   case R_MEAN: return (Dom){.lo = -10, .hi = 10, .ilo = -100, .ihi = 100, .sp = SP_FIN};
-  default: return (Dom){.lo = -100, .hi = 100, .sp = SP_FIN | SP_EDGE | SP_INF};
+  default: return (Dom){.lo = -100, .hi = 100, .sp = SP_FIN | SP_EDGE | SP_INF | SP_NAN};
   }
 }
 
@@ -1219,7 +1073,8 @@ static void red_check(Suite *s, RKind k, const RArr *a, int naxes, const int *ax
                       const char *tag) {
   char what[160], sh[64], ax[64] = "all";
   size_t n = 0;
-  for (int j = 0; j < naxes; j++) n += (size_t)snprintf(ax + n, sizeof ax - n, "%s%d", j ? "," : "", axes[j]);
+  for (int j = 0; j < naxes; j++)
+    n += (size_t)snprintf(ax + n, sizeof ax - n, "%s%d", j ? "," : "", axes[j]);
   snprintf(what, sizeof what, "%s(%s %s%s, axes %s%s)", REDOPS[k].name, ref_dt(a->dt), tag,
            S_(a->shape, a->ndim, sh, sizeof sh), ax, keepdim ? ", keepdim" : "");
   double *allow = NULL;
@@ -1247,14 +1102,14 @@ static void test_reduce_axes(void **state) {
     int n;
     int axes[3];
     bool keep;
-  } V[] = {{1, {1}, false}, {1, {0}, true},     {1, {-1}, false}, {2, {0, 2}, false},
-           {0, {0}, false}, {0, {0}, true},     {2, {2, 0}, true}, {3, {0, 1, 2}, false}};
+  } V[] = {{1, {1}, false},    {0, {0}, false}, {1, {0}, true},    {1, {-1}, false},
+           {2, {0, 2}, false}, {0, {0}, true},  {2, {2, 0}, true}, {3, {0, 1, 2}, false}};
   const int64_t shape[] = {3, 5, 7};
-  for (size_t v = 0; v < sizeof V / sizeof *V; v++) {
+  for (int v = 0; v < 8; v++) {
     red_case(s, R_SUM, TVK_FLOAT32, 3, shape, V[v].n, V[v].axes, V[v].keep);
-    red_case(s, R_SUM, TVK_INT32, 3, shape, V[v].n, V[v].axes, V[v].keep);
-    red_case(s, R_MAX, TVK_FLOAT32, 3, shape, V[v].n, V[v].axes, V[v].keep);
-    red_case(s, R_MAX, TVK_INT32, 3, shape, V[v].n, V[v].axes, V[v].keep);
+    if (v < 4) red_case(s, R_MAX, TVK_FLOAT32, 3, shape, V[v].n, V[v].axes, V[v].keep);
+    if (v < 4) red_case(s, R_SUM, TVK_INT32, 3, shape, V[v].n, V[v].axes, V[v].keep);
+    if (v < 2) red_case(s, R_MAX, TVK_INT32, 3, shape, V[v].n, V[v].axes, V[v].keep);
   }
   for (int k = R_PROD; k <= R_MEAN; k++) {
     if (k == R_MAX) continue;
@@ -1267,12 +1122,18 @@ static void test_reduce_axes(void **state) {
   finish(s);
 }
 
-/* Every reduction on every dtype (result dtypes per tvk.h). */
+/* The reductions on the dtypes they are tested with (result dtypes per tvk.h):
+ * sum on every dtype, as its result dtype depends on the width. */
 static void test_reduce_dtypes(void **state) {
   Suite *s = *state;
+  static const unsigned dts[] = {
+      [R_SUM] = M_ALL,  [R_PROD] = M_CORE | MI8,  [R_MAX] = M_CORE | MBF16 | MI8 | MU64,
+      [R_MIN] = M_CORE, [R_MEAN] = M_CORE | MF64,
+  };
   for (int k = R_SUM; k <= R_MEAN; k++)
     for (int j = 0; j < REF_NDT; j++)
-      red_case(s, (RKind)k, ALL_DTYPES[j], 3, (int64_t[]){3, 5, 7}, 1, (int[]){1}, false);
+      if (dts[k] & M(ALL_DTYPES[j]))
+        red_case(s, (RKind)k, ALL_DTYPES[j], 3, (int64_t[]){3, 5, 7}, 1, (int[]){1}, false);
   finish(s);
 }
 
@@ -1280,13 +1141,18 @@ static void test_reduce_dtypes(void **state) {
  * dtype's minimum, min +inf or its maximum, mean NaN. */
 static void test_reduce_empty(void **state) {
   Suite *s = *state;
-  static const tvk_dtype dts[] = {TVK_FLOAT32, TVK_INT32, TVK_UINT8, TVK_BOOL};
   const int64_t shape[] = {3, 0, 4};
   for (int k = R_SUM; k <= R_MEAN; k++) {
-    for (size_t j = 0; j < sizeof dts / sizeof *dts; j++)
-      red_case(s, (RKind)k, dts[j], 3, shape, 1, (int[]){1}, false);
+    red_case(s, (RKind)k, TVK_FLOAT32, 3, shape, 1, (int[]){1}, false);
     red_case(s, (RKind)k, TVK_FLOAT32, 3, shape, 0, NULL, false);
   }
+  static const tvk_dtype dts[] = {TVK_INT32, TVK_UINT8, TVK_BOOL};
+  for (size_t j = 0; j < sizeof dts / sizeof *dts; j++) {
+    red_case(s, R_MAX, dts[j], 3, shape, 1, (int[]){1}, false);
+    red_case(s, R_MIN, dts[j], 3, shape, 1, (int[]){1}, false);
+  }
+  red_case(s, R_SUM, TVK_BOOL, 3, shape, 1, (int[]){1}, false);
+  red_case(s, R_MEAN, TVK_INT32, 3, shape, 1, (int[]){1}, false);
   red_case(s, R_SUM, TVK_FLOAT32, 3, shape, 1, (int[]){0}, true); /* (1,0,4): nothing to do */
   red_case(s, R_MAX, TVK_INT64, 1, (int64_t[]){0}, 0, NULL, false);
   red_case(s, R_MIN, TVK_INT8, 1, (int64_t[]){0}, 0, NULL, false);
@@ -1294,8 +1160,8 @@ static void test_reduce_empty(void **state) {
 }
 
 /* Reads float32 a (n values), reduced by fn over all axes, into *out. */
-static bool reduce_scalar(Suite *s, tvk_tensor *(*fn)(tvk_tensor *, int, const int *, bool),
-                          int n, const double *vals, double *out) {
+static bool reduce_scalar(Suite *s, tvk_tensor *(*fn)(tvk_tensor *, int, const int *, bool), int n,
+                          const double *vals, double *out) {
   RArr a = arr_f(TVK_FLOAT32, n, vals);
   tvk_tensor *ta = mk(s, &a), *t = fn(ta, 0, NULL, false);
   float f = 0;
@@ -1307,73 +1173,70 @@ static bool reduce_scalar(Suite *s, tvk_tensor *(*fn)(tvk_tensor *, int, const i
 }
 
 /* max/min with only negative (or only positive) values: an accumulator that
- * starts at 0 shows here. NaN: tvk.h does not say how max/min treat NaN; the
- * test accepts NaN or the result over the other values and prints what the
- * device does (the Vulkan backend must match the CPU one). Sums propagate NaN
- * and inf as IEEE addition does. */
+ * starts at 0 shows here. NaN: per tvk.h a NaN in the input of max/min gives
+ * NaN, as does a NaN operand of maximum/minimum (the device's compare-select
+ * must not drop it). Sums propagate NaN and inf as IEEE addition does. */
 static void test_reduce_negative_and_nan(void **state) {
   Suite *s = *state;
   static const tvk_dtype dts[] = {TVK_FLOAT32, TVK_INT32, TVK_INT8, TVK_FLOAT16, TVK_INT64};
   for (size_t j = 0; j < sizeof dts / sizeof *dts; j++) {
     Dom neg = {.lo = -100, .hi = -1, .ilo = -1000, .ihi = -1};
     Dom pos = {.lo = 1, .hi = 100, .ilo = 1, .ihi = 1000};
-    RArr a = gen(s, dts[j], 2, (int64_t[]){6, 9}, &neg), b = gen(s, dts[j], 2, (int64_t[]){6, 9}, &pos);
+    const int64_t sh[] = {3, 5, 7}; /* the shape of the other reduction tests: same kernels */
+    RArr a = gen(s, dts[j], 3, sh, &neg), b = gen(s, dts[j], 3, sh, &pos);
     red_check(s, R_MAX, &a, 1, (int[]){1}, false, "negative ");
     red_check(s, R_MAX, &a, 0, NULL, false, "negative ");
-    red_check(s, R_MIN, &b, 1, (int[]){0}, false, "positive ");
+    red_check(s, R_MIN, &b, 1, (int[]){1}, false, "positive ");
     red_check(s, R_MIN, &b, 0, NULL, false, "positive ");
     ref_free(&a), ref_free(&b);
   }
+  /* max/min: a NaN anywhere gives NaN; maximum/minimum: NaN when either is */
   static const struct {
     int n;
     double v[3];
-    double max, min; /* over the non-NaN values (identity when none) */
-  } N[] = {{3, {1, NAN, 3}, 3, 1},
-           {3, {NAN, NAN, NAN}, -INFINITY, INFINITY},
-           {3, {-1, -2, NAN}, -1, -2},
-           {2, {NAN, 5}, 5, 5}};
+  } N[] = {{3, {1, NAN, 3}}, {3, {NAN, NAN, NAN}}, {3, {-1, -2, NAN}}, {2, {NAN, 5}}};
   for (size_t k = 0; k < sizeof N / sizeof *N; k++) {
     double mx, mn;
-    if (!reduce_scalar(s, tvk_max, N[k].n, N[k].v, &mx) || !reduce_scalar(s, tvk_min, N[k].n, N[k].v, &mn)) {
+    if (!reduce_scalar(s, tvk_max, N[k].n, N[k].v, &mx) ||
+        !reduce_scalar(s, tvk_min, N[k].n, N[k].v, &mn))
       failf(s, "max/min with NaN: %s", tvk_ctx_error(s->ctx));
-      continue;
-    }
-    fprintf(stderr, "NOTE %s: max(%g,%g,%g) = %g, min = %g\n", s->device, N[k].v[0], N[k].v[1],
+    else if (!isnan(mx) || !isnan(mn))
+      failf(s, "max/min(float32 (%g,%g,%g)): got %g/%g, expected NaN", N[k].v[0], N[k].v[1],
             N[k].n > 2 ? N[k].v[2] : 0.0, mx, mn);
-    if (!(isnan(mx) || mx == N[k].max) || !(isnan(mn) || mn == N[k].min))
-      failf(s, "max/min with NaN case %zu: got %g/%g, expected NaN or %g/%g", k, mx, mn, N[k].max,
-            N[k].min);
   }
-  /* maximum/minimum (binary) with NaN: NaN or the other operand */
-  RArr a = arr_f(TVK_FLOAT32, 3, (double[]){NAN, 1, NAN}), b = arr_f(TVK_FLOAT32, 3, (double[]){1, NAN, NAN});
-  tvk_tensor *ta = mk(s, &a), *tb = mk(s, &b), *mx = tvk_maximum(ta, tb), *mn = tvk_minimum(ta, tb);
-  float gx[3] = {0}, gn[3] = {0};
-  if (tvk_to_host(mx, gx, sizeof gx) != TVK_OK || tvk_to_host(mn, gn, sizeof gn) != TVK_OK)
-    failf(s, "maximum/minimum with NaN: %s", tvk_ctx_error(s->ctx));
-  fprintf(stderr, "NOTE %s: maximum(NaN,1)=%g maximum(1,NaN)=%g maximum(NaN,NaN)=%g; minimum: %g %g %g\n",
-          s->device, gx[0], gx[1], gx[2], gn[0], gn[1], gn[2]);
-  for (int i = 0; i < 2; i++)
-    if (!(isnan(gx[i]) || gx[i] == 1) || !(isnan(gn[i]) || gn[i] == 1))
-      failf(s, "maximum/minimum with NaN at %d: got %g/%g, expected NaN or 1", i, gx[i], gn[i]);
-  if (!isnan(gx[2]) || !isnan(gn[2])) failf(s, "maximum/minimum(NaN, NaN): got %g/%g", gx[2], gn[2]);
-  tvk_release(ta), tvk_release(tb), tvk_release(mx), tvk_release(mn);
-  ref_free(&a), ref_free(&b);
+  RArr a = arr_f(TVK_FLOAT32, 3, (double[]){NAN, 1, NAN});
+  RArr b = arr_f(TVK_FLOAT32, 3, (double[]){1, NAN, NAN});
+  RArr want = arr_f(TVK_FLOAT32, 3, (double[]){NAN, NAN, NAN});
+  table_binary(s, "maximum", tvk_maximum, &a, &b, &want);
+  table_binary(s, "minimum", tvk_minimum, &a, &b, &want);
+  ref_free(&a), ref_free(&b), ref_free(&want);
   /* sums: NaN and inf propagate */
   static const struct {
     double v[3], sum;
   } F[] = {{{1, NAN, 2}, NAN}, {{1, INFINITY, 2}, INFINITY}, {{INFINITY, -INFINITY, 0}, NAN}};
   for (size_t k = 0; k < sizeof F / sizeof *F; k++) {
     double got;
-    if (!reduce_scalar(s, tvk_sum, 3, F[k].v, &got)) failf(s, "sum: %s", tvk_ctx_error(s->ctx));
+    if (!reduce_scalar(s, tvk_sum, 3, F[k].v, &got))
+      failf(s, "sum: %s", tvk_ctx_error(s->ctx));
     else if (!(isnan(F[k].sum) ? isnan(got) : got == F[k].sum))
-      failf(s, "sum(%g,%g,%g): got %g, expected %g", F[k].v[0], F[k].v[1], F[k].v[2], got, F[k].sum);
+      failf(s, "sum(%g,%g,%g): got %g, expected %g", F[k].v[0], F[k].v[1], F[k].v[2], got,
+            F[k].sum);
   }
   finish(s);
 }
 
 /* ---------------------------------------------------------------- movement */
 
-typedef enum { V_RESHAPE, V_PERMUTE, V_EXPAND, V_PAD, V_SHRINK, V_FLIP, V_TRANSPOSE, V_CONTIG } VKind;
+typedef enum {
+  V_RESHAPE,
+  V_PERMUTE,
+  V_EXPAND,
+  V_PAD,
+  V_SHRINK,
+  V_FLIP,
+  V_TRANSPOSE,
+  V_CONTIG
+} VKind;
 
 /* One movement step; shapes may hold -1 (reshape, expand) as tvk.h allows. */
 typedef struct {
@@ -1401,7 +1264,10 @@ static void apply_step(tvk_tensor **t, RArr *a, const VStep *st) {
     for (int d = 0; d < st->n; d++) shape[d] = st->shape[d] < 0 ? a->n / known : st->shape[d];
     nt = tvk_reshape(*t, st->n, st->shape), na = ref_reshape(a, st->n, shape);
   } break;
-  case V_PERMUTE: nt = tvk_permute(*t, st->ax), na = ref_permute(a, st->ax); break;
+  case V_PERMUTE: /* negative entries count from the end */
+    for (int d = 0; d < a->ndim; d++) order[d] = st->ax[d] < 0 ? st->ax[d] + a->ndim : st->ax[d];
+    nt = tvk_permute(*t, st->ax), na = ref_permute(a, order);
+    break;
   case V_EXPAND:
     for (int d = 0; d < st->n; d++)
       shape[d] = st->shape[d] < 0 ? a->shape[d - (st->n - a->ndim)] : st->shape[d];
@@ -1409,7 +1275,7 @@ static void apply_step(tvk_tensor **t, RArr *a, const VStep *st) {
     break;
   case V_PAD:
     nt = tvk_pad(*t, st->pr, st->value);
-    na = ref_pad(a, st->pr, cast_elem(TVK_FLOAT64, a->dt, (RVal){.f = st->value}));
+    na = ref_pad(a, st->pr, ref_cast_elem(TVK_FLOAT64, a->dt, (RVal){.f = st->value}));
     break;
   case V_SHRINK: nt = tvk_shrink(*t, st->pr), na = ref_shrink(a, st->pr); break;
   case V_FLIP: nt = tvk_flip(*t, st->n, st->ax), na = ref_flip(a, st->n, st->ax); break;
@@ -1436,48 +1302,59 @@ typedef struct {
 
 /* Movement chains, each from a base of random values. */
 static const Chain CHAINS[] = {
-    {"permute", 3, {3, 4, 5}, 1, {{V_PERMUTE, .ax = {2, 0, 1}}}},
-    {"transpose", 3, {3, 4, 5}, 1, {{V_TRANSPOSE, .ax = {0, -1}}}},
-    {"expand", 3, {3, 1, 5}, 1, {{V_EXPAND, 4, {2, 3, 4, 5}}}},
-    {"expand -1", 3, {3, 1, 5}, 1, {{V_EXPAND, 3, {-1, 6, -1}}}},
-    {"pad 0", 3, {3, 4, 5}, 1, {{V_PAD, .pr = {{1, 2}, {0, 0}, {3, 1}}}}},
-    {"pad value", 3, {3, 4, 5}, 1, {{V_PAD, .pr = {{0, 1}, {2, 0}, {1, 1}}, .value = 7.25}}},
-    {"shrink", 3, {3, 4, 5}, 1, {{V_SHRINK, .pr = {{1, 3}, {0, 4}, {2, 5}}}}},
-    {"flip 0,2", 3, {3, 4, 5}, 1, {{V_FLIP, 2, .ax = {0, 2}}}},
-    {"flip -1", 3, {3, 4, 5}, 1, {{V_FLIP, 1, .ax = {-1}}}},
-    {"permute+reshape", 3, {3, 4, 5}, 2, {{V_PERMUTE, .ax = {2, 0, 1}}, {V_RESHAPE, 2, {5, 12}}}},
+    {"permute", 3, {3, 4, 5}, 1, {{.k = V_PERMUTE, .ax = {2, 0, 1}}}},
+    {"transpose", 3, {3, 4, 5}, 1, {{.k = V_TRANSPOSE, .ax = {0, -1}}}},
+    {"expand", 3, {3, 1, 5}, 1, {{.k = V_EXPAND, .n = 4, .shape = {2, 3, 4, 5}}}},
+    {"expand -1", 3, {3, 1, 5}, 1, {{.k = V_EXPAND, .n = 3, .shape = {-1, 6, -1}}}},
+    {"pad 0", 3, {3, 4, 5}, 1, {{.k = V_PAD, .pr = {{1, 2}, {0, 0}, {3, 1}}}}},
+    {"pad value", 3, {3, 4, 5}, 1, {{.k = V_PAD, .pr = {{0, 1}, {2, 0}, {1, 1}}, .value = 7.25}}},
+    {"shrink", 3, {3, 4, 5}, 1, {{.k = V_SHRINK, .pr = {{1, 3}, {0, 4}, {2, 5}}}}},
+    {"flip 0,2", 3, {3, 4, 5}, 1, {{.k = V_FLIP, .n = 2, .ax = {0, 2}}}},
+    {"flip -1", 3, {3, 4, 5}, 1, {{.k = V_FLIP, .n = 1, .ax = {-1}}}},
+    {"flip none", 3, {3, 4, 5}, 1, {{.k = V_FLIP, .n = 0}}},
+    {"permute negative", 3, {3, 4, 5}, 1, {{.k = V_PERMUTE, .ax = {-1, 0, -2}}}},
+    {"permute+reshape",
+     3,
+     {3, 4, 5},
+     2,
+     {{.k = V_PERMUTE, .ax = {2, 0, 1}}, {.k = V_RESHAPE, .n = 2, .shape = {5, 12}}}},
     {"chain",
      3,
      {3, 4, 5},
      6,
-     {{V_PERMUTE, .ax = {1, 0, 2}},
-      {V_PAD, .pr = {{1, 0}, {0, 2}, {1, 1}}, .value = 3}, /* unsigned too */
-      {V_FLIP, 1, .ax = {1}},
-      {V_SHRINK, .pr = {{0, 4}, {1, 5}, {0, 6}}},
-      {V_RESHAPE, 3, {4, -1, 3}},
-      {V_PERMUTE, .ax = {2, 0, 1}}}},
-    {"0-d expand", 1, {1}, 2, {{V_RESHAPE, 0}, {V_EXPAND, 2, {3, 4}}}},
+     {{.k = V_PERMUTE, .ax = {1, 0, 2}},
+      {.k = V_PAD, .pr = {{1, 0}, {0, 2}, {1, 1}}, .value = 3}, /* unsigned too */
+      {.k = V_FLIP, .n = 1, .ax = {1}},
+      {.k = V_SHRINK, .pr = {{0, 4}, {1, 5}, {0, 6}}},
+      {.k = V_RESHAPE, .n = 3, .shape = {4, -1, 3}},
+      {.k = V_PERMUTE, .ax = {2, 0, 1}}}},
+    {"0-d expand", 1, {1}, 2, {{.k = V_RESHAPE, .n = 0}, {.k = V_EXPAND, .n = 2, .shape = {3, 4}}}},
     {"size-1 dims",
      3,
      {3, 4, 5},
      2,
-     {{V_RESHAPE, 5, {3, 1, 4, 5, 1}}, {V_PERMUTE, .ax = {4, 2, 1, 0, 3}}}},
-    {"shrink empty", 3, {3, 4, 5}, 1, {{V_SHRINK, .pr = {{1, 1}, {0, 4}, {0, 5}}}}},
+     {{.k = V_RESHAPE, .n = 5, .shape = {3, 1, 4, 5, 1}}, {.k = V_PERMUTE, .ax = {4, 2, 1, 0, 3}}}},
+    {"shrink empty", 3, {3, 4, 5}, 1, {{.k = V_SHRINK, .pr = {{1, 1}, {0, 4}, {0, 5}}}}},
     {"flip+expand+pad",
      3,
      {3, 1, 5},
      3,
-     {{V_FLIP, 1, .ax = {0}}, {V_EXPAND, 3, {3, 4, 5}}, {V_PAD, .pr = {{1, 1}, {0, 1}, {2, 0}}, .value = 1}}},
+     {{.k = V_FLIP, .n = 1, .ax = {0}},
+      {.k = V_EXPAND, .n = 3, .shape = {3, 4, 5}},
+      {.k = V_PAD, .pr = {{1, 1}, {0, 1}, {2, 0}}, .value = 1}}},
     {"pad+shrink",
      3,
      {3, 4, 5},
      2,
-     {{V_PAD, .pr = {{2, 2}, {2, 2}, {2, 2}}, .value = 2}, {V_SHRINK, .pr = {{0, 3}, {1, 6}, {5, 9}}}}},
+     {{.k = V_PAD, .pr = {{2, 2}, {2, 2}, {2, 2}}, .value = 2},
+      {.k = V_SHRINK, .pr = {{0, 3}, {1, 6}, {5, 9}}}}},
     {"contiguous+reshape",
      3,
      {3, 4, 5},
      3,
-     {{V_TRANSPOSE, .ax = {0, 2}}, {V_CONTIG}, {V_RESHAPE, 2, {10, 6}}}},
+     {{.k = V_TRANSPOSE, .ax = {0, 2}},
+      {.k = V_CONTIG},
+      {.k = V_RESHAPE, .n = 2, .shape = {10, 6}}}},
 };
 #define NCHAINS ((int)(sizeof CHAINS / sizeof *CHAINS))
 
@@ -1559,9 +1436,9 @@ static void test_view_inputs(void **state) {
   ref_free(&e);
   /* reductions of a padded, a flipped, an expanded and a shrunk view */
   const VStep steps[] = {
-      {V_PAD, .pr = {{1, 2}, {0, 1}, {2, 0}}, .value = 1.5},
-      {V_FLIP, 2, .ax = {0, -1}},
-      {V_SHRINK, .pr = {{1, 3}, {1, 4}, {0, 5}}},
+      {.k = V_PAD, .pr = {{1, 2}, {0, 1}, {2, 0}}, .value = 1.5},
+      {.k = V_FLIP, .n = 2, .ax = {0, -1}},
+      {.k = V_SHRINK, .pr = {{1, 3}, {1, 4}, {0, 5}}},
   };
   for (size_t k = 0; k < sizeof steps / sizeof *steps; k++) {
     for (int rk = R_SUM; rk <= R_MAX; rk += 2) {
@@ -1583,7 +1460,8 @@ static void test_view_inputs(void **state) {
   }
   /* sum over an expanded axis: n copies */
   RArr x = gen(s, TVK_INT32, 2, (int64_t[]){3, 1}, &d);
-  tvk_tensor *tx = mk(s, &x), *ex = tvk_expand(tx, 3, (int64_t[]){2, 3, 1000}), *r = tvk_sum(ex, 2, (int[]){0, 2}, false);
+  tvk_tensor *tx = mk(s, &x), *ex = tvk_expand(tx, 3, (int64_t[]){2, 3, 1000}),
+             *r = tvk_sum(ex, 2, (int[]){0, 2}, false);
   RArr xe = ref_expand(&x, 3, (int64_t[]){2, 3, 1000});
   double *allow;
   RArr er = ref_reduce(R_SUM, &xe, 2, (int[]){0, 2}, false, &allow);
@@ -1606,11 +1484,12 @@ static void where_case(Suite *s, tvk_dtype cdt, int nc, const int64_t *sc, tvk_d
   int nd;
   int64_t shape[TVK_MAX_DIMS];
   assert_true(ref_broadcast(3, (const RArr *const[]){&c, &a, &b}, &nd, shape));
-  RArr ec = ref_expand(&c, nd, shape), ea = ref_expand(&a, nd, shape), eb = ref_expand(&b, nd, shape);
+  RArr ec = ref_expand(&c, nd, shape), ea = ref_expand(&a, nd, shape),
+       eb = ref_expand(&b, nd, shape);
   RArr e = ref_new(out, nd, shape);
   for (int64_t i = 0; i < e.n; i++) {
     bool take_a = ref_is_float(cdt) ? ec.v[i].f != 0 : ec.v[i].i != 0; /* NaN is not 0 */
-    e.v[i] = take_a ? cast_elem(adt, out, ea.v[i]) : cast_elem(bdt, out, eb.v[i]);
+    e.v[i] = take_a ? ref_cast_elem(adt, out, ea.v[i]) : ref_cast_elem(bdt, out, eb.v[i]);
   }
   char what[160], s1[32], s2[32], s3[32];
   snprintf(what, sizeof what, "where(%s %s, %s %s, %s %s)", ref_dt(cdt), S_(sc, nc, s1, sizeof s1),
@@ -1643,13 +1522,13 @@ static void test_promotion(void **state) {
   static const struct {
     tvk_dtype a, b, out;
   } P[] = {
-      {TVK_INT8, TVK_UINT8, TVK_INT16},      {TVK_BOOL, TVK_INT8, TVK_INT8},
-      {TVK_UINT8, TVK_INT32, TVK_INT32},     {TVK_INT32, TVK_UINT32, TVK_INT64},
-      {TVK_UINT16, TVK_INT16, TVK_INT32},    {TVK_INT32, TVK_FLOAT16, TVK_FLOAT16},
+      {TVK_INT8, TVK_UINT8, TVK_INT16},         {TVK_BOOL, TVK_INT8, TVK_INT8},
+      {TVK_UINT8, TVK_INT32, TVK_INT32},        {TVK_INT32, TVK_UINT32, TVK_INT64},
+      {TVK_UINT16, TVK_INT16, TVK_INT32},       {TVK_INT32, TVK_FLOAT16, TVK_FLOAT16},
       {TVK_FLOAT16, TVK_BFLOAT16, TVK_FLOAT32}, {TVK_FLOAT16, TVK_FLOAT32, TVK_FLOAT32},
-      {TVK_INT64, TVK_FLOAT32, TVK_FLOAT32}, {TVK_FLOAT32, TVK_FLOAT64, TVK_FLOAT64},
-      {TVK_BOOL, TVK_FLOAT32, TVK_FLOAT32},  {TVK_UINT8, TVK_UINT16, TVK_UINT16},
-      {TVK_UINT32, TVK_UINT64, TVK_UINT64},  {TVK_INT8, TVK_INT64, TVK_INT64},
+      {TVK_INT64, TVK_FLOAT32, TVK_FLOAT32},    {TVK_FLOAT32, TVK_FLOAT64, TVK_FLOAT64},
+      {TVK_BOOL, TVK_FLOAT32, TVK_FLOAT32},     {TVK_UINT8, TVK_UINT16, TVK_UINT16},
+      {TVK_UINT32, TVK_UINT64, TVK_UINT64},     {TVK_INT8, TVK_INT64, TVK_INT64},
       {TVK_UINT8, TVK_BFLOAT16, TVK_BFLOAT16},
   };
   const BinOp *add = binop("add");
@@ -1657,7 +1536,11 @@ static void test_promotion(void **state) {
     bool mixed = ref_is_float(P[k].a) != ref_is_float(P[k].b);
     /* ints over their whole range (no wrap when the promotion is right), or
      * small next to a float, so the sum is exact in the promoted float */
-    Dom d = {.lo = -100, .hi = 100, .ilo = mixed ? -1000 : 0, .ihi = mixed ? 1000 : 0, .sp = SP_FIN | SP_EDGE};
+    Dom d = {.lo = -100,
+             .hi = 100,
+             .ilo = mixed ? -1000 : 0,
+             .ihi = mixed ? 1000 : 0,
+             .sp = SP_FIN | SP_EDGE};
     if (mixed) d.sp = SP_FIN;
     int64_t sa[] = {7, 9}, sb[] = {9};
     RArr a = gen(s, P[k].a, 2, sa, &d), b = gen(s, P[k].b, 1, sb, &d);
@@ -1673,7 +1556,8 @@ static void test_promotion(void **state) {
     ref_free(&e);
   }
   /* a comparison promotes before comparing: int8 -1 < uint8 255 */
-  RArr a = arr_i(TVK_INT8, 3, (int64_t[]){-1, 127, -128}), b = arr_i(TVK_UINT8, 3, (int64_t[]){255, 128, 0});
+  RArr a = arr_i(TVK_INT8, 3, (int64_t[]){-1, 127, -128}),
+       b = arr_i(TVK_UINT8, 3, (int64_t[]){255, 128, 0});
   RArr want = arr_i(TVK_BOOL, 3, (int64_t[]){1, 1, 1});
   table_binary(s, "lt", tvk_lt, &a, &b, &want);
   ref_free(&a), ref_free(&b), ref_free(&want);
@@ -1687,25 +1571,30 @@ static void test_full_and_scalar(void **state) {
   static const struct {
     tvk_dtype dt;
     double value;
-  } F[] = {{TVK_FLOAT32, 1.0 / 3}, {TVK_FLOAT16, 1.0 / 3}, {TVK_BFLOAT16, -2.75}, {TVK_INT32, -7.9},
-           {TVK_UINT8, 200.5},      {TVK_BOOL, 0.5},        {TVK_INT64, 1e15},    {TVK_FLOAT64, 0.1},
-           {TVK_FLOAT32, NAN},      {TVK_FLOAT32, -INFINITY}, {TVK_BOOL, 0}};
+  } F[] = {{TVK_FLOAT32, 1.0 / 3},   {TVK_FLOAT16, 1.0 / 3}, {TVK_BFLOAT16, -2.75},
+           {TVK_INT32, -7.9},        {TVK_UINT8, 200.5},     {TVK_BOOL, 0.5},
+           {TVK_INT64, 1e15},        {TVK_FLOAT64, 0.1},     {TVK_FLOAT32, NAN},
+           {TVK_FLOAT32, -INFINITY}, {TVK_BOOL, 0}};
   for (size_t k = 0; k < sizeof F / sizeof *F; k++) {
     const int64_t shape[] = {3, 1, 4};
     tvk_tensor *t = tvk_full(s->ctx, F[k].dt, 3, shape, F[k].value);
     RArr e = ref_new(F[k].dt, 3, shape);
-    RVal v = cast_elem(TVK_FLOAT64, F[k].dt, (RVal){.f = F[k].value}); /* "as by tvk_cast" */
+    RVal v = ref_cast_elem(TVK_FLOAT64, F[k].dt, (RVal){.f = F[k].value}); /* "as by tvk_cast" */
     for (int64_t i = 0; i < e.n; i++) e.v[i] = v;
     char what[64];
     snprintf(what, sizeof what, "full(%s, %g)", ref_dt(F[k].dt), F[k].value);
     expect(s, what, t, &e, TOL_EXACT, NULL, 0, NULL);
-    /* a scalar of the same value, broadcast against a (2,3) tensor via add */
+    tvk_release(t);
+    if (k % 3) { /* a 0-d tensor of the same value, for a few */
+      ref_free(&e);
+      continue;
+    }
     tvk_tensor *sc = tvk_scalar(s->ctx, F[k].dt, F[k].value);
     RArr e0 = ref_new(F[k].dt, 0, NULL);
     e0.v[0] = v;
     snprintf(what, sizeof what, "scalar(%s, %g)", ref_dt(F[k].dt), F[k].value);
     expect(s, what, sc, &e0, TOL_EXACT, NULL, 0, NULL);
-    tvk_release(t), tvk_release(sc);
+    tvk_release(sc);
     ref_free(&e), ref_free(&e0);
   }
   /* zero elements: shape kept, nothing to read */
@@ -1723,7 +1612,8 @@ static void test_full_and_scalar(void **state) {
   tvk_tensor *ta = mk(s, &a), *c = tvk_scalar(s->ctx, TVK_FLOAT32, 2.5), *t = tvk_mul(c, ta);
   RArr e = ref_new(TVK_FLOAT32, 2, a.shape);
   for (int64_t i = 0; i < e.n; i++) e.v[i].f = ref_round(TVK_FLOAT32, 2.5 * a.v[i].f);
-  expect(s, "mul(scalar 2.5, float32 (2,3))", t, &e, TOL_ARITH_F32, NULL, 1, (const RArr *const[]){&a});
+  expect(s, "mul(scalar 2.5, float32 (2,3))", t, &e, TOL_ARITH_F32, NULL, 1,
+         (const RArr *const[]){&a});
   tvk_release(ta), tvk_release(c), tvk_release(t);
   ref_free(&a), ref_free(&e);
   finish(s);
@@ -1787,7 +1677,8 @@ static void test_realize(void **state) {
   Suite *s = *state;
   assert_int_equal(tvk_realize(0, NULL), TVK_OK);
   Dom d = {.lo = -10, .hi = 10, .sp = SP_FIN};
-  RArr a = gen(s, TVK_FLOAT32, 2, (int64_t[]){8, 9}, &d), b = gen(s, TVK_FLOAT32, 2, (int64_t[]){8, 9}, &d);
+  RArr a = gen(s, TVK_FLOAT32, 2, (int64_t[]){8, 9}, &d),
+       b = gen(s, TVK_FLOAT32, 2, (int64_t[]){8, 9}, &d);
   tvk_tensor *ta = mk(s, &a), *tb = mk(s, &b);
   tvk_tensor *p = tvk_mul(ta, tb), *q = tvk_add(p, ta), *r = tvk_sum(p, 1, (int[]){1}, false);
   tvk_tensor *outs[] = {q, r, p};
@@ -1797,7 +1688,8 @@ static void test_realize(void **state) {
   assert_int_equal(tvk_realize(3, outs), TVK_OK); /* already realized: nothing runs */
   tvk_stats_get(s->ctx, &st1);
   if (st1.kernels_run != st0.kernels_run)
-    failf(s, "realize of realized tensors ran %" PRIu64 " kernels", st1.kernels_run - st0.kernels_run);
+    failf(s, "realize of realized tensors ran %" PRIu64 " kernels",
+          st1.kernels_run - st0.kernels_run);
   RArr ep = ref_binop(binop("mul"), &a, &b), eq = ref_binop(binop("add"), &ep, &a);
   double *allow;
   RArr er = ref_reduce(R_SUM, &ep, 1, (int[]){1}, false, &allow);
@@ -1813,4 +1705,384 @@ static void test_realize(void **state) {
   ref_free(&a), ref_free(&b), ref_free(&ep), ref_free(&eq), ref_free(&er), ref_free(&eu);
   free(allow);
   finish(s);
+}
+
+/* ---------------------------------------------------------------- errors */
+
+/* After an error: ops on the error tensor give the same status and message,
+ * realize and to_host return the status with the message in tvk_ctx_error,
+ * and the context still computes a valid expression correctly. */
+static void check_propagation(Suite *s, const char *what, tvk_tensor *err) {
+  tvk_status st = tvk_status_of(err);
+  if (st == TVK_OK) return; /* already reported */
+  const char *msg = tvk_error_of(err);
+  tvk_tensor *one = tvk_scalar(s->ctx, TVK_FLOAT32, 1);
+  tvk_tensor *chain[] = {tvk_mul(err, one),
+                         tvk_neg(err),
+                         tvk_sum(err, 0, NULL, false),
+                         tvk_reshape(err, 0, NULL),
+                         tvk_cast(err, TVK_INT32),
+                         tvk_where(one, err, one)};
+  for (size_t k = 0; k < sizeof chain / sizeof *chain; k++) {
+    if (!chain[k] || tvk_status_of(chain[k]) != st || strcmp(tvk_error_of(chain[k]), msg))
+      failf(s, "%s: op %zu on the error tensor gave %s \"%s\", expected %s \"%s\"", what, k,
+            chain[k] ? tvk_status_name(tvk_status_of(chain[k])) : "NULL",
+            chain[k] ? tvk_error_of(chain[k]) : "", tvk_status_name(st), msg);
+    tvk_release(chain[k]);
+  }
+  tvk_ctx_clear_error(s->ctx);
+  tvk_status rs = tvk_realize(1, &err);
+  if (rs != st)
+    failf(s, "%s: realize gave %s, expected %s", what, tvk_status_name(rs), tvk_status_name(st));
+  if (!strstr(tvk_ctx_error(s->ctx), msg))
+    failf(s, "%s: after realize tvk_ctx_error is \"%s\", expected \"%s\"", what,
+          tvk_ctx_error(s->ctx), msg);
+  char buf[64];
+  tvk_ctx_clear_error(s->ctx);
+  tvk_status hs = tvk_to_host(err, buf, sizeof buf);
+  if (hs != st)
+    failf(s, "%s: to_host gave %s, expected %s", what, tvk_status_name(hs), tvk_status_name(st));
+  if (!strstr(tvk_ctx_error(s->ctx), msg))
+    failf(s, "%s: after to_host tvk_ctx_error is \"%s\"", what, tvk_ctx_error(s->ctx));
+  if (tvk_ndim(err) != 0)
+    failf(s, "%s: an error tensor has ndim %d, expected 0", what, tvk_ndim(err));
+  tvk_release(one);
+  /* still usable: a valid computation in the same context */
+  RArr a = arr_f(TVK_FLOAT32, 3, (double[]){1, 2, 3}),
+       e = arr_f(TVK_FLOAT32, 3, (double[]){2, 4, 6});
+  tvk_tensor *ta = mk(s, &a), *t = tvk_add(ta, ta);
+  char ok[128];
+  snprintf(ok, sizeof ok, "valid add after: %s", what);
+  expect(s, ok, t, &e, TOL_EXACT, NULL, 0, NULL);
+  tvk_release(ta), tvk_release(t);
+  ref_free(&a), ref_free(&e);
+}
+
+static tvk_tensor *ft(Suite *s, int ndim, const int64_t *shape) {
+  return tvk_full(s->ctx, TVK_FLOAT32, ndim, shape, 1);
+}
+
+static void test_error_shapes(void **state) {
+  Suite *s = *state;
+  tvk_tensor *a = ft(s, 1, (int64_t[]){3}), *b = ft(s, 1, (int64_t[]){4});
+  tvk_tensor *c = ft(s, 2, (int64_t[]){2, 3}), *d = ft(s, 2, (int64_t[]){3, 2});
+  tvk_tensor *e = tvk_add(a, b);
+  expect_error(s, "add((3,), (4,))", e, TVK_ERR_SHAPE, TVK_OK, WORDS("add", "3", "4"));
+  check_propagation(s, "add((3,), (4,))", e);
+  tvk_tensor *e2 = tvk_mul(c, d);
+  expect_error(s, "mul((2,3), (3,2))", e2, TVK_ERR_SHAPE, TVK_OK, WORDS("mul", "2", "3"));
+  tvk_tensor *e3 = tvk_where(a, c, b);
+  expect_error(s, "where((3,), (2,3), (4,))", e3, TVK_ERR_SHAPE, TVK_OK, WORDS("where", "4"));
+  tvk_tensor *e4 = tvk_reshape(c, 1, (int64_t[]){5});
+  expect_error(s, "reshape((2,3) -> (5,))", e4, TVK_ERR_SHAPE, TVK_OK, WORDS("reshape", "5"));
+  check_propagation(s, "reshape((2,3) -> (5,))", e4);
+  tvk_tensor *e5 = tvk_reshape(c, 2, (int64_t[]){4, -1});
+  expect_error(s, "reshape((2,3) -> (4,-1))", e5, TVK_ERR_SHAPE, TVK_OK, WORDS("reshape", "4"));
+  tvk_tensor *e6 = tvk_reshape(c, 2, (int64_t[]){-1, -1});
+  expect_error(s, "reshape((2,3) -> (-1,-1))", e6, TVK_ERR_SHAPE, TVK_ERR_INVALID_ARG,
+               WORDS("reshape"));
+  tvk_tensor *z = tvk_full(s->ctx, TVK_FLOAT32, 2, (int64_t[]){0, 3}, 1);
+  tvk_tensor *e6b = tvk_reshape(z, 2, (int64_t[]){-1, 0}); /* -1 cannot be inferred */
+  expect_error(s, "reshape((0,3) -> (-1,0))", e6b, TVK_ERR_SHAPE, TVK_ERR_INVALID_ARG,
+               WORDS("reshape"));
+  tvk_release(z), tvk_release(e6b);
+  tvk_tensor *e7 = tvk_expand(c, 2, (int64_t[]){4, 3});
+  expect_error(s, "expand((2,3) -> (4,3))", e7, TVK_ERR_SHAPE, TVK_OK, WORDS("expand", "4"));
+  tvk_tensor *e8 = tvk_expand(c, 1, (int64_t[]){3});
+  expect_error(s, "expand((2,3) -> (3,))", e8, TVK_ERR_SHAPE, TVK_ERR_INVALID_ARG, WORDS("expand"));
+  tvk_tensor *e9 = tvk_from_data(s->ctx, TVK_FLOAT32, 1, (int64_t[]){-2}, (float[]){1});
+  expect_error(s, "from_data(shape (-2,))", e9, TVK_ERR_SHAPE, TVK_OK, WORDS("-2"));
+  tvk_tensor *all[] = {a, b, c, d, e, e2, e3, e4, e5, e6, e7, e8, e9};
+  for (size_t k = 0; k < sizeof all / sizeof *all; k++) tvk_release(all[k]);
+  finish(s);
+}
+
+static void test_error_axes(void **state) {
+  Suite *s = *state;
+  tvk_tensor *c = ft(s, 3, (int64_t[]){2, 3, 4});
+  tvk_tensor *e1 = tvk_sum(c, 1, (int[]){3}, false);
+  expect_error(s, "sum(axis 3 of 3 dims)", e1, TVK_ERR_INVALID_ARG, TVK_OK, WORDS("sum", "3"));
+  check_propagation(s, "sum(axis 3 of 3 dims)", e1);
+  tvk_tensor *e2 = tvk_max(c, 1, (int[]){-4}, true);
+  expect_error(s, "max(axis -4 of 3 dims)", e2, TVK_ERR_INVALID_ARG, TVK_OK, WORDS("max", "-4"));
+  tvk_tensor *e3 = tvk_mean(c, 2, (int[]){1, -2}, false);
+  expect_error(s, "mean(axes 1,-2: twice)", e3, TVK_ERR_INVALID_ARG, TVK_ERR_SHAPE, WORDS("mean"));
+  tvk_tensor *e4 = tvk_permute(c, (int[]){0, 0, 1});
+  expect_error(s, "permute(0,0,1)", e4, TVK_ERR_INVALID_ARG, TVK_ERR_SHAPE, WORDS("permute"));
+  tvk_tensor *e5 = tvk_flip(c, 1, (int[]){5});
+  expect_error(s, "flip(axis 5)", e5, TVK_ERR_INVALID_ARG, TVK_OK, WORDS("flip", "5"));
+  tvk_tensor *e6 = tvk_transpose(c, 0, 3);
+  expect_error(s, "transpose(0, 3)", e6, TVK_ERR_INVALID_ARG, TVK_OK, WORDS("transpose", "3"));
+  tvk_tensor *e7 = tvk_pad(c, (const int64_t[][2]){{0, 0}, {-1, 0}, {0, 0}}, 0);
+  expect_error(s, "pad(-1)", e7, TVK_ERR_INVALID_ARG, TVK_ERR_SHAPE, WORDS("pad", "-1"));
+  tvk_tensor *e8 = tvk_shrink(c, (const int64_t[][2]){{0, 2}, {2, 1}, {0, 4}});
+  expect_error(s, "shrink([2,1))", e8, TVK_ERR_INVALID_ARG, TVK_ERR_SHAPE, WORDS("shrink"));
+  tvk_tensor *e9 = tvk_shrink(c, (const int64_t[][2]){{0, 2}, {0, 3}, {0, 5}});
+  expect_error(s, "shrink(end 5 > 4)", e9, TVK_ERR_INVALID_ARG, TVK_ERR_SHAPE,
+               WORDS("shrink", "5"));
+  tvk_tensor *e10 = tvk_from_data(s->ctx, TVK_FLOAT32, TVK_MAX_DIMS + 1,
+                                  (int64_t[TVK_MAX_DIMS + 1]){0}, (float[]){1});
+  expect_error(s, "from_data(17 dims)", e10, TVK_ERR_INVALID_ARG, TVK_OK, WORDS("17"));
+  tvk_tensor *all[] = {c, e1, e2, e3, e4, e5, e6, e7, e8, e9, e10};
+  for (size_t k = 0; k < sizeof all / sizeof *all; k++) tvk_release(all[k]);
+  finish(s);
+}
+
+static void test_error_null(void **state) {
+  Suite *s = *state;
+  tvk_tensor *a = ft(s, 1, (int64_t[]){3});
+  tvk_tensor *e1 = tvk_add(NULL, a);
+  expect_error(s, "add(NULL, a)", e1, TVK_ERR_INVALID_ARG, TVK_OK, WORDS("add"));
+  check_propagation(s, "add(NULL, a)", e1);
+  tvk_tensor *e2 = tvk_where(a, NULL, a);
+  expect_error(s, "where(a, NULL, a)", e2, TVK_ERR_INVALID_ARG, TVK_OK, WORDS("where"));
+  /* no context to be found: NULL, and nothing crashes */
+  assert_null(tvk_add(NULL, NULL));
+  assert_null(tvk_neg(NULL));
+  assert_null(tvk_sum(NULL, 0, NULL, false));
+  assert_null(tvk_reshape(NULL, 0, NULL));
+  assert_null(tvk_cast(NULL, TVK_INT32));
+  tvk_tensor *e3 = tvk_from_data(NULL, TVK_FLOAT32, 0, NULL, (float[]){1});
+  if (e3) expect_error(s, "from_data(NULL ctx)", e3, TVK_ERR_INVALID_ARG, TVK_OK, NULL);
+  tvk_tensor *e4 = tvk_from_data(s->ctx, TVK_FLOAT32, 1, (int64_t[]){3}, NULL);
+  expect_error(s, "from_data(NULL data)", e4, TVK_ERR_INVALID_ARG, TVK_OK, NULL);
+  tvk_tensor *e5 = tvk_permute(a, NULL);
+  expect_error(s, "permute(NULL order)", e5, TVK_ERR_INVALID_ARG, TVK_OK, WORDS("permute"));
+  tvk_tensor *e6 = tvk_cast(a, (tvk_dtype)99);
+  expect_error(s, "cast(invalid dtype)", e6, TVK_ERR_DTYPE, TVK_OK, WORDS("cast"));
+  assert_int_equal(tvk_status_of(NULL), TVK_ERR_INVALID_ARG);
+  assert_int_equal(tvk_ndim(NULL), 0);
+  assert_null(tvk_shape(NULL));
+  assert_null(tvk_ctx_of(NULL));
+  tvk_release(NULL);
+  tvk_ctx_destroy(NULL);
+  assert_int_equal(tvk_ctx_create("CPU", NULL), TVK_ERR_INVALID_ARG);
+  tvk_ctx *bad = (tvk_ctx *)1;
+  assert_int_equal(tvk_ctx_create("NO_SUCH_DEVICE", &bad), TVK_ERR_DEVICE);
+  assert_null(bad);
+  assert_true(tvk_last_create_error()[0] != '\0');
+  assert_int_equal(tvk_realize(1, (tvk_tensor *[]){NULL}), TVK_ERR_INVALID_ARG);
+  float f;
+  assert_int_equal(tvk_to_host(NULL, &f, sizeof f), TVK_ERR_INVALID_ARG);
+  assert_int_equal(tvk_to_host(a, NULL, 12), TVK_ERR_INVALID_ARG);
+  tvk_tensor *all[] = {a, e1, e2, e3, e4, e5, e6};
+  for (size_t k = 0; k < sizeof all / sizeof *all; k++) tvk_release(all[k]);
+  finish(s);
+}
+
+/* Ops refuse dtypes tvk.h says they do not take, naming the op and dtype. */
+static void test_error_dtypes(void **state) {
+  Suite *s = *state;
+  tvk_tensor *f = ft(s, 1, (int64_t[]){3});
+  tvk_tensor *h = tvk_full(s->ctx, TVK_FLOAT16, 1, (int64_t[]){3}, 1);
+  tvk_tensor *b = tvk_full(s->ctx, TVK_BOOL, 1, (int64_t[]){3}, 1);
+  static const struct {
+    const char *op;
+    int which; /* 0: float32, 1: float16, 2: bool */
+  } C[] = {{"idiv", 0},        {"mod", 1}, {"bitwise_and", 0}, {"bitwise_or", 1},
+           {"bitwise_xor", 0}, {"shl", 0}, {"shr", 1},         {"shl", 2}};
+  tvk_tensor *in[] = {f, h, b};
+  for (size_t k = 0; k < sizeof C / sizeof *C; k++) {
+    tvk_tensor *x = in[C[k].which], *e = binop(C[k].op)->fn(x, x);
+    char what[64];
+    snprintf(what, sizeof what, "%s(%s)", C[k].op, ref_dt(tvk_dtype_of(x)));
+    expect_error(s, what, e, TVK_ERR_DTYPE, TVK_OK, WORDS(C[k].op, ref_dt(tvk_dtype_of(x))));
+    if (k == 0) check_propagation(s, what, e);
+    tvk_release(e);
+  }
+  tvk_tensor *e = tvk_neg(b);
+  expect_error(s, "neg(bool)", e, TVK_ERR_DTYPE, TVK_OK, WORDS("neg", "bool"));
+  tvk_release(e);
+  tvk_release(f), tvk_release(h), tvk_release(b);
+  finish(s);
+}
+
+/* to_host: nbytes too small is refused naming both sizes; exactly numel *
+ * size bytes are written when more room is given. */
+static void test_error_to_host(void **state) {
+  Suite *s = *state;
+  RArr a = arr_i(TVK_INT32, 3, (int64_t[]){1, -2, 3});
+  tvk_tensor *t = mk(s, &a);
+  int32_t buf[4] = {7, 7, 7, 7};
+  tvk_status st = tvk_to_host(t, buf, 11);
+  if (st != TVK_ERR_INVALID_ARG) failf(s, "to_host(11 of 12 bytes): %s", tvk_status_name(st));
+  const char *msg = tvk_ctx_error(s->ctx);
+  if (!strstr(msg, "11") || !strstr(msg, "12"))
+    failf(s, "to_host message \"%s\" lacks 11 and 12", msg);
+  if (buf[0] != 7) failf(s, "to_host wrote into a too small buffer");
+  assert_int_equal(tvk_to_host(t, buf, sizeof buf), TVK_OK);
+  if (buf[0] != 1 || buf[1] != -2 || buf[2] != 3 || buf[3] != 7)
+    failf(s, "to_host(16 bytes): got %d %d %d %d, expected 1 -2 3 7 (the 4th untouched)", buf[0],
+          buf[1], buf[2], buf[3]);
+  /* the context still works, and the error can be cleared */
+  tvk_ctx_clear_error(s->ctx);
+  assert_string_equal(tvk_ctx_error(s->ctx), "");
+  tvk_tensor *u = tvk_neg(t);
+  RArr e = arr_i(TVK_INT32, 3, (int64_t[]){-1, 2, -3});
+  expect(s, "neg after a to_host error", u, &e, TOL_EXACT, NULL, 0, NULL);
+  tvk_release(t), tvk_release(u);
+  ref_free(&a), ref_free(&e);
+  finish(s);
+}
+
+/* ---------------------------------------------------------------- ownership */
+
+/* A training-loop shape: 10,000 iterations, each creating an input, computing
+ * a loss-like sum and a new state from the old one, reading the sum, and
+ * releasing everything it no longer needs. Device memory must stay flat
+ * (bytes_now bounded by a few of the loop's small buffers), and return to the
+ * starting point once everything is released; LSan (the sanitizer build)
+ * checks host memory. The state after n steps of +1 is n exactly. */
+#define LOOP_ITERS 10000
+#define LOOP_N 16
+static void test_ownership_loop(void **state) {
+  Suite *s = *state;
+  tvk_stats st;
+  tvk_stats_get(s->ctx, &st);
+  uint64_t base = st.bytes_now;
+  float w[LOOP_N], x[LOOP_N];
+  for (int i = 0; i < LOOP_N; i++) w[i] = (float)(i % 5) - 2, x[i] = 0.5f * (float)i;
+  const int64_t shape[] = {LOOP_N};
+  tvk_tensor *tw = tvk_from_data(s->ctx, TVK_FLOAT32, 1, shape, w);
+  tvk_tensor *one = tvk_scalar(s->ctx, TVK_FLOAT32, 1);
+  tvk_tensor *stt = tvk_full(s->ctx, TVK_FLOAT32, 1, shape, 0);
+  uint64_t bound = 0;
+  for (int it = 0; it < LOOP_ITERS; it++) {
+    tvk_tensor *tx = tvk_from_data(s->ctx, TVK_FLOAT32, 1, shape, x);
+    tvk_tensor *y = tvk_add(tx, tw), *z = tvk_mul(y, y), *loss = tvk_sum(z, 0, NULL, false);
+    tvk_tensor *next = tvk_add(stt, one);
+    tvk_status rs = tvk_realize(2, (tvk_tensor *[]){loss, next});
+    if (rs != TVK_OK) {
+      failf(s, "loop iteration %d: %s: %s", it, tvk_status_name(rs), tvk_ctx_error(s->ctx));
+      tvk_release(tx), tvk_release(y), tvk_release(z), tvk_release(loss), tvk_release(next);
+      break;
+    }
+    if (it % 1000 == 0) {
+      float l = 0;
+      double ref = 0;
+      for (int i = 0; i < LOOP_N; i++) ref += ((double)x[i] + w[i]) * ((double)x[i] + w[i]);
+      if (tvk_to_host(loss, &l, sizeof l) != TVK_OK || fabs(l - ref) > 1e-5 * ref)
+        failf(s, "loop iteration %d: loss %g, expected %g", it, l, ref);
+      tvk_stats_get(s->ctx, &st);
+      if (it == 1000) bound = st.bytes_now + 4096; /* after warm-up: must not grow */
+      if (bound && st.bytes_now > bound)
+        failf(s, "loop iteration %d: %" PRIu64 " device bytes live, was %" PRIu64 " at 1000", it,
+              st.bytes_now, bound - 4096);
+    }
+    tvk_release(tx), tvk_release(y), tvk_release(z), tvk_release(loss);
+    tvk_release(stt);
+    stt = next;
+  }
+  float got[LOOP_N];
+  if (tvk_to_host(stt, got, sizeof got) != TVK_OK || got[0] != LOOP_ITERS ||
+      got[LOOP_N - 1] != LOOP_ITERS)
+    failf(s, "loop state: got %g, expected %d", got[0], LOOP_ITERS);
+  tvk_release(stt), tvk_release(tw), tvk_release(one);
+  tvk_stats_get(s->ctx, &st);
+  if (st.bytes_now != base)
+    failf(s, "after releasing everything %" PRIu64 " device bytes are live, %" PRIu64 " before",
+          st.bytes_now, base);
+  finish(s);
+}
+
+/* The same with scopes: everything made inside a scope but the kept state is
+ * released at its end. */
+static void test_scope_loop(void **state) {
+  Suite *s = *state;
+  tvk_stats st;
+  tvk_stats_get(s->ctx, &st);
+  uint64_t base = st.bytes_now, bound = 0;
+  tvk_tensor *stt = tvk_full(s->ctx, TVK_INT32, 2, (int64_t[]){4, 4}, 0);
+  for (int it = 0; it < 1000; it++) {
+    size_t sc = tvk_scope_begin(s->ctx);
+    tvk_tensor *inc = tvk_full(s->ctx, TVK_INT32, 2, (int64_t[]){4, 4}, 3);
+    tvk_tensor *next = tvk_add(tvk_mul(stt, tvk_scalar(s->ctx, TVK_INT32, 1)), inc);
+    tvk_realize(1, &next);
+    tvk_scope_end(s->ctx, sc, 1, &next);
+    tvk_release(stt);
+    stt = next;
+    tvk_stats_get(s->ctx, &st);
+    if (it == 100) bound = st.bytes_now + 4096;
+    if (bound && st.bytes_now > bound) {
+      failf(s, "scope loop iteration %d: %" PRIu64 " device bytes live", it, st.bytes_now);
+      break;
+    }
+  }
+  int32_t got[16];
+  if (tvk_to_host(stt, got, sizeof got) != TVK_OK || got[0] != 3000 || got[15] != 3000)
+    failf(s, "scope loop state: got %d, expected 3000", got[0]);
+  tvk_release(stt);
+  tvk_stats_get(s->ctx, &st);
+  if (st.bytes_now != base)
+    failf(s, "after the scope loop %" PRIu64 " device bytes live", st.bytes_now);
+  finish(s);
+}
+
+/* MIN idiv -1 and MIN mod -1 in 32 and 64 bits wrap (MIN and 0) as tvk.h's
+ * "integer arithmetic wraps" says; a kernel that divides there natively traps
+ * (SIGFPE on x86), so this runs last. */
+static void test_idiv_min_by_minus_one(void **state) {
+  Suite *s = *state;
+  static const tvk_dtype dts[] = {TVK_INT32, TVK_INT64};
+  for (int k = 0; k < 2; k++) {
+    int64_t mn = ref_int_min(dts[k]);
+    RArr a = arr_i(dts[k], 2, (int64_t[]){mn, mn}), b = arr_i(dts[k], 2, (int64_t[]){-1, -1});
+    RArr q = arr_i(dts[k], 2, (int64_t[]){mn, mn}), r = arr_i(dts[k], 2, (int64_t[]){0, 0});
+    table_binary(s, "idiv", tvk_idiv, &a, &b, &q);
+    table_binary(s, "mod", tvk_mod, &a, &b, &r);
+    ref_free(&a), ref_free(&b), ref_free(&q), ref_free(&r);
+  }
+  finish(s);
+}
+
+/* ---------------------------------------------------------------- main */
+
+int main(int argc, char **argv) {
+  Suite suite = {.device = argc > 1 ? argv[1] : "CPU"};
+  if (argc > 2) cmocka_set_test_filter(argv[2]); /* e.g. "test_reduce_*" */
+  tvk_ctx *probe = NULL;
+  tvk_status st = tvk_ctx_create(suite.device, &probe);
+  if (st == TVK_ERR_DEVICE) {
+    fprintf(stderr, "test_ops: device %s not available: %s\n", suite.device,
+            tvk_last_create_error());
+    return 77; /* ctest SKIP_RETURN_CODE */
+  }
+  tvk_ctx_destroy(probe);
+#define T(f) cmocka_unit_test_prestate_setup_teardown(f, setup, teardown, &suite)
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_reference_helpers),
+      T(test_create_and_inspect),
+      T(test_binary_dtypes),
+      T(test_unary_dtypes),
+      T(test_table_int_division),
+      T(test_table_int_wrap),
+      T(test_table_float_specials),
+      T(test_table_pow),
+      T(test_broadcast),
+      T(test_promotion),
+      T(test_where),
+      T(test_cast_matrix),
+      T(test_table_casts),
+      T(test_reduce_axes),
+      T(test_reduce_dtypes),
+      T(test_reduce_empty),
+      T(test_reduce_negative_and_nan),
+      T(test_views),
+      T(test_view_inputs),
+      T(test_full_and_scalar),
+      T(test_sizes),
+      T(test_realize),
+      T(test_error_shapes),
+      T(test_error_axes),
+      T(test_error_null),
+      T(test_error_dtypes),
+      T(test_error_to_host),
+      T(test_ownership_loop),
+      T(test_scope_loop),
+      T(test_idiv_min_by_minus_one),
+  };
+#undef T
+  char name[64];
+  snprintf(name, sizeof name, "ops on %s", suite.device);
+  return _cmocka_run_group_tests(name, tests, sizeof tests / sizeof *tests, NULL, NULL);
 }

@@ -84,7 +84,9 @@ static uint64_t xorshift64(void) {
 
 static int rnd_int(int n) { return (int)(xorshift64() % (uint64_t)n); }
 /* A float32 value in [-1, 1]. */
-static float rnd_float(void) { return (float)((double)(xorshift64() >> 11) / 9007199254740992.0 * 2 - 1); }
+static float rnd_float(void) {
+  return (float)((double)(xorshift64() >> 11) / 9007199254740992.0 * 2 - 1);
+}
 
 static int64_t numel_of(int nd, const int64_t *sh) {
   int64_t n = 1;
@@ -130,7 +132,8 @@ static void read_f32(tvk_tensor *t, float *out) { read_count(t, out); }
 
 /* got (float32) against want (double): |got - want| <= tol * (1 + |want|);
  * infinities and NaNs must match exactly. Prints the first mismatch. */
-static void check_close(const char *what, const float *got, const double *want, int64_t n, double tol) {
+static void check_close(const char *what, const float *got, const double *want, int64_t n,
+                        double tol) {
   for (int64_t i = 0; i < n; i++) {
     double g = got[i], w = want[i];
     bool ok = isnan(w) ? isnan(g) : isinf(w) ? g == w : fabs(g - w) <= tol * (1 + fabs(w));
@@ -152,7 +155,8 @@ static void test_add_mul_one_kernel(void **state) {
   int64_t sh[2] = {7, 13};
   float a[91], b[91], c[91], out[91];
   double want[91];
-  tvk_tensor *A = rand_tensor(ctx, 2, sh, a), *B = rand_tensor(ctx, 2, sh, b), *C = rand_tensor(ctx, 2, sh, c);
+  tvk_tensor *A = rand_tensor(ctx, 2, sh, a), *B = rand_tensor(ctx, 2, sh, b),
+             *C = rand_tensor(ctx, 2, sh, c);
   tvk_tensor *ab = tvk_add(A, B), *y = tvk_mul(ab, C);
   assert_int_equal(kernels_for(y), 1);
   assert_int_equal(read_count(y, out), 0); /* realized already: a plain copy out */
@@ -192,12 +196,16 @@ static void test_chain20_one_kernel(void **state) {
   (void)state;
   tvk_ctx *ctx = open_ctx();
   int64_t sh[1] = {1000};
-  float *a = malloc(1000 * sizeof *a), *b = malloc(1000 * sizeof *b), *out = malloc(1000 * sizeof *out);
+  float *a = malloc(1000 * sizeof *a), *b = malloc(1000 * sizeof *b),
+        *out = malloc(1000 * sizeof *out);
   double *want = malloc(1000 * sizeof *want);
   tvk_tensor *A = rand_tensor(ctx, 1, sh, a), *B = rand_tensor(ctx, 1, sh, b);
   tvk_tensor *x = A;
   for (int k = 0; k < 20; k++) {
-    tvk_tensor *nx = k % 4 == 0 ? tvk_add(x, B) : k % 4 == 1 ? tvk_mul(x, B) : k % 4 == 2 ? tvk_maximum(x, B) : tvk_sub(x, B);
+    tvk_tensor *nx = k % 4 == 0   ? tvk_add(x, B)
+                     : k % 4 == 1 ? tvk_mul(x, B)
+                     : k % 4 == 2 ? tvk_maximum(x, B)
+                                  : tvk_sub(x, B);
     if (x != A) tvk_release(x); /* inputs are not consumed: the graph keeps them */
     x = nx;
   }
@@ -205,7 +213,11 @@ static void test_chain20_one_kernel(void **state) {
   read_f32(x, out);
   for (int i = 0; i < 1000; i++) {
     double v = a[i], w = b[i];
-    for (int k = 0; k < 20; k++) v = k % 4 == 0 ? (float)(v + w) : k % 4 == 1 ? (float)(v * w) : k % 4 == 2 ? fmax(v, w) : (float)(v - w);
+    for (int k = 0; k < 20; k++)
+      v = k % 4 == 0   ? (float)(v + w)
+          : k % 4 == 1 ? (float)(v * w)
+          : k % 4 == 2 ? fmax(v, w)
+                       : (float)(v - w);
     want[i] = v;
   }
   check_close("chain of 20", out, want, 1000, 1e-5);
@@ -243,7 +255,8 @@ static void test_second_run_compiles_nothing(void **state) {
       }
       for (int j = 0; j < 6; j++) {
         double w = 0;
-        for (int i = 0; i < 5; i++) w += ((double)a[idx2(sh, i, j)] + b[idx2(sh, i, j)]) * b[idx2(sh, i, j)];
+        for (int i = 0; i < 5; i++)
+          w += ((double)a[idx2(sh, i, j)] + b[idx2(sh, i, j)]) * b[idx2(sh, i, j)];
         check_close("sum((a+b)*b, axis 0)", &out[j], &w, 1, 1e-5);
       }
     }
@@ -290,21 +303,23 @@ static void test_views_fuse_one_kernel(void **state) {
   int64_t sa[2] = {3, 4}, sb[2] = {4, 3}, sc[2] = {2, 3}, sd[2] = {6, 5}, se[1] = {3};
   float a[12], b[12], c[6], d[30], e[3], out[12];
   double want[12];
-  tvk_tensor *A = rand_tensor(ctx, 2, sa, a), *B = rand_tensor(ctx, 2, sb, b), *C = rand_tensor(ctx, 2, sc, c);
+  tvk_tensor *A = rand_tensor(ctx, 2, sa, a), *B = rand_tensor(ctx, 2, sb, b),
+             *C = rand_tensor(ctx, 2, sc, c);
   tvk_tensor *D = rand_tensor(ctx, 2, sd, d), *E = rand_tensor(ctx, 1, se, e);
   int perm[2] = {1, 0}, fl = 0;
   int64_t pads[2][2] = {{1, 1}, {0, 0}}, rng[2][2] = {{1, 5}, {2, 5}};
-  tvk_tensor *at = tvk_permute(A, perm);           /* (4,3): a[j][i] */
-  tvk_tensor *bf = tvk_flip(B, 1, &fl);             /* (4,3): b[3-i][j] */
-  tvk_tensor *cp = tvk_pad(C, pads, 0);             /* (4,3): c[i-1][j] for 1 <= i < 3, else 0 */
-  tvk_tensor *ds = tvk_shrink(D, rng);              /* (4,3): d[i+1][j+2] */
+  tvk_tensor *at = tvk_permute(A, perm); /* (4,3): a[j][i] */
+  tvk_tensor *bf = tvk_flip(B, 1, &fl);  /* (4,3): b[3-i][j] */
+  tvk_tensor *cp = tvk_pad(C, pads, 0);  /* (4,3): c[i-1][j] for 1 <= i < 3, else 0 */
+  tvk_tensor *ds = tvk_shrink(D, rng);   /* (4,3): d[i+1][j+2] */
   tvk_tensor *y = tvk_add(tvk_add(tvk_mul(at, bf), tvk_sub(cp, ds)), E); /* E broadcast over rows */
   assert_int_equal(kernels_for(y), 1);
   read_f32(y, out);
   for (int i = 0; i < 4; i++)
     for (int j = 0; j < 3; j++) {
       double pv = i >= 1 && i < 3 ? c[(i - 1) * 3 + j] : 0;
-      want[i * 3 + j] = (double)a[j * 4 + i] * b[(3 - i) * 3 + j] + (pv - d[(i + 1) * 5 + j + 2]) + e[j];
+      want[i * 3 + j] =
+          (double)a[j * 4 + i] * b[(3 - i) * 3 + j] + (pv - d[(i + 1) * 5 + j + 2]) + e[j];
     }
   check_close("views fused", out, want, 12, 1e-5);
   close_ctx_clean(ctx);
@@ -327,7 +342,8 @@ static void test_pad_safe_and_unsafe(void **state) {
   for (int i = 0; i < 8; i++) want[i] = i >= 2 && i < 7 ? (double)a[i - 2] + b[i - 2] : 0;
   check_close("pad(a+b)", out, want, 8, 1e-6);
 
-  tvk_tensor *p2 = tvk_exp(tvk_pad(A, pads, 0)); /* pad of memory, then exp: one kernel, exp(0) = 1 at pads */
+  tvk_tensor *p2 =
+      tvk_exp(tvk_pad(A, pads, 0)); /* pad of memory, then exp: one kernel, exp(0) = 1 at pads */
   assert_int_equal(kernels_for(p2), 1);
   read_f32(p2, out);
   for (int i = 0; i < 8; i++) want[i] = exp(i >= 2 && i < 7 ? (double)a[i - 2] : 0);
@@ -341,7 +357,8 @@ static void test_pad_safe_and_unsafe(void **state) {
   check_close("pad(exp(a))", out, want, 8, 1e-5);
 
   tvk_tensor *one = tvk_scalar(ctx, TVK_FLOAT32, 1);
-  tvk_tensor *p5 = tvk_add(tvk_pad(tvk_exp(A), pads, 0), one); /* exp does not keep 0: exp(a) is materialised */
+  tvk_tensor *p5 =
+      tvk_add(tvk_pad(tvk_exp(A), pads, 0), one); /* exp does not keep 0: exp(a) is materialised */
   assert_int_equal(kernels_for(p5), 2);
   read_f32(p5, out);
   for (int i = 0; i < 8; i++) want[i] = (i >= 2 && i < 7 ? exp((double)a[i - 2]) : 0) + 1;
@@ -391,6 +408,19 @@ static void test_reduce_then_elementwise_one_kernel(void **state) {
     want[i] = exp(mx);
   }
   check_close("exp(max(x, 1))", out, want, 4, 1e-5);
+
+  tvk_tensor *full = tvk_add(tvk_sum(tvk_mul(X, X), 0, NULL, true), one); /* no output axis left */
+  assert_int_equal(kernels_for(full), 1);
+  read_f32(full, out);
+  double ss = 1;
+  for (int i = 0; i < 36; i++) ss += (double)x[i] * x[i];
+  check_close("sum(x*x)+1", out, &ss, 1, 1e-5);
+
+  tvk_tensor *mexp = tvk_max(tvk_exp(X), 0, NULL, false); /* max of a computed input */
+  read_f32(mexp, out);
+  double me = -INFINITY;
+  for (int i = 0; i < 36; i++) me = fmax(me, exp((double)x[i]));
+  check_close("max(exp(x))", out, &me, 1, 1e-5);
 
   tvk_tensor *mean = tvk_mean(X, 1, &ax, false);
   read_f32(mean, out);
@@ -448,18 +478,20 @@ static void test_reduce_nesting(void **state) {
   double want[4];
   tvk_tensor *A = rand_tensor(ctx, 2, sa, a), *B = rand_tensor(ctx, 2, sb, b);
   int ax0 = 0, ax1 = 1;
-  tvk_tensor *inner = tvk_sum(A, 1, &ax1, true), *outer = tvk_max(tvk_mul(inner, inner), 1, &ax0, true);
+  tvk_tensor *inner = tvk_sum(A, 1, &ax1, true),
+             *outer = tvk_sum(tvk_mul(inner, inner), 1, &ax0, true);
   assert_int_equal(kernels_for(outer), 2);
   read_f32(outer, out);
-  double mx = -INFINITY;
+  double sq = 0;
   for (int i = 0; i < 4; i++) {
     double s = 0;
     for (int j = 0; j < 5; j++) s += a[idx2(sa, i, j)];
-    mx = fmax(mx, s * s);
+    sq += s * s;
   }
-  check_close("max(sum(a,1)^2, 0)", out, &mx, 1, 1e-5);
+  check_close("sum(sum(a,1)^2, 0)", out, &sq, 1, 1e-5);
 
-  tvk_tensor *y = tvk_add(tvk_sum(A, 1, &ax1, true), tvk_sum(B, 1, &ax1, true)); /* (4,5) and (4,7) rows */
+  tvk_tensor *y =
+      tvk_add(tvk_sum(A, 1, &ax1, true), tvk_sum(B, 1, &ax1, true)); /* (4,5) and (4,7) rows */
   assert_int_equal(kernels_for(y), 2);
   read_f32(y, out);
   for (int i = 0; i < 4; i++) {
@@ -469,7 +501,8 @@ static void test_reduce_nesting(void **state) {
   }
   check_close("sum(a,1)+sum(b,1)", out, want, 4, 1e-5);
 
-  tvk_tensor *z = tvk_sub(tvk_sum(A, 1, &ax1, true), tvk_max(A, 1, &ax1, true)); /* same axes: one kernel */
+  tvk_tensor *z =
+      tvk_sub(tvk_sum(A, 1, &ax1, true), tvk_max(A, 1, &ax1, true)); /* same axes: one kernel */
   assert_int_equal(kernels_for(z), 1);
   read_f32(z, out);
   for (int i = 0; i < 4; i++) {
@@ -553,7 +586,8 @@ static void test_zero_size(void **state) {
   (void)state;
   tvk_ctx *ctx = open_ctx();
   int64_t sh[2] = {0, 3};
-  tvk_tensor *X = tvk_from_data(ctx, TVK_FLOAT32, 2, sh, NULL), *one = tvk_scalar(ctx, TVK_FLOAT32, 1);
+  tvk_tensor *X = tvk_from_data(ctx, TVK_FLOAT32, 2, sh, NULL),
+             *one = tvk_scalar(ctx, TVK_FLOAT32, 1);
   tvk_tensor *y = tvk_add(X, one);
   assert_int_equal(kernels_for(y), 0);
   assert_int_equal(tvk_to_host(y, NULL, 0), TVK_OK);
@@ -600,7 +634,8 @@ static void test_memory(void **state) {
   float x[256], out[256];
   double want[256];
   tvk_tensor *X = rand_tensor(ctx, 1, sh, x);
-  tvk_tensor *s = tvk_sum(X, 0, NULL, false), *y = tvk_add(s, X); /* the sum is an intermediate buffer */
+  tvk_tensor *s = tvk_sum(X, 0, NULL, false),
+             *y = tvk_add(s, X); /* the sum is an intermediate buffer */
   tvk_release(s);
   assert_int_equal(kernels_for(y), 2);
   tvk_stats st;
@@ -651,7 +686,8 @@ static void test_multi_tensor_order(void **state) {
   for (int i = 0; i < 5; i++) {
     w1[i] = 0;
     for (int j = 0; j < 4; j++) w1[i] += a[idx2(sh, i, j)];
-    for (int j = 0; j < 4; j++) w2[idx2(sh, i, j)] = w1[i] + a[idx2(sh, i, j)], w3 += w2[idx2(sh, i, j)] * w2[idx2(sh, i, j)];
+    for (int j = 0; j < 4; j++)
+      w2[idx2(sh, i, j)] = w1[i] + a[idx2(sh, i, j)], w3 += w2[idx2(sh, i, j)] * w2[idx2(sh, i, j)];
   }
   check_close("t1", o1, w1, 5, 1e-5);
   check_close("t2", o2, w2, 20, 1e-5);
@@ -706,7 +742,8 @@ static void test_schedule_reasons(void **state) {
   assert_int_equal(out_of(&s, 0)->culprit, OP_EXP2);
   schedule_free(&s);
 
-  schedule_of(tvk_neg(tvk_pad(tvk_sum(tvk_add(X, Y), 1, &ax1, true), pads, 0)), &s); /* a pad over a reduce */
+  schedule_of(tvk_neg(tvk_pad(tvk_sum(tvk_add(X, Y), 1, &ax1, true), pads, 0)),
+              &s); /* a pad over a reduce */
   assert_int_equal(s.nitems, 2);
   assert_int_equal(out_of(&s, 0)->why, WHY_VIEW_BLOCKED);
   schedule_free(&s);
@@ -719,13 +756,15 @@ static void test_schedule_reasons(void **state) {
 
   tvk_tensor *sx = tvk_sum(X, 1, &ax1, true), *sy = tvk_sum(tvk_transpose(Y, 0, 1), 1, &ax1, true);
   int64_t four[2] = {4, 1};
-  schedule_of(tvk_add(sx, tvk_reshape(tvk_shrink(sy, (const int64_t[2][2]){{0, 4}, {0, 1}}), 2, four)), &s);
+  schedule_of(
+      tvk_add(sx, tvk_reshape(tvk_shrink(sy, (const int64_t[2][2]){{0, 4}, {0, 1}}), 2, four)), &s);
   assert_true(s.nitems >= 2); /* sy reduces a (6,4) input: another kernel */
   schedule_free(&s);
 
   tvk_tensor *ss = tvk_sum(X, 1, &ax1, true);
   UOp *roots[2] = {tvk_exp(ss)->uop, tvk_neg(ss)->uop};
-  assert_int_equal(schedule_create(ctx, 2, roots, &s), TVK_OK); /* one reduce, two kernels read it */
+  assert_int_equal(schedule_create(ctx, 2, roots, &s),
+                   TVK_OK); /* one reduce, two kernels read it */
   assert_int_equal(s.nitems, 3);
   assert_int_equal(out_of(&s, 0)->why, WHY_REDUCE_SHARED);
   schedule_free(&s);
@@ -819,12 +858,13 @@ static void pair_free(Pair *p) {
 /* For every index of the result, f gives the value from the child. */
 typedef double (*IndexFn)(const Pair *c, const int64_t *ix, const void *arg);
 
-static Pair pair_map(const Pair *c, int nd, const int64_t *sh, IndexFn fn, const void *arg, tvk_tensor *t) {
+static Pair pair_map(const Pair *c, int nd, const int64_t *sh, IndexFn fn, const void *arg,
+                     tvk_tensor *t) {
   Pair r = pair_new(nd, sh);
   r.t = t;
   int64_t ix[3] = {0, 0, 0};
-  if (numel_of(nd, sh) > 0)
-    do r.v[flat3(sh, nd, ix)] = fn(c, ix, arg);
+  if (numel_of(nd, sh) > 0) do
+      r.v[flat3(sh, nd, ix)] = fn(c, ix, arg);
     while (next_ix(sh, nd, ix));
   return r;
 }
@@ -884,25 +924,34 @@ static Pair gen(tvk_ctx *ctx, int nd, const int64_t *sh, int depth) {
   memcpy(csh, sh, (size_t)nd * sizeof *sh);
   int d = rnd_int(nd);
   switch (kind) {
-  case 0: case 1: { /* binary */
+  case 0:
+  case 1: { /* binary */
     Pair a = gen(ctx, nd, sh, depth - 1), b = gen(ctx, nd, sh, depth - 1);
     int op = rnd_int(4);
-    tvk_tensor *t = op == 0 ? tvk_add(a.t, b.t) : op == 1 ? tvk_mul(a.t, b.t) : op == 2 ? tvk_maximum(a.t, b.t) : tvk_sub(a.t, b.t);
+    tvk_tensor *t = op == 0   ? tvk_add(a.t, b.t)
+                    : op == 1 ? tvk_mul(a.t, b.t)
+                    : op == 2 ? tvk_maximum(a.t, b.t)
+                              : tvk_sub(a.t, b.t);
     Pair r = pair_new(nd, sh);
     r.t = t;
     for (int64_t i = 0; i < numel_of(nd, sh); i++)
-      r.v[i] = op == 0 ? a.v[i] + b.v[i] : op == 1 ? a.v[i] * b.v[i] : op == 2 ? fmax(a.v[i], b.v[i]) : a.v[i] - b.v[i];
+      r.v[i] = op == 0   ? a.v[i] + b.v[i]
+               : op == 1 ? a.v[i] * b.v[i]
+               : op == 2 ? fmax(a.v[i], b.v[i])
+                         : a.v[i] - b.v[i];
     pair_free(&a), pair_free(&b);
     return r;
   }
   case 2: { /* unary: neg, or exp (which does not keep 0) of a bounded input */
     Pair a = gen(ctx, nd, sh, depth - 1);
     bool e = rnd_int(2);
-    tvk_tensor *t = e ? tvk_exp(tvk_maximum(tvk_minimum(a.t, tvk_scalar(ctx, TVK_FLOAT32, 2)), tvk_scalar(ctx, TVK_FLOAT32, -2)))
+    tvk_tensor *t = e ? tvk_exp(tvk_maximum(tvk_minimum(a.t, tvk_scalar(ctx, TVK_FLOAT32, 2)),
+                                            tvk_scalar(ctx, TVK_FLOAT32, -2)))
                       : tvk_neg(a.t);
     Pair r = pair_new(nd, sh);
     r.t = t;
-    for (int64_t i = 0; i < numel_of(nd, sh); i++) r.v[i] = e ? exp(fmax(fmin(a.v[i], 2), -2)) : -a.v[i];
+    for (int64_t i = 0; i < numel_of(nd, sh); i++)
+      r.v[i] = e ? exp(fmax(fmin(a.v[i], 2), -2)) : -a.v[i];
     pair_free(&a);
     return r;
   }
@@ -987,7 +1036,8 @@ static void test_random_graphs(void **state) {
     int64_t n = numel_of(nd, sh);
     float *out = malloc((size_t)n * sizeof *out);
     tvk_status st = tvk_to_host(p.t, out, (size_t)n * sizeof *out);
-    if (st != TVK_OK) print_error("case %d (seed %llx): %s\n", c, (unsigned long long)seed, tvk_ctx_error(ctx));
+    if (st != TVK_OK)
+      print_error("case %d (seed %llx): %s\n", c, (unsigned long long)seed, tvk_ctx_error(ctx));
     assert_int_equal(st, TVK_OK);
     char what[64];
     snprintf(what, sizeof what, "random case %d (seed %llx)", c, (unsigned long long)seed);

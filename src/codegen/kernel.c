@@ -83,7 +83,7 @@ tvk_status codegen_kernel_opts(UOp *ast, const char *name, const CodegenOpts *op
   size_t mark = uop_pool_mark(ctx);
   LinearProgram lp = {0};
   UOp *norm;
-  char auto_name[128];
+  char auto_name[4 + 21 * TVK_MAX_DIMS]; /* "r" and "_<int64>" per dim: never cut short */
   if (kernel_verify(ast, &norm, kd, &err) == TVK_OK &&
       passes(norm, kd, lang, &lp, &err) == TVK_OK) {
     if (!name) kernel_default_name(kd, auto_name, sizeof auto_name), name = auto_name;

@@ -2,8 +2,11 @@
  *
  * Each UOp gets the set of RANGEs it depends on (a bitmask over the kernel's
  * ranges): the union of its sources' sets, plus a source RANGE itself, where an
- * ASSIGN shows its users its set minus its accumulator's ranges (the value is
- * read after those loops). Loops nest as a tree: output ranges in axis order,
+ * ASSIGN shows its users the loops that enclose its accumulator's loops (the
+ * value is read after those loops close, so in the block around them: that
+ * block is the parallel loop even when the value depends on no output range,
+ * and it includes what any accumulator sharing the loops depends on). Loops
+ * nest as a tree: output ranges in axis order,
  * an accumulator's ranges inside whatever its ASSIGN depends on and inside the
  * outermost output range (the parallel one: work outside it would be repeated
  * by every core or invocation). Closing a set under "enclosed by" gives a chain
@@ -18,6 +21,7 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "codegen/strbuf.h"
 #include "codegen/umap.h"
 
 #define LIN_MAX_RANGES 64
@@ -36,6 +40,7 @@ typedef struct {
   int *rnum;                         /* per node: range number or -1 */
   uint64_t *raw;                     /* per node: ranges it depends on directly */
   uint64_t *accr;                    /* per DEFINE_ACC node: its ranges */
+  uint64_t *shown;                   /* per ASSIGN node: the ranges its users see */
   uint64_t owned;                    /* ranges of some accumulator */
   int outermost;                     /* the outermost output range (the parallel one), or -1 */
   size_t *assign_of;                 /* per DEFINE_ACC node: its ASSIGN, or SIZE_MAX */
@@ -118,8 +123,11 @@ static int deepest(Lin *l, uint64_t m) {
   return best;
 }
 
-/* raw[i]: ranges a node depends on; DEFINE_ACC's ranges are its own sources. */
-static void compute_raw(Lin *l) {
+/* One pass in toposort order: raw[i], the ranges node i depends on, from its
+ * sources'; an ASSIGN's users see shown[] of it (at least its set minus its
+ * accumulator's ranges). A DEFINE_ACC's ranges are its own sources. */
+static void raw_pass(Lin *l) {
+  l->owned = 0;
   for (size_t i = 0; i < l->n; i++) {
     UOp *u = l->topo[i];
     uint64_t m = 0;
@@ -128,21 +136,46 @@ static void compute_raw(Lin *l) {
       UOp *src = l->topo[j];
       if (src->op == OP_RANGE)
         m |= 1ull << l->rnum[j];
-      else if (src->op == OP_ASSIGN)
-        m |= l->raw[j] & ~l->accr[idx_of(l, src->src[0])];
       else
-        m |= l->raw[j];
+        m |= src->op == OP_ASSIGN ? l->shown[j] : l->raw[j];
     }
     if (u->op == OP_RANGE) m &= ~(1ull << l->rnum[i]);
     l->raw[i] = m;
     if (u->op == OP_DEFINE_ACC) l->accr[i] = m, l->owned |= m;
+    if (u->op == OP_ASSIGN) l->shown[i] |= m & ~l->accr[idx_of(l, u->src[0])];
   }
+}
+
+static void find_outermost(Lin *l) {
   l->outermost = -1;
   for (int k = 0; k < l->nr; k++) {
     if (l->owned >> k & 1) continue;
     if (l->outermost < 0 ||
         l->topo[l->range_at[k]]->arg.i < l->topo[l->range_at[l->outermost]]->arg.i)
       l->outermost = k;
+  }
+}
+
+/* raw[] and the ancestors of every range. An ASSIGN's value is read where its
+ * accumulator's loops are closed: in the loops enclosing them, which are more
+ * than its own set minus those ranges (the parallel loop they are put in; what
+ * another accumulator sharing them depends on). Users must see all of these,
+ * or they would be placed outside a loop that contains the ASSIGN while a UOp
+ * in that loop needs them (a cycle). The enclosing loops depend on raw[] in
+ * turn, so iterate: the sets only grow, and a fixed point comes within a few
+ * rounds (one more per level of reduces feeding reduces). */
+static void compute_raw(Lin *l) {
+  for (bool grew = true; grew && l->err->status == TVK_OK;) {
+    raw_pass(l);
+    find_outermost(l);
+    memset(l->anc_state, 0, sizeof l->anc_state); /* ancestors() of this round's raw[] */
+    grew = false;
+    for (size_t i = 0; i < l->n; i++) {
+      if (l->topo[i]->op != OP_ASSIGN) continue;
+      uint64_t enclosing = closure(l, l->raw[i]) & ~l->accr[idx_of(l, l->topo[i]->src[0])];
+      grew |= (enclosing & ~l->shown[i]) != 0;
+      l->shown[i] |= enclosing;
+    }
   }
 }
 
@@ -329,10 +362,12 @@ static bool lin_init(Lin *l, UOp *sink) {
   l->rnum = malloc(l->n * sizeof *l->rnum);
   l->raw = calloc(l->n, sizeof *l->raw);
   l->accr = calloc(l->n, sizeof *l->accr);
+  l->shown = calloc(l->n, sizeof *l->shown);
   l->assign_of = malloc(l->n * sizeof *l->assign_of);
   l->block = calloc(l->n, sizeof *l->block);
   l->state = calloc(l->n + LIN_MAX_RANGES, 1);
-  if (!l->rnum || !l->raw || !l->accr || !l->assign_of || !l->block || !l->state) return false;
+  if (!l->rnum || !l->raw || !l->accr || !l->shown || !l->assign_of || !l->block || !l->state)
+    return false;
   for (size_t i = 0; i < l->n; i++) {
     if (!umap_put(&l->index, l->topo[i], (int64_t)i)) return false;
     l->rnum[i] = -1;
@@ -344,7 +379,8 @@ static bool lin_init(Lin *l, UOp *sink) {
 static void lin_free(Lin *l) {
   free(l->topo);
   umap_free(&l->index);
-  free(l->rnum), free(l->raw), free(l->accr), free(l->assign_of), free(l->block), free(l->state);
+  free(l->rnum), free(l->raw), free(l->accr), free(l->shown), free(l->assign_of);
+  free(l->block), free(l->state);
   free(l->edges), free(l->first);
 }
 
@@ -400,43 +436,30 @@ void linear_free(LinearProgram *lp) {
 }
 
 char *linear_dump(const LinearProgram *lp) {
-  size_t cap = 256, len = 0;
-  char *buf = malloc(cap);
+  Str out = {0};
   UMap pos;
-  if (!buf || !umap_init(&pos, lp->n)) {
-    free(buf);
-    return NULL;
-  }
-  bool ok = true;
-  for (size_t i = 0; ok && i < lp->n; i++) {
+  if (!umap_init(&pos, lp->n)) return NULL;
+  for (size_t i = 0; i < lp->n && !out.oom; i++) {
     UOp *u = lp->uops[i];
-    ok = umap_put(&pos, u, (int64_t)i);
-    char line[512], dt[48], arg[160];
-    dt_str(u->dtype, dt);
-    arg_str_render(&u->arg, arg, sizeof arg);
-    int at = snprintf(line, sizeof line, "%4zu %-14s %-18s [", i, op_name((Op)u->op), dt);
-    for (uint32_t s = 0; s < u->nsrc && at < (int)sizeof line; s++) {
+    if (!umap_put(&pos, u, (int64_t)i)) out.oom = true;
+    char dt[48];
+    str_printf(&out, "%4zu %-14s %-18s [", i, op_name((Op)u->op), dt_str(u->dtype, dt));
+    for (uint32_t s = 0; s < u->nsrc; s++) {
       int64_t *p = umap_get(&pos, u->src[s]);
-      at += p ? snprintf(line + at, sizeof line - (size_t)at, "%s%" PRId64, s ? ", " : "", *p)
-              : snprintf(line + at, sizeof line - (size_t)at, "%s--", s ? ", " : "");
-    }
-    if (at < (int)sizeof line) snprintf(line + at, sizeof line - (size_t)at, "] %s\n", arg);
-    size_t ln = strlen(line);
-    if (len + ln + 1 > cap) {
-      while (len + ln + 1 > cap) cap *= 2;
-      char *b = realloc(buf, cap);
-      if (!b)
-        ok = false;
+      if (p)
+        str_printf(&out, "%s%" PRId64, s ? ", " : "", *p);
       else
-        buf = b;
+        str_add(&out, s ? ", --" : "--");
     }
-    if (ok) memcpy(buf + len, line, ln + 1), len += ln;
+    str_add(&out, "] ");
+    char probe[1];
+    int need = arg_str_render(&u->arg, probe, sizeof probe); /* snprintf-style: the length */
+    if (need > 0 && str_reserve(&out, (size_t)need)) {
+      arg_str_render(&u->arg, out.p + out.len, (size_t)need + 1);
+      out.len += (size_t)need;
+    }
+    str_add(&out, "\n");
   }
   umap_free(&pos);
-  if (!ok) {
-    free(buf);
-    return NULL;
-  }
-  buf[len] = 0;
-  return buf;
+  return str_take(&out);
 }

@@ -9,60 +9,9 @@
 #include <string.h>
 
 #include "codegen/render.h"
+#include "codegen/strbuf.h"
 #include "codegen/umap.h"
 #include "ir/symbolic.h"
-
-/* ---------------------------------------------------------------- strings */
-
-typedef struct {
-  char *p;
-  size_t len, cap;
-  bool oom;
-} Str;
-
-static void str_addn(Str *s, const char *t, size_t n) {
-  if (s->oom) return;
-  if (s->len + n + 1 > s->cap) {
-    size_t cap = s->cap ? s->cap : 256;
-    while (s->len + n + 1 > cap) cap *= 2;
-    char *p = realloc(s->p, cap);
-    if (!p) {
-      s->oom = true;
-      return;
-    }
-    s->p = p, s->cap = cap;
-  }
-  memcpy(s->p + s->len, t, n);
-  s->len += n;
-  s->p[s->len] = 0;
-}
-
-static void str_add(Str *s, const char *t) { str_addn(s, t, strlen(t)); }
-
-static void str_printf(Str *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void str_printf(Str *s, const char *fmt, ...) {
-  char buf[256];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  if (n < 0)
-    s->oom = true;
-  else
-    str_addn(s, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
-}
-
-/* Takes the text out of s (malloc'd; "" when empty), NULL on out of memory. */
-static char *str_take(Str *s) {
-  if (!s->oom && !s->p) str_addn(s, "", 0);
-  if (s->oom) {
-    free(s->p);
-    return NULL;
-  }
-  char *p = s->p;
-  s->p = NULL, s->len = s->cap = 0;
-  return p;
-}
 
 /* ---------------------------------------------------------------- templates */
 
@@ -268,10 +217,27 @@ static bool prepass(Walker *w) {
   return true;
 }
 
-static bool inline_ok(const Walker *w, size_t p) {
+/* Deepest nesting of brackets in an expression inlined into its user.
+ * Compilers cap nesting (clang: 256 by default, -fbracket-depth), so a longer
+ * chain of single-use ops is cut into named steps; a statement then nests at
+ * most this much plus a template's few levels. */
+#define RENDER_MAX_NEST 32
+
+static int nesting(const char *s) {
+  int d = 0, most = 0;
+  for (; *s; s++) {
+    if (*s == '(' || *s == '[' || *s == '{') most = ++d > most ? d : most;
+    if (*s == ')' || *s == ']' || *s == '}') d--;
+  }
+  return most;
+}
+
+/* Whether the expression rhs of position p goes inline into its one user. */
+static bool inline_ok(const Walker *w, size_t p, const char *rhs) {
   Op op = (Op)w->lp->uops[p]->op;
   if (op != OP_CAST && !op_in(op, G_ALU)) return false;
-  return w->users[p] == 1 && !w->named[p] && w->block[w->user[p]] == w->block[p];
+  return w->users[p] == 1 && !w->named[p] && w->block[w->user[p]] == w->block[p] &&
+         nesting(rhs) <= RENDER_MAX_NEST;
 }
 
 static void line(Walker *w, const char *tmpl, const Subst *s) {
@@ -289,12 +255,10 @@ static char *expand_new(const Lang *L, const char *tmpl, const Subst *s) {
 static char *printf_new(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *printf_new(const char *fmt, ...) {
   Str t = {0};
-  char buf[256];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
+  str_vprintf(&t, fmt, ap);
   va_end(ap);
-  str_add(&t, buf);
   return str_take(&t);
 }
 
@@ -374,7 +338,7 @@ static bool render_alu(Walker *w, size_t p, UOp *u) {
   if (sp->helper && !add_helper(w, sp->helper, &s)) return false;
   char *rhs = expand_new(w->L, sp->expr, &s);
   if (!rhs) return fail_oom(w);
-  if (inline_ok(w, p)) {
+  if (inline_ok(w, p, rhs)) {
     w->expr[p] = rhs;
     return true;
   }
@@ -429,15 +393,14 @@ static int var_number(const Walker *w, const UOp *u) {
 
 /* A variable's name in the source: v<position in vals>_<its name, made an identifier>. */
 static char *var_name(int i, const char *name) {
-  char clean[33];
-  size_t n = 0;
-  for (; name[n] && n < sizeof clean - 1; n++) {
-    char c = name[n];
+  Str t = {0};
+  str_printf(&t, "v%d_", i);
+  for (const char *p = name; *p; p++) {
+    char c = *p;
     bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    clean[n] = ok ? c : '_';
+    str_addn(&t, ok ? p : "_", 1);
   }
-  clean[n] = 0;
-  return printf_new("v%d_%s", i, clean);
+  return str_take(&t);
 }
 
 static bool render_one(Walker *w, size_t p) {

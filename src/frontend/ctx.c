@@ -463,7 +463,11 @@ static const char *env_str(const char *name, const char *given) {
 }
 
 static tvk_status open_device(tvk_ctx *ctx, const char *name) {
-  DeviceOptions dopt = {ctx->cache_dir, ctx->cc, ctx->opt.threads, ctx->opt.debug};
+  DeviceOptions dopt = {.cache_dir = ctx->cache_dir,
+                        .cc = ctx->cc,
+                        .threads = ctx->opt.threads,
+                        .debug = ctx->opt.debug,
+                        .validate = ctx->opt.validate};
   if (!name || !strcmp(name, "CPU") || !strcmp(name, "cpu"))
     return cpu_device_create(&dopt, &ctx->dev, create_error, sizeof create_error);
   if (!strncmp(name, "VK", 2) || !strncmp(name, "vk", 2))

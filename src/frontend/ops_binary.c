@@ -22,7 +22,7 @@ typedef UOp *(*BinFn)(const Ew *e, UOp *a, UOp *b);
 
 typedef struct {
   const char *name;
-  uint32_t takes; /* DT_BITs of promoted dtypes accepted */
+  uint32_t takes;   /* DT_BITs of promoted dtypes accepted */
   const char *what; /* the accepted dtypes in words, for the error */
   Prep prep;
   BinFn fn;
@@ -33,8 +33,14 @@ static bool is_bool(UOp *x) { return dt_is_bool(x->dtype); }
 
 /* ---------------------------------------------------------------- builders */
 
-static UOp *b_add(const Ew *e, UOp *a, UOp *b) { (void)e; return ew_add(a, b); }
-static UOp *b_mul(const Ew *e, UOp *a, UOp *b) { (void)e; return ew_mul(a, b); }
+static UOp *b_add(const Ew *e, UOp *a, UOp *b) {
+  (void)e;
+  return ew_add(a, b);
+}
+static UOp *b_mul(const Ew *e, UOp *a, UOp *b) {
+  (void)e;
+  return ew_mul(a, b);
+}
 
 /* bool: (a - b) truncated to bool is a != b; ints: a + b*-1 (wraps exactly, the
  * IR's canonical form); floats: SUB (a + (-b) is the same IEEE result). */
@@ -45,11 +51,17 @@ static UOp *b_sub(const Ew *e, UOp *a, UOp *b) {
 }
 
 /* FDIV is IEEE division (exact rounding), rendered by every language. */
-static UOp *b_div(const Ew *e, UOp *a, UOp *b) { (void)e; return ew_alu2(OP_FDIV, a, b); }
+static UOp *b_div(const Ew *e, UOp *a, UOp *b) {
+  (void)e;
+  return ew_alu2(OP_FDIV, a, b);
+}
 
 /* POW is C's pow with 0**negative = +inf: negative bases with integer
  * exponents get their sign from the parity, 0**0 = 1. */
-static UOp *b_pow(const Ew *e, UOp *a, UOp *b) { (void)e; return ew_alu2(OP_POW, a, b); }
+static UOp *b_pow(const Ew *e, UOp *a, UOp *b) {
+  (void)e;
+  return ew_alu2(OP_POW, a, b);
+}
 
 /* MAX keeps its first operand unless the second is greater, so a NaN only
  * wins in first place, and sources of a commutative op may be reordered:
@@ -73,8 +85,14 @@ static UOp *b_minimum(const Ew *e, UOp *a, UOp *b) {
   return ew_alu1(OP_NEG, max_nan(ew_alu1(OP_NEG, a), ew_alu1(OP_NEG, b)));
 }
 
-static UOp *b_lt(const Ew *e, UOp *a, UOp *b) { (void)e; return ew_lt(a, b); }
-static UOp *b_gt(const Ew *e, UOp *a, UOp *b) { (void)e; return ew_lt(b, a); }
+static UOp *b_lt(const Ew *e, UOp *a, UOp *b) {
+  (void)e;
+  return ew_lt(a, b);
+}
+static UOp *b_gt(const Ew *e, UOp *a, UOp *b) {
+  (void)e;
+  return ew_lt(b, a);
+}
 
 /* a <= b: not (b < a) would be true at NaN, so floats use (a < b) | (a == b). */
 static UOp *b_le(const Ew *e, UOp *a, UOp *b) {
@@ -84,15 +102,39 @@ static UOp *b_le(const Ew *e, UOp *a, UOp *b) {
 static UOp *b_ge(const Ew *e, UOp *a, UOp *b) { return b_le(e, b, a); }
 
 static UOp *b_eq(const Ew *e, UOp *a, UOp *b) { return ew_not(e, ew_ne(a, b)); }
-static UOp *b_ne(const Ew *e, UOp *a, UOp *b) { (void)e; return ew_ne(a, b); }
+static UOp *b_ne(const Ew *e, UOp *a, UOp *b) {
+  (void)e;
+  return ew_ne(a, b);
+}
 
-static UOp *b_and(const Ew *e, UOp *a, UOp *b) { (void)e; return ew_alu2(OP_AND, a, b); }
-static UOp *b_or(const Ew *e, UOp *a, UOp *b) { (void)e; return ew_alu2(OP_OR, a, b); }
-static UOp *b_xor(const Ew *e, UOp *a, UOp *b) { (void)e; return ew_alu2(OP_XOR, a, b); }
-static UOp *b_shl(const Ew *e, UOp *a, UOp *b) { (void)e; return ew_alu2(OP_SHL, a, b); }
-static UOp *b_shr(const Ew *e, UOp *a, UOp *b) { (void)e; return ew_alu2(OP_SHR, a, b); }
-static UOp *b_idiv(const Ew *e, UOp *a, UOp *b) { (void)e; return ew_alu2(OP_IDIV, a, b); }
-static UOp *b_mod(const Ew *e, UOp *a, UOp *b) { (void)e; return ew_alu2(OP_MOD, a, b); }
+static UOp *b_and(const Ew *e, UOp *a, UOp *b) {
+  (void)e;
+  return ew_alu2(OP_AND, a, b);
+}
+static UOp *b_or(const Ew *e, UOp *a, UOp *b) {
+  (void)e;
+  return ew_alu2(OP_OR, a, b);
+}
+static UOp *b_xor(const Ew *e, UOp *a, UOp *b) {
+  (void)e;
+  return ew_alu2(OP_XOR, a, b);
+}
+static UOp *b_shl(const Ew *e, UOp *a, UOp *b) {
+  (void)e;
+  return ew_alu2(OP_SHL, a, b);
+}
+static UOp *b_shr(const Ew *e, UOp *a, UOp *b) {
+  (void)e;
+  return ew_alu2(OP_SHR, a, b);
+}
+static UOp *b_idiv(const Ew *e, UOp *a, UOp *b) {
+  (void)e;
+  return ew_alu2(OP_IDIV, a, b);
+}
+static UOp *b_mod(const Ew *e, UOp *a, UOp *b) {
+  (void)e;
+  return ew_alu2(OP_MOD, a, b);
+}
 
 /* ---------------------------------------------------------------- the table */
 
@@ -140,10 +182,9 @@ static tvk_tensor *dtype_error(const BinOp *op, const tvk_tensor *a, const tvk_t
   if (a->dtype == b->dtype)
     return tensor_error(a->ctx, TVK_ERR_DTYPE, "%s: dtype %s is not supported (%s)", op->name,
                         dt_scalar_name(dt), op->what);
-  return tensor_error(a->ctx, TVK_ERR_DTYPE,
-                      "%s: dtypes %s and %s promote to %s, which is not supported (%s)", op->name,
-                      tvk_dtype_name(a->dtype), tvk_dtype_name(b->dtype), dt_scalar_name(dt),
-                      op->what);
+  return tensor_error(
+      a->ctx, TVK_ERR_DTYPE, "%s: dtypes %s and %s promote to %s, which is not supported (%s)",
+      op->name, tvk_dtype_name(a->dtype), tvk_dtype_name(b->dtype), dt_scalar_name(dt), op->what);
 }
 
 static tvk_tensor *binary(const BinOp *op, tvk_tensor *a, tvk_tensor *b) {
@@ -154,8 +195,7 @@ static tvk_tensor *binary(const BinOp *op, tvk_tensor *a, tvk_tensor *b) {
   tvk_ctx *ctx = a->ctx;
   int nd;
   int64_t shape[TVK_MAX_DIMS];
-  if (!bc_broadcast_shape(2, ts, &nd, shape))
-    return shape_error(op->name, 2, ts);
+  if (!bc_broadcast_shape(2, ts, &nd, shape)) return shape_error(op->name, 2, ts);
   ScalarType dt = bc_promote(2, ts);
   if (!(op->takes & DT_BIT(dt))) return dtype_error(op, a, b, dt);
   if (op->prep == PREP_FLOAT && !(DT_BITS_FLOAT & DT_BIT(dt))) dt = DT_FLOAT32;
@@ -209,8 +249,7 @@ tvk_tensor *tvk_where(tvk_tensor *cond, tvk_tensor *a, tvk_tensor *b) {
   tvk_ctx *ctx = a->ctx;
   int nd;
   int64_t shape[TVK_MAX_DIMS];
-  if (!bc_broadcast_shape(3, ts, &nd, shape))
-    return shape_error("where", 3, ts);
+  if (!bc_broadcast_shape(3, ts, &nd, shape)) return shape_error("where", 3, ts);
   ScalarType dt = bc_promote(2, ts + 1);
 
   size_t m = FRONT_BEGIN(ctx);

@@ -209,8 +209,8 @@ tvk_tensor *tvk_shrink(tvk_tensor *a, const int64_t (*ranges)[2]) {
     int64_t lo = ranges[d][0], hi = ranges[d][1];
     if (lo < 0 || lo > hi || hi > a->shape[d])
       return tensor_error(a->ctx, TVK_ERR_INVALID_ARG,
-                          "shrink: range (%" PRId64 ", %" PRId64 ") of dim %d is not within 0..%" PRId64
-                          " with start <= end",
+                          "shrink: range (%" PRId64 ", %" PRId64
+                          ") of dim %d is not within 0..%" PRId64 " with start <= end",
                           lo, hi, d, a->shape[d]);
     out[d] = hi - lo;
     none = none && lo == 0 && hi == a->shape[d];

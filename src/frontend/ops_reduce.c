@@ -11,12 +11,12 @@ typedef enum { RK_SUM, RK_PROD, RK_MAX, RK_MIN, RK_MEAN } RKind;
 
 /* The axes of one reduction, checked and normalised. */
 typedef struct {
-  int n;                     /* number of reduced axes */
+  int n;                      /* number of reduced axes */
   int64_t axes[TVK_MAX_DIMS]; /* ascending */
   int64_t keep[TVK_MAX_DIMS]; /* the input shape with 1 at the axes */
   int out_nd;                 /* the result's dims (keepdim or not) */
   int64_t out[TVK_MAX_DIMS];
-  int64_t count;              /* elements reduced into each output */
+  int64_t count; /* elements reduced into each output */
 } Axes;
 
 /* Parses axes (naxes == 0 or axes NULL: all); NULL or an error tensor. */
@@ -33,13 +33,13 @@ static tvk_tensor *parse_axes(const char *op, const tvk_tensor *a, int naxes, co
     for (int i = 0; i < naxes; i++) {
       int d = bc_axis(axes[i], nd);
       if (d < 0)
-        return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: axis %d out of range for %d dims",
-                            op, axes[i], nd);
+        return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: axis %d out of range for %d dims", op,
+                            axes[i], nd);
       if (on[d] && from[d] == axes[i])
         return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: axis %d listed twice", op, axes[i]);
       if (on[d])
-        return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: axes %d and %d both name dim %d",
-                            op, from[d], axes[i], d);
+        return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: axes %d and %d both name dim %d", op,
+                            from[d], axes[i], d);
       on[d] = true;
       from[d] = axes[i];
     }
@@ -60,8 +60,11 @@ static tvk_tensor *parse_axes(const char *op, const tvk_tensor *a, int naxes, co
 /* sum and prod: narrow ints widen to 32 bits (bool counts as signed). */
 static ScalarType sum_dtype(ScalarType s) {
   switch (s) {
-  case DT_BOOL: case DT_INT8: case DT_INT16: return DT_INT32;
-  case DT_UINT8: case DT_UINT16: return DT_UINT32;
+  case DT_BOOL:
+  case DT_INT8:
+  case DT_INT16: return DT_INT32;
+  case DT_UINT8:
+  case DT_UINT16: return DT_UINT32;
   default: return s;
   }
 }
@@ -86,7 +89,8 @@ static UOp *identity(const Ew *e, RKind k, ScalarType s) {
   case RK_SUM: return ew_const(e, s, 0);
   case RK_PROD: return ew_const(e, s, 1);
   case RK_MEAN: return ew_const(e, s, NAN);
-  case RK_MAX: return f ? ew_const(e, s, -INFINITY) : ew_const_val(e, s, (CVal){.i = dt_min_i(dt_make(s))});
+  case RK_MAX:
+    return f ? ew_const(e, s, -INFINITY) : ew_const_val(e, s, (CVal){.i = dt_min_i(dt_make(s))});
   case RK_MIN: break;
   }
   if (f) return ew_const(e, s, INFINITY);

@@ -21,8 +21,9 @@ typedef struct {
   const char *name;
   UKind kind;
   bool no_bool; /* bool input is a dtype error */
-  /* float16/bfloat16 compute in float32 and round once at the end (composites
-   * would otherwise round every intermediate to 11 or 8 bits) */
+  /* float16/bfloat16 compute in float32 and round once at the end: composites
+   * would otherwise round every intermediate to 11 or 8 bits (rounding ops are
+   * exact either way; in float32 their code is much shorter) */
   bool wide;
   UnFn fn;
 } UnOp;
@@ -33,7 +34,10 @@ static UOp *neg(UOp *x) { return ew_alu1(OP_NEG, x); }
 
 /* ---------------------------------------------------------------- sign and friends */
 
-static UOp *u_neg(const Ew *e, UOp *x) { (void)e; return neg(x); }
+static UOp *u_neg(const Ew *e, UOp *x) {
+  (void)e;
+  return neg(x);
+}
 
 /* floats: 0 < x ? x : 0 - x gives +0.0 for -0.0 and NaN for NaN (0 - NaN);
  * signed ints wrap at the minimum as C does; unsigned and bool: x. */
@@ -61,13 +65,31 @@ static UOp *u_relu(const Ew *e, UOp *x) {
 /* ---------------------------------------------------------------- transcendentals */
 
 static UOp *u_exp(const Ew *e, UOp *x) { return ew_alu1(OP_EXP2, ew_mulc(e, x, LOG2_E)); }
-static UOp *u_exp2(const Ew *e, UOp *x) { (void)e; return ew_alu1(OP_EXP2, x); }
+static UOp *u_exp2(const Ew *e, UOp *x) {
+  (void)e;
+  return ew_alu1(OP_EXP2, x);
+}
 static UOp *u_log(const Ew *e, UOp *x) { return ew_mulc(e, ew_alu1(OP_LOG2, x), LN_2); }
-static UOp *u_log2(const Ew *e, UOp *x) { (void)e; return ew_alu1(OP_LOG2, x); }
-static UOp *u_sqrt(const Ew *e, UOp *x) { (void)e; return ew_alu1(OP_SQRT, x); }
-static UOp *u_rsqrt(const Ew *e, UOp *x) { (void)e; return ew_alu1(OP_RECIP, ew_alu1(OP_SQRT, x)); }
-static UOp *u_recip(const Ew *e, UOp *x) { (void)e; return ew_alu1(OP_RECIP, x); }
-static UOp *u_sin(const Ew *e, UOp *x) { (void)e; return ew_alu1(OP_SIN, x); }
+static UOp *u_log2(const Ew *e, UOp *x) {
+  (void)e;
+  return ew_alu1(OP_LOG2, x);
+}
+static UOp *u_sqrt(const Ew *e, UOp *x) {
+  (void)e;
+  return ew_alu1(OP_SQRT, x);
+}
+static UOp *u_rsqrt(const Ew *e, UOp *x) {
+  (void)e;
+  return ew_alu1(OP_RECIP, ew_alu1(OP_SQRT, x));
+}
+static UOp *u_recip(const Ew *e, UOp *x) {
+  (void)e;
+  return ew_alu1(OP_RECIP, x);
+}
+static UOp *u_sin(const Ew *e, UOp *x) {
+  (void)e;
+  return ew_alu1(OP_SIN, x);
+}
 
 /* cos x = 1 - 2 sin^2(x/2): x/2 is exact, so the error stays a few ulps for
  * every x (sin(pi/2 - x) loses |x| * ulp(1) to the rounding of pi/2 - x). */
@@ -175,10 +197,10 @@ static const UnOp op_sigmoid = {"sigmoid", UK_FLOAT, false, true, u_sigmoid};
 static const UnOp op_tanh = {"tanh", UK_FLOAT, false, true, u_tanh};
 static const UnOp op_gelu = {"gelu", UK_FLOAT, false, true, u_gelu};
 static const UnOp op_silu = {"silu", UK_FLOAT, false, true, u_silu};
-static const UnOp op_floor = {"floor", UK_ROUND, false, false, u_floor};
-static const UnOp op_ceil = {"ceil", UK_ROUND, false, false, u_ceil};
-static const UnOp op_round = {"round", UK_ROUND, false, false, u_round};
-static const UnOp op_trunc = {"trunc", UK_ROUND, false, false, u_trunc};
+static const UnOp op_floor = {"floor", UK_ROUND, false, true, u_floor};
+static const UnOp op_ceil = {"ceil", UK_ROUND, false, true, u_ceil};
+static const UnOp op_round = {"round", UK_ROUND, false, true, u_round};
+static const UnOp op_trunc = {"trunc", UK_ROUND, false, true, u_trunc};
 static const UnOp op_logical_not = {"logical_not", UK_BOOL, false, false, u_logical_not};
 
 /* ---------------------------------------------------------------- driver */
@@ -189,8 +211,8 @@ static tvk_tensor *unary(const UnOp *op, tvk_tensor *a) {
   if (bad) return err;
   ScalarType s = dt_from_tvk(a->dtype);
   if (op->no_bool && s == DT_BOOL)
-    return tensor_error(a->ctx, TVK_ERR_DTYPE,
-                        "%s: dtype bool is not supported (use logical_not)", op->name);
+    return tensor_error(a->ctx, TVK_ERR_DTYPE, "%s: dtype bool is not supported (use logical_not)",
+                        op->name);
   if (op->kind == UK_ROUND && !(DT_BITS_FLOAT & DT_BIT(s))) return bc_same(a);
 
   tvk_ctx *ctx = a->ctx;
@@ -201,8 +223,8 @@ static tvk_tensor *unary(const UnOp *op, tvk_tensor *a) {
   bool widen = op->wide && (s == DT_FLOAT16 || s == DT_BFLOAT16);
   x = ew_cast(x, widen ? DT_FLOAT32 : s);
   UOp *r = ew_cast(op->fn(&e, x), op->kind == UK_BOOL ? DT_BOOL : s);
-  return FRONT_END(ctx, m, bc_result(ctx, op->name, r, op->kind == UK_BOOL ? DT_BOOL : s,
-                                     a->ndim, a->shape));
+  return FRONT_END(
+      ctx, m, bc_result(ctx, op->name, r, op->kind == UK_BOOL ? DT_BOOL : s, a->ndim, a->shape));
 }
 
 tvk_tensor *tvk_neg(tvk_tensor *a) { return unary(&op_neg, a); }

@@ -69,10 +69,17 @@ typedef struct {
   const char *cc;        /* CPU: C compiler; NULL: $CC, else "cc" */
   int threads;           /* CPU: 0 = one per core */
   int debug;             /* TVK_DEBUG level */
+  int validate;          /* Vulkan: VK_LAYER_KHRONOS_validation + a counting messenger ($TVK_VALIDATE) */
 } DeviceOptions;
 
 /* Backend constructors. On failure return the status and write a message into
  * err (errn bytes); *out is NULL. */
 tvk_status cpu_device_create(const DeviceOptions *opt, Device **out, char *err, size_t errn);
+/* index -1: the best device (discrete > integrated > virtual > CPU); n >= 0: the
+ * n-th Vulkan device (TVK_ERR_DEVICE naming how many exist when out of range). */
+tvk_status vk_device_create(const DeviceOptions *opt, int index, Device **out, char *err, size_t errn);
+/* Validation warnings and errors counted so far on a Vulkan device; 0 for any
+ * other device and when validation is off. */
+uint64_t vk_validation_messages(Device *d);
 
 #endif

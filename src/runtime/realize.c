@@ -47,17 +47,20 @@ static const Rule repl_rules[] = {
 /* VIEW(BUFFER) of schedule buffer b, row-major in its node's shape. */
 static UOp *buffer_view(tvk_ctx *ctx, const SchedBuf *b) {
   ShapeTracker *st = st_from_shape(b->ndim, b->shape);
-  UOp *v = st ? uop_new(ctx->u, OP_VIEW, b->buffer->dtype, 1, (UOp *const *)&b->buffer, arg_st(st)) : NULL;
+  UOp *v = st ? uop_new(ctx->u, OP_VIEW, b->buffer->dtype, 1, (UOp *const *)&b->buffer, arg_st(st))
+              : NULL;
   st_free(st);
   return v;
 }
 
 static bool repl_build(tvk_ctx *ctx, const Schedule *s, Repl *r) {
   int n = s->nbufs + s->naliases;
-  if (!(r->with = calloc((size_t)(n ? n : 1), sizeof *r->with)) || !smap_init(&r->index, (size_t)n)) return false;
+  if (!(r->with = calloc((size_t)(n ? n : 1), sizeof *r->with)) || !smap_init(&r->index, (size_t)n))
+    return false;
   for (int i = 0; i < s->nbufs; i++) {
     if (!s->bufs[i].node) continue;
-    if (!(r->with[i] = buffer_view(ctx, &s->bufs[i])) || !smap_put(&r->index, s->bufs[i].node, i)) return false;
+    if (!(r->with[i] = buffer_view(ctx, &s->bufs[i])) || !smap_put(&r->index, s->bufs[i].node, i))
+      return false;
   }
   /* an alias is VIEW(y, st): y a BUFFER already, or computed (and in the map) */
   for (int a = 0; a < s->naliases; a++) {
@@ -96,7 +99,8 @@ static tvk_status replace_realized(tvk_ctx *ctx, const Schedule *s) {
   free(r.with);
   smap_free(&r.index);
   pm_free(pm);
-  return out ? TVK_OK : ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory updating tensors");
+  return out ? TVK_OK
+             : ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory updating tensors");
 }
 
 /* ---------------------------------------------------------------- ctx_realize */
@@ -131,7 +135,7 @@ tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts) {
   }
   free(roots);
   if (first_bad) /* the tensor's own error wins over what happened after it */
-    return ctx_fail(ctx, first_bad->status != TVK_OK ? first_bad->status : TVK_ERR_INVALID_ARG, "%s",
-                    first_bad->msg ? first_bad->msg : "realize: a tensor has no graph");
+    return ctx_fail(ctx, first_bad->status != TVK_OK ? first_bad->status : TVK_ERR_INVALID_ARG,
+                    "%s", first_bad->msg ? first_bad->msg : "realize: a tensor has no graph");
   return st;
 }

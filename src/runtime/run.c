@@ -64,9 +64,11 @@ void run_cache_free(tvk_ctx *ctx) {
 static tvk_status get_program(tvk_ctx *ctx, const KernelSource *ks, DevProgram **out) {
   ProgCache *c = ctx->programs;
   if (!c && !(c = ctx->programs = calloc(1, sizeof *c)))
-    return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache", ks->name);
+    return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache",
+                    ks->name);
   if ((c->n + 1) * 2 > c->cap && !cache_grow(c))
-    return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache", ks->name);
+    return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache",
+                    ks->name);
   uint64_t h = fnv1a(ks->src);
   ProgEntry *e = cache_slot(c->e, c->cap, h, ks->src);
   if (e->src) {
@@ -81,12 +83,15 @@ static tvk_status get_program(tvk_ctx *ctx, const KernelSource *ks, DevProgram *
   char *key = strdup(ks->src);
   if (!key) {
     ctx->dev->ops->program_free(ctx->dev, p);
-    return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache", ks->name);
+    return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache",
+                    ks->name);
   }
   *e = (ProgEntry){key, h, p};
   c->n++;
-  if (hit) ctx->stats.cache_hits++;
-  else ctx->stats.kernels_compiled++;
+  if (hit)
+    ctx->stats.cache_hits++;
+  else
+    ctx->stats.kernels_compiled++;
   *out = p;
   return TVK_OK;
 }
@@ -123,8 +128,8 @@ static tvk_status prepare(tvk_ctx *ctx, const Schedule *s, int i, Prepared *p) {
     return ctx_fail(ctx, st, "kernel %d of %d (computing %s): %s", i, s->nitems, out, p->ks.error);
   }
   if (p->ks.nvars > 0) /* the scheduler makes no DEFINE_VARs yet: nothing could bind them */
-    return ctx_fail(ctx, TVK_ERR_INTERNAL, "kernel %s: has %d symbolic values and none are bound", p->ks.name,
-                    p->ks.nvars);
+    return ctx_fail(ctx, TVK_ERR_INTERNAL, "kernel %s: has %d symbolic values and none are bound",
+                    p->ks.name, p->ks.nvars);
   return get_program(ctx, &p->ks, &p->prog);
 }
 
@@ -137,7 +142,8 @@ static tvk_status launch(tvk_ctx *ctx, const Schedule *s, int i, const Prepared 
     Buffer *rec = b ? ctx_buffer(ctx, b->arg.i) : NULL;
     if (!rec || !rec->dev) {
       if (bufs != stack) free(bufs);
-      return ctx_fail(ctx, TVK_ERR_INTERNAL, "kernel %s: buffer %d has no device memory", p->ks.name, k);
+      return ctx_fail(ctx, TVK_ERR_INTERNAL, "kernel %s: buffer %d has no device memory",
+                      p->ks.name, k);
     }
     bufs[k] = rec->dev;
   }
@@ -145,9 +151,12 @@ static tvk_status launch(tvk_ctx *ctx, const Schedule *s, int i, const Prepared 
   LaunchDims dims = {{1, 1, 1}, {1, 1, 1}};
   double t0 = ctx->opt.debug >= 1 ? now_ms() : 0;
   tvk_status st = ctx->dev->ops->launch(ctx->dev, p->prog, bufs, it->nbufs, NULL, 0, &dims);
-  if (st == TVK_OK && ctx->opt.debug >= 1) st = ctx->dev->ops->sync(ctx->dev); /* time the kernel itself */
-  if (st == TVK_OK) ctx->stats.kernels_run++;
-  else st = ctx_fail(ctx, st, "kernel %s: %s", p->ks.name, dev_error(ctx->dev));
+  if (st == TVK_OK && ctx->opt.debug >= 1)
+    st = ctx->dev->ops->sync(ctx->dev); /* time the kernel itself */
+  if (st == TVK_OK)
+    ctx->stats.kernels_run++;
+  else
+    st = ctx_fail(ctx, st, "kernel %s: %s", p->ks.name, dev_error(ctx->dev));
   if (st == TVK_OK && ctx->opt.debug >= 1) {
     char shape[200];
     shape_str(p->ks.ndim, p->ks.full_shape, shape, sizeof shape);

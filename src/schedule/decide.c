@@ -39,18 +39,18 @@ static bool view_is_identity(UOp *v) {
  * below them: at a padded position every input reads 0. The seed lists the
  * complement (UnsafePad: RECIP LOG2 EXP2 IDIV POW); an allow-list also keeps
  * FDIV (0/0 = NaN), MOD and ops added later out until someone checks them. */
-static bool keeps_zero(Op op) {
-  switch (op) {
-  case OP_ADD: case OP_SUB: case OP_MUL: case OP_NEG: case OP_MAX:   /* 0+0, 0-0, 0*0, -0, max(0,0) */
-  case OP_AND: case OP_OR: case OP_XOR: case OP_SHL: case OP_SHR:     /* bitwise on 0 bits */
-  case OP_CMPLT: case OP_CMPNE:                                       /* 0<0, 0!=0: false */
-  case OP_WHERE:                                                      /* false ? 0 : 0 */
-  case OP_SQRT: case OP_SIN: case OP_CAST:                            /* sqrt 0, sin 0, (T)0 */
-    return true;
-  default:
-    return false;
-  }
-}
+static const bool keeps_zero_ops[OP_COUNT] = {
+    [OP_ADD] = true,   [OP_SUB] = true,   [OP_MUL] = true, /* 0+0, 0-0, 0*0 */
+    [OP_NEG] = true,   [OP_MAX] = true,                    /* -0, max(0, 0) */
+    [OP_AND] = true,   [OP_OR] = true,    [OP_XOR] = true, /* bitwise on zero bits */
+    [OP_SHL] = true,   [OP_SHR] = true,                    /* 0 << 0, 0 >> 0 */
+    [OP_CMPLT] = true, [OP_CMPNE] = true,                  /* 0 < 0, 0 != 0: false */
+    [OP_WHERE] = true,                                     /* false ? 0 : 0 */
+    [OP_SQRT] = true,  [OP_SIN] = true,                    /* sqrt 0, sin 0 */
+    [OP_CAST] = true,                                      /* (T)0 */
+};
+
+static bool keeps_zero(Op op) { return keeps_zero_ops[op]; }
 
 static bool is_elementwise(Op op) { return op == OP_CAST || op_in(op, G_ALU); }
 
@@ -59,7 +59,8 @@ static bool is_elementwise(Op op) { return op == OP_CAST || op_in(op, G_ALU); }
 bool sched_contiguous_noop(const UOp *u) {
   if (u->op != OP_CONTIGUOUS || u->src[0]->op != OP_VIEW) return false;
   const UOp *v = u->src[0], *y = v->src[0];
-  if (y->op == OP_CONST || y->op == OP_DEFINE_VAR) return false; /* a constant has no memory to view */
+  if (y->op == OP_CONST || y->op == OP_DEFINE_VAR)
+    return false; /* a constant has no memory to view */
   if (!st_contiguous(v->arg.st)) return false;
   if (y->op == OP_BUFFER) return true; /* a row-major prefix of memory: plain already */
   int64_t shape[TVK_MAX_DIMS], numel = 1;
@@ -94,7 +95,7 @@ static tvk_status rule_outputs(SchedGraph *g, int n, UOp *const *roots) {
 /* ---------------------------------------------------------------- rule: views go to the loads */
 
 typedef struct {
-  Op unsafe;     /* an op below a mask that does not keep 0; OP_NONE if none */
+  Op unsafe;      /* an op below a mask that does not keep 0; OP_NONE if none */
   SStack blocked; /* nodes a view cannot pass (reduces): state bit unused */
 } ViewWalk;
 
@@ -116,7 +117,8 @@ static bool walk_view(SchedGraph *g, int64_t start, bool masked, ViewWalk *w) {
       ok = sstack_push(&st, sched_index(g, u->src[0]), m); /* a view of memory, like a VIEW */
     } else if (is_elementwise((Op)u->op)) {
       if (m && !keeps_zero((Op)u->op) && w->unsafe == OP_NONE) w->unsafe = (Op)u->op;
-      for (uint32_t k = 0; ok && k < u->nsrc; k++) ok = sstack_push(&st, sched_index(g, u->src[k]), m);
+      for (uint32_t k = 0; ok && k < u->nsrc; k++)
+        ok = sstack_push(&st, sched_index(g, u->src[k]), m);
     } else {
       ok = sstack_push(&w->blocked, i, 0); /* REDUCE_AXIS, or an op views do not know */
     }
@@ -171,12 +173,16 @@ static bool same_reduce(UOp *a, UOp *b) {
 }
 
 /* Visits one reduce met in root's kernel; true to walk into its input. */
-static bool visit_reduce(SchedGraph *g, int64_t root, int64_t i, int inside, UOp **first, bool *changed) {
+static bool visit_reduce(SchedGraph *g, int64_t root, int64_t i, int inside, UOp **first,
+                         bool *changed) {
   UOp *u = g->topo[i];
   SchedWhy why = WHY_NONE;
-  if (inside) why = WHY_REDUCE_NESTED;
-  else if (g->info[i].owner >= 0 && g->info[i].owner != root) why = WHY_REDUCE_SHARED;
-  else if (*first && !same_reduce(*first, u)) why = WHY_REDUCE_MISMATCH;
+  if (inside)
+    why = WHY_REDUCE_NESTED;
+  else if (g->info[i].owner >= 0 && g->info[i].owner != root)
+    why = WHY_REDUCE_SHARED;
+  else if (*first && !same_reduce(*first, u))
+    why = WHY_REDUCE_MISMATCH;
   if (why != WHY_NONE) {
     *changed |= sched_mark(g, i, why, OP_REDUCE_AXIS);
     return false;
@@ -199,10 +205,12 @@ static bool walk_kernel(SchedGraph *g, int64_t root, bool *changed) {
     UOp *u = g->topo[i];
     if (sched_is_leaf(u) || (i != root && sched_realized(g, i))) continue;
     if (u->op == OP_REDUCE_AXIS) {
-      if (visit_reduce(g, root, i, inside, &first, changed)) ok = sstack_push(&st, sched_index(g, u->src[0]), 1);
+      if (visit_reduce(g, root, i, inside, &first, changed))
+        ok = sstack_push(&st, sched_index(g, u->src[0]), 1);
       continue;
     }
-    for (uint32_t k = 0; ok && k < u->nsrc; k++) ok = sstack_push(&st, sched_index(g, u->src[k]), inside);
+    for (uint32_t k = 0; ok && k < u->nsrc; k++)
+      ok = sstack_push(&st, sched_index(g, u->src[k]), inside);
   }
   sstack_free(&st);
   return ok;
@@ -216,7 +224,8 @@ static tvk_status rule_reduces(SchedGraph *g, bool *changed) {
   for (size_t i = 0; i < g->n; i++) g->info[i].owner = -1;
   for (size_t i = 0; i < g->n; i++) {
     if (!sched_realized(g, (int64_t)i)) continue;
-    if (!walk_kernel(g, (int64_t)i, changed)) return ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+    if (!walk_kernel(g, (int64_t)i, changed))
+      return ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
   }
   return TVK_OK;
 }

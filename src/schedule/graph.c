@@ -31,7 +31,8 @@ tvk_status sched_graph_init(SchedGraph *g, tvk_ctx *ctx, int n, UOp *const *root
   UOp *sink = uop_sink(ctx->u, n, roots);
   size_t cnt = 0;
   g->topo = sink ? uop_toposort(sink, &cnt) : NULL;
-  if (!g->topo) return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory collecting the graph");
+  if (!g->topo)
+    return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory collecting the graph");
   g->n = cnt - 1; /* the SINK is last: not a node of the graph */
   g->info = calloc(g->n ? g->n : 1, sizeof *g->info);
   bool ok = g->info && smap_init(&g->index, g->n);

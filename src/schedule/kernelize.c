@@ -7,9 +7,9 @@
  *   VIEW over an elementwise op         -> the op over VIEWs of its sources
  *   VIEW over a VIEW                    -> one VIEW, the trackers composed
  *   VIEW over a buffer or a node another kernel materialises -> LOAD through the view
- *   VIEW over a CONST                   -> CONST(VIEW): the value where the view is valid, 0 outside
- *   a materialised node with no VIEW    -> LOAD through its row-major view
- *   a no-op CONTIGUOUS (decide.c)       -> its source, a VIEW of memory
+ *   VIEW over a CONST                   -> CONST(VIEW): the value where the view is valid, 0
+ * outside a materialised node with no VIEW    -> LOAD through its row-major view a no-op CONTIGUOUS
+ * (decide.c)       -> its source, a VIEW of memory
  *
  * Buffers get DEFINE_GLOBAL indices in the order the rewrite meets them, after
  * the output (index 0).
@@ -53,8 +53,10 @@ static int input_buf(Kern *k, UOp *buffer) {
   int64_t b = smap_get(&k->g->inputs, buffer);
   if (b >= 0) return (int)b;
   Buffer *rec = ctx_buffer(k->g->ctx, buffer->arg.i);
-  SchedBuf sb = {.buffer = uop_retain(buffer), .dtype = (ScalarType)buffer->dtype.scalar,
-                 .numel = rec ? rec->numel : 0, .culprit = OP_NONE};
+  SchedBuf sb = {.buffer = uop_retain(buffer),
+                 .dtype = (ScalarType)buffer->dtype.scalar,
+                 .numel = rec ? rec->numel : 0,
+                 .culprit = OP_NONE};
   int i = sched_add_buf(k->s, &sb);
   if (i < 0 || !smap_put(&k->g->inputs, buffer, i)) {
     if (i < 0) uop_release(sb.buffer);
@@ -75,11 +77,14 @@ static UOp *make_load(Kern *k, int b, const ShapeTracker *st) {
   UOp *v = kview(k, st);
   if (!v) return kern_oom(k);
   if (sb->numel == 0) {
-    UOp *c = uop_new(k->g->ctx->u, OP_CONST, dt, 1, &v, dt_is_float(dt) ? arg_float(0) : arg_int(0));
+    UOp *c =
+        uop_new(k->g->ctx->u, OP_CONST, dt, 1, &v, dt_is_float(dt) ? arg_float(0) : arg_int(0));
     return c ? c : kern_oom(k);
   }
   int i = kern_buf(k, b);
-  UOp *glob = i < 0 ? NULL : uop_new(k->g->ctx->u, OP_DEFINE_GLOBAL, dt_ptr(dt, ADDR_GLOBAL), 0, NULL, arg_int(i));
+  UOp *glob =
+      i < 0 ? NULL
+            : uop_new(k->g->ctx->u, OP_DEFINE_GLOBAL, dt_ptr(dt, ADDR_GLOBAL), 0, NULL, arg_int(i));
   UOp *ld = glob ? uop_new(k->g->ctx->u, OP_LOAD, dt, 2, (UOp *[]){glob, v}, arg_none()) : NULL;
   return ld ? ld : kern_oom(k);
 }
@@ -103,7 +108,8 @@ enum { X = 1, V, Y };
 /* x, materialised by another kernel -> LOAD(x's buffer, row-major view of x's shape) */
 static UOp *load_node(void *ctx, UOp **c) {
   Kern *k = ctx;
-  if (c[X]->op == OP_BUFFER) return NULL; /* only under a VIEW (view_load); else the leftover check reports it */
+  if (c[X]->op == OP_BUFFER)
+    return NULL; /* only under a VIEW (view_load); else the leftover check reports it */
   int b = buffer_of(k, c[X]);
   if (b < 0) return NULL;
   const SchedBuf *sb = &k->s->bufs[b];
@@ -161,7 +167,8 @@ static UOp *view_identity(void *ctx, UOp **c) {
   int64_t shape[TVK_MAX_DIMS];
   int nd = graph_shape(c[X], shape);
   const ShapeTracker *st = c[V]->arg.st;
-  bool same = st_contiguous(st) && st_ndim(st) == nd && memcmp(st_shape(st), shape, (size_t)nd * sizeof *shape) == 0;
+  bool same = st_contiguous(st) && st_ndim(st) == nd &&
+              memcmp(st_shape(st), shape, (size_t)nd * sizeof *shape) == 0;
   return same && !sched_is_leaf(c[X]) ? c[X] : NULL;
 }
 
@@ -217,8 +224,10 @@ static tvk_status check_ast(SchedGraph *g, UOp *ast) {
               op == OP_CONST || op == OP_REDUCE_AXIS || op == OP_CAST || op == OP_DEFINE_VAR ||
               op_in(op, G_ALU) || (op == OP_VIEW && u->nsrc == 0);
     if (!ok)
-      s = ctx_fail(g->ctx, TVK_ERR_INTERNAL, "schedule: a %s%s%s is left in a kernel AST (a view could not be pushed to the loads)",
-                   op_name(op), u->nsrc ? " over a " : "", u->nsrc ? op_name((Op)u->src[0]->op) : "");
+      s = ctx_fail(
+          g->ctx, TVK_ERR_INTERNAL,
+          "schedule: a %s%s%s is left in a kernel AST (a view could not be pushed to the loads)",
+          op_name(op), u->nsrc ? " over a " : "", u->nsrc ? op_name((Op)u->src[0]->op) : "");
   }
   free(topo);
   return s;
@@ -243,15 +252,18 @@ tvk_status sched_kernelize(SchedGraph *g, Schedule *s, int64_t root, ScheduleIte
   UOp *value = node->op == OP_CONTIGUOUS ? node->src[0] : node;
   UOp *glob = uop_new(u, OP_DEFINE_GLOBAL, dt_ptr(dt, ADDR_GLOBAL), 0, NULL, arg_int(0));
   UOp *view = st ? kview(&k, st) : NULL;
-  UOp *store = glob && view ? uop_new(u, OP_STORE, dt_make(DT_VOID), 3, (UOp *[]){glob, view, value}, arg_none()) : NULL;
+  UOp *store = glob && view ? uop_new(u, OP_STORE, dt_make(DT_VOID), 3,
+                                      (UOp *[]){glob, view, value}, arg_none())
+                            : NULL;
   UOp *sink = store ? uop_sink(u, 1, &store) : NULL;
   st_free(st);
   if (!pm || !sink || kern_buf(&k, out) != 0) k.err = TVK_ERR_OUT_OF_MEMORY;
   UOp *ast = k.err == TVK_OK ? graph_rewrite(sink, pm, &k, true) : NULL;
   pm_free(pm);
   if (!ast && k.err == TVK_OK) k.err = TVK_ERR_OUT_OF_MEMORY;
-  tvk_status r = k.err != TVK_OK ? ctx_fail(g->ctx, k.err, "schedule: out of memory building a kernel")
-                                 : check_ast(g, ast);
+  tvk_status r = k.err != TVK_OK
+                     ? ctx_fail(g->ctx, k.err, "schedule: out of memory building a kernel")
+                     : check_ast(g, ast);
   if (r != TVK_OK) {
     free(k.bufs);
     return r;

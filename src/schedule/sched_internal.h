@@ -48,12 +48,16 @@ typedef struct {
   SMap inputs; /* a BUFFER UOp read by some kernel -> its index in Schedule.bufs */
 } SchedGraph;
 
-static inline int64_t sched_index(const SchedGraph *g, const UOp *u) { return smap_get(&g->index, u); }
+static inline int64_t sched_index(const SchedGraph *g, const UOp *u) {
+  return smap_get(&g->index, u);
+}
 /* Leaves of the tensor graph: data that needs no kernel. */
 static inline bool sched_is_leaf(const UOp *u) {
   return u->op == OP_BUFFER || u->op == OP_CONST || u->op == OP_DEFINE_VAR;
 }
-static inline bool sched_realized(const SchedGraph *g, int64_t i) { return g->info[i].why != WHY_NONE; }
+static inline bool sched_realized(const SchedGraph *g, int64_t i) {
+  return g->info[i].why != WHY_NONE;
+}
 /* CONTIGUOUS(VIEW(y, st)) where st reads all of y in row-major order (a
  * reshape): once y is in memory, it is row-major already, so the CONTIGUOUS
  * needs no kernel of its own; y is materialised instead and the CONTIGUOUS

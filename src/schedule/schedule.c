@@ -38,8 +38,11 @@ static tvk_status add_outputs(SchedGraph *g, Schedule *s) {
   for (size_t i = 0; i < g->n; i++) {
     if (!sched_realized(g, (int64_t)i)) continue;
     UOp *u = g->topo[i];
-    SchedBuf b = {.node = u, .dtype = (ScalarType)u->dtype.scalar, .numel = 1,
-                  .why = g->info[i].why, .culprit = g->info[i].culprit};
+    SchedBuf b = {.node = u,
+                  .dtype = (ScalarType)u->dtype.scalar,
+                  .numel = 1,
+                  .why = g->info[i].why,
+                  .culprit = g->info[i].culprit};
     b.ndim = graph_shape(u, b.shape);
     for (int d = 0; d < b.ndim; d++) b.numel *= b.shape[d];
     int at = sched_add_buf(s, &b);
@@ -54,12 +57,14 @@ static tvk_status add_outputs(SchedGraph *g, Schedule *s) {
  * write its inputs. Fills order[0..n-1]. The graph of a DAG has no cycles
  * today, but a cycle (say, through a future assign) is reported rather than
  * looped on. */
-static tvk_status order_items(tvk_ctx *ctx, int nbufs, const ScheduleItem *items, int n, int *order) {
+static tvk_status order_items(tvk_ctx *ctx, int nbufs, const ScheduleItem *items, int n,
+                              int *order) {
   size_t nedge = 0;
   for (int i = 0; i < n; i++) nedge += (size_t)(items[i].nbufs - items[i].nout);
   int *producer = malloc((size_t)(nbufs ? nbufs : 1) * sizeof *producer);
   int *indeg = calloc((size_t)n + 1, sizeof *indeg);
-  int *first = calloc((size_t)n + 2, sizeof *first); /* consumers of item p: edge[first[p] .. first[p+1]) */
+  int *first =
+      calloc((size_t)n + 2, sizeof *first); /* consumers of item p: edge[first[p] .. first[p+1]) */
   int *edge = malloc((nedge ? nedge : 1) * sizeof *edge);
   tvk_status st = TVK_OK;
   if (!producer || !indeg || !first || !edge) {
@@ -89,7 +94,8 @@ static tvk_status order_items(tvk_ctx *ctx, int nbufs, const ScheduleItem *items
       if (--indeg[edge[e]] == 0) order[tail++] = edge[e];
   }
   if (tail != n)
-    st = ctx_fail(ctx, TVK_ERR_INTERNAL, "schedule: cycle among the kernels: only %d of %d could be ordered", tail, n);
+    st = ctx_fail(ctx, TVK_ERR_INTERNAL,
+                  "schedule: cycle among the kernels: only %d of %d could be ordered", tail, n);
 done:
   free(producer), free(indeg), free(first), free(edge);
   return st;
@@ -163,14 +169,16 @@ tvk_status schedule_alloc(tvk_ctx *ctx, Schedule *s) {
     if (id < 0) return st;
     /* The BUFFER UOp owns the device buffer from here on. */
     b->buffer = uop_retain(uop_new(ctx->u, OP_BUFFER, dt_make(b->dtype), 0, NULL, arg_int(id)));
-    if (!b->buffer) return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory for a BUFFER");
+    if (!b->buffer)
+      return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory for a BUFFER");
   }
   return TVK_OK;
 }
 
 void schedule_buf_str(const Schedule *s, int i, char *buf, size_t n) {
   const SchedBuf *b = &s->bufs[i];
-  int at = b->buffer ? snprintf(buf, n, "buf %" PRId64, b->buffer->arg.i) : snprintf(buf, n, "buf ?");
+  int at =
+      b->buffer ? snprintf(buf, n, "buf %" PRId64, b->buffer->arg.i) : snprintf(buf, n, "buf ?");
   at += snprintf(buf + at, n > (size_t)at ? n - (size_t)at : 0, " %s ", dt_scalar_name(b->dtype));
   if (!b->node) {
     snprintf(buf + at, n > (size_t)at ? n - (size_t)at : 0, "[%" PRId64 "]", b->numel);
@@ -178,7 +186,8 @@ void schedule_buf_str(const Schedule *s, int i, char *buf, size_t n) {
   }
   at += snprintf(buf + at, n > (size_t)at ? n - (size_t)at : 0, "(");
   for (int d = 0; d < b->ndim; d++)
-    at += snprintf(buf + at, n > (size_t)at ? n - (size_t)at : 0, "%s%" PRId64, d ? ", " : "", b->shape[d]);
+    at += snprintf(buf + at, n > (size_t)at ? n - (size_t)at : 0, "%s%" PRId64, d ? ", " : "",
+                   b->shape[d]);
   snprintf(buf + at, n > (size_t)at ? n - (size_t)at : 0, "%s)", b->ndim == 1 ? "," : "");
 }
 
@@ -190,8 +199,8 @@ static void print_why(FILE *f, const SchedBuf *b) {
 
 void schedule_print(FILE *f, const Schedule *s, const char *const *names) {
   char text[400];
-  fprintf(f, "tvk schedule: %d kernel%s, %d buffer%s\n", s->nitems, s->nitems == 1 ? "" : "s", s->nbufs,
-          s->nbufs == 1 ? "" : "s");
+  fprintf(f, "tvk schedule: %d kernel%s, %d buffer%s\n", s->nitems, s->nitems == 1 ? "" : "s",
+          s->nbufs, s->nbufs == 1 ? "" : "s");
   for (int i = 0; i < s->nitems; i++) {
     const ScheduleItem *it = &s->items[i];
     fprintf(f, "  [%d] %s\n", i, names && names[i] ? names[i] : "kernel");

@@ -42,18 +42,18 @@ typedef enum {
 const char *sched_why_name(SchedWhy why);
 
 typedef struct {
-  UOp *node;       /* retained: the graph node computed into the buffer; NULL for an input that existed */
-  UOp *buffer;     /* retained BUFFER UOp; NULL for a new output until schedule_alloc */
+  UOp *node; /* retained: the graph node computed into the buffer; NULL for an input that existed */
+  UOp *buffer; /* retained BUFFER UOp; NULL for a new output until schedule_alloc */
   ScalarType dtype;
   int64_t numel;
-  int ndim;        /* the node's shape (new outputs); the buffer is row-major in it */
+  int ndim; /* the node's shape (new outputs); the buffer is row-major in it */
   int64_t shape[TVK_MAX_DIMS];
-  SchedWhy why;    /* new outputs: why the node is materialised */
-  Op culprit;      /* the op the reason is about (the unsafe op, the blocked op), or OP_NONE */
+  SchedWhy why; /* new outputs: why the node is materialised */
+  Op culprit;   /* the op the reason is about (the unsafe op, the blocked op), or OP_NONE */
 } SchedBuf;
 
 typedef struct {
-  UOp *ast;  /* retained: SINK(STORE ...), the kernel AST of codegen/kernel.h */
+  UOp *ast; /* retained: SINK(STORE ...), the kernel AST of codegen/kernel.h */
   int nbufs;
   int *bufs; /* indices into Schedule.bufs in DEFINE_GLOBAL order: outputs first */
   int nout;  /* the first nout of bufs are written */

@@ -53,4 +53,3 @@ bool smap_put(SMap *m, const UOp *u, int64_t v) {
   m->vals[i] = v;
   return true;
 }
-

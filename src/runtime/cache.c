@@ -1,0 +1,209 @@
+/* The on-disk kernel cache shared by the backends: the content hash, the
+ * directory, and atomic file publishing. See cache.h. */
+#include "cache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+/* ---- hash ---- */
+
+static uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+/* The 64-bit finaliser of MurmurHash3: every input bit flips each output bit
+ * with probability ~1/2. */
+static uint64_t mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= UINT64_C(0xff51afd7ed558ccd);
+  x ^= x >> 33;
+  x *= UINT64_C(0xc4ceb9fe1a85ec53);
+  x ^= x >> 33;
+  return x;
+}
+
+void cache_hash_init(CacheHash *h) {
+  h->a = UINT64_C(0xcbf29ce484222325); /* FNV-1a offset basis */
+  h->b = UINT64_C(0x9e3779b97f4a7c15); /* golden ratio */
+  h->n = 0;
+}
+
+static void hash_byte(CacheHash *h, unsigned char c) {
+  h->a = (h->a ^ c) * UINT64_C(0x100000001b3);                 /* FNV-1a */
+  h->b = (rotl64(h->b, 7) ^ c) * UINT64_C(0xc6a4a7935bd1e995); /* a rotate-multiply lane */
+  h->n++;
+}
+
+void cache_hash_bytes(CacheHash *h, const void *p, size_t n) {
+  const unsigned char *s = p;
+  for (int i = 0; i < 8; i++) hash_byte(h, (unsigned char)((uint64_t)n >> (8 * i)));
+  for (size_t i = 0; i < n; i++) hash_byte(h, s[i]);
+}
+
+void cache_hash_field(CacheHash *h, const char *s) { cache_hash_bytes(h, s, s ? strlen(s) : 0); }
+
+void cache_hash_hex(const CacheHash *h, char out[33]) {
+  uint64_t a = mix64(h->a ^ h->n);
+  uint64_t b = mix64(h->b ^ (h->n * UINT64_C(0x9e3779b97f4a7c15)));
+  snprintf(out, 33, "%016" PRIx64 "%016" PRIx64, a, b);
+}
+
+/* ---- directory ---- */
+
+/* mkdir -p with mode 0700 for what it creates. Returns 0 or an errno value. */
+static int mkdir_p(const char *path) {
+  size_t n = strlen(path);
+  char *tmp = malloc(n + 1);
+  if (!tmp) return ENOMEM;
+  memcpy(tmp, path, n + 1);
+  int rc = 0;
+  for (size_t i = 1; i <= n && rc == 0; i++) {
+    if (tmp[i] != '/' && tmp[i] != '\0') continue;
+    char saved = tmp[i];
+    tmp[i] = '\0';
+    if (mkdir(tmp, 0700) != 0 && errno != EEXIST) rc = errno;
+    tmp[i] = saved;
+  }
+  free(tmp);
+  if (rc) return rc;
+  struct stat st;
+  if (stat(path, &st) != 0) return errno;
+  if (!S_ISDIR(st.st_mode)) return ENOTDIR;
+  if (access(path, W_OK | X_OK) != 0) return errno;
+  return 0;
+}
+
+/* A malloc'ed printf result; NULL when out of memory. */
+__attribute__((format(printf, 1, 2))) static char *str_printf(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  if (!s) return NULL;
+  va_start(ap, fmt);
+  vsnprintf(s, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  return s;
+}
+
+/* The last resort lives in a shared temp dir, so it must be ours alone: a
+ * directory others can write could hand us a .so to load. */
+static int check_private(const char *path) {
+  struct stat st;
+  if (lstat(path, &st) != 0) return errno;
+  if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 0022)) return EPERM;
+  return 0;
+}
+
+static tvk_status open_tmp_fallback(char **out, char *err, size_t errn) {
+  const char *tmpdir = getenv("TMPDIR");
+  if (!tmpdir || !*tmpdir) tmpdir = "/tmp";
+  char *path = str_printf("%s/tvk-%lu", tmpdir, (unsigned long)getuid());
+  if (!path) {
+    snprintf(err, errn, "out of memory building the cache path");
+    return TVK_ERR_OUT_OF_MEMORY;
+  }
+  int rc = mkdir_p(path);
+  if (rc == 0) rc = check_private(path);
+  if (rc != 0) {
+    snprintf(err, errn,
+             "no usable kernel cache directory: tried the home cache and '%s' (%s); "
+             "set TVK_CACHE_DIR",
+             path, strerror(rc));
+    free(path);
+    return TVK_ERR_DEVICE;
+  }
+  *out = path;
+  return TVK_OK;
+}
+
+tvk_status cache_dir_open(const char *explicit_dir, char **out, char *err, size_t errn) {
+  *out = NULL;
+  if (explicit_dir && *explicit_dir) {
+    int rc = mkdir_p(explicit_dir);
+    if (rc != 0) {
+      snprintf(err, errn, "cannot use kernel cache directory '%s': %s", explicit_dir, strerror(rc));
+      return TVK_ERR_DEVICE;
+    }
+    *out = strdup(explicit_dir);
+    if (!*out) goto oom;
+    return TVK_OK;
+  }
+  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  char *cand = NULL;
+  if (xdg && *xdg) {
+    cand = str_printf("%s/tvk", xdg);
+    if (!cand) goto oom;
+  } else if (home && *home) {
+    cand = str_printf("%s/.cache/tvk", home);
+    if (!cand) goto oom;
+  }
+  if (cand && mkdir_p(cand) == 0) {
+    *out = cand;
+    return TVK_OK;
+  }
+  free(cand); /* an unwritable home is not an error: fall back */
+  return open_tmp_fallback(out, err, errn);
+oom:
+  snprintf(err, errn, "out of memory building the cache path");
+  return TVK_ERR_OUT_OF_MEMORY;
+}
+
+/* ---- files ---- */
+
+int cache_file_read(const char *path, void **data, size_t *n) {
+  *data = NULL;
+  *n = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return errno;
+  int rc = 0;
+  long len = -1;
+  if (fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0)
+    rc = errno ? errno : EIO;
+  char *buf = rc == 0 ? malloc(len > 0 ? (size_t)len : 1) : NULL;
+  if (rc == 0 && !buf) rc = ENOMEM;
+  if (rc == 0 && len > 0 && fread(buf, 1, (size_t)len, f) != (size_t)len) rc = EIO;
+  fclose(f);
+  if (rc != 0) {
+    free(buf);
+    return rc;
+  }
+  *data = buf;
+  *n = (size_t)len;
+  return 0;
+}
+
+static int write_all(int fd, const char *s, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, s, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return w < 0 ? errno : EIO;
+    s += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+int cache_file_write(const char *path, const void *data, size_t n) {
+  char *tmp = str_printf("%s-XXXXXX", path);
+  if (!tmp) return ENOMEM;
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    int rc = errno;
+    free(tmp);
+    return rc;
+  }
+  int rc = write_all(fd, data, n);
+  if (close(fd) != 0 && rc == 0) rc = errno;
+  if (rc == 0 && rename(tmp, path) != 0) rc = errno;
+  if (rc != 0) unlink(tmp);
+  free(tmp);
+  return rc;
+}

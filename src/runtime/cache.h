@@ -1,0 +1,53 @@
+/* The on-disk kernel cache shared by the backends: where it lives and the
+ * content hash that names a compiled kernel in it.
+ *
+ * Each backend decides what goes into a key (source, compiler identity, device
+ * identity) and what a cached file holds (a .so for the CPU, SPIR-V for Vulkan);
+ * both use one directory and one hash. docs/cpu_backend.md ("The cache")
+ * describes the directory rules and the hash.
+ */
+#ifndef TVK_RUNTIME_CACHE_H
+#define TVK_RUNTIME_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tvk.h"
+
+/* A 128-bit, non-cryptographic hash: two 64-bit lanes with different
+ * multipliers, each finished with a full avalanche mix. Strong enough that two
+ * different kernels never share a cache file by accident; not meant to resist
+ * someone crafting collisions (who can write the cache can replace its files
+ * anyway). */
+typedef struct {
+  uint64_t a, b, n;
+} CacheHash;
+
+void cache_hash_init(CacheHash *h);
+/* Adds one field, length-prefixed, so ("ab","c") and ("a","bc") differ. NULL is
+ * hashed as an empty field. */
+void cache_hash_field(CacheHash *h, const char *s);
+/* Adds n raw bytes as one length-prefixed field (for binary identities such as
+ * a device UUID). */
+void cache_hash_bytes(CacheHash *h, const void *p, size_t n);
+/* Writes 32 lowercase hex digits and a NUL into out. */
+void cache_hash_hex(const CacheHash *h, char out[33]);
+
+/* Where the cache lives. `explicit_dir` is opt->cache_dir or $TVK_CACHE_DIR:
+ * when set it is used or fails; otherwise $XDG_CACHE_HOME/tvk, ~/.cache/tvk and
+ * finally ${TMPDIR:-/tmp}/tvk-<uid> are tried in turn. On success *out is a
+ * malloc'ed path of an existing, writable directory. On failure returns
+ * TVK_ERR_DEVICE (or TVK_ERR_OUT_OF_MEMORY) with a message in err naming the
+ * directory and the reason. */
+tvk_status cache_dir_open(const char *explicit_dir, char **out, char *err, size_t errn);
+
+/* Reads the whole file at path into a malloc'ed buffer. Returns 0 and sets
+ * *data and *n, or an errno value (ENOENT when the file does not exist). */
+int cache_file_read(const char *path, void **data, size_t *n);
+
+/* Publishes n bytes as the file at path atomically: written to a mkstemp name
+ * next to it, then renamed, so a reader sees no file or a complete one. Returns
+ * 0 or an errno value; on failure nothing is left behind. */
+int cache_file_write(const char *path, const void *data, size_t n);
+
+#endif
