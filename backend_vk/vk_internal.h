@@ -102,6 +102,7 @@ typedef struct VkDev {
   char name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE + 16]; /* "Vulkan: <deviceName>" */
   int debug;        /* TVK_DEBUG level */
   bool validate;    /* VK_LAYER_KHRONOS_validation is on */
+  bool sync_validation; /* and its synchronization validation (TVK_VALIDATE=2) */
   char *cache_dir;  /* opt->cache_dir (malloc'ed) or NULL: the default places (cpu_cache_dir_open) */
 
   VkInstance instance;
@@ -157,7 +158,9 @@ struct DevBuffer {
   VkDeviceSize reserved; /* bytes taken from the block: range rounded up to the alignment */
   uint8_t *host;       /* mapped address of offset; NULL: copies go through staging */
   struct VkBlock *block;
-  DevBuffer *next_freed; /* vk_memory.c: freed, waiting for serial_done >= freed_serial */
+  /* vk_memory.c's bookkeeping: the list of live buffers (destroy frees those the
+   * caller did not), and the list of freed ones waiting for serial_done >= freed_serial. */
+  DevBuffer *prev, *next;
   uint64_t freed_serial;
 };
 
@@ -229,5 +232,96 @@ tvk_status vk_wait(VkDev *v);
 void vk_pipeline_cleanup(VkDev *v);
 /* Frees command pools, fences, semaphores, query pools, descriptor pools. */
 void vk_dispatch_destroy(VkDev *v);
+
+/* ---- the kernel ABI on Vulkan (what the GLSL renderer emits, vk_launch feeds) ----
+ *
+ * Buffers: launch buffer i is the storage buffer at (set 0, binding i), bound as
+ * (DevBuffer.buffer, .offset, .range). Declare inputs `readonly`: bindings the
+ * SPIR-V marks NonWritable are treated as read-only, which spares barriers
+ * between kernels that only read the same buffer. Bindings the shader does not
+ * declare (or the optimiser removed) are neither bound nor tracked.
+ *
+ * Push constants: one block, std430, in this order:
+ *
+ *   layout(push_constant) uniform TvkPush {
+ *     uint grid_x, grid_y, grid_z;   // offset 0: the launch's dims->global
+ *     int v0, v1, ...;               // offset VK_PUSH_VALS_OFFSET + 4*i: vals[i]
+ *   } pc;
+ *
+ * The block may stop early (no values; or only the grid is declared when the
+ * kernel needs neither): vk_launch pushes the grid and every value, zero-padded
+ * to the block's size as the SPIR-V declares it. 12 + 4*nvals bytes must fit in
+ * maxPushConstantsSize (128 on most devices: 29 values).
+ *
+ * Work groups: dims->global is the logical grid; dims->local must equal the
+ * shader's local_size. When a grid dimension exceeds maxComputeWorkGroupCount,
+ * vk_launch dispatches the total number of groups T = grid_x*grid_y*grid_z
+ * (T < 2^32) spread over x, y, z instead, so every kernel reconstructs its
+ * logical group id from the linear one, and groups past T exit at once (a whole
+ * group returns, so a later barrier() stays in uniform control flow):
+ *
+ *   uint lin = gl_WorkGroupID.x + gl_NumWorkGroups.x *
+ *              (gl_WorkGroupID.y + gl_NumWorkGroups.y * gl_WorkGroupID.z);
+ *   if (lin >= pc.grid_x * pc.grid_y * pc.grid_z) return;
+ *   uvec3 gid = uvec3(lin % pc.grid_x, (lin / pc.grid_x) % pc.grid_y,
+ *                     lin / (pc.grid_x * pc.grid_y));
+ *
+ * When the grid fits, the dispatch is exactly (grid_x, grid_y, grid_z) and gid
+ * equals gl_WorkGroupID. */
+enum { VK_PUSH_VALS_OFFSET = 12 };
+
+/* Access of one binding, from the SPIR-V (NonWritable / NonReadable). */
+enum { VKACC_READ = 1u << 0, VKACC_WRITE = 1u << 1 };
+
+/* A compiled kernel (vk_compile.c builds it, vk_pipeline.c makes its objects). */
+struct DevProgram {
+  VkDev *owner;
+  DevProgram *prev, *next; /* the device's live programs (VkPipelineState.programs) */
+  char *name;
+  int nbindings;          /* highest storage-buffer binding of set 0, plus 1 */
+  uint8_t *access;        /* per binding: VKACC_* (0: the shader does not declare it) */
+  uint32_t push_bytes;    /* size of the push-constant block the shader declares (0: none) */
+  uint32_t local[3];      /* the shader's local_size */
+  bool push_descriptors;  /* bound with vkCmdPushDescriptorSetKHR, not a pool's set */
+  VkShaderModule module;
+  VkDescriptorSetLayout set_layout;
+  VkPipelineLayout layout;
+  VkPipeline pipeline;
+  uint64_t serial;        /* the newest batch that uses it (program_free waits for it) */
+};
+
+/* The shaderc compiler, the cache directory and the VkPipelineCache of a device
+ * (v->pipelines), made by vk_dispatch_init through vk_pipeline_init. */
+struct shaderc_compiler;
+struct VkPipelineState {
+  struct shaderc_compiler *shaderc; /* made at the first cache miss (~200 ms), then kept */
+  char *cache_dir;        /* resolved at the first compile; NULL until then */
+  VkPipelineCache cache;
+  char *cache_path;       /* the pipeline cache's file; NULL: not saved */
+  bool cache_dirty;       /* pipelines were created since it was loaded */
+  DevProgram *programs;
+  uint64_t shaderc_calls; /* compiles that ran shaderc (tests count cache hits) */
+};
+
+/* vk_pipeline.c: creates v->pipelines and loads the VkPipelineCache. */
+tvk_status vk_pipeline_init(VkDev *v);
+/* vk_pipeline.c: reads the interface of the SPIR-V (bindings, their access, the
+ * push-constant block, local_size), checks it against the device's limits and
+ * makes the shader module, layouts and the pipeline into p (p->name set). */
+tvk_status vk_pipeline_build(VkDev *v, DevProgram *p, const uint32_t *spirv, size_t nwords);
+/* vk_pipeline.c: destroys p's Vulkan objects and frees p (not the list links). */
+void vk_pipeline_release(VkDev *v, DevProgram *p);
+/* vk_pipeline.c: the cache directory, opened at the first call. */
+tvk_status vk_cache_dir(VkDev *v, const char **dir);
+/* vk_dispatch.c: waits until the batch of `serial` is complete (submitting it
+ * first if it is still being recorded). */
+tvk_status vk_wait_serial(VkDev *v, uint64_t serial);
+/* vk_dispatch.c: counters since the device was made (tests check barriers). */
+typedef struct {
+  uint64_t dispatches; /* vkCmdDispatch recorded */
+  uint64_t barriers;   /* pipeline barriers between dispatches (not the batch's first/last) */
+  uint64_t submits;    /* batches submitted */
+} VkDispatchStats;
+void vk_dispatch_stats(const VkDev *v, VkDispatchStats *out);
 
 #endif

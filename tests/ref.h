@@ -10,8 +10,11 @@
  *   16-bit patterns, bool as one byte);
  * - RArr: values with a shape, and the movement ops and broadcasting done by
  *   index loops;
- * - a fixed-seed PRNG (xorshift64*);
- * - the comparison that prints the first mismatch with its index and inputs. */
+ * - casts and reductions as tvk.h defines them (result dtypes, identities);
+ * - a fixed-seed PRNG (xorshift64*) and input generation: special values of a
+ *   domain first, random values after;
+ * - the comparison that prints the first mismatch with its index and inputs.
+ * The elementwise ops' meanings sit next to their op tables in test_ops.c. */
 #ifndef TVK_TESTS_REF_H
 #define TVK_TESTS_REF_H
 
@@ -147,7 +150,7 @@ bool ref_compare(const char *what, const RArr *got, const RArr *exp, Tol tol, co
 
 /* ---------------------------------------------------------------- inputs */
 
-/* Special values put first in an input (see specials()). */
+/* Special values put first in an input (see ref_specials). */
 enum {
   SP_FIN = 1,   /* floats: 0 +-1 +-0.5 +-1.5 +-2.5 3 -7 1e-3 100 in range; ints: 0 +-1 +-2 +-7 */
   SP_EDGE = 2,  /* floats: +-largest finite, +-least normal; ints: min, max and neighbours */

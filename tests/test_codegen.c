@@ -957,7 +957,8 @@ static void test_nested_reduce(void **state) {
 }
 
 /* A reduce that does not depend on the output axis (its input is expanded
- * along it) is computed before that loop; and a reduce over an axis where its
+ * along it) still runs inside that loop, the parallel one (outside it, every
+ * core would repeat it); and a reduce over an axis where its
  * input has size 1 is its input: out[i] = sum_j b[j] + sum_j d[i] with b
  * expanded over rows and d of size 1 along the reduced axis. */
 static void test_hoisted_reduce(void **state) {
@@ -1208,8 +1209,7 @@ static void test_reduce_all_then_elementwise(void **state) {
       fail_msg("n %lld: sum * 2 alone = %.9g, want %.9g", (long long)n, out[0], 2 * sum);
     UOp *X = ld(c, 5, DT_FLOAT32, shp(1, n)), *S = reduce(X, OP_ADD, 1, ax);
     UOp *v[5] = {uop_mul(S, cf(c, 2)), uop_add(reduce(X, OP_MAX, 1, ax), cf(c, 1)),
-                 uop_neg(reduce(uop_neg(X), OP_MAX, 1, ax)), uop_mul(S, cf(c, 1.0 / (double)n)),
-                 S};
+                 uop_neg(reduce(uop_neg(X), OP_MAX, 1, ax)), uop_mul(S, cf(c, 1.0 / (double)n)), S};
     UOp *st[5];
     for (int i = 0; i < 5; i++) st[i] = store(c, i, DT_FLOAT32, shp(1, (int64_t)1), v[i]);
     run_scalars(s, 5, st, out, 1, &in);
@@ -1222,10 +1222,10 @@ static void test_reduce_all_then_elementwise(void **state) {
     if (fabs(out[4] - sum) > tol)
       fail_msg("n %lld: sum = %.9g, want %.9g", (long long)n, out[4], sum);
     UOp *XI = ld(c, 2, DT_INT32, shp(1, n));
-    UOp *ist[2] = {store(c, 0, DT_INT32, shp(1, (int64_t)1),
-                         uop_add_c(uop_mul_c(reduce(XI, OP_ADD, 1, ax), 3), -1)),
-                   store(c, 1, DT_INT32, shp(1, (int64_t)1),
-                         uop_neg(reduce(uop_neg(XI), OP_MAX, 1, ax)))};
+    UOp *ist[2] = {
+        store(c, 0, DT_INT32, shp(1, (int64_t)1),
+              uop_add_c(uop_mul_c(reduce(XI, OP_ADD, 1, ax), 3), -1)),
+        store(c, 1, DT_INT32, shp(1, (int64_t)1), uop_neg(reduce(uop_neg(XI), OP_MAX, 1, ax)))};
     HostBuf hi[3] = {{&iout[0], 4}, {&iout[1], 4}, {xi, (size_t)n * 4}};
     run(s, uop_sink(c, 2, ist), 3, hi, 0, NULL);
     assert_int_equal(iout[0], isum * 3 - 1);
@@ -1287,8 +1287,8 @@ static void test_reduce_all_0d(void **state) {
   const int64_t none[] = {0}, ax1[] = {0}, ax2[] = {0, 1};
   UOp *X0 = ld(c, 3, DT_FLOAT32, shp(0));
   UOp *st0[3] = {
-      store(c, 0, DT_FLOAT32, shp(0), uop_add(uop_mul(reduce(X0, OP_ADD, 0, none), cf(c, 2)),
-                                               cf(c, 1))),
+      store(c, 0, DT_FLOAT32, shp(0),
+            uop_add(uop_mul(reduce(X0, OP_ADD, 0, none), cf(c, 2)), cf(c, 1))),
       store(c, 1, DT_FLOAT32, shp(0), uop_sub(reduce(X0, OP_MAX, 0, none), cf(c, 3))),
       store(c, 2, DT_FLOAT32, shp(0), reduce(uop_mul(X0, X0), OP_MUL, 0, none)),
   };
@@ -1299,8 +1299,8 @@ static void test_reduce_all_0d(void **state) {
   check_close(out[2], 1.75 * 1.75, 0, "0-d prod of x * x", 0);
   UOp *X1 = ld(c, 1, DT_FLOAT32, shp(1, (int64_t)1));
   UOp *X2 = ld(c, 2, DT_FLOAT32, shp(2, (int64_t)1, (int64_t)1));
-  UOp *st1 = store(c, 0, DT_FLOAT32, shp(1, (int64_t)1),
-                   uop_mul(reduce(X1, OP_ADD, 1, ax1), cf(c, -2)));
+  UOp *st1 =
+      store(c, 0, DT_FLOAT32, shp(1, (int64_t)1), uop_mul(reduce(X1, OP_ADD, 1, ax1), cf(c, -2)));
   UOp *st2 = store(c, 1, DT_FLOAT32, shp(2, (int64_t)1, (int64_t)1),
                    uop_add(reduce(X2, OP_MAX, 2, ax2), cf(c, 0.25)));
   run_scalars(s, 1, &st1, out, 1, &in);
@@ -1329,17 +1329,20 @@ static void test_unfed_reduce_then_elementwise(void **state) {
   /* (1) */
   ShapeTracker *e0 = shp(2, (int64_t)1, (int64_t)C), *ev = st_expand(e0, (const sint[]){R, C});
   UOp *sum_b = reduce(ld(c, 1, DT_FLOAT32, ev), OP_ADD, 1, ax1);
-  UOp *k1 = sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)R, (int64_t)1), uop_mul(sum_b, cf(c, 2))));
+  UOp *k1 =
+      sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)R, (int64_t)1), uop_mul(sum_b, cf(c, 2))));
   assert_int_equal(check_structure(k1), 2);
   HostBuf h1[2] = {{out, R * 4}, {b, sizeof b}};
   run(s, k1, 2, h1, 0, NULL);
   for (int i = 0; i < R; i++)
-    if (fabs(out[i] - 2 * sb) > 2e-6 * (1 + mag)) fail_msg("(1)[%d]: %.9g, want %.9g", i, out[i], 2 * sb);
+    if (fabs(out[i] - 2 * sb) > 2e-6 * (1 + mag))
+      fail_msg("(1)[%d]: %.9g, want %.9g", i, out[i], 2 * sb);
   /* (2) */
   ShapeTracker *f0 = shp(3, (int64_t)1, (int64_t)1, (int64_t)K),
                *fv = st_expand(f0, (const sint[]){P, Q, K});
   UOp *sbk = reduce(ld(c, 1, DT_FLOAT32, fv), OP_ADD, 1, ax2);
-  UOp *sa = reduce(ld(c, 2, DT_FLOAT32, shp(3, (int64_t)P, (int64_t)Q, (int64_t)K)), OP_ADD, 1, ax2);
+  UOp *sa =
+      reduce(ld(c, 2, DT_FLOAT32, shp(3, (int64_t)P, (int64_t)Q, (int64_t)K)), OP_ADD, 1, ax2);
   UOp *k2 = sink1(store(c, 0, DT_FLOAT32, shp(3, (int64_t)P, (int64_t)Q, (int64_t)1),
                         uop_add(uop_mul(sbk, cf(c, 2)), sa)));
   assert_int_equal(check_structure(k2), 3);
@@ -1560,8 +1563,9 @@ static void test_deep_expression(void **state) {
     if (max_nesting(src) > 64) fail_msg("brackets nest %d deep:\n%s", max_nesting(src), src);
     free(src);
     run(s, sink, 2 * nst, hb, 0, NULL);
-    for (int k = 0; k < nst; k++) deep_check(kind < 3 ? kind : k, ins[kind < 3 ? kind : k].data,
-                                             outs[kind < 3 ? kind : k].data);
+    for (int k = 0; k < nst; k++)
+      deep_check(kind < 3 ? kind : k, ins[kind < 3 ? kind : k].data,
+                 outs[kind < 3 ? kind : k].data);
   }
   /* the int chain has no undefined behaviour (and compiles warning-free) */
   HostBuf hu[2] = {outs[2], ins[2]};

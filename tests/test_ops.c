@@ -153,7 +153,7 @@ static const tvk_dtype ALL_DTYPES[REF_NDT] = {
     TVK_BOOL,  TVK_INT8,   TVK_UINT8,   TVK_INT16,    TVK_UINT16,  TVK_INT32,  TVK_UINT32,
     TVK_INT64, TVK_UINT64, TVK_FLOAT16, TVK_BFLOAT16, TVK_FLOAT32, TVK_FLOAT64};
 
-static const char *S_(const int64_t *shape, int ndim, char *buf, size_t n) {
+static const char *shape_str(const int64_t *shape, int ndim, char *buf, size_t n) {
   return ref_shape_str(ndim, shape, buf, n);
 }
 
@@ -194,8 +194,8 @@ static bool expect(Suite *s, const char *what, tvk_tensor *t, const RArr *exp, T
   bool same = tvk_ndim(t) == exp->ndim;
   for (int d = 0; same && d < exp->ndim; d++) same = tvk_shape(t)[d] == exp->shape[d];
   if (!same) {
-    failf(s, "%s: shape %s, expected %s", what, S_(tvk_shape(t), tvk_ndim(t), sh, sizeof sh),
-          S_(exp->shape, exp->ndim, sh2, sizeof sh2));
+    failf(s, "%s: shape %s, expected %s", what, shape_str(tvk_shape(t), tvk_ndim(t), sh, sizeof sh),
+          shape_str(exp->shape, exp->ndim, sh2, sizeof sh2));
     return false;
   }
   size_t nbytes = (size_t)exp->n * tvk_dtype_size(exp->dt);
@@ -327,16 +327,14 @@ typedef struct {
 
 /* Domains: floats in [-100, 100) with every special the op defines; ints over
  * their whole range with their edges, so wrap-around is hit for every width. */
-#define D_WIDE                                                                                     \
-  { .lo = -100, .hi = 100, .sp = SP_FIN | SP_EDGE | SP_NAN | SP_INF | SP_NEGZ }
-#define D_SHIFT                                                                                    \
-  { .shift = true, .sp = SP_FIN }
+/* clang-format off */
+#define D_WIDE { .lo = -100, .hi = 100, .sp = SP_FIN | SP_EDGE | SP_NAN | SP_INF | SP_NEGZ }
+#define D_SHIFT { .shift = true, .sp = SP_FIN }
 /* pow: a**b with bases > 0 (a negative base is a separate edge test). In
  * float16 a pow through exp2(b*log2(a)) rounds the product: |b*log2 a| <= 4. */
-#define D_POWA                                                                                     \
-  { .lo = 0.1, .hi = 4, .lo16 = 0.25, .hi16 = 4, .ilo = 1, .ihi = 5, .sp = SP_FIN }
-#define D_POWB                                                                                     \
-  { .lo = -3, .hi = 3, .lo16 = -2, .hi16 = 2, .ilo = -3, .ihi = 3, .sp = SP_FIN }
+#define D_POWA { .lo = 0.1, .hi = 4, .lo16 = 0.25, .hi16 = 4, .ilo = 1, .ihi = 5, .sp = SP_FIN }
+#define D_POWB { .lo = -3, .hi = 3, .lo16 = -2, .hi16 = 2, .ilo = -3, .ihi = 3, .sp = SP_FIN }
+/* clang-format on */
 
 #define M_CMP_ALL (M_ALL)
 static const BinOp BINOPS[] = {
@@ -446,33 +444,23 @@ typedef struct {
   Dom d;
 } UnOp;
 
+/* clang-format off */
 #define SP_ALLF (SP_FIN | SP_NAN | SP_INF)
 /* Domains of the float-valued ops: where the float32 (and, narrower, the
  * 16-bit) tolerance holds; see the tolerance comment. Ints draw from ilo..ihi. */
-#define D_EXP                                                                                      \
-  { -16, 16, -4, 4, -16, 16, SP_ALLF, false }
-#define D_EXP2                                                                                     \
-  { -20, 20, -10, 10, -20, 20, SP_ALLF, false }
-#define D_LOG                                                                                      \
-  { 1e-3, 100, 0, 0, 0, 100, SP_ALLF | SP_OUT, false }
-#define D_SQRT                                                                                     \
-  { 0, 100, 0, 0, -1, 100, SP_ALLF | SP_OUT, false }
-#define D_RSQRT                                                                                    \
-  { 1e-3, 100, 0, 0, 0, 100, SP_FIN | SP_NAN | SP_INF | SP_OUT, false }
-#define D_RECIP                                                                                    \
-  { -100, 100, 0, 0, -100, 100, SP_FIN | SP_NAN | SP_INF, false }
-#define D_TRIG                                                                                     \
-  { -10, 10, 0, 0, -10, 10, SP_FIN | SP_NAN, false }
-#define D_SIGM                                                                                     \
-  { -20, 20, -8, 8, -20, 20, SP_ALLF, false }
-#define D_TANH                                                                                     \
-  { -10, 10, -4, 4, -10, 10, SP_ALLF, false }
-#define D_GELU                                                                                     \
-  { -6, 6, -4, 4, -6, 6, SP_FIN | SP_NAN, false }
-#define D_SILU                                                                                     \
-  { -16, 16, -4, 4, -16, 16, SP_FIN | SP_NAN, false }
-#define D_ANY                                                                                      \
-  { -100, 100, 0, 0, 0, 0, SP_ALLF | SP_EDGE | SP_NEGZ, false }
+#define D_EXP { -16, 16, -4, 4, -16, 16, SP_ALLF, false }
+#define D_EXP2 { -20, 20, -10, 10, -20, 20, SP_ALLF, false }
+#define D_LOG { 1e-3, 100, 0, 0, 0, 100, SP_ALLF | SP_OUT, false }
+#define D_SQRT { 0, 100, 0, 0, -1, 100, SP_ALLF | SP_OUT, false }
+#define D_RSQRT { 1e-3, 100, 0, 0, 0, 100, SP_FIN | SP_NAN | SP_INF | SP_OUT, false }
+#define D_RECIP { -100, 100, 0, 0, -100, 100, SP_FIN | SP_NAN | SP_INF, false }
+#define D_TRIG { -10, 10, 0, 0, -10, 10, SP_FIN | SP_NAN, false }
+#define D_SIGM { -20, 20, -8, 8, -20, 20, SP_ALLF, false }
+#define D_TANH { -10, 10, -4, 4, -10, 10, SP_ALLF, false }
+#define D_GELU { -6, 6, -4, 4, -6, 6, SP_FIN | SP_NAN, false }
+#define D_SILU { -16, 16, -4, 4, -16, 16, SP_FIN | SP_NAN, false }
+#define D_ANY { -100, 100, 0, 0, 0, 0, SP_ALLF | SP_EDGE | SP_NEGZ, false }
+/* clang-format on */
 
 /* Float-valued ops: float32, float16 and int32 (ints and bool give float32)
  * always; bfloat16 and float64 for a representative few (M_MATH2); the other
@@ -905,8 +893,8 @@ static void bcast_case(Suite *s, const char *name, tvk_dtype dt, int na, const i
   RArr ea = ref_expand(&a, nd, shape), eb = ref_expand(&b, nd, shape);
   RArr e = ref_binop(op, &ea, &eb);
   char what[160], s1[64], s2[64];
-  snprintf(what, sizeof what, "%s(%s %s, %s)", name, ref_dt(dt), S_(sa, na, s1, sizeof s1),
-           S_(sb, nb, s2, sizeof s2));
+  snprintf(what, sizeof what, "%s(%s %s, %s)", name, ref_dt(dt), shape_str(sa, na, s1, sizeof s1),
+           shape_str(sb, nb, s2, sizeof s2));
   tvk_tensor *ta = mk(s, &a), *tb = mk(s, &b), *t = op->fn(ta, tb);
   expect(s, what, t, &e, op_tol(op->math, e.dt), NULL, 2, (const RArr *const[]){&ea, &eb});
   tvk_release(ta), tvk_release(tb), tvk_release(t);
@@ -1076,7 +1064,7 @@ static void red_check(Suite *s, RKind k, const RArr *a, int naxes, const int *ax
   for (int j = 0; j < naxes; j++)
     n += (size_t)snprintf(ax + n, sizeof ax - n, "%s%d", j ? "," : "", axes[j]);
   snprintf(what, sizeof what, "%s(%s %s%s, axes %s%s)", REDOPS[k].name, ref_dt(a->dt), tag,
-           S_(a->shape, a->ndim, sh, sizeof sh), ax, keepdim ? ", keepdim" : "");
+           shape_str(a->shape, a->ndim, sh, sizeof sh), ax, keepdim ? ", keepdim" : "");
   double *allow = NULL;
   RArr e = ref_reduce(k, a, naxes, axes, keepdim, &allow);
   tvk_tensor *ta = mk(s, a), *t = REDOPS[k].fn(ta, naxes, axes, keepdim);
@@ -1492,8 +1480,9 @@ static void where_case(Suite *s, tvk_dtype cdt, int nc, const int64_t *sc, tvk_d
     e.v[i] = take_a ? ref_cast_elem(adt, out, ea.v[i]) : ref_cast_elem(bdt, out, eb.v[i]);
   }
   char what[160], s1[32], s2[32], s3[32];
-  snprintf(what, sizeof what, "where(%s %s, %s %s, %s %s)", ref_dt(cdt), S_(sc, nc, s1, sizeof s1),
-           ref_dt(adt), S_(sa, na, s2, sizeof s2), ref_dt(bdt), S_(sb, nb, s3, sizeof s3));
+  snprintf(what, sizeof what, "where(%s %s, %s %s, %s %s)", ref_dt(cdt),
+           shape_str(sc, nc, s1, sizeof s1), ref_dt(adt), shape_str(sa, na, s2, sizeof s2),
+           ref_dt(bdt), shape_str(sb, nb, s3, sizeof s3));
   tvk_tensor *tc = mk(s, &c), *ta = mk(s, &a), *tb = mk(s, &b), *t = tvk_where(tc, ta, tb);
   expect(s, what, t, &e, TOL_EXACT, NULL, 3, (const RArr *const[]){&ec, &ea, &eb});
   tvk_release(tc), tvk_release(ta), tvk_release(tb), tvk_release(t);

@@ -29,7 +29,8 @@
  * in their DEFINE_ACC order, inside the outermost output range (the parallel
  * one) and inside whatever other ranges its ASSIGN depends on. Every other UOp
  * goes in the innermost loop whose ranges it depends on, so loop-invariant code
- * is hoisted.
+ * is hoisted; a user of an ASSIGN depends on the loops that enclose its
+ * accumulator's loops (the value is there once they close), not on those loops.
  */
 #ifndef TVK_CODEGEN_CODEGEN_H
 #define TVK_CODEGEN_CODEGEN_H

@@ -3,17 +3,16 @@
  * Each UOp gets the set of RANGEs it depends on (a bitmask over the kernel's
  * ranges): the union of its sources' sets, plus a source RANGE itself, where an
  * ASSIGN shows its users the loops that enclose its accumulator's loops (the
- * value is read after those loops close, so in the block around them: that
- * block is the parallel loop even when the value depends on no output range,
- * and it includes what any accumulator sharing the loops depends on). Loops
- * nest as a tree: output ranges in axis order,
- * an accumulator's ranges inside whatever its ASSIGN depends on and inside the
- * outermost output range (the parallel one: work outside it would be repeated
- * by every core or invocation). Closing a set under "enclosed by" gives a chain
- * of loops, and the UOp goes in the innermost one. Each block (the root, or a
- * loop) then orders its items (UOps and child loops) by a depth-first
- * toposort; an item depends on another when some UOp inside the first uses one
- * inside the second.
+ * value is read after those loops close, so in the block around them: that is
+ * inside the parallel loop even when the value depends on no output range, and
+ * inside what any accumulator sharing the loops depends on). Loops nest as a
+ * tree: output ranges in axis order, an accumulator's ranges inside whatever
+ * its ASSIGN depends on and inside the outermost output range (the parallel
+ * one: work outside it would be repeated by every core or invocation). Closing
+ * a set under "enclosed by" gives a chain of loops, and the UOp goes in the
+ * innermost one. Each block (the root, or a loop) then orders its items (UOps
+ * and child loops) by a depth-first toposort; an item depends on another when
+ * some UOp inside the first uses one inside the second.
  */
 #include <inttypes.h>
 #include <stdio.h>

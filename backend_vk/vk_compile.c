@@ -1,0 +1,198 @@
+/* GLSL -> SPIR-V with shaderc, in-process, through the on-disk SPIR-V cache;
+ * then vk_pipeline_build turns the SPIR-V into a pipeline. See docs/vulkan.md
+ * ("Compiling and caching"). */
+#include "vk_internal.h"
+
+#include <errno.h>
+#include <glslang/build_info.h>
+#include <shaderc/shaderc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/cache.h"
+
+enum { SPIRV_MAGIC = 0x07230203 };
+
+#define VK_STR2(x) #x
+#define VK_STR(x) VK_STR2(x)
+/* The compiler's identity in the cache key: a glslang upgrade may change the
+ * SPIR-V it emits for the same source. */
+static const char glslang_version[] = VK_STR(GLSLANG_VERSION_MAJOR) "." VK_STR(
+    GLSLANG_VERSION_MINOR) "." VK_STR(GLSLANG_VERSION_PATCH) GLSLANG_VERSION_FLAVOR;
+
+/* The SPIR-V environment for the device's API version, at most Vulkan 1.2
+ * (SPIR-V 1.5): for 1.3 (SPIR-V 1.6) glslang writes local_size as LocalSizeId,
+ * which needs the maintenance4 feature, and 1.5 already has everything the
+ * kernels use. */
+static uint32_t target_env(const VkDev *v) {
+  switch (VK_API_VERSION_MINOR(v->api_version)) {
+  case 0: return shaderc_env_version_vulkan_1_0;
+  case 1: return shaderc_env_version_vulkan_1_1;
+  default: return shaderc_env_version_vulkan_1_2;
+  }
+}
+
+/* Everything that changes the SPIR-V: the source, the compiler, the options. */
+static void cache_key(const VkDev *v, const char *src, char key[33]) {
+  char env[32];
+  snprintf(env, sizeof env, "vulkan-env-%u", (unsigned)target_env(v));
+  CacheHash h;
+  cache_hash_init(&h);
+  cache_hash_field(&h, "tvk-vk-spirv-v1");
+  cache_hash_field(&h, src);
+  cache_hash_field(&h, glslang_version);
+  cache_hash_field(&h, env);
+  cache_hash_field(&h, "optimize-performance");
+  cache_hash_hex(&h, key);
+}
+
+static bool valid_name(const char *s) {
+  if (!s || !*s) return false;
+  for (; *s; s++) {
+    char c = *s;
+    if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+      return false;
+  }
+  return true;
+}
+
+/* A cached file is used only if it looks like SPIR-V; anything else (a file cut
+ * short by a crash) is recompiled and overwritten. */
+static bool plausible_spirv(const void *data, size_t n) {
+  uint32_t magic;
+  if (n < 20 || n % 4 != 0) return false;
+  memcpy(&magic, data, 4);
+  return magic == SPIRV_MAGIC;
+}
+
+/* Writes "shaderc failed on kernel NAME: <message>" into the device's error,
+ * cut with " [...]" to fit. */
+static tvk_status compile_failed(VkDev *v, const char *name, const char *msg) {
+  size_t cap = sizeof v->base.error;
+  int head = snprintf(v->base.error, cap, "shaderc failed on kernel '%s':\n", name);
+  size_t used = head > 0 ? (size_t)head : 0, len = strlen(msg);
+  const char *more = " [...]";
+  if (used + len < cap) {
+    memcpy(v->base.error + used, msg, len + 1);
+  } else if (used + strlen(more) < cap) {
+    size_t keep = cap - 1 - used - strlen(more);
+    memcpy(v->base.error + used, msg, keep);
+    memcpy(v->base.error + used + keep, more, strlen(more) + 1);
+  }
+  return TVK_ERR_COMPILE;
+}
+
+/* Runs shaderc on src. On success *out is a malloc'ed copy of the SPIR-V. */
+static tvk_status run_shaderc(VkDev *v, const char *name, const char *src, void **out, size_t *n) {
+  VkPipelineState *ps = v->pipelines;
+  if (!ps->shaderc && !(ps->shaderc = shaderc_compiler_initialize()))
+    return dev_fail(&v->base, TVK_ERR_DEVICE, "shaderc_compiler_initialize failed");
+  shaderc_compile_options_t o = shaderc_compile_options_initialize();
+  if (!o) return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "shaderc: out of memory for options");
+  shaderc_compile_options_set_source_language(o, shaderc_source_language_glsl);
+  shaderc_compile_options_set_target_env(o, shaderc_target_env_vulkan, target_env(v));
+  shaderc_compile_options_set_optimization_level(o, shaderc_optimization_level_performance);
+  char file[96];
+  snprintf(file, sizeof file, "%.80s.comp", name); /* messages say "NAME.comp:LINE: error" */
+  shaderc_compilation_result_t r =
+      shaderc_compile_into_spv(ps->shaderc, src, strlen(src), shaderc_compute_shader, file, "main", o);
+  shaderc_compile_options_release(o);
+  ps->shaderc_calls++;
+  tvk_status st = TVK_OK;
+  shaderc_compilation_status cs = r ? shaderc_result_get_compilation_status(r)
+                                    : shaderc_compilation_status_internal_error;
+  if (cs != shaderc_compilation_status_success) {
+    const char *msg = r ? shaderc_result_get_error_message(r) : "no result (out of memory?)";
+    st = compile_failed(v, name, msg && *msg ? msg : "(shaderc gave no message)");
+  } else {
+    *n = shaderc_result_get_length(r);
+    *out = malloc(*n ? *n : 1);
+    if (!*out) st = dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory for kernel '%s'", name);
+    else memcpy(*out, shaderc_result_get_bytes(r), *n);
+  }
+  shaderc_result_release(r);
+  return st;
+}
+
+/* The SPIR-V of src: from <dir>/<key>.spv when it is there, else from shaderc
+ * (and then published there). A cache file that cannot be written is not an
+ * error: the kernel still runs, it is just compiled again next time. */
+static tvk_status get_spirv(VkDev *v, const char *name, const char *src, void **spv, size_t *n,
+                            bool *hit) {
+  const char *dir;
+  tvk_status st = vk_cache_dir(v, &dir);
+  if (st != TVK_OK) return st;
+  char key[33], path[4096];
+  cache_key(v, src, key);
+  if (snprintf(path, sizeof path, "%s/%s.spv", dir, key) >= (int)sizeof path)
+    return dev_fail(&v->base, TVK_ERR_DEVICE, "kernel cache path too long: '%s'", dir);
+  if (cache_file_read(path, spv, n) == 0) {
+    if (plausible_spirv(*spv, *n)) {
+      *hit = true;
+      return TVK_OK;
+    }
+    free(*spv);
+    *spv = NULL;
+  }
+  st = run_shaderc(v, name, src, spv, n);
+  if (st != TVK_OK) return st;
+  int rc = cache_file_write(path, *spv, *n);
+  if (rc != 0 && v->debug >= 1)
+    fprintf(stderr, "tvk: cannot write '%s' into the kernel cache: %s\n", path, strerror(rc));
+  return TVK_OK;
+}
+
+tvk_status vk_compile(Device *d, const char *name, const char *src, DevProgram **out,
+                      bool *cache_hit) {
+  VkDev *v = vk_of(d);
+  bool hit = false;
+  if (cache_hit) *cache_hit = false;
+  if (!out) return dev_fail(d, TVK_ERR_INVALID_ARG, "compile: out is NULL");
+  *out = NULL;
+  if (!src) return dev_fail(d, TVK_ERR_INVALID_ARG, "compile: kernel source is NULL");
+  if (!valid_name(name))
+    return dev_fail(d, TVK_ERR_INVALID_ARG, "compile: kernel name '%s' is not an identifier",
+                    name ? name : "(null)");
+  if (v->debug >= 3) fprintf(stderr, "tvk: VK kernel %s:\n%s\n", name, src);
+  void *spv = NULL;
+  size_t n = 0;
+  tvk_status st = get_spirv(v, name, src, &spv, &n, &hit);
+  if (st != TVK_OK) return st;
+  DevProgram *p = calloc(1, sizeof *p);
+  if (p) p->name = strdup(name);
+  if (!p || !p->name) {
+    free(p);
+    free(spv);
+    return dev_fail(d, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
+  }
+  p->owner = v;
+  st = vk_pipeline_build(v, p, spv, n / 4);
+  free(spv);
+  if (st != TVK_OK) {
+    vk_pipeline_release(v, p);
+    return st;
+  }
+  VkPipelineState *ps = v->pipelines;
+  p->next = ps->programs;
+  if (ps->programs) ps->programs->prev = p;
+  ps->programs = p;
+  if (cache_hit) *cache_hit = hit;
+  *out = p;
+  return TVK_OK;
+}
+
+void vk_program_free(Device *d, DevProgram *p) {
+  if (!p) return;
+  VkDev *v = vk_of(d);
+  /* A program still used by a pending batch is waited for; on a lost device
+   * nothing runs any more and the wait fails at once. */
+  if (p->serial > v->serial_done) (void)vk_wait_serial(v, p->serial);
+  VkPipelineState *ps = v->pipelines;
+  if (p->prev)
+    p->prev->next = p->next;
+  else if (ps)
+    ps->programs = p->next;
+  if (p->next) p->next->prev = p->prev;
+  vk_pipeline_release(v, p);
+}

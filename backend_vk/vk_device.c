@@ -1,0 +1,733 @@
+/* The Vulkan device: loading the loader (volk), the instance and its validation
+ * messenger, choosing a physical device and a compute queue, enabling the
+ * features kernels may use, the limits, the DeviceOps table and destroy. See
+ * docs/vulkan.md. */
+#include "vk_internal.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+  VK_DEFAULT_BLOCK_BYTES = 64 << 20,
+  VK_MAX_EXTENSIONS = 16, /* device extensions we may enable */
+};
+
+/* ---- results and errors ---- */
+
+const char *vk_result_name(VkResult r) {
+  switch (r) {
+#define VK_RESULT_CASE(x) \
+  case x:                 \
+    return #x
+    VK_RESULT_CASE(VK_SUCCESS);
+    VK_RESULT_CASE(VK_NOT_READY);
+    VK_RESULT_CASE(VK_TIMEOUT);
+    VK_RESULT_CASE(VK_EVENT_SET);
+    VK_RESULT_CASE(VK_EVENT_RESET);
+    VK_RESULT_CASE(VK_INCOMPLETE);
+    VK_RESULT_CASE(VK_ERROR_OUT_OF_HOST_MEMORY);
+    VK_RESULT_CASE(VK_ERROR_OUT_OF_DEVICE_MEMORY);
+    VK_RESULT_CASE(VK_ERROR_INITIALIZATION_FAILED);
+    VK_RESULT_CASE(VK_ERROR_DEVICE_LOST);
+    VK_RESULT_CASE(VK_ERROR_MEMORY_MAP_FAILED);
+    VK_RESULT_CASE(VK_ERROR_LAYER_NOT_PRESENT);
+    VK_RESULT_CASE(VK_ERROR_EXTENSION_NOT_PRESENT);
+    VK_RESULT_CASE(VK_ERROR_FEATURE_NOT_PRESENT);
+    VK_RESULT_CASE(VK_ERROR_INCOMPATIBLE_DRIVER);
+    VK_RESULT_CASE(VK_ERROR_TOO_MANY_OBJECTS);
+    VK_RESULT_CASE(VK_ERROR_FORMAT_NOT_SUPPORTED);
+    VK_RESULT_CASE(VK_ERROR_FRAGMENTED_POOL);
+    VK_RESULT_CASE(VK_ERROR_UNKNOWN);
+    VK_RESULT_CASE(VK_ERROR_OUT_OF_POOL_MEMORY);
+    VK_RESULT_CASE(VK_ERROR_INVALID_EXTERNAL_HANDLE);
+    VK_RESULT_CASE(VK_ERROR_FRAGMENTATION);
+    VK_RESULT_CASE(VK_ERROR_INVALID_OPAQUE_CAPTURE_ADDRESS);
+    VK_RESULT_CASE(VK_PIPELINE_COMPILE_REQUIRED);
+    VK_RESULT_CASE(VK_ERROR_VALIDATION_FAILED_EXT);
+    VK_RESULT_CASE(VK_ERROR_INVALID_SHADER_NV);
+    VK_RESULT_CASE(VK_ERROR_NOT_PERMITTED_KHR);
+    VK_RESULT_CASE(VK_ERROR_COMPRESSION_EXHAUSTED_EXT);
+#undef VK_RESULT_CASE
+  default:
+    return "VK_RESULT_UNKNOWN";
+  }
+}
+
+tvk_status vk_check(VkDev *v, VkResult r, const char *call) {
+  if (r == VK_SUCCESS) return TVK_OK;
+  switch (r) {
+  case VK_ERROR_OUT_OF_HOST_MEMORY:
+  case VK_ERROR_OUT_OF_DEVICE_MEMORY:
+  case VK_ERROR_OUT_OF_POOL_MEMORY:
+  case VK_ERROR_TOO_MANY_OBJECTS:
+  case VK_ERROR_FRAGMENTED_POOL:
+  case VK_ERROR_FRAGMENTATION:
+    return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "%s failed: %s (%s)", call,
+                    vk_result_name(r), v->name);
+  case VK_ERROR_DEVICE_LOST:
+    v->lost = true;
+    return dev_fail(&v->base, TVK_ERR_DEVICE,
+                    "%s failed: VK_ERROR_DEVICE_LOST: device lost (%s); the context cannot run "
+                    "anything more",
+                    call, v->name);
+  default:
+    return dev_fail(&v->base, TVK_ERR_DEVICE, "%s failed: %s (%d) (%s)", call, vk_result_name(r),
+                    (int)r, v->name);
+  }
+}
+
+tvk_status vk_alive(VkDev *v) {
+  if (!v->lost) return TVK_OK;
+  return dev_fail(&v->base, TVK_ERR_DEVICE,
+                  "device lost: %s reported VK_ERROR_DEVICE_LOST earlier; create a new context",
+                  v->name);
+}
+
+/* ---- the loader ----
+ * volk keeps the loader's entry points in process-wide variables. They are
+ * written once: volkInitialize under pthread_once, and vkGetDeviceProcAddr (which
+ * volkLoadDeviceTable reads) the first time a device is loaded, under a mutex.
+ * Both hold the loader's trampolines, valid for every instance and device.
+ *
+ * The same once also creates a bare instance that is never destroyed. It keeps
+ * the drivers loaded for the life of the process: otherwise the loader unloads
+ * them with the last instance and loads them again for the next context, which
+ * costs time and, with Mesa's lavapipe, leaks a little driver memory on every
+ * unload (which LeakSanitizer then reports against an unknown module, where no
+ * suppression can reach it). */
+
+static pthread_once_t loader_once = PTHREAD_ONCE_INIT;
+static VkResult loader_result = VK_ERROR_INITIALIZATION_FAILED;
+static VkInstance loader_anchor = VK_NULL_HANDLE; /* reachable, so never reported as a leak */
+static pthread_mutex_t device_table_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void loader_init(void) {
+  loader_result = volkInitialize();
+  if (loader_result != VK_SUCCESS) return;
+  VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+                           .apiVersion = VK_API_VERSION_1_0};
+  VkInstanceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+                             .pApplicationInfo = &app};
+  if (vkCreateInstance(&ci, NULL, &loader_anchor) != VK_SUCCESS) loader_anchor = VK_NULL_HANDLE;
+}
+
+static void load_device_table(VkDev *v) {
+  pthread_mutex_lock(&device_table_mu);
+  if (!vkGetDeviceProcAddr) vkGetDeviceProcAddr = v->vki.vkGetDeviceProcAddr;
+  volkLoadDeviceTable(&v->vk, v->device);
+  pthread_mutex_unlock(&device_table_mu);
+}
+
+/* ---- the validation messenger ---- */
+
+static VKAPI_ATTR VkBool32 VKAPI_CALL
+on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT types,
+           const VkDebugUtilsMessengerCallbackDataEXT *data, void *user) {
+  (void)types;
+  atomic_uint_fast64_t *count = user;
+  atomic_fetch_add(count, 1);
+  const char *what = severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning";
+  fprintf(stderr, "tvk: Vulkan validation %s: %s\n", what,
+          data && data->pMessage ? data->pMessage : "(no message)");
+  return VK_FALSE; /* never abort the call that triggered it */
+}
+
+static VkDebugUtilsMessengerCreateInfoEXT messenger_info(VkDev *v) {
+  return (VkDebugUtilsMessengerCreateInfoEXT){
+      .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+      .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                         VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+      .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                     VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                     VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+      .pfnUserCallback = on_message,
+      .pUserData = &v->validation_messages,
+  };
+}
+
+/* ---- the instance ---- */
+
+static bool has_layer(const VkLayerProperties *ls, uint32_t n, const char *name) {
+  for (uint32_t i = 0; i < n; i++)
+    if (!strcmp(ls[i].layerName, name)) return true;
+  return false;
+}
+
+static bool has_extension(const VkExtensionProperties *es, uint32_t n, const char *name) {
+  for (uint32_t i = 0; i < n; i++)
+    if (!strcmp(es[i].extensionName, name)) return true;
+  return false;
+}
+
+/* The instance extensions of the loader and (when not NULL) of one layer, as a
+ * malloc'ed array in *out. */
+static tvk_status instance_extensions(VkDev *v, const char *layer, VkExtensionProperties **out,
+                                      uint32_t *n) {
+  uint32_t base = 0, extra = 0;
+  VkResult r = vkEnumerateInstanceExtensionProperties(NULL, &base, NULL);
+  if (r == VK_SUCCESS && layer) r = vkEnumerateInstanceExtensionProperties(layer, &extra, NULL);
+  if (r != VK_SUCCESS) return vk_check(v, r, "vkEnumerateInstanceExtensionProperties");
+  VkExtensionProperties *es = calloc((size_t)base + extra + 1, sizeof *es);
+  if (!es) return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory listing extensions");
+  r = vkEnumerateInstanceExtensionProperties(NULL, &base, es);
+  if ((r == VK_SUCCESS || r == VK_INCOMPLETE) && layer)
+    r = vkEnumerateInstanceExtensionProperties(layer, &extra, es + base);
+  if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
+    free(es);
+    return vk_check(v, r, "vkEnumerateInstanceExtensionProperties");
+  }
+  *out = es;
+  *n = base + (layer ? extra : 0);
+  return TVK_OK;
+}
+
+static tvk_status check_validation_layer(VkDev *v) {
+  uint32_t n = 0;
+  VkResult r = vkEnumerateInstanceLayerProperties(&n, NULL);
+  if (r != VK_SUCCESS) return vk_check(v, r, "vkEnumerateInstanceLayerProperties");
+  VkLayerProperties *ls = calloc(n + 1, sizeof *ls);
+  if (!ls) return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory listing layers");
+  r = vkEnumerateInstanceLayerProperties(&n, ls);
+  bool found = (r == VK_SUCCESS || r == VK_INCOMPLETE) && has_layer(ls, n, "VK_LAYER_KHRONOS_validation");
+  free(ls);
+  if (r != VK_SUCCESS && r != VK_INCOMPLETE) return vk_check(v, r, "vkEnumerateInstanceLayerProperties");
+  if (!found)
+    return dev_fail(&v->base, TVK_ERR_DEVICE,
+                    "validation requested but VK_LAYER_KHRONOS_validation is not installed "
+                    "(vulkan-validationlayers)");
+  return TVK_OK;
+}
+
+#define LOAD_INSTANCE_FN(v, name) \
+  ((v)->vki.name = (PFN_##name)vkGetInstanceProcAddr((v)->instance, #name))
+
+static tvk_status load_instance_fns(VkDev *v) {
+  LOAD_INSTANCE_FN(v, vkDestroyInstance);
+  LOAD_INSTANCE_FN(v, vkEnumeratePhysicalDevices);
+  LOAD_INSTANCE_FN(v, vkGetPhysicalDeviceProperties);
+  LOAD_INSTANCE_FN(v, vkGetPhysicalDeviceProperties2);
+  LOAD_INSTANCE_FN(v, vkGetPhysicalDeviceFeatures2);
+  LOAD_INSTANCE_FN(v, vkGetPhysicalDeviceQueueFamilyProperties);
+  LOAD_INSTANCE_FN(v, vkGetPhysicalDeviceMemoryProperties);
+  LOAD_INSTANCE_FN(v, vkEnumerateDeviceExtensionProperties);
+  LOAD_INSTANCE_FN(v, vkCreateDevice);
+  LOAD_INSTANCE_FN(v, vkGetDeviceProcAddr);
+  if (v->validate) {
+    LOAD_INSTANCE_FN(v, vkCreateDebugUtilsMessengerEXT);
+    LOAD_INSTANCE_FN(v, vkDestroyDebugUtilsMessengerEXT);
+  }
+  const VkInstanceFns *f = &v->vki;
+  if (!f->vkDestroyInstance || !f->vkEnumeratePhysicalDevices || !f->vkGetPhysicalDeviceProperties ||
+      !f->vkGetPhysicalDeviceProperties2 || !f->vkGetPhysicalDeviceFeatures2 ||
+      !f->vkGetPhysicalDeviceQueueFamilyProperties || !f->vkGetPhysicalDeviceMemoryProperties ||
+      !f->vkEnumerateDeviceExtensionProperties || !f->vkCreateDevice || !f->vkGetDeviceProcAddr ||
+      (v->validate && (!f->vkCreateDebugUtilsMessengerEXT || !f->vkDestroyDebugUtilsMessengerEXT)))
+    return dev_fail(&v->base, TVK_ERR_DEVICE,
+                    "the Vulkan loader lacks a Vulkan 1.1 instance function (vkGetInstanceProcAddr "
+                    "returned NULL)");
+  return TVK_OK;
+}
+
+static uint32_t version_of(uint32_t v) { return VK_MAKE_API_VERSION(0, VK_API_VERSION_MAJOR(v), VK_API_VERSION_MINOR(v), 0); }
+
+static tvk_status create_instance(VkDev *v) {
+  pthread_once(&loader_once, loader_init);
+  if (loader_result != VK_SUCCESS)
+    return dev_fail(&v->base, TVK_ERR_DEVICE,
+                    "no Vulkan loader: libvulkan.so.1 could not be loaded (install libvulkan1 and a "
+                    "driver, e.g. mesa-vulkan-drivers)");
+  uint32_t loader_version = version_of(volkGetInstanceVersion());
+  if (loader_version < VK_API_VERSION_1_1)
+    return dev_fail(&v->base, TVK_ERR_DEVICE,
+                    "the Vulkan loader supports Vulkan %u.%u; tvk needs 1.1 or newer",
+                    VK_API_VERSION_MAJOR(loader_version), VK_API_VERSION_MINOR(loader_version));
+  v->api_version = loader_version < VK_API_VERSION_1_3 ? loader_version : VK_API_VERSION_1_3;
+
+  const char *layer = v->validate ? "VK_LAYER_KHRONOS_validation" : NULL;
+  tvk_status st = v->validate ? check_validation_layer(v) : TVK_OK;
+  VkExtensionProperties *es = NULL;
+  uint32_t nes = 0;
+  if (st == TVK_OK) st = instance_extensions(v, layer, &es, &nes);
+  if (st != TVK_OK) return st;
+  const char *exts[4]; /* at most: portability, debug utils, validation features */
+  uint32_t next = 0;
+  VkInstanceCreateFlags flags = 0;
+  /* Portability drivers (MoltenVK) are listed only when we ask for them. */
+  if (has_extension(es, nes, VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {
+    exts[next++] = VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME;
+    flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
+  }
+  bool debug_utils = has_extension(es, nes, VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+  bool features = has_extension(es, nes, VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
+  free(es);
+  if (v->validate && !debug_utils)
+    return dev_fail(&v->base, TVK_ERR_DEVICE,
+                    "validation requested but the instance lacks VK_EXT_debug_utils");
+  if (v->validate) exts[next++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+  /* Synchronization validation reports missing or wrong barriers, the bugs that
+   * a software device (which runs dispatches in order) would otherwise hide. */
+  VkValidationFeatureEnableEXT sync = VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT;
+  VkValidationFeaturesEXT vf = {
+      .sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
+      .enabledValidationFeatureCount = 1,
+      .pEnabledValidationFeatures = &sync,
+  };
+  bool sync_validation = v->validate && features && v->sync_validation;
+  if (sync_validation) exts[next++] = VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME;
+
+  VkApplicationInfo app = {
+      .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+      .pApplicationName = "tvk",
+      .pEngineName = "tvk",
+      .engineVersion = VK_MAKE_API_VERSION(0, 0, 1, 0),
+      .apiVersion = v->api_version,
+  };
+  /* Chained so that messages of vkCreateInstance/vkDestroyInstance are counted too. */
+  VkDebugUtilsMessengerCreateInfoEXT mi = messenger_info(v);
+  vf.pNext = &mi;
+  VkInstanceCreateInfo ci = {
+      .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+      .pNext = sync_validation ? (void *)&vf : v->validate ? (void *)&mi : NULL,
+      .flags = flags,
+      .pApplicationInfo = &app,
+      .enabledLayerCount = v->validate ? 1 : 0,
+      .ppEnabledLayerNames = &layer,
+      .enabledExtensionCount = next,
+      .ppEnabledExtensionNames = exts,
+  };
+  VkResult r = vkCreateInstance(&ci, NULL, &v->instance);
+  if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
+    return dev_fail(&v->base, TVK_ERR_DEVICE,
+                    "no Vulkan driver: vkCreateInstance failed with VK_ERROR_INCOMPATIBLE_DRIVER "
+                    "(install a driver, e.g. mesa-vulkan-drivers)");
+  if (r != VK_SUCCESS) return vk_check(v, r, "vkCreateInstance");
+  st = load_instance_fns(v);
+  if (st == TVK_OK && v->validate) {
+    r = v->vki.vkCreateDebugUtilsMessengerEXT(v->instance, &mi, NULL, &v->messenger);
+    st = vk_check(v, r, "vkCreateDebugUtilsMessengerEXT");
+  }
+  return st;
+}
+
+/* ---- choosing a physical device ---- */
+
+static int type_rank(VkPhysicalDeviceType t) {
+  switch (t) {
+  case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+    return 4;
+  case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+    return 3;
+  case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+    return 2;
+  case VK_PHYSICAL_DEVICE_TYPE_CPU:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/* The compute-capable queue family to use, preferring one with timestamps; -1 if none. */
+static int64_t compute_family(VkDev *v, VkPhysicalDevice p, uint32_t *ts_bits) {
+  uint32_t n = 0;
+  v->vki.vkGetPhysicalDeviceQueueFamilyProperties(p, &n, NULL);
+  VkQueueFamilyProperties *qs = calloc(n + 1, sizeof *qs);
+  if (!qs) return -1;
+  v->vki.vkGetPhysicalDeviceQueueFamilyProperties(p, &n, qs);
+  int64_t best = -1;
+  for (uint32_t i = 0; i < n; i++) {
+    if (!(qs[i].queueFlags & VK_QUEUE_COMPUTE_BIT) || qs[i].queueCount == 0) continue;
+    if (best < 0 || (qs[best].timestampValidBits == 0 && qs[i].timestampValidBits > 0)) best = i;
+  }
+  if (best >= 0 && ts_bits) *ts_bits = qs[best].timestampValidBits;
+  free(qs);
+  return best;
+}
+
+/* Why device p cannot be used, or NULL. */
+static const char *unusable(VkDev *v, VkPhysicalDevice p, const VkPhysicalDeviceProperties *pp) {
+  if (version_of(pp->apiVersion) < VK_API_VERSION_1_1) return "it supports only Vulkan 1.0";
+  if (compute_family(v, p, NULL) < 0) return "it has no compute queue";
+  return NULL;
+}
+
+static tvk_status choose_physical(VkDev *v, int index) {
+  uint32_t n = 0;
+  VkResult r = v->vki.vkEnumeratePhysicalDevices(v->instance, &n, NULL);
+  if (r != VK_SUCCESS) return vk_check(v, r, "vkEnumeratePhysicalDevices");
+  if (n == 0)
+    return dev_fail(&v->base, TVK_ERR_DEVICE,
+                    "no Vulkan device: the loader found no driver with a device (install one, e.g. "
+                    "mesa-vulkan-drivers)");
+  VkPhysicalDevice *ps = calloc(n, sizeof *ps);
+  if (!ps) return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory listing devices");
+  r = v->vki.vkEnumeratePhysicalDevices(v->instance, &n, ps);
+  if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
+    free(ps);
+    return vk_check(v, r, "vkEnumeratePhysicalDevices");
+  }
+  tvk_status st = TVK_OK;
+  VkPhysicalDeviceProperties pp;
+  if (index >= 0) {
+    if ((uint32_t)index >= n) {
+      if (n == 1)
+        st = dev_fail(&v->base, TVK_ERR_DEVICE, "VK:%d: no such Vulkan device; 1 device found (VK:0)",
+                      index);
+      else
+        st = dev_fail(&v->base, TVK_ERR_DEVICE,
+                      "VK:%d: no such Vulkan device; %u devices found (VK:0 .. VK:%u)", index, n,
+                      n - 1);
+    } else {
+      v->phys = ps[index];
+      v->vki.vkGetPhysicalDeviceProperties(v->phys, &pp);
+      const char *why = unusable(v, v->phys, &pp);
+      if (why)
+        st = dev_fail(&v->base, TVK_ERR_DEVICE, "VK:%d (%s) cannot be used: %s", index,
+                      pp.deviceName, why);
+    }
+  } else {
+    int best_rank = -1;
+    for (uint32_t i = 0; i < n; i++) {
+      v->vki.vkGetPhysicalDeviceProperties(ps[i], &pp);
+      if (unusable(v, ps[i], &pp) || type_rank(pp.deviceType) <= best_rank) continue;
+      best_rank = type_rank(pp.deviceType);
+      v->phys = ps[i];
+    }
+    if (best_rank < 0)
+      st = dev_fail(&v->base, TVK_ERR_DEVICE,
+                    "no usable Vulkan device: %u found, none with Vulkan 1.1 and a compute queue", n);
+  }
+  free(ps);
+  return st;
+}
+
+/* ---- features, extensions, limits ---- */
+
+/* The feature structs we query and then enable (a copy with only wanted bits). */
+typedef struct {
+  VkPhysicalDeviceFeatures2 f2;
+  VkPhysicalDevice16BitStorageFeatures s16;
+  VkPhysicalDevice8BitStorageFeatures s8;
+  VkPhysicalDeviceShaderFloat16Int8Features f16i8;
+  VkPhysicalDeviceTimelineSemaphoreFeatures timeline;
+} FeatureChain;
+
+/* Device extensions: what the device offers, and what we enable. */
+typedef struct {
+  VkExtensionProperties *have;
+  uint32_t nhave;
+  const char *on[VK_MAX_EXTENSIONS];
+  uint32_t non;
+} Extensions;
+
+static bool ext_has(const Extensions *e, const char *name) {
+  return has_extension(e->have, e->nhave, name);
+}
+
+static tvk_status list_device_extensions(VkDev *v, Extensions *e) {
+  uint32_t n = 0;
+  VkResult r = v->vki.vkEnumerateDeviceExtensionProperties(v->phys, NULL, &n, NULL);
+  if (r != VK_SUCCESS) return vk_check(v, r, "vkEnumerateDeviceExtensionProperties");
+  e->have = calloc(n + 1, sizeof *e->have);
+  if (!e->have) return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory listing extensions");
+  r = v->vki.vkEnumerateDeviceExtensionProperties(v->phys, NULL, &n, e->have);
+  if (r != VK_SUCCESS && r != VK_INCOMPLETE) return vk_check(v, r, "vkEnumerateDeviceExtensionProperties");
+  e->nhave = n;
+  return TVK_OK;
+}
+
+/* Chains the structs the device can answer: on 1.2+ all of them are core; on
+ * 1.1 the 8-bit, float16/int8 and timeline structs need their extensions. */
+static void chain_features(VkDev *v, const Extensions *e, FeatureChain *c) {
+  bool v12 = v->api_version >= VK_API_VERSION_1_2;
+  *c = (FeatureChain){0};
+  c->f2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  c->s16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
+  c->s8.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES;
+  c->f16i8.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
+  c->timeline.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES;
+  void **tail = &c->f2.pNext;
+  *tail = &c->s16, tail = &c->s16.pNext;
+  if (v12 || ext_has(e, VK_KHR_8BIT_STORAGE_EXTENSION_NAME)) *tail = &c->s8, tail = &c->s8.pNext;
+  if (v12 || ext_has(e, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME))
+    *tail = &c->f16i8, tail = &c->f16i8.pNext;
+  if (v12 || ext_has(e, VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME))
+    *tail = &c->timeline, tail = &c->timeline.pNext;
+}
+
+static void ext_enable(VkDev *v, Extensions *e, const char *name, bool core) {
+  (void)v;
+  if (core || !ext_has(e, name) || e->non >= VK_MAX_EXTENSIONS) return;
+  e->on[e->non++] = name;
+}
+
+/* Queries the features, keeps in `want` only those we use, and sets v->features
+ * and the extensions that carry them. */
+static void choose_features(VkDev *v, Extensions *e, FeatureChain *want) {
+  FeatureChain have;
+  chain_features(v, e, &have);
+  v->vki.vkGetPhysicalDeviceFeatures2(v->phys, &have.f2);
+  chain_features(v, e, want);
+  const VkPhysicalDeviceFeatures *h = &have.f2.features;
+  VkPhysicalDeviceFeatures *w = &want->f2.features;
+  w->shaderInt64 = h->shaderInt64;
+  w->shaderInt16 = h->shaderInt16;
+  w->shaderFloat64 = h->shaderFloat64;
+  want->s16.storageBuffer16BitAccess = have.s16.storageBuffer16BitAccess;
+  want->s8.storageBuffer8BitAccess = have.s8.storageBuffer8BitAccess;
+  want->f16i8.shaderFloat16 = have.f16i8.shaderFloat16;
+  want->f16i8.shaderInt8 = have.f16i8.shaderInt8;
+  want->timeline.timelineSemaphore = have.timeline.timelineSemaphore;
+  uint32_t f = 0;
+  f |= w->shaderInt64 ? VKFEAT_INT64 : 0;
+  f |= w->shaderInt16 ? VKFEAT_INT16 : 0;
+  f |= w->shaderFloat64 ? VKFEAT_FLOAT64 : 0;
+  f |= want->s16.storageBuffer16BitAccess ? VKFEAT_STORAGE16 : 0;
+  f |= want->s8.storageBuffer8BitAccess ? VKFEAT_STORAGE8 : 0;
+  f |= want->f16i8.shaderFloat16 ? VKFEAT_FLOAT16 : 0;
+  f |= want->f16i8.shaderInt8 ? VKFEAT_INT8 : 0;
+  f |= want->timeline.timelineSemaphore ? VKFEAT_TIMELINE : 0;
+  bool v12 = v->api_version >= VK_API_VERSION_1_2;
+  if (f & VKFEAT_STORAGE8) ext_enable(v, e, VK_KHR_8BIT_STORAGE_EXTENSION_NAME, v12);
+  if (f & (VKFEAT_FLOAT16 | VKFEAT_INT8))
+    ext_enable(v, e, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME, v12);
+  if (f & VKFEAT_TIMELINE) ext_enable(v, e, VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME, v12);
+  if (ext_has(e, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME)) {
+    ext_enable(v, e, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME, false);
+    f |= VKFEAT_PUSH_DESCRIPTOR;
+  }
+  /* The spec requires enabling it where offered (MoltenVK). */
+  ext_enable(v, e, "VK_KHR_portability_subset", false);
+  v->features = f;
+}
+
+static void read_limits(VkDev *v, const Extensions *e, uint32_t ts_bits) {
+  VkPhysicalDeviceMaintenance3Properties m3 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+  VkPhysicalDeviceSubgroupProperties sg = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES, .pNext = &m3};
+  VkPhysicalDeviceMaintenance4Properties m4 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES, .pNext = &sg};
+  VkPhysicalDevicePushDescriptorPropertiesKHR pd = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PUSH_DESCRIPTOR_PROPERTIES_KHR};
+  VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  bool has_m4 = v->api_version >= VK_API_VERSION_1_3 ||
+                ext_has(e, VK_KHR_MAINTENANCE_4_EXTENSION_NAME);
+  p2.pNext = has_m4 ? (void *)&m4 : (void *)&sg;
+  if (v->features & VKFEAT_PUSH_DESCRIPTOR) pd.pNext = p2.pNext, p2.pNext = &pd;
+  v->vki.vkGetPhysicalDeviceProperties2(v->phys, &p2);
+  v->vki.vkGetPhysicalDeviceMemoryProperties(v->phys, &v->mem_props);
+  v->props = p2.properties;
+
+  const VkPhysicalDeviceLimits *l = &v->props.limits;
+  VkDevLimits *x = &v->lim;
+  x->max_storage_range = l->maxStorageBufferRange;
+  x->max_alloc = m3.maxMemoryAllocationSize;
+  if (x->max_alloc == 0) /* a driver that leaves it 0: the largest heap bounds it */
+    for (uint32_t i = 0; i < v->mem_props.memoryHeapCount; i++)
+      if (v->mem_props.memoryHeaps[i].size > x->max_alloc) x->max_alloc = v->mem_props.memoryHeaps[i].size;
+  x->max_buffer = has_m4 && m4.maxBufferSize ? m4.maxBufferSize : x->max_alloc;
+  x->storage_align = l->minStorageBufferOffsetAlignment ? l->minStorageBufferOffsetAlignment : 1;
+  x->atom = l->nonCoherentAtomSize ? l->nonCoherentAtomSize : 1;
+  for (int i = 0; i < 3; i++) {
+    x->max_wg_count[i] = l->maxComputeWorkGroupCount[i];
+    x->max_wg_size[i] = l->maxComputeWorkGroupSize[i];
+  }
+  x->max_wg_invocations = l->maxComputeWorkGroupInvocations;
+  x->max_shared = l->maxComputeSharedMemorySize;
+  x->max_push_constants = l->maxPushConstantsSize;
+  x->max_storage_buffers = l->maxPerStageDescriptorStorageBuffers;
+  x->max_bound_sets = l->maxBoundDescriptorSets;
+  x->max_push_descriptors = (v->features & VKFEAT_PUSH_DESCRIPTOR) ? pd.maxPushDescriptors : 0;
+  x->subgroup_size = sg.subgroupSize;
+  x->timestamp_bits = ts_bits;
+  x->timestamp_period = l->timestampPeriod;
+  if (ts_bits > 0 && l->timestampPeriod > 0) v->features |= VKFEAT_TIMESTAMPS;
+
+  VkDeviceSize biggest = x->max_alloc < x->max_buffer ? x->max_alloc : x->max_buffer;
+  v->base.limits = (DeviceLimits){
+      .max_buffer_bytes = biggest > SIZE_MAX ? SIZE_MAX : (size_t)biggest,
+      .max_global = {x->max_wg_count[0], x->max_wg_count[1], x->max_wg_count[2]},
+      .max_local_threads = x->max_wg_invocations,
+      .shared_mem_bytes = x->max_shared,
+      .cores = 1,
+  };
+}
+
+static tvk_status create_logical(VkDev *v) {
+  uint32_t ts_bits = 0;
+  int64_t family = compute_family(v, v->phys, &ts_bits);
+  if (family < 0) return dev_fail(&v->base, TVK_ERR_DEVICE, "%s has no compute queue", v->name);
+  v->queue_family = (uint32_t)family;
+  VkPhysicalDeviceProperties pp;
+  v->vki.vkGetPhysicalDeviceProperties(v->phys, &pp);
+  if (version_of(pp.apiVersion) < v->api_version) v->api_version = version_of(pp.apiVersion);
+
+  Extensions e = {0};
+  tvk_status st = list_device_extensions(v, &e);
+  FeatureChain want;
+  if (st == TVK_OK) {
+    choose_features(v, &e, &want);
+    read_limits(v, &e, ts_bits);
+  }
+  if (st != TVK_OK) {
+    free(e.have);
+    return st;
+  }
+  float priority = 1.0f;
+  VkDeviceQueueCreateInfo qi = {
+      .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+      .queueFamilyIndex = v->queue_family,
+      .queueCount = 1,
+      .pQueuePriorities = &priority,
+  };
+  VkDeviceCreateInfo ci = {
+      .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+      .pNext = &want.f2,
+      .queueCreateInfoCount = 1,
+      .pQueueCreateInfos = &qi,
+      .enabledExtensionCount = e.non,
+      .ppEnabledExtensionNames = e.on,
+  };
+  VkResult r = v->vki.vkCreateDevice(v->phys, &ci, NULL, &v->device);
+  free(e.have);
+  if (r != VK_SUCCESS) return vk_check(v, r, "vkCreateDevice");
+  load_device_table(v);
+  if (!v->vk.vkGetDeviceQueue || !v->vk.vkDestroyDevice)
+    return dev_fail(&v->base, TVK_ERR_DEVICE, "%s: vkGetDeviceProcAddr returned NULL for a core function",
+                    v->name);
+  v->vk.vkGetDeviceQueue(v->device, v->queue_family, 0, &v->queue);
+  return TVK_OK;
+}
+
+/* ---- the ops table ---- */
+
+static const char *vkd_name(Device *d) { return vk_of(d)->name; }
+
+static tvk_status vkd_compile(Device *d, const char *name, const char *src, DevProgram **out,
+                              bool *cache_hit) {
+  tvk_status st = vk_alive(vk_of(d));
+  if (st != TVK_OK) {
+    if (out) *out = NULL;
+    return st;
+  }
+  return vk_compile(d, name, src, out, cache_hit);
+}
+
+static tvk_status vkd_launch(Device *d, DevProgram *p, DevBuffer *const *bufs, int nbufs,
+                             const int32_t *vals, int nvals, const LaunchDims *dims) {
+  tvk_status st = vk_alive(vk_of(d));
+  return st != TVK_OK ? st : vk_launch(d, p, bufs, nbufs, vals, nvals, dims);
+}
+
+static tvk_status vkd_sync(Device *d) {
+  tvk_status st = vk_alive(vk_of(d));
+  return st != TVK_OK ? st : vk_wait(vk_of(d));
+}
+
+static void vkd_destroy(Device *d) {
+  VkDev *v = vk_of(d);
+  if (!v) return;
+  if (v->device) {
+    if (v->dispatch_started) {
+      if (!v->lost) (void)vk_wait(v);
+      vk_pipeline_cleanup(v);
+      vk_dispatch_destroy(v);
+    }
+    (void)v->vk.vkDeviceWaitIdle(v->device); /* after a loss too: objects must be idle to free */
+    vk_mem_destroy(v);
+    v->vk.vkDestroyDevice(v->device, NULL);
+  }
+  if (v->messenger) v->vki.vkDestroyDebugUtilsMessengerEXT(v->instance, v->messenger, NULL);
+  if (v->instance) v->vki.vkDestroyInstance(v->instance, NULL);
+  free(v->cache_dir);
+  free(v);
+}
+
+static const DeviceOps vk_ops = {
+    .name = vkd_name,
+    .alloc = vk_buffer_alloc,
+    .free = vk_buffer_free,
+    .copy_in = vk_copy_in,
+    .copy_out = vk_copy_out,
+    .compile = vkd_compile,
+    .program_free = vk_program_free,
+    .launch = vkd_launch,
+    .sync = vkd_sync,
+    .destroy = vkd_destroy,
+};
+
+uint64_t vk_validation_messages(Device *d) {
+  if (!d || d->ops != &vk_ops) return 0;
+  return atomic_load(&vk_of(d)->validation_messages);
+}
+
+/* $TVK_VK_MEMORY: comma-separated modes that force the discrete-GPU paths. */
+static tvk_status parse_memory_modes(VkDev *v) {
+  const char *s = getenv("TVK_VK_MEMORY");
+  while (s && *s) {
+    size_t n = strcspn(s, ",");
+    if (n == 7 && !strncmp(s, "staging", n))
+      v->mem_mode |= VKMEM_FORCE_STAGING;
+    else if (n == 11 && !strncmp(s, "noncoherent", n))
+      v->mem_mode |= VKMEM_FORCE_NONCOHERENT;
+    else if (n > 0)
+      return dev_fail(&v->base, TVK_ERR_INVALID_ARG,
+                      "TVK_VK_MEMORY: unknown mode '%.*s' (expected staging, noncoherent)", (int)n, s);
+    s += n + (s[n] == ',');
+  }
+  return TVK_OK;
+}
+
+static tvk_status create(VkDev *v, const DeviceOptions *opt, int index) {
+  v->base.ops = &vk_ops;
+  v->debug = opt ? opt->debug : 0;
+  v->validate = opt && opt->validate;
+  v->sync_validation = opt && opt->validate >= 2;
+  v->block_bytes = VK_DEFAULT_BLOCK_BYTES;
+  snprintf(v->name, sizeof v->name, "Vulkan");
+  if (opt && opt->cache_dir && !(v->cache_dir = strdup(opt->cache_dir)))
+    return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory creating the Vulkan device");
+  tvk_status st = parse_memory_modes(v);
+  if (st == TVK_OK) st = create_instance(v);
+  if (st == TVK_OK) st = choose_physical(v, index);
+  if (st == TVK_OK) {
+    VkPhysicalDeviceProperties pp;
+    v->vki.vkGetPhysicalDeviceProperties(v->phys, &pp);
+    snprintf(v->name, sizeof v->name, "Vulkan: %s", pp.deviceName);
+    st = create_logical(v);
+  }
+  if (st == TVK_OK) st = vk_mem_init(v);
+  if (st == TVK_OK) {
+    v->dispatch_started = true;
+    st = vk_dispatch_init(v);
+  }
+  return st;
+}
+
+tvk_status vk_device_create(const DeviceOptions *opt, int index, Device **out, char *err,
+                            size_t errn) {
+  char dummy[1];
+  if (!err || errn == 0) err = dummy, errn = sizeof dummy;
+  err[0] = '\0';
+  if (!out) {
+    snprintf(err, errn, "vk_device_create: out is NULL");
+    return TVK_ERR_INVALID_ARG;
+  }
+  *out = NULL;
+  VkDev *v = calloc(1, sizeof *v);
+  if (!v) {
+    snprintf(err, errn, "out of memory creating the Vulkan device");
+    return TVK_ERR_OUT_OF_MEMORY;
+  }
+  atomic_init(&v->validation_messages, 0);
+  tvk_status st = create(v, opt, index);
+  if (st != TVK_OK) {
+    snprintf(err, errn, "%s", v->base.error);
+    vkd_destroy(&v->base);
+    return st;
+  }
+  *out = &v->base;
+  return TVK_OK;
+}

@@ -1,0 +1,603 @@
+/* Launches: many dispatches recorded into one command buffer (a batch), with a
+ * buffer memory barrier only where a dispatch depends on an earlier one of the
+ * batch; descriptors pushed (VK_KHR_push_descriptor) or taken from pools; the
+ * work-group split; submission, completion by fence, recycling; timestamps.
+ * See docs/vulkan.md ("Batching and barriers") and the kernel ABI in
+ * vk_internal.h. */
+#include "vk_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+  VK_BATCH_MAX = 256, /* dispatches per command buffer before it is submitted */
+  VK_SLOTS = 3,       /* command buffers in flight or being recorded */
+  VK_POOL_SETS = 64,  /* descriptor sets per pool (the pool path); more pools when full */
+  VK_POOL_BUFFERS = 512,
+};
+
+/* Hazard state of one buffer within the batch being recorded. */
+typedef struct {
+  const DevBuffer *buf;  /* NULL: empty slot of the table */
+  uint32_t read_epoch;   /* epoch + 1 of the last read; 0: not read in this batch */
+  bool write_pending;    /* written, and no barrier has made that write visible yet */
+} Hazard;
+
+/* One command buffer and what it needs until its submission completes. */
+typedef struct {
+  VkCommandPool pool;
+  VkCommandBuffer cmd;
+  VkFence fence;
+  VkQueryPool queries; /* VK_NULL_HANDLE unless timing */
+  VkDescriptorPool *dpools;
+  int ndpools, dpool_used; /* pools made; index of the one sets come from */
+  const char *names[VK_BATCH_MAX]; /* kernel of each dispatch, for the timings */
+  int ndispatch;
+  uint64_t serial;  /* 0: free; else the batch it holds */
+  bool submitted;
+} VkSlot;
+
+struct VkDispatchState {
+  VkSlot slots[VK_SLOTS];
+  int recording;     /* index of the slot being recorded; -1: none */
+  int next;          /* the slot the next batch takes */
+  bool timing;       /* TVK_DEBUG >= 1 and the queue has timestamps */
+  /* Hazard table of the recording batch: open addressing, cap a power of 2. */
+  Hazard *haz;
+  uint32_t haz_cap, haz_count;
+  uint32_t epoch; /* barriers recorded in this batch */
+  VkPipeline bound; /* last pipeline bound in this batch */
+  /* Scratch, grown as needed. */
+  VkDescriptorBufferInfo *infos;
+  VkWriteDescriptorSet *writes;
+  VkBufferMemoryBarrier *barriers;
+  int scratch_cap;
+  uint8_t *push; /* max_push_constants bytes */
+  VkDispatchStats stats;
+};
+
+/* ---- hazards ---- */
+
+static uint32_t haz_hash(const DevBuffer *b, uint32_t cap) {
+  uint64_t x = (uint64_t)(uintptr_t)b * UINT64_C(0x9e3779b97f4a7c15);
+  return (uint32_t)(x >> 40) & (cap - 1);
+}
+
+static Hazard *haz_find(VkDispatchState *s, const DevBuffer *b) {
+  for (uint32_t i = haz_hash(b, s->haz_cap);; i = (i + 1) & (s->haz_cap - 1)) {
+    if (s->haz[i].buf == b) return &s->haz[i];
+    if (!s->haz[i].buf) return NULL;
+  }
+}
+
+static bool haz_grow(VkDispatchState *s) {
+  uint32_t cap = s->haz_cap ? s->haz_cap * 2 : 256;
+  Hazard *t = calloc(cap, sizeof *t);
+  if (!t) return false;
+  for (uint32_t i = 0; i < s->haz_cap; i++) {
+    if (!s->haz[i].buf) continue;
+    uint32_t j = haz_hash(s->haz[i].buf, cap);
+    while (t[j].buf) j = (j + 1) & (cap - 1);
+    t[j] = s->haz[i];
+  }
+  free(s->haz);
+  s->haz = t;
+  s->haz_cap = cap;
+  return true;
+}
+
+/* The entry of b, made if new. NULL when out of memory. */
+static Hazard *haz_get(VkDispatchState *s, const DevBuffer *b) {
+  Hazard *h = s->haz_cap ? haz_find(s, b) : NULL;
+  if (h) return h;
+  if ((s->haz_count + 1) * 2 > s->haz_cap && !haz_grow(s)) return NULL;
+  uint32_t i = haz_hash(b, s->haz_cap);
+  while (s->haz[i].buf) i = (i + 1) & (s->haz_cap - 1);
+  s->haz[i] = (Hazard){.buf = b};
+  s->haz_count++;
+  return &s->haz[i];
+}
+
+static void haz_clear(VkDispatchState *s) {
+  if (s->haz_count) memset(s->haz, 0, s->haz_cap * sizeof *s->haz);
+  s->haz_count = 0;
+  s->epoch = 0;
+}
+
+/* ---- slots ---- */
+
+static tvk_status slot_init(VkDev *v, VkDispatchState *s, VkSlot *sl) {
+  VkCommandPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                 .flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT,
+                                 .queueFamilyIndex = v->queue_family};
+  VkResult r = v->vk.vkCreateCommandPool(v->device, &pci, NULL, &sl->pool);
+  if (r != VK_SUCCESS) return vk_check(v, r, "vkCreateCommandPool");
+  VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                    .commandPool = sl->pool,
+                                    .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                    .commandBufferCount = 1};
+  r = v->vk.vkAllocateCommandBuffers(v->device, &ai, &sl->cmd);
+  if (r != VK_SUCCESS) return vk_check(v, r, "vkAllocateCommandBuffers");
+  VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  r = v->vk.vkCreateFence(v->device, &fci, NULL, &sl->fence);
+  if (r != VK_SUCCESS) return vk_check(v, r, "vkCreateFence");
+  if (!s->timing) return TVK_OK;
+  VkQueryPoolCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+                               .queryType = VK_QUERY_TYPE_TIMESTAMP,
+                               .queryCount = 2 * VK_BATCH_MAX};
+  r = v->vk.vkCreateQueryPool(v->device, &qci, NULL, &sl->queries);
+  return r == VK_SUCCESS ? TVK_OK : vk_check(v, r, "vkCreateQueryPool");
+}
+
+static void slot_destroy(VkDev *v, VkSlot *sl) {
+  for (int i = 0; i < sl->ndpools; i++) v->vk.vkDestroyDescriptorPool(v->device, sl->dpools[i], NULL);
+  free(sl->dpools);
+  if (sl->queries) v->vk.vkDestroyQueryPool(v->device, sl->queries, NULL);
+  if (sl->fence) v->vk.vkDestroyFence(v->device, sl->fence, NULL);
+  if (sl->pool) v->vk.vkDestroyCommandPool(v->device, sl->pool, NULL); /* frees cmd too */
+}
+
+tvk_status vk_dispatch_init(VkDev *v) {
+  tvk_status st = vk_pipeline_init(v);
+  if (st != TVK_OK) return st;
+  VkDispatchState *s = calloc(1, sizeof *s);
+  uint8_t *push = malloc(v->lim.max_push_constants + 16u);
+  if (!s || !push) {
+    free(s);
+    free(push);
+    return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory creating the device");
+  }
+  s->push = push;
+  s->recording = -1;
+  s->timing = v->debug >= 1 && (v->features & VKFEAT_TIMESTAMPS);
+  v->dispatch = s;
+  for (int i = 0; i < VK_SLOTS && st == TVK_OK; i++) st = slot_init(v, s, &s->slots[i]);
+  return st;
+}
+
+void vk_dispatch_destroy(VkDev *v) {
+  VkDispatchState *s = v->dispatch;
+  if (!s) return;
+  for (int i = 0; i < VK_SLOTS; i++) slot_destroy(v, &s->slots[i]);
+  free(s->haz);
+  free(s->infos);
+  free(s->writes);
+  free(s->barriers);
+  free(s->push);
+  free(s);
+  v->dispatch = NULL;
+}
+
+/* ---- completion ---- */
+
+/* Prints "tvk: VK kernel NAME: X.XXX ms" for each dispatch of a completed slot. */
+static void print_timings(VkDev *v, VkSlot *sl) {
+  uint64_t *t = malloc((size_t)sl->ndispatch * 2 * sizeof *t);
+  VkResult r = t ? v->vk.vkGetQueryPoolResults(v->device, sl->queries, 0, 2u * (uint32_t)sl->ndispatch,
+                                               (size_t)sl->ndispatch * 2 * sizeof *t, t,
+                                               sizeof *t, VK_QUERY_RESULT_64_BIT)
+                 : VK_ERROR_OUT_OF_HOST_MEMORY;
+  if (r != VK_SUCCESS) {
+    fprintf(stderr, "tvk: VK timestamps unavailable: %s\n", vk_result_name(r));
+    free(t);
+    return;
+  }
+  uint32_t bits = v->lim.timestamp_bits;
+  uint64_t mask = bits >= 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
+  for (int i = 0; i < sl->ndispatch; i++) {
+    uint64_t ticks = (t[2 * i + 1] - t[2 * i]) & mask;
+    double ms = (double)ticks * v->lim.timestamp_period * 1e-6;
+    fprintf(stderr, "tvk: VK kernel %s: %.3f ms\n", sl->names[i], ms);
+  }
+  free(t);
+}
+
+/* The slot's work is done: report timings and make it free again. Pools are
+ * reset here, so a finished batch holds no descriptor sets. */
+static tvk_status slot_complete(VkDev *v, VkSlot *sl, bool report) {
+  if (report && sl->queries && sl->ndispatch > 0) print_timings(v, sl);
+  for (int i = 0; i < sl->dpool_used + 1 && i < sl->ndpools; i++)
+    v->vk.vkResetDescriptorPool(v->device, sl->dpools[i], 0);
+  sl->dpool_used = 0;
+  if (sl->serial > v->serial_done) v->serial_done = sl->serial;
+  sl->serial = 0;
+  sl->ndispatch = 0;
+  bool submitted = sl->submitted;
+  sl->submitted = false;
+  VkResult r = submitted ? v->vk.vkResetFences(v->device, 1, &sl->fence) : VK_SUCCESS;
+  if (r == VK_SUCCESS) r = v->vk.vkResetCommandPool(v->device, sl->pool, 0);
+  return r == VK_SUCCESS ? TVK_OK : vk_check(v, r, "vkResetCommandPool");
+}
+
+/* The submitted slot with the smallest serial, not above `upto`; NULL if none. */
+static VkSlot *oldest_submitted(VkDispatchState *s, uint64_t upto) {
+  VkSlot *best = NULL;
+  for (int i = 0; i < VK_SLOTS; i++) {
+    VkSlot *sl = &s->slots[i];
+    if (sl->submitted && sl->serial <= upto && (!best || sl->serial < best->serial)) best = sl;
+  }
+  return best;
+}
+
+static tvk_status wait_slot(VkDev *v, VkSlot *sl) {
+  VkResult r = v->vk.vkWaitForFences(v->device, 1, &sl->fence, VK_TRUE, UINT64_MAX);
+  if (r != VK_SUCCESS) return vk_check(v, r, "vkWaitForFences");
+  return slot_complete(v, sl, true);
+}
+
+/* Completes, in order, the submitted batches that are already done. */
+static tvk_status poll_done(VkDev *v) {
+  VkSlot *sl;
+  while ((sl = oldest_submitted(v->dispatch, UINT64_MAX))) {
+    VkResult r = v->vk.vkGetFenceStatus(v->device, sl->fence);
+    if (r == VK_NOT_READY) return TVK_OK;
+    if (r != VK_SUCCESS) return vk_check(v, r, "vkGetFenceStatus");
+    tvk_status st = slot_complete(v, sl, true);
+    if (st != TVK_OK) return st;
+  }
+  return TVK_OK;
+}
+
+/* ---- recording and submitting ---- */
+
+static void barrier_global(VkDev *v, VkCommandBuffer cmd, VkPipelineStageFlags src,
+                           VkAccessFlags src_access, VkPipelineStageFlags dst,
+                           VkAccessFlags dst_access) {
+  VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                        .srcAccessMask = src_access,
+                        .dstAccessMask = dst_access};
+  v->vk.vkCmdPipelineBarrier(cmd, src, dst, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+/* Starts a batch in the next slot, first waiting for that slot's previous
+ * batch. The batch opens with a barrier making earlier submissions' shader
+ * and transfer writes (other batches, staging copies) visible to its shaders. */
+static tvk_status batch_begin(VkDev *v) {
+  VkDispatchState *s = v->dispatch;
+  tvk_status st = poll_done(v);
+  VkSlot *sl = &s->slots[s->next];
+  if (st == TVK_OK && sl->submitted) st = wait_slot(v, sl);
+  if (st != TVK_OK) return st;
+  VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                 .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+  VkResult r = v->vk.vkBeginCommandBuffer(sl->cmd, &bi);
+  if (r != VK_SUCCESS) return vk_check(v, r, "vkBeginCommandBuffer");
+  if (sl->queries) v->vk.vkCmdResetQueryPool(sl->cmd, sl->queries, 0, 2 * VK_BATCH_MAX);
+  barrier_global(v, sl->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                 VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                 VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+  sl->serial = ++v->serial_used;
+  sl->ndispatch = 0;
+  s->recording = s->next;
+  s->next = (s->next + 1) % VK_SLOTS;
+  s->bound = VK_NULL_HANDLE;
+  haz_clear(s);
+  return TVK_OK;
+}
+
+/* A batch that could not be submitted never runs: wait for the queue, so the
+ * serials stay in order, and call everything done. */
+static void batch_abandon(VkDev *v, VkSlot *sl) {
+  VkDispatchState *s = v->dispatch;
+  (void)v->vk.vkQueueWaitIdle(v->queue);
+  for (int i = 0; i < VK_SLOTS; i++)
+    if (s->slots[i].submitted && !v->lost) (void)slot_complete(v, &s->slots[i], false);
+  (void)slot_complete(v, sl, false);
+  v->serial_done = v->serial_used;
+}
+
+/* Ends and submits the recording batch. It closes with a barrier making the
+ * shaders' writes visible to the host (mapped reads) and to transfers (staging
+ * copies, later submissions). */
+static tvk_status batch_submit(VkDev *v) {
+  VkDispatchState *s = v->dispatch;
+  if (s->recording < 0) return TVK_OK;
+  VkSlot *sl = &s->slots[s->recording];
+  s->recording = -1;
+  barrier_global(v, sl->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                 VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                 VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                     VK_ACCESS_TRANSFER_WRITE_BIT);
+  VkResult r = v->vk.vkEndCommandBuffer(sl->cmd);
+  const char *call = "vkEndCommandBuffer";
+  if (r == VK_SUCCESS) {
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                       .commandBufferCount = 1,
+                       .pCommandBuffers = &sl->cmd};
+    r = v->vk.vkQueueSubmit(v->queue, 1, &si, sl->fence);
+    call = "vkQueueSubmit";
+  }
+  if (r != VK_SUCCESS) {
+    tvk_status st = vk_check(v, r, call);
+    batch_abandon(v, sl);
+    return st;
+  }
+  sl->submitted = true;
+  s->stats.submits++;
+  return TVK_OK;
+}
+
+void vk_dispatch_stats(const VkDev *v, VkDispatchStats *out) {
+  *out = v->dispatch ? v->dispatch->stats : (VkDispatchStats){0};
+}
+
+tvk_status vk_flush(VkDev *v) { return v->dispatch ? batch_submit(v) : TVK_OK; }
+
+tvk_status vk_wait_serial(VkDev *v, uint64_t serial) {
+  VkDispatchState *s = v->dispatch;
+  if (!s || serial <= v->serial_done) return TVK_OK;
+  tvk_status st = vk_alive(v);
+  if (st == TVK_OK && s->recording >= 0 && s->slots[s->recording].serial <= serial)
+    st = batch_submit(v);
+  VkSlot *sl;
+  while (st == TVK_OK && (sl = oldest_submitted(s, serial))) st = wait_slot(v, sl);
+  return st;
+}
+
+tvk_status vk_wait(VkDev *v) { return vk_wait_serial(v, v->serial_used); }
+
+/* ---- launch: checks ---- */
+
+/* Spreads `total` work groups over x, y, z within the device's per-dimension
+ * limits (the kernel reconstructs the linear id; see vk_internal.h). */
+static bool split_groups(const VkDevLimits *l, uint64_t total, uint32_t out[3]) {
+  uint64_t x = total < l->max_wg_count[0] ? total : l->max_wg_count[0];
+  uint64_t rest = (total + x - 1) / x;
+  uint64_t y = rest < l->max_wg_count[1] ? rest : l->max_wg_count[1];
+  uint64_t z = (total + x * y - 1) / (x * y);
+  if (z > l->max_wg_count[2] || x * y * z > UINT32_MAX) return false;
+  out[0] = (uint32_t)x, out[1] = (uint32_t)y, out[2] = (uint32_t)z;
+  return true;
+}
+
+static tvk_status check_args(VkDev *v, const DevProgram *p, DevBuffer *const *bufs, int nbufs,
+                             const int32_t *vals, int nvals) {
+  Device *d = &v->base;
+  if (!p || p->owner != v)
+    return dev_fail(d, TVK_ERR_INVALID_ARG, "launch: program is %s", p ? "of another device" : "NULL");
+  if (nbufs < 0 || nvals < 0 || (nbufs > 0 && !bufs) || (nvals > 0 && !vals))
+    return dev_fail(d, TVK_ERR_INVALID_ARG,
+                    "launch of kernel '%s': bad arguments (nbufs %d, bufs %p, nvals %d, vals %p)",
+                    p->name, nbufs, (const void *)bufs, nvals, (const void *)vals);
+  if (nbufs < p->nbindings)
+    return dev_fail(d, TVK_ERR_INVALID_ARG,
+                    "launch of kernel '%s': %d buffers given, the kernel binds %d", p->name, nbufs,
+                    p->nbindings);
+  for (int i = 0; i < p->nbindings; i++) {
+    if (!p->access[i]) continue;
+    if (!bufs[i])
+      return dev_fail(d, TVK_ERR_INVALID_ARG, "launch of kernel '%s': buffer %d is NULL", p->name, i);
+    tvk_status st = vk_buffer_check_bind(v, bufs[i], i);
+    if (st != TVK_OK) return st;
+  }
+  uint64_t need = VK_PUSH_VALS_OFFSET + 4 * (uint64_t)nvals;
+  if (need > v->lim.max_push_constants)
+    return dev_fail(d, TVK_ERR_INVALID_ARG,
+                    "launch of kernel '%s': %d values need %llu bytes of push constants; the "
+                    "device holds %u (maxPushConstantsSize)",
+                    p->name, nvals, (unsigned long long)need, v->lim.max_push_constants);
+  if (p->push_bytes > need)
+    return dev_fail(d, TVK_ERR_INVALID_ARG,
+                    "launch of kernel '%s': its push constants take %u bytes (grid and %u "
+                    "values), the launch gives %d values",
+                    p->name, p->push_bytes,
+                    p->push_bytes > VK_PUSH_VALS_OFFSET ? (p->push_bytes - VK_PUSH_VALS_OFFSET) / 4 : 0,
+                    nvals);
+  return TVK_OK;
+}
+
+/* dims->local must be the shader's local_size; the grid becomes the group
+ * counts to dispatch (*total 0: nothing to run). */
+static tvk_status check_dims(VkDev *v, const DevProgram *p, const LaunchDims *dims,
+                             uint32_t grid[3], uint32_t groups[3], uint64_t *total) {
+  Device *d = &v->base;
+  const VkDevLimits *l = &v->lim;
+  int64_t g[3] = {1, 1, 1};
+  if (dims) {
+    const int64_t *lc = dims->local;
+    if (lc[0] != p->local[0] || lc[1] != p->local[1] || lc[2] != p->local[2])
+      return dev_fail(d, TVK_ERR_INVALID_ARG,
+                      "launch of kernel '%s': work-group size %lldx%lldx%lld, but the shader "
+                      "declares local_size %ux%ux%u",
+                      p->name, (long long)lc[0], (long long)lc[1], (long long)lc[2], p->local[0],
+                      p->local[1], p->local[2]);
+    memcpy(g, dims->global, sizeof g);
+  }
+  uint64_t t = 1;
+  for (int i = 0; i < 3; i++) {
+    if (g[i] < 0 || g[i] > UINT32_MAX)
+      return dev_fail(d, TVK_ERR_INVALID_ARG, "launch of kernel '%s': group count %lld in "
+                      "dimension %d", p->name, (long long)g[i], i);
+    grid[i] = (uint32_t)g[i];
+    t = t > UINT32_MAX ? t : t * (uint64_t)g[i];
+  }
+  *total = t;
+  if (t == 0) return TVK_OK;
+  bool fits = grid[0] <= l->max_wg_count[0] && grid[1] <= l->max_wg_count[1] &&
+              grid[2] <= l->max_wg_count[2];
+  if (fits && t <= UINT32_MAX) {
+    memcpy(groups, grid, 3 * sizeof *groups);
+    return TVK_OK;
+  }
+  /* The kernel computes the linear id and the total in 32-bit uint. */
+  if (t > UINT32_MAX || !split_groups(l, t, groups))
+    return dev_fail(d, TVK_ERR_INVALID_ARG,
+                    "launch of kernel '%s': %lldx%lldx%lld work groups; at most 2^32-1 in all "
+                    "(and maxComputeWorkGroupCount %ux%ux%u)",
+                    p->name, (long long)g[0], (long long)g[1], (long long)g[2], l->max_wg_count[0],
+                    l->max_wg_count[1], l->max_wg_count[2]);
+  return TVK_OK;
+}
+
+/* ---- launch: recording ---- */
+
+static bool scratch_reserve(VkDispatchState *s, int n) {
+  if (n <= s->scratch_cap) return true;
+  int cap = n < 32 ? 32 : n;
+  VkDescriptorBufferInfo *i = realloc(s->infos, (size_t)cap * sizeof *i);
+  if (i) s->infos = i;
+  VkWriteDescriptorSet *w = realloc(s->writes, (size_t)cap * sizeof *w);
+  if (w) s->writes = w;
+  VkBufferMemoryBarrier *b = realloc(s->barriers, (size_t)cap * sizeof *b);
+  if (b) s->barriers = b;
+  if (!i || !w || !b) return false;
+  s->scratch_cap = cap;
+  return true;
+}
+
+/* Records the barrier this dispatch needs against earlier ones of the batch
+ * (none when it touches nothing they wrote and writes nothing they touched),
+ * then notes its own accesses. Hazards per buffer:
+ *   read after write, write after write -> barrier: shader write -> read/write
+ *   write after read                    -> execution dependency (same barrier)
+ * A barrier orders all earlier dispatches, so reads before it are settled;
+ * writes stay pending until a barrier names their buffer. */
+static tvk_status record_hazards(VkDev *v, VkCommandBuffer cmd, const DevProgram *p,
+                                 DevBuffer *const *bufs) {
+  VkDispatchState *s = v->dispatch;
+  uint32_t nb = 0;
+  for (int i = 0; i < p->nbindings; i++) {
+    uint8_t a = p->access[i];
+    Hazard *h = a && s->haz_cap ? haz_find(s, bufs[i]) : NULL;
+    if (!h) continue;
+    bool raw_waw = h->write_pending;
+    bool war = (a & VKACC_WRITE) && h->read_epoch == s->epoch + 1;
+    if (!raw_waw && !war) continue;
+    bool listed = false;
+    for (uint32_t k = 0; k < nb; k++) listed |= s->barriers[k].buffer == bufs[i]->buffer &&
+                                                s->barriers[k].offset == bufs[i]->offset;
+    if (!listed)
+      s->barriers[nb++] = (VkBufferMemoryBarrier){
+          .sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER,
+          .srcAccessMask = raw_waw ? VK_ACCESS_SHADER_WRITE_BIT : 0,
+          .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
+          .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
+          .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
+          .buffer = bufs[i]->buffer,
+          .offset = bufs[i]->offset,
+          .size = bufs[i]->range};
+    h->write_pending = false;
+  }
+  if (nb > 0) {
+    v->vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                               VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 0, NULL, nb, s->barriers, 0,
+                               NULL);
+    s->epoch++;
+    s->stats.barriers++;
+  }
+  for (int i = 0; i < p->nbindings; i++) {
+    uint8_t a = p->access[i];
+    if (!a) continue;
+    Hazard *h = haz_get(s, bufs[i]);
+    if (!h) return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "launch: out of memory");
+    if (a & VKACC_READ) h->read_epoch = s->epoch + 1;
+    if (a & VKACC_WRITE) h->write_pending = true;
+  }
+  return TVK_OK;
+}
+
+/* A descriptor set from the slot's pools, making a pool when they are full. */
+static tvk_status alloc_set(VkDev *v, VkSlot *sl, const DevProgram *p, VkDescriptorSet *out) {
+  for (;;) {
+    if (sl->dpool_used == sl->ndpools) {
+      VkDescriptorPool *grown = realloc(sl->dpools, (size_t)(sl->ndpools + 1) * sizeof *grown);
+      if (!grown) return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "launch: out of memory");
+      sl->dpools = grown;
+      uint32_t nbuf = VK_POOL_BUFFERS > p->nbindings ? VK_POOL_BUFFERS : (uint32_t)p->nbindings;
+      VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, nbuf};
+      VkDescriptorPoolCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                                       .maxSets = VK_POOL_SETS,
+                                       .poolSizeCount = 1,
+                                       .pPoolSizes = &size};
+      VkResult r = v->vk.vkCreateDescriptorPool(v->device, &ci, NULL, &sl->dpools[sl->ndpools]);
+      if (r != VK_SUCCESS) return vk_check(v, r, "vkCreateDescriptorPool");
+      sl->ndpools++;
+    }
+    VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                                      .descriptorPool = sl->dpools[sl->dpool_used],
+                                      .descriptorSetCount = 1,
+                                      .pSetLayouts = &p->set_layout};
+    VkResult r = v->vk.vkAllocateDescriptorSets(v->device, &ai, out);
+    if (r == VK_SUCCESS) return TVK_OK;
+    if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL)
+      return vk_check(v, r, "vkAllocateDescriptorSets");
+    sl->dpool_used++; /* this pool is full for the rest of the batch */
+  }
+}
+
+static tvk_status bind_buffers(VkDev *v, VkSlot *sl, const DevProgram *p, DevBuffer *const *bufs) {
+  VkDispatchState *s = v->dispatch;
+  uint32_t n = 0;
+  for (int i = 0; i < p->nbindings; i++) {
+    if (!p->access[i]) continue;
+    s->infos[n] = (VkDescriptorBufferInfo){bufs[i]->buffer, bufs[i]->offset, bufs[i]->range};
+    s->writes[n] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                          .dstBinding = (uint32_t)i,
+                                          .descriptorCount = 1,
+                                          .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                          .pBufferInfo = &s->infos[n]};
+    n++;
+  }
+  if (n == 0) return TVK_OK;
+  if (p->push_descriptors) {
+    v->vk.vkCmdPushDescriptorSetKHR(sl->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, n,
+                                    s->writes);
+    return TVK_OK;
+  }
+  VkDescriptorSet set;
+  tvk_status st = alloc_set(v, sl, p, &set);
+  if (st != TVK_OK) return st;
+  for (uint32_t k = 0; k < n; k++) s->writes[k].dstSet = set;
+  v->vk.vkUpdateDescriptorSets(v->device, n, s->writes, 0, NULL);
+  v->vk.vkCmdBindDescriptorSets(sl->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set, 0,
+                                NULL);
+  return TVK_OK;
+}
+
+/* The push-constant block: the grid, then the values, zero-padded to the size
+ * the shader declares. */
+static void push_constants(VkDev *v, VkSlot *sl, const DevProgram *p, const uint32_t grid[3],
+                           const int32_t *vals, int nvals) {
+  if (p->push_bytes == 0) return;
+  uint8_t *b = v->dispatch->push;
+  memset(b, 0, p->push_bytes);
+  memcpy(b, grid, VK_PUSH_VALS_OFFSET);
+  size_t nv = (size_t)nvals * 4, room = p->push_bytes - VK_PUSH_VALS_OFFSET;
+  if (p->push_bytes > VK_PUSH_VALS_OFFSET && nv > 0) memcpy(b + VK_PUSH_VALS_OFFSET, vals, nv < room ? nv : room);
+  v->vk.vkCmdPushConstants(sl->cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p->push_bytes, b);
+}
+
+tvk_status vk_launch(Device *d, DevProgram *p, DevBuffer *const *bufs, int nbufs,
+                     const int32_t *vals, int nvals, const LaunchDims *dims) {
+  VkDev *v = vk_of(d);
+  VkDispatchState *s = v->dispatch;
+  uint32_t grid[3], groups[3];
+  uint64_t total;
+  tvk_status st = check_args(v, p, bufs, nbufs, vals, nvals);
+  if (st == TVK_OK) st = check_dims(v, p, dims, grid, groups, &total);
+  if (st != TVK_OK || total == 0) return st;
+  if (!scratch_reserve(s, p->nbindings))
+    return dev_fail(d, TVK_ERR_OUT_OF_MEMORY, "launch: out of memory");
+  if (s->recording < 0 && (st = batch_begin(v)) != TVK_OK) return st;
+  VkSlot *sl = &s->slots[s->recording];
+  st = record_hazards(v, sl->cmd, p, bufs);
+  if (st == TVK_OK && s->bound != p->pipeline) {
+    v->vk.vkCmdBindPipeline(sl->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
+    s->bound = p->pipeline;
+  }
+  if (st == TVK_OK) st = bind_buffers(v, sl, p, bufs);
+  if (st != TVK_OK) return st;
+  push_constants(v, sl, p, grid, vals, nvals);
+  uint32_t q = 2u * (uint32_t)sl->ndispatch;
+  if (sl->queries)
+    v->vk.vkCmdWriteTimestamp(sl->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, sl->queries, q);
+  v->vk.vkCmdDispatch(sl->cmd, groups[0], groups[1], groups[2]);
+  if (sl->queries)
+    v->vk.vkCmdWriteTimestamp(sl->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, sl->queries, q + 1);
+  sl->names[sl->ndispatch++] = p->name;
+  s->stats.dispatches++;
+  p->serial = sl->serial;
+  return sl->ndispatch == VK_BATCH_MAX ? batch_submit(v) : TVK_OK;
+}
