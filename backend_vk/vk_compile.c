@@ -95,21 +95,23 @@ static tvk_status run_shaderc(VkDev *v, const char *name, const char *src, void 
   shaderc_compile_options_set_optimization_level(o, shaderc_optimization_level_performance);
   char file[96];
   snprintf(file, sizeof file, "%.80s.comp", name); /* messages say "NAME.comp:LINE: error" */
-  shaderc_compilation_result_t r =
-      shaderc_compile_into_spv(ps->shaderc, src, strlen(src), shaderc_compute_shader, file, "main", o);
+  shaderc_compilation_result_t r = shaderc_compile_into_spv(
+      ps->shaderc, src, strlen(src), shaderc_compute_shader, file, "main", o);
   shaderc_compile_options_release(o);
   ps->shaderc_calls++;
   tvk_status st = TVK_OK;
-  shaderc_compilation_status cs = r ? shaderc_result_get_compilation_status(r)
-                                    : shaderc_compilation_status_internal_error;
+  shaderc_compilation_status cs =
+      r ? shaderc_result_get_compilation_status(r) : shaderc_compilation_status_internal_error;
   if (cs != shaderc_compilation_status_success) {
     const char *msg = r ? shaderc_result_get_error_message(r) : "no result (out of memory?)";
     st = compile_failed(v, name, msg && *msg ? msg : "(shaderc gave no message)");
   } else {
     *n = shaderc_result_get_length(r);
     *out = malloc(*n ? *n : 1);
-    if (!*out) st = dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory for kernel '%s'", name);
-    else memcpy(*out, shaderc_result_get_bytes(r), *n);
+    if (!*out)
+      st = dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory for kernel '%s'", name);
+    else
+      memcpy(*out, shaderc_result_get_bytes(r), *n);
   }
   shaderc_result_release(r);
   return st;
@@ -183,8 +185,8 @@ tvk_status vk_compile(Device *d, const char *name, const char *src, DevProgram *
 }
 
 void vk_program_free(Device *d, DevProgram *p) {
-  if (!p) return;
   VkDev *v = vk_of(d);
+  if (!p || p->owner != v) return; /* not ours: freeing it here would corrupt both lists */
   /* A program still used by a pending batch is waited for; on a lost device
    * nothing runs any more and the wait fails at once. */
   if (p->serial > v->serial_done) (void)vk_wait_serial(v, p->serial);

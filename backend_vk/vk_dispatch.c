@@ -19,9 +19,9 @@ enum {
 
 /* Hazard state of one buffer within the batch being recorded. */
 typedef struct {
-  const DevBuffer *buf;  /* NULL: empty slot of the table */
-  uint32_t read_epoch;   /* epoch + 1 of the last read; 0: not read in this batch */
-  bool write_pending;    /* written, and no barrier has made that write visible yet */
+  const DevBuffer *buf; /* NULL: empty slot of the table */
+  uint32_t read_epoch;  /* epoch + 1 of the last read; 0: not read in this batch */
+  bool write_pending;   /* written, and no barrier has made that write visible yet */
 } Hazard;
 
 /* One command buffer and what it needs until its submission completes. */
@@ -31,22 +31,22 @@ typedef struct {
   VkFence fence;
   VkQueryPool queries; /* VK_NULL_HANDLE unless timing */
   VkDescriptorPool *dpools;
-  int ndpools, dpool_used; /* pools made; index of the one sets come from */
+  int ndpools, dpool_used;         /* pools made; index of the one sets come from */
   const char *names[VK_BATCH_MAX]; /* kernel of each dispatch, for the timings */
   int ndispatch;
-  uint64_t serial;  /* 0: free; else the batch it holds */
+  uint64_t serial; /* 0: free; else the batch it holds */
   bool submitted;
 } VkSlot;
 
 struct VkDispatchState {
   VkSlot slots[VK_SLOTS];
-  int recording;     /* index of the slot being recorded; -1: none */
-  int next;          /* the slot the next batch takes */
-  bool timing;       /* TVK_DEBUG >= 1 and the queue has timestamps */
+  int recording; /* index of the slot being recorded; -1: none */
+  int next;      /* the slot the next batch takes */
+  bool timing;   /* TVK_DEBUG >= 1 and the queue has timestamps */
   /* Hazard table of the recording batch: open addressing, cap a power of 2. */
   Hazard *haz;
   uint32_t haz_cap, haz_count;
-  uint32_t epoch; /* barriers recorded in this batch */
+  uint32_t epoch;   /* barriers recorded in this batch */
   VkPipeline bound; /* last pipeline bound in this batch */
   /* Scratch, grown as needed. */
   VkDescriptorBufferInfo *infos;
@@ -131,7 +131,8 @@ static tvk_status slot_init(VkDev *v, VkDispatchState *s, VkSlot *sl) {
 }
 
 static void slot_destroy(VkDev *v, VkSlot *sl) {
-  for (int i = 0; i < sl->ndpools; i++) v->vk.vkDestroyDescriptorPool(v->device, sl->dpools[i], NULL);
+  for (int i = 0; i < sl->ndpools; i++)
+    v->vk.vkDestroyDescriptorPool(v->device, sl->dpools[i], NULL);
   free(sl->dpools);
   if (sl->queries) v->vk.vkDestroyQueryPool(v->device, sl->queries, NULL);
   if (sl->fence) v->vk.vkDestroyFence(v->device, sl->fence, NULL);
@@ -174,9 +175,9 @@ void vk_dispatch_destroy(VkDev *v) {
 /* Prints "tvk: VK kernel NAME: X.XXX ms" for each dispatch of a completed slot. */
 static void print_timings(VkDev *v, VkSlot *sl) {
   uint64_t *t = malloc((size_t)sl->ndispatch * 2 * sizeof *t);
-  VkResult r = t ? v->vk.vkGetQueryPoolResults(v->device, sl->queries, 0, 2u * (uint32_t)sl->ndispatch,
-                                               (size_t)sl->ndispatch * 2 * sizeof *t, t,
-                                               sizeof *t, VK_QUERY_RESULT_64_BIT)
+  VkResult r = t ? v->vk.vkGetQueryPoolResults(
+                       v->device, sl->queries, 0, 2u * (uint32_t)sl->ndispatch,
+                       (size_t)sl->ndispatch * 2 * sizeof *t, t, sizeof *t, VK_QUERY_RESULT_64_BIT)
                  : VK_ERROR_OUT_OF_HOST_MEMORY;
   if (r != VK_SUCCESS) {
     fprintf(stderr, "tvk: VK timestamps unavailable: %s\n", vk_result_name(r));
@@ -356,7 +357,8 @@ static tvk_status check_args(VkDev *v, const DevProgram *p, DevBuffer *const *bu
                              const int32_t *vals, int nvals) {
   Device *d = &v->base;
   if (!p || p->owner != v)
-    return dev_fail(d, TVK_ERR_INVALID_ARG, "launch: program is %s", p ? "of another device" : "NULL");
+    return dev_fail(d, TVK_ERR_INVALID_ARG, "launch: program is %s",
+                    p ? "of another device" : "NULL");
   if (nbufs < 0 || nvals < 0 || (nbufs > 0 && !bufs) || (nvals > 0 && !vals))
     return dev_fail(d, TVK_ERR_INVALID_ARG,
                     "launch of kernel '%s': bad arguments (nbufs %d, bufs %p, nvals %d, vals %p)",
@@ -368,7 +370,8 @@ static tvk_status check_args(VkDev *v, const DevProgram *p, DevBuffer *const *bu
   for (int i = 0; i < p->nbindings; i++) {
     if (!p->access[i]) continue;
     if (!bufs[i])
-      return dev_fail(d, TVK_ERR_INVALID_ARG, "launch of kernel '%s': buffer %d is NULL", p->name, i);
+      return dev_fail(d, TVK_ERR_INVALID_ARG, "launch of kernel '%s': buffer %d is NULL", p->name,
+                      i);
     tvk_status st = vk_buffer_check_bind(v, bufs[i], i);
     if (st != TVK_OK) return st;
   }
@@ -379,12 +382,12 @@ static tvk_status check_args(VkDev *v, const DevProgram *p, DevBuffer *const *bu
                     "device holds %u (maxPushConstantsSize)",
                     p->name, nvals, (unsigned long long)need, v->lim.max_push_constants);
   if (p->push_bytes > need)
-    return dev_fail(d, TVK_ERR_INVALID_ARG,
-                    "launch of kernel '%s': its push constants take %u bytes (grid and %u "
-                    "values), the launch gives %d values",
-                    p->name, p->push_bytes,
-                    p->push_bytes > VK_PUSH_VALS_OFFSET ? (p->push_bytes - VK_PUSH_VALS_OFFSET) / 4 : 0,
-                    nvals);
+    return dev_fail(
+        d, TVK_ERR_INVALID_ARG,
+        "launch of kernel '%s': its push constants take %u bytes (grid and %u "
+        "values), the launch gives %d values",
+        p->name, p->push_bytes,
+        p->push_bytes > VK_PUSH_VALS_OFFSET ? (p->push_bytes - VK_PUSH_VALS_OFFSET) / 4 : 0, nvals);
   return TVK_OK;
 }
 
@@ -408,8 +411,10 @@ static tvk_status check_dims(VkDev *v, const DevProgram *p, const LaunchDims *di
   uint64_t t = 1;
   for (int i = 0; i < 3; i++) {
     if (g[i] < 0 || g[i] > UINT32_MAX)
-      return dev_fail(d, TVK_ERR_INVALID_ARG, "launch of kernel '%s': group count %lld in "
-                      "dimension %d", p->name, (long long)g[i], i);
+      return dev_fail(d, TVK_ERR_INVALID_ARG,
+                      "launch of kernel '%s': group count %lld in "
+                      "dimension %d",
+                      p->name, (long long)g[i], i);
     grid[i] = (uint32_t)g[i];
     t = t > UINT32_MAX ? t : t * (uint64_t)g[i];
   }
@@ -466,8 +471,9 @@ static tvk_status record_hazards(VkDev *v, VkCommandBuffer cmd, const DevProgram
     bool war = (a & VKACC_WRITE) && h->read_epoch == s->epoch + 1;
     if (!raw_waw && !war) continue;
     bool listed = false;
-    for (uint32_t k = 0; k < nb; k++) listed |= s->barriers[k].buffer == bufs[i]->buffer &&
-                                                s->barriers[k].offset == bufs[i]->offset;
+    for (uint32_t k = 0; k < nb; k++)
+      listed |=
+          s->barriers[k].buffer == bufs[i]->buffer && s->barriers[k].offset == bufs[i]->offset;
     if (!listed)
       s->barriers[nb++] = (VkBufferMemoryBarrier){
           .sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER,
@@ -565,7 +571,8 @@ static void push_constants(VkDev *v, VkSlot *sl, const DevProgram *p, const uint
   memset(b, 0, p->push_bytes);
   memcpy(b, grid, VK_PUSH_VALS_OFFSET);
   size_t nv = (size_t)nvals * 4, room = p->push_bytes - VK_PUSH_VALS_OFFSET;
-  if (p->push_bytes > VK_PUSH_VALS_OFFSET && nv > 0) memcpy(b + VK_PUSH_VALS_OFFSET, vals, nv < room ? nv : room);
+  if (p->push_bytes > VK_PUSH_VALS_OFFSET && nv > 0)
+    memcpy(b + VK_PUSH_VALS_OFFSET, vals, nv < room ? nv : room);
   v->vk.vkCmdPushConstants(sl->cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p->push_bytes, b);
 }
 

@@ -102,8 +102,8 @@ typedef struct VkDev {
   char name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE + 16]; /* "Vulkan: <deviceName>" */
   int debug;        /* TVK_DEBUG level */
   bool validate;    /* VK_LAYER_KHRONOS_validation is on */
-  bool sync_validation; /* and its synchronization validation (TVK_VALIDATE=2) */
-  char *cache_dir;  /* opt->cache_dir (malloc'ed) or NULL: the default places (cpu_cache_dir_open) */
+  bool sync_validation; /* and synchronization validation (TVK_VALIDATE=2) */
+  char *cache_dir;  /* opt->cache_dir (malloc'ed); NULL: the default places */
 
   VkInstance instance;
   VkInstanceFns vki;
@@ -129,6 +129,7 @@ typedef struct VkDev {
   VkMem *mem;
   VkDeviceSize block_bytes; /* default 64 MiB, capped by lim.max_alloc */
   unsigned mem_mode;        /* VKMEM_* */
+  bool mem_fail;            /* tests: block allocations report VK_ERROR_OUT_OF_DEVICE_MEMORY */
 
   /* Batch serials, kept by vk_dispatch.c. A batch gets the next serial when its
    * first command is recorded; serial_used is the serial of the newest batch
@@ -248,10 +249,11 @@ void vk_dispatch_destroy(VkDev *v);
  *     int v0, v1, ...;               // offset VK_PUSH_VALS_OFFSET + 4*i: vals[i]
  *   } pc;
  *
- * The block may stop early (no values; or only the grid is declared when the
- * kernel needs neither): vk_launch pushes the grid and every value, zero-padded
- * to the block's size as the SPIR-V declares it. 12 + 4*nvals bytes must fit in
- * maxPushConstantsSize (128 on most devices: 29 values).
+ * vk_launch pushes exactly the block the SPIR-V declares: values past its end
+ * are not pushed (the kernel does not read them), a block longer than the grid
+ * plus the launch's values is refused, and a kernel with no block gets nothing.
+ * 12 + 4*nvals bytes must fit in maxPushConstantsSize (128 on most devices: 29
+ * values).
  *
  * Work groups: dims->global is the logical grid; dims->local must equal the
  * shader's local_size. When a grid dimension exceeds maxComputeWorkGroupCount,
@@ -299,6 +301,8 @@ struct VkPipelineState {
   VkPipelineCache cache;
   char *cache_path;       /* the pipeline cache's file; NULL: not saved */
   bool cache_dirty;       /* pipelines were created since it was loaded */
+  char loaded_key[33];    /* content hash of the data loaded ("" if none): unchanged data is
+                             not written back */
   DevProgram *programs;
   uint64_t shaderc_calls; /* compiles that ran shaderc (tests count cache hits) */
 };

@@ -28,11 +28,12 @@ typedef struct VkBlock {
   VkDeviceMemory memory;
   VkBuffer buffer;
   VkDeviceSize size;
-  uint8_t *mapped; /* NULL: not mapped (copies go through staging) */
-  bool coherent;   /* false: flush after host writes, invalidate before host reads */
-  bool dedicated;  /* made for one buffer larger than a block; freed with it */
-  uint32_t live;   /* buffers in the block, freed-but-pending ones included */
-  Range *free;     /* free ranges, sorted by offset, never adjacent (coalesced) */
+  uint8_t *mapped;  /* NULL: not mapped (copies go through staging) */
+  bool coherent;    /* false: flush after host writes, invalidate before host reads */
+  bool read_mapped; /* copy_out reads the mapping (else it goes through staging) */
+  bool dedicated;   /* made for one buffer larger than a block; freed with it */
+  uint32_t live;    /* buffers in the block, freed-but-pending ones included */
+  Range *free;      /* free ranges, sorted by offset, never adjacent (coalesced) */
   uint32_t nfree, capfree;
 } VkBlock;
 
@@ -138,7 +139,7 @@ static bool is_oom(VkResult r) {
 /* Creates a buffer of `size` bytes and memory for it from the best type that
  * has room, bound and (when `map` and host-visible) mapped. */
 static tvk_status make_buffer(VkDev *v, VkDeviceSize size, bool staging, bool map, VkBuffer *buf,
-                              VkDeviceMemory *mem, uint8_t **ptr, bool *coherent) {
+                              VkDeviceMemory *mem, uint8_t **ptr, bool *coherent, bool *cached) {
   VkBufferCreateInfo bi = {
       .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
       .size = size,
@@ -162,7 +163,8 @@ static tvk_status make_buffer(VkDev *v, VkDeviceSize size, bool staging, bool ma
         .allocationSize = req.size,
         .memoryTypeIndex = type,
     };
-    r = v->vk.vkAllocateMemory(v->device, &ai, NULL, mem);
+    r = v->mem_fail && !staging ? VK_ERROR_OUT_OF_DEVICE_MEMORY
+                                : v->vk.vkAllocateMemory(v->device, &ai, NULL, mem);
   }
   if (n == 0)
     st = dev_fail(&v->base, TVK_ERR_DEVICE, "%s has no memory type for a %s buffer", v->name,
@@ -174,6 +176,7 @@ static tvk_status make_buffer(VkDev *v, VkDeviceSize size, bool staging, bool ma
   VkMemoryPropertyFlags f = v->mem_props.memoryTypes[type].propertyFlags;
   *ptr = NULL;
   *coherent = (f & HC) && !(v->mem_mode & VKMEM_FORCE_NONCOHERENT);
+  *cached = (f & CACHED) != 0;
   if (st == TVK_OK && map && (f & HV)) {
     void *p = NULL;
     st = vk_check(v, v->vk.vkMapMemory(v->device, *mem, 0, VK_WHOLE_SIZE, 0, &p), "vkMapMemory");
@@ -206,7 +209,9 @@ static tvk_status block_create(VkDev *v, VkDeviceSize size, bool dedicated, VkBl
     free(fr);
     return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of host memory for a memory block");
   }
-  tvk_status st = make_buffer(v, size, false, m->map, &b->buffer, &b->memory, &b->mapped, &b->coherent);
+  bool cached = false;
+  tvk_status st = make_buffer(v, size, false, m->map, &b->buffer, &b->memory, &b->mapped,
+                              &b->coherent, &cached);
   if (st != TVK_OK) {
     free(b);
     free(fr);
@@ -214,6 +219,10 @@ static tvk_status block_create(VkDev *v, VkDeviceSize size, bool dedicated, VkBl
   }
   b->size = size;
   b->dedicated = dedicated;
+  /* Host reads of uncached memory behind PCIe (a discrete GPU's BAR) crawl: read
+   * back through a staging copy into cached host memory instead. */
+  b->read_mapped =
+      b->mapped && (cached || v->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU);
   b->free = fr;
   b->capfree = 4;
   b->nfree = 1;
@@ -459,7 +468,8 @@ static tvk_status check_range(VkDev *v, const char *what, DevBuffer *b, size_t o
     return dev_fail(&v->base, TVK_ERR_INVALID_ARG,
                     "%s: offset %zu + size %zu is out of bounds of a buffer of %zu bytes", what,
                     offset, n, b->size);
-  if (n > 0 && !host) return dev_fail(&v->base, TVK_ERR_INVALID_ARG, "%s: host pointer is NULL", what);
+  if (n > 0 && !host)
+    return dev_fail(&v->base, TVK_ERR_INVALID_ARG, "%s: host pointer is NULL", what);
   return TVK_OK;
 }
 
@@ -477,7 +487,8 @@ static VkMappedMemoryRange atom_range(const VkDev *v, const VkBlock *b, VkDevice
   };
 }
 
-static tvk_status copy_mapped(VkDev *v, DevBuffer *b, size_t offset, void *host, size_t n, bool in) {
+static tvk_status copy_mapped(VkDev *v, DevBuffer *b, size_t offset, void *host, size_t n,
+                              bool in) {
   VkBlock *k = b->block;
   VkMappedMemoryRange r = atom_range(v, k, b->offset + offset, n);
   if (!in && !k->coherent) {
@@ -525,9 +536,10 @@ static tvk_status staging_init(VkDev *v) {
     st = vk_check(v, v->vk.vkCreateFence(v->device, &fi, NULL, &m->fence), "vkCreateFence");
   }
   VkDeviceSize size = STAGING_BYTES < v->lim.max_alloc ? STAGING_BYTES : v->lim.max_alloc;
+  bool cached = false;
   if (st == TVK_OK)
     st = make_buffer(v, size, true, true, &m->stage_buf, &m->stage_mem, &m->stage_ptr,
-                     &m->stage_coherent);
+                     &m->stage_coherent, &cached);
   if (st == TVK_OK && !m->stage_ptr) {
     v->vk.vkDestroyBuffer(v->device, m->stage_buf, NULL);
     v->vk.vkFreeMemory(v->device, m->stage_mem, NULL);
@@ -587,12 +599,12 @@ static tvk_status stage_copy(VkDev *v, DevBuffer *b, VkDeviceSize off, VkDeviceS
     st = vk_check(v, v->vk.vkWaitForFences(v->device, 1, &m->fence, VK_TRUE, UINT64_MAX),
                   "vkWaitForFences (copy)");
   if (st == TVK_OK) st = vk_check(v, v->vk.vkResetFences(v->device, 1, &m->fence), "vkResetFences");
-  if (st == TVK_OK)
-    st = vk_check(v, v->vk.vkResetCommandBuffer(m->cmd, 0), "vkResetCommandBuffer");
+  if (st == TVK_OK) st = vk_check(v, v->vk.vkResetCommandBuffer(m->cmd, 0), "vkResetCommandBuffer");
   return st;
 }
 
-static tvk_status copy_staged(VkDev *v, DevBuffer *b, size_t offset, void *host, size_t n, bool in) {
+static tvk_status copy_staged(VkDev *v, DevBuffer *b, size_t offset, void *host, size_t n,
+                              bool in) {
   VkMem *m = v->mem;
   tvk_status st = staging_init(v);
   VkMappedMemoryRange whole = {
@@ -627,7 +639,8 @@ static tvk_status copy(VkDev *v, const char *what, DevBuffer *b, size_t offset, 
   if (st != TVK_OK || n == 0) return st;
   st = vk_wait(v);
   if (st != TVK_OK) return st;
-  return b->host ? copy_mapped(v, b, offset, host, n, in) : copy_staged(v, b, offset, host, n, in);
+  bool direct = b->host && (in || b->block->read_mapped);
+  return direct ? copy_mapped(v, b, offset, host, n, in) : copy_staged(v, b, offset, host, n, in);
 }
 
 tvk_status vk_copy_in(Device *d, DevBuffer *b, size_t offset, const void *src, size_t n) {
@@ -643,7 +656,8 @@ tvk_status vk_copy_out(Device *d, DevBuffer *b, size_t offset, void *dst, size_t
 
 tvk_status vk_mem_init(VkDev *v) {
   v->mem = calloc(1, sizeof *v->mem);
-  if (!v->mem) return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory creating the allocator");
+  if (!v->mem)
+    return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory creating the allocator");
   VkDeviceSize a = MIN_ALIGN;
   if (v->lim.storage_align > a) a = v->lim.storage_align;
   if (v->lim.atom > a) a = v->lim.atom;

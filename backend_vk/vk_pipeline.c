@@ -49,13 +49,13 @@ enum { ID_NON_WRITABLE = 1, ID_NON_READABLE = 2, ID_BLOCK = 4, ID_BUFFER_BLOCK =
 
 /* What one result id is, as far as we care. */
 typedef struct {
-  const uint32_t *inst;   /* the instruction that defines it (types, constants, variables) */
-  uint32_t binding, set;  /* decorations; UINT32_MAX when absent */
-  uint32_t array_stride;  /* 0 when absent */
-  uint32_t members;       /* structs: member count */
-  uint32_t members_nw;    /* structs: members decorated NonWritable */
-  uint32_t members_nr;    /* structs: members decorated NonReadable */
-  uint8_t flags;          /* ID_* */
+  const uint32_t *inst;  /* the instruction that defines it (types, constants, variables) */
+  uint32_t binding, set; /* decorations; UINT32_MAX when absent */
+  uint32_t array_stride; /* 0 when absent */
+  uint32_t members;      /* structs: member count */
+  uint32_t members_nw;   /* structs: members decorated NonWritable */
+  uint32_t members_nr;   /* structs: members decorated NonReadable */
+  uint8_t flags;         /* ID_* */
 } SpvId;
 
 typedef struct {
@@ -98,7 +98,8 @@ static void spv_index(Spv *s) {
     uint32_t op = op_of(in[0]), len = len_of(in[0]);
     SpvId *t;
     if (op == SPV_OP_DECORATE && len >= 3 && (t = spv_id(s, in[1]))) note_decoration(t, in, len);
-    if ((op >= SPV_OP_TYPE_INT && op <= SPV_OP_TYPE_POINTER) && len >= 2 && (t = spv_id(s, in[1]))) {
+    if ((op >= SPV_OP_TYPE_INT && op <= SPV_OP_TYPE_POINTER) && len >= 2 &&
+        (t = spv_id(s, in[1]))) {
       t->inst = in;
       if (op == SPV_OP_TYPE_STRUCT) t->members = len - 2;
     }
@@ -209,8 +210,8 @@ static tvk_status reflect_interface(VkDev *v, DevProgram *p, Spv *s) {
       return dev_fail(&v->base, TVK_ERR_COMPILE,
                       "kernel '%s' uses descriptor set %u; tvk binds set 0 only", p->name, t->set);
     if (t->binding == UINT32_MAX || t->binding >= 4096)
-      return dev_fail(&v->base, TVK_ERR_COMPILE, "kernel '%s' has a storage buffer without a "
-                      "usable binding number", p->name);
+      return dev_fail(&v->base, TVK_ERR_COMPILE,
+                      "kernel '%s' has a storage buffer without a usable binding number", p->name);
     any = true;
     if (t->binding > maxb) maxb = t->binding;
   }
@@ -219,7 +220,8 @@ static tvk_status reflect_interface(VkDev *v, DevProgram *p, Spv *s) {
   p->push_bytes = (uint32_t)((push + 3) & ~UINT64_C(3));
   p->nbindings = any ? (int)maxb + 1 : 0;
   p->access = calloc(p->nbindings ? (size_t)p->nbindings : 1, 1);
-  if (!p->access) return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory for kernel '%s'", p->name);
+  if (!p->access)
+    return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory for kernel '%s'", p->name);
   for (uint32_t id = 0; id < s->bound; id++) {
     const SpvId *t = &s->ids[id];
     if (t->inst && op_of(t->inst[0]) == SPV_OP_VARIABLE && is_storage_buffer(s, t))
@@ -234,7 +236,8 @@ static tvk_status reflect(VkDev *v, DevProgram *p, const uint32_t *w, size_t n) 
     return dev_fail(&v->base, TVK_ERR_COMPILE, "kernel '%s': malformed SPIR-V", p->name);
   s.bound = w[3];
   s.ids = malloc(s.bound * sizeof *s.ids);
-  if (!s.ids) return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory for kernel '%s'", p->name);
+  if (!s.ids)
+    return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory for kernel '%s'", p->name);
   for (uint32_t i = 0; i < s.bound; i++)
     s.ids[i] = (SpvId){.binding = UINT32_MAX, .set = UINT32_MAX};
   spv_index(&s);
@@ -277,7 +280,8 @@ static tvk_status check_limits(VkDev *v, const DevProgram *p) {
 
 static tvk_status make_layouts(VkDev *v, DevProgram *p) {
   VkDescriptorSetLayoutBinding *b = calloc(p->nbindings ? (size_t)p->nbindings : 1, sizeof *b);
-  if (!b) return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory for kernel '%s'", p->name);
+  if (!b)
+    return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory for kernel '%s'", p->name);
   uint32_t n = 0;
   for (int i = 0; i < p->nbindings; i++) {
     if (!p->access[i]) continue;
@@ -307,9 +311,8 @@ static tvk_status make_layouts(VkDev *v, DevProgram *p) {
 }
 
 static tvk_status make_pipeline(VkDev *v, DevProgram *p, const uint32_t *spirv, size_t nwords) {
-  VkShaderModuleCreateInfo mci = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-                                  .codeSize = nwords * 4,
-                                  .pCode = spirv};
+  VkShaderModuleCreateInfo mci = {
+      .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = nwords * 4, .pCode = spirv};
   VkResult r = v->vk.vkCreateShaderModule(v->device, &mci, NULL, &p->module);
   if (r != VK_SUCCESS) return vk_check(v, r, "vkCreateShaderModule");
   VkComputePipelineCreateInfo ci = {
@@ -387,6 +390,13 @@ static char *cache_file_path(const VkDev *v, const char *dir) {
   return p;
 }
 
+static void blob_key(const void *data, size_t n, char key[33]) {
+  CacheHash h;
+  cache_hash_init(&h);
+  cache_hash_bytes(&h, data, n);
+  cache_hash_hex(&h, key);
+}
+
 tvk_status vk_pipeline_init(VkDev *v) {
   VkPipelineState *ps = calloc(1, sizeof *ps);
   if (!ps) return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory creating the device");
@@ -405,6 +415,7 @@ tvk_status vk_pipeline_init(VkDev *v) {
     data = NULL;
     n = 0;
   }
+  if (data) blob_key(data, n, ps->loaded_key);
   VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
                                   .initialDataSize = data ? n : 0,
                                   .pInitialData = data};
@@ -423,7 +434,11 @@ static void save_cache(VkDev *v, VkPipelineState *ps) {
   if (v->vk.vkGetPipelineCacheData(v->device, ps->cache, &n, NULL) != VK_SUCCESS || n == 0) return;
   void *data = malloc(n);
   VkResult r = data ? v->vk.vkGetPipelineCacheData(v->device, ps->cache, &n, data) : VK_INCOMPLETE;
-  int rc = r == VK_SUCCESS ? cache_file_write(ps->cache_path, data, n) : 0;
+  char key[33] = "";
+  if (r == VK_SUCCESS) blob_key(data, n, key);
+  /* Pipelines that all came from the loaded cache leave its data as it was. */
+  bool same = r == VK_SUCCESS && strcmp(key, ps->loaded_key) == 0;
+  int rc = r == VK_SUCCESS && !same ? cache_file_write(ps->cache_path, data, n) : 0;
   if (rc != 0 && v->debug >= 1)
     fprintf(stderr, "tvk: cannot save the pipeline cache '%s': %s\n", ps->cache_path, strerror(rc));
   free(data);

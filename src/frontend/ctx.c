@@ -462,17 +462,27 @@ static const char *env_str(const char *name, const char *given) {
   return v && *v ? v : NULL;
 }
 
+/* "VK" is the first Vulkan device in preference order, "VK:n" the n-th. */
+static bool parse_vk(const char *name, int *index) {
+  if (strncmp(name, "VK", 2) && strncmp(name, "vk", 2)) return false;
+  if (name[2] == '\0') return (*index = -1), true;
+  char *end;
+  long n = name[2] == ':' ? strtol(name + 3, &end, 10) : -1;
+  if (name[2] != ':' || end == name + 3 || *end || n < 0 || n > 1000) return false;
+  *index = (int)n;
+  return true;
+}
+
 static tvk_status open_device(tvk_ctx *ctx, const char *name) {
   DeviceOptions dopt = {.cache_dir = ctx->cache_dir,
                         .cc = ctx->cc,
                         .threads = ctx->opt.threads,
                         .debug = ctx->opt.debug,
                         .validate = ctx->opt.validate};
+  int index;
   if (!name || !strcmp(name, "CPU") || !strcmp(name, "cpu"))
     return cpu_device_create(&dopt, &ctx->dev, create_error, sizeof create_error);
-  if (!strncmp(name, "VK", 2) || !strncmp(name, "vk", 2))
-    return create_fail(TVK_ERR_DEVICE, "device \"%s\": the Vulkan backend is not part of this build yet; "
-                                       "use \"CPU\"", name);
+  if (parse_vk(name, &index)) return vk_device_create(&dopt, index, &ctx->dev, create_error, sizeof create_error);
   return create_fail(TVK_ERR_DEVICE, "unknown device \"%s\": expected \"CPU\", \"VK\" or \"VK:<n>\"", name);
 }
 

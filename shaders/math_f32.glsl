@@ -1,0 +1,82 @@
+// float32 math with the CPU backend's results at the edges (alu.c). GLSL leaves
+// these functions undefined on NaN, inf, zero or negative arguments, so each
+// tests those first, on the bits (a compiler may assume that no value is NaN).
+bool tvk_isnan_f32(float x) { return (floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u; }
+bool tvk_isinf_f32(float x) { return (floatBitsToUint(x) & 0x7fffffffu) == 0x7f800000u; }
+float tvk_inf_f32(bool neg) { return uintBitsToFloat(neg ? 0xff800000u : 0x7f800000u); }
+float tvk_nan_f32() { return uintBitsToFloat(0x7fc00000u); }
+bool tvk_signbit_f32(float x) { return (floatBitsToUint(x) >> 31) != 0u; }
+
+// 2^x; overflow gives inf. Results below 2^-126 are computed from 2^(x+32), so
+// a device that keeps denormals returns them correctly rounded.
+float tvk_exp2_f32(float x) {
+  if (tvk_isnan_f32(x)) return x;
+  if (x >= 128.0) return tvk_inf_f32(false);
+  if (x < -151.0) return 0.0;
+  if (x < -126.0) return exp2(x + 32.0) * 2.3283064365386963e-10;
+  return exp2(x);
+}
+
+// log2: log2(0) = -inf, log2(x < 0) = NaN, log2(inf) = inf. A denormal x is
+// m * 2^-149 exactly, taken apart on the bits.
+float tvk_log2_f32(float x) {
+  uint b = floatBitsToUint(x);
+  if (tvk_isnan_f32(x)) return x;
+  if ((b & 0x7fffffffu) == 0u) return tvk_inf_f32(true);
+  if ((b >> 31) != 0u) return tvk_nan_f32();
+  if (b == 0x7f800000u) return x;
+  if (b < 0x00800000u) return log2(float(b)) - 149.0;
+  return log2(x);
+}
+
+// sin to about an ulp for |x| < 6433 (Vulkan only promises 2^-11 absolute):
+// x - k pi/2 with pi/2 in three parts, the first two of 12 bits so that k times
+// them is exact for |k| < 4096, then Taylor polynomials on [-pi/4, pi/4].
+// Larger |x| falls back to GLSL's sin. NaN and inf give NaN.
+float tvk_sin_f32(float x) {
+  if (tvk_isnan_f32(x) || tvk_isinf_f32(x)) return tvk_nan_f32();
+  if (abs(x) > 6433.0) return sin(x);
+  float k = floor(x * 0.636619772 + 0.5);
+  float r = ((x - k * 1.57080078125) - k * -4.453584551811218e-06) - k * -8.705515752716053e-10;
+  float z = r * r;
+  float s = r + r * z * (-0.16666666666666666 + z * (0.008333333333333333 +
+            z * (-0.0001984126984126984 + z * 2.7557319223985893e-06)));
+  float c = 1.0 - 0.5 * z + z * z * (0.041666666666666664 + z * (-0.001388888888888889 +
+            z * (2.48015873015873e-05 + z * -2.755731922398589e-07)));
+  int q = int(k) & 3;
+  return q == 0 ? s : q == 1 ? c : q == 2 ? -s : -c;
+}
+
+// sqrt: negative x gives NaN (sqrt(-0) = -0).
+float tvk_sqrt_f32(float x) {
+  return tvk_isnan_f32(x) ? x : x < 0.0 ? tvk_nan_f32() : sqrt(x);
+}
+
+// 1 / x: +-0 gives +-inf and +-inf gives +-0, which Vulkan's precision rules
+// leave undefined.
+float tvk_recip_f32(float x) {
+  if (x == 0.0 || tvk_isinf_f32(x)) {
+    uint s = floatBitsToUint(x) & 0x80000000u;
+    return uintBitsToFloat(s | (x == 0.0 ? 0x7f800000u : 0u));
+  }
+  return 1.0 / x;
+}
+
+// pow as C's pow (IEEE 754's special cases), except 0 ** negative = +inf
+// (alu.c, the seed's safe_pow); otherwise exp2(y * log2 |x|) with the sign of
+// an odd integer power of a negative base.
+float tvk_pow_f32(float x, float y) {
+  if (y == 0.0 || x == 1.0) return 1.0;
+  if (tvk_isnan_f32(x) || tvk_isnan_f32(y)) return tvk_nan_f32();
+  float ax = abs(x);
+  bool yint = floor(y) == y, yodd = yint && abs(y) < 16777216.0 && floor(y * 0.5) * 2.0 != y;
+  if (tvk_isinf_f32(y)) return ax == 1.0 ? 1.0 : (ax < 1.0) == (y < 0.0) ? tvk_inf_f32(false) : 0.0;
+  if (x == 0.0) return y < 0.0 ? tvk_inf_f32(false) : yodd ? x : 0.0;
+  if (tvk_isinf_f32(x)) {
+    float m = y < 0.0 ? 0.0 : tvk_inf_f32(false);
+    return x < 0.0 && yodd ? -m : m;
+  }
+  if (x < 0.0 && !yint) return tvk_nan_f32();
+  float r = tvk_exp2_f32(y * tvk_log2_f32(ax));
+  return x < 0.0 && yodd ? -r : r;
+}
