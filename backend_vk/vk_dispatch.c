@@ -580,7 +580,7 @@ tvk_status vk_launch(Device *d, DevProgram *p, DevBuffer *const *bufs, int nbufs
                      const int32_t *vals, int nvals, const LaunchDims *dims) {
   VkDev *v = vk_of(d);
   VkDispatchState *s = v->dispatch;
-  uint32_t grid[3], groups[3];
+  uint32_t grid[3] = {0}, groups[3] = {0};
   uint64_t total;
   tvk_status st = check_args(v, p, bufs, nbufs, vals, nvals);
   if (st == TVK_OK) st = check_dims(v, p, dims, grid, groups, &total);

@@ -86,7 +86,7 @@ static DType operand_dtype(const UOp *u) { return u->src[u->nsrc - 1]->dtype; }
 static bool fits(UOp *u) {
   DType d = u->dtype;
   if (!dt_is_int(d) || u->nsrc < 1 || !uop_bounds_exact(u->src[0])) return false;
-  int64_t alo = uop_vmin(u->src[0]), ahi = uop_vmax(u->src[0]), lo, hi, p[4];
+  int64_t alo = uop_vmin(u->src[0]), ahi = uop_vmax(u->src[0]), lo = 0, hi = 0, p[4] = {0};
   if (u->op == OP_NEG) return alo > dt_min_i(d) && -ahi >= dt_min_i(d) && -alo <= dt_max_i(d);
   if (u->nsrc != 2 || !uop_bounds_exact(u->src[1])) return false;
   int64_t blo = uop_vmin(u->src[1]), bhi = uop_vmax(u->src[1]);
