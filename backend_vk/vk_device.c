@@ -2,6 +2,7 @@
  * messenger, choosing a physical device and a compute queue, enabling the
  * features kernels may use, the limits, the DeviceOps table and destroy. See
  * docs/vulkan.md. */
+#include "vk_glsl.h"
 #include "vk_internal.h"
 
 #include <pthread.h>
@@ -660,6 +661,7 @@ static void vkd_destroy(Device *d) {
   if (v->messenger) v->vki.vkDestroyDebugUtilsMessengerEXT(v->instance, v->messenger, NULL);
   if (v->instance) v->vki.vkDestroyInstance(v->instance, NULL);
   free(v->cache_dir);
+  vk_glsl_lang_free(v->glsl);
   free(v);
 }
 
@@ -718,6 +720,7 @@ static tvk_status create(VkDev *v, const DeviceOptions *opt, int index) {
     st = create_logical(v);
   }
   if (st == TVK_OK) st = vk_mem_init(v);
+  if (st == TVK_OK) st = vk_glsl_attach(v);
   if (st == TVK_OK) {
     v->dispatch_started = true;
     st = vk_dispatch_init(v);

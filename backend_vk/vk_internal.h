@@ -143,6 +143,7 @@ typedef struct VkDev {
   uint64_t serial_used;
   uint64_t serial_done;
 
+  struct Lang *glsl; /* the GLSL language table for these features (vk_glsl.c); base.lang */
   VkPipelineState *pipelines; /* owned by vk_pipeline.c / vk_compile.c; NULL until they set it */
   VkDispatchState *dispatch;  /* owned by vk_dispatch.c; NULL until vk_dispatch_init */
   bool dispatch_started;      /* vk_dispatch_init was called (destroy then calls its cleanups) */
@@ -207,6 +208,12 @@ typedef struct {
   uint64_t staging_bytes; /* size of the staging buffer (0 until a staging copy) */
 } VkMemStats;
 void vk_mem_stats(const VkDev *v, VkMemStats *out);
+
+/* ---- vk_glsl.c ---- */
+
+/* Builds v->glsl for v->features and makes it the device's codegen: base.lang
+ * and grid lowering (CG_MODE_GRID). vk_glsl_lang_free(v->glsl) frees it. */
+tvk_status vk_glsl_attach(VkDev *v);
 
 /* ---- vk_compile.c / vk_pipeline.c / vk_dispatch.c (the dispatch engineer) ----
  *

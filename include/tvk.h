@@ -123,6 +123,7 @@ typedef struct {
   uint64_t cache_hits;       /* kernels whose compiled program was reused (memory or disk) */
   uint64_t bytes_now;        /* device bytes allocated now */
   uint64_t bytes_peak;       /* the most device bytes allocated at once */
+  uint64_t validation_messages; /* Vulkan validation messages so far (TVK_VALIDATE); 0 elsewhere */
 } tvk_stats;
 
 /* Copies the counters into *out. */

@@ -29,22 +29,69 @@ float tvk_log2_f32(float x) {
   return log2(x);
 }
 
-// sin to about an ulp for |x| < 6433 (Vulkan only promises 2^-11 absolute):
-// x - k pi/2 with pi/2 in three parts, the first two of 12 bits so that k times
-// them is exact for |k| < 4096, then Taylor polynomials on [-pi/4, pi/4].
-// Larger |x| falls back to GLSL's sin. NaN and inf give NaN.
-float tvk_sin_f32(float x) {
-  if (tvk_isnan_f32(x) || tvk_isinf_f32(x)) return tvk_nan_f32();
-  if (abs(x) > 6433.0) return sin(x);
-  float k = floor(x * 0.636619772 + 0.5);
-  float r = ((x - k * 1.57080078125) - k * -4.453584551811218e-06) - k * -8.705515752716053e-10;
+// sin(r + q pi/2) for |r| <= pi/4: Taylor polynomials of sin and cos (the
+// first terms left out are below half an ulp).
+float tvk_sin_quadrant_f32(float r, int q) {
   float z = r * r;
   float s = r + r * z * (-0.16666666666666666 + z * (0.008333333333333333 +
             z * (-0.0001984126984126984 + z * 2.7557319223985893e-06)));
   float c = 1.0 - 0.5 * z + z * z * (0.041666666666666664 + z * (-0.001388888888888889 +
             z * (2.48015873015873e-05 + z * -2.755731922398589e-07)));
-  int q = int(k) & 3;
+  q &= 3;
   return q == 0 ? s : q == 1 ? c : q == 2 ? -s : -c;
+}
+
+// 2/pi to 256 bits, most significant first.
+const uint tvk_two_over_pi[8] = uint[8](0xa2f9836eu, 0x4e441529u, 0xfc2757d1u, 0xf534ddc0u,
+                                         0xdb629599u, 0x3c439041u, 0xfe5163abu, 0xdebbc561u);
+
+// The 32 bits of 2/pi that follow its first s bits (s < 0: zeros first).
+uint tvk_two_over_pi_bits(int s) {
+  if (s < 0) return tvk_two_over_pi[0] >> (-s);
+  int w = s >> 5, b = s & 31;
+  return b == 0 ? tvk_two_over_pi[w]
+                : (tvk_two_over_pi[w] << b) | (tvk_two_over_pi[w + 1] >> (32 - b));
+}
+
+// sin x for x >= 6433 (Payne-Hanek): x = m 2^e with m an integer of 24 bits,
+// and x 2/pi modulo 4 is m times the 96 bits of 2/pi from bit e - 2 on, taken
+// modulo 2^96 and read as 2.94 fixed point: bits before contribute multiples
+// of 4, bits after less than 2^-70. The nearest quadrant, then the rest times
+// pi/2 through the polynomials.
+float tvk_sin_big_f32(float x) {
+  uint b = floatBitsToUint(x), m = (b & 0x7fffffu) | 0x800000u;
+  int s = int(b >> 23) - 152;
+  uint h0, l0, h1, l1, h2, l2;
+  umulExtended(m, tvk_two_over_pi_bits(s + 64), h0, l0);
+  umulExtended(m, tvk_two_over_pi_bits(s + 32), h1, l1);
+  umulExtended(m, tvk_two_over_pi_bits(s), h2, l2);
+  uint p1 = l1 + h0, p2 = l2 + h1 + (p1 < h0 ? 1u : 0u), p0 = l0;
+  int q = int(p2 >> 30);
+  bool up = (p2 & 0x20000000u) != 0u; // fraction >= 1/2: the next quadrant, minus the rest
+  if (up) {                            // 2^94 - fraction, on three words
+    q += 1;
+    p0 = ~p0 + 1u;
+    p1 = ~p1 + (p0 == 0u ? 1u : 0u);
+    p2 = ~p2 + (p0 == 0u && p1 == 0u ? 1u : 0u);
+  }
+  float f = (float(p0) * 5.048709793414476e-29 + float(p1) * 2.168404344971009e-19) +
+            float(p2 & 0x3fffffffu) * 9.313225746154785e-10;
+  float r = f * 1.5707963267948966;
+  return tvk_sin_quadrant_f32(up ? -r : r, q);
+}
+
+// sin to about an ulp (Vulkan only promises 2^-11 absolute): for |x| < 6433,
+// x - k pi/2 with pi/2 in three parts, the first two of 12 bits so that k times
+// them is exact for |k| < 4096; beyond, tvk_sin_big_f32. NaN and inf give NaN.
+float tvk_sin_f32(float x) {
+  if (tvk_isnan_f32(x) || tvk_isinf_f32(x)) return tvk_nan_f32();
+  if (abs(x) > 6433.0) {
+    float s = tvk_sin_big_f32(abs(x));
+    return x < 0.0 ? -s : s;
+  }
+  float k = floor(x * 0.636619772 + 0.5);
+  float r = ((x - k * 1.57080078125) - k * -4.453584551811218e-06) - k * -8.705515752716053e-10;
+  return tvk_sin_quadrant_f32(r, int(k));
 }
 
 // sqrt: negative x gives NaN (sqrt(-0) = -0).

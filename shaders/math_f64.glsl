@@ -56,10 +56,13 @@ double tvk_log2_f64(double x) {
 }
 
 // sin: x - k pi/2 with pi/2 in three parts, the first two of 30 bits so that k
-// times them is exact for |k| < 2^23 (|x| < 1.3e7; beyond, the reduction loses
-// bits), then Taylor polynomials on [-pi/4, pi/4] to r^19 and r^20.
+// times them is exact for |k| < 2^23, then Taylor polynomials on [-pi/4, pi/4]
+// to r^19 and r^20. Accurate for |x| < 1.3e7; larger x is first taken modulo
+// 2 pi in double, which loses the low bits of the result (the CPU's libm
+// reduces exactly).
 double tvk_sin_f64(double x) {
   if (tvk_isnan_f64(x) || tvk_isinf_f64(x)) return tvk_nan_f64();
+  if (abs(x) > 1.3e7lf) x = mod(x, 6.283185307179586lf);
   double k = floor(x * 0.6366197723675814lf + 0.5lf);
   double r = ((x - k * 1.5707963276654482lf) - k * -8.705515692000731e-10lf) -
              k * -3.50343439808993e-19lf;

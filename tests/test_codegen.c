@@ -1711,6 +1711,30 @@ static void expect_error(UOp *sink, tvk_status want, const char *needle) {
   assert_null(ks.name);
 }
 
+/* Indices are int32: what must fit is the index values a view computes, not
+ * its element count. A 2048^3 matmul expands (M,1,K) and (1,N,K) to (M,N,K):
+ * 2^33 logical elements, yet every index stays below M*K. A view reaching
+ * 50000*50000 elements of memory, or a store of 2^31 elements, is refused. */
+static void test_int32_index_limits(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  const int64_t n = 2048, full[3] = {n, n, n}, ax1[] = {1}, ax2[] = {2};
+  ShapeTracker *a0 = shp(3, n, (int64_t)1, n), *b0 = shp(3, (int64_t)1, n, n);
+  ShapeTracker *a = st_expand(a0, full), *b = st_expand(b0, full);
+  st_free(a0), st_free(b0);
+  UOp *mm = reduce(uop_mul(ld(c, 1, DT_FLOAT32, a), ld(c, 2, DT_FLOAT32, b)), OP_ADD, 1, ax2);
+  KernelSource ks = {0};
+  UOp *ast = sink1(store(c, 0, DT_FLOAT32, shp(3, n, n, (int64_t)1), mm));
+  assert_int_equal(codegen_kernel(ast, NULL, &ks), TVK_OK);
+  kernel_source_free(&ks);
+  const int64_t big = 50000;
+  UOp *far = ld(c, 1, DT_FLOAT32, shp(2, big, big));
+  expect_error(sink1(store(c, 0, DT_FLOAT32, shp(2, big, (int64_t)1), reduce(far, OP_ADD, 1, ax1))),
+               TVK_ERR_INVALID_ARG, "int32");
+  UOp *one = uop_new(c, OP_CONST, DT(FLOAT32), 1, (UOp *[]){view(c, shp(2, big, big))}, arg_float(1));
+  expect_error(sink1(store(c, 0, DT_FLOAT32, shp(2, big, big), one)), TVK_ERR_INVALID_ARG, "int32");
+}
+
 static void test_errors(void **state) {
   Suite *s = *state;
   UCtx *c = s->c;
@@ -1836,6 +1860,7 @@ int main(void) {
       T(test_golden_sum),
       T(test_deterministic),
       T(test_errors),
+      T(test_int32_index_limits),
   };
   return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
 }

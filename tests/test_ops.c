@@ -100,11 +100,17 @@ static int setup(void **state) {
   return 0;
 }
 
+/* A Vulkan validation message (TVK_VALIDATE=1; each is printed) fails the test. */
 static int teardown(void **state) {
   Suite *s = *state;
+  tvk_stats st;
+  tvk_stats_get(s->ctx, &st);
   tvk_ctx_destroy(s->ctx);
   s->ctx = NULL;
-  return 0;
+  if (st.validation_messages)
+    fprintf(stderr, "%llu Vulkan validation message(s) on %s\n",
+            (unsigned long long)st.validation_messages, s->device);
+  return st.validation_messages ? -1 : 0;
 }
 
 /* Ends a test: fails it when any check failed (each printed its FAIL line). */

@@ -17,6 +17,8 @@
  *   INDEX(DEFINE_GLOBAL, idx)         the place buf[idx]; dtype: the buffer pointer
  *   RANGE(end) arg_int(axis)          a loop over [0, end); int32
  *   SPECIAL arg_var("core_id"|"n_cores", lo, hi)   which core runs this call, of how many
+ *   SPECIAL arg_var("group_id"|"local_id", lo, hi) grid mode: the work group (its
+ *                                     linear id) and the invocation in it
  *   DEFINE_ACC(identity, RANGE...)    arg_int(n): accumulator n, reset to identity
  *                                     before the loops over its RANGEs
  *   ASSIGN(acc, value)                acc = value inside those loops; users of the
@@ -89,6 +91,29 @@ void kernel_default_name(const KernelDesc *ks, char *buf, size_t n);
  * The outermost output axis of size other than 1 is split across cores (with
  * no such axis, a one-iteration loop that only core 0 runs). Autoreleased. */
 tvk_status lower_kernel(UOp *ast, const KernelDesc *ks, UOp **out, CgError *err);
+
+/* Grid mode: the loop iterations one invocation may run in its reduces (their
+ * sizes multiplied). Past it a reduce axis is unrolled, into at most
+ * CG_GRID_MAX_UNROLL copies of its body (lower.c): lavapipe ends an
+ * invocation's loops after 65535 iterations in all. */
+#define CG_GRID_LOOP_BUDGET 16384
+#define CG_GRID_MAX_UNROLL 1024 /* copies of a reduce body at most */
+
+/* The launch of a grid-mode kernel: work groups and their size per dimension. */
+typedef struct {
+  int64_t global[3], local[3];
+} CgLaunch;
+
+/* Grid mode (CG_MODE_GRID): the output elements, numbered row-major over the
+ * output axes, map to invocations gid = group_id * local + local_id of a 1-D
+ * grid, local = min(local_size, elements) (at least 1), one element each. The
+ * axes are the digits of min(gid, elements - 1), so every index is in bounds
+ * even in code hoisted out of the bounds check; the bounds check, when the
+ * last work group runs past the elements, is the one output RANGE, of (gid <
+ * elements ? 1 : 0) iterations (axis id ndim), which holds the stores and the
+ * reduce loops. Fills *launch. Autoreleased. */
+tvk_status lower_kernel_grid(UOp *ast, const KernelDesc *ks, int local_size, UOp **out,
+                             CgLaunch *launch, CgError *err);
 
 /* ---- legalize.c ---- */
 

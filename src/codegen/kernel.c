@@ -49,11 +49,17 @@ static tvk_status describe(const KernelDesc *kd, const char *name, KernelSource 
   return TVK_OK;
 }
 
-/* The passes from a verified AST to the linear program. */
-static tvk_status passes(UOp *norm, const KernelDesc *kd, const Lang *lang, LinearProgram *lp,
-                         CgError *err) {
+/* The passes from a verified AST to the linear program; *launch is the grid. */
+static tvk_status passes(UOp *norm, const KernelDesc *kd, const CodegenOpts *opts, const Lang *lang,
+                         LinearProgram *lp, CgLaunch *launch, CgError *err) {
   UOp *low, *legal;
-  if (lower_kernel(norm, kd, &low, err) != TVK_OK) return err->status;
+  *launch = (CgLaunch){{1, 1, 1}, {1, 1, 1}};
+  if (opts && opts->mode == CG_MODE_GRID) {
+    int local = opts->local_size > 0 ? opts->local_size : 64;
+    if (lower_kernel_grid(norm, kd, local, &low, launch, err) != TVK_OK) return err->status;
+  } else if (lower_kernel(norm, kd, &low, err) != TVK_OK) {
+    return err->status;
+  }
   UOp *simple = uop_simplify(low);
   if (!simple) return cg_fail(err, TVK_ERR_OUT_OF_MEMORY, "codegen: out of memory in uop_simplify");
   if (legalize_dtypes(simple, lang, &legal, err) != TVK_OK) return err->status;
@@ -82,12 +88,16 @@ tvk_status codegen_kernel_opts(UOp *ast, const char *name, const CodegenOpts *op
   UCtx *ctx = ast->ctx;
   size_t mark = uop_pool_mark(ctx);
   LinearProgram lp = {0};
+  CgLaunch launch;
   UOp *norm;
   char auto_name[4 + 21 * TVK_MAX_DIMS]; /* "r" and "_<int64>" per dim: never cut short */
   if (kernel_verify(ast, &norm, kd, &err) == TVK_OK &&
-      passes(norm, kd, lang, &lp, &err) == TVK_OK) {
+      passes(norm, kd, opts, lang, &lp, &launch, &err) == TVK_OK) {
     if (!name) kernel_default_name(kd, auto_name, sizeof auto_name), name = auto_name;
-    RenderInfo info = {name, kd->nbufs, kd->bufs, kd->nvars, kd->vars};
+    RenderInfo info = {name, kd->nbufs, kd->bufs, kd->nvars, kd->vars, {0}};
+    memcpy(info.local, launch.local, sizeof info.local);
+    memcpy(out->global, launch.global, sizeof out->global);
+    memcpy(out->local, launch.local, sizeof out->local);
     if (describe(kd, name, out, &err) == TVK_OK &&
         render_program(&lp, lang, &info, &out->src, &err) == TVK_OK && opts && opts->want_uops &&
         !(out->uops = linear_dump(&lp)))

@@ -78,12 +78,24 @@ typedef struct {
   int ndim;
   int64_t full_shape[TVK_MAX_DIMS];
   int64_t out_shape[TVK_MAX_DIMS];
+  /* The launch (LaunchDims): work-group count and size per dimension. Cores
+   * mode: all 1 (the device picks its cores). */
+  int64_t global[3], local[3];
   char error[512]; /* the message when a call returned an error; "" otherwise */
 } KernelSource;
+
+/* How a kernel's work is spread over parallel invocations (lower.c). */
+typedef enum {
+  CG_MODE_CORES = 0, /* CPU: the outermost output loop is split by core_id / n_cores */
+  CG_MODE_GRID,      /* GPU: one invocation per output element, on a 1-D grid of work
+                      * groups (SPECIALs group_id and local_id) */
+} CgMode;
 
 typedef struct {
   const Lang *lang; /* NULL: C (lang_c) */
   bool want_uops;   /* fill KernelSource.uops (TVK_DEBUG >= 4) */
+  CgMode mode;
+  int local_size;   /* GRID: invocations per work group (0: 64); fewer for small kernels */
 } CodegenOpts;
 
 /* Generates the kernel for `ast` (a SINK as above) in C. `name` is the function

@@ -70,13 +70,36 @@ static void shape_fmt(int ndim, const int64_t *s, char *buf, size_t n) {
 
 /* ---------------------------------------------------------------- leaves */
 
+/* The index math of a view takes, per view of the stack, values up to
+ * |offset| + sum((shape[d] - 1) * |stride[d]|): the flat index into the view
+ * below (or memory, for views[0]). Those must fit int32 — not the view's
+ * element count: a matmul's (M, N, K) expand has stride 0 dims and is never
+ * flattened. Loop counters are bounded by each dim. */
+static bool view_index_fits(const ShapeTracker *st) {
+  for (int i = 0; i < st->nviews; i++) {
+    const View *vw = &st->views[i];
+    int64_t reach = vw->offset < 0 ? -vw->offset : vw->offset, term;
+    for (int d = 0; d < vw->ndim; d++) {
+      int64_t stride = vw->strides[d] < 0 ? -vw->strides[d] : vw->strides[d];
+      if (vw->shape[d] > INT32_LIMIT || vw->shape[d] == 0) continue;
+      if (__builtin_mul_overflow(vw->shape[d] - 1, stride, &term) ||
+          __builtin_add_overflow(reach, term, &reach))
+        return false;
+    }
+    for (int d = 0; d < vw->ndim; d++)
+      if (vw->shape[d] > INT32_LIMIT) return false;
+    if (reach > INT32_LIMIT) return false;
+  }
+  return true;
+}
+
 static tvk_status check_view(Verify *v, UOp *u) {
   if (u->nsrc != 0 || u->arg.kind != ARG_ST) return bad(v, u, "needs arg_st and no sources");
   const ShapeTracker *st = u->arg.st;
   if (st_ndim(st) != v->ks->ndim)
     return bad(v, u, "has %d dims, the kernel %d", st_ndim(st), v->ks->ndim);
-  if (st_numel(st) > INT32_LIMIT || st_real_size(st) > INT32_LIMIT)
-    return bad(v, u, "addresses 2^31 - %d elements or more; indices are int32", 2 * CG_MAX_CORES);
+  if (!view_index_fits(st))
+    return bad(v, u, "needs index values of 2^31 - %d or more; indices are int32", 2 * CG_MAX_CORES);
   int64_t *full = v->ks->full;
   for (int d = 0; d < v->ks->ndim; d++) {
     int64_t s = st_shape(st)[d];
@@ -236,6 +259,12 @@ static tvk_status check_store(Verify *v, UOp *u) {
       return bad(v, u, "of a value of shape %s through a view of shape %s", a, b);
     }
   }
+  int64_t numel = 1;
+  bool over = false;
+  for (int d = 0; d < v->ks->ndim && !over; d++)
+    over = __builtin_mul_overflow(numel, si->shape[d], &numel) || numel > INT32_LIMIT;
+  if (over) /* grid kernels number output elements with one int32 id */
+    return bad(v, u, "writes 2^31 - %d elements or more; indices are int32", 2 * CG_MAX_CORES);
   if (out[0] < 0)
     memcpy(out, si->shape, sizeof(int64_t) * TVK_MAX_DIMS);
   else if (memcmp(out, si->shape, (size_t)v->ks->ndim * sizeof(int64_t)) != 0) {

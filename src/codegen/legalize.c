@@ -3,13 +3,14 @@
  * Spelling: the seed writes a - b on ints as a + b * -1; put SUB and NEG back
  * so the source reads as written and bounds stay tight.
  *
- * Dtypes: a language that only stores some dtypes
- * (C: float16 and bfloat16, kept as uint16_t bits) computes on them in its
- * compute type. Each op converts its operands up, computes, and rounds its
- * result back, so every op rounds once to the storage type as the IR's
- * constant evaluation does (computing in float32 and rounding to float16 or
- * bfloat16 gives the correctly rounded result for + - * / sqrt, as float32 has
- * more than twice their precision plus two bits). */
+ * Dtypes: a language that only stores some dtypes (C: float16 and bfloat16,
+ * kept as uint16_t bits; GLSL also 8- and 16-bit ints, held in 32-bit ones)
+ * computes on them in their compute type. Each op converts its operands up,
+ * computes, and rounds its result back, so every op rounds once to the storage
+ * type as the IR's constant evaluation does (computing in float32 and rounding
+ * to float16 or bfloat16 gives the correctly rounded result for + - * / sqrt, as
+ * float32 has more than twice their precision plus two bits; for ints, the
+ * conversion back is the wrap-around). */
 #include "codegen/codegen.h"
 #include "codegen/render.h"
 #include "ir/pattern.h"
@@ -22,7 +23,11 @@ typedef struct {
 static bool storage(const LegalCtx *lc, DType d) {
   return (lc->lang->storage_only >> d.scalar) & 1u;
 }
-static DType compute(const LegalCtx *lc) { return dt_make((ScalarType)lc->lang->compute_type); }
+/* The type storage-only d is computed in. */
+static DType compute(const LegalCtx *lc, DType d) {
+  uint8_t c = lc->lang->compute_of[d.scalar];
+  return dt_make((ScalarType)(c ? c : lc->lang->compute_type));
+}
 
 enum { X = 1 };
 
@@ -40,7 +45,8 @@ static UOp *alu_up(void *ctx, UOp **c) {
   bool any = storage(lc, u->dtype);
   for (uint32_t i = 0; i < u->nsrc && i < 3; i++) {
     any |= storage(lc, u->src[i]->dtype);
-    src[i] = storage(lc, u->src[i]->dtype) ? uop_cast(u->src[i], compute(lc)) : u->src[i];
+    DType d = u->src[i]->dtype;
+    src[i] = storage(lc, d) ? uop_cast(u->src[i], compute(lc, d)) : u->src[i];
     if (!src[i]) return oom(lc);
   }
   if (!any || u->nsrc > 3) return NULL;
@@ -55,15 +61,16 @@ static UOp *alu_up(void *ctx, UOp **c) {
 static UOp *cast_up(void *ctx, UOp **c) {
   const LegalCtx *lc = ctx;
   UOp *u = c[X], *x = u->src[0];
-  DType cd = compute(lc);
-  if (x->op == OP_CAST && dt_eq(x->dtype, cd) && storage(lc, x->src[0]->dtype) &&
-      dt_eq(x->src[0]->dtype, u->dtype))
+  if (x->op == OP_CAST && storage(lc, x->src[0]->dtype) &&
+      dt_eq(x->dtype, compute(lc, x->src[0]->dtype)) && dt_eq(x->src[0]->dtype, u->dtype))
     return x->src[0];
   if (!storage(lc, x->dtype)) return NULL;
+  DType cd = compute(lc, x->dtype);
   UOp *r = NULL;
   if (dt_eq(u->dtype, cd)) {
     if (x->op != OP_CONST) return NULL;
-    r = uop_const_float(u->ctx, cd, x->arg.f);
+    CVal v = cval_cast(uop_const_val(x), (ScalarType)x->dtype.scalar, (ScalarType)cd.scalar);
+    r = uop_const(u->ctx, cd, v);
   } else {
     UOp *up = uop_cast(x, cd);
     r = up ? uop_cast(up, u->dtype) : NULL;

@@ -83,7 +83,7 @@ static DType operand_dtype(const UOp *u) { return u->src[u->nsrc - 1]->dtype; }
 
 /* Whether integer op u provably needs no wrap-around or guard (render.h,
  * alu_fits): computed here from the sources' bounds, in int64 without overflow. */
-static bool fits(UOp *u) {
+static bool fits(const Lang *L, UOp *u) {
   DType d = u->dtype;
   if (!dt_is_int(d) || u->nsrc < 1 || !uop_bounds_exact(u->src[0])) return false;
   int64_t alo = uop_vmin(u->src[0]), ahi = uop_vmax(u->src[0]), lo = 0, hi = 0, p[4] = {0};
@@ -105,7 +105,7 @@ static bool fits(UOp *u) {
     hi = p[0] > p[1] ? p[0] : p[1], hi = hi > p[2] ? hi : p[2], hi = hi > p[3] ? hi : p[3];
     break;
   case OP_IDIV:
-  case OP_MOD: return blo >= 1 || bhi <= -2;
+  case OP_MOD: return L->fits_nonneg_divmod ? alo >= 0 && blo >= 1 : blo >= 1 || bhi <= -2;
   case OP_SHL:
     if (alo < 0 || blo < 0 || bhi >= dt_bits(d) - 1 || bhi >= 62) return false;
     lo = 0, ok = !__builtin_mul_overflow(ahi, INT64_C(1) << bhi, &hi);
@@ -117,7 +117,7 @@ static bool fits(UOp *u) {
 }
 
 static const Spell *spell_of(const Lang *L, UOp *u) {
-  if (L->alu_fits[u->op].expr && fits(u)) return &L->alu_fits[u->op];
+  if (L->alu_fits[u->op].expr && fits(L, u)) return &L->alu_fits[u->op];
   if (u->op == OP_CAST) {
     uint32_t from = DT_BIT(u->src[0]->dtype.scalar), to = DT_BIT(u->dtype.scalar);
     for (int i = 0; i < L->ncasts; i++)
@@ -125,8 +125,16 @@ static const Spell *spell_of(const Lang *L, UOp *u) {
     return NULL;
   }
   if (!op_in((Op)u->op, G_ALU)) return NULL;
+  const Spell *row = L->alu_dt[operand_dtype(u).scalar];
+  if (row && row[u->op].expr) return &row[u->op];
   const Spell *sp = &L->alu[class_of(operand_dtype(u))][u->op];
   return sp->expr ? sp : NULL;
+}
+
+/* The element dtype's own template, or the common one. */
+static const char *elem_tmpl(const char *const *per, const UOp *place, const char *common) {
+  const char *t = per[place->dtype.scalar];
+  return t ? t : common;
 }
 
 /* The template a UOp renders its sources through, with the operand each
@@ -134,9 +142,12 @@ static const Spell *spell_of(const Lang *L, UOp *u) {
 static const char *user_template(const Lang *L, UOp *u, int *slot_of_src) {
   for (uint32_t k = 0; k < u->nsrc && k < 4; k++) slot_of_src[k] = (int)k;
   switch ((Op)u->op) {
-  case OP_INDEX: return L->index;
+  case OP_INDEX: return elem_tmpl(L->index_elem, u, L->index);
   case OP_LOAD: return u->nsrc == 3 ? L->load_gated : NULL;
-  case OP_STORE: return u->nsrc > 2 && u->src[2]->op != OP_RANGE ? L->store_gated : L->store;
+  case OP_STORE:
+    if (u->nsrc > 2 && u->src[2]->op != OP_RANGE)
+      return elem_tmpl(L->store_gated_elem, u->src[0], L->store_gated);
+    return elem_tmpl(L->store_elem, u->src[0], L->store);
   case OP_ASSIGN: slot_of_src[0] = -1, slot_of_src[1] = 0; return L->assign;
   default: break;
   }
@@ -179,6 +190,12 @@ static bool prepass(Walker *w) {
   for (size_t p = 0; p < lp->n; p++) {
     UOp *u = lp->uops[p];
     if (!umap_put(&w->pos, u, (int64_t)p)) return fail_oom(w);
+    if (u->dtype.scalar != DT_VOID && !w->L->type[u->dtype.scalar]) {
+      const char *why = w->L->no_type[u->dtype.scalar];
+      cg_fail(w->err, TVK_ERR_DTYPE, "render: %s has no %s%s%s", w->L->name,
+              dt_scalar_name((ScalarType)u->dtype.scalar), why ? ": " : "", why ? why : "");
+      return false;
+    }
     if (u->dtype.count > 1 && u->dtype.count > w->L->max_vector) {
       char d[48];
       cg_fail(w->err, TVK_ERR_DTYPE, "render: %s has no vector type for %s", w->L->name,
@@ -287,7 +304,7 @@ static char *render_const(const Walker *w, const UOp *u) {
   const Lang *L = w->L;
   DType dt = u->dtype;
   if (dt_is_bool(dt)) return printf_new("%s", u->arg.i ? L->true_lit : L->false_lit);
-  if (L->storage_only & DT_BIT(dt.scalar)) {
+  if ((L->storage_only & DT_BIT(dt.scalar)) && dt_is_float(dt)) {
     float f = (float)u->arg.f;
     uint16_t bits = dt.scalar == DT_FLOAT16 ? f32_to_f16(f) : f32_to_bf16(f);
     char hex[16];
@@ -335,6 +352,7 @@ static bool render_alu(Walker *w, size_t p, UOp *u) {
   }
   Subst s = {.t = u->op == OP_CAST ? u->dtype : operand_dtype(u), .s = u->src[0]->dtype};
   for (uint32_t k = 0; k < u->nsrc && k < 4; k++) s.op[k] = ex(w, u->src[k]);
+  if (sp->needs && !add_helper(w, sp->needs, &s)) return false;
   if (sp->helper && !add_helper(w, sp->helper, &s)) return false;
   char *rhs = expand_new(w->L, sp->expr, &s);
   if (!rhs) return fail_oom(w);
@@ -374,7 +392,11 @@ static bool render_store(Walker *w, UOp *u) {
   char *val = convert(w->L, w->L->store_conv[t.scalar], ex(w, u->src[1]), t);
   if (!val) return fail_oom(w);
   Subst s = {.op = {ex(w, u->src[0]), val, gated ? ex(w, u->src[2]) : NULL}, .t = t};
-  line(w, gated ? w->L->store_gated : w->L->store, &s);
+  const Lang *L = w->L;
+  line(w,
+       gated ? elem_tmpl(L->store_gated_elem, u->src[0], L->store_gated)
+             : elem_tmpl(L->store_elem, u->src[0], L->store),
+       &s);
   free(val);
   return true;
 }
@@ -446,7 +468,7 @@ static bool render_one(Walker *w, size_t p) {
     w->expr[p] = printf_new("%s", ex(w, u->src[0]));
     break;
   case OP_INDEX:
-    w->expr[p] = expand_new(L, L->index,
+    w->expr[p] = expand_new(L, elem_tmpl(L->index_elem, u, L->index),
                             &(Subst){.op = {ex(w, u->src[0]), ex(w, u->src[1])}, .t = u->dtype});
     break;
   case OP_LOAD: return render_load(w, p, u);
@@ -464,13 +486,40 @@ static bool render_one(Walker *w, size_t p) {
 
 /* ---------------------------------------------------------------- the kernel */
 
+/* What goes at file scope after the buffers: the block of the vars and the
+ * work-group size (GLSL's push constants and local_size). */
+static void file_scope_tail(Walker *w, Str *out) {
+  const Lang *L = w->L;
+  const RenderInfo *in = w->info;
+  if (L->push_open) {
+    str_add(out, L->push_open);
+    for (int i = 0; i < in->nvars; i++) {
+      char *name = var_name(i, in->vars[i]->arg.var.name);
+      if (!name)
+        out->oom = true;
+      else
+        expand(L, out, L->push_member, &(Subst){.v = name, .i = i, .t = in->vars[i]->dtype});
+      free(name);
+    }
+    str_add(out, or_empty(L->push_close));
+  }
+  if (L->launch_decl) {
+    char n[3][24];
+    for (int k = 0; k < 3; k++) snprintf(n[k], sizeof n[k], "%" PRId64, in->local[k]);
+    expand(L, out, L->launch_decl, &(Subst){.op = {n[0], n[1], n[2]}, .k = in->name});
+  }
+}
+
 static void assemble(Walker *w, Str *out) {
   const Lang *L = w->L;
   const RenderInfo *in = w->info;
   str_add(out, or_empty(L->file_header));
   for (size_t i = 0; i < w->nhelpers; i++) str_add(out, w->helpers[i]);
   for (int pass = 0; pass < 2; pass++) {
-    if (pass == 1) expand(L, out, L->func_open, &(Subst){.k = in->name});
+    if (pass == 1) {
+      file_scope_tail(w, out);
+      expand(L, out, L->func_open, &(Subst){.k = in->name});
+    }
     for (int i = 0; i < in->nbufs; i++) {
       char name[32];
       snprintf(name, sizeof name, "data%d", i);

@@ -27,7 +27,8 @@
  * ---- Helpers ----
  * A Spell may name a helper: a template of a function definition, expanded with
  * the same placeholders as the op. Each distinct expansion is put once before
- * the kernel, only when some op uses it.
+ * the kernel, only when some op uses it; a helper that calls another names it
+ * in `needs`, which goes first.
  */
 #ifndef TVK_CODEGEN_RENDER_H
 #define TVK_CODEGEN_RENDER_H
@@ -42,6 +43,7 @@
 typedef struct {
   const char *expr;   /* template of the expression; NULL: the language cannot do it */
   const char *helper; /* template of a function the expression calls, or NULL */
+  const char *needs;  /* template of a helper that `helper` calls (put before it), or NULL */
 } Spell;
 
 /* Which ALU table an op uses, by the dtype of its operands. */
@@ -70,6 +72,9 @@ struct Lang {
   const char *math_suffix[DT_COUNT]; /* $F */
   uint32_t storage_only;             /* DT_BITs that are only loaded, stored and cast ... */
   uint8_t compute_type;              /* ... and computed in this ScalarType (legalize.c) */
+  uint8_t compute_of[DT_COUNT];      /* per storage-only dtype, its own compute type (0: compute_type) */
+  /* Why the language lacks a dtype whose type[] is NULL (the TVK_ERR_DTYPE message). */
+  const char *no_type[DT_COUNT];
 
   /* ---- literals ---- */
   const char *lit_suffix[DT_COUNT]; /* after an integer or float literal: "u", "LL", "f" */
@@ -81,6 +86,11 @@ struct Lang {
   /* ---- the kernel ---- */
   const char *file_header;   /* once, before the helpers */
   const char *buf_decl_file; /* per buffer, at file scope ($I $V $B $R); "" for none */
+  /* At file scope after the buffers: a block holding the vars (GLSL's push
+   * constants): push_open, push_member per DEFINE_VAR ($V $I), push_close.
+   * NULL push_open: none. */
+  const char *push_open, *push_member, *push_close;
+  const char *launch_decl;   /* before func_open: the work-group size $0 x $1 x $2 ($K); or NULL */
   const char *func_open;     /* $K */
   const char *buf_decl;      /* per buffer, inside the function ($I $V $B $R) */
   const char *ro_qualifier;  /* $R of a buffer that is only read */
@@ -98,6 +108,11 @@ struct Lang {
   const char *range_open; /* a loop $V of type $T over [0, $0) */
   const char *range_close;
   const char *index;      /* the place of element $1 of buffer $0 */
+  /* Per buffer element dtype: its own place, store and gated store (NULL: the
+   * ones above); e.g. elements packed in wider words, stored by a macro. */
+  const char *index_elem[DT_COUNT];
+  const char *store_elem[DT_COUNT];
+  const char *store_gated_elem[DT_COUNT];
   const char *load_gated; /* $2 ? (the value at place $0) : $1 */
   /* conversions between buffer elements and values (each uses $0 once; NULL: "$0") */
   const char *load_conv[DT_COUNT];  /* a loaded buffer element $0 as a value */
@@ -108,11 +123,15 @@ struct Lang {
   /* ---- ops ---- */
   int max_vector; /* widest vector type (0: none; vector dtypes are refused) */
   Spell alu[CL_COUNT][OP_COUNT];
+  /* Per operand dtype: OP_COUNT spellings that override alu[class] where set
+   * (e.g. float64 math done by other helpers than float32's); NULL: none. */
+  const Spell *alu_dt[DT_COUNT];
   /* Integer ops (ADD SUB MUL NEG IDIV MOD SHL SHR) whose operands' bounds
    * (symbolic.h) prove that the result fits the dtype, the divisor is neither
    * 0 nor -1, and a shifted value is non-negative with an amount below the
    * width: no wrap-around or guard is needed. Empty: always use `alu`. */
   Spell alu_fits[OP_COUNT];
+  bool fits_nonneg_divmod; /* alu_fits IDIV and MOD also need a dividend >= 0 (GLSL's % and /) */
   const CastSpell *casts; /* first match wins */
   int ncasts;
 };
@@ -127,6 +146,7 @@ typedef struct {
   const KernelBuf *bufs;
   int nvars;
   UOp *const *vars; /* DEFINE_VARs in vals[] order */
+  int64_t local[3]; /* work-group size (launch_decl) */
 } RenderInfo;
 
 /* Renders the program; *src is malloc'd (caller frees). TVK_ERR_DTYPE when the

@@ -100,8 +100,8 @@ static const char h_round_small[] =
 
 /* ---------------------------------------------------------------- ops */
 
-#define S(e) {e, NULL}
-#define H(e, h) {e, h}
+#define S(e) {e, NULL, NULL}
+#define H(e, h) {e, h, NULL}
 /* Integer math that may overflow goes through the unsigned wrap type. */
 #define WRAP2(o) S("(($T)(($U)$0" o "($U)$1))")
 

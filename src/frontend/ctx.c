@@ -194,6 +194,7 @@ void tvk_scope_end(tvk_ctx *ctx, size_t scope, int nkeep, tvk_tensor *const *kee
 void tvk_stats_get(const tvk_ctx *ctx, tvk_stats *out) {
   if (!ctx || !out) return;
   *out = ctx->stats;
+  out->validation_messages = vk_validation_messages(ctx->dev);
 }
 
 void tvk_stats_reset(tvk_ctx *ctx) {
@@ -480,6 +481,10 @@ static tvk_status open_device(tvk_ctx *ctx, const char *name) {
                         .debug = ctx->opt.debug,
                         .validate = ctx->opt.validate};
   int index;
+  if (!name) { /* the best available: a Vulkan device, else the CPU */
+    if (vk_device_create(&dopt, -1, &ctx->dev, create_error, sizeof create_error) == TVK_OK) return TVK_OK;
+    create_error[0] = '\0';
+  }
   if (!name || !strcmp(name, "CPU") || !strcmp(name, "cpu"))
     return cpu_device_create(&dopt, &ctx->dev, create_error, sizeof create_error);
   if (parse_vk(name, &index)) return vk_device_create(&dopt, index, &ctx->dev, create_error, sizeof create_error);

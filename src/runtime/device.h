@@ -57,6 +57,12 @@ struct Device {
   const DeviceOps *ops;
   DeviceLimits limits;
   char error[1024];
+  /* How the runtime generates kernels for the device: the language table
+   * (codegen/render.h; NULL: C) and the lowering, a CgMode of codegen/kernel.h
+   * (0, CG_MODE_CORES: the CPU's core split; CG_MODE_GRID: a grid of work
+   * groups, whose size LaunchDims carries). A zeroed header is the CPU's. */
+  const struct Lang *lang;
+  int codegen_mode;
 };
 
 static inline const char *dev_error(const Device *d) { return d->error; }

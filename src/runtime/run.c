@@ -118,9 +118,14 @@ typedef struct {
   DevProgram *prog;
 } Prepared;
 
-/* Codegen and compile of item i. */
+/* Codegen and compile of item i, in the device's language and lowering. */
 static tvk_status prepare(tvk_ctx *ctx, const Schedule *s, int i, Prepared *p) {
-  CodegenOpts o = {.want_uops = ctx->opt.debug >= 4};
+  const Device *d = ctx->dev;
+  int64_t most = d->limits.max_local_threads; /* work-group size: 64 unless the device has less */
+  CodegenOpts o = {.lang = d->lang,
+                   .want_uops = ctx->opt.debug >= 4,
+                   .mode = d->codegen_mode == CG_MODE_GRID ? CG_MODE_GRID : CG_MODE_CORES,
+                   .local_size = most > 0 && most < 64 ? (int)most : 64};
   tvk_status st = codegen_kernel_opts(s->items[i].ast, NULL, &o, &p->ks);
   if (st != TVK_OK) {
     char out[160];
@@ -147,8 +152,10 @@ static tvk_status launch(tvk_ctx *ctx, const Schedule *s, int i, const Prepared 
     }
     bufs[k] = rec->dev;
   }
-  /* The CPU device ignores the geometry; a GPU backend takes it from codegen. */
-  LaunchDims dims = {{1, 1, 1}, {1, 1, 1}};
+  /* From codegen: the grid of a GPU kernel; all 1 for the CPU, which splits by cores. */
+  LaunchDims dims;
+  memcpy(dims.global, p->ks.global, sizeof dims.global);
+  memcpy(dims.local, p->ks.local, sizeof dims.local);
   double t0 = ctx->opt.debug >= 1 ? now_ms() : 0;
   tvk_status st = ctx->dev->ops->launch(ctx->dev, p->prog, bufs, it->nbufs, NULL, 0, &dims);
   if (st == TVK_OK && ctx->opt.debug >= 1)

@@ -1,0 +1,21 @@
+/* The GLSL 450 language table of the Vulkan backend (vk_glsl.c): what the
+ * shared renderer (src/codegen/render.h) needs to write compute shaders for a
+ * device with a given set of features. docs/vulkan.md, "GLSL kernels",
+ * describes the kernels it makes. */
+#ifndef TVK_BACKEND_VK_GLSL_H
+#define TVK_BACKEND_VK_GLSL_H
+
+#include <stdint.h>
+
+typedef struct Lang Lang; /* codegen/render.h */
+
+/* The table for a device with the VKFEAT_* bits `features` (vk_internal.h):
+ * 8- and 16-bit elements through the storage extensions where the device has
+ * them and packed in 32-bit words where not; int64/uint64 and float64 only with
+ * shaderInt64 / shaderFloat64 (without them a kernel using the dtype fails with
+ * TVK_ERR_DTYPE naming the feature). Kernels are to be lowered in grid mode
+ * (CG_MODE_GRID). Returns NULL when out of memory; free with vk_glsl_lang_free. */
+Lang *vk_glsl_lang_new(uint32_t features);
+void vk_glsl_lang_free(Lang *lang); /* NULL ok */
+
+#endif

@@ -1,0 +1,1173 @@
+/* Tests of the GLSL language table (backend_vk/vk_glsl.c) and the grid lowering
+ * (lower.c, CG_MODE_GRID).
+ *
+ *  - compile: kernel ASTs built by hand, for every op on every dtype and every
+ *    cast, rendered for three feature sets (the device's, without 8/16-bit
+ *    storage so those elements are packed, and none at all) and compiled with
+ *    shaderc: valid GLSL with no warnings, or TVK_ERR_DTYPE naming the missing
+ *    Vulkan feature;
+ *  - golden: the exact source of two tiny kernels;
+ *  - run (when a Vulkan device exists): the same kernels on the Vulkan device,
+ *    in the device's language and in the packed one, and in C on the CPU
+ *    device, on the same inputs (edge values first, then random ones from a
+ *    fixed-seed PRNG). Both are checked against the IR's constant evaluation
+ *    (alu_exec, cval_cast) and against each other: integers and bool bit for
+ *    bit, floats exactly for the correctly rounded ops and within the stated
+ *    tolerances for the transcendental ones; then shapes: reduces, views, a
+ *    grid larger than maxComputeWorkGroupCount, empty outputs, push-constant
+ *    vars, long (unrolled) reduces.
+ * The suite uses a fresh cache directory (mkdtemp), removed at the end. With
+ * TVK_VALIDATE=1 the validation layer is on and any message fails the suite. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <dirent.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <shaderc/shaderc.h>
+
+#include "../backend_vk/vk_glsl.h"
+#include "../backend_vk/vk_internal.h"
+#include "codegen/codegen.h"
+#include "codegen/kernel.h"
+#include "codegen/render.h"
+#include "ir/alu.h"
+#include "ir/view.h"
+#include "runtime/device.h"
+
+enum { L_DEV, L_PACKED, L_MIN, NLANG };
+static const char *const lang_names[NLANG] = {"device features", "packed 8/16-bit", "no features"};
+
+typedef struct {
+  char root[256];
+  Device *cpu;
+  Device *vk; /* NULL: no Vulkan device; the run tests skip */
+  Lang *lang[NLANG];
+  shaderc_compiler_t sc;
+  shaderc_compile_options_t so;
+  UCtx *c;
+} Suite;
+
+/* ---------------------------------------------------------------- helpers */
+
+static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+static uint64_t xorshift(void) {
+  uint64_t x = rng_state;
+  x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+  return rng_state = x;
+}
+static double urand(double lo, double hi) {
+  return lo + (hi - lo) * (double)(xorshift() >> 11) / 9007199254740992.0;
+}
+
+static void rm_rf(const char *path) {
+  struct stat st;
+  if (lstat(path, &st) != 0) return;
+  if (S_ISDIR(st.st_mode)) {
+    DIR *dir = opendir(path);
+    struct dirent *e;
+    while (dir && (e = readdir(dir))) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      char sub[1024];
+      snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+      rm_rf(sub);
+    }
+    if (dir) closedir(dir);
+    rmdir(path);
+  } else {
+    unlink(path);
+  }
+}
+
+/* ---- AST builders ---- */
+
+static ShapeTracker *shp(int nd, ...) {
+  int64_t s[TVK_MAX_DIMS];
+  va_list ap;
+  va_start(ap, nd);
+  for (int i = 0; i < nd; i++) s[i] = va_arg(ap, int64_t);
+  va_end(ap);
+  return st_from_shape(nd, s);
+}
+static ShapeTracker *shp1(int64_t n) { return st_from_shape(1, &n); }
+
+static UOp *view(UCtx *c, ShapeTracker *st) { /* takes st */
+  assert_non_null(st);
+  UOp *v = uop_new(c, OP_VIEW, dt_make(DT_VOID), 0, NULL, arg_st(st));
+  st_free(st);
+  return v;
+}
+static UOp *glob(UCtx *c, int i, ScalarType t) {
+  return uop_new(c, OP_DEFINE_GLOBAL, dt_ptr(dt_make(t), ADDR_GLOBAL), 0, NULL, arg_int(i));
+}
+static UOp *ld(UCtx *c, int i, ScalarType t, ShapeTracker *st) {
+  return uop_new(c, OP_LOAD, dt_make(t), 2, (UOp *[]){glob(c, i, t), view(c, st)}, arg_none());
+}
+static UOp *store(UCtx *c, int i, ScalarType t, ShapeTracker *st, UOp *x) {
+  return uop_new(c, OP_STORE, dt_make(DT_VOID), 3, (UOp *[]){glob(c, i, t), view(c, st), x},
+                 arg_none());
+}
+static UOp *sink1(UOp *s) { return uop_sink(s->ctx, 1, &s); }
+static UOp *reduce(UOp *x, Op op, int n, const int64_t *axes) {
+  return uop_new(x->ctx, OP_REDUCE_AXIS, x->dtype, 1, &x, arg_reduce(op, n, axes));
+}
+
+/* ---- host buffers of any dtype, in tvk's storage layout ---- */
+
+typedef struct {
+  ScalarType dt;
+  int64_t n;
+  void *data;
+  size_t bytes;
+} HostBuf;
+
+static HostBuf hb_new(ScalarType dt, int64_t n) {
+  size_t bytes = (size_t)n * dt_scalar_size(dt);
+  HostBuf h = {dt, n, calloc(bytes ? bytes : 1, 1), bytes};
+  assert_non_null(h.data);
+  return h;
+}
+static HostBuf hb_copy(const HostBuf *h) {
+  HostBuf r = hb_new(h->dt, h->n);
+  memcpy(r.data, h->data, h->bytes);
+  return r;
+}
+static void hb_free(HostBuf *h) { free(h->data), h->data = NULL; }
+
+static void hb_set(HostBuf *h, int64_t i, CVal v) {
+  uint8_t *p = (uint8_t *)h->data + (size_t)i * dt_scalar_size(h->dt);
+  switch (h->dt) {
+  case DT_BOOL: *p = v.i != 0; break;
+  case DT_FLOAT16: *(uint16_t *)p = f32_to_f16((float)v.f); break;
+  case DT_BFLOAT16: *(uint16_t *)p = f32_to_bf16((float)v.f); break;
+  case DT_FLOAT32: *(float *)p = (float)v.f; break;
+  case DT_FLOAT64: *(double *)p = v.f; break;
+  default: memcpy(p, &v.i, dt_scalar_size(h->dt)); break; /* low bytes: little-endian */
+  }
+}
+static CVal hb_get(const HostBuf *h, int64_t i) {
+  const uint8_t *p = (const uint8_t *)h->data + (size_t)i * dt_scalar_size(h->dt);
+  CVal v = {.i = 0};
+  switch (h->dt) {
+  case DT_BOOL: v.i = *p != 0; break;
+  case DT_FLOAT16: v.f = f16_to_f32(*(const uint16_t *)p); break;
+  case DT_BFLOAT16: v.f = bf16_to_f32(*(const uint16_t *)p); break;
+  case DT_FLOAT32: v.f = *(const float *)p; break;
+  case DT_FLOAT64: v.f = *(const double *)p; break;
+  default:
+    memcpy(&v.i, p, dt_scalar_size(h->dt));
+    v.i = dt_truncate_i(h->dt, v.i); /* sign-extends the low bytes */
+    break;
+  }
+  return v;
+}
+
+/* The value of the double x (float dtypes) or the integer k (others) in dt. */
+static CVal val_f(ScalarType dt, double x) { return cval_cast((CVal){.f = x}, DT_FLOAT64, dt); }
+static CVal val_i(ScalarType dt, int64_t k) { return cval_cast((CVal){.i = k}, DT_INT64, dt); }
+
+static bool is_float(ScalarType t) { return (DT_BITS_FLOAT >> t) & 1u; }
+
+/* Edge values of a dtype, then (from index nsp on) random ones. */
+static const double float_edges[] = {0.0, -0.0, 1.0,  -1.0,   0.5,      -2.5,
+                                     3.0, 1e-3, 100., -100.,  INFINITY, -INFINITY,
+                                     NAN, 1e30, 7.25, 6.0e-5, 1.0e-40,  65504.0};
+#define NFEDGE ((int)(sizeof float_edges / sizeof *float_edges))
+static int64_t int_edge(ScalarType t, int k) {
+  int64_t mn = dt_min_i(dt_make(t)), mx = dt_max_i(dt_make(t));
+  const int64_t e[] = {0, 1, -1, 2, -2, 7, -7, mn, mn + 1, mx, mx - 1, 100, -100, 255, 128};
+  if (t == DT_UINT64 && k == 9) return -1; /* uint64's max as its bit pattern */
+  return e[k];
+}
+#define NIEDGE 15
+
+static CVal edge(ScalarType t, int k) {
+  if (t == DT_BOOL) return (CVal){.i = k & 1};
+  return is_float(t) ? val_f(t, float_edges[k]) : val_i(t, int_edge(t, k));
+}
+static int nedges(ScalarType t) { return t == DT_BOOL ? 2 : is_float(t) ? NFEDGE : NIEDGE; }
+
+static CVal random_val(ScalarType t, double lo, double hi) {
+  if (is_float(t)) return val_f(t, urand(lo, hi));
+  return val_i(t, (int64_t)xorshift());
+}
+
+/* a and b of n elements: every pair of edges first, then random values. */
+static void fill_pairs(HostBuf *a, HostBuf *b, double lo, double hi) {
+  ScalarType t = a->dt;
+  int ne = nedges(t);
+  for (int64_t i = 0; i < a->n; i++) {
+    bool pair = i < ne * ne;
+    hb_set(a, i, pair ? edge(t, (int)(i / ne)) : random_val(t, lo, hi));
+    hb_set(b, i, pair ? edge(t, (int)(i % ne)) : random_val(t, lo, hi));
+  }
+}
+
+/* ---- comparing ---- */
+
+typedef struct {
+  double rtol, atol;
+} Tol;
+static const Tol EXACT = {0, 0};
+
+/* NaN matches NaN, inf the same inf, ints and bools bit for bit; finite floats
+ * within atol + rtol * |want| (-0 equals 0). */
+static bool same(ScalarType t, CVal got, CVal want, Tol tol) {
+  if (!is_float(t)) return got.i == want.i;
+  if (isnan(want.f) || isnan(got.f)) return isnan(want.f) && isnan(got.f);
+  if (isinf(want.f) || isinf(got.f)) return got.f == want.f;
+  return fabs(got.f - want.f) <= tol.atol + tol.rtol * fabs(want.f);
+}
+
+static void val_str(ScalarType t, CVal v, char *buf, size_t n) {
+  if (is_float(t))
+    snprintf(buf, n, "%.17g", v.f);
+  else
+    snprintf(buf, n, "%lld", (long long)v.i);
+}
+
+/* ---------------------------------------------------------------- shaderc */
+
+/* Renders sink in L (grid mode) into *ks; the status of codegen. */
+static tvk_status glsl_of(const Lang *L, UOp *sink, KernelSource *ks) {
+  CodegenOpts o = {.lang = L, .mode = CG_MODE_GRID, .local_size = 64};
+  return codegen_kernel_opts(sink, NULL, &o, ks);
+}
+
+/* shaderc accepts src without a warning. */
+static void compile_ok(Suite *s, const char *src, const char *what) {
+  shaderc_compilation_result_t r = shaderc_compile_into_spv(
+      s->sc, src, strlen(src), shaderc_compute_shader, "kernel.comp", "main", s->so);
+  bool ok = shaderc_result_get_compilation_status(r) == shaderc_compilation_status_success &&
+            shaderc_result_get_num_warnings(r) == 0;
+  if (!ok) {
+    fprintf(stderr, "%s\n", src);
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s: %s", what, shaderc_result_get_error_message(r));
+    shaderc_result_release(r);
+    fail_msg("%s", msg);
+  }
+  shaderc_result_release(r);
+}
+
+/* Renders and compiles sink in language k, or expects TVK_ERR_DTYPE naming the
+ * feature when the language lacks one of the dtypes `uses` (DT_BITs). */
+static void check_compiles(Suite *s, int k, UOp *sink, uint32_t uses, const char *what) {
+  const Lang *L = s->lang[k];
+  uint32_t missing = 0;
+  for (int d = 0; d < DT_COUNT; d++)
+    if ((uses >> d & 1) && !L->type[d]) missing |= DT_BIT(d);
+  KernelSource ks;
+  tvk_status st = glsl_of(L, sink, &ks);
+  char full[200];
+  snprintf(full, sizeof full, "%s (%s)", what, lang_names[k]);
+  if (missing) {
+    if (st != TVK_ERR_DTYPE) fail_msg("%s: status %d, expected TVK_ERR_DTYPE", full, st);
+    bool i64 = missing & (DT_BIT(DT_INT64) | DT_BIT(DT_UINT64));
+    const char *feature = i64 ? "shaderInt64" : "shaderFloat64";
+    if (!strstr(ks.error, feature)) fail_msg("%s: '%s' does not name %s", full, ks.error, feature);
+    return;
+  }
+  if (st != TVK_OK) fail_msg("%s: codegen: %s", full, ks.error);
+  compile_ok(s, ks.src, full);
+  kernel_source_free(&ks);
+}
+
+/* ---------------------------------------------------------------- running */
+
+/* Generates sink for d (C in cores mode when L is NULL, else L in grid mode),
+ * compiles it on d, runs it on copies of hb and leaves the buffers in out. */
+static void run_on(Device *d, const Lang *L, UOp *sink, int nb, const HostBuf *hb, HostBuf *out,
+                   int nv, const int32_t *vals) {
+  KernelSource ks;
+  CodegenOpts o = {.lang = L, .mode = L ? CG_MODE_GRID : CG_MODE_CORES, .local_size = 64};
+  if (codegen_kernel_opts(sink, NULL, &o, &ks) != TVK_OK) fail_msg("codegen: %s", ks.error);
+  assert_int_equal(ks.nbufs, nb);
+  DevProgram *p = NULL;
+  bool hit;
+  if (d->ops->compile(d, ks.name, ks.src, &p, &hit) != TVK_OK)
+    fail_msg("compile %s: %s\n%s", ks.name, dev_error(d), ks.src);
+  DevBuffer *bufs[64];
+  assert_true(nb <= 64);
+  for (int i = 0; i < nb; i++) {
+    out[i] = hb_copy(&hb[i]);
+    assert_int_equal(d->ops->alloc(d, out[i].bytes, &bufs[i]), TVK_OK);
+    assert_int_equal(d->ops->copy_in(d, bufs[i], 0, out[i].data, out[i].bytes), TVK_OK);
+  }
+  LaunchDims dims;
+  memcpy(dims.global, ks.global, sizeof dims.global);
+  memcpy(dims.local, ks.local, sizeof dims.local);
+  if (d->ops->launch(d, p, bufs, nb, vals, nv, &dims) != TVK_OK)
+    fail_msg("launch %s: %s", ks.name, dev_error(d));
+  assert_int_equal(d->ops->sync(d), TVK_OK);
+  for (int i = 0; i < nb; i++) {
+    assert_int_equal(d->ops->copy_out(d, bufs[i], 0, out[i].data, out[i].bytes), TVK_OK);
+    d->ops->free(d, bufs[i]);
+  }
+  d->ops->program_free(d, p);
+  kernel_source_free(&ks);
+}
+
+/* Output j of the Vulkan run against the CPU run: equal within tol. */
+static void agree(const HostBuf *vk, const HostBuf *cpu, Tol tol, const char *what) {
+  for (int64_t i = 0; i < vk->n; i++) {
+    CVal g = hb_get(vk, i), w = hb_get(cpu, i);
+    if (!same(vk->dt, g, w, tol)) {
+      char a[64], b[64];
+      val_str(vk->dt, g, a, sizeof a), val_str(vk->dt, w, b, sizeof b);
+      fail_msg("%s [%lld]: Vulkan %s, CPU %s", what, (long long)i, a, b);
+    }
+  }
+}
+
+static void free_all(HostBuf *h, int n) {
+  for (int i = 0; i < n; i++) hb_free(&h[i]);
+}
+
+/* ---------------------------------------------------------------- fixtures */
+
+static int suite_setup(void **state) {
+  Suite *s = calloc(1, sizeof *s);
+  if (!s) return -1;
+  snprintf(s->root, sizeof s->root, "/tmp/tvk-test-glsl-XXXXXX");
+  if (!mkdtemp(s->root)) return -1;
+  char err[512];
+  const char *validate = getenv("TVK_VALIDATE");
+  DeviceOptions o = {.cache_dir = s->root, .validate = validate && atoi(validate) > 0};
+  if (cpu_device_create(&o, &s->cpu, err, sizeof err) != TVK_OK) {
+    fprintf(stderr, "cpu device: %s\n", err);
+    return -1;
+  }
+  uint32_t features = 0x3ff; /* with no Vulkan device, render for one that has everything */
+  if (vk_device_create(&o, -1, &s->vk, err, sizeof err) == TVK_OK)
+    features = vk_of(s->vk)->features;
+  else
+    fprintf(stderr, "no Vulkan device (%s): only the compile tests run\n", err);
+  s->lang[L_DEV] = vk_glsl_lang_new(features);
+  s->lang[L_PACKED] = vk_glsl_lang_new(features & ~(uint32_t)(VKFEAT_STORAGE8 | VKFEAT_STORAGE16));
+  s->lang[L_MIN] = vk_glsl_lang_new(0);
+  s->sc = shaderc_compiler_initialize();
+  s->so = shaderc_compile_options_initialize();
+  if (!s->lang[L_DEV] || !s->lang[L_PACKED] || !s->lang[L_MIN] || !s->sc || !s->so) return -1;
+  shaderc_compile_options_set_target_env(s->so, shaderc_target_env_vulkan,
+                                         shaderc_env_version_vulkan_1_1);
+  shaderc_compile_options_set_optimization_level(s->so, shaderc_optimization_level_performance);
+  *state = s;
+  return 0;
+}
+
+static int suite_teardown(void **state) {
+  Suite *s = *state;
+  uint64_t messages = s->vk ? vk_validation_messages(s->vk) : 0;
+  if (s->vk) s->vk->ops->destroy(s->vk);
+  s->cpu->ops->destroy(s->cpu);
+  for (int k = 0; k < NLANG; k++) vk_glsl_lang_free(s->lang[k]);
+  shaderc_compile_options_release(s->so);
+  shaderc_compiler_release(s->sc);
+  rm_rf(s->root);
+  free(s);
+  if (messages)
+    fprintf(stderr, "%llu Vulkan validation message(s)\n", (unsigned long long)messages);
+  return messages ? -1 : 0;
+}
+
+static int test_setup(void **state) {
+  Suite *s = *state;
+  s->c = uctx_new();
+  return s->c ? 0 : -1;
+}
+
+/* Every UOp made in a test is gone once its pool is drained. */
+static int test_teardown(void **state) {
+  Suite *s = *state;
+  uop_pool_drain(s->c, 0);
+  size_t live = uctx_live(s->c);
+  uctx_free(s->c);
+  s->c = NULL;
+  if (live != 0) fprintf(stderr, "%zu UOps still alive\n", live);
+  return live == 0 ? 0 : -1;
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, test_setup, test_teardown)
+
+/* ---------------------------------------------------------------- op kernels */
+
+/* One output of an op kernel: op on operands 'a', 'b' (inputs 0 and 1), 's' (a
+ * shift amount, input 2) or 'c' (a < b, WHERE's condition). */
+typedef struct {
+  Op op;
+  const char *args;
+} Case;
+
+static const Case int_cases[] = {
+    {OP_NEG, "a"},   {OP_ADD, "ab"},    {OP_SUB, "ab"},   {OP_MUL, "ab"}, {OP_MULACC, "aba"},
+    {OP_IDIV, "ab"}, {OP_MOD, "ab"},    {OP_SHL, "as"},   {OP_SHR, "as"}, {OP_POW, "ab"},
+    {OP_MAX, "ab"},  {OP_CMPLT, "ab"},  {OP_CMPNE, "ab"}, {OP_AND, "ab"}, {OP_OR, "ab"},
+    {OP_XOR, "ab"},  {OP_WHERE, "cab"},
+};
+static const Case float_cases[] = {
+    {OP_NEG, "a"},   {OP_ADD, "ab"},     {OP_SUB, "ab"},   {OP_MUL, "ab"},
+    {OP_FDIV, "ab"}, {OP_MULACC, "aba"}, {OP_IDIV, "ab"},  {OP_MOD, "ab"},
+    {OP_MAX, "ab"},  {OP_CMPLT, "ab"},   {OP_CMPNE, "ab"}, {OP_WHERE, "cab"},
+};
+static const Case math_cases[] = {
+    {OP_EXP2, "a"}, {OP_LOG2, "a"}, {OP_SIN, "a"}, {OP_SQRT, "a"}, {OP_RECIP, "a"},
+};
+static const Case pow_cases[] = {{OP_POW, "ab"}};
+static const Case bool_cases[] = {
+    {OP_NEG, "a"},  {OP_ADD, "ab"},  {OP_SUB, "ab"},   {OP_MUL, "ab"},
+    {OP_MAX, "ab"}, {OP_IDIV, "ab"}, {OP_CMPLT, "ab"}, {OP_CMPNE, "ab"},
+    {OP_AND, "ab"}, {OP_OR, "ab"},   {OP_XOR, "ab"},   {OP_WHERE, "cab"},
+};
+#define NCASES(a) ((int)(sizeof a / sizeof *a))
+
+static bool is_cmp(Op op) { return op == OP_CMPLT || op == OP_CMPNE; }
+
+/* The kernel: output j (buffer j) is case j on inputs of n elements of dtype t,
+ * at buffers nc, nc + 1, nc + 2 ('a', 'b', 's'). */
+static UOp *case_sink(UCtx *c, ScalarType t, const Case *cs, int nc, int64_t n) {
+  UOp *in[3] = {ld(c, nc, t, shp1(n)), NULL, NULL}, *st[32];
+  for (int j = 0; j < nc; j++) {
+    for (const char *p = cs[j].args; *p; p++) {
+      if (*p == 'b' || *p == 'c') in[1] = in[1] ? in[1] : ld(c, nc + 1, t, shp1(n));
+      if (*p == 's') in[2] = in[2] ? in[2] : ld(c, nc + 2, t, shp1(n));
+    }
+  }
+  for (int j = 0; j < nc; j++) {
+    UOp *src[3];
+    int k = 0;
+    for (const char *p = cs[j].args; *p; p++)
+      src[k++] = *p == 'a' ? in[0] : *p == 'b' ? in[1] : *p == 's' ? in[2] : uop_lt(in[0], in[1]);
+    UOp *x = uop_alu(cs[j].op, k, src);
+    st[j] = store(c, j, is_cmp(cs[j].op) ? DT_BOOL : t, shp1(n), x);
+  }
+  return uop_sink(c, nc, st);
+}
+
+/* What alu_exec says case cs gives on element i of the inputs; false where it
+ * does not evaluate (negative shift amounts and exponents, float MOD of NaN). */
+static bool case_ref(ScalarType t, const Case *cs, const HostBuf *in, int64_t i, CVal *res) {
+  CVal src[3];
+  int k = 0;
+  for (const char *p = cs->args; *p; p++) {
+    if (*p == 'c') {
+      CVal ab[2] = {hb_get(&in[0], i), hb_get(&in[1], i)};
+      if (!alu_exec(OP_CMPLT, DT_BOOL, t, ab, &src[k++])) return false;
+    } else {
+      src[k++] = hb_get(&in[*p == 'a' ? 0 : *p == 'b' ? 1 : 2], i);
+    }
+  }
+  return alu_exec(cs->op, is_cmp(cs->op) ? DT_BOOL : t, t, src, res);
+}
+
+/* Tolerance of op on dtype t: exact for the correctly rounded ops; the
+ * device's division and fused multiply-add may be an ulp or two off; the
+ * transcendental ops as the op suite's (a few ulps; float16/bfloat16 one ulp
+ * of their own after the float32 result rounds). */
+static Tol tol_of(Op op, ScalarType t) {
+  bool math = op == OP_EXP2 || op == OP_LOG2 || op == OP_SIN || op == OP_SQRT || op == OP_RECIP ||
+              op == OP_POW;
+  bool near = op == OP_FDIV || op == OP_MULACC;
+  if (!is_float(t) || (!math && !near)) return EXACT;
+  switch (t) {
+  case DT_FLOAT16: return (Tol){1e-3, 6e-8};
+  case DT_BFLOAT16: return (Tol){8e-3, 1e-38};
+  case DT_FLOAT64: return math ? (Tol){1e-13, 1e-15} : (Tol){5e-16, 0};
+  default: return math ? (Tol){2e-6, 1e-6} : (Tol){2.5e-7, 0};
+  }
+}
+
+/* Documented limits (docs/vulkan.md): float64 sin reduces exactly only for
+ * |x| < 1.3e7. */
+static bool beyond_limits(ScalarType t, Op op, CVal a) {
+  return t == DT_FLOAT64 && op == OP_SIN && fabs(a.f) >= 1.3e7;
+}
+
+static const char *lang_short(int k) { return k == L_DEV ? "device" : "packed"; }
+
+/* Runs the cases on the CPU and on the Vulkan device (in the device's and the
+ * packed language); every output against alu_exec and the CPU's. */
+static void run_cases(Suite *s, ScalarType t, const Case *cs, int nc, HostBuf *in, int nin) {
+  int nb = nc + nin;
+  HostBuf hb[40], cpu[40], vk[40];
+  for (int j = 0; j < nc; j++) hb[j] = hb_new(is_cmp(cs[j].op) ? DT_BOOL : t, in[0].n);
+  for (int k = 0; k < nin; k++) hb[nc + k] = in[k];
+  UOp *sink = case_sink(s->c, t, cs, nc, in[0].n);
+  run_on(s->cpu, NULL, sink, nb, hb, cpu, 0, NULL);
+  for (int k = L_DEV; k <= L_PACKED; k++) {
+    run_on(s->vk, s->lang[k], sink, nb, hb, vk, 0, NULL);
+    for (int j = 0; j < nc; j++) {
+      char what[160];
+      snprintf(what, sizeof what, "%s %s (%s)", dt_scalar_name(t), op_name(cs[j].op),
+               lang_short(k));
+      Tol tol = tol_of(cs[j].op, t);
+      for (int64_t i = 0; i < in[0].n; i++)
+        if (beyond_limits(t, cs[j].op, hb_get(&in[0], i))) hb_set(&vk[j], i, hb_get(&cpu[j], i));
+      agree(&vk[j], &cpu[j], tol, what);
+      for (int64_t i = 0; i < in[0].n; i++) {
+        CVal want, got = hb_get(&vk[j], i);
+        if (beyond_limits(t, cs[j].op, hb_get(&in[0], i))) continue;
+        if (!case_ref(t, &cs[j], in, i, &want) || same(vk[j].dt, got, want, tol)) continue;
+        char g[64], w[64], a[64], b[64];
+        val_str(vk[j].dt, got, g, sizeof g), val_str(vk[j].dt, want, w, sizeof w);
+        val_str(t, hb_get(&in[0], i), a, sizeof a);
+        val_str(t,
+                nin > 1 ? hb_get(&in[nin > 2 && strchr(cs[j].args, 's') ? 2 : 1], i)
+                        : (CVal){.i = 0},
+                b, sizeof b);
+        fail_msg("%s(%s, %s) [%lld]: Vulkan %s, alu_exec %s", what, a, b, (long long)i, g, w);
+      }
+    }
+    free_all(vk, nb);
+  }
+  free_all(cpu, nb);
+  for (int j = 0; j < nc; j++) hb_free(&hb[j]);
+}
+
+/* ---------------------------------------------------------------- compile */
+
+static const ScalarType all_dts[] = {DT_BOOL,     DT_INT8,    DT_UINT8,  DT_INT16,  DT_UINT16,
+                                     DT_INT32,    DT_UINT32,  DT_INT64,  DT_UINT64, DT_FLOAT16,
+                                     DT_BFLOAT16, DT_FLOAT32, DT_FLOAT64};
+#define NDTS ((int)(sizeof all_dts / sizeof *all_dts))
+
+/* Every op of every dtype renders to GLSL that shaderc compiles, in each
+ * language (or is refused with the missing feature named). */
+static void test_compile_ops(void **state) {
+  Suite *s = *state;
+  for (int k = 0; k < NLANG; k++) {
+    for (int d = 0; d < NDTS; d++) {
+      ScalarType t = all_dts[d];
+      char what[96];
+      uint32_t uses = DT_BIT(t) | DT_BIT(DT_BOOL);
+      if (t == DT_BOOL) {
+        snprintf(what, sizeof what, "bool ops");
+        check_compiles(s, k, case_sink(s->c, t, bool_cases, NCASES(bool_cases), 5), uses, what);
+      } else if (is_float(t)) {
+        snprintf(what, sizeof what, "%s ops", dt_scalar_name(t));
+        check_compiles(s, k, case_sink(s->c, t, float_cases, NCASES(float_cases), 5), uses, what);
+        snprintf(what, sizeof what, "%s math", dt_scalar_name(t));
+        check_compiles(s, k, case_sink(s->c, t, math_cases, NCASES(math_cases), 5), uses, what);
+        snprintf(what, sizeof what, "%s pow", dt_scalar_name(t));
+        check_compiles(s, k, case_sink(s->c, t, pow_cases, 1, 5), uses, what);
+      } else {
+        snprintf(what, sizeof what, "%s ops", dt_scalar_name(t));
+        check_compiles(s, k, case_sink(s->c, t, int_cases, NCASES(int_cases), 5), uses, what);
+      }
+      uop_pool_drain(s->c, 0);
+    }
+  }
+}
+
+/* out_j = cast(a, dts[j]) for every target the language has. */
+static UOp *cast_sink(UCtx *c, ScalarType from, const Lang *L, int64_t n, int *nout,
+                      ScalarType *to) {
+  UOp *a = NULL, *st[NDTS];
+  int m = 0;
+  for (int d = 0; d < NDTS; d++)
+    if (all_dts[d] != from && (!L || L->type[all_dts[d]])) to[m++] = all_dts[d];
+  a = ld(c, m, from, shp1(n));
+  for (int j = 0; j < m; j++) st[j] = store(c, j, to[j], shp1(n), uop_cast(a, dt_make(to[j])));
+  *nout = m;
+  return uop_sink(c, m, st);
+}
+
+/* Every cast between dtypes compiles in each language. */
+static void test_compile_casts(void **state) {
+  Suite *s = *state;
+  for (int k = 0; k < NLANG; k++) {
+    for (int d = 0; d < NDTS; d++) {
+      ScalarType to[NDTS];
+      int m;
+      char what[96];
+      snprintf(what, sizeof what, "casts from %s", dt_scalar_name(all_dts[d]));
+      UOp *sink = cast_sink(s->c, all_dts[d], s->lang[k], 5, &m, to);
+      check_compiles(s, k, sink, DT_BIT(all_dts[d]), what);
+      uop_pool_drain(s->c, 0);
+    }
+  }
+}
+
+/* Without shaderInt64 / shaderFloat64 a kernel using the dtype is refused with
+ * TVK_ERR_DTYPE naming the feature, also when the dtype is only a buffer. */
+static void test_refused(void **state) {
+  Suite *s = *state;
+  const Lang *L = s->lang[L_MIN];
+  struct {
+    ScalarType t;
+    const char *word;
+  } cases[] = {
+      {DT_INT64, "shaderInt64"}, {DT_UINT64, "shaderInt64"}, {DT_FLOAT64, "shaderFloat64"}};
+  for (int k = 0; k < 3; k++) {
+    UCtx *c = s->c;
+    /* a float64 input summed into float32: the dtype is only loaded and cast */
+    UOp *x = uop_cast(ld(c, 1, cases[k].t, shp1(8)), DT(FLOAT32));
+    KernelSource ks;
+    assert_int_equal(glsl_of(L, sink1(store(c, 0, DT_FLOAT32, shp1(8), x)), &ks), TVK_ERR_DTYPE);
+    if (!strstr(ks.error, cases[k].word))
+      fail_msg("'%s' does not name %s", ks.error, cases[k].word);
+    if (!strstr(ks.error, dt_scalar_name(cases[k].t)))
+      fail_msg("'%s' does not name %s", ks.error, dt_scalar_name(cases[k].t));
+  }
+}
+
+/* ---------------------------------------------------------------- run: ops */
+
+#define SKIP_WITHOUT_VK(s)                                                                         \
+  do {                                                                                             \
+    if (!(s)->vk) skip();                                                                          \
+  } while (0)
+
+/* Whether the device's language has dtype t. */
+static bool has(const Suite *s, ScalarType t) { return s->lang[L_DEV]->type[t] != NULL; }
+
+enum { NRAND = 200 };
+
+/* Every integer op of every integer dtype: every pair of edge values (0, +-1,
+ * the extremes, ...) and random ones; shift amounts from -2 to the width + 2. */
+static void test_run_int_ops(void **state) {
+  Suite *s = *state;
+  SKIP_WITHOUT_VK(s);
+  for (int d = 0; d < NDTS; d++) {
+    ScalarType t = all_dts[d];
+    if (is_float(t) || t == DT_BOOL || !has(s, t)) continue;
+    int64_t n = NIEDGE * NIEDGE + NRAND, w = dt_bits(dt_make(t));
+    HostBuf in[3] = {hb_new(t, n), hb_new(t, n), hb_new(t, n)};
+    fill_pairs(&in[0], &in[1], 0, 0);
+    for (int64_t i = 0; i < n; i++)
+      hb_set(&in[2], i, val_i(t, (int64_t)(xorshift() % (uint64_t)(w + 5)) - 2));
+    run_cases(s, t, int_cases, NCASES(int_cases), in, 3);
+    free_all(in, 3);
+    uop_pool_drain(s->c, 0);
+  }
+}
+
+static void test_run_bool_ops(void **state) {
+  Suite *s = *state;
+  SKIP_WITHOUT_VK(s);
+  HostBuf in[2] = {hb_new(DT_BOOL, 300), hb_new(DT_BOOL, 300)};
+  fill_pairs(&in[0], &in[1], 0, 0);
+  run_cases(s, DT_BOOL, bool_cases, NCASES(bool_cases), in, 2);
+  free_all(in, 2);
+}
+
+/* Inputs of the math ops: the edges of each (0, negative, inf, NaN, a
+ * denormal, arguments sin must reduce), then random ones in [-20, 20]. */
+static const double math_edges[] = {0.0,      -0.0,      1.0,        -1.0,   0.5,   2.0,
+                                    INFINITY, -INFINITY, NAN,        1e-3,   100.0, -100.0,
+                                    1000.25,  -6000.5,   88.5,       -150.0, 3e38,  1e-40,
+                                    0.75,     1e10,      -123456.75, 8000.5, 6434.0};
+/* pow: bases and exponents with C's special cases, then a in [0.1, 4), b in [-3, 3) */
+static const double pow_a[] = {0.0, -0.0, 1.0,      -1.0,      2.0, -2.0,
+                               0.5, 3.0,  INFINITY, -INFINITY, NAN, 0.25};
+static const double pow_b[] = {0.0, -0.0, 1.0,      -1.0,      2.0, 3.0, -3.0,
+                               0.5, -0.5, INFINITY, -INFINITY, NAN, 2.5};
+#define NPA ((int)(sizeof pow_a / sizeof *pow_a))
+#define NPB ((int)(sizeof pow_b / sizeof *pow_b))
+
+/* Every float op of every float dtype, against alu_exec and the CPU: the
+ * arithmetic on every pair of edges, the math functions on their edges, pow on
+ * C's special cases. */
+static void test_run_float_ops(void **state) {
+  Suite *s = *state;
+  SKIP_WITHOUT_VK(s);
+  for (int d = 0; d < NDTS; d++) {
+    ScalarType t = all_dts[d];
+    if (!is_float(t) || !has(s, t)) continue;
+    int64_t n = NFEDGE * NFEDGE + NRAND;
+    HostBuf in[2] = {hb_new(t, n), hb_new(t, n)};
+    fill_pairs(&in[0], &in[1], -100, 100);
+    run_cases(s, t, float_cases, NCASES(float_cases), in, 2);
+    free_all(in, 2);
+
+    int ne = (int)(sizeof math_edges / sizeof *math_edges);
+    HostBuf x = hb_new(t, ne + NRAND);
+    for (int64_t i = 0; i < x.n; i++)
+      hb_set(&x, i, i < ne ? val_f(t, math_edges[i]) : val_f(t, urand(-20, 20)));
+    run_cases(s, t, math_cases, NCASES(math_cases), &x, 1);
+    hb_free(&x);
+
+    HostBuf p[2] = {hb_new(t, NPA * NPB + NRAND), hb_new(t, NPA * NPB + NRAND)};
+    for (int64_t i = 0; i < p[0].n; i++) {
+      bool pair = i < NPA * NPB;
+      hb_set(&p[0], i, val_f(t, pair ? pow_a[i / NPB] : urand(0.1, 4)));
+      hb_set(&p[1], i, val_f(t, pair ? pow_b[i % NPB] : urand(-3, 3)));
+    }
+    run_cases(s, t, pow_cases, 1, p, 2);
+    free_all(p, 2);
+    uop_pool_drain(s->c, 0);
+  }
+}
+
+/* ---------------------------------------------------------------- run: casts */
+
+/* Values where casts round, wrap or saturate: ties of float16, bfloat16 and
+ * float32, the edges of every int width, float -> int out of range, NaN, inf,
+ * denormals. Ints are taken modulo the source width. */
+static const double cast_fedges[] = {0.0,
+                                     -0.0,
+                                     0.5,
+                                     -0.5,
+                                     1.5,
+                                     2.5,
+                                     -2.5,
+                                     255.5,
+                                     256.0,
+                                     -129.0,
+                                     65504.0,
+                                     65519.0,
+                                     65520.0,
+                                     1e5,
+                                     3e9,
+                                     -3e9,
+                                     5e18,
+                                     1e19,
+                                     -1e19,
+                                     1e20,
+                                     9.3e18,
+                                     1.8446744073709552e19,
+                                     1e300,
+                                     1.00048828125,
+                                     1.00146484375,
+                                     1.00390625,
+                                     1.01171875,
+                                     1.0000000596046448,
+                                     1.0000001788139343,
+                                     NAN,
+                                     INFINITY,
+                                     -INFINITY,
+                                     1e-40,
+                                     6e-8,
+                                     3e-5,
+                                     -1e-45,
+                                     0.1,
+                                     -7.75,
+                                     2147483647.5};
+static const int64_t cast_iedges[] = {0,
+                                      1,
+                                      -1,
+                                      127,
+                                      128,
+                                      255,
+                                      256,
+                                      -129,
+                                      32767,
+                                      32768,
+                                      65535,
+                                      65536,
+                                      65519,
+                                      65520,
+                                      0x01008001,
+                                      0x01018001,
+                                      16777217,
+                                      2147483647,
+                                      -2147483647 - 1,
+                                      4294967295,
+                                      9007199254740993,
+                                      INT64_MAX,
+                                      INT64_MIN,
+                                      0x0100800000000001};
+
+/* Every cast between the device's dtypes, bit for bit against cval_cast (the
+ * IR's constant folding) and the CPU. */
+static void test_run_casts(void **state) {
+  Suite *s = *state;
+  SKIP_WITHOUT_VK(s);
+  int nf = (int)(sizeof cast_fedges / sizeof *cast_fedges);
+  int ni = (int)(sizeof cast_iedges / sizeof *cast_iedges);
+  for (int d = 0; d < NDTS; d++) {
+    ScalarType from = all_dts[d], to[NDTS];
+    if (!has(s, from)) continue;
+    int m;
+    int64_t n = (is_float(from) ? nf : ni) + NRAND;
+    UOp *sink = cast_sink(s->c, from, s->lang[L_DEV], n, &m, to);
+    HostBuf hb[NDTS + 1], cpu[NDTS + 1], vk[NDTS + 1];
+    for (int j = 0; j < m; j++) hb[j] = hb_new(to[j], n);
+    HostBuf *a = &hb[m];
+    *a = hb_new(from, n);
+    for (int64_t i = 0; i < n; i++) {
+      if (is_float(from))
+        hb_set(a, i, val_f(from, i < nf ? cast_fedges[i] : urand(-1e6, 1e6)));
+      else
+        hb_set(a, i, val_i(from, i < ni ? cast_iedges[i] : (int64_t)xorshift()));
+    }
+    run_on(s->cpu, NULL, sink, m + 1, hb, cpu, 0, NULL);
+    for (int k = L_DEV; k <= L_PACKED; k++) {
+      run_on(s->vk, s->lang[k], sink, m + 1, hb, vk, 0, NULL);
+      for (int j = 0; j < m; j++) {
+        char what[96];
+        snprintf(what, sizeof what, "cast %s -> %s (%s)", dt_scalar_name(from),
+                 dt_scalar_name(to[j]), lang_short(k));
+        agree(&vk[j], &cpu[j], EXACT, what);
+        for (int64_t i = 0; i < n; i++) {
+          CVal got = hb_get(&vk[j], i), want = cval_cast(hb_get(a, i), from, to[j]);
+          if (same(to[j], got, want, EXACT)) continue;
+          char g[64], w[64], x[64];
+          val_str(to[j], got, g, sizeof g), val_str(to[j], want, w, sizeof w);
+          val_str(from, hb_get(a, i), x, sizeof x);
+          fail_msg("%s of %s: Vulkan %s, cval_cast %s", what, x, g, w);
+        }
+      }
+      free_all(vk, m + 1);
+    }
+    free_all(cpu, m + 1);
+    free_all(hb, m + 1);
+    uop_pool_drain(s->c, 0);
+  }
+}
+
+/* ---------------------------------------------------------------- run: shapes */
+
+/* Runs sink on both devices (both languages on Vulkan) and checks that every
+ * buffer agrees within tol; returns the CPU's buffers in cpu (caller frees). */
+static void run_agree(Suite *s, UOp *sink, int nb, const HostBuf *hb, HostBuf *cpu, Tol tol, int nv,
+                      const int32_t *vals, const char *what) {
+  HostBuf vk[16];
+  run_on(s->cpu, NULL, sink, nb, hb, cpu, nv, vals);
+  for (int k = L_DEV; k <= L_PACKED; k++) {
+    run_on(s->vk, s->lang[k], sink, nb, hb, vk, nv, vals);
+    for (int i = 0; i < nb; i++) {
+      char w[160];
+      snprintf(w, sizeof w, "%s, buffer %d (%s)", what, i, lang_short(k));
+      agree(&vk[i], &cpu[i], tol, w);
+    }
+    free_all(vk, nb);
+  }
+}
+
+static HostBuf random_buf(ScalarType t, int64_t n, double lo, double hi) {
+  HostBuf h = hb_new(t, n);
+  for (int64_t i = 0; i < n; i++) hb_set(&h, i, random_val(t, lo, hi));
+  return h;
+}
+
+/* Reduces over the first, middle, last and all axes of a (37, 129, 5) input,
+ * float32 sums and maxes, an int8 sum that wraps, a float16 sum: the grid
+ * covers the output axes, the reduce axes stay loops. Sums are compared with
+ * plain loops in the same order (the same float32 roundings). */
+static void test_run_reduces(void **state) {
+  Suite *s = *state;
+  SKIP_WITHOUT_VK(s);
+  enum { A = 37, B = 129, C = 5 };
+  UCtx *c = s->c;
+  const ScalarType ts[] = {DT_FLOAT32, DT_INT8, DT_FLOAT16};
+  const struct {
+    Op op;
+    int n;
+    int64_t axes[3], out[3];
+  } rs[] = {{OP_ADD, 1, {1}, {A, 1, C}},
+            {OP_MAX, 2, {0, 2}, {1, B, 1}},
+            {OP_ADD, 3, {0, 1, 2}, {1, 1, 1}},
+            {OP_ADD, 1, {2}, {A, B, 1}}};
+  for (int k = 0; k < 3; k++) {
+    ScalarType t = ts[k];
+    HostBuf x = random_buf(t, A * B * C, -4, 4);
+    for (int j = 0; j < 4; j++) {
+      UOp *in = ld(c, 1, t, shp(3, (int64_t)A, (int64_t)B, (int64_t)C));
+      UOp *r = reduce(in, rs[j].op, rs[j].n, rs[j].axes);
+      UOp *sink = sink1(store(c, 0, t, st_from_shape(3, rs[j].out), r));
+      HostBuf hb[2] = {hb_new(t, rs[j].out[0] * rs[j].out[1] * rs[j].out[2]), x}, cpu[2];
+      char what[64];
+      snprintf(what, sizeof what, "%s reduce %d", dt_scalar_name(t), j);
+      run_agree(s, sink, 2, hb, cpu, EXACT, 0, NULL, what);
+      if (j == 0 && t == DT_FLOAT32) /* the plain loop, in float32 */
+        for (int i = 0; i < A * C; i++) {
+          float acc = 0;
+          for (int b = 0; b < B; b++) acc += (float)hb_get(&x, (i / C * B + b) * C + i % C).f;
+          assert_true(hb_get(&cpu[0], i).f == acc);
+        }
+      free_all(cpu, 2);
+      hb_free(&hb[0]);
+    }
+    hb_free(&x);
+    uop_pool_drain(c, 0);
+  }
+}
+
+/* Loads through permuted, padded (gated loads), flipped, shrunk and expanded
+ * views, in int32 and in uint8 (packed without 8-bit storage). */
+static void test_run_views(void **state) {
+  Suite *s = *state;
+  SKIP_WITHOUT_VK(s);
+  UCtx *c = s->c;
+  const ScalarType ts[] = {DT_INT32, DT_UINT8, DT_FLOAT16};
+  for (int k = 0; k < 3; k++) {
+    ScalarType t = ts[k];
+    ShapeTracker *b0 = shp(3, (int64_t)3, (int64_t)4, (int64_t)5);
+    ShapeTracker *p = st_permute(b0, (const int[]){2, 0, 1});               /* (5, 3, 4) */
+    ShapeTracker *q = st_pad(p, (const sint[][2]){{1, 1}, {0, 2}, {1, 0}}); /* (7, 5, 5) */
+    ShapeTracker *f = st_flip(q, (const bool[]){true, false, true});
+    ShapeTracker *e0 = shp(3, (int64_t)7, (int64_t)1, (int64_t)5);
+    ShapeTracker *e = st_expand(e0, (const sint[]){7, 5, 5});
+    ShapeTracker *w0 = shp(3, (int64_t)9, (int64_t)6, (int64_t)8);
+    ShapeTracker *w = st_shrink(w0, (const sint[][2]){{1, 8}, {0, 5}, {2, 7}});
+    UOp *x = uop_add(uop_add(ld(c, 1, t, f), ld(c, 2, t, e)), ld(c, 3, t, w));
+    UOp *sink = sink1(store(c, 0, t, shp(3, (int64_t)7, (int64_t)5, (int64_t)5), x));
+    st_free(b0), st_free(p), st_free(q), st_free(e0), st_free(w0);
+    HostBuf hb[4] = {hb_new(t, 175), random_buf(t, 60, -8, 8), random_buf(t, 35, -8, 8),
+                     random_buf(t, 432, -8, 8)},
+            cpu[4];
+    run_agree(s, sink, 4, hb, cpu, EXACT, 0, NULL, dt_scalar_name(t));
+    free_all(cpu, 4);
+    free_all(hb, 4);
+    uop_pool_drain(c, 0);
+  }
+}
+
+/* More work groups than maxComputeWorkGroupCount[0] (65535 on most devices):
+ * the dispatcher spreads them over y and z and the kernel rebuilds the linear
+ * id; every element is written once. */
+static void test_run_big_grid(void **state) {
+  Suite *s = *state;
+  SKIP_WITHOUT_VK(s);
+  int64_t n = 64 * (int64_t)vk_of(s->vk)->lim.max_wg_count[0] + 77;
+  UCtx *c = s->c;
+  UOp *x = uop_add(ld(c, 1, DT_INT32, shp1(n)), uop_const_int(c, DT(INT32), 1000));
+  UOp *sink = sink1(store(c, 0, DT_INT32, shp1(n), x));
+  HostBuf hb[2] = {hb_new(DT_INT32, n), hb_new(DT_INT32, n)}, out[2];
+  for (int64_t i = 0; i < n; i++) hb_set(&hb[1], i, (CVal){.i = i});
+  for (int64_t i = 0; i < n; i++) hb_set(&hb[0], i, (CVal){.i = -1});
+  run_on(s->vk, s->lang[L_DEV], sink, 2, hb, out, 0, NULL);
+  for (int64_t i = 0; i < n; i++)
+    if (hb_get(&out[0], i).i != i + 1000)
+      fail_msg("[%lld]: %lld", (long long)i, (long long)hb_get(&out[0], i).i);
+  free_all(out, 2);
+  free_all(hb, 2);
+}
+
+/* An empty output launches nothing; a one-element output one invocation. */
+static void test_run_empty_and_one(void **state) {
+  Suite *s = *state;
+  SKIP_WITHOUT_VK(s);
+  UCtx *c = s->c;
+  for (int64_t n = 0; n <= 1; n++) {
+    UOp *x =
+        uop_mul(ld(c, 1, DT_FLOAT32, shp(2, n, (int64_t)1)), uop_const_float(c, DT(FLOAT32), 3));
+    UOp *sink = sink1(store(c, 0, DT_FLOAT32, shp(2, n, (int64_t)1), x));
+    KernelSource ks;
+    assert_int_equal(glsl_of(s->lang[L_DEV], sink, &ks), TVK_OK);
+    assert_int_equal(ks.global[0], n);
+    assert_int_equal(ks.local[0], 1);
+    kernel_source_free(&ks);
+    HostBuf hb[2] = {hb_new(DT_FLOAT32, n), hb_new(DT_FLOAT32, n)}, cpu[2];
+    for (int64_t i = 0; i < n; i++) hb_set(&hb[1], i, (CVal){.f = 1.5});
+    run_agree(s, sink, 2, hb, cpu, EXACT, 0, NULL, "empty/one");
+    if (n == 1) assert_true(hb_get(&cpu[0], 0).f == 4.5);
+    free_all(cpu, 2), free_all(hb, 2);
+  }
+}
+
+/* Symbolic values reach the kernel as push constants after the grid. */
+static void test_run_vars(void **state) {
+  Suite *s = *state;
+  SKIP_WITHOUT_VK(s);
+  enum { N = 300 };
+  UCtx *c = s->c;
+  UOp *n = uop_var(c, "n", 1, 1000), *m = uop_var(c, "m", -100, 100);
+  UOp *a = ld(c, 1, DT_INT32, shp1(N));
+  UOp *sink = sink1(store(c, 0, DT_INT32, shp1(N), uop_add(uop_mul(a, n), m)));
+  HostBuf hb[2] = {hb_new(DT_INT32, N), random_buf(DT_INT32, N, 0, 0)}, out[2];
+  const int32_t vals[2] = {-7, 3}; /* sorted by name: m, n */
+  run_on(s->vk, s->lang[L_DEV], sink, 2, hb, out, 2, vals);
+  for (int i = 0; i < N; i++) {
+    int32_t want = (int32_t)((uint32_t)hb_get(&hb[1], i).i * 3u - 7u);
+    assert_int_equal(hb_get(&out[0], i).i, want);
+  }
+  free_all(out, 2), free_all(hb, 2);
+}
+
+/* Reduces longer than CG_GRID_LOOP_BUDGET are unrolled: a sum and a max over
+ * 100003 elements (not a multiple of the unroll), and a sum over 70001 rows of
+ * the max of each row, whose body holds a reduce and runs as an inner loop. */
+static void test_run_long_reduce(void **state) {
+  Suite *s = *state;
+  SKIP_WITHOUT_VK(s);
+  UCtx *c = s->c;
+  enum { N = 100003, R = 70001 };
+  HostBuf hb[3] = {hb_new(DT_FLOAT32, 1), hb_new(DT_FLOAT32, 1), random_buf(DT_FLOAT32, N, -1, 1)};
+  UOp *x = ld(c, 2, DT_FLOAT32, shp1(N));
+  const int64_t ax0[] = {0};
+  UOp *st[2] = {store(c, 0, DT_FLOAT32, shp1(1), reduce(x, OP_ADD, 1, ax0)),
+                store(c, 1, DT_FLOAT32, shp1(1), reduce(x, OP_MAX, 1, ax0))};
+  HostBuf cpu[3];
+  run_agree(s, uop_sink(c, 2, st), 3, hb, cpu, EXACT, 0, NULL, "long reduce");
+  float acc = 0, mx = -INFINITY;
+  for (int i = 0; i < N; i++) {
+    float v = (float)hb_get(&hb[2], i).f;
+    acc += v, mx = v > mx ? v : mx;
+  }
+  assert_true(hb_get(&cpu[0], 0).f == acc && hb_get(&cpu[1], 0).f == mx);
+  free_all(cpu, 3), free_all(hb, 3);
+
+  HostBuf nb[2] = {hb_new(DT_FLOAT32, 1), random_buf(DT_FLOAT32, R * 3, -1, 1)};
+  UOp *y = ld(c, 1, DT_FLOAT32, shp(2, (int64_t)R, (int64_t)3));
+  UOp *rowmax = reduce(y, OP_MAX, 1, (const int64_t[]){1});
+  UOp *tot = reduce(uop_mul(rowmax, uop_const_float(c, DT(FLOAT32), 2)), OP_ADD, 1, ax0);
+  run_agree(s, sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)1, (int64_t)1), tot)), 2, nb, cpu,
+            EXACT, 0, NULL, "nested long reduce");
+  free_all(cpu, 2), free_all(nb, 2);
+
+  /* the innermost axis (3) is too short to unroll enough: the rows are (int32
+   * sums do not depend on the order) */
+  HostBuf ib[2] = {hb_new(DT_INT32, 1), random_buf(DT_INT32, R * 3, 0, 0)};
+  UOp *z = ld(c, 1, DT_INT32, shp(2, (int64_t)R, (int64_t)3));
+  UOp *all = reduce(z, OP_ADD, 2, (const int64_t[]){0, 1});
+  run_agree(s, sink1(store(c, 0, DT_INT32, shp(2, (int64_t)1, (int64_t)1), all)), 2, ib, cpu,
+            EXACT, 0, NULL, "long reduce over rows");
+  uint32_t want = 0;
+  for (int i = 0; i < R * 3; i++) want += (uint32_t)hb_get(&ib[1], i).i;
+  assert_int_equal(hb_get(&cpu[0], 0).i, (int32_t)want);
+  free_all(cpu, 2), free_all(ib, 2);
+}
+
+/* ---------------------------------------------------------------- golden */
+
+/* Compares the source with the golden text; TVK_GOLDEN_PRINT=1 prints it as a
+ * C string to paste after an intended change (review it first). */
+static void check_golden(UOp *sink, uint32_t features, const char *golden) {
+  Lang *L = vk_glsl_lang_new(features);
+  assert_non_null(L);
+  KernelSource ks;
+  tvk_status st = glsl_of(L, sink, &ks);
+  vk_glsl_lang_free(L);
+  if (st != TVK_OK) fail_msg("codegen: %s", ks.error);
+  if (getenv("TVK_GOLDEN_PRINT")) {
+    printf("static const char golden_%s[] =\n", ks.name);
+    for (const char *p = ks.src; *p;) {
+      const char *nl = strchr(p, '\n');
+      size_t len = nl ? (size_t)(nl - p) : strlen(p);
+      printf("    \"");
+      for (size_t i = 0; i < len; i++) printf(p[i] == '"' || p[i] == '\\' ? "\\%c" : "%c", p[i]);
+      printf("%s\"\n", nl ? "\\n" : "");
+      p += len + (nl ? 1 : 0);
+    }
+    printf("    ;\n");
+  }
+  if (strcmp(ks.src, golden) != 0) {
+    fprintf(stderr, "got:\n%s\nexpected:\n%s\n", ks.src, golden);
+    kernel_source_free(&ks);
+    fail_msg("the source differs from the golden one");
+  }
+  kernel_source_free(&ks);
+}
+
+static const char golden_r_2_3[] =
+    "#version 450\n"
+    "#extension GL_EXT_shader_8bit_storage : require\n"
+    "#extension GL_EXT_shader_16bit_storage : require\n"
+    "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n"
+    "layout(set = 0, binding = 0, std430) buffer tvk_buf0 { float data0[]; };\n"
+    "layout(set = 0, binding = 1, std430) readonly buffer tvk_buf1 { float data1[]; };\n"
+    "layout(push_constant, std430) uniform tvk_push {\n"
+    "  uint grid_x, grid_y, grid_z;\n"
+    "} pc;\n"
+    "layout(local_size_x = 2, local_size_y = 1, local_size_z = 1) in;\n"
+    "void main() {  // r_2_3\n"
+    "  uint tvk_lin = gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y +\n"
+    "                 gl_NumWorkGroups.y * gl_WorkGroupID.z);\n"
+    "  if (tvk_lin >= pc.grid_x * pc.grid_y * pc.grid_z) return;\n"
+    "  float acc0 = 0.0;\n"
+    "  for (int ridx1 = 0; ridx1 < 3; ridx1++) {\n"
+    "    float val0 = data1[(int(gl_LocalInvocationID.x)+(ridx1*2))];\n"
+    "    acc0 = (acc0+val0);\n"
+    "  }\n"
+    "  data0[int(gl_LocalInvocationID.x)] = (0.0>acc0?0.0:acc0);\n"
+    "}\n";
+
+static const char golden_E_3_25[] =
+    "#version 450\n"
+    "// 8-bit elements on a device without storageBuffer8BitAccess: four to a uint,\n"
+    "// element i in byte i & 3 of word i >> 2 (the host's little-endian bytes). A\n"
+    "// store changes only its own byte, with two atomics, because other invocations\n"
+    "// may store the other bytes of the word at the same time.\n"
+    "int tvk_ld8s(uint w, int k) { return bitfieldExtract(int(w), k * 8, 8); }\n"
+    "uint tvk_ld8u(uint w, int k) { return bitfieldExtract(w, k * 8, 8); }\n"
+    "#define TVK_ST8(w, k, v) { uint tvk_sh_ = uint(k) * 8u; atomicAnd(w, ~(0xffu << tvk_sh_)); "
+    "atomicOr(w, (uint(v) & 0xffu) << tvk_sh_); }\n"
+    "// 16-bit elements on a device without storageBuffer16BitAccess: two to a uint,\n"
+    "// element i in half i & 1 of word i >> 1 (little-endian). A store changes only\n"
+    "// its own half, with two atomics (see pack8.glsl).\n"
+    "int tvk_ld16s(uint w, int k) { return bitfieldExtract(int(w), k * 16, 16); }\n"
+    "uint tvk_ld16u(uint w, int k) { return bitfieldExtract(w, k * 16, 16); }\n"
+    "#define TVK_ST16(w, k, v) { uint tvk_sh_ = uint(k) * 16u; atomicAnd(w, ~(0xffffu << "
+    "tvk_sh_)); atomicOr(w, (uint(v) & 0xffffu) << tvk_sh_); }\n"
+    "// IDIV on integers as alu.c: truncates toward zero, x / 0 = 0, and the most\n"
+    "// negative value / -1 wraps to itself. Computed on magnitudes in the unsigned\n"
+    "// type: GLSL leaves / on negative operands and on 0 to the driver.\n"
+    "uint tvk_idiv_u32(uint a, uint b) {\n"
+    "  if (b == uint(0)) return uint(0);\n"
+    "  bool na = a < uint(0), nb = b < uint(0);\n"
+    "  uint q = (na ? uint(0) - uint(a) : uint(a)) / (nb ? uint(0) - uint(b) : uint(b));\n"
+    "  return uint(na != nb ? uint(0) - q : q);\n"
+    "}\n"
+    "layout(set = 0, binding = 0, std430) buffer tvk_buf0 { uint data0[]; };\n"
+    "layout(set = 0, binding = 1, std430) readonly buffer tvk_buf1 { uint data1[]; };\n"
+    "layout(set = 0, binding = 2, std430) readonly buffer tvk_buf2 { uint data2[]; };\n"
+    "layout(push_constant, std430) uniform tvk_push {\n"
+    "  uint grid_x, grid_y, grid_z;\n"
+    "} pc;\n"
+    "layout(local_size_x = 64, local_size_y = 1, local_size_z = 1) in;\n"
+    "void main() {  // E_3_25\n"
+    "  uint tvk_lin = gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y +\n"
+    "                 gl_NumWorkGroups.y * gl_WorkGroupID.z);\n"
+    "  if (tvk_lin >= pc.grid_x * pc.grid_y * pc.grid_z) return;\n"
+    "  int alu0 = ((int(tvk_lin)*64)+int(gl_LocalInvocationID.x));\n"
+    "  int alu1 = (((alu0<74)?alu0:74)%75);\n"
+    "  uint val0 = tvk_ld8u(data1[(alu1) >> 2], (alu1) & 3);\n"
+    "  uint cast0 = val0;\n"
+    "  uint val1 = tvk_ld8u(data2[(alu1) >> 2], (alu1) & 3);\n"
+    "  uint cast1 = val1;\n"
+    "  uint cast2 = bitfieldExtract(((cast0<cast1)?bitfieldExtract(tvk_idiv_u32(cast1, cast0), 0, "
+    "8):cast1), 0, 8);\n"
+    "  int alu2 = ((alu0<75)?1:0);\n"
+    "  for (int ridx2 = 0; ridx2 < alu2; ridx2++) {\n"
+    "    TVK_ST8(data0[(alu1) >> 2], (alu1) & 3, uint(cast2));\n"
+    "  }\n"
+    "}\n";
+
+/* out[i] = max(0, sum_j a[j, i]) for a 3 x 2 float32 matrix read transposed,
+ * on a device with every feature: one invocation per output, the reduce a loop. */
+static void test_golden_sum(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  ShapeTracker *b0 = shp(2, (int64_t)3, (int64_t)2), *st = st_permute(b0, (const int[]){1, 0});
+  st_free(b0);
+  const int64_t ax[] = {1};
+  UOp *x =
+      uop_max(reduce(ld(c, 1, DT_FLOAT32, st), OP_ADD, 1, ax), uop_const_float(c, DT(FLOAT32), 0));
+  uint32_t all = VKFEAT_STORAGE8 | VKFEAT_STORAGE16 | VKFEAT_INT64 | VKFEAT_FLOAT64;
+  check_golden(sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)2, (int64_t)1), x)), all,
+               golden_r_2_3);
+}
+
+/* out = a < b ? b // a : b for 3 x 25 uint8, on a device without 8-bit
+ * storage: packed loads and the byte store, the C-semantics division helper,
+ * the bounds check of the last of two work groups. */
+static void test_golden_packed(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  UOp *a = ld(c, 1, DT_UINT8, shp(2, (int64_t)3, (int64_t)25)),
+      *b = ld(c, 2, DT_UINT8, shp(2, (int64_t)3, (int64_t)25));
+  UOp *x = uop_where(uop_lt(a, b), uop_idiv(b, a), b);
+  check_golden(sink1(store(c, 0, DT_UINT8, shp(2, (int64_t)3, (int64_t)25), x)), 0, golden_E_3_25);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      T(test_compile_ops),       T(test_compile_casts), T(test_refused),
+      T(test_golden_sum),        T(test_golden_packed), T(test_run_int_ops),
+      T(test_run_bool_ops),      T(test_run_float_ops), T(test_run_casts),
+      T(test_run_reduces),       T(test_run_views),     T(test_run_big_grid),
+      T(test_run_empty_and_one), T(test_run_vars),      T(test_run_long_reduce),
+  };
+  return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
+}
