@@ -6,6 +6,10 @@
  * for the device (tvk_sync); the first run (which compiles) is a warm-up, then
  * the median of several runs is reported. Every case is checked once against a
  * reference computed here in double precision, so a fast wrong answer shows.
+ * The "ref ms" column times the same computation as plain single-threaded C
+ * loops in this program (matmul in i-k-j order, softmax in three row passes),
+ * compiled with the bench; "x ref" is ref time / tvk time (above 1: tvk is
+ * faster). The reference runs once for cases over a second, else 3 times.
  * FLOP counts: matmul 2*M*N*K; softmax 5 per element (max, sub, exp, sum, div);
  * a*b+c 2 per element; sum 1 per element. Bytes: what the operation must read
  * and write at least (inputs once, output once).
@@ -131,10 +135,71 @@ static double check_sum(Case *c, const float *out) {
   return fabs(ref - out[0]) / sqrt((double)c->n); /* error of a float32 sum grows ~ sqrt(n) */
 }
 
+/* ---- plain C references, timed for the "x ref" column ---- */
+
+static float *ref_out; /* sink for the reference results, so nothing is optimised away */
+
+static void ref_matmul(Case *c) {
+  const float *restrict a = c->host[0], *restrict b = c->host[1];
+  for (int64_t i = 0; i < c->m; i++) {
+    float *restrict row = ref_out + i * c->n;
+    for (int64_t j = 0; j < c->n; j++) row[j] = 0;
+    for (int64_t k = 0; k < c->k; k++) {
+      float aik = a[i * c->k + k];
+      for (int64_t j = 0; j < c->n; j++) row[j] += aik * b[k * c->n + j];
+    }
+  }
+}
+
+static void ref_softmax(Case *c) {
+  for (int64_t i = 0; i < c->m; i++) {
+    const float *x = c->host[0] + i * c->n;
+    float *y = ref_out + i * c->n, mx = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < c->n; j++) mx = x[j] > mx ? x[j] : mx;
+    for (int64_t j = 0; j < c->n; j++) sum += (y[j] = expf(x[j] - mx));
+    for (int64_t j = 0; j < c->n; j++) y[j] /= sum;
+  }
+}
+
+static void ref_fma(Case *c) {
+  const float *restrict a = c->host[0], *restrict b = c->host[1], *restrict d = c->host[2];
+  float *restrict y = ref_out;
+  for (int64_t i = 0; i < c->n; i++) y[i] = a[i] * b[i] + d[i];
+}
+
+static void ref_sum(Case *c) {
+  float s = 0;
+  for (int64_t i = 0; i < c->n; i++) s += c->host[0][i];
+  ref_out[0] = s;
+}
+
+typedef void (*RefFn)(Case *c);
+
+/* Median seconds of the reference (1 run when one takes over a second). */
+static double time_ref(RefFn ref, Case *c, size_t out_numel) {
+  ref_out = malloc(out_numel * sizeof *ref_out);
+  if (!ref_out) return NAN;
+  double t[3];
+  int n = 0;
+  for (; n < 3; n++) {
+    double t0 = now_s();
+    ref(c);
+    t[n] = now_s() - t0;
+    if (t[n] > 1.0) {
+      n++;
+      break;
+    }
+  }
+  free(ref_out);
+  qsort(t, (size_t)n, sizeof *t, cmp_double);
+  return t[n / 2];
+}
+
 typedef struct {
   const char *name;
   BuildFn build;
   CheckFn check;
+  RefFn ref;
   double tol; /* max error accepted by the check */
   int64_t m, n, k;
   int ninputs;
@@ -179,7 +244,11 @@ static int run_case(tvk_ctx *ctx, const Spec *sp, int reps) {
   if (ok) {
     qsort(times, (size_t)reps, sizeof *times, cmp_double);
     double med = times[reps / 2];
-    printf("%-24s %10.3f %10.2f %10.2f\n", sp->name, med * 1e3, sp->flops / med * 1e-9, sp->bytes / med * 1e-9);
+    size_t out_numel = sp->m ? (size_t)sp->m * (size_t)sp->n : (size_t)sp->n;
+    double ref = time_ref(sp->ref, &c, out_numel);
+    printf("%-24s %10.3f %10.2f %10.2f %10.3f %8.2f\n", sp->name, med * 1e3, sp->flops / med * 1e-9,
+           sp->bytes / med * 1e-9, ref * 1e3, ref / med);
+    fflush(stdout);
   }
   for (int i = 0; i < sp->ninputs; i++) tvk_release(c.in[i]), free(c.host[i]);
   return ok;
@@ -198,20 +267,20 @@ int main(int argc, char **argv) {
     return 1;
   }
   printf("device: %s\n", tvk_ctx_device(ctx));
-  printf("%-24s %10s %10s %10s\n", "case", "ms (med)", "GFLOP/s", "GB/s");
+  printf("%-24s %10s %10s %10s %10s %8s\n", "case", "ms (med)", "GFLOP/s", "GB/s", "ref ms", "x ref");
   const int64_t big = 16 << 20;
   Spec specs[] = {
-      {"matmul 512 f32", build_matmul, check_matmul, 1e-4, 512, 512, 512, 2, {{512, 512}, {512, 512}},
+      {"matmul 512 f32", build_matmul, check_matmul, ref_matmul, 1e-4, 512, 512, 512, 2, {{512, 512}, {512, 512}},
        2.0 * 512 * 512 * 512, 3.0 * 512 * 512 * 4},
-      {"matmul 1024 f32", build_matmul, check_matmul, 1e-4, 1024, 1024, 1024, 2, {{1024, 1024}, {1024, 1024}},
+      {"matmul 1024 f32", build_matmul, check_matmul, ref_matmul, 1e-4, 1024, 1024, 1024, 2, {{1024, 1024}, {1024, 1024}},
        2.0 * 1024 * 1024 * 1024, 3.0 * 1024 * 1024 * 4},
-      {"matmul 2048 f32", build_matmul, check_matmul, 1e-4, 2048, 2048, 2048, 2, {{2048, 2048}, {2048, 2048}},
+      {"matmul 2048 f32", build_matmul, check_matmul, ref_matmul, 1e-4, 2048, 2048, 2048, 2, {{2048, 2048}, {2048, 2048}},
        2.0 * 2048 * 2048 * 2048, 3.0 * 2048 * 2048 * 4},
-      {"softmax 4096x4096 f32", build_softmax, check_softmax, 1e-3, 4096, 4096, 0, 1, {{4096, 4096}},
+      {"softmax 4096x4096 f32", build_softmax, check_softmax, ref_softmax, 1e-3, 4096, 4096, 0, 1, {{4096, 4096}},
        5.0 * 4096 * 4096, 2.0 * 4096 * 4096 * 4},
-      {"a*b+c 16M f32", build_fma, check_fma, 1e-6, 0, big, 0, 3, {{big, 0}, {big, 0}, {big, 0}}, 2.0 * (double)big,
+      {"a*b+c 16M f32", build_fma, check_fma, ref_fma, 1e-6, 0, big, 0, 3, {{big, 0}, {big, 0}, {big, 0}}, 2.0 * (double)big,
        4.0 * (double)big * 4},
-      {"sum 16M f32", build_sum, check_sum, 1e-3, 0, big, 0, 1, {{big, 0}}, (double)big, (double)big * 4},
+      {"sum 16M f32", build_sum, check_sum, ref_sum, 1e-3, 0, big, 0, 1, {{big, 0}}, (double)big, (double)big * 4},
   };
   int nspecs = (int)(sizeof specs / sizeof specs[0]), bad = 0;
   for (int i = 0; i < nspecs; i++) {
