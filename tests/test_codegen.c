@@ -29,6 +29,7 @@
 #include "ir/symbolic.h"
 #include "ir/view.h"
 #include "runtime/device.h"
+#include "test_util.h"
 
 typedef struct {
   char root[256];
@@ -48,56 +49,8 @@ static double urand(double lo, double hi) {
   return lo + (hi - lo) * (double)(xorshift() >> 11) / 9007199254740992.0;
 }
 
-static void rm_rf(const char *path) {
-  struct stat st;
-  if (lstat(path, &st) != 0) return;
-  if (S_ISDIR(st.st_mode)) {
-    DIR *dir = opendir(path);
-    struct dirent *e;
-    while (dir && (e = readdir(dir))) {
-      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-      char sub[1024];
-      snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-      rm_rf(sub);
-    }
-    if (dir) closedir(dir);
-    rmdir(path);
-  } else {
-    unlink(path);
-  }
-}
 
-/* ---- AST builders ---- */
-
-static ShapeTracker *shp(int nd, ...) {
-  int64_t s[TVK_MAX_DIMS];
-  va_list ap;
-  va_start(ap, nd);
-  for (int i = 0; i < nd; i++) s[i] = va_arg(ap, int64_t);
-  va_end(ap);
-  return st_from_shape(nd, s);
-}
-
-static UOp *view(UCtx *c, ShapeTracker *st) { /* takes st */
-  assert_non_null(st);
-  UOp *v = uop_new(c, OP_VIEW, dt_make(DT_VOID), 0, NULL, arg_st(st));
-  st_free(st);
-  return v;
-}
-static UOp *glob(UCtx *c, int i, ScalarType t) {
-  return uop_new(c, OP_DEFINE_GLOBAL, dt_ptr(dt_make(t), ADDR_GLOBAL), 0, NULL, arg_int(i));
-}
-static UOp *ld(UCtx *c, int i, ScalarType t, ShapeTracker *st) {
-  return uop_new(c, OP_LOAD, dt_make(t), 2, (UOp *[]){glob(c, i, t), view(c, st)}, arg_none());
-}
-static UOp *store(UCtx *c, int i, ScalarType t, ShapeTracker *st, UOp *x) {
-  return uop_new(c, OP_STORE, dt_make(DT_VOID), 3, (UOp *[]){glob(c, i, t), view(c, st), x},
-                 arg_none());
-}
-static UOp *sink1(UOp *s) { return uop_sink(s->ctx, 1, &s); }
-static UOp *reduce(UOp *x, Op op, int n, const int64_t *axes) {
-  return uop_new(x->ctx, OP_REDUCE_AXIS, x->dtype, 1, &x, arg_reduce(op, n, axes));
-}
+/* ---- AST builders: tests/test_util.h ---- */
 static UOp *cf(UCtx *c, double v) { return uop_const_float(c, DT(FLOAT32), v); }
 
 /* ---- running kernels ---- */

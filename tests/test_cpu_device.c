@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "runtime/device.h"
+#include "test_util.h"
 
 /* The OOM test asks for SIZE_MAX/2 bytes: under ASan that must fail like
  * malloc does, not abort the process. Unused without ASan. */
@@ -32,24 +33,6 @@ typedef struct {
 
 /* ---- helpers ---- */
 
-static void rm_rf(const char *path) {
-  struct stat st;
-  if (lstat(path, &st) != 0) return;
-  if (S_ISDIR(st.st_mode)) {
-    DIR *dir = opendir(path);
-    struct dirent *e;
-    while (dir && (e = readdir(dir))) {
-      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-      char sub[1024];
-      snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-      rm_rf(sub);
-    }
-    if (dir) closedir(dir);
-    rmdir(path);
-  } else {
-    unlink(path);
-  }
-}
 
 /* Entries of dir whose name ends in suffix (all entries when suffix is NULL). */
 static int count_files(const char *dir, const char *suffix) {
