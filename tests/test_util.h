@@ -24,8 +24,8 @@ static inline void rm_rf(const char *path) {
     while (dir && (e = readdir(dir))) {
       if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
       char sub[1024];
-      snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-      rm_rf(sub);
+      int k = snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+      if (k > 0 && (size_t)k < sizeof sub) rm_rf(sub); /* a longer path is not ours */
     }
     if (dir) closedir(dir);
     rmdir(path);
