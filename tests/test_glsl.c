@@ -334,22 +334,8 @@ static int suite_teardown(void **state) {
   return messages ? -1 : 0;
 }
 
-static int test_setup(void **state) {
-  Suite *s = *state;
-  s->c = uctx_new();
-  return s->c ? 0 : -1;
-}
-
-/* Every UOp made in a test is gone once its pool is drained. */
-static int test_teardown(void **state) {
-  Suite *s = *state;
-  uop_pool_drain(s->c, 0);
-  size_t live = uctx_live(s->c);
-  uctx_free(s->c);
-  s->c = NULL;
-  if (live != 0) fprintf(stderr, "%zu UOps still alive\n", live);
-  return live == 0 ? 0 : -1;
-}
+static int test_setup(void **state) { return uctx_setup(&((Suite *)*state)->c); }
+static int test_teardown(void **state) { return uctx_teardown(&((Suite *)*state)->c); }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, test_setup, test_teardown)
 

@@ -34,6 +34,23 @@ static inline void rm_rf(const char *path) {
   }
 }
 
+/* ---- a UCtx per test ---- */
+
+static inline int uctx_setup(UCtx **c) {
+  *c = uctx_new();
+  return *c ? 0 : -1;
+}
+
+/* Every UOp made in a test is gone once its pool is drained. */
+static inline int uctx_teardown(UCtx **c) {
+  uop_pool_drain(*c, 0);
+  size_t live = uctx_live(*c);
+  uctx_free(*c);
+  *c = NULL;
+  if (live != 0) fprintf(stderr, "%zu UOps still alive\n", live);
+  return live == 0 ? 0 : -1;
+}
+
 /* ---- kernel AST builders (src/codegen/kernel.h) ---- */
 
 /* A contiguous tracker of nd int64_t dims (pass them as int64_t). */
