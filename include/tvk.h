@@ -280,6 +280,122 @@ tvk_tensor *tvk_flip(tvk_tensor *a, int naxes, const int *axes);
 tvk_tensor *tvk_transpose(tvk_tensor *a, int dim0, int dim1);
 tvk_tensor *tvk_contiguous(tvk_tensor *a);
 
+/* ------------------------------------------------------------------ more creation */
+
+/* 1-D tensor start, start + step, ... up to (not including) stop: ceil((stop -
+ * start) / step) elements (0 when that is negative). Element i is start + i * step
+ * computed in dt (ints: exactly; floats: in the dtype, so float32 rounds). Costs
+ * no memory: it is computed inside the kernels that read it. Errors: step 0 or
+ * a non-finite argument (TVK_ERR_INVALID_ARG), a non-numeric dt (TVK_ERR_DTYPE). */
+tvk_tensor *tvk_arange(tvk_ctx *ctx, tvk_dtype dt, double start, double stop, double step);
+/* The n x m identity (1 on the diagonal, 0 elsewhere); m < 0 means m = n. */
+tvk_tensor *tvk_eye(tvk_ctx *ctx, tvk_dtype dt, int64_t n, int64_t m);
+/* Random tensors from a counter-based generator (threefry-2x32, 20 rounds) run
+ * on the device: the same seed and shape give the same values on every device.
+ * rand: uniform in [0, 1); randn: standard normal (Box-Muller). dt must be a
+ * float dtype (TVK_ERR_DTYPE otherwise). */
+tvk_tensor *tvk_rand(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape, uint64_t seed);
+tvk_tensor *tvk_randn(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape, uint64_t seed);
+
+/* ------------------------------------------------------------------ shape and indexing */
+
+/* squeeze: removes the listed dims, which must have size 1 (naxes 0: every
+ * size-1 dim). unsqueeze: inserts a size-1 dim at position axis (-1: at the end;
+ * axis in [-ndim-1, ndim]). */
+tvk_tensor *tvk_squeeze(tvk_tensor *a, int naxes, const int *axes);
+tvk_tensor *tvk_unsqueeze(tvk_tensor *a, int axis);
+/* cat: joins n >= 1 tensors along an existing axis (other dims equal; dtypes
+ * promote). stack: joins along a new axis (all shapes equal). */
+tvk_tensor *tvk_cat(int n, tvk_tensor *const *ts, int axis);
+tvk_tensor *tvk_stack(int n, tvk_tensor *const *ts, int axis);
+/* Tiles a: nrep >= ndim repeat counts (>= 0), as numpy.tile / torch.repeat. */
+tvk_tensor *tvk_repeat(tvk_tensor *a, int nrep, const int64_t *repeats);
+/* out[i][j][k] = t[index[i][j][k]][j][k] for axis 0 (likewise for others), as
+ * torch.gather: index is an integer tensor of t's ndim whose dims other than
+ * axis are <= t's; the result has index's shape. An index out of [0, dim) gives
+ * 0 (it selects nothing). */
+tvk_tensor *tvk_gather(tvk_tensor *t, int axis, tvk_tensor *index);
+/* Rows of weight (V, D) picked by an integer index tensor of any shape: the
+ * result has shape index.shape + (D,). An index out of [0, V) gives zeros. */
+tvk_tensor *tvk_embedding(tvk_tensor *weight, tvk_tensor *index);
+/* index.shape + (num_classes,), int32: 1 where the last coordinate equals the
+ * index, 0 elsewhere. */
+tvk_tensor *tvk_one_hot(tvk_tensor *index, int64_t num_classes);
+
+/* ------------------------------------------------------------------ neural-network ops */
+
+/* Matrix product with numpy's rules: 1-D operands are vectors (a dim is added
+ * and removed again), N-D operands are stacks of matrices whose batch dims
+ * broadcast. Inner dims must agree (TVK_ERR_SHAPE naming both shapes). Operands
+ * promote; sums accumulate in the promoted dtype (float16: in float32). */
+tvk_tensor *tvk_matmul(tvk_tensor *a, tvk_tensor *b);
+/* x @ w^T + bias, as torch's linear: x (..., in), w (out, in), bias (out,) or NULL. */
+tvk_tensor *tvk_linear(tvk_tensor *x, tvk_tensor *w, tvk_tensor *bias);
+/* 2-D convolution (cross-correlation, as torch): x (N, Cin, H, W), w (Cout,
+ * Cin / groups, kh, kw), bias (Cout,) or NULL. stride {sh, sw}, padding {top,
+ * bottom, left, right} (zeros), dilation {dh, dw}; NULL means 1s / 0s / 1s.
+ * Result (N, Cout, Ho, Wo) with Ho = (H + top + bottom - dh * (kh - 1) - 1) / sh + 1. */
+tvk_tensor *tvk_conv2d(tvk_tensor *x, tvk_tensor *w, tvk_tensor *bias, const int64_t stride[2],
+                       const int64_t padding[4], const int64_t dilation[2], int64_t groups);
+/* Pools over the last two dims of x (..., H, W) with a kernel {kh, kw}; stride
+ * NULL means the kernel size, padding NULL means 0 ({top, bottom, left, right}).
+ * max_pool2d pads with -inf; avg_pool2d counts padded elements (torch's
+ * count_include_pad = true). */
+tvk_tensor *tvk_max_pool2d(tvk_tensor *x, const int64_t kernel[2], const int64_t stride[2],
+                           const int64_t padding[4]);
+tvk_tensor *tvk_avg_pool2d(tvk_tensor *x, const int64_t kernel[2], const int64_t stride[2],
+                           const int64_t padding[4]);
+
+/* Along one axis (negative counts from the end); float results (integer inputs
+ * give float32). Numerically stable: the max along the axis is subtracted first. */
+tvk_tensor *tvk_softmax(tvk_tensor *a, int axis);
+tvk_tensor *tvk_log_softmax(tvk_tensor *a, int axis);
+tvk_tensor *tvk_logsumexp(tvk_tensor *a, int axis, bool keepdim);
+/* Index (int32) of the first largest / smallest element along axis. */
+tvk_tensor *tvk_argmax(tvk_tensor *a, int axis, bool keepdim);
+tvk_tensor *tvk_argmin(tvk_tensor *a, int axis, bool keepdim);
+/* Running sum along axis (same shape; dtype as tvk_sum's). */
+tvk_tensor *tvk_cumsum(tvk_tensor *a, int axis);
+/* Variance and standard deviation over axes (as tvk_sum's axes) with
+ * `correction` subtracted from the count (1: unbiased, 0: population). */
+tvk_tensor *tvk_var(tvk_tensor *a, int naxes, const int *axes, bool keepdim, double correction);
+tvk_tensor *tvk_std(tvk_tensor *a, int naxes, const int *axes, bool keepdim, double correction);
+/* Normalises over the last `nlast` dims: (x - mean) / sqrt(var + eps) (population
+ * variance), then * weight + bias, each of the normalised shape or NULL. */
+tvk_tensor *tvk_layernorm(tvk_tensor *x, int nlast, tvk_tensor *weight, tvk_tensor *bias, double eps);
+/* Batch norm, inference form, channels on axis 1 of x (N, C, ...): (x - mean) /
+ * sqrt(var + eps) * weight + bias; mean and var (C,) are required, weight and
+ * bias (C,) may be NULL. */
+tvk_tensor *tvk_batchnorm(tvk_tensor *x, tvk_tensor *weight, tvk_tensor *bias, tvk_tensor *mean,
+                          tvk_tensor *var, double eps);
+/* Dropout: with training false (inference) returns x unchanged; in training,
+ * each element is zeroed with probability p (tvk_rand with seed) and the rest
+ * scaled by 1 / (1 - p). p in [0, 1]. */
+tvk_tensor *tvk_dropout(tvk_tensor *x, double p, bool training, uint64_t seed);
+/* softmax(q @ k^T / sqrt(E) + mask) @ v: q (..., L, E), k (..., S, E), v (..., S,
+ * Ev), batch dims broadcast. mask (NULL: none) broadcasts to (..., L, S): a bool
+ * mask keeps the positions that are true, a float mask is added. is_causal
+ * keeps position j <= i only (with a mask too, both apply). */
+tvk_tensor *tvk_scaled_dot_product_attention(tvk_tensor *q, tvk_tensor *k, tvk_tensor *v,
+                                             tvk_tensor *mask, bool is_causal);
+/* Mean over the batch of -log softmax(logits)[label]: logits (N, C) float,
+ * labels (N,) integer in [0, C). A 0-d result. */
+tvk_tensor *tvk_cross_entropy(tvk_tensor *logits, tvk_tensor *labels);
+
+/* ------------------------------------------------------------------ in-place update */
+
+/* Makes target hold value (broadcast to target's shape and cast to its dtype)
+ * by writing target's buffer in place when realized: for weights and running
+ * statistics. Tensors computed from target before this call keep reading the
+ * old value: tvk runs the kernels that read it before the one that overwrites
+ * it (so a tensor that reads the old value cannot also be realized *after*
+ * the write: realize it before, or it is realized together with the write).
+ * target must be realized or realizable into its own contiguous buffer; a view
+ * (a transpose, a slice) of another tensor is refused (TVK_ERR_INVALID_ARG), and
+ * so is a value that reads target's buffer through another view than
+ * target's own (a += a^T: each element would read others already written). */
+tvk_status tvk_assign(tvk_tensor *target, tvk_tensor *value);
+
 /* ------------------------------------------------------------------ running */
 
 /* Computes all n tensors in one schedule (shared work is done once). Tensors

@@ -41,7 +41,7 @@ typedef struct {
 #define INT32_LIMIT ((int64_t)INT32_MAX - 2 * CG_MAX_CORES)
 
 static bool is_value_op(Op op) {
-  return op == OP_LOAD || op == OP_CONST || op == OP_DEFINE_VAR || op == OP_CAST ||
+  return op == OP_LOAD || op == OP_CONST || op == OP_ARANGE || op == OP_DEFINE_VAR || op == OP_CAST ||
          op == OP_REDUCE_AXIS || op_in(op, G_ALU);
 }
 
@@ -229,6 +229,12 @@ static tvk_status check_value(Verify *v, UOp *u) {
     }
     if (u->nsrc != 0) return bad(v, u, "takes one VIEW source or none");
     return broadcast(v, u);
+  }
+  if (op == OP_ARANGE) {
+    if (u->nsrc != 1 || u->src[0]->op != OP_VIEW || u->dtype.scalar != DT_INT32)
+      return bad(v, u, "takes one VIEW source and is int32");
+    memcpy(info_of(v, u)->shape, info_of(v, u->src[0])->shape, sizeof(int64_t) * TVK_MAX_DIMS);
+    return TVK_OK;
   }
   if (op == OP_DEFINE_VAR) {
     if (u->nsrc != 0 || u->arg.kind != ARG_VAR || u->dtype.scalar != DT_INT32 ||

@@ -231,6 +231,18 @@ static UOp *lower_const(void *ctx, UOp **c) {
   return uop_where(valid, k, zero);
 }
 
+/* ARANGE(VIEW) -> idx  or  valid ? idx : 0 (the view's index into its base) */
+static UOp *lower_arange(void *ctx, UOp **c) {
+  LowerCtx *lc = ctx;
+  UOp *idx, *valid;
+  if (!view_index(lc, c[V], &idx, &valid)) return oom(lc);
+  UOp *zero = uop_const_int(lc->ctx, c[X]->dtype, 0);
+  if (!zero) return oom(lc);
+  if (is_true(valid)) return idx;
+  if (is_false(valid)) return zero;
+  return uop_where(valid, idx, zero);
+}
+
 /* The identity of a reduce op: 0 for ADD, 1 for MUL, the dtype's minimum for MAX. */
 static UOp *identity(LowerCtx *lc, Op op, DType dt) {
   if (op == OP_ADD) return uop_const_int(lc->ctx, dt, 0);
@@ -300,6 +312,8 @@ static const Rule lower_rules[] = {
     {PAT_OP(OP_STORE, X, P_GLOBAL, P_VIEW, PAT_ANY(Y)), lower_store},
     /* CONST(VIEW) -> valid ? c : 0 */
     {PAT_OP(OP_CONST, X, P_VIEW), lower_const},
+    /* ARANGE(VIEW) -> valid ? idx : 0 */
+    {PAT_OP(OP_ARANGE, X, P_VIEW), lower_arange},
     /* REDUCE_AXIS(x) -> ASSIGN(acc, acc op x) */
     {PAT_OP0(OP_REDUCE_AXIS, X), lower_reduce},
 };

@@ -428,8 +428,9 @@ tvk_status tvk_to_host(tvk_tensor *t, void *dst, size_t nbytes) {
   if (need == 0) return TVK_OK;
   if (!dst) return ctx_fail(ctx, TVK_ERR_INVALID_ARG, "to_host: dst is NULL");
   size_t m = FRONT_BEGIN(ctx);
-  tvk_status st = TVK_OK;
-  if (!is_plain_buffer(t)) {
+  /* An assign is realized in place: its target's buffer is then the copy source. */
+  tvk_status st = t->uop->op == OP_ASSIGN ? tvk_realize(1, &t) : TVK_OK;
+  if (st == TVK_OK && !is_plain_buffer(t)) {
     /* A view of a buffer (or a graph) is made contiguous first, so the copy is one block. */
     UOp *c = uop_new(ctx->u, OP_CONTIGUOUS, t->uop->dtype, 1, &t->uop, arg_none());
     tvk_tensor *tmp = tensor_new(ctx, c, t->dtype, t->ndim, t->shape);

@@ -10,7 +10,7 @@
 /* A node that is data already: realizing it costs nothing. */
 static bool is_data(const UOp *u) {
   const UOp *b = u->op == OP_VIEW ? u->src[0] : u;
-  return b->op == OP_BUFFER || b->op == OP_CONST;
+  return b->op == OP_BUFFER || b->op == OP_CONST; /* not ARANGE: it is computed */
 }
 
 /* ---------------------------------------------------------------- replacing realized nodes */
@@ -103,11 +103,123 @@ static tvk_status replace_realized(tvk_ctx *ctx, const Schedule *s) {
              : ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory updating tensors");
 }
 
+/* ---------------------------------------------------------------- assigns */
+
+typedef struct {
+  UOp **v;
+  size_t n, cap;
+} UStack;
+
+static bool upush(UStack *st, UOp *u) {
+  if (st->n == st->cap) {
+    size_t cap = st->cap ? 2 * st->cap : 64;
+    UOp **nv = realloc(st->v, cap * sizeof *nv);
+    if (!nv) return false;
+    st->v = nv, st->cap = cap;
+  }
+  st->v[st->n++] = u;
+  return true;
+}
+
+
+/* Walks the graph under u down to data, calling f on every node; below an
+ * ASSIGN only its value is walked (its target is the buffer it writes, not a
+ * read of the old value). false on out of memory. */
+static bool walk_graph(UOp *u, SMap *seen, bool (*f)(UOp *, void *), void *arg) {
+  UStack st = {0};
+  bool ok = upush(&st, u);
+  while (ok && st.n) {
+    UOp *x = st.v[--st.n];
+    if (smap_get(seen, x) >= 0) continue;
+    ok = smap_put(seen, x, 1) && f(x, arg);
+    for (uint32_t k = x->op == OP_ASSIGN ? 1 : 0; ok && k < x->nsrc; k++) ok = upush(&st, x->src[k]);
+  }
+  free(st.v);
+  return ok;
+}
+
+typedef struct {
+  SMap targets; /* BUFFER UOps some ASSIGN in the roots writes */
+  bool hit;     /* the walked graph reads one of them */
+} Assigns;
+
+static bool find_assign(UOp *u, void *arg) {
+  Assigns *a = arg;
+  return u->op != OP_ASSIGN || smap_put(&a->targets, u->src[0]->src[0], 1);
+}
+
+static bool find_read(UOp *u, void *arg) {
+  Assigns *a = arg;
+  if (u->op == OP_BUFFER && smap_get(&a->targets, u) >= 0) a->hit = true;
+  return true;
+}
+
+/* Live tensors not being realized that still read the old value of a buffer
+ * an assign in the roots overwrites are realized in the same schedule, before
+ * the write (tvk_assign's promise). Appends them to roots (capacity: every
+ * live tensor). */
+static tvk_status add_old_readers(tvk_ctx *ctx, UOp **roots, int *nr) {
+  Assigns a = {0};
+  SMap seen = {0};
+  bool ok = true;
+  for (int i = 0; ok && i < *nr; i++) ok = walk_graph(roots[i], &seen, find_assign, &a);
+  smap_free(&seen);
+  for (tvk_tensor *t = ctx->head; ok && a.targets.n && t; t = t->next) {
+    if (!t->uop || is_data(t->uop)) continue;
+    bool in = false;
+    for (int i = 0; i < *nr && !in; i++) in = roots[i] == t->uop;
+    if (in) continue;
+    SMap s2 = {0};
+    a.hit = false;
+    ok = walk_graph(t->uop, &s2, find_read, &a);
+    smap_free(&s2);
+    if (a.hit) roots[(*nr)++] = t->uop;
+  }
+  smap_free(&a.targets);
+  return ok ? TVK_OK : ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
+}
+
+/* ---------------------------------------------------------------- what tensors will see */
+
+/* keep[b]: after the run some live tensor refers to buffer b (replace_realized
+ * stops at the first computed node of each tensor's graph, top down). The
+ * planner may give the other buffers' memory to later buffers. */
+static tvk_status find_kept(tvk_ctx *ctx, const Schedule *s, bool *keep) {
+  SMap computed = {0}, seen = {0}; /* computed: node -> buffer; an alias node -> -2 - alias */
+  UStack st = {0};
+  bool ok = smap_init(&computed, (size_t)(s->nbufs + s->naliases));
+  for (int i = 0; ok && i < s->nbufs; i++)
+    if (s->bufs[i].node) ok = smap_put(&computed, s->bufs[i].node, i);
+  for (int a = 0; ok && a < s->naliases; a++) ok = smap_put(&computed, s->aliases[a].node, -2 - a);
+  for (tvk_tensor *t = ctx->head; ok && t; t = t->next) {
+    if (t->uop) ok = upush(&st, t->uop);
+    while (ok && st.n) {
+      UOp *x = st.v[--st.n];
+      if (smap_get(&seen, x) >= 0) continue;
+      ok = smap_put(&seen, x, 1);
+      int64_t c = smap_get(&computed, x);
+      if (c >= 0) keep[c] = true;
+      if (c <= -2) { /* an alias: the tensor will view its source's buffer */
+        int64_t y = smap_get(&computed, s->aliases[-2 - c].view->src[0]);
+        if (y >= 0) keep[y] = true;
+      }
+      if (c != -1 || is_data(x)) continue;
+      for (uint32_t k = 0; ok && k < x->nsrc; k++) ok = upush(&st, x->src[k]);
+    }
+  }
+  free(st.v);
+  smap_free(&seen);
+  smap_free(&computed);
+  return ok ? TVK_OK : ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
+}
+
 /* ---------------------------------------------------------------- ctx_realize */
 
 tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts) {
   const tvk_tensor *first_bad = NULL;
-  UOp **roots = malloc((size_t)(n > 0 ? n : 1) * sizeof *roots);
+  int nlive = 0;
+  for (tvk_tensor *t = ctx->head; t; t = t->next) nlive++;
+  UOp **roots = malloc((size_t)(n + nlive + 1) * sizeof *roots);
   if (!roots) return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
   int nr = 0;
   for (int i = 0; i < n; i++) {
@@ -122,11 +234,16 @@ tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts) {
     }
     if (!is_data(t->uop)) roots[nr++] = t->uop;
   }
-  tvk_status st = TVK_OK;
-  if (nr > 0) {
+  tvk_status st = nr > 0 ? add_old_readers(ctx, roots, &nr) : TVK_OK;
+  if (st == TVK_OK && nr > 0) {
     size_t mark = uop_pool_mark(ctx->u);
     Schedule s;
     st = schedule_create(ctx, nr, roots, &s);
+    bool *keep = st == TVK_OK ? calloc((size_t)(s.nbufs ? s.nbufs : 1), sizeof *keep) : NULL;
+    if (st == TVK_OK && !keep) st = ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
+    if (st == TVK_OK) st = find_kept(ctx, &s, keep);
+    if (st == TVK_OK) schedule_plan(&s, keep);
+    free(keep);
     if (st == TVK_OK) st = schedule_alloc(ctx, &s);
     if (st == TVK_OK) st = run_schedule(ctx, &s);
     if (st == TVK_OK) st = replace_realized(ctx, &s);

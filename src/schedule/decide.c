@@ -54,12 +54,53 @@ static bool keeps_zero(Op op) { return keeps_zero_ops[op]; }
 
 static bool is_elementwise(Op op) { return op == OP_CAST || op_in(op, G_ALU); }
 
+static int64_t numel_of(UOp *u) {
+  int64_t shape[TVK_MAX_DIMS], n = 1;
+  int nd = graph_shape(u, shape);
+  for (int d = 0; d < nd; d++) n *= shape[d];
+  return n;
+}
+
+/* VIEW(R, st) with R a reduce and st a reshape of R's result (row-major, all of
+ * it): a kernel whose root reaches it through elementwise ops only can run in
+ * R's shape instead (rule_reduces), so e.g. the keepdim=false reshape of a
+ * matmul's reduce does not stop the bias and relu from fusing with it. */
+static bool is_reduce_reshape(UOp *v) {
+  return v->op == OP_VIEW && v->src[0]->op == OP_REDUCE_AXIS && st_contiguous(v->arg.st) &&
+         st_numel(v->arg.st) == numel_of(v->src[0]);
+}
+
+/* A view that makes copies of x's elements (an expand), rather than only
+ * reordering, shrinking or padding them (the seed: a padded view is "simple"
+ * when its valid region is no larger than x). */
+static bool view_expands(UOp *v) {
+  const ShapeTracker *st = v->arg.st;
+  int64_t base = numel_of(v->src[0]);
+  if (st_numel(st) <= base) return false;
+  if (st->nviews != 1 || !st->views[0].has_mask) return true;
+  int64_t valid = 1;
+  for (int d = 0; d < st->views[0].ndim; d++) valid *= st->views[0].mask[d][1] - st->views[0].mask[d][0];
+  return valid > base;
+}
+
+/* SchedNode.mem for every node, sources first: does computing it read memory
+ * (a buffer, a reduce, a materialised copy), or only constants and aranges? */
+static void mark_mem(SchedGraph *g) {
+  for (size_t i = 0; i < g->n; i++) {
+    UOp *u = g->topo[i];
+    bool m = u->op == OP_BUFFER || u->op == OP_REDUCE_AXIS || u->op == OP_CONTIGUOUS;
+    for (uint32_t k = 0; !m && !sched_is_leaf(u) && k < u->nsrc; k++)
+      m = g->info[sched_index(g, u->src[k])].mem;
+    g->info[i].mem = m;
+  }
+}
+
 /* ---------------------------------------------------------------- rule: outputs, contiguous */
 
 bool sched_contiguous_noop(const UOp *u) {
   if (u->op != OP_CONTIGUOUS || u->src[0]->op != OP_VIEW) return false;
   const UOp *v = u->src[0], *y = v->src[0];
-  if (y->op == OP_CONST || y->op == OP_DEFINE_VAR)
+  if (y->op == OP_CONST || y->op == OP_DEFINE_VAR || y->op == OP_ARANGE)
     return false; /* a constant has no memory to view */
   if (!st_contiguous(v->arg.st)) return false;
   if (y->op == OP_BUFFER) return true; /* a row-major prefix of memory: plain already */
@@ -75,6 +116,7 @@ bool sched_contiguous_noop(const UOp *u) {
 static tvk_status rule_outputs(SchedGraph *g, int n, UOp *const *roots) {
   for (size_t i = 0; i < g->n; i++) {
     UOp *u = g->topo[i];
+    if (u->op == OP_ASSIGN) sched_mark(g, (int64_t)i, WHY_ASSIGN, OP_NONE);
     if (u->op != OP_CONTIGUOUS) continue;
     if (!sched_contiguous_noop(u)) {
       sched_mark(g, (int64_t)i, WHY_CONTIGUOUS, OP_NONE);
@@ -86,6 +128,8 @@ static tvk_status rule_outputs(SchedGraph *g, int n, UOp *const *roots) {
   }
   for (int r = 0; r < n; r++) {
     UOp *base = roots[r]->op == OP_VIEW ? roots[r]->src[0] : roots[r];
+    /* An arange is computed, not stored: the requested view of it is the kernel. */
+    if (base->op == OP_ARANGE) base = roots[r];
     int64_t b = sched_index(g, base);
     if (!sched_is_leaf(base) && !sched_alias(g, b)) sched_mark(g, b, WHY_OUTPUT, OP_NONE);
   }
@@ -138,6 +182,14 @@ static tvk_status rule_views(SchedGraph *g, bool *changed) {
     if (u->op != OP_VIEW) continue;
     int64_t x = sched_index(g, u->src[0]);
     if (sched_is_leaf(u->src[0]) || sched_realized(g, x) || view_is_identity(u)) continue;
+    if (is_reduce_reshape(u)) continue; /* rule_reduces decides */
+    /* An expand of a computation that reads memory: computed once into a buffer
+     * rather than once per copy (the seed realizes every expanded base). Ops on
+     * constants and aranges only are cheaper to recompute than to load. */
+    if (is_elementwise((Op)u->src[0]->op) && g->info[x].mem && view_expands(u)) {
+      *changed |= sched_mark(g, x, WHY_EXPAND, (Op)u->src[0]->op);
+      continue;
+    }
     ViewWalk w = {.unsafe = OP_NONE};
     if (!walk_view(g, x, st_masked(u->arg.st), &w)) {
       sstack_free(&w.blocked);
@@ -192,10 +244,50 @@ static bool visit_reduce(SchedGraph *g, int64_t root, int64_t i, int inside, UOp
   return true;
 }
 
+/* Stamps SchedNode.direct on the nodes reached from root through elementwise
+ * ops only (no view, reduce or materialised node between). */
+static bool mark_direct(SchedGraph *g, int64_t root) {
+  SStack st = {0};
+  bool ok = sstack_push(&st, root, 0);
+  uint32_t stamp = sched_new_walk(g);
+  int64_t i;
+  int unused;
+  while (ok && sstack_pop(&st, &i, &unused)) {
+    if (!sched_visit(g, i, 0)) continue;
+    g->info[i].direct = stamp;
+    UOp *u = g->topo[i];
+    if (i != root && (sched_realized(g, i) || !is_elementwise((Op)u->op))) continue;
+    for (uint32_t k = 0; ok && k < u->nsrc; k++) ok = sstack_push(&st, sched_index(g, u->src[k]), 0);
+  }
+  sstack_free(&st);
+  return ok;
+}
+
+/* A reduce behind a reshape view in root's kernel: fused when the view is
+ * reached from root through elementwise ops only (the kernel then runs in the
+ * reduce's shape: SchedNode.kred), else the reduce is materialised. True to
+ * walk on into the reduce. */
+static bool visit_reduce_reshape(SchedGraph *g, int64_t root, int64_t v, uint32_t direct,
+                                 int inside, bool *changed) {
+  int64_t r = sched_index(g, g->topo[v]->src[0]);
+  if (sched_realized(g, r)) return false;
+  bool ok = !inside && g->info[v].direct == direct &&
+            (g->info[root].kred < 0 || same_reduce(g->topo[g->info[root].kred], g->topo[r]));
+  if (!ok) {
+    *changed |= sched_mark(g, r, WHY_VIEW_BLOCKED, OP_VIEW);
+    return false;
+  }
+  g->info[root].kred = (int32_t)r;
+  return true;
+}
+
 /* Walks the kernel of one materialised node: what it fuses. */
 static bool walk_kernel(SchedGraph *g, int64_t root, bool *changed) {
   SStack st = {0};
   UOp *first = NULL;
+  g->info[root].kred = -1;
+  if (!mark_direct(g, root)) return false;
+  uint32_t direct = g->stamp;
   bool ok = sstack_push(&st, root, 0);
   sched_new_walk(g);
   int64_t i;
@@ -204,6 +296,11 @@ static bool walk_kernel(SchedGraph *g, int64_t root, bool *changed) {
     if (!sched_visit(g, i, inside)) continue;
     UOp *u = g->topo[i];
     if (sched_is_leaf(u) || (i != root && sched_realized(g, i))) continue;
+    if (is_reduce_reshape(u) && !view_is_identity(u)) {
+      if (visit_reduce_reshape(g, root, i, direct, inside, changed))
+        ok = sstack_push(&st, sched_index(g, u->src[0]), inside);
+      continue;
+    }
     if (u->op == OP_REDUCE_AXIS) {
       if (visit_reduce(g, root, i, inside, &first, changed))
         ok = sstack_push(&st, sched_index(g, u->src[0]), 1);
@@ -242,6 +339,7 @@ static const DecidePass passes[] = {
 };
 
 tvk_status sched_decide(SchedGraph *g, int n, UOp *const *roots) {
+  mark_mem(g);
   tvk_status s = rule_outputs(g, n, roots);
   for (size_t p = 0; s == TVK_OK && p < sizeof passes / sizeof *passes; p++) {
     bool changed = true;

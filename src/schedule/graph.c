@@ -39,6 +39,7 @@ tvk_status sched_graph_init(SchedGraph *g, tvk_ctx *ctx, int n, UOp *const *root
   for (size_t i = 0; ok && i < g->n; i++) {
     g->info[i].owner = -1;
     g->info[i].buf = -1;
+    g->info[i].kred = -1;
     ok = smap_put(&g->index, g->topo[i], (int64_t)i);
   }
   if (!ok) {

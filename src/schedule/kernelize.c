@@ -135,6 +135,14 @@ static UOp *view_const(void *ctx, UOp **c) {
   return r ? r : kern_oom(k);
 }
 
+/* VIEW(ARANGE, st) -> ARANGE(VIEW(st)) = valid ? index : 0 */
+static UOp *view_arange(void *ctx, UOp **c) {
+  Kern *k = ctx;
+  UOp *v = kview(k, c[V]->arg.st);
+  UOp *r = v ? uop_new(k->g->ctx->u, OP_ARANGE, c[X]->dtype, 1, &v, arg_none()) : NULL;
+  return r ? r : kern_oom(k);
+}
+
 /* VIEW(VIEW(y, a), b) -> VIEW(y, a + b) */
 static UOp *view_view(void *ctx, UOp **c) {
   Kern *k = ctx;
@@ -150,7 +158,7 @@ static UOp *view_push(void *ctx, UOp **c) {
   Kern *k = ctx;
   UOp *f = c[X];
   int64_t i = sched_index(k->g, f);
-  if (i < 0 || sched_realized(k->g, i)) return NULL; /* view_load's */
+  if (i < 0 || (i != k->root && sched_realized(k->g, i))) return NULL; /* view_load's */
   UOp *src[3];
   if (f->nsrc > 3) return NULL;
   for (uint32_t s = 0; s < f->nsrc; s++) {
@@ -196,6 +204,8 @@ static const Rule kernel_rules[] = {
     {VIEW_OF(PAT_ANY(X)), view_load},
     /* VIEW(CONST c, st) -> CONST(VIEW(st)) */
     {VIEW_OF(PAT_OP0(OP_CONST, X)), view_const},
+    /* VIEW(ARANGE, st) -> ARANGE(VIEW(st)) */
+    {VIEW_OF(PAT_OP0(OP_ARANGE, X)), view_arange},
     /* VIEW(VIEW(y, a), b) -> VIEW(y, a + b) */
     {VIEW_OF(PAT_OP(OP_VIEW, X, PAT_ANY(Y))), view_view},
     /* VIEW(CONTIGUOUS(y), st) -> VIEW(y, st)   for a no-op CONTIGUOUS */
@@ -221,7 +231,7 @@ static tvk_status check_ast(SchedGraph *g, UOp *ast) {
     UOp *u = topo[i];
     Op op = (Op)u->op;
     bool ok = op == OP_SINK || op == OP_STORE || op == OP_LOAD || op == OP_DEFINE_GLOBAL ||
-              op == OP_CONST || op == OP_REDUCE_AXIS || op == OP_CAST || op == OP_DEFINE_VAR ||
+              op == OP_CONST || op == OP_ARANGE || op == OP_REDUCE_AXIS || op == OP_CAST || op == OP_DEFINE_VAR ||
               op_in(op, G_ALU) || (op == OP_VIEW && u->nsrc == 0);
     if (!ok)
       s = ctx_fail(
@@ -231,6 +241,30 @@ static tvk_status check_ast(SchedGraph *g, UOp *ast) {
   }
   free(topo);
   return s;
+}
+
+/* An assign's kernel may read its own target only at the element it writes
+ * (through the same view as the store); anything else reads elements that
+ * other invocations of the kernel may already have overwritten. */
+static tvk_status check_assign(Kern *k, UOp *ast) {
+  const SchedBuf *out = &k->s->bufs[k->bufs[0]];
+  const UOp *store = ast->src[0];
+  size_t n = 0;
+  UOp **topo = uop_toposort(ast, &n);
+  if (!topo) return ctx_fail(k->g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+  bool bad = false;
+  for (size_t i = 0; i < n && !bad; i++) {
+    UOp *u = topo[i];
+    if (u->op != OP_LOAD || u->src[0]->arg.i == 0) continue;
+    bad = k->s->bufs[k->bufs[u->src[0]->arg.i]].buffer == out->buffer &&
+          !st_eq(u->src[1]->arg.st, store->src[1]->arg.st);
+  }
+  free(topo);
+  return bad ? ctx_fail(k->g->ctx, TVK_ERR_INVALID_ARG,
+                        "assign: the value reads the target's buffer through another view "
+                        "than the target's own in the kernel that overwrites it (e.g. a reduce "
+                        "over a transpose of the target); realize that operand first")
+             : TVK_OK;
 }
 
 static PatternMatcher *kernel_matcher(tvk_ctx *ctx) {
@@ -247,12 +281,26 @@ tvk_status sched_kernelize(SchedGraph *g, Schedule *s, int64_t root, ScheduleIte
   Kern k = {.g = g, .s = s, .root = root};
   PatternMatcher *pm = kernel_matcher(g->ctx);
   const SchedBuf *ob = &s->bufs[out];
-  ShapeTracker *st = st_from_shape(ob->ndim, ob->shape);
   DType dt = dt_make(ob->dtype);
-  UOp *value = node->op == OP_CONTIGUOUS ? node->src[0] : node;
+  UOp *value = node->op == OP_CONTIGUOUS || node->op == OP_ASSIGN ? node->src[node->nsrc - 1] : node;
+  /* A kernel in the shape of a reduce behind a reshape (decide.c): the value is
+   * viewed in that shape, which the rewrite pushes down to the loads and which
+   * cancels the reshape over the reduce. The buffer is row-major in both. */
+  int64_t kshape[TVK_MAX_DIMS];
+  int knd = ob->ndim;
+  memcpy(kshape, ob->shape, sizeof kshape);
+  if (g->info[root].kred >= 0) {
+    knd = graph_shape(g->topo[g->info[root].kred], kshape);
+    ShapeTracker *own = st_from_shape(ob->ndim, ob->shape);
+    ShapeTracker *rs = own ? st_reshape(own, knd, kshape) : NULL;
+    value = rs ? uop_new(u, OP_VIEW, value->dtype, 1, &value, arg_st(rs)) : NULL;
+    st_free(own), st_free(rs);
+    if (!value) k.err = TVK_ERR_OUT_OF_MEMORY;
+  }
+  ShapeTracker *st = st_from_shape(knd, kshape);
   UOp *glob = uop_new(u, OP_DEFINE_GLOBAL, dt_ptr(dt, ADDR_GLOBAL), 0, NULL, arg_int(0));
   UOp *view = st ? kview(&k, st) : NULL;
-  UOp *store = glob && view ? uop_new(u, OP_STORE, dt_make(DT_VOID), 3,
+  UOp *store = glob && view && value ? uop_new(u, OP_STORE, dt_make(DT_VOID), 3,
                                       (UOp *[]){glob, view, value}, arg_none())
                             : NULL;
   UOp *sink = store ? uop_sink(u, 1, &store) : NULL;
@@ -264,6 +312,7 @@ tvk_status sched_kernelize(SchedGraph *g, Schedule *s, int64_t root, ScheduleIte
   tvk_status r = k.err != TVK_OK
                      ? ctx_fail(g->ctx, k.err, "schedule: out of memory building a kernel")
                      : check_ast(g, ast);
+  if (r == TVK_OK && node->op == OP_ASSIGN) r = check_assign(&k, ast);
   if (r != TVK_OK) {
     free(k.bufs);
     return r;

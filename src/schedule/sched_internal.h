@@ -18,6 +18,10 @@ typedef struct {
   uint32_t seen[2]; /* walk stamps, one per walk state */
   int32_t buf;      /* index into Schedule.bufs of its output; -1 */
   bool alias;       /* a CONTIGUOUS that is a no-op (sched_contiguous_noop): never materialised */
+  bool mem;         /* its value reads memory or a reduce (not only constants and aranges) */
+  int32_t kred;     /* a materialised node whose kernel runs in the shape of a reduce it
+                       reaches through a reshape (decide.c): that reduce's index; -1 */
+  uint32_t direct;  /* walk stamp: reached from the kernel's root through elementwise ops only */
 } SchedNode;
 
 /* A growable stack of (node index, state) for the iterative walks: graphs can
@@ -53,7 +57,7 @@ static inline int64_t sched_index(const SchedGraph *g, const UOp *u) {
 }
 /* Leaves of the tensor graph: data that needs no kernel. */
 static inline bool sched_is_leaf(const UOp *u) {
-  return u->op == OP_BUFFER || u->op == OP_CONST || u->op == OP_DEFINE_VAR;
+  return u->op == OP_BUFFER || u->op == OP_CONST || u->op == OP_DEFINE_VAR || u->op == OP_ARANGE;
 }
 static inline bool sched_realized(const SchedGraph *g, int64_t i) {
   return g->info[i].why != WHY_NONE;

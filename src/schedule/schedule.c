@@ -17,6 +17,8 @@ const char *sched_why_name(SchedWhy why) {
       [WHY_REDUCE_NESTED] = "reduce inside another reduce's input",
       [WHY_REDUCE_SHARED] = "reduce read by two kernels (computed once)",
       [WHY_REDUCE_MISMATCH] = "reduce of other axes than the kernel's reduce",
+      [WHY_EXPAND] = "expanded by a view (computed once, not per copy)",
+      [WHY_ASSIGN] = "assign (written in place)",
   };
   return (unsigned)why < sizeof names / sizeof *names ? names[why] : "?";
 }
@@ -45,59 +47,94 @@ static tvk_status add_outputs(SchedGraph *g, Schedule *s) {
                   .culprit = g->info[i].culprit};
     b.ndim = graph_shape(u, b.shape);
     for (int d = 0; d < b.ndim; d++) b.numel *= b.shape[d];
+    /* An assign writes the target's buffer: nothing to allocate. */
+    if (u->op == OP_ASSIGN) b.buffer = u->src[0]->src[0];
     int at = sched_add_buf(s, &b);
     if (at < 0) return ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
     uop_retain(u);
+    uop_retain(b.buffer);
     g->info[i].buf = at;
   }
   return TVK_OK;
 }
 
-/* Kahn's toposort of the items by in-degree: an item runs after the items that
- * write its inputs. Fills order[0..n-1]. The graph of a DAG has no cycles
- * today, but a cycle (say, through a future assign) is reported rather than
- * looped on. */
-static tvk_status order_items(tvk_ctx *ctx, int nbufs, const ScheduleItem *items, int n,
+/* The "runs before" edges between items, as a growable list of pairs. */
+typedef struct {
+  int (*e)[2];
+  size_t n, cap;
+} Edges;
+
+static bool edge_add(Edges *E, int from, int to) {
+  if (E->n == E->cap) {
+    size_t cap = E->cap ? 2 * E->cap : 64;
+    int(*ne)[2] = realloc(E->e, cap * sizeof *ne);
+    if (!ne) return false;
+    E->e = ne, E->cap = cap;
+  }
+  E->e[E->n][0] = from, E->e[E->n][1] = to;
+  E->n++;
+  return true;
+}
+
+/* An item runs after the items writing its inputs (read after write), and an
+ * assign's item runs after every other item reading its target's old value
+ * (write after read: that is what "old" means). */
+static bool collect_edges(const Schedule *s, const ScheduleItem *items, int n, Edges *E) {
+  int *producer = malloc((size_t)(s->nbufs ? s->nbufs : 1) * sizeof *producer);
+  if (!producer) return false;
+  bool ok = true;
+  for (int b = 0; b < s->nbufs; b++) producer[b] = -1;
+  for (int i = 0; i < n; i++)
+    for (int o = 0; o < items[i].nout; o++) producer[items[i].bufs[o]] = i;
+  for (int j = 0; ok && j < n; j++)
+    for (int k = items[j].nout; ok && k < items[j].nbufs; k++) {
+      int b = items[j].bufs[k], p = producer[b];
+      if (p >= 0) ok = edge_add(E, p, j);
+      if (s->bufs[b].node) continue;
+      /* old value of a buffer: before any assign to it */
+      for (int a = 0; ok && a < n; a++)
+        for (int o = 0; ok && o < items[a].nout; o++)
+          if (a != j && s->bufs[items[a].bufs[o]].buffer == s->bufs[b].buffer)
+            ok = edge_add(E, j, a);
+    }
+  free(producer);
+  return ok;
+}
+
+/* Kahn's toposort of the items by in-degree over collect_edges. Fills
+ * order[0..n-1]. A cycle -- only assigns make one: two assigns each reading
+ * the other's old value -- is an error, never looped on. */
+static tvk_status order_items(tvk_ctx *ctx, const Schedule *s, const ScheduleItem *items, int n,
                               int *order) {
-  size_t nedge = 0;
-  for (int i = 0; i < n; i++) nedge += (size_t)(items[i].nbufs - items[i].nout);
-  int *producer = malloc((size_t)(nbufs ? nbufs : 1) * sizeof *producer);
+  Edges E = {0};
   int *indeg = calloc((size_t)n + 1, sizeof *indeg);
-  int *first =
-      calloc((size_t)n + 2, sizeof *first); /* consumers of item p: edge[first[p] .. first[p+1]) */
-  int *edge = malloc((nedge ? nedge : 1) * sizeof *edge);
+  int *first = calloc((size_t)n + 2, sizeof *first); /* item p's successors: succ[first[p]..first[p+1]) */
+  int *succ = NULL;
   tvk_status st = TVK_OK;
-  if (!producer || !indeg || !first || !edge) {
+  if (!indeg || !first || !collect_edges(s, items, n, &E) ||
+      !(succ = malloc((E.n ? E.n : 1) * sizeof *succ))) {
     st = ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory ordering kernels");
     goto done;
   }
-  for (int b = 0; b < nbufs; b++) producer[b] = -1;
-  for (int i = 0; i < n; i++)
-    for (int o = 0; o < items[i].nout; o++) producer[items[i].bufs[o]] = i;
-  for (int j = 0; j < n; j++)
-    for (int k = items[j].nout; k < items[j].nbufs; k++) {
-      int p = producer[items[j].bufs[k]];
-      if (p >= 0) first[p + 2]++, indeg[j]++;
-    }
+  for (size_t e = 0; e < E.n; e++) first[E.e[e][0] + 2]++, indeg[E.e[e][1]]++;
   for (int p = 0; p < n; p++) first[p + 2] += first[p + 1];
-  for (int j = 0; j < n; j++) /* first[p + 1] is the fill position of p's consumers */
-    for (int k = items[j].nout; k < items[j].nbufs; k++) {
-      int p = producer[items[j].bufs[k]];
-      if (p >= 0) edge[first[p + 1]++] = j;
-    }
+  for (size_t e = 0; e < E.n; e++) succ[first[E.e[e][0] + 1]++] = E.e[e][1];
   int head = 0, tail = 0;
   for (int i = 0; i < n; i++)
     if (indeg[i] == 0) order[tail++] = i;
   while (head < tail) {
     int p = order[head++];
     for (int e = first[p]; e < first[p + 1]; e++)
-      if (--indeg[edge[e]] == 0) order[tail++] = edge[e];
+      if (--indeg[succ[e]] == 0) order[tail++] = succ[e];
   }
   if (tail != n)
-    st = ctx_fail(ctx, TVK_ERR_INTERNAL,
-                  "schedule: cycle among the kernels: only %d of %d could be ordered", tail, n);
+    st = ctx_fail(ctx, TVK_ERR_INVALID_ARG,
+                  "schedule: the kernels form a cycle (%d of %d could be ordered): assigns in "
+                  "this realize each read a buffer that another one overwrites (e.g. a and b "
+                  "swapped by two assigns); realize one of the values first",
+                  tail, n);
 done:
-  free(producer), free(indeg), free(first), free(edge);
+  free(E.e), free(indeg), free(first), free(succ);
   return st;
 }
 
@@ -116,7 +153,7 @@ static tvk_status build_items(SchedGraph *g, Schedule *s) {
     st = sched_kernelize(g, s, (int64_t)i, &tmp[n]);
     if (st == TVK_OK) n++;
   }
-  if (st == TVK_OK) st = order_items(g->ctx, s->nbufs, tmp, n, order);
+  if (st == TVK_OK) st = order_items(g->ctx, s, tmp, n, order);
   if (st == TVK_OK && !(s->items = malloc((size_t)(n ? n : 1) * sizeof *s->items)))
     st = ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
   if (st == TVK_OK) {
@@ -163,7 +200,7 @@ tvk_status schedule_create(tvk_ctx *ctx, int n, UOp *const *roots, Schedule *out
 tvk_status schedule_alloc(tvk_ctx *ctx, Schedule *s) {
   for (int i = 0; i < s->nbufs; i++) {
     SchedBuf *b = &s->bufs[i];
-    if (!b->node || b->buffer) continue;
+    if (!b->node || b->buffer || b->reuse) continue;
     tvk_status st;
     int64_t id = ctx_buffer_new(ctx, b->dtype, b->numel, &st);
     if (id < 0) return st;
@@ -172,6 +209,12 @@ tvk_status schedule_alloc(tvk_ctx *ctx, Schedule *s) {
     if (!b->buffer)
       return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory for a BUFFER");
   }
+  for (int i = 0; i < s->nbufs; i++) /* the planner's chains end at a buffer of its own */
+    if (s->bufs[i].reuse && !s->bufs[i].buffer) {
+      int owner = s->bufs[i].reuse - 1;
+      while (s->bufs[owner].reuse) owner = s->bufs[owner].reuse - 1;
+      s->bufs[i].buffer = uop_retain(s->bufs[owner].buffer);
+    }
   return TVK_OK;
 }
 

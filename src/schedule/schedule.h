@@ -35,7 +35,9 @@ typedef enum {
   WHY_UNSAFE_PAD,     /* a padded view over it, and an op below does not keep f(0) = 0 */
   WHY_REDUCE_NESTED,  /* a reduce inside another reduce's input */
   WHY_REDUCE_SHARED,  /* a reduce read by two kernels: computed once, not twice */
-  WHY_REDUCE_MISMATCH /* a reduce of other axes than the kernel's first reduce */
+  WHY_REDUCE_MISMATCH, /* a reduce of other axes than the kernel's first reduce */
+  WHY_EXPAND,          /* a view expands it: computed once, not once per copy */
+  WHY_ASSIGN           /* tvk_assign: written into the target's own buffer */
 } SchedWhy;
 
 /* "output", "contiguous", ... */
@@ -50,6 +52,8 @@ typedef struct {
   int64_t shape[TVK_MAX_DIMS];
   SchedWhy why; /* new outputs: why the node is materialised */
   Op culprit;   /* the op the reason is about (the unsafe op, the blocked op), or OP_NONE */
+  int reuse;    /* the memory planner: 1 + the index of the buffer whose memory this one
+                   takes over (its lifetime ended before this one's began); 0: its own */
 } SchedBuf;
 
 typedef struct {
@@ -79,7 +83,14 @@ typedef struct {
  * is allocated on the device. On error returns the status with ctx->error set
  * (via ctx_fail) and *out empty. */
 tvk_status schedule_create(tvk_ctx *ctx, int n, UOp *const *roots, Schedule *out);
-/* Allocates a buffer for every new output (BUFFER UOps, retained). */
+/* The memory planner (plan.c): new outputs that no tensor will refer to after
+ * the run (keep[i] false) and whose lifetimes in the item order do not
+ * overlap share memory, matched by dtype and element count as the seed's LRU
+ * planner does. Sets SchedBuf.reuse; returns how many buffers take over
+ * another's memory. */
+int schedule_plan(Schedule *s, const bool *keep);
+/* Allocates a buffer for every new output (BUFFER UOps, retained); one that
+ * the planner pointed at another's memory shares that BUFFER. */
 tvk_status schedule_alloc(tvk_ctx *ctx, Schedule *s);
 /* The schedule as text: the kernels with their inputs and outputs, and why each
  * output is materialised. `names` (may be NULL) gives each item's kernel name. */
