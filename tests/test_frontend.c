@@ -1113,6 +1113,35 @@ static void step(tvk_tensor *x, tvk_tensor *y) {
   }
 }
 
+/* A scope that begins first thing inside another and keeps its result (as the
+ * NN ops do internally) hands it to the enclosing scope, whose end releases it;
+ * it used to escape both, and stop the outer end from releasing anything older. */
+static void test_scope_nested_same_mark(void **state) {
+  (void)state;
+  tvk_tensor *x = tvk_full(C, TVK_FLOAT32, 1, SHAPE(4), 1);
+  size_t live = uctx_live(C->u);
+  int before = 0;
+  for (tvk_tensor *t = C->head; t; t = t->next) before++;
+  size_t outer = tvk_scope_begin(C);
+  size_t inner = tvk_scope_begin(C);
+  assert_int_equal(inner, outer);
+  tvk_tensor *r = tvk_add(x, x);
+  tvk_tensor *tmp = tvk_mul(r, r);
+  (void)tmp;
+  tvk_scope_end(C, inner, 1, &r);
+  tvk_tensor *r2 = tvk_mul(r, x);
+  assert_int_equal(tvk_status_of(r2), TVK_OK);
+  size_t inner2 = tvk_scope_begin(C); /* a later sibling does not release r */
+  tvk_scope_end(C, inner2, 0, NULL);
+  assert_int_equal(tvk_status_of(r), TVK_OK);
+  tvk_scope_end(C, outer, 0, NULL);
+  int after = 0;
+  for (tvk_tensor *t = C->head; t; t = t->next) after++;
+  assert_int_equal(after, before);
+  assert_int_equal(uctx_live(C->u), live);
+  tvk_release(x);
+}
+
 static void test_flat_memory(void **state) {
   (void)state;
   float data[12] = {0};
@@ -1167,6 +1196,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_error_propagation, setup, teardown),
       cmocka_unit_test_setup_teardown(test_null_inputs, setup, teardown),
       cmocka_unit_test_setup_teardown(test_two_contexts, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_scope_nested_same_mark, setup, teardown),
       cmocka_unit_test_setup_teardown(test_flat_memory, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

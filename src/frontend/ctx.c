@@ -183,11 +183,14 @@ void tvk_scope_end(tvk_ctx *ctx, size_t scope, int nkeep, tvk_tensor *const *kee
     if (!kept) tensor_unlink_free(t);
   }
   uop_pool_drain(ctx->u, m);
-  /* Kept tensors now belong to the enclosing scope: the next outer scope end
-   * (with a mark <= scope - 1) releases them unless kept again. */
+  /* Kept tensors now belong to the enclosing scope: they take the mark of the
+   * scope that ended, so the end of any enclosing scope (whose mark is <= it,
+   * equal when this scope began first thing in it) releases them unless kept
+   * again, and a later sibling scope (a higher mark) does not. The list stays
+   * ordered by seq: everything after them in it was just released. */
   for (int i = 0; i < nkeep; i++) {
     tvk_tensor *t = keep[i];
-    if (t && t->ctx == ctx && t->seq >= scope) t->seq = scope > 0 ? scope - 1 : 0;
+    if (t && t->ctx == ctx && t->seq >= scope) t->seq = scope;
   }
 }
 
