@@ -94,6 +94,7 @@ static const Spell glsl_f64_ops[OP_COUNT] = {
     [OP_SIN] = H("tvk_sin_f64($0)", math_f64),
     [OP_SQRT] = H("tvk_sqrt_f64($0)", math_f64),
     [OP_RECIP] = H("tvk_recip_f64($0)", math_f64),
+    [OP_FDIV] = H("tvk_fdiv_f64($0, $1)", math_f64),
     [OP_POW] = H("tvk_pow_f64($0, $1)", math_f64),
 };
 
@@ -204,7 +205,7 @@ static const Lang glsl_base = {
                     [OP_ADD] = S("($0+$1)"),
                     [OP_SUB] = S("($0-$1)"),
                     [OP_MUL] = S("($0*$1)"),
-                    [OP_FDIV] = S("($0/$1)"),
+                    [OP_FDIV] = H("tvk_fdiv_f32($0, $1)", math_f32),
                     [OP_IDIV] = HN("tvk_fidiv_$N($0, $1)", fidiv, fmodx),
                     [OP_MOD] = HN("tvk_fmod_$N($0, $1)", fmod, fmodx),
                     [OP_POW] = H("tvk_pow_f32($0, $1)", math_f32),

@@ -109,6 +109,17 @@ float tvk_recip_f32(float x) {
   return 1.0 / x;
 }
 
+// a / b with IEEE's answers for b = 0 (a zero divisor is undefined in SPIR-V,
+// and software devices return 0): +-inf by the signs, NaN for 0/0 and NaN/0.
+float tvk_fdiv_f32(float a, float b) {
+  if (b == 0.0) {
+    if (a == 0.0 || isnan(a)) return uintBitsToFloat(0x7fc00000u);
+    uint s = (floatBitsToUint(a) ^ floatBitsToUint(b)) & 0x80000000u;
+    return uintBitsToFloat(s | 0x7f800000u);
+  }
+  return a / b;
+}
+
 // pow as C's pow (IEEE 754's special cases), except 0 ** negative = +inf
 // (alu.c, the seed's safe_pow); otherwise exp2(y * log2 |x|) with the sign of
 // an odd integer power of a negative base.

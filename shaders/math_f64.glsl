@@ -102,6 +102,16 @@ double tvk_recip_f64(double x) {
   return 1.0lf / x;
 }
 
+// a / b as tvk_fdiv_f32.
+double tvk_fdiv_f64(double a, double b) {
+  if (b == 0.0lf) {
+    if (a == 0.0lf || isnan(a)) return tvk_nan_f64();
+    bool neg = ((unpackDouble2x32(a).y ^ unpackDouble2x32(b).y) >> 31) != 0u;
+    return tvk_inf_f64(neg);
+  }
+  return a / b;
+}
+
 // pow as tvk_pow_f32 (C's pow; 0 ** negative = +inf), through the polynomials.
 double tvk_pow_f64(double x, double y) {
   if (y == 0.0lf || x == 1.0lf) return 1.0lf;

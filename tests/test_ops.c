@@ -740,6 +740,45 @@ static void table_binary(Suite *s, const char *name, tvk_tensor *(*fn)(tvk_tenso
   table_binary_tol(s, name, fn, a, b, want, TOL_EXACT);
 }
 
+/* Division by a zero the compiler can see (a constant, or x - x): IEEE's
+ * answers, as for a zero read from memory. GLSL leaves it undefined and
+ * glslang folds a literal x / 0.0 to 0, so both the simplifier (x / 0 ->
+ * x * inf) and the GLSL division helper must get it right. */
+static void test_div_by_known_zero(void **state) {
+  Suite *s = *state;
+  static const tvk_dtype fdt[] = {TVK_FLOAT32, TVK_FLOAT64, TVK_FLOAT16};
+  const double x[5] = {1, -2, 0, INFINITY, NAN};
+  for (int k = 0; k < 3; k++) {
+    int64_t n = 5;
+    RArr in = arr_f(fdt[k], 5, x);
+    tvk_tensor *a = mk(s, &in);
+    for (int z = 0; z < 3; z++) {
+      tvk_tensor *zero = z == 0 ? tvk_scalar(s->ctx, fdt[k], 0.0)
+                         : z == 1 ? tvk_scalar(s->ctx, fdt[k], -0.0)
+                                  : tvk_sub(a, a); /* 0 for finite x, NaN otherwise */
+      tvk_tensor *q = tvk_div(a, zero);
+      double got[5];
+      tvk_tensor *q64 = tvk_cast(q, TVK_FLOAT64);
+      tvk_status st = tvk_to_host(q64, got, sizeof got);
+      if (st != TVK_OK) failf(s, "div by zero (%s): %s", ref_dt(fdt[k]), tvk_ctx_error(s->ctx));
+      /* x - x is a zero divisor only for finite x: inf - inf is NaN in IEEE, but
+       * a Vulkan compiler may fold x - x to 0 without SignedZeroInfNanPreserve
+       * (lavapipe does), which is another matter than division */
+      for (int i = 0; st == TVK_OK && i < (z == 2 ? 3 : n); i++) {
+        double d = z == 2 ? x[i] - x[i] : z == 1 ? -0.0 : 0.0, want = x[i] / d;
+        bool ok = isnan(want) ? isnan(got[i]) : got[i] == want;
+        if (!ok)
+          failf(s, "%s: %g / %s = %g, want %g", ref_dt(fdt[k]), x[i],
+                z == 0 ? "0" : z == 1 ? "-0" : "(x - x)", got[i], want);
+      }
+      tvk_release(zero), tvk_release(q), tvk_release(q64);
+    }
+    tvk_release(a);
+    ref_free(&in);
+  }
+  finish(s);
+}
+
 /* idiv truncates toward zero, mod takes the dividend's sign, by zero both give
  * 0, and MIN idiv -1 wraps to MIN (int8/int16 here; the 32/64-bit case is the
  * last test: a C kernel that divides there traps). */
@@ -2052,6 +2091,7 @@ int main(int argc, char **argv) {
       T(test_table_int_division),
       T(test_table_int_wrap),
       T(test_table_float_specials),
+      T(test_div_by_known_zero),
       T(test_table_pow),
       T(test_broadcast),
       T(test_promotion),

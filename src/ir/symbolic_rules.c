@@ -4,6 +4,7 @@
  * Integer ADD and MUL form a ring under wrap-around, so rules that only
  * reassociate, commute or distribute them need no bounds; everything involving
  * division, order or magnitude does (see symbolic_divmod.c). */
+#include <math.h>
 #include <pthread.h>
 
 #include "alu.h"
@@ -106,6 +107,17 @@ static UOp *cast_noop(void *ctx, UOp **c) {
   return dt_eq(c[R]->dtype, c[X]->dtype) ? c[X] : NULL;
 }
 
+/* x / ±0 -> x * ±inf   (floats): the same IEEE result for every x (0 and NaN
+ * give NaN, others ±inf), but no division by a literal zero, which GLSL leaves
+ * undefined and glslang folds to 0. */
+static UOp *fdiv_zero(void *ctx, UOp **c) {
+  (void)ctx;
+  UOp *k = c[C1];
+  if (!scalar(c[R]) || !dt_is_float(k->dtype)) return NULL;
+  double z = uop_const_double(k);
+  return uop_alu2(OP_MUL, c[X], uop_const_float(k->ctx, k->dtype, signbit(z) ? -INFINITY : INFINITY));
+}
+
 static const Rule simple_rules[] = {
     /* op(c1, c2, ...) -> the constant it computes */
     {UPAT(.groups = G_ALU, .slot = R, .kind = UPAT_SRC_REPEAT, .src = P_SRC(K(0)), .nsrc = 1),
@@ -131,6 +143,8 @@ static const Rule simple_rules[] = {
           .src = P_SRC(
               UPAT(.ops = P_OPS(OP_NEG), .kind = UPAT_SRC_TUPLE, .nsrc = 1, .src = P_SRC(V(X))))),
      ret_x},
+    /* x / 0 -> x * inf   (floats) */
+    {OP2(OP_FDIV, 0, V(X), UPAT(.ops = P_OPS(OP_CONST), .cval = &(const CVal){.f = 0}, .slot = C1)), fdiv_zero},
     /* x // 1 -> x   (int) */
     {OP2(OP_IDIV, INTS, V(X), PAT_CONST_VAL(1)), ret_x},
     /* x // -1 -> x*-1   (int; both wrap the same way at the minimum) */
