@@ -16,6 +16,9 @@
  *   REDUCE_AXIS(x)          arg_reduce(op, axes), op ADD/MUL/MAX; reduced axes
  *                           keep size 1 (keepdim=false is a reshape on top)
  *   CONTIGUOUS(x)           x, materialised in row-major order
+ *   VIEW(ARANGE)            tvk_arange's leaf: element i is i (int32), computed
+ *                           by the kernels that read it, never stored
+ *   ASSIGN(VIEW(BUFFER), v) tvk_assign: v written into that buffer in place
  *
  * Shapes are derived (graph_shape): VIEW from its tracker, REDUCE_AXIS from its
  * source with 1s at the axes, everything else from its first source that has one.

@@ -1,0 +1,298 @@
+/* Convolution and pooling (tvk.h "neural-network ops"): tvk_conv2d,
+ * tvk_max_pool2d, tvk_avg_pool2d. All three see their input through one
+ * windowed view, (..., H, W) -> (..., Ho, Wo, kh, kw), made of movement ops
+ * only (pad, shrink, reshape, expand, permute), so the windows cost no memory
+ * and a convolution is one multiply-and-reduce kernel reading x and w
+ * directly. docs/ops_linalg.md derives the index arithmetic. */
+#include <math.h>
+#include <stdio.h>
+
+#include "frontend/broadcast.h"
+
+/* ---------------------------------------------------------------- windows */
+
+/* Replaces dim `ax` (size i) of t by two dims (o, k):
+ *   out[..., p, j, ...] = t[..., p*s + j*d, ...],  o = (i - d*(k-1) - 1) / s + 1 >= 1.
+ * When d == 1 and k <= s the windows do not overlap: cut t to o*s elements,
+ * reshape to (o, s) and keep the first k of each row. Otherwise the dim is
+ * tiled: repeated R times (an expand of a new dim, then a reshape) and read as
+ * rows of length L = d + m*i; element (j, b) of that (k, L) matrix is
+ * t[(j*L + b) mod i] = t[(b + j*d) mod i] = t[b + j*d] for the b + j*d < i we
+ * keep. Rows are then cut to o*s, reshaped to (o, s) and the first of each s
+ * kept: (k, o) holding t[p*s + j*d]; a permute makes it (o, k). */
+static tvk_tensor *window_axis(tvk_tensor *t, int ax, int64_t k, int64_t s, int64_t d) {
+  int nd = tvk_ndim(t);
+  int64_t sh[TVK_MAX_DIMS];
+  for (int q = 0; q < nd; q++) sh[q] = tvk_shape(t)[q];
+  int64_t i = sh[ax], o = (i - d * (k - 1) - 1) / s + 1;
+  int64_t v[TVK_MAX_DIMS], rg[TVK_MAX_DIMS][2];
+  int post = nd - ax - 1; /* dims after ax */
+  /* v[] = sh with dim ax replaced by the n given sizes */
+#define SET_V(n, ...)                                                      \
+  do {                                                                     \
+    const int64_t mid_[] = {__VA_ARGS__};                                  \
+    for (int q = 0; q < ax; q++) v[q] = sh[q];                             \
+    for (int q = 0; q < (n); q++) v[ax + q] = mid_[q];                     \
+    for (int q = 0; q < post; q++) v[ax + (n) + q] = sh[ax + 1 + q];       \
+  } while (0)
+  /* rg[] = the full range of every dim of a tensor of shape v with nd2 dims */
+#define FULL_RANGES(nd2)                                                   \
+  for (int q = 0; q < (nd2); q++) rg[q][0] = 0, rg[q][1] = v[q]
+
+  if (d == 1 && k <= s) {
+    /* length exactly o*s: pad (the pad is never read) or cut */
+    SET_V(1, i);
+    if (o * s > i) {
+      int64_t pads[TVK_MAX_DIMS][2] = {{0}};
+      pads[ax][1] = o * s - i;
+      t = tvk_pad(t, pads, 0);
+    } else {
+      FULL_RANGES(nd);
+      rg[ax][1] = o * s;
+      t = tvk_shrink(t, rg);
+    }
+    SET_V(2, o, s);
+    t = tvk_reshape(t, nd + 1, v);
+    FULL_RANGES(nd + 1);
+    rg[ax + 1][1] = k;
+    return tvk_shrink(t, rg); /* (..., o, k, ...) */
+  }
+
+  int64_t m = (o * s - d + i - 1) / i; /* rows of L >= o*s */
+  if (m < 1) m = 1;
+  int64_t L = d + m * i, R = (k * L + i - 1) / i;
+  SET_V(2, 1, i);
+  t = tvk_reshape(t, nd + 1, v);
+  SET_V(2, R, i);
+  t = tvk_expand(t, nd + 1, v);
+  SET_V(1, R * i);
+  t = tvk_reshape(t, nd, v);
+  FULL_RANGES(nd);
+  rg[ax][1] = k * L;
+  t = tvk_shrink(t, rg);
+  SET_V(2, k, L);
+  t = tvk_reshape(t, nd + 1, v);
+  FULL_RANGES(nd + 1);
+  rg[ax + 1][1] = o * s;
+  t = tvk_shrink(t, rg);
+  SET_V(3, k, o, s);
+  t = tvk_reshape(t, nd + 2, v);
+  FULL_RANGES(nd + 2);
+  rg[ax + 2][1] = 1;
+  t = tvk_shrink(t, rg);
+  SET_V(2, k, o);
+  t = tvk_reshape(t, nd + 1, v);
+  int order[TVK_MAX_DIMS];
+  for (int q = 0; q < nd + 1; q++) order[q] = q;
+  order[ax] = ax + 1, order[ax + 1] = ax;
+  return tvk_permute(t, order); /* (..., o, k, ...) */
+#undef SET_V
+#undef FULL_RANGES
+}
+
+/* The windows of x (..., H, W) padded with zeros by pad {top, bottom, left,
+ * right}: (..., Ho, Wo, kh, kw), element [p, q, a, b] = xpad[p*sh + a*dh,
+ * q*sw + b*dw]. The caller has checked that Ho, Wo >= 1. */
+static tvk_tensor *windows(tvk_tensor *x, const int64_t k[2], const int64_t s[2],
+                           const int64_t pad[4], const int64_t dil[2]) {
+  int nd = tvk_ndim(x);
+  if (pad[0] || pad[1] || pad[2] || pad[3]) {
+    int64_t pads[TVK_MAX_DIMS][2] = {{0}};
+    pads[nd - 2][0] = pad[0], pads[nd - 2][1] = pad[1];
+    pads[nd - 1][0] = pad[2], pads[nd - 1][1] = pad[3];
+    x = tvk_pad(x, pads, 0);
+  }
+  x = window_axis(x, nd - 1, k[1], s[1], dil[1]); /* (..., H, Wo, kw) */
+  x = window_axis(x, nd - 2, k[0], s[0], dil[0]); /* (..., Ho, kh, Wo, kw) */
+  int order[TVK_MAX_DIMS];
+  for (int q = 0; q < nd + 2; q++) order[q] = q;
+  order[nd - 1] = nd, order[nd] = nd - 1;
+  return tvk_permute(x, order);
+}
+
+/* Output size of one dim; < 1 when the kernel does not fit. */
+static int64_t out_size(int64_t i, int64_t pad, int64_t k, int64_t s, int64_t d) {
+  int64_t span = i + pad - d * (k - 1) - 1;
+  return span < 0 ? 0 : span / s + 1;
+}
+
+/* Checks the window arguments shared by conv and pools; NULL or an error. */
+static tvk_tensor *check_window(const char *op, tvk_tensor *x, const int64_t k[2],
+                                const int64_t s[2], const int64_t pad[4], const int64_t dil[2]) {
+  tvk_ctx *ctx = x->ctx;
+  for (int q = 0; q < 2; q++) {
+    if (k[q] < 1)
+      return tensor_error(ctx, TVK_ERR_INVALID_ARG, "%s: kernel size (%lld, %lld) must be >= 1", op,
+                          (long long)k[0], (long long)k[1]);
+    if (s[q] < 1)
+      return tensor_error(ctx, TVK_ERR_INVALID_ARG, "%s: stride (%lld, %lld) must be >= 1", op,
+                          (long long)s[0], (long long)s[1]);
+    if (dil[q] < 1)
+      return tensor_error(ctx, TVK_ERR_INVALID_ARG, "%s: dilation (%lld, %lld) must be >= 1", op,
+                          (long long)dil[0], (long long)dil[1]);
+  }
+  for (int q = 0; q < 4; q++)
+    if (pad[q] < 0)
+      return tensor_error(ctx, TVK_ERR_INVALID_ARG,
+                          "%s: padding (%lld, %lld, %lld, %lld) must be >= 0", op, (long long)pad[0],
+                          (long long)pad[1], (long long)pad[2], (long long)pad[3]);
+  int nd = x->ndim;
+  int64_t H = x->shape[nd - 2], W = x->shape[nd - 1];
+  if (out_size(H, pad[0] + pad[1], k[0], s[0], dil[0]) < 1 ||
+      out_size(W, pad[2] + pad[3], k[1], s[1], dil[1]) < 1) {
+    char sx[BC_SHAPE_STR_MAX];
+    return tensor_error(ctx, TVK_ERR_SHAPE,
+                        "%s: x has shape %s: the kernel (%lld, %lld) with dilation (%lld, %lld) "
+                        "spans (%lld, %lld), larger than the padded input (%lld, %lld)",
+                        op, bc_shape_str(nd, x->shape, sx, sizeof sx), (long long)k[0],
+                        (long long)k[1], (long long)dil[0], (long long)dil[1],
+                        (long long)(dil[0] * (k[0] - 1) + 1), (long long)(dil[1] * (k[1] - 1) + 1),
+                        (long long)(H + pad[0] + pad[1]), (long long)(W + pad[2] + pad[3]));
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- conv2d */
+
+tvk_tensor *tvk_conv2d(tvk_tensor *x, tvk_tensor *w, tvk_tensor *bias, const int64_t stride[2],
+                       const int64_t padding[4], const int64_t dilation[2], int64_t groups) {
+  const char *op = "conv2d";
+  bool bad;
+  tvk_tensor *err = bc_check(op, 2, (tvk_tensor *[]){x, w}, &bad);
+  if (bad) return err;
+  if (bias && (err = bc_check(op, 3, (tvk_tensor *[]){x, w, bias}, &bad))) return err;
+  tvk_ctx *ctx = x->ctx;
+  char sx[BC_SHAPE_STR_MAX], sw[BC_SHAPE_STR_MAX], sb[BC_SHAPE_STR_MAX];
+  bc_shape_str(x->ndim, x->shape, sx, sizeof sx);
+  bc_shape_str(w->ndim, w->shape, sw, sizeof sw);
+  if (x->ndim != 4)
+    return tensor_error(ctx, TVK_ERR_SHAPE, "%s: x has shape %s: expected 4 dims (N, Cin, H, W)", op, sx);
+  if (w->ndim != 4)
+    return tensor_error(ctx, TVK_ERR_SHAPE, "%s: w has shape %s: expected 4 dims (Cout, Cin / groups, kh, kw)",
+                        op, sw);
+  int64_t N = x->shape[0], Cin = x->shape[1], Cout = w->shape[0], Cg = w->shape[1];
+  if (groups < 1 || Cin % groups || Cout % groups)
+    return tensor_error(ctx, TVK_ERR_INVALID_ARG,
+                        "%s: groups %lld must be >= 1 and divide Cin %lld and Cout %lld", op,
+                        (long long)groups, (long long)Cin, (long long)Cout);
+  if (Cg * groups != Cin)
+    return tensor_error(ctx, TVK_ERR_SHAPE,
+                        "%s: x has shape %s and w %s: w's dim 1 must be Cin / groups = %lld", op, sx,
+                        sw, (long long)(Cin / groups));
+  if (bias && !(bias->ndim == 1 && bias->shape[0] == Cout))
+    return tensor_error(ctx, TVK_ERR_SHAPE, "%s: bias has shape %s: expected (%lld,)", op,
+                        bc_shape_str(bias->ndim, bias->shape, sb, sizeof sb), (long long)Cout);
+  const int64_t one[2] = {1, 1}, zero[4] = {0, 0, 0, 0};
+  const int64_t *st = stride ? stride : one, *pd = padding ? padding : zero,
+                *dl = dilation ? dilation : one, k[2] = {w->shape[2], w->shape[3]};
+  if ((err = check_window(op, x, k, st, pd, dl))) return err;
+
+  ScalarType res = bc_promote(2, (tvk_tensor *[]){x, w});
+  tvk_dtype rt = dt_to_tvk(res), ct = res == DT_FLOAT16 || res == DT_BFLOAT16 ? TVK_FLOAT32 : rt;
+  size_t sc = tvk_scope_begin(ctx);
+  int64_t G = groups, Og = Cout / G;
+  tvk_tensor *xw = windows(x, k, st, pd, dl); /* (N, Cin, Ho, Wo, kh, kw) */
+  int64_t Ho = tvk_shape(xw)[2], Wo = tvk_shape(xw)[3];
+  /* x: (N, G, Cg, Ho, Wo, kh, kw) -> (N, G, 1, Ho, Wo, Cg, kh, kw) -> expand Og */
+  xw = tvk_reshape(xw, 7, (int64_t[]){N, G, Cg, Ho, Wo, k[0], k[1]});
+  xw = tvk_permute(xw, (int[]){0, 1, 3, 4, 2, 5, 6});
+  xw = tvk_reshape(xw, 8, (int64_t[]){N, G, 1, Ho, Wo, Cg, k[0], k[1]});
+  const int64_t full[8] = {N, G, Og, Ho, Wo, Cg, k[0], k[1]};
+  xw = tvk_expand(xw, 8, full);
+  /* w: (Cout, Cg, kh, kw) -> (1, G, Og, 1, 1, Cg, kh, kw) -> expand */
+  tvk_tensor *ww = tvk_reshape(w, 8, (int64_t[]){1, G, Og, 1, 1, Cg, k[0], k[1]});
+  ww = tvk_expand(ww, 8, full);
+  if (tvk_dtype_of(xw) != ct) xw = tvk_cast(xw, ct);
+  if (tvk_dtype_of(ww) != ct) ww = tvk_cast(ww, ct);
+  tvk_tensor *r = tvk_sum(tvk_mul(xw, ww), 3, (int[]){5, 6, 7}, false); /* (N, G, Og, Ho, Wo) */
+  if (tvk_dtype_of(r) != rt) r = tvk_cast(r, rt);
+  r = tvk_reshape(r, 4, (int64_t[]){N, Cout, Ho, Wo});
+  if (bias) r = tvk_add(r, tvk_reshape(bias, 3, (int64_t[]){Cout, 1, 1}));
+  tvk_scope_end(ctx, sc, 1, &r);
+  return r;
+}
+
+/* ---------------------------------------------------------------- pools */
+
+/* Checks a pool's arguments and flattens x's leading dims: x (..., H, W) is
+ * seen as (B, H, W) so the windows never run out of dims. */
+static tvk_tensor *pool_args(const char *op, tvk_tensor *x, const int64_t kernel[2],
+                             const int64_t stride[2], const int64_t padding[4], const int64_t **st,
+                             const int64_t **pd) {
+  static const int64_t zero[4] = {0, 0, 0, 0}, one[2] = {1, 1};
+  bool bad;
+  tvk_tensor *err = bc_check(op, 1, &x, &bad);
+  if (bad) return err;
+  if (!kernel) return tensor_error(x->ctx, TVK_ERR_INVALID_ARG, "%s: kernel is NULL", op);
+  if (x->ndim < 2) {
+    char sx[BC_SHAPE_STR_MAX];
+    return tensor_error(x->ctx, TVK_ERR_SHAPE, "%s: x has shape %s: expected at least 2 dims (..., H, W)",
+                        op, bc_shape_str(x->ndim, x->shape, sx, sizeof sx));
+  }
+  *st = stride ? stride : kernel;
+  *pd = padding ? padding : zero;
+  return check_window(op, x, kernel, *st, *pd, one);
+}
+
+/* The windows of x (..., H, W) as (B, Ho, Wo, kh, kw); out[] gets the
+ * result's shape (..., Ho, Wo). */
+static tvk_tensor *pool_windows(tvk_tensor *x, const int64_t kernel[2], const int64_t st[2],
+                                const int64_t pd[4], int64_t *out) {
+  static const int64_t one[2] = {1, 1};
+  int nd = x->ndim;
+  int64_t B = 1;
+  for (int q = 0; q < nd - 2; q++) B *= x->shape[q], out[q] = x->shape[q];
+  tvk_tensor *x3 = tvk_reshape(x, 3, (int64_t[]){B, x->shape[nd - 2], x->shape[nd - 1]});
+  tvk_tensor *xw = windows(x3, kernel, st, pd, one);
+  out[nd - 2] = tvk_shape(xw)[1], out[nd - 1] = tvk_shape(xw)[2];
+  return xw;
+}
+
+/* The smallest value of a dtype: what a max pool pads with. */
+static double lowest(tvk_dtype dt) {
+  DType d = dt_make(dt_from_tvk(dt));
+  if (dt_is_float(d)) return -INFINITY;
+  if (dt == TVK_BOOL || dt_is_unsigned(d)) return 0;
+  return (double)dt_min_i(d); /* -2^(bits-1): exact in a double */
+}
+
+tvk_tensor *tvk_max_pool2d(tvk_tensor *x, const int64_t kernel[2], const int64_t stride[2],
+                           const int64_t padding[4]) {
+  const int64_t *st, *pd;
+  tvk_tensor *err = pool_args("max_pool2d", x, kernel, stride, padding, &st, &pd);
+  if (err || !x) return err;
+  tvk_ctx *ctx = x->ctx;
+  size_t sc = tvk_scope_begin(ctx);
+  int64_t out[TVK_MAX_DIMS];
+  tvk_tensor *xw = pool_windows(x, kernel, st, pd, out);
+  if (pd[0] || pd[1] || pd[2] || pd[3]) {
+    /* the padding reads 0 in xw; a window of a padded all-true mask (a
+     * constant, free) says where the data is, and the rest becomes the lowest
+     * value. Padding x with -inf directly would make the pad an op on x that
+     * the windows' expand would materialise. */
+    const int64_t *s = tvk_shape(x);
+    int nd = x->ndim;
+    tvk_tensor *valid = tvk_full(ctx, TVK_BOOL, 3, (int64_t[]){1, s[nd - 2], s[nd - 1]}, 1);
+    tvk_tensor *vw = windows(valid, kernel, st, pd, (const int64_t[]){1, 1});
+    xw = tvk_where(vw, xw, tvk_scalar(ctx, x->dtype, lowest(x->dtype)));
+  }
+  tvk_tensor *r = tvk_max(xw, 2, (int[]){-2, -1}, false);
+  r = tvk_reshape(r, x->ndim, out);
+  tvk_scope_end(ctx, sc, 1, &r);
+  return r;
+}
+
+tvk_tensor *tvk_avg_pool2d(tvk_tensor *x, const int64_t kernel[2], const int64_t stride[2],
+                           const int64_t padding[4]) {
+  const int64_t *st, *pd;
+  tvk_tensor *err = pool_args("avg_pool2d", x, kernel, stride, padding, &st, &pd);
+  if (err || !x) return err;
+  tvk_ctx *ctx = x->ctx;
+  size_t sc = tvk_scope_begin(ctx);
+  int64_t out[TVK_MAX_DIMS];
+  tvk_tensor *xw = pool_windows(x, kernel, st, pd, out); /* zeros in the padding: counted */
+  tvk_tensor *r = tvk_mean(xw, 2, (int[]){-2, -1}, false);
+  r = tvk_reshape(r, x->ndim, out);
+  tvk_scope_end(ctx, sc, 1, &r);
+  return r;
+}

@@ -1,0 +1,152 @@
+/* Matrix products (tvk.h "neural-network ops"): tvk_matmul with numpy's rules
+ * and tvk_linear. Built from public ops only, so the scheduler sees one
+ * broadcast multiply and one reduce:
+ *
+ *   a (..., M, K)  -> reshape (..., M, 1, K) -> expand (B..., M, N, K)
+ *   b (..., K, N)  -> transpose, reshape (..., 1, N, K) -> expand (B..., M, N, K)
+ *   sum(a * b, last axis, keepdim = false)          -> (B..., M, N)
+ *
+ * Both operands are expanded while they are still leaves (buffers or views of
+ * them), so the multiply reads them straight from memory and the whole product
+ * is one reduce kernel; elementwise consumers of the result (bias, relu) fuse
+ * into it. docs/ops_linalg.md has the details. */
+#include <stdio.h>
+
+#include "frontend/broadcast.h"
+
+/* Operands of float16/bfloat16 are multiplied and summed in float32 (each
+ * product is then exact and the sum does not lose the low bits); the result
+ * is rounded once. */
+static ScalarType compute_dtype(ScalarType s) {
+  return s == DT_FLOAT16 || s == DT_BFLOAT16 ? DT_FLOAT32 : s;
+}
+
+/* The product of two checked operands (ndim >= 1 each, inner dims equal,
+ * batch dims broadcasting); the result has dtype `res`. Temporaries are left
+ * to the caller's scope. */
+static tvk_tensor *matmul_body(tvk_tensor *a, tvk_tensor *b, ScalarType res) {
+  int and_ = a->ndim, bnd = b->ndim;
+  int64_t as[TVK_MAX_DIMS + 1] = {0}, bs[TVK_MAX_DIMS + 1] = {0};
+  /* a vector becomes a matrix: (K) -> (1, K) for a, (K) -> (K, 1) for b */
+  if (and_ == 1) {
+    as[0] = 1, as[1] = a->shape[0], and_ = 2;
+  } else {
+    for (int d = 0; d < and_; d++) as[d] = a->shape[d];
+  }
+  if (bnd == 1) {
+    bs[0] = b->shape[0], bs[1] = 1, bnd = 2;
+  } else {
+    for (int d = 0; d < bnd; d++) bs[d] = b->shape[d];
+  }
+  int64_t M = as[and_ - 2], K = as[and_ - 1], N = bs[bnd - 1];
+  /* batch dims broadcast (checked by the caller) */
+  int nb = (and_ > bnd ? and_ : bnd) - 2;
+  int64_t full[TVK_MAX_DIMS + 1];
+  for (int i = 0; i < nb; i++) {
+    int ia = i - (nb - (and_ - 2)), ib = i - (nb - (bnd - 2));
+    int64_t da = ia >= 0 ? as[ia] : 1, db = ib >= 0 ? bs[ib] : 1;
+    full[i] = da == 1 ? db : da;
+  }
+  full[nb] = M, full[nb + 1] = N, full[nb + 2] = K;
+
+  /* a: (..., M, K) -> (..., M, 1, K) */
+  int64_t av[TVK_MAX_DIMS + 1];
+  for (int d = 0; d < and_ - 1; d++) av[d] = as[d];
+  av[and_ - 1] = 1, av[and_] = K;
+  tvk_tensor *ax = tvk_expand(tvk_reshape(a, and_ + 1, av), nb + 3, full);
+  /* b: (..., K, N) -> (..., N, K) -> (..., 1, N, K) */
+  int64_t bv[TVK_MAX_DIMS + 1];
+  for (int d = 0; d < bnd - 2; d++) bv[d] = bs[d];
+  bv[bnd - 2] = 1, bv[bnd - 1] = N, bv[bnd] = K;
+  tvk_tensor *b2 = b->ndim == 1 ? tvk_reshape(b, 2, (int64_t[]){1, K}) : tvk_transpose(b, -1, -2);
+  tvk_tensor *bx = tvk_expand(tvk_reshape(b2, bnd + 1, bv), nb + 3, full);
+
+  ScalarType cdt = compute_dtype(res);
+  tvk_dtype ct = dt_to_tvk(cdt);
+  if (tvk_dtype_of(ax) != ct) ax = tvk_cast(ax, ct);
+  if (tvk_dtype_of(bx) != ct) bx = tvk_cast(bx, ct);
+  int last = -1;
+  tvk_tensor *r = tvk_sum(tvk_mul(ax, bx), 1, &last, false); /* (B..., M, N) */
+  if (tvk_dtype_of(r) != dt_to_tvk(res)) r = tvk_cast(r, dt_to_tvk(res)); /* narrow ints, halves */
+
+  /* drop the dims the vectors added */
+  if (a->ndim == 1 || b->ndim == 1) {
+    int64_t out[TVK_MAX_DIMS + 1];
+    int on = 0;
+    for (int i = 0; i < nb; i++) out[on++] = full[i];
+    if (a->ndim != 1) out[on++] = M;
+    if (b->ndim != 1) out[on++] = N;
+    r = tvk_reshape(r, on, out);
+  }
+  return r;
+}
+
+/* NULL when a @ b is well formed, else the error tensor. */
+static tvk_tensor *check_matmul(const char *op, tvk_tensor *a, tvk_tensor *b) {
+  char sa[BC_SHAPE_STR_MAX], sb[BC_SHAPE_STR_MAX];
+  bc_shape_str(a->ndim, a->shape, sa, sizeof sa);
+  bc_shape_str(b->ndim, b->shape, sb, sizeof sb);
+  if (a->ndim == 0 || b->ndim == 0)
+    return tensor_error(a->ctx, TVK_ERR_SHAPE, "%s: shapes %s and %s: both operands need at least 1 dim",
+                        op, sa, sb);
+  int64_t ka = a->shape[a->ndim - 1], kb = b->shape[b->ndim == 1 ? 0 : b->ndim - 2];
+  if (ka != kb)
+    return tensor_error(a->ctx, TVK_ERR_SHAPE,
+                        "%s: shapes %s and %s: inner dims differ (%lld vs %lld)", op, sa, sb,
+                        (long long)ka, (long long)kb);
+  int na = a->ndim > 2 ? a->ndim - 2 : 0, nbt = b->ndim > 2 ? b->ndim - 2 : 0;
+  int nb = na > nbt ? na : nbt;
+  if (nb + 3 > TVK_MAX_DIMS)
+    return tensor_error(a->ctx, TVK_ERR_SHAPE, "%s: shapes %s and %s: more than %d batch dims", op,
+                        sa, sb, TVK_MAX_DIMS - 3);
+  for (int i = 0; i < nb; i++) {
+    int ia = i - (nb - na), ib = i - (nb - nbt);
+    int64_t da = ia >= 0 ? a->shape[ia] : 1, db = ib >= 0 ? b->shape[ib] : 1;
+    if (da != db && da != 1 && db != 1)
+      return tensor_error(a->ctx, TVK_ERR_SHAPE,
+                          "%s: shapes %s and %s: batch dims do not broadcast (%lld vs %lld)", op,
+                          sa, sb, (long long)da, (long long)db);
+  }
+  return NULL;
+}
+
+tvk_tensor *tvk_matmul(tvk_tensor *a, tvk_tensor *b) {
+  bool bad;
+  tvk_tensor *err = bc_check("matmul", 2, (tvk_tensor *[]){a, b}, &bad);
+  if (bad) return err;
+  if ((err = check_matmul("matmul", a, b))) return err;
+  ScalarType res = bc_promote(2, (tvk_tensor *[]){a, b});
+  tvk_ctx *ctx = a->ctx;
+  size_t sc = tvk_scope_begin(ctx);
+  tvk_tensor *r = matmul_body(a, b, res);
+  tvk_scope_end(ctx, sc, 1, &r);
+  return r;
+}
+
+tvk_tensor *tvk_linear(tvk_tensor *x, tvk_tensor *w, tvk_tensor *bias) {
+  bool bad;
+  tvk_tensor *err = bc_check("linear", 2, (tvk_tensor *[]){x, w}, &bad);
+  if (bad) return err;
+  if (bias && (err = bc_check("linear", 3, (tvk_tensor *[]){x, w, bias}, &bad))) return err;
+  char sx[BC_SHAPE_STR_MAX], sw[BC_SHAPE_STR_MAX], sbias[BC_SHAPE_STR_MAX];
+  bc_shape_str(x->ndim, x->shape, sx, sizeof sx);
+  bc_shape_str(w->ndim, w->shape, sw, sizeof sw);
+  if (w->ndim != 2)
+    return tensor_error(x->ctx, TVK_ERR_SHAPE, "linear: w has shape %s: expected 2 dims (out, in)", sw);
+  if (x->ndim < 1 || x->shape[x->ndim - 1] != w->shape[1])
+    return tensor_error(x->ctx, TVK_ERR_SHAPE,
+                        "linear: x has shape %s and w %s: x's last dim must be w's in (%lld)", sx,
+                        sw, (long long)w->shape[1]);
+  if (bias && !(bias->ndim == 1 && bias->shape[0] == w->shape[0])) {
+    bc_shape_str(bias->ndim, bias->shape, sbias, sizeof sbias);
+    return tensor_error(x->ctx, TVK_ERR_SHAPE, "linear: bias has shape %s: expected (%lld,)", sbias,
+                        (long long)w->shape[0]);
+  }
+  tvk_ctx *ctx = x->ctx;
+  size_t sc = tvk_scope_begin(ctx);
+  tvk_tensor *wt = tvk_transpose(w, 0, 1);
+  tvk_tensor *r = matmul_body(x, wt, bc_promote(2, (tvk_tensor *[]){x, w}));
+  if (bias) r = tvk_add(r, bias);
+  tvk_scope_end(ctx, sc, 1, &r);
+  return r;
+}

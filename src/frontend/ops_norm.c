@@ -1,0 +1,204 @@
+/* var, std, layernorm and batchnorm (tvk.h "neural-network ops"), composed
+ * from public ops so the scheduler fuses them. docs/ops_norm.md describes the
+ * graphs and the kernels they become.
+ *
+ * var is two-pass: the mean, then the sum of squared deviations from it,
+ * divided by max(0, n - correction) as torch does. n - correction <= 0 thus
+ * divides by 0: inf where the deviations are not all 0, NaN where they are
+ * (one element, or a constant row); written as a product with inf, which
+ * every device computes as IEEE says. Zero elements give NaN (the mean is NaN). */
+#include <math.h>
+#include <stdint.h>
+
+#include "frontend/broadcast.h"
+
+static bool is_float(tvk_dtype d) {
+  return d == TVK_FLOAT16 || d == TVK_BFLOAT16 || d == TVK_FLOAT32 || d == TVK_FLOAT64;
+}
+
+/* Results are floats (integers and bool give float32); float16 and bfloat16
+ * are computed in float32 and rounded once at the end. */
+static tvk_dtype res_dtype(tvk_dtype d) { return is_float(d) ? d : TVK_FLOAT32; }
+static tvk_dtype comp_dtype(tvk_dtype d) {
+  d = res_dtype(d);
+  return d == TVK_FLOAT16 || d == TVK_BFLOAT16 ? TVK_FLOAT32 : d;
+}
+
+/* ---------------------------------------------------------------- var, std */
+
+/* Checks the axes as tvk_sum does (naxes 0 or axes NULL: all; negative from
+ * the end; no dim twice). *count: the elements reduced into each output. */
+static tvk_tensor *check_axes(const char *op, tvk_tensor *a, int naxes, const int *axes,
+                              int64_t *count) {
+  bool on[TVK_MAX_DIMS] = {false};
+  if (naxes < 0)
+    return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: naxes %d is negative", op, naxes);
+  *count = 1;
+  if (naxes == 0 || !axes) {
+    for (int d = 0; d < a->ndim; d++) *count *= a->shape[d];
+    return NULL;
+  }
+  for (int i = 0; i < naxes; i++) {
+    int d = bc_axis(axes[i], a->ndim);
+    if (d < 0)
+      return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: axis %d out of range for %d dims", op,
+                          axes[i], a->ndim);
+    if (on[d])
+      return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: axis %d names dim %d a second time",
+                          op, axes[i], d);
+    on[d] = true;
+    *count *= a->shape[d];
+  }
+  return NULL;
+}
+
+static tvk_tensor *variance(const char *op, bool sd, tvk_tensor *a, int naxes, const int *axes,
+                            bool keepdim, double correction) {
+  bool bad;
+  tvk_tensor *err = bc_check(op, 1, &a, &bad);
+  if (bad) return err;
+  int64_t count = 1;
+  if ((err = check_axes(op, a, naxes, axes, &count))) return err;
+  if (!isfinite(correction))
+    return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: correction %g is not finite", op,
+                        correction);
+  tvk_ctx *ctx = a->ctx;
+  tvk_dtype cdt = comp_dtype(a->dtype);
+  double div = fmax(0.0, (double)count - correction);
+  size_t sc = tvk_scope_begin(ctx);
+  tvk_tensor *x = tvk_cast(a, cdt);
+  tvk_tensor *d = tvk_sub(x, tvk_mean(x, naxes, axes, true));
+  tvk_tensor *ss = tvk_sum(tvk_mul(d, d), naxes, axes, keepdim);
+  /* a division by 0 is undefined in GLSL: x * inf gives inf, and 0 * inf NaN */
+  tvk_tensor *r = div > 0 ? tvk_div(ss, tvk_scalar(ctx, cdt, div))
+                          : tvk_mul(ss, tvk_scalar(ctx, cdt, INFINITY));
+  if (sd) r = tvk_sqrt(r);
+  r = tvk_cast(r, res_dtype(a->dtype));
+  tvk_scope_end(ctx, sc, 1, &r);
+  return r;
+}
+
+tvk_tensor *tvk_var(tvk_tensor *a, int naxes, const int *axes, bool keepdim, double correction) {
+  return variance("var", false, a, naxes, axes, keepdim, correction);
+}
+
+tvk_tensor *tvk_std(tvk_tensor *a, int naxes, const int *axes, bool keepdim, double correction) {
+  return variance("std", true, a, naxes, axes, keepdim, correction);
+}
+
+/* ---------------------------------------------------------------- layernorm */
+
+/* An error tensor when p is given and its shape is not (nd, shape); else NULL. */
+static tvk_tensor *check_shape(const char *op, const char *name, tvk_tensor *p, tvk_tensor *x,
+                               int nd, const int64_t *shape, const char *what) {
+  if (!p) return NULL;
+  bool ok = p->ndim == nd;
+  for (int d = 0; ok && d < nd; d++) ok = p->shape[d] == shape[d];
+  if (ok) return NULL;
+  char ps[BC_SHAPE_STR_MAX], want[BC_SHAPE_STR_MAX], xs[BC_SHAPE_STR_MAX];
+  return tensor_error(x->ctx, TVK_ERR_SHAPE, "%s: %s has shape %s: expected %s (%s) for x of shape %s",
+                      op, name, bc_shape_str(p->ndim, p->shape, ps, sizeof ps),
+                      bc_shape_str(nd, shape, want, sizeof want), what,
+                      bc_shape_str(x->ndim, x->shape, xs, sizeof xs));
+}
+
+/* The result dtype of a normalisation: x's float dtype promoted with the
+ * parameters' dtypes (NULL entries skipped). */
+static tvk_dtype norm_dtype(tvk_tensor *x, int n, tvk_tensor *const *ps) {
+  ScalarType s = dt_from_tvk(res_dtype(x->dtype));
+  for (int i = 0; i < n; i++)
+    if (ps[i]) s = dt_promote(s, dt_from_tvk(ps[i]->dtype));
+  tvk_dtype r = dt_to_tvk(s);
+  return is_float(r) ? r : TVK_FLOAT32;
+}
+
+/* The given tensors among ts (n of them), for bc_check. */
+static int present(int n, tvk_tensor *const *ts, tvk_tensor **out) {
+  int k = 0;
+  for (int i = 0; i < n; i++)
+    if (ts[i]) out[k++] = ts[i];
+  return k;
+}
+
+tvk_tensor *tvk_layernorm(tvk_tensor *x, int nlast, tvk_tensor *weight, tvk_tensor *bias,
+                          double eps) {
+  const char *op = "layernorm";
+  bool bad;
+  tvk_tensor *given[3];
+  int ng = present(3, (tvk_tensor *[]){x, weight, bias}, given);
+  if (ng == 0) return NULL; /* no context to attach an error to */
+  tvk_tensor *err = bc_check(op, ng, given, &bad);
+  if (bad) return err;
+  if (!x) return tensor_error(given[0]->ctx, TVK_ERR_INVALID_ARG, "%s: x is NULL", op);
+  if (nlast < 1 || nlast > x->ndim)
+    return tensor_error(x->ctx, TVK_ERR_INVALID_ARG, "%s: nlast %d is outside 1..%d for x of %d dims",
+                        op, nlast, x->ndim, x->ndim);
+  if (!isfinite(eps) || eps < 0)
+    return tensor_error(x->ctx, TVK_ERR_INVALID_ARG, "%s: eps %g must be finite and >= 0", op, eps);
+  const int64_t *ns = x->shape + (x->ndim - nlast);
+  if ((err = check_shape(op, "weight", weight, x, nlast, ns, "the normalised shape")) ||
+      (err = check_shape(op, "bias", bias, x, nlast, ns, "the normalised shape")))
+    return err;
+
+  tvk_ctx *ctx = x->ctx;
+  tvk_dtype res = norm_dtype(x, 2, (tvk_tensor *[]){weight, bias}), cdt = comp_dtype(res);
+  int axes[TVK_MAX_DIMS];
+  for (int i = 0; i < nlast; i++) axes[i] = x->ndim - nlast + i;
+  size_t sc = tvk_scope_begin(ctx);
+  tvk_tensor *xf = tvk_cast(x, cdt);
+  tvk_tensor *d = tvk_sub(xf, tvk_mean(xf, nlast, axes, true));
+  tvk_tensor *v = tvk_mean(tvk_mul(d, d), nlast, axes, true);
+  tvk_tensor *r = tvk_mul(d, tvk_rsqrt(tvk_add(v, tvk_scalar(ctx, cdt, eps))));
+  /* weight and bias are leaves: the binary ops broadcast them, then convert */
+  if (weight) r = tvk_mul(r, weight);
+  if (bias) r = tvk_add(r, bias);
+  r = tvk_cast(r, res);
+  tvk_scope_end(ctx, sc, 1, &r);
+  return r;
+}
+
+/* ---------------------------------------------------------------- batchnorm */
+
+/* p (C,) seen as x's shape: reshaped to (1, C, 1, ...) and expanded, so the
+ * elementwise tail reads the leaf through a view (no (C,) temporary). */
+static tvk_tensor *per_channel(tvk_tensor *p, tvk_tensor *x) {
+  int64_t s[TVK_MAX_DIMS];
+  for (int d = 0; d < x->ndim; d++) s[d] = d == 1 ? x->shape[1] : 1;
+  return tvk_expand(tvk_reshape(p, x->ndim, s), x->ndim, x->shape);
+}
+
+tvk_tensor *tvk_batchnorm(tvk_tensor *x, tvk_tensor *weight, tvk_tensor *bias, tvk_tensor *mean,
+                          tvk_tensor *var, double eps) {
+  const char *op = "batchnorm";
+  bool bad;
+  tvk_tensor *all[5] = {x, weight, bias, mean, var}, *given[5];
+  int ng = present(5, all, given);
+  if (ng == 0) return NULL; /* no context to attach an error to */
+  tvk_tensor *err = bc_check(op, ng, given, &bad);
+  if (bad) return err;
+  tvk_ctx *ctx = given[0]->ctx;
+  if (!x || !mean || !var)
+    return tensor_error(ctx, TVK_ERR_INVALID_ARG, "%s: %s is NULL (x, mean and var are required)",
+                        op, !x ? "x" : !mean ? "mean" : "var");
+  char xs[BC_SHAPE_STR_MAX];
+  if (x->ndim < 2)
+    return tensor_error(ctx, TVK_ERR_SHAPE, "%s: x has shape %s: expected (N, C, ...), 2 dims or more",
+                        op, bc_shape_str(x->ndim, x->shape, xs, sizeof xs));
+  if (!isfinite(eps) || eps < 0)
+    return tensor_error(ctx, TVK_ERR_INVALID_ARG, "%s: eps %g must be finite and >= 0", op, eps);
+  const char *names[5] = {"x", "weight", "bias", "mean", "var"};
+  for (int i = 1; i < 5; i++)
+    if ((err = check_shape(op, names[i], all[i], x, 1, &x->shape[1], "one per channel")))
+      return err;
+
+  tvk_dtype res = norm_dtype(x, 4, all + 1), cdt = comp_dtype(res);
+  size_t sc = tvk_scope_begin(ctx);
+  tvk_tensor *m = tvk_cast(per_channel(mean, x), cdt), *v = tvk_cast(per_channel(var, x), cdt);
+  tvk_tensor *r = tvk_sub(tvk_cast(x, cdt), m);
+  r = tvk_mul(r, tvk_rsqrt(tvk_add(v, tvk_scalar(ctx, cdt, eps))));
+  if (weight) r = tvk_mul(r, per_channel(weight, x));
+  if (bias) r = tvk_add(r, per_channel(bias, x));
+  r = tvk_cast(r, res);
+  tvk_scope_end(ctx, sc, 1, &r);
+  return r;
+}

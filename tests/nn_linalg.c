@@ -1,0 +1,640 @@
+/* nn group "linalg": matmul, linear, conv2d, max/avg pool and scaled dot-product
+ * attention against plain loops in double.
+ *
+ * Float32 inputs are drawn and then rounded to float32 (f32_vals), so the
+ * tensors hold exactly the reference's values and the only error left is the
+ * device's arithmetic: a float32 sum of K products is within K * 6e-8 of the
+ * sum of |products| (each addition rounds once, relative 2^-24 ~ 6e-8 of the
+ * partial sums, each at most that sum). The tolerances below are that bound. */
+/* clang-format off */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+/* clang-format on */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn_util.h"
+
+#define EPS32 6e-8 /* 2^-24, a little rounded up */
+
+static int64_t numel(int nd, const int64_t *s) {
+  int64_t n = 1;
+  for (int i = 0; i < nd; i++) n *= s[i];
+  return n;
+}
+
+/* n values uniform in [lo, hi), rounded to float32. */
+static double *f32_vals(int64_t n, double lo, double hi) {
+  double *v = nn_rand_vals(n, lo, hi);
+  for (int64_t i = 0; i < n; i++) v[i] = (float)v[i];
+  return v;
+}
+
+/* n multiples of 1/8 in [-4, 4): exact in float16 and bfloat16, and their
+ * products and short sums exact in float32. */
+static double *eighths(int64_t n) {
+  double *v = nn_rand_ints(n, -32, 32);
+  for (int64_t i = 0; i < n; i++) v[i] /= 8;
+  return v;
+}
+
+/* One kernel count, printed for the record (the scheduler suite asserts them). */
+static void print_kernels(const char *what, tvk_tensor *t) {
+  printf("  [%s] %s: %d kernel(s)\n", nn.device, what, nn_kernels(t));
+}
+
+/* ---------------------------------------------------------------- matmul */
+
+/* c[m][n] = sum_k a[m][k] b[k][n] for row-major a (M, K), b (K, N); *bound gets
+ * the largest sum of |products| (for the tolerance). */
+static double *mm_ref(const double *a, const double *b, int64_t M, int64_t K, int64_t N,
+                      double *bound) {
+  double *c = malloc((size_t)(M * N > 0 ? M * N : 1) * sizeof *c);
+  *bound = 0;
+  for (int64_t m = 0; m < M; m++)
+    for (int64_t n = 0; n < N; n++) {
+      double s = 0, sa = 0;
+      for (int64_t k = 0; k < K; k++) {
+        s += a[m * K + k] * b[k * N + n];
+        sa += fabs(a[m * K + k] * b[k * N + n]);
+      }
+      c[m * N + n] = s;
+      if (sa > *bound) *bound = sa;
+    }
+  return c;
+}
+
+/* a (as) @ b (bs) for 1-D/2-D operands, checked against mm_ref. */
+static void check_mm_2d(const char *what, int and_, const int64_t *as, int bnd, const int64_t *bs,
+                        int ond, const int64_t *os) {
+  int64_t M = and_ == 2 ? as[0] : 1, K = as[and_ - 1], N = bnd == 2 ? bs[1] : 1;
+  double *a = f32_vals(M * K, -1, 1), *b = f32_vals(K * N, -1, 1), bound;
+  double *ref = mm_ref(a, b, M, K, N, &bound);
+  tvk_tensor *ta = nn_tensor(TVK_FLOAT32, and_, as, a), *tb = nn_tensor(TVK_FLOAT32, bnd, bs, b);
+  tvk_tensor *c = tvk_matmul(ta, tb);
+  nn_check(what, c, TVK_FLOAT32, ond, os, ref, 0, (double)K * EPS32 * bound);
+  free(a), free(b), free(ref);
+}
+
+static void test_matmul_vectors(void **state) {
+  (void)state;
+  check_mm_2d("vec @ vec", 1, (int64_t[]){7}, 1, (int64_t[]){7}, 0, NULL);
+  check_mm_2d("vec @ mat", 1, (int64_t[]){3}, 2, (int64_t[]){3, 5}, 1, (int64_t[]){5});
+  check_mm_2d("mat @ vec", 2, (int64_t[]){4, 3}, 1, (int64_t[]){3}, 1, (int64_t[]){4});
+  check_mm_2d("1x1", 2, (int64_t[]){1, 1}, 2, (int64_t[]){1, 1}, 2, (int64_t[]){1, 1});
+  nn_finish();
+}
+
+static void test_matmul_2d(void **state) {
+  (void)state;
+  check_mm_2d("(5, 7) @ (7, 3)", 2, (int64_t[]){5, 7}, 2, (int64_t[]){7, 3}, 2, (int64_t[]){5, 3});
+  check_mm_2d("(9, 13) @ (13, 11)", 2, (int64_t[]){9, 13}, 2, (int64_t[]){13, 11}, 2,
+              (int64_t[]){9, 11});
+  check_mm_2d("(1, 17) @ (17, 2)", 2, (int64_t[]){1, 17}, 2, (int64_t[]){17, 2}, 2,
+              (int64_t[]){1, 2});
+  /* K = 0: sums of nothing */
+  check_mm_2d("(3, 0) @ (0, 2)", 2, (int64_t[]){3, 0}, 2, (int64_t[]){0, 2}, 2, (int64_t[]){3, 2});
+  /* a transposed view as an operand */
+  double *a = f32_vals(4 * 6, -1, 1), *b = f32_vals(4 * 5, -1, 1);
+  double at[24], bound; /* a^T: (6, 4) */
+  for (int i = 0; i < 6; i++)
+    for (int k = 0; k < 4; k++) at[i * 4 + k] = a[k * 6 + i];
+  double *ref = mm_ref(at, b, 6, 4, 5, &bound);
+  tvk_tensor *ta = nn_tensor(TVK_FLOAT32, 2, (int64_t[]){4, 6}, a);
+  tvk_tensor *tb = nn_tensor(TVK_FLOAT32, 2, (int64_t[]){4, 5}, b);
+  tvk_tensor *c = tvk_matmul(tvk_transpose(ta, 0, 1), tb);
+  print_kernels("matmul (6, 4) @ (4, 5)", c);
+  nn_check("a^T @ b", c, TVK_FLOAT32, 2, (int64_t[]){6, 5}, ref, 0, 4 * EPS32 * bound);
+  free(a), free(b), free(ref);
+  nn_finish();
+}
+
+static void test_matmul_batched(void **state) {
+  (void)state;
+  /* (2, 1, 3, 4) @ (5, 4, 6) -> (2, 5, 3, 6) */
+  double *a = f32_vals(2 * 3 * 4, -1, 1), *b = f32_vals(5 * 4 * 6, -1, 1);
+  double ref[2 * 5 * 3 * 6], bound = 0;
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 5; j++)
+      for (int m = 0; m < 3; m++)
+        for (int n = 0; n < 6; n++) {
+          double s = 0, sa = 0;
+          for (int k = 0; k < 4; k++) {
+            double p = a[(i * 3 + m) * 4 + k] * b[(j * 4 + k) * 6 + n];
+            s += p, sa += fabs(p);
+          }
+          ref[((i * 5 + j) * 3 + m) * 6 + n] = s;
+          bound = fmax(bound, sa);
+        }
+  tvk_tensor *ta = nn_tensor(TVK_FLOAT32, 4, (int64_t[]){2, 1, 3, 4}, a);
+  tvk_tensor *tb = nn_tensor(TVK_FLOAT32, 3, (int64_t[]){5, 4, 6}, b);
+  tvk_tensor *c = tvk_matmul(ta, tb);
+  print_kernels("batched matmul (2, 1, 3, 4) @ (5, 4, 6)", c);
+  nn_check("(2, 1, 3, 4) @ (5, 4, 6)", c, TVK_FLOAT32, 4, (int64_t[]){2, 5, 3, 6}, ref, 0,
+           4 * EPS32 * bound);
+
+  /* a vector against a stack: (4,) @ (5, 4, 6) -> (5, 6); (5, 4, 6) @ (6,) -> (5, 4) */
+  double *v4 = f32_vals(4, -1, 1), *v6 = f32_vals(6, -1, 1);
+  double r1[5 * 6], r2[5 * 4], b1 = 0, b2 = 0;
+  for (int j = 0; j < 5; j++) {
+    for (int n = 0; n < 6; n++) {
+      double s = 0, sa = 0;
+      for (int k = 0; k < 4; k++) s += v4[k] * b[(j * 4 + k) * 6 + n], sa += fabs(v4[k] * b[(j * 4 + k) * 6 + n]);
+      r1[j * 6 + n] = s, b1 = fmax(b1, sa);
+    }
+    for (int m = 0; m < 4; m++) {
+      double s = 0, sa = 0;
+      for (int k = 0; k < 6; k++) s += b[(j * 4 + m) * 6 + k] * v6[k], sa += fabs(b[(j * 4 + m) * 6 + k] * v6[k]);
+      r2[j * 4 + m] = s, b2 = fmax(b2, sa);
+    }
+  }
+  tvk_tensor *t4 = nn_tensor(TVK_FLOAT32, 1, (int64_t[]){4}, v4);
+  tvk_tensor *t6 = nn_tensor(TVK_FLOAT32, 1, (int64_t[]){6}, v6);
+  nn_check("(4,) @ (5, 4, 6)", tvk_matmul(t4, tb), TVK_FLOAT32, 2, (int64_t[]){5, 6}, r1, 0,
+           4 * EPS32 * b1);
+  nn_check("(5, 4, 6) @ (6,)", tvk_matmul(tb, t6), TVK_FLOAT32, 2, (int64_t[]){5, 4}, r2, 0,
+           6 * EPS32 * b2);
+  free(a), free(b), free(v4), free(v6);
+  nn_finish();
+}
+
+static void test_matmul_dtypes(void **state) {
+  (void)state;
+  /* float16 / bfloat16: inputs exact in the dtype, products and sums exact
+   * in float32, so the only error is the final rounding (half an ulp: 2^-11
+   * relative for float16, 2^-8 for bfloat16). */
+  const int64_t M = 3, K = 9, N = 5;
+  double *a = eighths(M * K), *b = eighths(K * N), bound;
+  double *ref = mm_ref(a, b, M, K, N, &bound);
+  tvk_dtype hs[2] = {TVK_FLOAT16, TVK_BFLOAT16};
+  double rt[2] = {0x1p-11, 0x1p-8};
+  for (int h = 0; h < 2; h++) {
+    tvk_tensor *ta = nn_tensor(hs[h], 2, (int64_t[]){M, K}, a);
+    tvk_tensor *tb = nn_tensor(hs[h], 2, (int64_t[]){K, N}, b);
+    nn_check(tvk_dtype_name(hs[h]), tvk_matmul(ta, tb), hs[h], 2, (int64_t[]){M, N}, ref, rt[h], 0);
+  }
+  /* float16 @ float32 promotes to float32; exact here */
+  tvk_tensor *ta = nn_tensor(TVK_FLOAT16, 2, (int64_t[]){M, K}, a);
+  tvk_tensor *tb = nn_tensor(TVK_FLOAT32, 2, (int64_t[]){K, N}, b);
+  nn_check("float16 @ float32", tvk_matmul(ta, tb), TVK_FLOAT32, 2, (int64_t[]){M, N}, ref, 0, 0);
+  /* float16 sums of many terms keep their low bits (accumulated in float32):
+   * 64 terms of 1 + 2^-10 ... exact in float32, rounded once to float16 */
+  double *ones = malloc(64 * sizeof *ones), s64 = 64 * (1 + 0x1p-10);
+  for (int i = 0; i < 64; i++) ones[i] = 1 + 0x1p-10;
+  double *one = malloc(64 * sizeof *one);
+  for (int i = 0; i < 64; i++) one[i] = 1;
+  tvk_tensor *u = nn_tensor(TVK_FLOAT16, 1, (int64_t[]){64}, ones);
+  tvk_tensor *w = nn_tensor(TVK_FLOAT16, 1, (int64_t[]){64}, one);
+  nn_check("float16 dot of 64", tvk_matmul(u, w), TVK_FLOAT16, 0, NULL, &s64, 0x1p-11, 0);
+  free(ones), free(one);
+  free(a), free(b), free(ref);
+
+  /* int32: exact, wraps like the dtype (not reached here) */
+  double *ia = nn_rand_ints(4 * 6, -50, 50), *ib = nn_rand_ints(6 * 3, -50, 50), ib_bound;
+  double *iref = mm_ref(ia, ib, 4, 6, 3, &ib_bound);
+  tvk_tensor *xa = nn_tensor(TVK_INT32, 2, (int64_t[]){4, 6}, ia);
+  tvk_tensor *xb = nn_tensor(TVK_INT32, 2, (int64_t[]){6, 3}, ib);
+  nn_check("int32", tvk_matmul(xa, xb), TVK_INT32, 2, (int64_t[]){4, 3}, iref, 0, 0);
+  /* int8 keeps int8 (numpy): small values, no wrap */
+  double *sa = nn_rand_ints(2 * 3, -3, 4), *sb = nn_rand_ints(3 * 2, -3, 4), sbound;
+  double *sref = mm_ref(sa, sb, 2, 3, 2, &sbound);
+  tvk_tensor *ya = nn_tensor(TVK_INT8, 2, (int64_t[]){2, 3}, sa);
+  tvk_tensor *yb = nn_tensor(TVK_INT8, 2, (int64_t[]){3, 2}, sb);
+  nn_check("int8", tvk_matmul(ya, yb), TVK_INT8, 2, (int64_t[]){2, 2}, sref, 0, 0);
+  free(ia), free(ib), free(iref), free(sa), free(sb), free(sref);
+  nn_finish();
+}
+
+static void test_matmul_errors(void **state) {
+  (void)state;
+  double z[64] = {0};
+  tvk_tensor *a = nn_tensor(TVK_FLOAT32, 2, (int64_t[]){3, 4}, z);
+  tvk_tensor *b = nn_tensor(TVK_FLOAT32, 2, (int64_t[]){5, 6}, z);
+  tvk_tensor *c = nn_tensor(TVK_FLOAT32, 3, (int64_t[]){2, 3, 4}, z);
+  tvk_tensor *d = nn_tensor(TVK_FLOAT32, 3, (int64_t[]){3, 4, 5}, z);
+  tvk_tensor *s = tvk_scalar(nn.ctx, TVK_FLOAT32, 1);
+  tvk_tensor *v5 = nn_tensor(TVK_FLOAT32, 1, (int64_t[]){5}, z);
+  nn_check_error("inner dims", tvk_matmul(a, b), TVK_ERR_SHAPE);
+  nn_check_error("vector inner dims", tvk_matmul(a, v5), TVK_ERR_SHAPE);
+  nn_check_error("vector @ matrix inner dims", tvk_matmul(v5, a), TVK_ERR_SHAPE);
+  nn_check_error("batch dims", tvk_matmul(c, d), TVK_ERR_SHAPE);
+  nn_check_error("0-d", tvk_matmul(s, a), TVK_ERR_SHAPE);
+  nn_check_error("NULL", tvk_matmul(a, NULL), TVK_ERR_INVALID_ARG);
+  nn_expect(tvk_matmul(NULL, NULL) == NULL, "matmul(NULL, NULL) is NULL");
+  tvk_tensor *e = tvk_matmul(a, b);
+  nn_check_error("error input", tvk_matmul(e, a), TVK_ERR_SHAPE);
+  nn_check_error("linear: w 1-D", tvk_linear(a, v5, NULL), TVK_ERR_SHAPE);
+  nn_check_error("linear: in differs", tvk_linear(a, b, NULL), TVK_ERR_SHAPE);
+  nn_check_error("linear: bias shape", tvk_linear(a, a, v5), TVK_ERR_SHAPE);
+  nn_check_error("linear: NULL w", tvk_linear(a, NULL, NULL), TVK_ERR_INVALID_ARG);
+  nn_check_error("linear: error bias", tvk_linear(a, a, e), TVK_ERR_SHAPE);
+  nn_finish();
+}
+
+/* ---------------------------------------------------------------- linear */
+
+static void test_linear(void **state) {
+  (void)state;
+  /* x (2, 3, 6), w (5, 6), bias (5,) -> (2, 3, 5) */
+  const int64_t B = 6, I = 6, O = 5;
+  double *x = f32_vals(B * I, -1, 1), *w = f32_vals(O * I, -1, 1), *bias = f32_vals(O, -1, 1);
+  double ref[6 * 5], refb[6 * 5], bound = 0;
+  for (int r = 0; r < B; r++)
+    for (int o = 0; o < O; o++) {
+      double s = 0, sa = 0;
+      for (int i = 0; i < I; i++) s += x[r * I + i] * w[o * I + i], sa += fabs(x[r * I + i] * w[o * I + i]);
+      ref[r * O + o] = s, refb[r * O + o] = s + bias[o];
+      bound = fmax(bound, sa + fabs(bias[o]));
+    }
+  tvk_tensor *tx = nn_tensor(TVK_FLOAT32, 3, (int64_t[]){2, 3, I}, x);
+  tvk_tensor *tw = nn_tensor(TVK_FLOAT32, 2, (int64_t[]){O, I}, w);
+  tvk_tensor *tb = nn_tensor(TVK_FLOAT32, 1, (int64_t[]){O}, bias);
+  double tol = (I + 1) * EPS32 * bound;
+  nn_check("linear 3-D, bias", tvk_linear(tx, tw, tb), TVK_FLOAT32, 3, (int64_t[]){2, 3, O}, refb, 0, tol);
+  nn_check("linear 3-D, no bias", tvk_linear(tx, tw, NULL), TVK_FLOAT32, 3, (int64_t[]){2, 3, O}, ref, 0, tol);
+  tvk_tensor *x2 = tvk_reshape(tx, 2, (int64_t[]){B, I});
+  tvk_tensor *l2 = tvk_linear(x2, tw, tb);
+  print_kernels("linear (6, 6) x (5, 6) + bias", l2);
+  nn_check("linear 2-D, bias", l2, TVK_FLOAT32, 2, (int64_t[]){B, O}, refb, 0, tol);
+  tvk_tensor *x1 = tvk_shrink(x2, (const int64_t[][2]){{0, 1}, {0, I}});
+  x1 = tvk_reshape(x1, 1, (int64_t[]){I});
+  nn_check("linear 1-D", tvk_linear(x1, tw, tb), TVK_FLOAT32, 1, (int64_t[]){O}, refb, 0, tol);
+  free(x), free(w), free(bias);
+  nn_finish();
+}
+
+/* relu(x @ w + b) with x (8, 16), w (16, 32), b (32,) */
+static void test_matmul_bias_relu(void **state) {
+  (void)state;
+  const int M = 8, K = 16, N = 32;
+  double *x = f32_vals(M * K, -1, 1), *w = f32_vals(K * N, -1, 1), *b = f32_vals(N, -1, 1), bound;
+  double *ref = mm_ref(x, w, M, K, N, &bound);
+  for (int m = 0; m < M; m++)
+    for (int n = 0; n < N; n++) ref[m * N + n] = fmax(ref[m * N + n] + b[n], 0);
+  tvk_tensor *tx = nn_tensor(TVK_FLOAT32, 2, (int64_t[]){M, K}, x);
+  tvk_tensor *tw = nn_tensor(TVK_FLOAT32, 2, (int64_t[]){K, N}, w);
+  tvk_tensor *tb = nn_tensor(TVK_FLOAT32, 1, (int64_t[]){N}, b);
+  tvk_tensor *y = tvk_relu(tvk_add(tvk_matmul(tx, tw), tb));
+  print_kernels("relu(x @ w + b) (8, 16) @ (16, 32)", y);
+  nn_check("relu(x @ w + b)", y, TVK_FLOAT32, 2, (int64_t[]){M, N}, ref, 0, (K + 1) * EPS32 * (bound + 1));
+  free(x), free(w), free(b), free(ref);
+  nn_finish();
+}
+
+/* ---------------------------------------------------------------- conv2d */
+
+typedef struct {
+  int64_t N, Cin, H, W, Cout, kh, kw;
+  int64_t stride[2], pad[4], dil[2], groups;
+  bool bias;
+} ConvCase;
+
+/* Runs one convolution case against the definition:
+ * out[n][o][p][q] = bias[o] + sum_{c, a, b} x[n][g*Cg + c][p*sh + a*dh - top][q*sw + b*dw - left]
+ *                                           * w[o][c][a][b],  g = o / (Cout / groups),
+ * where x outside the image is 0. */
+static void check_conv(const char *what, ConvCase cc) {
+  int64_t Cg = cc.Cin / cc.groups, Og = cc.Cout / cc.groups;
+  int64_t Ho = (cc.H + cc.pad[0] + cc.pad[1] - cc.dil[0] * (cc.kh - 1) - 1) / cc.stride[0] + 1;
+  int64_t Wo = (cc.W + cc.pad[2] + cc.pad[3] - cc.dil[1] * (cc.kw - 1) - 1) / cc.stride[1] + 1;
+  int64_t xs[4] = {cc.N, cc.Cin, cc.H, cc.W}, ws[4] = {cc.Cout, Cg, cc.kh, cc.kw};
+  double *x = f32_vals(numel(4, xs), -1, 1), *w = f32_vals(numel(4, ws), -1, 1);
+  double *bias = f32_vals(cc.Cout, -1, 1);
+  int64_t os[4] = {cc.N, cc.Cout, Ho, Wo};
+  double *ref = malloc((size_t)numel(4, os) * sizeof *ref), bound = 0;
+  for (int64_t n = 0; n < cc.N; n++)
+    for (int64_t o = 0; o < cc.Cout; o++)
+      for (int64_t p = 0; p < Ho; p++)
+        for (int64_t q = 0; q < Wo; q++) {
+          double s = cc.bias ? bias[o] : 0, sa = fabs(s);
+          int64_t g = o / Og;
+          for (int64_t c = 0; c < Cg; c++)
+            for (int64_t a = 0; a < cc.kh; a++)
+              for (int64_t b = 0; b < cc.kw; b++) {
+                int64_t i = p * cc.stride[0] + a * cc.dil[0] - cc.pad[0];
+                int64_t j = q * cc.stride[1] + b * cc.dil[1] - cc.pad[2];
+                if (i < 0 || i >= cc.H || j < 0 || j >= cc.W) continue;
+                double t = x[((n * cc.Cin + g * Cg + c) * cc.H + i) * cc.W + j] *
+                           w[((o * Cg + c) * cc.kh + a) * cc.kw + b];
+                s += t, sa += fabs(t);
+              }
+          ref[((n * cc.Cout + o) * Ho + p) * Wo + q] = s;
+          bound = fmax(bound, sa);
+        }
+  tvk_tensor *tx = nn_tensor(TVK_FLOAT32, 4, xs, x), *tw = nn_tensor(TVK_FLOAT32, 4, ws, w);
+  tvk_tensor *tb = cc.bias ? nn_tensor(TVK_FLOAT32, 1, &cc.Cout, bias) : NULL;
+  tvk_tensor *y = tvk_conv2d(tx, tw, tb, cc.stride, cc.pad, cc.dil, cc.groups);
+  double terms = (double)(Cg * cc.kh * cc.kw + 1);
+  if (!strcmp(what, "plain")) print_kernels("conv2d (2, 3, 7, 6) * (4, 3, 3, 2) + bias", y);
+  if (!strcmp(what, "groups 2")) print_kernels("conv2d groups 2, padded", y);
+  nn_check(what, y, TVK_FLOAT32, 4, os, ref, 0, terms * EPS32 * bound);
+  free(x), free(w), free(bias), free(ref);
+}
+
+#define ONE2 {1, 1}
+#define ZERO4 {0, 0, 0, 0}
+
+static void test_conv2d_basic(void **state) {
+  (void)state;
+  check_conv("plain", (ConvCase){2, 3, 7, 6, 4, 3, 2, ONE2, ZERO4, ONE2, 1, true});
+  check_conv("no bias", (ConvCase){1, 2, 5, 5, 3, 3, 3, ONE2, ZERO4, ONE2, 1, false});
+  check_conv("1x1 kernel", (ConvCase){2, 5, 3, 4, 3, 1, 1, ONE2, ZERO4, ONE2, 1, true});
+  check_conv("kernel = input", (ConvCase){2, 3, 4, 5, 2, 4, 5, ONE2, ZERO4, ONE2, 1, true});
+  check_conv("1x1 input", (ConvCase){1, 2, 1, 1, 3, 1, 1, ONE2, ZERO4, ONE2, 1, true});
+  nn_finish();
+}
+
+static void test_conv2d_stride_pad_dilation(void **state) {
+  (void)state;
+  check_conv("stride (2, 3)", (ConvCase){2, 2, 9, 8, 3, 3, 3, {2, 3}, ZERO4, ONE2, 1, true});
+  check_conv("stride > kernel", (ConvCase){1, 2, 11, 10, 2, 2, 3, {4, 5}, ZERO4, ONE2, 1, true});
+  check_conv("padding (1, 0, 2, 1)", (ConvCase){1, 3, 5, 6, 2, 3, 3, ONE2, {1, 0, 2, 1}, ONE2, 1, true});
+  check_conv("padding > kernel", (ConvCase){1, 1, 3, 2, 2, 2, 2, ONE2, {3, 1, 0, 4}, ONE2, 1, false});
+  check_conv("dilation (2, 3)", (ConvCase){1, 2, 9, 10, 3, 3, 3, ONE2, ZERO4, {2, 3}, 1, true});
+  check_conv("stride, pad, dilation", (ConvCase){2, 2, 8, 7, 3, 3, 2, {2, 3}, {2, 1, 1, 2}, {2, 2}, 1, true});
+  /* stride larger than dilation * kernel + 1: the tiled windows need longer rows */
+  check_conv("stride 7 dilation 2", (ConvCase){1, 1, 15, 16, 1, 2, 1, {7, 6}, ZERO4, {2, 3}, 1, false});
+  nn_finish();
+}
+
+static void test_conv2d_groups(void **state) {
+  (void)state;
+  check_conv("groups 2", (ConvCase){2, 4, 6, 5, 6, 3, 2, ONE2, {1, 1, 0, 1}, ONE2, 2, true});
+  check_conv("depthwise", (ConvCase){1, 3, 6, 7, 3, 3, 3, {2, 1}, {1, 1, 1, 1}, ONE2, 3, true});
+  check_conv("depthwise x2", (ConvCase){2, 3, 5, 5, 6, 2, 2, ONE2, ZERO4, {2, 1}, 3, false});
+  nn_finish();
+}
+
+/* The windows for many (kernel, stride, dilation, padding) per dim on odd
+ * sizes: both window constructions (non-overlapping and tiled), rows, columns. */
+static void test_conv2d_window_sweep(void **state) {
+  (void)state;
+  static const int64_t p[][4] = {
+      /* k  s  d  pad */
+      {1, 1, 1, 0}, {2, 2, 1, 0}, {2, 3, 1, 1}, {3, 1, 1, 2}, {3, 2, 2, 0}, {2, 5, 3, 1},
+      {1, 4, 2, 0}, {4, 3, 1, 3}, {3, 3, 1, 0}, {2, 1, 4, 0}, {3, 4, 2, 2}, {1, 2, 1, 1},
+  };
+  int n = (int)(sizeof p / sizeof p[0]);
+  for (int i = 0; i < n; i++) {
+    const int64_t *a = p[i], *b = p[(i * 5 + 3) % n];
+    ConvCase cc = {1, 2, 9 + i % 3, 11 - i % 4, 2, a[0], b[0], {a[1], b[1]},
+                   {a[3], a[3] / 2, b[3] / 2, b[3]}, {a[2], b[2]}, 1, false};
+    char what[96];
+    snprintf(what, sizeof what, "sweep %d: H %lld k %lld s %lld d %lld, W %lld k %lld s %lld d %lld", i,
+             (long long)cc.H, (long long)a[0], (long long)a[1], (long long)a[2], (long long)cc.W,
+             (long long)b[0], (long long)b[1], (long long)b[2]);
+    check_conv(what, cc);
+  }
+  nn_finish();
+}
+
+static void test_conv2d_errors(void **state) {
+  (void)state;
+  double z[512] = {0};
+  tvk_tensor *x = nn_tensor(TVK_FLOAT32, 4, (int64_t[]){1, 4, 5, 5}, z);
+  tvk_tensor *w = nn_tensor(TVK_FLOAT32, 4, (int64_t[]){6, 4, 3, 3}, z);
+  tvk_tensor *w3 = nn_tensor(TVK_FLOAT32, 4, (int64_t[]){6, 3, 3, 3}, z);
+  tvk_tensor *w2 = nn_tensor(TVK_FLOAT32, 4, (int64_t[]){6, 2, 3, 3}, z);
+  tvk_tensor *big = nn_tensor(TVK_FLOAT32, 4, (int64_t[]){2, 4, 6, 3}, z);
+  tvk_tensor *x3 = nn_tensor(TVK_FLOAT32, 3, (int64_t[]){4, 5, 5}, z);
+  tvk_tensor *b5 = nn_tensor(TVK_FLOAT32, 1, (int64_t[]){5}, z);
+  nn_check_error("channel mismatch", tvk_conv2d(x, w3, NULL, NULL, NULL, NULL, 1), TVK_ERR_SHAPE);
+  nn_check_error("groups 2 with w's Cin 4", tvk_conv2d(x, w, NULL, NULL, NULL, NULL, 2), TVK_ERR_SHAPE);
+  nn_check_error("groups not dividing", tvk_conv2d(x, w2, NULL, NULL, NULL, NULL, 3), TVK_ERR_INVALID_ARG);
+  nn_check_error("groups 0", tvk_conv2d(x, w, NULL, NULL, NULL, NULL, 0), TVK_ERR_INVALID_ARG);
+  nn_check_error("kernel > input", tvk_conv2d(x, big, NULL, NULL, NULL, NULL, 1), TVK_ERR_SHAPE);
+  nn_check_error("dilated kernel > input", tvk_conv2d(x, w, NULL, NULL, NULL, (int64_t[]){3, 1}, 1),
+                 TVK_ERR_SHAPE);
+  nn_check_error("x 3-D", tvk_conv2d(x3, w, NULL, NULL, NULL, NULL, 1), TVK_ERR_SHAPE);
+  nn_check_error("bias shape", tvk_conv2d(x, w, b5, NULL, NULL, NULL, 1), TVK_ERR_SHAPE);
+  nn_check_error("stride 0", tvk_conv2d(x, w, NULL, (int64_t[]){0, 1}, NULL, NULL, 1), TVK_ERR_INVALID_ARG);
+  nn_check_error("negative pad", tvk_conv2d(x, w, NULL, NULL, (int64_t[]){0, -1, 0, 0}, NULL, 1),
+                 TVK_ERR_INVALID_ARG);
+  nn_check_error("NULL w", tvk_conv2d(x, NULL, NULL, NULL, NULL, NULL, 1), TVK_ERR_INVALID_ARG);
+  /* padding makes a kernel fit that would not fit without it */
+  tvk_tensor *y = tvk_conv2d(x, big, NULL, NULL, (int64_t[]){1, 0, 0, 0}, NULL, 1);
+  nn_expect(tvk_status_of(y) == TVK_OK && tvk_shape(y)[2] == 1 && tvk_shape(y)[3] == 3,
+            "padded kernel that fits: %s", tvk_error_of(y));
+  nn_finish();
+}
+
+/* ---------------------------------------------------------------- pools */
+
+/* max (avg = false) or average pool of x (B, H, W) by the definition; padding
+ * is -inf / the dtype's lowest for max, 0 (counted) for avg. */
+static double *pool_ref(const double *x, int64_t B, int64_t H, int64_t W, const int64_t k[2],
+                        const int64_t s[2], const int64_t p[4], bool avg, int64_t *Ho, int64_t *Wo,
+                        double lowest) {
+  *Ho = (H + p[0] + p[1] - k[0]) / s[0] + 1, *Wo = (W + p[2] + p[3] - k[1]) / s[1] + 1;
+  double *r = malloc((size_t)(B * *Ho * *Wo) * sizeof *r);
+  for (int64_t c = 0; c < B; c++)
+    for (int64_t i = 0; i < *Ho; i++)
+      for (int64_t j = 0; j < *Wo; j++) {
+        double acc = avg ? 0 : lowest;
+        for (int64_t a = 0; a < k[0]; a++)
+          for (int64_t b = 0; b < k[1]; b++) {
+            int64_t y = i * s[0] + a - p[0], z = j * s[1] + b - p[2];
+            double v = (y < 0 || y >= H || z < 0 || z >= W) ? (avg ? 0 : lowest) : x[(c * H + y) * W + z];
+            acc = avg ? acc + v : fmax(acc, v);
+          }
+        r[(c * *Ho + i) * *Wo + j] = avg ? acc / (double)(k[0] * k[1]) : acc;
+      }
+  return r;
+}
+
+static void check_pool(const char *what, tvk_dtype dt, int nd, const int64_t *xs, const int64_t k[2],
+                       const int64_t *s, const int64_t *p) {
+  static const int64_t zero[4] = {0, 0, 0, 0};
+  const int64_t *ss = s ? s : k, *pp = p ? p : zero;
+  int64_t H = xs[nd - 2], W = xs[nd - 1], B = numel(nd - 2, xs), Ho, Wo;
+  double *x = dt == TVK_FLOAT32 ? f32_vals(B * H * W, -2, 2) : nn_rand_ints(B * H * W, -100, 100);
+  double lowest = dt == TVK_FLOAT32 ? -INFINITY : -2147483648.0;
+  tvk_tensor *tx = nn_tensor(dt, nd, xs, x);
+  int64_t os[TVK_MAX_DIMS];
+  memcpy(os, xs, (size_t)nd * sizeof *os);
+  char name[128];
+  double *rmax = pool_ref(x, B, H, W, k, ss, pp, false, &Ho, &Wo, lowest);
+  os[nd - 2] = Ho, os[nd - 1] = Wo;
+  tvk_tensor *m = tvk_max_pool2d(tx, k, s, p), *a = tvk_avg_pool2d(tx, k, s, p);
+  if (!strcmp(what, "(2, 3, 7, 9) k (3, 2) s (2, 3) pad")) {
+    print_kernels("max_pool2d (2, 3, 7, 9) k (3, 2) s (2, 3) pad (1, 1, 0, 1)", m);
+    print_kernels("avg_pool2d (2, 3, 7, 9) k (3, 2) s (2, 3) pad (1, 1, 0, 1)", a);
+  }
+  snprintf(name, sizeof name, "max_pool2d %s", what);
+  nn_check(name, m, dt, nd, os, rmax, 0, 0); /* exact */
+  double *ravg = pool_ref(x, B, H, W, k, ss, pp, true, &Ho, &Wo, lowest);
+  snprintf(name, sizeof name, "avg_pool2d %s", what);
+  /* a float32 sum of kh*kw values up to 2 in size, then one division */
+  nn_check(name, a, TVK_FLOAT32, nd, os, ravg, EPS32, (double)(k[0] * k[1]) * EPS32 * 2);
+  free(x), free(rmax), free(ravg);
+}
+
+static void test_pools(void **state) {
+  (void)state;
+  int64_t s4[4] = {2, 3, 7, 9}, s2[2] = {5, 8}, s3[3] = {1, 6, 6};
+  check_pool("(2, 3, 7, 9) k (2, 2)", TVK_FLOAT32, 4, s4, (int64_t[]){2, 2}, NULL, NULL);
+  check_pool("(2, 3, 7, 9) k (3, 2) s (2, 3) pad", TVK_FLOAT32, 4, s4, (int64_t[]){3, 2},
+             (int64_t[]){2, 3}, (int64_t[]){1, 1, 0, 1});
+  check_pool("(2, 3, 7, 9) k (3, 3) s (1, 2)", TVK_FLOAT32, 4, s4, (int64_t[]){3, 3},
+             (int64_t[]){1, 2}, NULL);
+  check_pool("(5, 8) k (2, 3) s (3, 4) pad", TVK_FLOAT32, 2, s2, (int64_t[]){2, 3},
+             (int64_t[]){3, 4}, (int64_t[]){0, 2, 1, 0});
+  check_pool("(1, 6, 6) k (1, 1)", TVK_FLOAT32, 3, s3, (int64_t[]){1, 1}, NULL, NULL);
+  check_pool("(1, 6, 6) k = input", TVK_FLOAT32, 3, s3, (int64_t[]){6, 6}, NULL, NULL);
+  check_pool("int32 (1, 6, 6) k (3, 3) s (2, 2) pad", TVK_INT32, 3, s3, (int64_t[]){3, 3},
+             (int64_t[]){2, 2}, (int64_t[]){1, 1, 1, 1});
+  nn_finish();
+}
+
+static void test_pool_errors(void **state) {
+  (void)state;
+  double z[64] = {0};
+  tvk_tensor *x = nn_tensor(TVK_FLOAT32, 3, (int64_t[]){2, 4, 5}, z);
+  tvk_tensor *v = nn_tensor(TVK_FLOAT32, 1, (int64_t[]){5}, z);
+  nn_check_error("max 1-D", tvk_max_pool2d(v, (int64_t[]){2, 2}, NULL, NULL), TVK_ERR_SHAPE);
+  nn_check_error("avg kernel > input", tvk_avg_pool2d(x, (int64_t[]){5, 2}, NULL, NULL), TVK_ERR_SHAPE);
+  nn_check_error("max kernel 0", tvk_max_pool2d(x, (int64_t[]){0, 2}, NULL, NULL), TVK_ERR_INVALID_ARG);
+  nn_check_error("max NULL kernel", tvk_max_pool2d(x, NULL, NULL, NULL), TVK_ERR_INVALID_ARG);
+  nn_check_error("avg stride -1", tvk_avg_pool2d(x, (int64_t[]){2, 2}, (int64_t[]){-1, 1}, NULL),
+                 TVK_ERR_INVALID_ARG);
+  nn_expect(tvk_avg_pool2d(NULL, (int64_t[]){2, 2}, NULL, NULL) == NULL, "avg_pool2d(NULL) is NULL");
+  nn_finish();
+}
+
+/* ---------------------------------------------------------------- attention */
+
+/* softmax(q k^T / sqrt(E) + mask) v for q (B, L, E), k (B, S, E), v (B, S, Ev);
+ * mask (B, L, S) as allowed (bool) or added (float), either may be NULL;
+ * causal keeps j <= i. */
+static double *attn_ref(const double *q, const double *k, const double *v, const double *bmask,
+                        const double *fmask, bool causal, int64_t B, int64_t L, int64_t S,
+                        int64_t E, int64_t Ev) {
+  double *out = malloc((size_t)(B * L * Ev) * sizeof *out), *sc = malloc((size_t)S * sizeof *sc);
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t i = 0; i < L; i++) {
+      double mx = -INFINITY, sum = 0;
+      for (int64_t j = 0; j < S; j++) {
+        double s = 0;
+        for (int64_t e = 0; e < E; e++) s += q[(b * L + i) * E + e] * k[(b * S + j) * E + e];
+        s /= sqrt((double)E);
+        if (fmask) s += fmask[(b * L + i) * S + j];
+        if (bmask && !bmask[(b * L + i) * S + j]) s = -INFINITY;
+        if (causal && j > i) s = -INFINITY;
+        sc[j] = s, mx = fmax(mx, s);
+      }
+      for (int64_t j = 0; j < S; j++) sum += sc[j] = exp(sc[j] - mx);
+      for (int64_t e = 0; e < Ev; e++) {
+        double o = 0;
+        for (int64_t j = 0; j < S; j++) o += sc[j] / sum * v[(b * S + j) * Ev + e];
+        out[(b * L + i) * Ev + e] = o;
+      }
+    }
+  free(sc);
+  return out;
+}
+
+/* Error bound: the scores carry ~(E + 4) roundings relative to |q||k| <= E
+ * (values in [-1, 1]), exp adds 6e-8 * |x| and the softmax a few roundings,
+ * the final sum S more; all relative to max |v| <= 1. */
+static double attn_tol(int64_t E, int64_t S) { return (double)(2 * E + S + 12) * EPS32; }
+
+static void test_attention(void **state) {
+  (void)state;
+  const int64_t H = 2, B = 3 * H, L = 4, S = 6, E = 5, Ev = 3;
+  double *q = f32_vals(B * L * E, -1, 1), *k = f32_vals(B * S * E, -1, 1), *v = f32_vals(B * S * Ev, -1, 1);
+  tvk_tensor *tq = nn_tensor(TVK_FLOAT32, 4, (int64_t[]){3, H, L, E}, q);
+  tvk_tensor *tk = nn_tensor(TVK_FLOAT32, 4, (int64_t[]){3, H, S, E}, k);
+  tvk_tensor *tv = nn_tensor(TVK_FLOAT32, 4, (int64_t[]){3, H, S, Ev}, v);
+  const int64_t os[4] = {3, H, L, Ev};
+  double tol = attn_tol(E, S);
+
+  double *ref = attn_ref(q, k, v, NULL, NULL, false, B, L, S, E, Ev);
+  tvk_tensor *y = tvk_scaled_dot_product_attention(tq, tk, tv, NULL, false);
+  print_kernels("attention (3, 2, 4, 5) x (3, 2, 6, 5)", y);
+  nn_check("no mask", y, TVK_FLOAT32, 4, os, ref, 0, tol);
+  free(ref);
+
+  /* bool mask (L, S) broadcast over the batch; every row keeps one position */
+  double bm[4 * 6], *bfull = malloc((size_t)(B * L * S) * sizeof *bfull);
+  for (int i = 0; i < L * S; i++) bm[i] = nn_uniform(0, 1) < 0.6 || i % S == i / S;
+  for (int64_t b = 0; b < B; b++) memcpy(bfull + b * L * S, bm, sizeof bm);
+  ref = attn_ref(q, k, v, bfull, NULL, false, B, L, S, E, Ev);
+  tvk_tensor *tm = nn_tensor(TVK_BOOL, 2, (int64_t[]){L, S}, bm);
+  nn_check("bool mask", tvk_scaled_dot_product_attention(tq, tk, tv, tm, false), TVK_FLOAT32, 4, os,
+           ref, 0, tol);
+  free(ref);
+
+  /* float mask (3, 1, L, S): per batch, broadcast over heads */
+  double *fm = f32_vals(3 * L * S, -2, 2), *ffull = malloc((size_t)(B * L * S) * sizeof *ffull);
+  for (int64_t b = 0; b < B; b++) memcpy(ffull + b * L * S, fm + (b / H) * L * S, (size_t)(L * S) * sizeof *fm);
+  ref = attn_ref(q, k, v, NULL, ffull, false, B, L, S, E, Ev);
+  tvk_tensor *tf = nn_tensor(TVK_FLOAT32, 4, (int64_t[]){3, 1, L, S}, fm);
+  nn_check("float mask", tvk_scaled_dot_product_attention(tq, tk, tv, tf, false), TVK_FLOAT32, 4, os,
+           ref, 0, tol + 4 * EPS32);
+  free(ref);
+
+  /* causal, L < S, and with the bool mask too */
+  ref = attn_ref(q, k, v, NULL, NULL, true, B, L, S, E, Ev);
+  tvk_tensor *yc = tvk_scaled_dot_product_attention(tq, tk, tv, NULL, true);
+  print_kernels("causal attention (3, 2, 4, 5) x (3, 2, 6, 5)", yc);
+  nn_check("causal L < S", yc, TVK_FLOAT32, 4, os, ref, 0, tol);
+  free(ref);
+  ref = attn_ref(q, k, v, bfull, NULL, true, B, L, S, E, Ev);
+  nn_check("causal and bool mask", tvk_scaled_dot_product_attention(tq, tk, tv, tm, true), TVK_FLOAT32,
+           4, os, ref, 0, tol);
+  free(ref);
+
+  /* causal, L > S: q from k's data (L' = 6), k and v the first 4 rows of q's */
+  ref = attn_ref(k, q, q, NULL, NULL, true, B, S, L, E, E);
+  tvk_tensor *yl = tvk_scaled_dot_product_attention(tk, tq, tq, NULL, true);
+  nn_check("causal L > S", yl, TVK_FLOAT32, 4, (int64_t[]){3, H, S, E}, ref, 0, attn_tol(E, L));
+  free(ref);
+  free(q), free(k), free(v), free(bfull), free(fm), free(ffull);
+  nn_finish();
+}
+
+/* q (H, L, E) against k, v shared by every head (1, S, E): batch dims broadcast */
+static void test_attention_broadcast(void **state) {
+  (void)state;
+  const int64_t H = 3, L = 5, S = 3, E = 4, Ev = 2;
+  double *q = f32_vals(H * L * E, -1, 1), *k = f32_vals(S * E, -1, 1), *v = f32_vals(S * Ev, -1, 1);
+  double *kf = malloc((size_t)(H * S * E) * sizeof *kf), *vf = malloc((size_t)(H * S * Ev) * sizeof *vf);
+  for (int64_t h = 0; h < H; h++) {
+    memcpy(kf + h * S * E, k, (size_t)(S * E) * sizeof *k);
+    memcpy(vf + h * S * Ev, v, (size_t)(S * Ev) * sizeof *v);
+  }
+  double *ref = attn_ref(q, kf, vf, NULL, NULL, false, H, L, S, E, Ev);
+  tvk_tensor *tq = nn_tensor(TVK_FLOAT32, 3, (int64_t[]){H, L, E}, q);
+  tvk_tensor *tk = nn_tensor(TVK_FLOAT32, 3, (int64_t[]){1, S, E}, k);
+  tvk_tensor *tv = nn_tensor(TVK_FLOAT32, 2, (int64_t[]){S, Ev}, v);
+  nn_check("broadcast k, v", tvk_scaled_dot_product_attention(tq, tk, tv, NULL, false), TVK_FLOAT32, 3,
+           (int64_t[]){H, L, Ev}, ref, 0, attn_tol(E, S));
+  /* errors */
+  tvk_tensor *k5 = tvk_reshape(tq, 3, (int64_t[]){H, E, L});
+  nn_check_error("E differs", tvk_scaled_dot_product_attention(tq, k5, tv, NULL, false), TVK_ERR_SHAPE);
+  nn_check_error("S differs", tvk_scaled_dot_product_attention(tq, tk, tq, NULL, false), TVK_ERR_SHAPE);
+  tvk_tensor *bad_mask = nn_tensor(TVK_BOOL, 2, (int64_t[]){L, 2}, q);
+  nn_check_error("mask shape", tvk_scaled_dot_product_attention(tq, tk, tv, bad_mask, false), TVK_ERR_SHAPE);
+  nn_check_error("1-D q", tvk_scaled_dot_product_attention(tvk_reshape(tq, 1, (int64_t[]){H * L * E}), tk, tv, NULL, false),
+                 TVK_ERR_SHAPE);
+  nn_check_error("NULL v", tvk_scaled_dot_product_attention(tq, tk, NULL, NULL, false), TVK_ERR_INVALID_ARG);
+  free(q), free(k), free(v), free(kf), free(vf), free(ref);
+  nn_finish();
+}
+
+const struct CMUnitTest nn_linalg_tests[] = {
+    NN_TEST(test_matmul_vectors),  NN_TEST(test_matmul_2d),
+    NN_TEST(test_matmul_batched),  NN_TEST(test_matmul_dtypes),
+    NN_TEST(test_matmul_errors),   NN_TEST(test_linear),
+    NN_TEST(test_matmul_bias_relu), NN_TEST(test_conv2d_basic),
+    NN_TEST(test_conv2d_stride_pad_dilation), NN_TEST(test_conv2d_groups), NN_TEST(test_conv2d_window_sweep),
+    NN_TEST(test_conv2d_errors),   NN_TEST(test_pools),
+    NN_TEST(test_pool_errors),     NN_TEST(test_attention),
+    NN_TEST(test_attention_broadcast),
+};
+const size_t nn_linalg_count = sizeof nn_linalg_tests / sizeof nn_linalg_tests[0];

@@ -1,0 +1,223 @@
+/* The neural-network op suite (ctest `nn`): every op of tvk.h's "shape and
+ * indexing", "neural-network ops", "more creation" and "in-place update"
+ * sections against references computed in the test by plain loops in double
+ * (nn_*.c, one file per group), on every device this build has.
+ *
+ *   test_nn                  every group, CPU then Vulkan (if a device exists)
+ *   test_nn CPU              one device
+ *   test_nn VK 'test_conv*'  only the tests whose name matches */
+/* clang-format off */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+/* clang-format on */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn_util.h"
+#include "ref.h"
+
+NnSuite nn;
+
+#define NN_GROUPS(X) X(linalg) X(norm) X(index) X(random)
+#define DECL(g)                                   \
+  extern const struct CMUnitTest nn_##g##_tests[]; \
+  extern const size_t nn_##g##_count;
+NN_GROUPS(DECL)
+
+/* ---------------------------------------------------------------- helpers */
+
+int nn_setup(void **state) {
+  (void)state;
+  tvk_status st = tvk_ctx_create(nn.device, &nn.ctx);
+  if (st != TVK_OK) {
+    fprintf(stderr, "tvk_ctx_create(%s): %s: %s\n", nn.device, tvk_status_name(st),
+            tvk_last_create_error());
+    return -1;
+  }
+  nn.fails = 0;
+  nn.rng = 0x2545f4914f6cdd1dULL; /* fixed: every run draws the same inputs */
+  return 0;
+}
+
+int nn_teardown(void **state) {
+  (void)state;
+  tvk_stats st;
+  tvk_stats_get(nn.ctx, &st);
+  tvk_ctx_destroy(nn.ctx);
+  nn.ctx = NULL;
+  if (st.validation_messages)
+    fprintf(stderr, "%llu Vulkan validation message(s) on %s\n",
+            (unsigned long long)st.validation_messages, nn.device);
+  return st.validation_messages ? -1 : 0;
+}
+
+static uint64_t next_u64(void) { /* xorshift64* */
+  nn.rng ^= nn.rng >> 12, nn.rng ^= nn.rng << 25, nn.rng ^= nn.rng >> 27;
+  return nn.rng * 0x2545f4914f6cdd1dULL;
+}
+
+double nn_uniform(double lo, double hi) {
+  return lo + (hi - lo) * (double)(next_u64() >> 11) * 0x1p-53;
+}
+
+double *nn_rand_vals(int64_t n, double lo, double hi) {
+  double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+  for (int64_t i = 0; v && i < n; i++) v[i] = nn_uniform(lo, hi);
+  return v;
+}
+
+double *nn_rand_ints(int64_t n, int64_t lo, int64_t hi) {
+  double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+  for (int64_t i = 0; v && i < n; i++) v[i] = (double)(lo + (int64_t)(next_u64() % (uint64_t)(hi - lo)));
+  return v;
+}
+
+static int64_t numel_of(int ndim, const int64_t *shape) {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= shape[i];
+  return n;
+}
+
+tvk_tensor *nn_tensor(tvk_dtype dt, int ndim, const int64_t *shape, const double *vals) {
+  RArr a = ref_new(dt, ndim, shape);
+  for (int64_t i = 0; i < a.n; i++) {
+    if (ref_is_float(dt))
+      a.v[i].f = ref_round(dt, vals[i]);
+    else
+      a.v[i].i = dt == TVK_BOOL ? vals[i] != 0 : ref_wrap(dt, (uint64_t)(int64_t)vals[i]);
+  }
+  void *bytes = ref_pack(&a);
+  tvk_tensor *t = tvk_from_data(nn.ctx, dt, ndim, shape, bytes);
+  free(bytes);
+  ref_free(&a);
+  return t;
+}
+
+double *nn_fetch(tvk_tensor *t) {
+  if (tvk_status_of(t) != TVK_OK) {
+    printf("FAIL: fetch of an error tensor: %s\n", tvk_error_of(t));
+    return NULL;
+  }
+  RArr a = ref_new(tvk_dtype_of(t), tvk_ndim(t), tvk_shape(t));
+  size_t nbytes = (size_t)a.n * tvk_dtype_size(a.dt);
+  void *bytes = malloc(nbytes ? nbytes : 1);
+  double *out = malloc((size_t)(a.n > 0 ? a.n : 1) * sizeof *out);
+  tvk_status st = bytes && out ? tvk_to_host(t, bytes, nbytes) : TVK_ERR_OUT_OF_MEMORY;
+  if (st == TVK_OK) {
+    ref_unpack(&a, bytes);
+    for (int64_t i = 0; i < a.n; i++) out[i] = ref_as_double(a.dt, a.v[i]);
+  } else {
+    printf("FAIL: tvk_to_host: %s: %s\n", tvk_status_name(st), tvk_ctx_error(nn.ctx));
+    free(out);
+    out = NULL;
+  }
+  free(bytes);
+  ref_free(&a);
+  return out;
+}
+
+bool nn_expect(bool ok, const char *fmt, ...) {
+  if (ok) return true;
+  va_list ap;
+  va_start(ap, fmt);
+  printf("FAIL [%s]: ", nn.device);
+  vprintf(fmt, ap);
+  printf("\n");
+  va_end(ap);
+  nn.fails++;
+  return false;
+}
+
+static void shape_str(char *b, size_t n, int ndim, const int64_t *shape) {
+  size_t k = (size_t)snprintf(b, n, "(");
+  for (int i = 0; i < ndim && k < n; i++)
+    k += (size_t)snprintf(b + k, n - k, "%s%lld", i ? ", " : "", (long long)shape[i]);
+  if (k < n) snprintf(b + k, n - k, ")");
+}
+
+bool nn_check(const char *what, tvk_tensor *t, tvk_dtype dt, int ndim, const int64_t *shape,
+              const double *ref, double rtol, double atol) {
+  if (!nn_expect(t && tvk_status_of(t) == TVK_OK, "%s: error tensor: %s", what,
+                 t ? tvk_error_of(t) : "NULL"))
+    return false;
+  char got_s[256], want_s[256];
+  shape_str(got_s, sizeof got_s, tvk_ndim(t), tvk_shape(t));
+  shape_str(want_s, sizeof want_s, ndim, shape);
+  if (!nn_expect(!strcmp(got_s, want_s), "%s: shape %s, expected %s", what, got_s, want_s))
+    return false;
+  if (!nn_expect(tvk_dtype_of(t) == dt, "%s: dtype %s, expected %s", what,
+                 tvk_dtype_name(tvk_dtype_of(t)), tvk_dtype_name(dt)))
+    return false;
+  double *got = nn_fetch(t);
+  if (!nn_expect(got != NULL, "%s: fetch failed", what)) return false;
+  int64_t n = numel_of(ndim, shape), bad = 0, first = -1;
+  for (int64_t i = 0; i < n; i++) {
+    double g = got[i], e = ref[i];
+    bool ok = isnan(e) ? isnan(g) : (g == e || fabs(g - e) <= atol + rtol * fabs(e));
+    if (!ok && bad++ == 0) first = i;
+  }
+  if (bad)
+    nn_expect(false, "%s %s %s: %lld of %lld wrong, first at %lld: got %.9g expected %.9g", what,
+              tvk_dtype_name(dt), want_s, (long long)bad, (long long)n, (long long)first,
+              got[first], ref[first]);
+  free(got);
+  return bad == 0;
+}
+
+bool nn_check_error(const char *what, tvk_tensor *t, tvk_status want) {
+  if (!nn_expect(t != NULL, "%s: NULL tensor", what)) return false;
+  if (getenv("TVK_NN_VERBOSE")) printf("  %s: %s\n", what, tvk_error_of(t));
+  return nn_expect(tvk_status_of(t) == want && tvk_error_of(t)[0], "%s: status %s (\"%s\"), expected %s",
+                   what, tvk_status_name(tvk_status_of(t)), tvk_error_of(t), tvk_status_name(want));
+}
+
+int nn_kernels(tvk_tensor *t) {
+  tvk_stats a, b;
+  tvk_stats_get(nn.ctx, &a);
+  tvk_status st = tvk_realize(1, &t);
+  tvk_stats_get(nn.ctx, &b);
+  nn_expect(st == TVK_OK, "realize: %s: %s", tvk_status_name(st), tvk_ctx_error(nn.ctx));
+  return (int)(b.kernels_run - a.kernels_run);
+}
+
+void nn_finish(void) { assert_int_equal(nn.fails, 0); }
+
+/* ---------------------------------------------------------------- main */
+
+static int run_device(const char *device) {
+  nn.device = device;
+  int failed = 0;
+  char name[64];
+#define RUN(g)                                                                  \
+  if (nn_##g##_count) {                                                         \
+    snprintf(name, sizeof name, "nn_%s on %s", #g, device);                     \
+    failed += _cmocka_run_group_tests(name, nn_##g##_tests, nn_##g##_count, NULL, NULL); \
+  }
+  NN_GROUPS(RUN)
+#undef RUN
+  return failed;
+}
+
+int main(int argc, char **argv) {
+  const char *only = argc > 1 ? argv[1] : NULL;
+  if (argc > 2) cmocka_set_test_filter(argv[2]);
+  int failed = 0, ran = 0;
+  const char *devices[] = {"CPU", "VK"};
+  for (int i = 0; i < 2; i++) {
+    if (only && strcmp(only, devices[i])) continue;
+    tvk_ctx *probe = NULL;
+    if (tvk_ctx_create(devices[i], &probe) != TVK_OK) {
+      fprintf(stderr, "test_nn: device %s not available: %s\n", devices[i], tvk_last_create_error());
+      continue;
+    }
+    tvk_ctx_destroy(probe);
+    failed += run_device(devices[i]);
+    ran++;
+  }
+  return failed ? 1 : ran ? 0 : 77;
+}
