@@ -386,14 +386,21 @@ tvk_tensor *tvk_cross_entropy(tvk_tensor *logits, tvk_tensor *labels);
 
 /* Makes target hold value (broadcast to target's shape and cast to its dtype)
  * by writing target's buffer in place when realized: for weights and running
- * statistics. Tensors computed from target before this call keep reading the
- * old value: tvk runs the kernels that read it before the one that overwrites
- * it (so a tensor that reads the old value cannot also be realized *after*
- * the write: realize it before, or it is realized together with the write).
- * target must be realized or realizable into its own contiguous buffer; a view
- * (a transpose, a slice) of another tensor is refused (TVK_ERR_INVALID_ARG), and
- * so is a value that reads target's buffer through another view than
- * target's own (a += a^T: each element would read others already written). */
+ * statistics. Lazy like everything else: the write happens when target, or a
+ * tensor computed from it after this call, is realized.
+ * - Tensors computed from target before this call keep the old value: if one
+ *   is still pending when the write runs, tvk first copies the old value for it
+ *   (one copy of target's bytes, in the same schedule). Views of target
+ *   (reshape, transpose, ... of it) share its memory and see the new value.
+ * - Two assigns realized together that each read the other's old value (a, b =
+ *   b, a) cannot be ordered: tvk_realize returns TVK_ERR_INVALID_ARG. Realized
+ *   one after the other they swap correctly.
+ * - target must be realized or realizable into its own contiguous buffer; a
+ *   view of another tensor (a transpose, a slice) is refused (TVK_ERR_INVALID_ARG),
+ *   and so is a value that reads target through another view than its own
+ *   (a += a^T: each element would read others already written).
+ * Returns TVK_OK, or the error (the message is tvk_ctx_error's); on error target
+ * is unchanged. */
 tvk_status tvk_assign(tvk_tensor *target, tvk_tensor *value);
 
 /* ------------------------------------------------------------------ running */

@@ -433,8 +433,9 @@ static void test_reduce_then_elementwise_one_kernel(void **state) {
   close_ctx_clean(ctx);
 }
 
-/* A reduce two kernels read is computed once; an elementwise node two kernels
- * read is recomputed by each (it costs a load either way). */
+/* A reduce two requested tensors read is computed once: the two become one
+ * multi-output kernel (the seed's output groups); an elementwise node two
+ * kernels read is recomputed by each (it costs a load either way). */
 static void test_shared_nodes(void **state) {
   (void)state;
   tvk_ctx *ctx = open_ctx();
@@ -446,7 +447,7 @@ static void test_shared_nodes(void **state) {
   tvk_tensor *two = tvk_scalar(ctx, TVK_FLOAT32, 2), *one = tvk_scalar(ctx, TVK_FLOAT32, 1);
   tvk_tensor *s = tvk_sum(X, 1, &ax, true);
   tvk_tensor *r[2] = {tvk_mul(s, two), tvk_add(s, one)};
-  assert_int_equal(realize_count(ctx, 2, r), 3);
+  assert_int_equal(realize_count(ctx, 2, r), 1);
   read_f32(r[0], o1);
   read_f32(r[1], o2);
   for (int i = 0; i < 3; i++) {
@@ -764,7 +765,16 @@ static void test_schedule_reasons(void **state) {
   tvk_tensor *ss = tvk_sum(X, 1, &ax1, true);
   UOp *roots[2] = {tvk_exp(ss)->uop, tvk_neg(ss)->uop};
   assert_int_equal(schedule_create(ctx, 2, roots, &s),
-                   TVK_OK); /* one reduce, two kernels read it */
+                   TVK_OK); /* one reduce, two outputs of its shape: one kernel */
+  assert_int_equal(s.nitems, 1);
+  assert_int_equal(s.items[0].nout, 2);
+  schedule_free(&s);
+
+  /* the second output reads the first: they cannot share a kernel, so the
+   * reduce both read is computed once, into a buffer of its own */
+  tvk_tensor *e = tvk_exp(ss);
+  UOp *dep[2] = {e->uop, tvk_add(e, tvk_neg(ss))->uop};
+  assert_int_equal(schedule_create(ctx, 2, dep, &s), TVK_OK);
   assert_int_equal(s.nitems, 3);
   assert_int_equal(out_of(&s, 0)->why, WHY_REDUCE_SHARED);
   schedule_free(&s);
@@ -1048,6 +1058,281 @@ static void test_random_graphs(void **state) {
   close_ctx_clean(ctx);
 }
 
+
+/* ---------------------------------------------------------------- NN fusion (issue 5) */
+
+/* out[i][j] = sum_k a[i][k] * b[k][j] in double. */
+static void ref_matmul(const float *a, const float *b, double *out, int m, int k, int n) {
+  for (int i = 0; i < m; i++)
+    for (int j = 0; j < n; j++) {
+      double t = 0;
+      for (int q = 0; q < k; q++) t += (double)a[i * k + q] * b[q * n + j];
+      out[i * n + j] = t;
+    }
+}
+
+/* matmul is one kernel, and so is relu(x @ w + b): the reshape that drops the
+ * reduced axis does not stop the bias and relu from fusing with the reduce. */
+static void test_matmul_bias_relu_one_kernel(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  int64_t sx[2] = {8, 16}, sw[2] = {16, 32}, sb[1] = {32};
+  float x[128], w[512], b[32], out[256];
+  double want[256];
+  tvk_tensor *X = rand_tensor(ctx, 2, sx, x), *W = rand_tensor(ctx, 2, sw, w),
+             *B = rand_tensor(ctx, 1, sb, b);
+  tvk_tensor *mm = tvk_matmul(X, W);
+  assert_int_equal(kernels_for(mm), 1);
+  read_f32(mm, out);
+  ref_matmul(x, w, want, 8, 16, 32);
+  check_close("x @ w", out, want, 256, 1e-5);
+  tvk_tensor *y = tvk_relu(tvk_add(tvk_matmul(X, W), B));
+  assert_int_equal(kernels_for(y), 1);
+  read_f32(y, out);
+  for (int i = 0; i < 256; i++) want[i] = fmax(want[i] + b[i % 32], 0);
+  check_close("relu(x @ w + b)", out, want, 256, 1e-5);
+  close_ctx_clean(ctx);
+}
+
+/* A 2-layer MLP forward: each layer is at most 2 kernels (here 1: the hidden
+ * activations are materialised because the second matmul expands them). */
+static void test_mlp_two_layers(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  enum { N = 4, I = 8, H = 16, O = 3 };
+  int64_t sx[2] = {N, I}, sw1[2] = {H, I}, sb1[1] = {H}, sw2[2] = {O, H}, sb2[1] = {O};
+  float x[N * I], w1[H * I], b1[H], w2[O * H], b2[O], out[N * O];
+  double h[N * H], want[N * O];
+  tvk_tensor *X = rand_tensor(ctx, 2, sx, x), *W1 = rand_tensor(ctx, 2, sw1, w1),
+             *B1 = rand_tensor(ctx, 1, sb1, b1), *W2 = rand_tensor(ctx, 2, sw2, w2),
+             *B2 = rand_tensor(ctx, 1, sb2, b2);
+  tvk_tensor *y = tvk_linear(tvk_relu(tvk_linear(X, W1, B1)), W2, B2);
+  assert_true(kernels_for(y) <= 4);
+  read_f32(y, out);
+  for (int n = 0; n < N; n++)
+    for (int j = 0; j < H; j++) {
+      double t = b1[j];
+      for (int i = 0; i < I; i++) t += (double)x[n * I + i] * w1[j * I + i];
+      h[n * H + j] = fmax(t, 0);
+    }
+  for (int n = 0; n < N; n++)
+    for (int o = 0; o < O; o++) {
+      double t = b2[o];
+      for (int j = 0; j < H; j++) t += h[n * H + j] * w2[o * H + j];
+      want[n * O + o] = t;
+    }
+  check_close("mlp", out, want, N * O, 1e-5);
+  close_ctx_clean(ctx);
+}
+
+/* softmax over the last axis: max, sum of exp, normalise: at most 3 kernels. */
+static void test_softmax_three_kernels(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  int64_t sh[2] = {5, 7};
+  float x[35], out[35];
+  double want[35];
+  tvk_tensor *X = rand_tensor(ctx, 2, sh, x);
+  tvk_tensor *y = tvk_softmax(X, -1);
+  assert_true(kernels_for(y) <= 3);
+  read_f32(y, out);
+  for (int i = 0; i < 5; i++) {
+    double m = -INFINITY, t = 0;
+    for (int j = 0; j < 7; j++) m = fmax(m, x[i * 7 + j]);
+    for (int j = 0; j < 7; j++) t += exp(x[i * 7 + j] - m);
+    for (int j = 0; j < 7; j++) want[i * 7 + j] = exp(x[i * 7 + j] - m) / t;
+  }
+  check_close("softmax", out, want, 35, 1e-6);
+  close_ctx_clean(ctx);
+}
+
+/* An expanded computation that reads memory is computed once (WHY_EXPAND);
+ * an expanded comparison of aranges (a causal mask) is recomputed in place. */
+static void test_expand_materialises(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  int64_t sc[2] = {6, 1}, sb[3] = {2, 6, 6}, e3[3] = {2, 6, 6};
+  float c[6], z[72], out[72];
+  double want[72];
+  tvk_tensor *C = rand_tensor(ctx, 2, sc, c), *Z = rand_tensor(ctx, 3, sb, z);
+  Schedule s;
+  tvk_tensor *y = tvk_add(tvk_expand(tvk_exp(C), 3, e3), Z);
+  schedule_of(y, &s);
+  assert_int_equal(s.nitems, 2);
+  assert_int_equal(out_of(&s, 0)->why, WHY_EXPAND);
+  schedule_free(&s);
+  read_f32(y, out);
+  for (int i = 0; i < 72; i++) want[i] = exp(c[(i / 6) % 6]) + z[i];
+  check_close("expand(exp(c)) + z", out, want, 72, 1e-6);
+
+  int64_t col[2] = {6, 1}, row[2] = {1, 6};
+  tvk_tensor *i = tvk_reshape(tvk_arange(ctx, TVK_INT32, 0, 6, 1), 2, col);
+  tvk_tensor *j = tvk_reshape(tvk_arange(ctx, TVK_INT32, 0, 6, 1), 2, row);
+  tvk_tensor *mask = tvk_expand(tvk_ge(i, j), 3, e3);
+  tvk_tensor *m = tvk_where(mask, Z, tvk_scalar(ctx, TVK_FLOAT32, 0));
+  assert_int_equal(kernels_for(m), 1);
+  read_f32(m, out);
+  for (int k = 0; k < 72; k++) want[k] = (k / 6) % 6 >= k % 6 ? z[k] : 0;
+  check_close("causal mask", out, want, 72, 0);
+  close_ctx_clean(ctx);
+}
+
+/* Embedding by comparison with an arange: the (N, V) comparison is never
+ * stored; the only device memory the realize adds is the output. */
+static void test_embedding_no_index_tensor(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  enum { V = 1000, D = 8, N = 64 };
+  int64_t sw[2] = {V, D}, si[1] = {N};
+  float *w = malloc(sizeof(float) * V * D), out[N * D];
+  int32_t idx[N];
+  for (int n = 0; n < N; n++) idx[n] = rnd_int(V);
+  tvk_tensor *W = rand_tensor(ctx, 2, sw, w), *I = tvk_from_data(ctx, TVK_INT32, 1, si, idx);
+  tvk_tensor *e = tvk_embedding(W, I);
+  tvk_stats before, after;
+  tvk_stats_reset(ctx);
+  tvk_stats_get(ctx, &before);
+  assert_int_equal(kernels_for(e), 1);
+  tvk_stats_get(ctx, &after);
+  assert_int_equal(after.bytes_peak, before.bytes_now + sizeof(float) * N * D);
+  read_f32(e, out);
+  for (int n = 0; n < N; n++)
+    for (int d = 0; d < D; d++)
+      if (out[n * D + d] != w[idx[n] * D + d]) {
+        print_error("embedding[%d][%d] = %g, want %g\n", n, d, out[n * D + d], w[idx[n] * D + d]);
+        fail();
+      }
+  free(w);
+  close_ctx_clean(ctx);
+}
+
+/* Ten materialised intermediates in a chain: the planner gives dead ones'
+ * memory to later ones, so the peak is the input, two intermediates and the
+ * output -- not eleven buffers. A tensor the user still holds is not reused. */
+static void test_planner_chain(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  int64_t n = 1 << 18;
+  size_t bytes = (size_t)n * sizeof(float);
+  float *x = malloc(bytes), *out = malloc(bytes);
+  tvk_tensor *X = rand_tensor(ctx, 1, &n, x);
+  tvk_tensor *one = tvk_scalar(ctx, TVK_FLOAT32, 1), *kept = NULL;
+  size_t scope = tvk_scope_begin(ctx);
+  tvk_tensor *y = X;
+  for (int i = 0; i < 10; i++) {
+    y = tvk_contiguous(tvk_mul(tvk_add(y, one), tvk_scalar(ctx, TVK_FLOAT32, 0.5)));
+    if (i == 4) kept = y;
+  }
+  tvk_tensor *keep[2] = {y, kept};
+  tvk_scope_end(ctx, scope, 2, keep);
+  tvk_stats a, b;
+  tvk_stats_reset(ctx);
+  tvk_stats_get(ctx, &a);
+  assert_int_equal(kernels_for(y), 10);
+  tvk_stats_get(ctx, &b);
+  /* the output, the kept 5th, and at most two live intermediates at a time */
+  assert_true(b.bytes_peak <= a.bytes_now + 4 * bytes);
+  double *want = malloc(sizeof(double) * (size_t)n);
+  for (int r = 0; r < 2; r++) {
+    int steps = r == 0 ? 10 : 5;
+    read_f32(r == 0 ? y : kept, out);
+    for (int64_t i = 0; i < n; i++) {
+      double v = x[i];
+      for (int k = 0; k < steps; k++) v = (v + 1) * 0.5;
+      want[i] = v;
+    }
+    check_close(r == 0 ? "chain" : "kept intermediate", out, want, n, 1e-6);
+  }
+  free(x), free(out), free(want);
+  close_ctx_clean(ctx);
+}
+
+/* tvk_assign: kernels reading the old value run before the write; a tensor
+ * made from the target before the assign keeps the old value; the value
+ * broadcasts and casts; bad targets and self-reads through another view are
+ * refused; two assigns reading each other's old value are a cycle, an error. */
+static void test_assign(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  int64_t s4[1] = {4}, s22[2] = {2, 2};
+  float a0[4] = {1, 2, 3, 4}, b0[4] = {10, 20, 30, 40}, out[4];
+  double want[4];
+  tvk_tensor *A = tvk_from_data(ctx, TVK_FLOAT32, 1, s4, a0);
+  tvk_tensor *old2 = tvk_mul(A, tvk_scalar(ctx, TVK_FLOAT32, 2)); /* pending, reads old A */
+  size_t sc = tvk_scope_begin(ctx);
+  assert_int_equal(tvk_assign(A, tvk_add(A, tvk_scalar(ctx, TVK_FLOAT32, 10))), TVK_OK);
+  tvk_scope_end(ctx, sc, 0, NULL);
+  tvk_tensor *new3 = tvk_mul(A, tvk_scalar(ctx, TVK_FLOAT32, 3)); /* made after: new A */
+  Schedule s;
+  schedule_of(A, &s); /* the assign alone: one kernel writing A's own buffer */
+  assert_int_equal(s.nitems, 1);
+  assert_int_equal(out_of(&s, 0)->why, WHY_ASSIGN);
+  assert_ptr_equal(out_of(&s, 0)->buffer, A->uop->src[0]->src[0]);
+  schedule_free(&s);
+  /* realizing it first copies A for the pending reader of the old value */
+  assert_int_equal(kernels_for(A), 2);
+  read_f32(A, out);
+  for (int i = 0; i < 4; i++) want[i] = a0[i] + 10;
+  check_close("assigned", out, want, 4, 0);
+  read_f32(old2, out);
+  for (int i = 0; i < 4; i++) want[i] = 2 * a0[i];
+  check_close("read before the assign", out, want, 4, 0);
+  read_f32(new3, out);
+  for (int i = 0; i < 4; i++) want[i] = 3 * (a0[i] + 10);
+  check_close("read after the assign", out, want, 4, 0);
+
+  /* broadcast + cast: an int32 scalar into a float32 vector, then a[i] += i */
+  assert_int_equal(tvk_assign(A, tvk_scalar(ctx, TVK_INT32, 7)), TVK_OK);
+  tvk_tensor *ar = tvk_arange(ctx, TVK_FLOAT32, 0, 4, 1);
+  sc = tvk_scope_begin(ctx);
+  assert_int_equal(tvk_assign(A, tvk_add(A, ar)), TVK_OK);
+  tvk_scope_end(ctx, sc, 0, NULL);
+  read_f32(A, out);
+  for (int i = 0; i < 4; i++) want[i] = 7 + i;
+  check_close("broadcast assign then +=", out, want, 4, 0);
+
+  /* a += a.T reads elements other invocations overwrite: refused */
+  tvk_tensor *M = tvk_from_data(ctx, TVK_FLOAT32, 2, s22, a0);
+  tvk_tensor *MT = tvk_transpose(M, 0, 1);
+  assert_int_equal(tvk_assign(M, tvk_add(M, MT)), TVK_ERR_INVALID_ARG);
+  assert_non_null(strstr(tvk_ctx_error(ctx), "another view"));
+  assert_int_equal(tvk_assign(MT, tvk_scalar(ctx, TVK_FLOAT32, 0)), TVK_ERR_INVALID_ARG);
+  read_f32(M, out); /* untouched */
+  for (int i = 0; i < 4; i++) want[i] = a0[i];
+  check_close("refused assigns change nothing", out, want, 4, 0);
+  assert_int_equal(tvk_assign(M, tvk_scalar(ctx, TVK_FLOAT32, 1)), TVK_OK);
+  assert_int_equal(tvk_status_of(tvk_assign(NULL, M) == TVK_ERR_INVALID_ARG ? M : NULL), TVK_OK);
+
+  /* a, b = -b, -a through views made before the assigns. Realized one at a
+   * time, the pending assign to Q reads P's old value from a copy taken before
+   * P is overwritten: a correct swap. Realized together, each kernel must run
+   * before the other: a cycle, reported as an error. */
+  tvk_tensor *P = tvk_from_data(ctx, TVK_FLOAT32, 1, s4, a0), *Q = tvk_from_data(ctx, TVK_FLOAT32, 1, s4, b0);
+  tvk_tensor *Pv = tvk_reshape(P, 1, s4), *Qv = tvk_reshape(Q, 1, s4);
+  sc = tvk_scope_begin(ctx);
+  assert_int_equal(tvk_assign(P, tvk_neg(Qv)), TVK_OK);
+  assert_int_equal(tvk_assign(Q, tvk_neg(Pv)), TVK_OK);
+  tvk_scope_end(ctx, sc, 0, NULL);
+  assert_int_equal(kernels_for(P), 2); /* the copy of P, then the assign */
+  read_f32(P, out);
+  for (int i = 0; i < 4; i++) want[i] = -b0[i];
+  check_close("swap: P", out, want, 4, 0);
+  read_f32(Q, out);
+  for (int i = 0; i < 4; i++) want[i] = -a0[i];
+  check_close("swap: Q", out, want, 4, 0);
+
+  tvk_tensor *R = tvk_from_data(ctx, TVK_FLOAT32, 1, s4, a0), *S = tvk_from_data(ctx, TVK_FLOAT32, 1, s4, b0);
+  tvk_tensor *Rv = tvk_reshape(R, 1, s4), *Sv = tvk_reshape(S, 1, s4);
+  sc = tvk_scope_begin(ctx);
+  assert_int_equal(tvk_assign(R, tvk_neg(Sv)), TVK_OK);
+  assert_int_equal(tvk_assign(S, tvk_neg(Rv)), TVK_OK);
+  tvk_scope_end(ctx, sc, 0, NULL);
+  tvk_tensor *both[2] = {R, S};
+  assert_int_equal(tvk_realize(2, both), TVK_ERR_INVALID_ARG);
+  assert_non_null(strstr(tvk_ctx_error(ctx), "cycle"));
+  close_ctx_clean(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_add_mul_one_kernel),
@@ -1069,6 +1354,13 @@ int main(void) {
       cmocka_unit_test(test_schedule_reasons),
       cmocka_unit_test(test_debug_output),
       cmocka_unit_test(test_random_graphs),
+      cmocka_unit_test(test_matmul_bias_relu_one_kernel),
+      cmocka_unit_test(test_mlp_two_layers),
+      cmocka_unit_test(test_softmax_three_kernels),
+      cmocka_unit_test(test_expand_materialises),
+      cmocka_unit_test(test_embedding_no_index_tensor),
+      cmocka_unit_test(test_planner_chain),
+      cmocka_unit_test(test_assign),
   };
   return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
 }

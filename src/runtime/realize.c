@@ -122,30 +122,36 @@ static bool upush(UStack *st, UOp *u) {
 }
 
 
-/* Walks the graph under u down to data, calling f on every node; below an
+/* Walks the graph under u down to data, calling f on every node. Below an
  * ASSIGN only its value is walked (its target is the buffer it writes, not a
- * read of the old value). false on out of memory. */
-static bool walk_graph(UOp *u, SMap *seen, bool (*f)(UOp *, void *), void *arg) {
+ * read of the old value) when into_assign or when the ASSIGN is u itself (a
+ * pending assign computes its value from what it reads); otherwise nothing
+ * below it: a reader of an ASSIGN reads the new value. false on out of memory. */
+static bool walk_graph(UOp *u, SMap *seen, bool into_assign, bool (*f)(UOp *, void *), void *arg) {
   UStack st = {0};
   bool ok = upush(&st, u);
   while (ok && st.n) {
     UOp *x = st.v[--st.n];
     if (smap_get(seen, x) >= 0) continue;
     ok = smap_put(seen, x, 1) && f(x, arg);
-    for (uint32_t k = x->op == OP_ASSIGN ? 1 : 0; ok && k < x->nsrc; k++) ok = upush(&st, x->src[k]);
+    uint32_t from = x->op != OP_ASSIGN ? 0 : into_assign || x == u ? 1 : x->nsrc;
+    for (uint32_t k = from; ok && k < x->nsrc; k++) ok = upush(&st, x->src[k]);
   }
   free(st.v);
   return ok;
 }
 
 typedef struct {
-  SMap targets; /* BUFFER UOps some ASSIGN in the roots writes */
-  bool hit;     /* the walked graph reads one of them */
+  SMap assigns; /* ASSIGN nodes under the roots: computed by this schedule */
+  SMap targets; /* BUFFER UOps those ASSIGNs write */
+  SMap copy_of; /* target -> index of its copy in copy_old_values' copies */
+  bool hit;     /* the walked graph reads a target */
 } Assigns;
 
 static bool find_assign(UOp *u, void *arg) {
   Assigns *a = arg;
-  return u->op != OP_ASSIGN || smap_put(&a->targets, u->src[0]->src[0], 1);
+  if (u->op != OP_ASSIGN) return true;
+  return smap_put(&a->assigns, u, 1) && smap_put(&a->targets, u->src[0]->src[0], 1);
 }
 
 static bool find_read(UOp *u, void *arg) {
@@ -154,28 +160,83 @@ static bool find_read(UOp *u, void *arg) {
   return true;
 }
 
-/* Live tensors not being realized that still read the old value of a buffer
- * an assign in the roots overwrites are realized in the same schedule, before
- * the write (tvk_assign's promise). Appends them to roots (capacity: every
- * live tensor). */
-static tvk_status add_old_readers(tvk_ctx *ctx, UOp **roots, int *nr) {
+/* u's graph with every read of an assigned buffer b (VIEW(BUFFER b, st)) made a
+ * read of b's copy (VIEW(copy, st)); the ASSIGNs being computed are kept as
+ * they are. Autoreleased; NULL on out of memory. */
+static UOp *read_copies(UOp *u, const Assigns *a, UOp *const *copies) {
+  size_t n = 0;
+  UOp **topo = uop_toposort(u, &n);
+  SMap at = {0};
+  UOp **res = topo ? malloc(n * sizeof *res) : NULL;
+  bool ok = res && smap_init(&at, n);
+  for (size_t i = 0; ok && i < n; i++) {
+    UOp *x = topo[i], *src[8];
+    res[i] = x;
+    ok = smap_put(&at, x, (int64_t)i);
+    if (!ok || smap_get(&a->assigns, x) >= 0) continue;
+    int64_t c = x->op == OP_VIEW ? smap_get(&a->copy_of, x->src[0]) : -1;
+    if (c >= 0) {
+      ok = (res[i] = graph_view(copies[c], x->arg.st)) != NULL;
+      continue;
+    }
+    bool changed = false;
+    for (uint32_t k = 0; k < x->nsrc && x->nsrc <= 8; k++)
+      changed |= (src[k] = res[smap_get(&at, x->src[k])]) != x->src[k];
+    if (changed) ok = (res[i] = uop_replace_src(x, (int)x->nsrc, src)) != NULL;
+  }
+  UOp *out = ok ? res[n - 1] : NULL;
+  free(topo), free(res);
+  smap_free(&at);
+  return out;
+}
+
+/* tvk_assign's promise: tensors made from the target before the assign keep the
+ * old value. When the roots assign to a buffer b that a live tensor not being
+ * realized still reads, b is first copied (a CONTIGUOUS of it, which the
+ * scheduler makes a real copy because b is assigned) in the same schedule, and
+ * that tensor's graph is rewritten to read the copy: it stays lazy and fused,
+ * and only b's bytes are copied. The copies join the roots (capacity: every
+ * live tensor plus the targets). */
+static tvk_status copy_old_values(tvk_ctx *ctx, UOp ***roots, int *nr) {
   Assigns a = {0};
   SMap seen = {0};
+  UOp **copies = NULL;
+  int ncopies = 0;
   bool ok = true;
-  for (int i = 0; ok && i < *nr; i++) ok = walk_graph(roots[i], &seen, find_assign, &a);
+  SMap is_root = {0}; /* the tensors being realized: computed now, before any write */
+  for (int i = 0; ok && i < *nr; i++)
+    ok = walk_graph((*roots)[i], &seen, true, find_assign, &a) && smap_put(&is_root, (*roots)[i], i);
   smap_free(&seen);
   for (tvk_tensor *t = ctx->head; ok && a.targets.n && t; t = t->next) {
-    if (!t->uop || is_data(t->uop)) continue;
-    bool in = false;
-    for (int i = 0; i < *nr && !in; i++) in = roots[i] == t->uop;
-    if (in) continue;
+    if (!t->uop || is_data(t->uop) || smap_get(&is_root, t->uop) >= 0) continue;
     SMap s2 = {0};
     a.hit = false;
-    ok = walk_graph(t->uop, &s2, find_read, &a);
+    ok = walk_graph(t->uop, &s2, false, find_read, &a);
     smap_free(&s2);
-    if (a.hit) roots[(*nr)++] = t->uop;
+    if (!ok || !a.hit) continue;
+    if (!copies) { /* one copy per target, made on first need */
+      UOp **nr2 = realloc(*roots, (size_t)(*nr) * sizeof **roots + a.targets.n * sizeof **roots);
+      if (nr2) *roots = nr2;
+      ok = nr2 && (copies = calloc(a.targets.n, sizeof *copies)) != NULL;
+      for (size_t k = 0; ok && k < a.targets.cap; k++) {
+        const UOp *b = a.targets.keys[k];
+        if (!b) continue;
+        Buffer *rec = ctx_buffer(ctx, b->arg.i);
+        UOp *v = graph_buffer_view(ctx, b->arg.i, 1, (const int64_t[]){rec ? rec->numel : 0});
+        UOp *c = v ? uop_new(ctx->u, OP_CONTIGUOUS, b->dtype, 1, &v, arg_none()) : NULL;
+        ok = c && smap_put(&a.copy_of, b, ncopies);
+        if (ok) (*roots)[(*nr)++] = copies[ncopies++] = c;
+      }
+    }
+    UOp *nu = ok ? read_copies(t->uop, &a, copies) : NULL;
+    if (nu) tensor_set_uop(t, nu);
+    ok = nu != NULL;
   }
+  free(copies);
+  smap_free(&is_root);
+  smap_free(&a.assigns);
   smap_free(&a.targets);
+  smap_free(&a.copy_of);
   return ok ? TVK_OK : ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
 }
 
@@ -217,9 +278,7 @@ static tvk_status find_kept(tvk_ctx *ctx, const Schedule *s, bool *keep) {
 
 tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts) {
   const tvk_tensor *first_bad = NULL;
-  int nlive = 0;
-  for (tvk_tensor *t = ctx->head; t; t = t->next) nlive++;
-  UOp **roots = malloc((size_t)(n + nlive + 1) * sizeof *roots);
+  UOp **roots = malloc((size_t)(n > 0 ? n : 1) * sizeof *roots);
   if (!roots) return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
   int nr = 0;
   for (int i = 0; i < n; i++) {
@@ -234,7 +293,7 @@ tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts) {
     }
     if (!is_data(t->uop)) roots[nr++] = t->uop;
   }
-  tvk_status st = nr > 0 ? add_old_readers(ctx, roots, &nr) : TVK_OK;
+  tvk_status st = nr > 0 ? copy_old_values(ctx, &roots, &nr) : TVK_OK;
   if (st == TVK_OK && nr > 0) {
     size_t mark = uop_pool_mark(ctx->u);
     Schedule s;

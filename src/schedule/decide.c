@@ -14,6 +14,7 @@
  * and a VIEW with a mask (a pad) sits only above ops that keep f(0, ..) = 0, so
  * that pushing it to the loads (which read 0 where the mask is off) is exact.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "schedule/sched_internal.h"
@@ -113,12 +114,22 @@ bool sched_contiguous_noop(const UOp *u) {
 /* Every explicit CONTIGUOUS is materialised, or for a no-op one the base below
  * it; a requested tensor's base is materialised (the tensor then views its
  * buffer) unless it is data already. */
+/* CONTIGUOUS(VIEW(BUFFER b)) where an ASSIGN in the graph overwrites b: a copy
+ * of b's old value (runtime/realize.c makes these for tensors that still read
+ * it), so a real kernel even where the view is plain. */
+static bool copies_assigned(SchedGraph *g, const UOp *u) {
+  if (u->src[0]->op != OP_VIEW || u->src[0]->src[0]->op != OP_BUFFER) return false;
+  for (size_t i = 0; i < g->n; i++)
+    if (g->topo[i]->op == OP_ASSIGN && g->topo[i]->src[0]->src[0] == u->src[0]->src[0]) return true;
+  return false;
+}
+
 static tvk_status rule_outputs(SchedGraph *g, int n, UOp *const *roots) {
   for (size_t i = 0; i < g->n; i++) {
     UOp *u = g->topo[i];
     if (u->op == OP_ASSIGN) sched_mark(g, (int64_t)i, WHY_ASSIGN, OP_NONE);
     if (u->op != OP_CONTIGUOUS) continue;
-    if (!sched_contiguous_noop(u)) {
+    if (!sched_contiguous_noop(u) || copies_assigned(g, u)) {
       sched_mark(g, (int64_t)i, WHY_CONTIGUOUS, OP_NONE);
       continue;
     }
@@ -224,15 +235,99 @@ static bool same_reduce(UOp *a, UOp *b) {
   return ma == mb;
 }
 
+int64_t sched_group(SchedGraph *g, int64_t i) {
+  while (g->info[i].group != i) i = g->info[i].group = g->info[g->info[i].group].group;
+  return i;
+}
+
+/* Is node `below` in the graph under `above` (any path, materialised or not)? */
+static bool depends_on(SchedGraph *g, int64_t above, int64_t below) {
+  if (below >= above) return false; /* sources come first in topo */
+  SStack st = {0};
+  bool ok = sstack_push(&st, above, 0), found = false;
+  sched_new_walk(g);
+  int64_t i;
+  int unused;
+  while (ok && !found && sstack_pop(&st, &i, &unused)) {
+    if (i < below || !sched_visit(g, i, 1)) continue;
+    found = i == below;
+    UOp *u = g->topo[i];
+    for (uint32_t k = 0; ok && !sched_is_leaf(u) && k < u->nsrc; k++)
+      ok = sstack_push(&st, sched_index(g, u->src[k]), 0);
+  }
+  sstack_free(&st);
+  return found || !ok; /* out of memory: say yes, which only keeps kernels apart */
+}
+
+static bool same_shape(UOp *a, UOp *b) {
+  int64_t sa[TVK_MAX_DIMS], sb[TVK_MAX_DIMS];
+  int na = graph_shape(a, sa), nb = graph_shape(b, sb);
+  return na == nb && memcmp(sa, sb, (size_t)na * sizeof *sa) == 0;
+}
+
+static bool groupable(SchedGraph *g, int64_t i) {
+  return g->topo[i]->op != OP_ASSIGN && g->info[i].kred < 0;
+}
+
+/* Root b's kernel meets a reduce that root a's kernel fuses already: instead of
+ * materialising the reduce, the groups of a and b become one multi-output
+ * kernel (the seed's output groups) when all their nodes have one shape, run
+ * in it (no reduce-reshape), are no assigns, and none depends on another. The
+ * group's name is its lowest index. */
+static bool try_group(SchedGraph *g, int64_t a, int64_t b) {
+  int64_t ga = sched_group(g, a), gb = sched_group(g, b);
+  if (ga == gb) return true;
+  for (size_t i = 0; i < g->n; i++) {
+    if (!sched_realized(g, (int64_t)i) || sched_group(g, (int64_t)i) != ga) continue;
+    if (!groupable(g, (int64_t)i)) return false;
+    for (size_t j = 0; j < g->n; j++) {
+      if (!sched_realized(g, (int64_t)j) || sched_group(g, (int64_t)j) != gb) continue;
+      if (!groupable(g, (int64_t)j) || !same_shape(g->topo[i], g->topo[j])) return false;
+      if (depends_on(g, (int64_t)i, (int64_t)j) || depends_on(g, (int64_t)j, (int64_t)i)) return false;
+    }
+  }
+  int64_t lo = ga < gb ? ga : gb;
+  g->info[ga].group = g->info[gb].group = (int32_t)lo;
+  return true;
+}
+
+/* Reduces met by a second kernel, decided after the walks of a round: the two
+ * kernels become one (try_group), or the reduce is materialised. */
+typedef struct {
+  int64_t (*v)[3]; /* owner, other root, reduce */
+  size_t n, cap;
+} Shared;
+
+static bool shared_add(Shared *s, int64_t owner, int64_t root, int64_t reduce) {
+  if (s->n == s->cap) {
+    size_t cap = s->cap ? 2 * s->cap : 16;
+    int64_t(*nv)[3] = realloc(s->v, cap * sizeof *nv);
+    if (!nv) return false;
+    s->v = nv, s->cap = cap;
+  }
+  s->v[s->n][0] = owner, s->v[s->n][1] = root, s->v[s->n][2] = reduce;
+  s->n++;
+  return true;
+}
+
 /* Visits one reduce met in root's kernel; true to walk into its input. */
 static bool visit_reduce(SchedGraph *g, int64_t root, int64_t i, int inside, UOp **first,
-                         bool *changed) {
+                         Shared *shared, bool *changed) {
   UOp *u = g->topo[i];
   SchedWhy why = WHY_NONE;
+  int64_t owner = g->info[i].owner;
+  if (!inside && owner >= 0 && owner != root) {
+    if (*first && !same_reduce(*first, u)) {
+      *changed |= sched_mark(g, i, WHY_REDUCE_MISMATCH, OP_REDUCE_AXIS);
+    } else {
+      if (!*first) *first = u;
+      if (!shared_add(shared, owner, root, i)) /* out of memory: materialise, always right */
+        *changed |= sched_mark(g, i, WHY_REDUCE_SHARED, OP_REDUCE_AXIS);
+    }
+    return false;
+  }
   if (inside)
     why = WHY_REDUCE_NESTED;
-  else if (g->info[i].owner >= 0 && g->info[i].owner != root)
-    why = WHY_REDUCE_SHARED;
   else if (*first && !same_reduce(*first, u))
     why = WHY_REDUCE_MISMATCH;
   if (why != WHY_NONE) {
@@ -282,7 +377,7 @@ static bool visit_reduce_reshape(SchedGraph *g, int64_t root, int64_t v, uint32_
 }
 
 /* Walks the kernel of one materialised node: what it fuses. */
-static bool walk_kernel(SchedGraph *g, int64_t root, bool *changed) {
+static bool walk_kernel(SchedGraph *g, int64_t root, Shared *shared, bool *changed) {
   SStack st = {0};
   UOp *first = NULL;
   g->info[root].kred = -1;
@@ -302,7 +397,7 @@ static bool walk_kernel(SchedGraph *g, int64_t root, bool *changed) {
       continue;
     }
     if (u->op == OP_REDUCE_AXIS) {
-      if (visit_reduce(g, root, i, inside, &first, changed))
+      if (visit_reduce(g, root, i, inside, &first, shared, changed))
         ok = sstack_push(&st, sched_index(g, u->src[0]), 1);
       continue;
     }
@@ -318,12 +413,21 @@ static bool walk_kernel(SchedGraph *g, int64_t root, bool *changed) {
  * sits in another reduce's input, two kernels would both compute it, or the
  * kernel already reduces other axes: then it is materialised. */
 static tvk_status rule_reduces(SchedGraph *g, bool *changed) {
-  for (size_t i = 0; i < g->n; i++) g->info[i].owner = -1;
+  for (size_t i = 0; i < g->n; i++) g->info[i].owner = -1, g->info[i].group = (int32_t)i;
+  Shared shared = {0};
   for (size_t i = 0; i < g->n; i++) {
     if (!sched_realized(g, (int64_t)i)) continue;
-    if (!walk_kernel(g, (int64_t)i, changed))
+    if (!walk_kernel(g, (int64_t)i, &shared, changed)) {
+      free(shared.v);
       return ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+    }
   }
+  for (size_t k = 0; k < shared.n; k++) {
+    int64_t a = shared.v[k][0], b = shared.v[k][1], r = shared.v[k][2];
+    if (!sched_realized(g, r) && !try_group(g, a, b))
+      *changed |= sched_mark(g, r, WHY_REDUCE_SHARED, OP_REDUCE_AXIS);
+  }
+  free(shared.v);
   return TVK_OK;
 }
 

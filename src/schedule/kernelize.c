@@ -23,7 +23,7 @@
 typedef struct {
   SchedGraph *g;
   Schedule *s;
-  int64_t root; /* index in g of the node this kernel computes */
+  int64_t group; /* the kernel's group (sched_group): its outputs are computed here, not loaded */
   int *bufs;    /* Schedule.bufs indices by DEFINE_GLOBAL index */
   int nbufs, cap;
   tvk_status err;
@@ -97,7 +97,7 @@ static int buffer_of(Kern *k, UOp *x) {
     return b < 0 ? -2 : b;
   }
   int64_t i = sched_index(k->g, x);
-  if (i < 0 || i == k->root || !sched_realized(k->g, i)) return -1;
+  if (i < 0 || !sched_realized(k->g, i) || sched_group(k->g, i) == k->group) return -1;
   return k->g->info[i].buf;
 }
 
@@ -158,7 +158,8 @@ static UOp *view_push(void *ctx, UOp **c) {
   Kern *k = ctx;
   UOp *f = c[X];
   int64_t i = sched_index(k->g, f);
-  if (i < 0 || (i != k->root && sched_realized(k->g, i))) return NULL; /* view_load's */
+  if (i < 0 || (sched_realized(k->g, i) && sched_group(k->g, i) != k->group))
+    return NULL; /* view_load's */
   UOp *src[3];
   if (f->nsrc > 3) return NULL;
   for (uint32_t s = 0; s < f->nsrc; s++) {
@@ -273,15 +274,12 @@ static PatternMatcher *kernel_matcher(tvk_ctx *ctx) {
   return pm_new(kernel_rules, RULES_N(kernel_rules));
 }
 
-tvk_status sched_kernelize(SchedGraph *g, Schedule *s, int64_t root, ScheduleItem *item) {
-  memset(item, 0, sizeof *item);
+/* STORE(DEFINE_GLOBAL gi, row-major view, value) of materialised node `root`. */
+static UOp *make_store(Kern *k, int64_t root, int gi) {
+  SchedGraph *g = k->g;
   UCtx *u = g->ctx->u;
   UOp *node = g->topo[root];
-  int out = g->info[root].buf;
-  Kern k = {.g = g, .s = s, .root = root};
-  PatternMatcher *pm = kernel_matcher(g->ctx);
-  const SchedBuf *ob = &s->bufs[out];
-  DType dt = dt_make(ob->dtype);
+  const SchedBuf *ob = &k->s->bufs[g->info[root].buf];
   UOp *value = node->op == OP_CONTIGUOUS || node->op == OP_ASSIGN ? node->src[node->nsrc - 1] : node;
   /* A kernel in the shape of a reduce behind a reshape (decide.c): the value is
    * viewed in that shape, which the rewrite pushes down to the loads and which
@@ -295,24 +293,37 @@ tvk_status sched_kernelize(SchedGraph *g, Schedule *s, int64_t root, ScheduleIte
     ShapeTracker *rs = own ? st_reshape(own, knd, kshape) : NULL;
     value = rs ? uop_new(u, OP_VIEW, value->dtype, 1, &value, arg_st(rs)) : NULL;
     st_free(own), st_free(rs);
-    if (!value) k.err = TVK_ERR_OUT_OF_MEMORY;
   }
   ShapeTracker *st = st_from_shape(knd, kshape);
-  UOp *glob = uop_new(u, OP_DEFINE_GLOBAL, dt_ptr(dt, ADDR_GLOBAL), 0, NULL, arg_int(0));
-  UOp *view = st ? kview(&k, st) : NULL;
-  UOp *store = glob && view && value ? uop_new(u, OP_STORE, dt_make(DT_VOID), 3,
-                                      (UOp *[]){glob, view, value}, arg_none())
-                            : NULL;
-  UOp *sink = store ? uop_sink(u, 1, &store) : NULL;
+  UOp *glob = uop_new(u, OP_DEFINE_GLOBAL, dt_ptr(dt_make(ob->dtype), ADDR_GLOBAL), 0, NULL, arg_int(gi));
+  UOp *view = st ? kview(k, st) : NULL;
   st_free(st);
-  if (!pm || !sink || kern_buf(&k, out) != 0) k.err = TVK_ERR_OUT_OF_MEMORY;
+  UOp *store = glob && view && value ? uop_new(u, OP_STORE, dt_make(DT_VOID), 3,
+                                               (UOp *[]){glob, view, value}, arg_none())
+                                     : NULL;
+  return store ? store : kern_oom(k);
+}
+
+tvk_status sched_kernelize(SchedGraph *g, Schedule *s, const int64_t *roots, int nroots,
+                           ScheduleItem *item) {
+  memset(item, 0, sizeof *item);
+  Kern k = {.g = g, .s = s, .group = sched_group(g, roots[0])};
+  PatternMatcher *pm = kernel_matcher(g->ctx);
+  UOp **stores = malloc((size_t)nroots * sizeof *stores);
+  if (!stores) k.err = TVK_ERR_OUT_OF_MEMORY;
+  for (int r = 0; r < nroots && k.err == TVK_OK; r++) /* outputs: DEFINE_GLOBAL 0 .. nroots-1 */
+    if (kern_buf(&k, g->info[roots[r]].buf) != r) k.err = TVK_ERR_OUT_OF_MEMORY;
+  for (int r = 0; r < nroots && k.err == TVK_OK; r++) stores[r] = make_store(&k, roots[r], r);
+  UOp *sink = k.err == TVK_OK ? uop_sink(g->ctx->u, nroots, stores) : NULL;
+  free(stores);
+  if (!pm || !sink) k.err = TVK_ERR_OUT_OF_MEMORY;
   UOp *ast = k.err == TVK_OK ? graph_rewrite(sink, pm, &k, true) : NULL;
   pm_free(pm);
   if (!ast && k.err == TVK_OK) k.err = TVK_ERR_OUT_OF_MEMORY;
   tvk_status r = k.err != TVK_OK
                      ? ctx_fail(g->ctx, k.err, "schedule: out of memory building a kernel")
                      : check_ast(g, ast);
-  if (r == TVK_OK && node->op == OP_ASSIGN) r = check_assign(&k, ast);
+  if (r == TVK_OK && g->topo[roots[0]]->op == OP_ASSIGN) r = check_assign(&k, ast);
   if (r != TVK_OK) {
     free(k.bufs);
     return r;
@@ -320,6 +331,6 @@ tvk_status sched_kernelize(SchedGraph *g, Schedule *s, int64_t root, ScheduleIte
   item->ast = uop_retain(ast);
   item->bufs = k.bufs;
   item->nbufs = k.nbufs;
-  item->nout = 1;
+  item->nout = nroots;
   return TVK_OK;
 }

@@ -22,6 +22,8 @@ typedef struct {
   int32_t kred;     /* a materialised node whose kernel runs in the shape of a reduce it
                        reaches through a reshape (decide.c): that reduce's index; -1 */
   uint32_t direct;  /* walk stamp: reached from the kernel's root through elementwise ops only */
+  int32_t group;    /* a materialised node: the first (lowest index) node of the multi-output
+                       kernel it is stored by; itself when alone (decide.c) */
 } SchedNode;
 
 /* A growable stack of (node index, state) for the iterative walks: graphs can
@@ -84,11 +86,15 @@ void sched_graph_free(SchedGraph *g);
 
 /* ---- decide.c: which nodes are materialised ---- */
 tvk_status sched_decide(SchedGraph *g, int n, UOp *const *roots);
+/* The kernel node i is stored by: SchedNode.group, followed to its end. */
+int64_t sched_group(SchedGraph *g, int64_t i);
 
 /* ---- kernelize.c: the kernel AST of one materialised node ---- */
-/* Builds the AST computing node `root` (an index of g) into s->bufs[g->info[root].buf],
- * filling item (ast retained, bufs in DEFINE_GLOBAL order). */
-tvk_status sched_kernelize(SchedGraph *g, Schedule *s, int64_t root, ScheduleItem *item);
+/* Builds the AST computing the materialised nodes roots[0..nroots-1] (indices of g,
+ * one multi-output group) into their buffers, filling item (ast retained, bufs
+ * in DEFINE_GLOBAL order: the outputs in the order given, then the inputs). */
+tvk_status sched_kernelize(SchedGraph *g, Schedule *s, const int64_t *roots, int nroots,
+                           ScheduleItem *item);
 
 /* Adds buffer entries to s; returns the index or -1 on out of memory. */
 int sched_add_buf(Schedule *s, const SchedBuf *b);

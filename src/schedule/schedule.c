@@ -147,12 +147,20 @@ static tvk_status build_items(SchedGraph *g, Schedule *s) {
   }
   int n = 0;
   tvk_status st = TVK_OK;
+  int64_t *roots = malloc((g->n ? g->n : 1) * sizeof *roots);
+  if (!roots) st = ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
   for (size_t i = 0; i < g->n && st == TVK_OK; i++) {
     int b = g->info[i].buf;
     if (b < 0 || s->bufs[b].numel == 0) continue; /* not materialised, or nothing to compute */
-    st = sched_kernelize(g, s, (int64_t)i, &tmp[n]);
+    if (sched_group(g, (int64_t)i) != (int64_t)i) continue; /* stored by its group's kernel */
+    int nr = 0;
+    for (size_t j = i; j < g->n; j++) /* the group: its first node, then the others in order */
+      if (g->info[j].buf >= 0 && s->bufs[g->info[j].buf].numel && sched_group(g, (int64_t)j) == (int64_t)i)
+        roots[nr++] = (int64_t)j;
+    st = sched_kernelize(g, s, roots, nr, &tmp[n]);
     if (st == TVK_OK) n++;
   }
+  free(roots);
   if (st == TVK_OK) st = order_items(g->ctx, s, tmp, n, order);
   if (st == TVK_OK && !(s->items = malloc((size_t)(n ? n : 1) * sizeof *s->items)))
     st = ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
