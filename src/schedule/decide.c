@@ -265,15 +265,21 @@ static bool same_shape(UOp *a, UOp *b) {
   return na == nb && memcmp(sa, sb, (size_t)na * sizeof *sa) == 0;
 }
 
-static bool groupable(SchedGraph *g, int64_t i) {
-  return g->topo[i]->op != OP_ASSIGN && g->info[i].kred < 0;
+static bool groupable(SchedGraph *g, int64_t i) { return g->topo[i]->op != OP_ASSIGN; }
+
+/* Kernels of i and j run in one shape: the nodes' shapes agree, and both run
+ * in them, or both in the shape of reduces that agree (SchedNode.kred). */
+static bool same_kernel_shape(SchedGraph *g, int64_t i, int64_t j) {
+  int32_t ki = g->info[i].kred, kj = g->info[j].kred;
+  if (!same_shape(g->topo[i], g->topo[j]) || (ki < 0) != (kj < 0)) return false;
+  return ki < 0 || same_reduce(g->topo[ki], g->topo[kj]);
 }
 
 /* Root b's kernel meets a reduce that root a's kernel fuses already: instead of
  * materialising the reduce, the groups of a and b become one multi-output
- * kernel (the seed's output groups) when all their nodes have one shape, run
- * in it (no reduce-reshape), are no assigns, and none depends on another. The
- * group's name is its lowest index. */
+ * kernel (the seed's output groups) when all their kernels run in one shape,
+ * none is an assign, and none depends on another. The group's name is its
+ * lowest index. */
 static bool try_group(SchedGraph *g, int64_t a, int64_t b) {
   int64_t ga = sched_group(g, a), gb = sched_group(g, b);
   if (ga == gb) return true;
@@ -282,7 +288,7 @@ static bool try_group(SchedGraph *g, int64_t a, int64_t b) {
     if (!groupable(g, (int64_t)i)) return false;
     for (size_t j = 0; j < g->n; j++) {
       if (!sched_realized(g, (int64_t)j) || sched_group(g, (int64_t)j) != gb) continue;
-      if (!groupable(g, (int64_t)j) || !same_shape(g->topo[i], g->topo[j])) return false;
+      if (!groupable(g, (int64_t)j) || !same_kernel_shape(g, (int64_t)i, (int64_t)j)) return false;
       if (depends_on(g, (int64_t)i, (int64_t)j) || depends_on(g, (int64_t)j, (int64_t)i)) return false;
     }
   }
@@ -405,6 +411,7 @@ static bool walk_kernel(SchedGraph *g, int64_t root, Shared *shared, bool *chang
       ok = sstack_push(&st, sched_index(g, u->src[k]), inside);
   }
   sstack_free(&st);
+  g->info[root].has_reduce = first != NULL;
   return ok;
 }
 
@@ -442,6 +449,20 @@ static const DecidePass passes[] = {
     rule_reduces,
 };
 
+/* Requested tensors of one shape whose kernels have no reduce and depend on
+ * none of the others are stored by one kernel: one launch, and the inputs they
+ * share are read once (realize(a + b, a * b) is one kernel). Runs after the
+ * passes: it groups kernels, it materialises nothing. */
+static void group_outputs(SchedGraph *g) {
+  for (size_t i = 0; i < g->n; i++) {
+    if (g->info[i].why != WHY_OUTPUT || g->info[i].has_reduce || g->info[i].kred >= 0) continue;
+    for (size_t j = i + 1; j < g->n; j++)
+      if (g->info[j].why == WHY_OUTPUT && !g->info[j].has_reduce && g->info[j].kred < 0 &&
+          sched_group(g, (int64_t)j) == (int64_t)j)
+        try_group(g, (int64_t)i, (int64_t)j);
+  }
+}
+
 tvk_status sched_decide(SchedGraph *g, int n, UOp *const *roots) {
   mark_mem(g);
   tvk_status s = rule_outputs(g, n, roots);
@@ -453,5 +474,6 @@ tvk_status sched_decide(SchedGraph *g, int n, UOp *const *roots) {
       s = passes[p](g, &changed);
     }
   }
+  if (s == TVK_OK) group_outputs(g);
   return s;
 }
