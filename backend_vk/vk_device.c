@@ -571,6 +571,7 @@ static void read_limits(VkDev *v, const Extensions *e, uint32_t ts_bits) {
       .max_local_threads = x->max_wg_invocations,
       .shared_mem_bytes = x->max_shared,
       .cores = 1,
+      .max_kernel_buffers = x->max_storage_buffers > INT32_MAX ? INT32_MAX : (int)x->max_storage_buffers,
   };
 }
 

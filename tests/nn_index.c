@@ -506,9 +506,28 @@ static void test_embedding_memory(void **state) {
   nn_finish();
 }
 
+/* A cat of more tensors than a Vulkan kernel can bind (lavapipe: 32 storage
+ * buffers): the scheduler splits it into kernels that fit; values as usual. */
+static void test_cat_many(void **state) {
+  (void)state;
+  enum { K = 70, L = 3 };
+  tvk_tensor *ts[K];
+  double want[K * L];
+  int64_t sh[1] = {L}, out_sh[1] = {K * L};
+  for (int i = 0; i < K; i++) {
+    double v[L];
+    for (int j = 0; j < L; j++) v[j] = want[i * L + j] = nn_uniform(-4, 4);
+    ts[i] = nn_tensor(TVK_FLOAT32, 1, sh, v);
+  }
+  for (int j = 0; j < K * L; j++) want[j] = (float)want[j];
+  nn_check("cat of 70", tvk_cat(K, ts, 0), TVK_FLOAT32, 1, out_sh, want, 0, 0);
+  nn_finish();
+}
+
 const struct CMUnitTest nn_index_tests[] = {
     NN_TEST(test_squeeze_unsqueeze), NN_TEST(test_cat_axes),   NN_TEST(test_cat_kernels),
     NN_TEST(test_cat_dtypes),        NN_TEST(test_cat_empty),  NN_TEST(test_cat_errors),
+    NN_TEST(test_cat_many),
     NN_TEST(test_stack),             NN_TEST(test_repeat),     NN_TEST(test_one_hot),
     NN_TEST(test_eye),               NN_TEST(test_gather),     NN_TEST(test_embedding),
     NN_TEST(test_embedding_memory),

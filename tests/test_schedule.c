@@ -469,6 +469,18 @@ static void test_shared_nodes(void **state) {
   check_close("(x+y)*2", o1, w1, 24, 1e-5);
   check_close("(x+y)-1", o2, w2, 24, 1e-5);
 
+  /* two reduces of the same rows, neither reading the other: one kernel, one loop */
+  tvk_tensor *sm[2] = {tvk_sum(X, 1, &ax, true), tvk_max(X, 1, &ax, true)};
+  assert_int_equal(realize_count(ctx, 2, sm), 1);
+  read_f32(sm[0], o1);
+  read_f32(sm[1], o2);
+  for (int i = 0; i < 3; i++) {
+    w1[i] = 0, w2[i] = -INFINITY;
+    for (int j = 0; j < 8; j++) w1[i] += x[idx2(sh, i, j)], w2[i] = fmax(w2[i], x[idx2(sh, i, j)]);
+  }
+  check_close("sum(x)", o1, w1, 3, 1e-5);
+  check_close("max(x)", o2, w2, 3, 0);
+
   tvk_tensor *f = tvk_add(X, Y); /* (3, 8) and a (3, 1) reduce of it: two kernels */
   tvk_tensor *u[2] = {tvk_neg(f), tvk_sum(f, 1, &ax, true)};
   assert_int_equal(realize_count(ctx, 2, u), 2);

@@ -33,6 +33,7 @@ typedef struct {
   int64_t max_local_threads; /* max invocations per work group */
   size_t shared_mem_bytes;   /* per work group; 0 if none */
   int cores;                 /* CPU: threads used per launch */
+  int max_kernel_buffers;    /* most buffers one kernel may bind; 0: no limit */
 } DeviceLimits;
 
 typedef struct {

@@ -275,11 +275,49 @@ static bool same_kernel_shape(SchedGraph *g, int64_t i, int64_t j) {
   return ki < 0 || same_reduce(g->topo[ki], g->topo[kj]);
 }
 
+static bool same_reduce_of(SchedGraph *g, int64_t i, int64_t j) {
+  int32_t ri = g->info[i].red, rj = g->info[j].red;
+  return (ri < 0) == (rj < 0) && (ri < 0 || same_reduce(g->topo[ri], g->topo[rj]));
+}
+
+/* How many buffers one kernel storing the groups ga and gb would bind: their
+ * outputs, and the buffers and other kernels' results their graphs read
+ * (counted once). INT64_MAX on out of memory. */
+static int64_t group_buffers(SchedGraph *g, int64_t ga, int64_t gb) {
+  SMap in = {0};
+  SStack st = {0};
+  int64_t outs = 0, i;
+  int unused;
+  bool ok = true;
+  sched_new_walk(g);
+  for (size_t r = 0; ok && r < g->n; r++) {
+    int64_t gr = sched_realized(g, (int64_t)r) ? sched_group(g, (int64_t)r) : -1;
+    if (gr != ga && gr != gb) continue;
+    outs++;
+    ok = sstack_push(&st, (int64_t)r, 0);
+    while (ok && sstack_pop(&st, &i, &unused)) {
+      if (!sched_visit(g, i, 0)) continue;
+      UOp *u = g->topo[i];
+      int64_t gi = sched_realized(g, i) ? sched_group(g, i) : -1;
+      if (u->op == OP_BUFFER || (gi >= 0 && gi != ga && gi != gb)) {
+        ok = smap_put(&in, u, 1);
+        continue;
+      }
+      if (sched_is_leaf(u)) continue;
+      for (uint32_t k = 0; ok && k < u->nsrc; k++) ok = sstack_push(&st, sched_index(g, u->src[k]), 0);
+    }
+  }
+  int64_t n = ok ? outs + (int64_t)in.n : INT64_MAX;
+  sstack_free(&st);
+  smap_free(&in);
+  return n;
+}
+
 /* Root b's kernel meets a reduce that root a's kernel fuses already: instead of
  * materialising the reduce, the groups of a and b become one multi-output
  * kernel (the seed's output groups) when all their kernels run in one shape,
- * none is an assign, and none depends on another. The group's name is its
- * lowest index. */
+ * none is an assign, none depends on another, and the device can bind all
+ * their buffers. The group's name is its lowest index. */
 static bool try_group(SchedGraph *g, int64_t a, int64_t b) {
   int64_t ga = sched_group(g, a), gb = sched_group(g, b);
   if (ga == gb) return true;
@@ -288,10 +326,14 @@ static bool try_group(SchedGraph *g, int64_t a, int64_t b) {
     if (!groupable(g, (int64_t)i)) return false;
     for (size_t j = 0; j < g->n; j++) {
       if (!sched_realized(g, (int64_t)j) || sched_group(g, (int64_t)j) != gb) continue;
-      if (!groupable(g, (int64_t)j) || !same_kernel_shape(g, (int64_t)i, (int64_t)j)) return false;
+      if (!groupable(g, (int64_t)j) || !same_kernel_shape(g, (int64_t)i, (int64_t)j) ||
+          !same_reduce_of(g, (int64_t)i, (int64_t)j))
+        return false;
       if (depends_on(g, (int64_t)i, (int64_t)j) || depends_on(g, (int64_t)j, (int64_t)i)) return false;
     }
   }
+  int lim = g->ctx->dev->limits.max_kernel_buffers;
+  if (lim > 0 && group_buffers(g, ga, gb) > lim) return false; /* the device could not bind it */
   int64_t lo = ga < gb ? ga : gb;
   g->info[ga].group = g->info[gb].group = (int32_t)lo;
   return true;
@@ -411,7 +453,7 @@ static bool walk_kernel(SchedGraph *g, int64_t root, Shared *shared, bool *chang
       ok = sstack_push(&st, sched_index(g, u->src[k]), inside);
   }
   sstack_free(&st);
-  g->info[root].has_reduce = first != NULL;
+  g->info[root].red = first ? (int32_t)sched_index(g, first) : -1;
   return ok;
 }
 
@@ -438,6 +480,64 @@ static tvk_status rule_reduces(SchedGraph *g, bool *changed) {
   return TVK_OK;
 }
 
+/* ---------------------------------------------------------------- rule: buffer limit */
+
+/* The buffers the kernel part under node x reads (through nodes that are not
+ * materialised); -1 on out of memory. With cand, the elementwise nodes that
+ * read memory met on the way are appended to it (room: g->n). */
+static int64_t inputs_under(SchedGraph *g, int64_t x, int64_t *cand, size_t *ncand) {
+  SMap in = {0};
+  SStack st = {0};
+  bool ok = sstack_push(&st, x, 0);
+  sched_new_walk(g);
+  int64_t i;
+  int unused;
+  while (ok && sstack_pop(&st, &i, &unused)) {
+    if (!sched_visit(g, i, 0)) continue;
+    UOp *u = g->topo[i];
+    if (u->op == OP_BUFFER || (i != x && sched_realized(g, i))) {
+      ok = smap_put(&in, u, 1);
+      continue;
+    }
+    if (sched_is_leaf(u)) continue;
+    if (cand && i != x && is_elementwise((Op)u->op) && g->info[i].mem) cand[(*ncand)++] = i;
+    for (uint32_t k = 0; ok && k < u->nsrc; k++) ok = sstack_push(&st, sched_index(g, u->src[k]), 0);
+  }
+  int64_t n = ok ? (int64_t)in.n : -1;
+  sstack_free(&st);
+  smap_free(&in);
+  return n;
+}
+
+/* A kernel reading more buffers than the device binds (a cat of forty
+ * tensors) has a part of it materialised first, as the seed does past
+ * MAX_BUFS: the elementwise node below it reading the most buffers that one
+ * kernel can still bind (else the smallest that helps), so the split costs few
+ * kernels. */
+static tvk_status rule_buffer_limit(SchedGraph *g, bool *changed) {
+  int lim = g->ctx->dev->limits.max_kernel_buffers;
+  if (lim <= 0) return TVK_OK;
+  int64_t *cand = malloc((g->n ? g->n : 1) * sizeof *cand);
+  if (!cand) return ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+  tvk_status s = TVK_OK;
+  for (size_t r = 0; s == TVK_OK && r < g->n; r++) {
+    if (!sched_realized(g, (int64_t)r)) continue;
+    size_t nc = 0;
+    int64_t total = inputs_under(g, (int64_t)r, cand, &nc), best = -1, best_n = 0;
+    for (size_t k = 0; total + 1 > lim && k < nc; k++) {
+      int64_t n = inputs_under(g, cand[k], NULL, NULL);
+      bool fits = n + 1 <= lim, best_fits = best >= 0 && best_n + 1 <= lim;
+      if (n < 2 || n >= total) continue;
+      if (best < 0 || (fits && (!best_fits || n > best_n)) || (!fits && !best_fits && n < best_n))
+        best = cand[k], best_n = n;
+    }
+    if (total < 0) s = ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+    if (best >= 0) *changed |= sched_mark(g, best, WHY_BUFFER_LIMIT, (Op)g->topo[best]->op);
+  }
+  free(cand);
+  return s;
+}
+
 /* ---------------------------------------------------------------- the passes */
 
 typedef tvk_status (*DecidePass)(SchedGraph *g, bool *changed);
@@ -447,18 +547,22 @@ typedef tvk_status (*DecidePass)(SchedGraph *g, bool *changed);
 static const DecidePass passes[] = {
     rule_views,
     rule_reduces,
+    rule_buffer_limit,
 };
 
-/* Requested tensors of one shape whose kernels have no reduce and depend on
- * none of the others are stored by one kernel: one launch, and the inputs they
- * share are read once (realize(a + b, a * b) is one kernel). Runs after the
- * passes: it groups kernels, it materialises nothing. */
-static void group_outputs(SchedGraph *g) {
+/* Materialised nodes whose kernels have the same shape and reduce the same
+ * axes the same way (or nothing), none depending on another, are stored by one
+ * kernel: one launch, their common inputs read once, and their reduces share
+ * one loop. realize(a + b, a * b) is one kernel; so are cross_entropy's sum of
+ * exp and its label pick, two reduces over the same rows. Runs after the
+ * passes: it groups kernels and materialises nothing. */
+static void group_siblings(SchedGraph *g) {
   for (size_t i = 0; i < g->n; i++) {
-    if (g->info[i].why != WHY_OUTPUT || g->info[i].has_reduce || g->info[i].kred >= 0) continue;
+    if (!sched_realized(g, (int64_t)i) || g->topo[i]->op == OP_ASSIGN) continue;
     for (size_t j = i + 1; j < g->n; j++)
-      if (g->info[j].why == WHY_OUTPUT && !g->info[j].has_reduce && g->info[j].kred < 0 &&
-          sched_group(g, (int64_t)j) == (int64_t)j)
+      if (sched_realized(g, (int64_t)j) && sched_group(g, (int64_t)j) == (int64_t)j &&
+          sched_group(g, (int64_t)i) != (int64_t)j && g->topo[j]->op != OP_ASSIGN &&
+          same_kernel_shape(g, (int64_t)i, (int64_t)j) && same_reduce_of(g, (int64_t)i, (int64_t)j))
         try_group(g, (int64_t)i, (int64_t)j);
   }
 }
@@ -466,14 +570,21 @@ static void group_outputs(SchedGraph *g) {
 tvk_status sched_decide(SchedGraph *g, int n, UOp *const *roots) {
   mark_mem(g);
   tvk_status s = rule_outputs(g, n, roots);
-  for (size_t p = 0; s == TVK_OK && p < sizeof passes / sizeof *passes; p++) {
-    bool changed = true;
-    /* Each round that changes something marks a node, so there are at most n rounds. */
-    for (size_t round = 0; s == TVK_OK && changed && round <= g->n; round++) {
-      changed = false;
-      s = passes[p](g, &changed);
+  /* The passes in order, each to its fixed point; all of them again when the
+   * buffer limit (last) split a kernel, since that changes which kernel fuses
+   * which reduce. Every change marks a node, so this ends. */
+  bool again = true;
+  for (size_t outer = 0; s == TVK_OK && again && outer <= g->n; outer++) {
+    again = false;
+    for (size_t p = 0; s == TVK_OK && p < sizeof passes / sizeof *passes; p++) {
+      bool changed = true;
+      for (size_t round = 0; s == TVK_OK && changed && round <= g->n; round++) {
+        changed = false;
+        s = passes[p](g, &changed);
+        again |= changed && p + 1 == sizeof passes / sizeof *passes;
+      }
     }
   }
-  if (s == TVK_OK) group_outputs(g);
+  if (s == TVK_OK) group_siblings(g);
   return s;
 }

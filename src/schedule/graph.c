@@ -40,6 +40,7 @@ tvk_status sched_graph_init(SchedGraph *g, tvk_ctx *ctx, int n, UOp *const *root
     g->info[i].owner = -1;
     g->info[i].buf = -1;
     g->info[i].kred = -1;
+    g->info[i].red = -1;
     g->info[i].group = (int32_t)i;
     ok = smap_put(&g->index, g->topo[i], (int64_t)i);
   }

@@ -24,7 +24,7 @@ typedef struct {
   uint32_t direct;  /* walk stamp: reached from the kernel's root through elementwise ops only */
   int32_t group;    /* a materialised node: the first (lowest index) node of the multi-output
                        kernel it is stored by; itself when alone (decide.c) */
-  bool has_reduce;  /* a materialised node: its kernel fuses a reduce */
+  int32_t red;      /* a materialised node: the first reduce its kernel fuses; -1 none */
 } SchedNode;
 
 /* A growable stack of (node index, state) for the iterative walks: graphs can

@@ -19,6 +19,7 @@ const char *sched_why_name(SchedWhy why) {
       [WHY_REDUCE_MISMATCH] = "reduce of other axes than the kernel's reduce",
       [WHY_EXPAND] = "expanded by a view (computed once, not per copy)",
       [WHY_ASSIGN] = "assign (written in place)",
+      [WHY_BUFFER_LIMIT] = "split off: one kernel would bind more buffers than the device allows",
   };
   return (unsigned)why < sizeof names / sizeof *names ? names[why] : "?";
 }

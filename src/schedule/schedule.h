@@ -37,7 +37,8 @@ typedef enum {
   WHY_REDUCE_SHARED,  /* a reduce read by two kernels: computed once, not twice */
   WHY_REDUCE_MISMATCH, /* a reduce of other axes than the kernel's first reduce */
   WHY_EXPAND,          /* a view expands it: computed once, not once per copy */
-  WHY_ASSIGN           /* tvk_assign: written into the target's own buffer */
+  WHY_ASSIGN,          /* tvk_assign: written into the target's own buffer */
+  WHY_BUFFER_LIMIT     /* its kernel's consumer would bind more buffers than the device allows */
 } SchedWhy;
 
 /* "output", "contiguous", ... */
