@@ -1415,6 +1415,55 @@ static void test_assign(void **state) {
   close_ctx_clean(ctx);
 }
 
+/* Many outputs of one shape realized together are grouped into kernels that
+ * each bind at most what a kernel AST can (256 buffers): 300 outputs need two.
+ * A chain of 300 layers is scheduled too (it used to take seconds: grouping
+ * compared every pair of kernels). */
+static void test_wide_and_deep(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  enum { W = 300 };
+  int64_t sh[2] = {4, 6};
+  float x[24], out[4];
+  tvk_tensor *X = rand_tensor(ctx, 2, sh, x), *o[W];
+  int ax = 1;
+  for (int i = 0; i < W; i++)
+    o[i] = tvk_sum(tvk_mul(X, tvk_scalar(ctx, TVK_FLOAT32, i)), 1, &ax, true);
+  assert_int_equal(realize_count(ctx, W, o), 2);
+  for (int i = 0; i < W; i += 37) {
+    double want[4];
+    read_f32(o[i], out);
+    for (int r = 0; r < 4; r++) {
+      want[r] = 0;
+      for (int c = 0; c < 6; c++) want[r] += (double)x[r * 6 + c] * i;
+    }
+    check_close("wide output", out, want, 4, 1e-5);
+  }
+  for (int i = 0; i < W; i++) tvk_release(o[i]);
+
+  int64_t sw[2] = {6, 6};
+  float w[36], h_out[24];
+  tvk_tensor *Wt = rand_tensor(ctx, 2, sw, w), *h = X;
+  size_t sc = tvk_scope_begin(ctx);
+  for (int l = 0; l < W; l++) h = tvk_tanh(tvk_matmul(h, Wt));
+  tvk_scope_end(ctx, sc, 1, &h);
+  assert_int_equal(kernels_for(h), W);
+  read_f32(h, h_out);
+  double ref[24], nxt[24];
+  for (int i = 0; i < 24; i++) ref[i] = x[i];
+  for (int l = 0; l < W; l++) {
+    for (int r = 0; r < 4; r++)
+      for (int c = 0; c < 6; c++) {
+        double t = 0;
+        for (int k = 0; k < 6; k++) t += ref[r * 6 + k] * w[k * 6 + c];
+        nxt[r * 6 + c] = tanh(t);
+      }
+    memcpy(ref, nxt, sizeof ref);
+  }
+  check_close("300 layers", h_out, ref, 24, 1e-4);
+  close_ctx_clean(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_add_mul_one_kernel),
@@ -1443,6 +1492,7 @@ int main(void) {
       cmocka_unit_test(test_embedding_no_index_tensor),
       cmocka_unit_test(test_planner_chain),
       cmocka_unit_test(test_assign),
+      cmocka_unit_test(test_wide_and_deep),
   };
   return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
 }

@@ -17,7 +17,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen/codegen.h"
 #include "schedule/sched_internal.h"
+
+/* The most buffers one kernel may bind: the device's limit, and the kernel
+ * AST's (codegen's CG_MAX_BUFS) on every device. */
+static int buffer_limit(const SchedGraph *g) {
+  int lim = g->ctx->dev->limits.max_kernel_buffers;
+  return lim > 0 && lim < CG_MAX_BUFS ? lim : CG_MAX_BUFS;
+}
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -240,6 +248,20 @@ int64_t sched_group(SchedGraph *g, int64_t i) {
   return i;
 }
 
+/* SchedNode.level for every node, sources first. Two materialised nodes of one
+ * level cannot depend on each other, which spares most depends_on walks. */
+static void compute_levels(SchedGraph *g) {
+  for (size_t i = 0; i < g->n; i++) {
+    UOp *u = g->topo[i];
+    int32_t m = 0;
+    for (uint32_t k = 0; !sched_is_leaf(u) && k < u->nsrc; k++) {
+      int32_t l = g->info[sched_index(g, u->src[k])].level;
+      if (l > m) m = l;
+    }
+    g->info[i].level = m + sched_realized(g, (int64_t)i);
+  }
+}
+
 /* Is node `below` in the graph under `above` (any path, materialised or not)? */
 static bool depends_on(SchedGraph *g, int64_t above, int64_t below) {
   if (below >= above) return false; /* sources come first in topo */
@@ -321,19 +343,26 @@ static int64_t group_buffers(SchedGraph *g, int64_t ga, int64_t gb) {
 static bool try_group(SchedGraph *g, int64_t a, int64_t b) {
   int64_t ga = sched_group(g, a), gb = sched_group(g, b);
   if (ga == gb) return true;
-  for (size_t i = 0; i < g->n; i++) {
-    if (!sched_realized(g, (int64_t)i) || sched_group(g, (int64_t)i) != ga) continue;
-    if (!groupable(g, (int64_t)i)) return false;
-    for (size_t j = 0; j < g->n; j++) {
-      if (!sched_realized(g, (int64_t)j) || sched_group(g, (int64_t)j) != gb) continue;
-      if (!groupable(g, (int64_t)j) || !same_kernel_shape(g, (int64_t)i, (int64_t)j) ||
-          !same_reduce_of(g, (int64_t)i, (int64_t)j))
-        return false;
-      if (depends_on(g, (int64_t)i, (int64_t)j) || depends_on(g, (int64_t)j, (int64_t)i)) return false;
-    }
+  /* shape and reduce agree within a group: one member of each speaks for it */
+  if (!same_kernel_shape(g, ga, gb) || !same_reduce_of(g, ga, gb)) return false;
+  int64_t *mem = malloc((g->n ? g->n : 1) * sizeof *mem); /* ga's members, then gb's */
+  size_t na = 0, nb = 0;
+  bool ok = mem != NULL;
+  for (size_t i = 0; ok && i < g->n; i++) {
+    int64_t gi = sched_realized(g, (int64_t)i) ? sched_group(g, (int64_t)i) : -1;
+    if (gi == ga) mem[na++] = (int64_t)i;
   }
-  int lim = g->ctx->dev->limits.max_kernel_buffers;
-  if (lim > 0 && group_buffers(g, ga, gb) > lim) return false; /* the device could not bind it */
+  for (size_t i = 0; ok && i < g->n; i++) {
+    int64_t gi = sched_realized(g, (int64_t)i) ? sched_group(g, (int64_t)i) : -1;
+    if (gi == gb) mem[na + nb++] = (int64_t)i;
+  }
+  for (size_t k = 0; ok && k < na + nb; k++) ok = groupable(g, mem[k]);
+  for (size_t i = 0; ok && i < na; i++)
+    for (size_t j = na; ok && j < na + nb; j++)
+      ok = g->info[mem[i]].level == g->info[mem[j]].level ||
+           (!depends_on(g, mem[i], mem[j]) && !depends_on(g, mem[j], mem[i]));
+  free(mem);
+  if (!ok || group_buffers(g, ga, gb) > buffer_limit(g)) return false; /* the kernel could not bind it */
   int64_t lo = ga < gb ? ga : gb;
   g->info[ga].group = g->info[gb].group = (int32_t)lo;
   return true;
@@ -471,6 +500,7 @@ static tvk_status rule_reduces(SchedGraph *g, bool *changed) {
       return ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
     }
   }
+  if (shared.n) compute_levels(g);
   for (size_t k = 0; k < shared.n; k++) {
     int64_t a = shared.v[k][0], b = shared.v[k][1], r = shared.v[k][2];
     if (!sched_realized(g, r) && !try_group(g, a, b))
@@ -515,8 +545,7 @@ static int64_t inputs_under(SchedGraph *g, int64_t x, int64_t *cand, size_t *nca
  * kernel can still bind (else the smallest that helps), so the split costs few
  * kernels. */
 static tvk_status rule_buffer_limit(SchedGraph *g, bool *changed) {
-  int lim = g->ctx->dev->limits.max_kernel_buffers;
-  if (lim <= 0) return TVK_OK;
+  int lim = buffer_limit(g);
   int64_t *cand = malloc((g->n ? g->n : 1) * sizeof *cand);
   if (!cand) return ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
   tvk_status s = TVK_OK;
@@ -556,15 +585,33 @@ static const DecidePass passes[] = {
  * one loop. realize(a + b, a * b) is one kernel; so are cross_entropy's sum of
  * exp and its label pick, two reduces over the same rows. Runs after the
  * passes: it groups kernels and materialises nothing. */
+/* Candidates are nodes of one level (independent by construction), taken in
+ * order: each joins the first open group of its kind that takes it, else opens
+ * one. Linear in the materialised nodes for the usual few kinds per level. */
 static void group_siblings(SchedGraph *g) {
-  for (size_t i = 0; i < g->n; i++) {
-    if (!sched_realized(g, (int64_t)i) || g->topo[i]->op == OP_ASSIGN) continue;
-    for (size_t j = i + 1; j < g->n; j++)
-      if (sched_realized(g, (int64_t)j) && sched_group(g, (int64_t)j) == (int64_t)j &&
-          sched_group(g, (int64_t)i) != (int64_t)j && g->topo[j]->op != OP_ASSIGN &&
-          same_kernel_shape(g, (int64_t)i, (int64_t)j) && same_reduce_of(g, (int64_t)i, (int64_t)j))
-        try_group(g, (int64_t)i, (int64_t)j);
+  compute_levels(g);
+  size_t cap = g->n ? g->n : 1, m = 0;
+  int64_t *node = malloc(cap * sizeof *node), *open = malloc(cap * sizeof *open);
+  size_t *start = calloc(cap + 2, sizeof *start); /* counting sort by level (<= n) */
+  for (size_t i = 0; node && open && start && i < g->n; i++)
+    if (sched_realized(g, (int64_t)i) && g->topo[i]->op != OP_ASSIGN) start[g->info[i].level + 1]++;
+  for (size_t l = 0; node && open && start && l <= cap; l++) start[l + 1] += start[l];
+  for (size_t i = 0; node && open && start && i < g->n; i++)
+    if (sched_realized(g, (int64_t)i) && g->topo[i]->op != OP_ASSIGN) node[start[g->info[i].level]++] = (int64_t)i, m++;
+  free(start);
+  for (size_t k = 0, nopen = 0; node && open && k < m; k++) {
+    int64_t j = node[k];
+    if (k == 0 || g->info[node[k - 1]].level != g->info[j].level) nopen = 0; /* a new level */
+    bool joined = false;
+    for (size_t o = 0; o < nopen && !joined; o++)
+      if (same_kernel_shape(g, open[o], j) && same_reduce_of(g, open[o], j)) {
+        joined = try_group(g, open[o], j);
+        if (!joined) open[o] = j; /* full (the buffer limit): j opens the next one of its kind */
+        joined = true;
+      }
+    if (!joined) open[nopen++] = j;
   }
+  free(node), free(open);
 }
 
 tvk_status sched_decide(SchedGraph *g, int n, UOp *const *roots) {

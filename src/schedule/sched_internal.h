@@ -25,6 +25,8 @@ typedef struct {
   int32_t group;    /* a materialised node: the first (lowest index) node of the multi-output
                        kernel it is stored by; itself when alone (decide.c) */
   int32_t red;      /* a materialised node: the first reduce its kernel fuses; -1 none */
+  int32_t level;    /* the longest chain of kernels its value depends on (its own included
+                       when materialised): a kernel depends only on kernels of lower level */
 } SchedNode;
 
 /* A growable stack of (node index, state) for the iterative walks: graphs can
