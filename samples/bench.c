@@ -10,7 +10,8 @@
  * loops in this program (matmul in i-k-j order, softmax in three row passes),
  * compiled with the bench; "x ref" is ref time / tvk time (above 1: tvk is
  * faster). The reference runs once for cases over a second, else 3 times.
- * FLOP counts: matmul 2*M*N*K; softmax 5 per element (max, sub, exp, sum, div);
+ * FLOP counts: matmul 2*M*N*K; conv2d 2 per multiply-add of the direct
+ * definition; softmax 5 per element (max, sub, exp, sum, div);
  * a*b+c 2 per element; sum 1 per element. Bytes: what the operation must read
  * and write at least (inputs once, output once).
  */
@@ -106,6 +107,41 @@ static double check_fma(Case *c, const float *out) {
   return worst;
 }
 
+/* conv2d: x (CN, CC, CH, CW), w (CK, CC, 3, 3), padding 1, stride 1: the
+ * inputs are stored 2-D and viewed 4-D (free). */
+enum { CN = 8, CC = 32, CH = 32, CW = 32, CK = 64 };
+
+static tvk_tensor *build_conv(Case *c) {
+  tvk_tensor *x = tvk_reshape(c->in[0], 4, (const int64_t[]){CN, CC, CH, CW});
+  tvk_tensor *w = tvk_reshape(c->in[1], 4, (const int64_t[]){CK, CC, 3, 3});
+  tvk_tensor *r = tvk_conv2d(x, w, NULL, NULL, (const int64_t[]){1, 1, 1, 1}, NULL, 1);
+  tvk_release(x), tvk_release(w);
+  return r;
+}
+
+static double conv_at(const Case *c, int64_t n, int64_t k, int64_t y, int64_t x) {
+  double t = 0;
+  for (int64_t ci = 0; ci < CC; ci++)
+    for (int64_t dy = 0; dy < 3; dy++)
+      for (int64_t dx = 0; dx < 3; dx++) {
+        int64_t iy = y + dy - 1, ix = x + dx - 1;
+        if (iy < 0 || iy >= CH || ix < 0 || ix >= CW) continue;
+        t += (double)c->host[0][((n * CC + ci) * CH + iy) * CW + ix] * c->host[1][(k * CC + ci) * 9 + dy * 3 + dx];
+      }
+  return t;
+}
+
+static double check_conv(Case *c, const float *out) {
+  double worst = 0;
+  for (int s = 0; s < 64; s++) { /* 64 sampled outputs, edges included */
+    int64_t n = s % CN, k = (s * 7) % CK, y = (s * 13) % CH, x = s % 2 ? CW - 1 : (s * 5) % CW;
+    double ref = conv_at(c, n, k, y, x);
+    double e = fabs(ref - out[((n * CK + k) * CH + y) * CW + x]) / (1 + fabs(ref));
+    if (e > worst) worst = e;
+  }
+  return worst;
+}
+
 static tvk_tensor *build_sum(Case *c) { return tvk_sum(c->in[0], 0, NULL, false); }
 
 static double check_sum(Case *c, const float *out) {
@@ -128,6 +164,27 @@ static void ref_matmul(Case *c) {
       for (int64_t j = 0; j < c->n; j++) row[j] += aik * b[k * c->n + j];
     }
   }
+}
+
+static void ref_conv(Case *c) { /* direct loops, float accumulation */
+  for (int64_t n = 0; n < CN; n++)
+    for (int64_t k = 0; k < CK; k++)
+      for (int64_t y = 0; y < CH; y++)
+        for (int64_t x = 0; x < CW; x++) {
+          float t = 0;
+          for (int64_t ci = 0; ci < CC; ci++)
+            for (int64_t dy = 0; dy < 3; dy++) {
+              int64_t iy = y + dy - 1;
+              if (iy < 0 || iy >= CH) continue;
+              const float *row = c->host[0] + ((n * CC + ci) * CH + iy) * CW;
+              const float *wr = c->host[1] + (k * CC + ci) * 9 + dy * 3;
+              for (int64_t dx = 0; dx < 3; dx++) {
+                int64_t ix = x + dx - 1;
+                if (ix >= 0 && ix < CW) t += row[ix] * wr[dx];
+              }
+            }
+          ref_out[((n * CK + k) * CH + y) * CW + x] = t;
+        }
 }
 
 static void ref_softmax(Case *c) {
@@ -255,6 +312,9 @@ int main(int argc, char **argv) {
        2.0 * 1024 * 1024 * 1024, 3.0 * 1024 * 1024 * 4},
       {"matmul 2048 f32", build_matmul, check_matmul, ref_matmul, 1e-4, 2048, 2048, 2048, 2, {{2048, 2048}, {2048, 2048}},
        2.0 * 2048 * 2048 * 2048, 3.0 * 2048 * 2048 * 4},
+      {"conv 3x3 8x32x32, 64 out", build_conv, check_conv, ref_conv, 1e-4, CN * CK, CH * CW, 0, 2,
+       {{CN * CC, CH * CW}, {CK, CC * 9}}, 2.0 * CN * CK * CH * CW * CC * 9,
+       4.0 * (CN * CC * CH * CW + CK * CC * 9 + CN * CK * CH * CW)},
       {"softmax 4096x4096 f32", build_softmax, check_softmax, ref_softmax, 1e-3, 4096, 4096, 0, 1, {{4096, 4096}},
        5.0 * 4096 * 4096, 2.0 * 4096 * 4096 * 4},
       {"a*b+c 16M f32", build_fma, check_fma, ref_fma, 1e-6, 0, big, 0, 3, {{big, 0}, {big, 0}, {big, 0}}, 2.0 * (double)big,
