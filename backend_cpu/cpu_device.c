@@ -12,6 +12,13 @@
 /* Buffers are 64-byte aligned: a cache line, and enough for any vector load. */
 enum { CPU_BUFFER_ALIGN = 64, CPU_MAX_THREADS = 1024, CPU_STACK_BUFS = 32 };
 
+/* Freed buffers kept for reuse: a loop that realizes the same shapes again
+ * gets memory the kernels touched before, instead of fresh pages from the
+ * system that fault in on first write (a 64 MiB output costs about 16,000 page
+ * faults; tinygrad's LRU allocator does the same). Matched by exact size. */
+enum { CPU_CACHE_BLOCKS = 16 };
+#define CPU_CACHE_BYTES ((size_t)256 << 20)
+
 struct DevBuffer {
   void *data; /* never NULL, even for a zero-size buffer */
   size_t size;
@@ -31,6 +38,9 @@ typedef struct {
   int threads;
   pthread_mutex_t programs_mu;
   DevProgram *programs;
+  DevBuffer *cache[CPU_CACHE_BLOCKS]; /* freed buffers, most recent last */
+  int ncache;
+  size_t cache_bytes;
   char name[192];
 } CpuDevice;
 
@@ -46,6 +56,14 @@ static tvk_status cpu_alloc(Device *d, size_t nbytes, DevBuffer **out) {
     return dev_fail(d, TVK_ERR_INVALID_ARG,
                     "alloc: %zu bytes exceeds the largest CPU buffer (%zu bytes)", nbytes,
                     d->limits.max_buffer_bytes);
+  CpuDevice *c = cpu_of(d);
+  for (int i = c->ncache - 1; i >= 0; i--)
+    if (c->cache[i]->size == nbytes) {
+      *out = c->cache[i];
+      c->cache_bytes -= nbytes;
+      memmove(c->cache + i, c->cache + i + 1, (size_t)(--c->ncache - i) * sizeof *c->cache);
+      return TVK_OK;
+    }
   DevBuffer *b = malloc(sizeof *b);
   void *data = NULL;
   /* At least one byte, so a zero-size buffer still has a distinct pointer. */
@@ -60,11 +78,27 @@ static tvk_status cpu_alloc(Device *d, size_t nbytes, DevBuffer **out) {
   return TVK_OK;
 }
 
-static void cpu_free(Device *d, DevBuffer *b) {
-  (void)d;
-  if (!b) return;
+static void release_block(DevBuffer *b) {
   free(b->data);
   free(b);
+}
+
+/* Kernels run to completion before a launch returns, so a freed buffer is
+ * idle and can go straight to the cache (the oldest blocks make room). */
+static void cpu_free(Device *d, DevBuffer *b) {
+  if (!b) return;
+  CpuDevice *c = cpu_of(d);
+  if (b->size > CPU_CACHE_BYTES / 4) { /* huge blocks go back to the system */
+    release_block(b);
+    return;
+  }
+  while (c->ncache > 0 && (c->ncache == CPU_CACHE_BLOCKS || c->cache_bytes + b->size > CPU_CACHE_BYTES)) {
+    c->cache_bytes -= c->cache[0]->size;
+    release_block(c->cache[0]);
+    memmove(c->cache, c->cache + 1, (size_t)--c->ncache * sizeof *c->cache);
+  }
+  c->cache[c->ncache++] = b;
+  c->cache_bytes += b->size;
 }
 
 /* Checks that [offset, offset+n) lies in b without overflowing. */
@@ -180,6 +214,7 @@ static void cpu_destroy(Device *d) {
     c->programs = p->next;
     program_close(p);
   }
+  while (c->ncache > 0) release_block(c->cache[--c->ncache]);
   cpu_pool_destroy(c->pool);
   cpu_toolchain_free(&c->tc);
   pthread_mutex_destroy(&c->programs_mu);

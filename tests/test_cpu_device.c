@@ -235,6 +235,33 @@ static void test_buffer_round_trip(void **state) {
   d->ops->destroy(d);
 }
 
+/* A freed buffer is reused by the next allocation of its size (no fresh pages
+ * to fault in); other sizes get their own; the cache is bounded, and what it
+ * holds is freed with the device (the sanitizer build checks for leaks). */
+static void test_buffer_reuse(void **state) {
+  (void)state;
+  Device *d = make_dev(1);
+  DevBuffer *a = must_alloc(d, 4096), *b = must_alloc(d, 4096);
+  unsigned char in[64] = {7}, out[64];
+  assert_int_equal(d->ops->copy_in(d, b, 0, in, sizeof in), TVK_OK);
+  d->ops->free(d, a);
+  DevBuffer *c = must_alloc(d, 4096);
+  assert_ptr_equal(c, a);
+  DevBuffer *e = must_alloc(d, 8192); /* another size: not a */
+  assert_ptr_not_equal(e, a);
+  assert_int_equal(d->ops->copy_out(d, b, 0, out, sizeof out), TVK_OK); /* b untouched */
+  assert_memory_equal(in, out, sizeof in);
+  enum { K = 40 };
+  DevBuffer *many[K];
+  for (int i = 0; i < K; i++) many[i] = must_alloc(d, 1000 + (size_t)i);
+  for (int i = 0; i < K; i++) d->ops->free(d, many[i]); /* more than the cache keeps */
+  DevBuffer *last = must_alloc(d, 1000 + K - 1), *first = must_alloc(d, 1000);
+  assert_ptr_equal(last, many[K - 1]); /* the most recent ones are kept */
+  d->ops->free(d, last), d->ops->free(d, first);
+  d->ops->free(d, b), d->ops->free(d, c), d->ops->free(d, e);
+  d->ops->destroy(d);
+}
+
 static void test_buffer_bounds(void **state) {
   (void)state;
   Device *d = make_dev(1);
@@ -606,6 +633,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_create),
       cmocka_unit_test(test_buffer_round_trip),
+      cmocka_unit_test(test_buffer_reuse),
       cmocka_unit_test(test_buffer_bounds),
       cmocka_unit_test(test_alloc_too_big),
       cmocka_unit_test(test_kernel_mul_add),
