@@ -17,17 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen/codegen.h"
 #include "schedule/sched_internal.h"
-
-/* The most buffers one kernel may bind: the device's limit, and the kernel
- * AST's (codegen's CG_MAX_BUFS) on every device. */
-static int buffer_limit(const SchedGraph *g) {
-  int lim = g->ctx->dev->limits.max_kernel_buffers;
-  return lim > 0 && lim < CG_MAX_BUFS ? lim : CG_MAX_BUFS;
-}
-
-/* ---------------------------------------------------------------- helpers */
 
 static bool st_masked(const ShapeTracker *st) {
   for (int i = 0; i < st->nviews; i++)
@@ -231,7 +221,7 @@ static tvk_status rule_views(SchedGraph *g, bool *changed) {
 
 /* Two reduces can share a kernel when they reduce the same axes of the same
  * shape (codegen/kernel.h: reduces of one kernel reduce the same axes). */
-static bool same_reduce(UOp *a, UOp *b) {
+bool sched_same_reduce(UOp *a, UOp *b) {
   int64_t sa[TVK_MAX_DIMS], sb[TVK_MAX_DIMS];
   int na = graph_shape(a->src[0], sa), nb = graph_shape(b->src[0], sb);
   if (na != nb || memcmp(sa, sb, (size_t)na * sizeof *sa) != 0) return false;
@@ -243,133 +233,8 @@ static bool same_reduce(UOp *a, UOp *b) {
   return ma == mb;
 }
 
-int64_t sched_group(SchedGraph *g, int64_t i) {
-  while (g->info[i].group != i) i = g->info[i].group = g->info[g->info[i].group].group;
-  return i;
-}
-
-/* SchedNode.level for every node, sources first. Two materialised nodes of one
- * level cannot depend on each other, which spares most depends_on walks. */
-static void compute_levels(SchedGraph *g) {
-  for (size_t i = 0; i < g->n; i++) {
-    UOp *u = g->topo[i];
-    int32_t m = 0;
-    for (uint32_t k = 0; !sched_is_leaf(u) && k < u->nsrc; k++) {
-      int32_t l = g->info[sched_index(g, u->src[k])].level;
-      if (l > m) m = l;
-    }
-    g->info[i].level = m + sched_realized(g, (int64_t)i);
-  }
-}
-
-/* Is node `below` in the graph under `above` (any path, materialised or not)? */
-static bool depends_on(SchedGraph *g, int64_t above, int64_t below) {
-  if (below >= above) return false; /* sources come first in topo */
-  SStack st = {0};
-  bool ok = sstack_push(&st, above, 0), found = false;
-  sched_new_walk(g);
-  int64_t i;
-  int unused;
-  while (ok && !found && sstack_pop(&st, &i, &unused)) {
-    if (i < below || !sched_visit(g, i, 1)) continue;
-    found = i == below;
-    UOp *u = g->topo[i];
-    for (uint32_t k = 0; ok && !sched_is_leaf(u) && k < u->nsrc; k++)
-      ok = sstack_push(&st, sched_index(g, u->src[k]), 0);
-  }
-  sstack_free(&st);
-  return found || !ok; /* out of memory: say yes, which only keeps kernels apart */
-}
-
-static bool same_shape(UOp *a, UOp *b) {
-  int64_t sa[TVK_MAX_DIMS], sb[TVK_MAX_DIMS];
-  int na = graph_shape(a, sa), nb = graph_shape(b, sb);
-  return na == nb && memcmp(sa, sb, (size_t)na * sizeof *sa) == 0;
-}
-
-static bool groupable(SchedGraph *g, int64_t i) { return g->topo[i]->op != OP_ASSIGN; }
-
-/* Kernels of i and j run in one shape: the nodes' shapes agree, and both run
- * in them, or both in the shape of reduces that agree (SchedNode.kred). */
-static bool same_kernel_shape(SchedGraph *g, int64_t i, int64_t j) {
-  int32_t ki = g->info[i].kred, kj = g->info[j].kred;
-  if (!same_shape(g->topo[i], g->topo[j]) || (ki < 0) != (kj < 0)) return false;
-  return ki < 0 || same_reduce(g->topo[ki], g->topo[kj]);
-}
-
-static bool same_reduce_of(SchedGraph *g, int64_t i, int64_t j) {
-  int32_t ri = g->info[i].red, rj = g->info[j].red;
-  return (ri < 0) == (rj < 0) && (ri < 0 || same_reduce(g->topo[ri], g->topo[rj]));
-}
-
-/* How many buffers one kernel storing the groups ga and gb would bind: their
- * outputs, and the buffers and other kernels' results their graphs read
- * (counted once). INT64_MAX on out of memory. */
-static int64_t group_buffers(SchedGraph *g, int64_t ga, int64_t gb) {
-  SMap in = {0};
-  SStack st = {0};
-  int64_t outs = 0, i;
-  int unused;
-  bool ok = true;
-  sched_new_walk(g);
-  for (size_t r = 0; ok && r < g->n; r++) {
-    int64_t gr = sched_realized(g, (int64_t)r) ? sched_group(g, (int64_t)r) : -1;
-    if (gr != ga && gr != gb) continue;
-    outs++;
-    ok = sstack_push(&st, (int64_t)r, 0);
-    while (ok && sstack_pop(&st, &i, &unused)) {
-      if (!sched_visit(g, i, 0)) continue;
-      UOp *u = g->topo[i];
-      int64_t gi = sched_realized(g, i) ? sched_group(g, i) : -1;
-      if (u->op == OP_BUFFER || (gi >= 0 && gi != ga && gi != gb)) {
-        ok = smap_put(&in, u, 1);
-        continue;
-      }
-      if (sched_is_leaf(u)) continue;
-      for (uint32_t k = 0; ok && k < u->nsrc; k++) ok = sstack_push(&st, sched_index(g, u->src[k]), 0);
-    }
-  }
-  int64_t n = ok ? outs + (int64_t)in.n : INT64_MAX;
-  sstack_free(&st);
-  smap_free(&in);
-  return n;
-}
-
-/* Root b's kernel meets a reduce that root a's kernel fuses already: instead of
- * materialising the reduce, the groups of a and b become one multi-output
- * kernel (the seed's output groups) when all their kernels run in one shape,
- * none is an assign, none depends on another, and the device can bind all
- * their buffers. The group's name is its lowest index. */
-static bool try_group(SchedGraph *g, int64_t a, int64_t b) {
-  int64_t ga = sched_group(g, a), gb = sched_group(g, b);
-  if (ga == gb) return true;
-  /* shape and reduce agree within a group: one member of each speaks for it */
-  if (!same_kernel_shape(g, ga, gb) || !same_reduce_of(g, ga, gb)) return false;
-  int64_t *mem = malloc((g->n ? g->n : 1) * sizeof *mem); /* ga's members, then gb's */
-  size_t na = 0, nb = 0;
-  bool ok = mem != NULL;
-  for (size_t i = 0; ok && i < g->n; i++) {
-    int64_t gi = sched_realized(g, (int64_t)i) ? sched_group(g, (int64_t)i) : -1;
-    if (gi == ga) mem[na++] = (int64_t)i;
-  }
-  for (size_t i = 0; ok && i < g->n; i++) {
-    int64_t gi = sched_realized(g, (int64_t)i) ? sched_group(g, (int64_t)i) : -1;
-    if (gi == gb) mem[na + nb++] = (int64_t)i;
-  }
-  for (size_t k = 0; ok && k < na + nb; k++) ok = groupable(g, mem[k]);
-  for (size_t i = 0; ok && i < na; i++)
-    for (size_t j = na; ok && j < na + nb; j++)
-      ok = g->info[mem[i]].level == g->info[mem[j]].level ||
-           (!depends_on(g, mem[i], mem[j]) && !depends_on(g, mem[j], mem[i]));
-  free(mem);
-  if (!ok || group_buffers(g, ga, gb) > buffer_limit(g)) return false; /* the kernel could not bind it */
-  int64_t lo = ga < gb ? ga : gb;
-  g->info[ga].group = g->info[gb].group = (int32_t)lo;
-  return true;
-}
-
 /* Reduces met by a second kernel, decided after the walks of a round: the two
- * kernels become one (try_group), or the reduce is materialised. */
+ * kernels become one (sched_try_group), or the reduce is materialised. */
 typedef struct {
   int64_t (*v)[3]; /* owner, other root, reduce */
   size_t n, cap;
@@ -394,7 +259,7 @@ static bool visit_reduce(SchedGraph *g, int64_t root, int64_t i, int inside, UOp
   SchedWhy why = WHY_NONE;
   int64_t owner = g->info[i].owner;
   if (!inside && owner >= 0 && owner != root) {
-    if (*first && !same_reduce(*first, u)) {
+    if (*first && !sched_same_reduce(*first, u)) {
       *changed |= sched_mark(g, i, WHY_REDUCE_MISMATCH, OP_REDUCE_AXIS);
     } else {
       if (!*first) *first = u;
@@ -405,7 +270,7 @@ static bool visit_reduce(SchedGraph *g, int64_t root, int64_t i, int inside, UOp
   }
   if (inside)
     why = WHY_REDUCE_NESTED;
-  else if (*first && !same_reduce(*first, u))
+  else if (*first && !sched_same_reduce(*first, u))
     why = WHY_REDUCE_MISMATCH;
   if (why != WHY_NONE) {
     *changed |= sched_mark(g, i, why, OP_REDUCE_AXIS);
@@ -444,7 +309,7 @@ static bool visit_reduce_reshape(SchedGraph *g, int64_t root, int64_t v, uint32_
   int64_t r = sched_index(g, g->topo[v]->src[0]);
   if (sched_realized(g, r)) return false;
   bool ok = !inside && g->info[v].direct == direct &&
-            (g->info[root].kred < 0 || same_reduce(g->topo[g->info[root].kred], g->topo[r]));
+            (g->info[root].kred < 0 || sched_same_reduce(g->topo[g->info[root].kred], g->topo[r]));
   if (!ok) {
     *changed |= sched_mark(g, r, WHY_VIEW_BLOCKED, OP_VIEW);
     return false;
@@ -500,10 +365,10 @@ static tvk_status rule_reduces(SchedGraph *g, bool *changed) {
       return ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
     }
   }
-  if (shared.n) compute_levels(g);
+  if (shared.n) sched_levels(g);
   for (size_t k = 0; k < shared.n; k++) {
     int64_t a = shared.v[k][0], b = shared.v[k][1], r = shared.v[k][2];
-    if (!sched_realized(g, r) && !try_group(g, a, b))
+    if (!sched_realized(g, r) && !sched_try_group(g, a, b))
       *changed |= sched_mark(g, r, WHY_REDUCE_SHARED, OP_REDUCE_AXIS);
   }
   free(shared.v);
@@ -545,7 +410,7 @@ static int64_t inputs_under(SchedGraph *g, int64_t x, int64_t *cand, size_t *nca
  * kernel can still bind (else the smallest that helps), so the split costs few
  * kernels. */
 static tvk_status rule_buffer_limit(SchedGraph *g, bool *changed) {
-  int lim = buffer_limit(g);
+  int lim = sched_buffer_limit(g);
   int64_t *cand = malloc((g->n ? g->n : 1) * sizeof *cand);
   if (!cand) return ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
   tvk_status s = TVK_OK;
@@ -585,35 +450,6 @@ static const DecidePass passes[] = {
  * one loop. realize(a + b, a * b) is one kernel; so are cross_entropy's sum of
  * exp and its label pick, two reduces over the same rows. Runs after the
  * passes: it groups kernels and materialises nothing. */
-/* Candidates are nodes of one level (independent by construction), taken in
- * order: each joins the first open group of its kind that takes it, else opens
- * one. Linear in the materialised nodes for the usual few kinds per level. */
-static void group_siblings(SchedGraph *g) {
-  compute_levels(g);
-  size_t cap = g->n ? g->n : 1, m = 0;
-  int64_t *node = malloc(cap * sizeof *node), *open = malloc(cap * sizeof *open);
-  size_t *start = calloc(cap + 2, sizeof *start); /* counting sort by level (<= n) */
-  for (size_t i = 0; node && open && start && i < g->n; i++)
-    if (sched_realized(g, (int64_t)i) && g->topo[i]->op != OP_ASSIGN) start[g->info[i].level + 1]++;
-  for (size_t l = 0; node && open && start && l <= cap; l++) start[l + 1] += start[l];
-  for (size_t i = 0; node && open && start && i < g->n; i++)
-    if (sched_realized(g, (int64_t)i) && g->topo[i]->op != OP_ASSIGN) node[start[g->info[i].level]++] = (int64_t)i, m++;
-  free(start);
-  for (size_t k = 0, nopen = 0; node && open && k < m; k++) {
-    int64_t j = node[k];
-    if (k == 0 || g->info[node[k - 1]].level != g->info[j].level) nopen = 0; /* a new level */
-    bool joined = false;
-    for (size_t o = 0; o < nopen && !joined; o++)
-      if (same_kernel_shape(g, open[o], j) && same_reduce_of(g, open[o], j)) {
-        joined = try_group(g, open[o], j);
-        if (!joined) open[o] = j; /* full (the buffer limit): j opens the next one of its kind */
-        joined = true;
-      }
-    if (!joined) open[nopen++] = j;
-  }
-  free(node), free(open);
-}
-
 tvk_status sched_decide(SchedGraph *g, int n, UOp *const *roots) {
   mark_mem(g);
   tvk_status s = rule_outputs(g, n, roots);
@@ -632,6 +468,6 @@ tvk_status sched_decide(SchedGraph *g, int n, UOp *const *roots) {
       }
     }
   }
-  if (s == TVK_OK) group_siblings(g);
+  if (s == TVK_OK) sched_group_siblings(g);
   return s;
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen/codegen.h"
 #include "schedule/sched_internal.h"
 
 /* ---------------------------------------------------------------- SStack */
@@ -65,3 +66,12 @@ bool sched_mark(SchedGraph *g, int64_t i, SchedWhy why, Op culprit) {
   g->info[i].culprit = culprit;
   return true;
 }
+
+/* The most buffers one kernel may bind: the device's limit, and the kernel
+ * AST's (codegen's CG_MAX_BUFS) on every device. */
+int sched_buffer_limit(const SchedGraph *g) {
+  int lim = g->ctx->dev->limits.max_kernel_buffers;
+  return lim > 0 && lim < CG_MAX_BUFS ? lim : CG_MAX_BUFS;
+}
+
+/* ---------------------------------------------------------------- helpers */

@@ -89,8 +89,23 @@ void sched_graph_free(SchedGraph *g);
 
 /* ---- decide.c: which nodes are materialised ---- */
 tvk_status sched_decide(SchedGraph *g, int n, UOp *const *roots);
+/* Two reduces can share a kernel: the same axes of the same shape. */
+bool sched_same_reduce(UOp *a, UOp *b);
+
+/* ---- graph.c ---- */
+/* The most buffers one kernel may bind: the device's limit and codegen's. */
+int sched_buffer_limit(const SchedGraph *g);
+
+/* ---- group.c: multi-output kernels ---- */
 /* The kernel node i is stored by: SchedNode.group, followed to its end. */
 int64_t sched_group(SchedGraph *g, int64_t i);
+/* SchedNode.level of every node. */
+void sched_levels(SchedGraph *g);
+/* Makes the groups of a and b one kernel if they can be (same kernel shape and
+ * reduce, no assign, independent, within the buffer limit); true if they are. */
+bool sched_try_group(SchedGraph *g, int64_t a, int64_t b);
+/* Groups materialised siblings (after the passes). */
+void sched_group_siblings(SchedGraph *g);
 
 /* ---- kernelize.c: the kernel AST of one materialised node ---- */
 /* Builds the AST computing the materialised nodes roots[0..nroots-1] (indices of g,
