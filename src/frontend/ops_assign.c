@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "frontend/broadcast.h"
+#include "ir/ustack.h"
 #include "schedule/smap.h"
 
 /* The target's node as its own contiguous buffer: VIEW(BUFFER) reading all of
@@ -43,33 +44,17 @@ static tvk_status own_buffer(tvk_tensor *t) {
  * element i of the kernel writing b then reads only element i of b. (A reduce
  * or a contiguous in between is checked again when scheduled, where it is
  * known whether it runs in a kernel of its own.) */
-typedef struct {
-  UOp **v;
-  size_t n, cap;
-} Stack;
-
-static bool push(Stack *s, UOp *u) {
-  if (s->n == s->cap) {
-    size_t cap = s->cap ? 2 * s->cap : 64;
-    UOp **nv = realloc(s->v, cap * sizeof *nv);
-    if (!nv) return false;
-    s->v = nv, s->cap = cap;
-  }
-  s->v[s->n++] = u;
-  return true;
-}
-
 static bool reads_self_elsewhere(UOp *value, UOp *target) {
   SMap seen = {0};
-  Stack st = {0};
-  bool bad = false, ok = push(&st, value);
+  UStack st = {0};
+  bool bad = false, ok = ustack_push(&st, value);
   while (ok && st.n && !bad) {
     UOp *u = st.v[--st.n];
     if (smap_get(&seen, u) >= 0) continue;
     ok = smap_put(&seen, u, 1);
     bad = u->op == OP_VIEW && u->src[0] == target->src[0] && !st_eq(u->arg.st, target->arg.st);
     if (u->op == OP_REDUCE_AXIS || u->op == OP_CONTIGUOUS || u->op == OP_ASSIGN) continue;
-    for (uint32_t k = 0; ok && k < u->nsrc; k++) ok = push(&st, u->src[k]);
+    for (uint32_t k = 0; ok && k < u->nsrc; k++) ok = ustack_push(&st, u->src[k]);
   }
   free(st.v);
   smap_free(&seen);

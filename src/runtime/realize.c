@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ir/pattern.h"
+#include "ir/ustack.h"
 #include "runtime/run.h"
 #include "schedule/smap.h"
 
@@ -105,21 +106,6 @@ static tvk_status replace_realized(tvk_ctx *ctx, const Schedule *s) {
 
 /* ---------------------------------------------------------------- assigns */
 
-typedef struct {
-  UOp **v;
-  size_t n, cap;
-} UStack;
-
-static bool upush(UStack *st, UOp *u) {
-  if (st->n == st->cap) {
-    size_t cap = st->cap ? 2 * st->cap : 64;
-    UOp **nv = realloc(st->v, cap * sizeof *nv);
-    if (!nv) return false;
-    st->v = nv, st->cap = cap;
-  }
-  st->v[st->n++] = u;
-  return true;
-}
 
 
 /* Walks the graph under u down to data, calling f on every node. Below an
@@ -129,13 +115,13 @@ static bool upush(UStack *st, UOp *u) {
  * below it: a reader of an ASSIGN reads the new value. false on out of memory. */
 static bool walk_graph(UOp *u, SMap *seen, bool into_assign, bool (*f)(UOp *, void *), void *arg) {
   UStack st = {0};
-  bool ok = upush(&st, u);
+  bool ok = ustack_push(&st, u);
   while (ok && st.n) {
     UOp *x = st.v[--st.n];
     if (smap_get(seen, x) >= 0) continue;
     ok = smap_put(seen, x, 1) && f(x, arg);
     uint32_t from = x->op != OP_ASSIGN ? 0 : into_assign || x == u ? 1 : x->nsrc;
-    for (uint32_t k = from; ok && k < x->nsrc; k++) ok = upush(&st, x->src[k]);
+    for (uint32_t k = from; ok && k < x->nsrc; k++) ok = ustack_push(&st, x->src[k]);
   }
   free(st.v);
   return ok;
@@ -253,7 +239,7 @@ static tvk_status find_kept(tvk_ctx *ctx, const Schedule *s, bool *keep) {
     if (s->bufs[i].node) ok = smap_put(&computed, s->bufs[i].node, i);
   for (int a = 0; ok && a < s->naliases; a++) ok = smap_put(&computed, s->aliases[a].node, -2 - a);
   for (tvk_tensor *t = ctx->head; ok && t; t = t->next) {
-    if (t->uop) ok = upush(&st, t->uop);
+    if (t->uop) ok = ustack_push(&st, t->uop);
     while (ok && st.n) {
       UOp *x = st.v[--st.n];
       if (smap_get(&seen, x) >= 0) continue;
@@ -265,7 +251,7 @@ static tvk_status find_kept(tvk_ctx *ctx, const Schedule *s, bool *keep) {
         if (y >= 0) keep[y] = true;
       }
       if (c != -1 || is_data(x)) continue;
-      for (uint32_t k = 0; ok && k < x->nsrc; k++) ok = upush(&st, x->src[k]);
+      for (uint32_t k = 0; ok && k < x->nsrc; k++) ok = ustack_push(&st, x->src[k]);
     }
   }
   free(st.v);

@@ -1,0 +1,30 @@
+/* A growable stack of UOp pointers, for the iterative graph walks that must
+ * not recurse (graphs can be deeper than the C stack). Zero-initialise; free
+ * v when done. */
+#ifndef TVK_IR_USTACK_H
+#define TVK_IR_USTACK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+#include "ir/uop.h"
+
+typedef struct {
+  UOp **v;
+  size_t n, cap;
+} UStack;
+
+/* false on out of memory (the stack is unchanged). */
+static inline bool ustack_push(UStack *s, UOp *u) {
+  if (s->n == s->cap) {
+    size_t cap = s->cap ? 2 * s->cap : 64;
+    UOp **nv = realloc(s->v, cap * sizeof *nv);
+    if (!nv) return false;
+    s->v = nv, s->cap = cap;
+  }
+  s->v[s->n++] = u;
+  return true;
+}
+
+#endif
