@@ -1415,6 +1415,40 @@ static void test_assign(void **state) {
   close_ctx_clean(ctx);
 }
 
+/* The contiguous child of a reduce (a transpose of it made contiguous, or read
+ * back with tvk_to_host) is computed by one kernel storing the reduce through
+ * the inverse view, not the reduce and then a copy; a reduce something else
+ * also reads is still stored and copied. */
+static void test_contiguous_child_of_reduce(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  int64_t sh[3] = {3, 4, 5};
+  float x[60], out[12];
+  double want[12];
+  tvk_tensor *X = rand_tensor(ctx, 3, sh, x);
+  int ax = 2;
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 4; j++) {
+      want[j * 3 + i] = 0;
+      for (int k = 0; k < 5; k++) want[j * 3 + i] += x[(i * 4 + j) * 5 + k];
+    }
+  tvk_tensor *r = tvk_sum(X, 1, &ax, true); /* (3, 4, 1) */
+  tvk_tensor *t = tvk_contiguous(tvk_permute(r, (const int[]){2, 1, 0})); /* (1, 4, 3) */
+  assert_int_equal(kernels_for(t), 1);
+  read_f32(t, out);
+  check_close("contiguous(permute(sum))", out, want, 12, 1e-5);
+  tvk_tensor *r2 = tvk_sum(X, 1, &ax, false); /* (3, 4) */
+  assert_int_equal(read_count(tvk_transpose(r2, 0, 1), out), 1);
+  check_close("to_host(transpose(sum))", out, want, 12, 1e-5);
+  tvk_tensor *r3 = tvk_sum(X, 1, &ax, false);
+  tvk_tensor *both[2] = {tvk_contiguous(tvk_transpose(r3, 0, 1)), tvk_neg(r3)};
+  /* the reduce has two readers: it is stored, then copied and negated */
+  assert_int_equal(realize_count(ctx, 2, both), 3);
+  read_f32(both[0], out);
+  check_close("shared reduce, transposed", out, want, 12, 1e-5);
+  close_ctx_clean(ctx);
+}
+
 /* Many outputs of one shape realized together are grouped into kernels that
  * each bind at most what a kernel AST can (256 buffers): 300 outputs need two.
  * A chain of 300 layers is scheduled too (it used to take seconds: grouping
@@ -1493,6 +1527,7 @@ int main(void) {
       cmocka_unit_test(test_planner_chain),
       cmocka_unit_test(test_assign),
       cmocka_unit_test(test_wide_and_deep),
+      cmocka_unit_test(test_contiguous_child_of_reduce),
   };
   return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
 }

@@ -69,6 +69,45 @@ static bool is_reduce_reshape(UOp *v) {
          st_numel(v->arg.st) == numel_of(v->src[0]);
 }
 
+bool sched_view_inverse(UOp *v, int64_t *out_strides) {
+  const ShapeTracker *st = v->arg.st;
+  int64_t xs[TVK_MAX_DIMS], xstr[TVK_MAX_DIMS], ostr[TVK_MAX_DIMS];
+  int nd = graph_shape(v->src[0], xs);
+  const View *w = &st->views[0];
+  if (st->nviews != 1 || w->has_mask || w->offset != 0 || st_numel(st) != numel_of(v->src[0]))
+    return false;
+  strides_for_shape(nd, xs, xstr);
+  strides_for_shape(w->ndim, w->shape, ostr);
+  bool used[TVK_MAX_DIMS] = {false};
+  for (int d = 0; d < nd; d++) out_strides[d] = 0;
+  for (int k = 0; k < w->ndim; k++) {
+    if (w->shape[k] == 1) continue;
+    int d = 0;
+    while (d < nd && (used[d] || xs[d] != w->shape[k] || xstr[d] != w->strides[k])) d++;
+    if (d == nd) return false; /* not one of x's dims: a reshape that merges or splits */
+    used[d] = true;
+    out_strides[d] = ostr[k];
+  }
+  return true;
+}
+
+/* CONTIGUOUS(VIEW(R, st)) where st reorders R's dims (a permute, with size-1
+ * dims added or dropped) and R, a reduce, and the view have no other consumer
+ * in the graph: the CONTIGUOUS's kernel computes R and stores it through the
+ * inverse view (SchedNode.kperm), as the seed realizes the contiguous child of
+ * a reduce instead of the reduce and a copy. */
+static bool is_reduce_permute(SchedGraph *g, UOp *v) {
+  int64_t strides[TVK_MAX_DIMS];
+  if (v->op != OP_VIEW || v->src[0]->op != OP_REDUCE_AXIS || is_reduce_reshape(v) ||
+      !sched_view_inverse(v, strides))
+    return false;
+  int64_t vi = sched_index(g, v), r = sched_index(g, v->src[0]);
+  if (g->info[vi].nparents != 1 || g->info[r].nparents != 1) return false;
+  for (size_t i = (size_t)vi + 1; i < g->n; i++) /* the one parent */
+    if (g->topo[i]->nsrc && g->topo[i]->src[0] == v) return g->topo[i]->op == OP_CONTIGUOUS;
+  return false;
+}
+
 /* A view that makes copies of x's elements (an expand), rather than only
  * reordering, shrinking or padding them (the seed: a padded view is "simple"
  * when its valid region is no larger than x). */
@@ -191,7 +230,7 @@ static tvk_status rule_views(SchedGraph *g, bool *changed) {
     if (u->op != OP_VIEW) continue;
     int64_t x = sched_index(g, u->src[0]);
     if (sched_is_leaf(u->src[0]) || sched_realized(g, x) || view_is_identity(u)) continue;
-    if (is_reduce_reshape(u)) continue; /* rule_reduces decides */
+    if (is_reduce_reshape(u) || is_reduce_permute(g, u)) continue; /* rule_reduces decides */
     /* An expand of a computation that reads memory: computed once into a buffer
      * rather than once per copy (the seed realizes every expanded base). Ops on
      * constants and aranges only are cheaper to recompute than to load. */
@@ -306,15 +345,20 @@ static bool mark_direct(SchedGraph *g, int64_t root) {
  * walk on into the reduce. */
 static bool visit_reduce_reshape(SchedGraph *g, int64_t root, int64_t v, uint32_t direct,
                                  int inside, bool *changed) {
-  int64_t r = sched_index(g, g->topo[v]->src[0]);
+  UOp *view = g->topo[v];
+  int64_t r = sched_index(g, view->src[0]);
   if (sched_realized(g, r)) return false;
+  /* a permutation: only as the whole value of the CONTIGUOUS being computed */
+  bool perm = !is_reduce_reshape(view);
   bool ok = !inside && g->info[v].direct == direct &&
+            (!perm || (g->topo[root]->op == OP_CONTIGUOUS && g->topo[root]->src[0] == view)) &&
             (g->info[root].kred < 0 || sched_same_reduce(g->topo[g->info[root].kred], g->topo[r]));
   if (!ok) {
     *changed |= sched_mark(g, r, WHY_VIEW_BLOCKED, OP_VIEW);
     return false;
   }
   g->info[root].kred = (int32_t)r;
+  g->info[root].kperm = perm;
   return true;
 }
 
@@ -323,6 +367,7 @@ static bool walk_kernel(SchedGraph *g, int64_t root, Shared *shared, bool *chang
   SStack st = {0};
   UOp *first = NULL;
   g->info[root].kred = -1;
+  g->info[root].kperm = false;
   if (!mark_direct(g, root)) return false;
   uint32_t direct = g->stamp;
   bool ok = sstack_push(&st, root, 0);
@@ -333,7 +378,7 @@ static bool walk_kernel(SchedGraph *g, int64_t root, Shared *shared, bool *chang
     if (!sched_visit(g, i, inside)) continue;
     UOp *u = g->topo[i];
     if (sched_is_leaf(u) || (i != root && sched_realized(g, i))) continue;
-    if (is_reduce_reshape(u) && !view_is_identity(u)) {
+    if ((is_reduce_reshape(u) && !view_is_identity(u)) || is_reduce_permute(g, u)) {
       if (visit_reduce_reshape(g, root, i, direct, inside, changed))
         ok = sstack_push(&st, sched_index(g, u->src[0]), inside);
       continue;

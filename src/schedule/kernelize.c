@@ -281,20 +281,29 @@ static UOp *make_store(Kern *k, int64_t root, int gi) {
   UOp *node = g->topo[root];
   const SchedBuf *ob = &k->s->bufs[g->info[root].buf];
   UOp *value = node->op == OP_CONTIGUOUS || node->op == OP_ASSIGN ? node->src[node->nsrc - 1] : node;
-  /* A kernel in the shape of a reduce behind a reshape (decide.c): the value is
-   * viewed in that shape, which the rewrite pushes down to the loads and which
-   * cancels the reshape over the reduce. The buffer is row-major in both. */
-  int64_t kshape[TVK_MAX_DIMS];
-  int knd = ob->ndim;
-  memcpy(kshape, ob->shape, sizeof kshape);
-  if (g->info[root].kred >= 0) {
-    knd = graph_shape(g->topo[g->info[root].kred], kshape);
-    ShapeTracker *own = st_from_shape(ob->ndim, ob->shape);
-    ShapeTracker *rs = own ? st_reshape(own, knd, kshape) : NULL;
-    value = rs ? uop_new(u, OP_VIEW, value->dtype, 1, &value, arg_st(rs)) : NULL;
-    st_free(own), st_free(rs);
+  /* A kernel in the shape of a reduce behind a reshape or, for a contiguous
+   * child, a permutation (decide.c): `st` views the output buffer in the
+   * reduce's shape. The value is viewed through it too, which the rewrite
+   * pushes down to the loads and which cancels the view over the reduce; the
+   * store writes through it, so a permuted child lands permuted. */
+  ShapeTracker *st = st_from_shape(ob->ndim, ob->shape);
+  if (st && g->info[root].kred >= 0) {
+    int64_t kshape[TVK_MAX_DIMS];
+    int knd = graph_shape(g->topo[g->info[root].kred], kshape);
+    int64_t strides[TVK_MAX_DIMS];
+    ShapeTracker *ks = NULL;
+    if (g->info[root].kperm) { /* the buffer seen in the reduce's shape: the inverse view */
+      if (sched_view_inverse(node->src[0], strides)) { /* decide.c checked it */
+        View w = view_make(knd, kshape, strides, 0, NULL);
+        ks = st_from_view(&w);
+      }
+    } else {
+      ks = st_reshape(st, knd, kshape);
+    }
+    value = ks ? uop_new(u, OP_VIEW, value->dtype, 1, &value, arg_st(ks)) : NULL;
+    st_free(st);
+    st = ks;
   }
-  ShapeTracker *st = st_from_shape(knd, kshape);
   UOp *glob = uop_new(u, OP_DEFINE_GLOBAL, dt_ptr(dt_make(ob->dtype), ADDR_GLOBAL), 0, NULL, arg_int(gi));
   UOp *view = st ? kview(k, st) : NULL;
   st_free(st);

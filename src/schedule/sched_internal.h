@@ -21,6 +21,9 @@ typedef struct {
   bool mem;         /* its value reads memory or a reduce (not only constants and aranges) */
   int32_t kred;     /* a materialised node whose kernel runs in the shape of a reduce it
                        reaches through a reshape (decide.c): that reduce's index; -1 */
+  bool kperm;       /* with kred: the node is CONTIGUOUS(VIEW(reduce, a permutation)), stored
+                       through the inverse permutation (the seed's contiguous child) */
+  int32_t nparents; /* how many nodes of the graph use it as a source */
   uint32_t direct;  /* walk stamp: reached from the kernel's root through elementwise ops only */
   int32_t group;    /* a materialised node: the first (lowest index) node of the multi-output
                        kernel it is stored by; itself when alone (decide.c) */
@@ -89,6 +92,12 @@ void sched_graph_free(SchedGraph *g);
 
 /* ---- decide.c: which nodes are materialised ---- */
 tvk_status sched_decide(SchedGraph *g, int n, UOp *const *roots);
+/* VIEW(x, st) where st reorders x's dims (one unmasked view reading all of x,
+ * each dim of size > 1 one of x's with its row-major stride; size-1 dims may
+ * come and go): out_strides[d] is the stride of x's dim d in a row-major
+ * buffer of st's shape, so a view of that buffer in x's shape with these
+ * strides is st's inverse. False when st is anything else. */
+bool sched_view_inverse(UOp *v, int64_t *out_strides);
 /* Two reduces can share a kernel: the same axes of the same shape. */
 bool sched_same_reduce(UOp *a, UOp *b);
 
