@@ -956,7 +956,7 @@ static double at_expand(const Pair *c, const int64_t *ix, const void *arg) {
 
 /* A random graph of the given shape and its reference. */
 static Pair gen(tvk_ctx *ctx, int nd, const int64_t *sh, int depth) {
-  int kind = depth == 0 || rnd_int(6) == 0 ? -1 : rnd_int(10);
+  int kind = depth == 0 || rnd_int(6) == 0 ? -1 : rnd_int(11);
   int64_t csh[3];
   memcpy(csh, sh, (size_t)nd * sizeof *sh);
   int d = rnd_int(nd);
@@ -1062,6 +1062,20 @@ static Pair gen(tvk_ctx *ctx, int nd, const int64_t *sh, int depth) {
     if (sh[d] == 1) return s;
     Pair r = pair_map(&s, nd, sh, at_expand, NULL, tvk_expand(s.t, nd, sh));
     pair_free(&s);
+    return r;
+  }
+  case 10: { /* contiguous(permute(child)): over a reduce, its contiguous child */
+    int perm[3] = {0, 1, 2};
+    for (int i = nd - 1; i > 0; i--) {
+      int j = rnd_int(i + 1), tmp = perm[i];
+      perm[i] = perm[j], perm[j] = tmp;
+    }
+    for (int i = 0; i < nd; i++) csh[perm[i]] = sh[i];
+    Pair c = gen(ctx, nd, csh, depth - 1);
+    tvk_tensor *pt = tvk_permute(c.t, perm);
+    Pair r = pair_map(&c, nd, sh, at_permute, perm, tvk_contiguous(pt));
+    tvk_release(pt);
+    pair_free(&c);
     return r;
   }
   case 9: { /* an elementwise computation expanded along d (materialised once) */
