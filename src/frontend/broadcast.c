@@ -91,6 +91,56 @@ int bc_axis(int axis, int ndim) {
   return a < 0 || a >= ndim ? -1 : a;
 }
 
+tvk_tensor *bc_check_axis(const char *op, tvk_tensor *a, int axis, int *ax, bool *bad) {
+  tvk_tensor *err = bc_check(op, 1, &a, bad);
+  if (*bad) return err;
+  *ax = bc_axis(axis, a->ndim > 0 ? a->ndim : 1);
+  if (*ax < 0) {
+    *bad = true;
+    return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: axis %d out of range for %d dims", op,
+                        axis, a->ndim);
+  }
+  return NULL;
+}
+
+tvk_tensor *bc_reduce_axes(const char *op, const tvk_tensor *a, int naxes, const int *axes,
+                           bool keepdim, BcAxes *r) {
+  int nd = a->ndim;
+  bool on[TVK_MAX_DIMS] = {false};
+  int from[TVK_MAX_DIMS];
+  if (naxes < 0)
+    return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: naxes %d is negative", op, naxes);
+  if (naxes == 0 || !axes) {
+    for (int d = 0; d < nd; d++) on[d] = true;
+  } else {
+    for (int i = 0; i < naxes; i++) {
+      int d = bc_axis(axes[i], nd);
+      if (d < 0)
+        return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: axis %d out of range for %d dims", op,
+                            axes[i], nd);
+      if (on[d] && from[d] == axes[i])
+        return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: axis %d listed twice", op, axes[i]);
+      if (on[d])
+        return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: axes %d and %d both name dim %d", op,
+                            from[d], axes[i], d);
+      on[d] = true;
+      from[d] = axes[i];
+    }
+  }
+  r->n = r->out_nd = 0;
+  r->count = 1;
+  for (int d = 0; d < nd; d++) {
+    r->keep[d] = on[d] ? 1 : a->shape[d];
+    if (on[d]) {
+      r->axes[r->n++] = d;
+      r->count *= a->shape[d]; /* <= numel: no overflow */
+    }
+    if (!on[d] || keepdim) r->out[r->out_nd++] = r->keep[d];
+  }
+  return NULL;
+}
+
+
 /* ---------------------------------------------------------------- movement */
 
 /* graph_view(x, st), freeing the base tracker st was made from and st. */

@@ -54,6 +54,26 @@ UOp *bc_to_shape(UOp *x, int xnd, const int64_t *xs, int nd, const int64_t *shap
 /* Normalises axis (negative counts from the end) for ndim dims: the axis in
  * 0..ndim-1, or -1 when out of range. */
 int bc_axis(int axis, int ndim);
+/* One axis of a, as the single-axis ops (softmax, cumsum, ...) take it: checks
+ * a (bc_check) and the axis; *ax in 0..max(ndim, 1)-1 (a 0-d tensor is one
+ * element along axis 0 or -1). NULL with *bad false on success, else *bad and
+ * the error tensor to return. */
+tvk_tensor *bc_check_axis(const char *op, tvk_tensor *a, int axis, int *ax, bool *bad);
+
+/* The axes of one reduction, checked and normalised. */
+typedef struct {
+  int n;                      /* number of reduced axes */
+  int64_t axes[TVK_MAX_DIMS]; /* ascending */
+  int64_t keep[TVK_MAX_DIMS]; /* the input shape with 1 at the axes */
+  int out_nd;                 /* the result's dims (keepdim or not) */
+  int64_t out[TVK_MAX_DIMS];
+  int64_t count; /* elements reduced into each output */
+} BcAxes;
+
+/* Parses the axes of a reduction (naxes == 0 or axes NULL: all; negative from
+ * the end; a dim named twice is an error); NULL or an error tensor. */
+tvk_tensor *bc_reduce_axes(const char *op, const tvk_tensor *a, int naxes, const int *axes,
+                           bool keepdim, BcAxes *r);
 
 /* ---- movement of graph nodes (graph_view over a tracker of x's shape) ---- */
 

@@ -26,52 +26,24 @@ static tvk_dtype comp_dtype(tvk_dtype d) {
 
 /* ---------------------------------------------------------------- var, std */
 
-/* Checks the axes as tvk_sum does (naxes 0 or axes NULL: all; negative from
- * the end; no dim twice). *count: the elements reduced into each output. */
-static tvk_tensor *check_axes(const char *op, tvk_tensor *a, int naxes, const int *axes,
-                              int64_t *count) {
-  bool on[TVK_MAX_DIMS] = {false};
-  if (naxes < 0)
-    return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: naxes %d is negative", op, naxes);
-  *count = 1;
-  if (naxes == 0 || !axes) {
-    for (int d = 0; d < a->ndim; d++) *count *= a->shape[d];
-    return NULL;
-  }
-  for (int i = 0; i < naxes; i++) {
-    int d = bc_axis(axes[i], a->ndim);
-    if (d < 0)
-      return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: axis %d out of range for %d dims", op,
-                          axes[i], a->ndim);
-    if (on[d])
-      return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: axis %d names dim %d a second time",
-                          op, axes[i], d);
-    on[d] = true;
-    *count *= a->shape[d];
-  }
-  return NULL;
-}
-
 static tvk_tensor *variance(const char *op, bool sd, tvk_tensor *a, int naxes, const int *axes,
                             bool keepdim, double correction) {
   bool bad;
   tvk_tensor *err = bc_check(op, 1, &a, &bad);
   if (bad) return err;
-  int64_t count = 1;
-  if ((err = check_axes(op, a, naxes, axes, &count))) return err;
+  BcAxes ax;
+  if ((err = bc_reduce_axes(op, a, naxes, axes, keepdim, &ax))) return err;
   if (!isfinite(correction))
     return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: correction %g is not finite", op,
                         correction);
   tvk_ctx *ctx = a->ctx;
   tvk_dtype cdt = comp_dtype(a->dtype);
-  double div = fmax(0.0, (double)count - correction);
+  double div = fmax(0.0, (double)ax.count - correction);
   size_t sc = tvk_scope_begin(ctx);
   tvk_tensor *x = tvk_cast(a, cdt);
   tvk_tensor *d = tvk_sub(x, tvk_mean(x, naxes, axes, true));
   tvk_tensor *ss = tvk_sum(tvk_mul(d, d), naxes, axes, keepdim);
-  /* a division by 0 is undefined in GLSL: x * inf gives inf, and 0 * inf NaN */
-  tvk_tensor *r = div > 0 ? tvk_div(ss, tvk_scalar(ctx, cdt, div))
-                          : tvk_mul(ss, tvk_scalar(ctx, cdt, INFINITY));
+  tvk_tensor *r = tvk_div(ss, tvk_scalar(ctx, cdt, div)); /* div 0: inf, or NaN for ss 0 */
   if (sd) r = tvk_sqrt(r);
   r = tvk_cast(r, res_dtype(a->dtype));
   tvk_scope_end(ctx, sc, 1, &r);

@@ -9,54 +9,6 @@
 
 typedef enum { RK_SUM, RK_PROD, RK_MAX, RK_MIN, RK_MEAN } RKind;
 
-/* The axes of one reduction, checked and normalised. */
-typedef struct {
-  int n;                      /* number of reduced axes */
-  int64_t axes[TVK_MAX_DIMS]; /* ascending */
-  int64_t keep[TVK_MAX_DIMS]; /* the input shape with 1 at the axes */
-  int out_nd;                 /* the result's dims (keepdim or not) */
-  int64_t out[TVK_MAX_DIMS];
-  int64_t count; /* elements reduced into each output */
-} Axes;
-
-/* Parses axes (naxes == 0 or axes NULL: all); NULL or an error tensor. */
-static tvk_tensor *parse_axes(const char *op, const tvk_tensor *a, int naxes, const int *axes,
-                              bool keepdim, Axes *r) {
-  int nd = a->ndim;
-  bool on[TVK_MAX_DIMS] = {false};
-  int from[TVK_MAX_DIMS];
-  if (naxes < 0)
-    return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: naxes %d is negative", op, naxes);
-  if (naxes == 0 || !axes) {
-    for (int d = 0; d < nd; d++) on[d] = true;
-  } else {
-    for (int i = 0; i < naxes; i++) {
-      int d = bc_axis(axes[i], nd);
-      if (d < 0)
-        return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: axis %d out of range for %d dims", op,
-                            axes[i], nd);
-      if (on[d] && from[d] == axes[i])
-        return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: axis %d listed twice", op, axes[i]);
-      if (on[d])
-        return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: axes %d and %d both name dim %d", op,
-                            from[d], axes[i], d);
-      on[d] = true;
-      from[d] = axes[i];
-    }
-  }
-  r->n = r->out_nd = 0;
-  r->count = 1;
-  for (int d = 0; d < nd; d++) {
-    r->keep[d] = on[d] ? 1 : a->shape[d];
-    if (on[d]) {
-      r->axes[r->n++] = d;
-      r->count *= a->shape[d]; /* <= numel: no overflow */
-    }
-    if (!on[d] || keepdim) r->out[r->out_nd++] = r->keep[d];
-  }
-  return NULL;
-}
-
 /* sum and prod: narrow ints widen to 32 bits (bool counts as signed). */
 static ScalarType sum_dtype(ScalarType s) {
   switch (s) {
@@ -99,7 +51,7 @@ static UOp *identity(const Ew *e, RKind k, ScalarType s) {
   return ew_const_val(e, s, (CVal){.i = u ? -1 : dt_max_i(dt_make(s))});
 }
 
-static UOp *reduce_op(UOp *x, Op op, const Axes *ax) {
+static UOp *reduce_op(UOp *x, Op op, const BcAxes *ax) {
   if (!x) return NULL;
   if (ax->n == 0) return x; /* nothing to reduce: a 0-d tensor or no axes */
   return uop_new(x->ctx, OP_REDUCE_AXIS, x->dtype, 1, &x, arg_reduce(op, ax->n, ax->axes));
@@ -107,7 +59,7 @@ static UOp *reduce_op(UOp *x, Op op, const Axes *ax) {
 
 /* MAX of floats lets a NaN through only when it comes first, so a second
  * reduce over x != x (bool, MAX = any) makes any NaN the result, as numpy's max. */
-static UOp *max_of(const Ew *eo, UOp *x, const Axes *ax) {
+static UOp *max_of(const Ew *eo, UOp *x, const BcAxes *ax) {
   UOp *m = reduce_op(x, OP_MAX, ax);
   if (!x || !dt_is_float(x->dtype) || ax->n == 0) return m;
   UOp *any_nan = reduce_op(ew_isnan(x), OP_MAX, ax);
@@ -116,14 +68,14 @@ static UOp *max_of(const Ew *eo, UOp *x, const Axes *ax) {
 
 /* min = -max(-x) for floats (negation is exact); for integers and bool
  * ~max(~x) (x ^ all-ones reverses the order without overflow, unlike -x). */
-static UOp *min_of(const Ew *ei, const Ew *eo, UOp *x, const Axes *ax) {
+static UOp *min_of(const Ew *ei, const Ew *eo, UOp *x, const BcAxes *ax) {
   if (x && dt_is_float(x->dtype)) return ew_alu1(OP_NEG, max_of(eo, ew_alu1(OP_NEG, x), ax));
   ScalarType s = x ? (ScalarType)x->dtype.scalar : DT_INT32;
   UOp *flipped = ew_alu2(OP_XOR, x, ew_const_val(ei, s, (CVal){.i = -1}));
   return ew_alu2(OP_XOR, reduce_op(flipped, OP_MAX, ax), ew_const_val(eo, s, (CVal){.i = -1}));
 }
 
-static UOp *build(const Ew *ei, const Ew *eo, RKind k, UOp *x, const Axes *ax) {
+static UOp *build(const Ew *ei, const Ew *eo, RKind k, UOp *x, const BcAxes *ax) {
   switch (k) {
   case RK_SUM: return reduce_op(x, OP_ADD, ax);
   case RK_PROD: return reduce_op(x, OP_MUL, ax);
@@ -140,8 +92,8 @@ static tvk_tensor *reduce(const char *op, RKind k, tvk_tensor *a, int naxes, con
   bool bad;
   tvk_tensor *err = bc_check(op, 1, &a, &bad);
   if (bad) return err;
-  Axes ax;
-  if ((err = parse_axes(op, a, naxes, axes, keepdim, &ax))) return err;
+  BcAxes ax;
+  if ((err = bc_reduce_axes(op, a, naxes, axes, keepdim, &ax))) return err;
   ScalarType in = dt_from_tvk(a->dtype), res = result_dtype(k, in), cdt = compute_dtype(k, res);
 
   tvk_ctx *ctx = a->ctx;

@@ -39,19 +39,6 @@ static tvk_dtype sum_dtype(tvk_dtype d) {
   }
 }
 
-/* Checks a and axis; *ax in 0..max(ndim, 1)-1 (a 0-d tensor is one element
- * along axis 0 or -1). NULL, *bad false on success. */
-static tvk_tensor *check_axis(const char *op, tvk_tensor *a, int axis, int *ax, bool *bad) {
-  tvk_tensor *err = bc_check(op, 1, &a, bad);
-  if (*bad) return err;
-  *ax = bc_axis(axis, a->ndim > 0 ? a->ndim : 1);
-  if (*ax < 0) {
-    *bad = true;
-    return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: axis %d out of range for %d dims", op,
-                        axis, a->ndim);
-  }
-  return NULL;
-}
 
 /* ---------------------------------------------------------------- cumsum */
 
@@ -129,7 +116,7 @@ static tvk_tensor *cumsum_last(tvk_tensor *y) {
 tvk_tensor *tvk_cumsum(tvk_tensor *a, int axis) {
   bool bad;
   int ax;
-  tvk_tensor *err = check_axis("cumsum", a, axis, &ax, &bad);
+  tvk_tensor *err = bc_check_axis("cumsum", a, axis, &ax, &bad);
   if (bad) return err;
   tvk_ctx *ctx = a->ctx;
   tvk_dtype res = sum_dtype(a->dtype);
@@ -158,7 +145,7 @@ tvk_tensor *tvk_cumsum(tvk_tensor *a, int axis) {
 static tvk_tensor *arg_extreme(const char *op, bool is_max, tvk_tensor *a, int axis, bool keepdim) {
   bool bad;
   int ax;
-  tvk_tensor *err = check_axis(op, a, axis, &ax, &bad);
+  tvk_tensor *err = bc_check_axis(op, a, axis, &ax, &bad);
   if (bad) return err;
   tvk_ctx *ctx = a->ctx;
   int nd = a->ndim > 0 ? a->ndim : 1;

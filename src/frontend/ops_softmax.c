@@ -33,20 +33,6 @@ static tvk_dtype comp_dtype(tvk_dtype d) {
   return d == TVK_FLOAT16 || d == TVK_BFLOAT16 ? TVK_FLOAT32 : d;
 }
 
-/* Checks a and axis. On success returns NULL, *bad false, *ax the axis in
- * 0..max(ndim, 1)-1: a 0-d tensor is one element along axis 0 (or -1). */
-static tvk_tensor *check_axis(const char *op, tvk_tensor *a, int axis, int *ax, bool *bad) {
-  tvk_tensor *err = bc_check(op, 1, &a, bad);
-  if (*bad) return err;
-  int nd = a->ndim > 0 ? a->ndim : 1;
-  *ax = bc_axis(axis, nd);
-  if (*ax < 0) {
-    *bad = true;
-    return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: axis %d out of range for %d dims", op,
-                        axis, a->ndim);
-  }
-  return NULL;
-}
 
 /* a as a compute-dtype tensor of at least one dim (0-d becomes (1,)). */
 static tvk_tensor *prepare(tvk_tensor *a) {
@@ -65,7 +51,7 @@ typedef enum { SM_SOFTMAX, SM_LOG_SOFTMAX } SmKind;
 static tvk_tensor *softmax_like(const char *op, SmKind k, tvk_tensor *a, int axis) {
   bool bad;
   int ax;
-  tvk_tensor *err = check_axis(op, a, axis, &ax, &bad);
+  tvk_tensor *err = bc_check_axis(op, a, axis, &ax, &bad);
   if (bad) return err;
   tvk_ctx *ctx = a->ctx;
   size_t sc = tvk_scope_begin(ctx);
@@ -99,7 +85,7 @@ static tvk_tensor *finite_max(tvk_tensor *x, int ax) {
 tvk_tensor *tvk_logsumexp(tvk_tensor *a, int axis, bool keepdim) {
   bool bad;
   int ax;
-  tvk_tensor *err = check_axis("logsumexp", a, axis, &ax, &bad);
+  tvk_tensor *err = bc_check_axis("logsumexp", a, axis, &ax, &bad);
   if (bad) return err;
   tvk_ctx *ctx = a->ctx;
   int nd = 0;
