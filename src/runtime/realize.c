@@ -1,5 +1,6 @@
 /* ctx_realize (frontend.h): schedule the graphs of the tensors, run the
  * kernels, and make every live tensor read the results from memory. */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,8 +107,6 @@ static tvk_status replace_realized(tvk_ctx *ctx, const Schedule *s) {
 
 /* ---------------------------------------------------------------- assigns */
 
-
-
 /* Walks the graph under u down to data, calling f on every node. Below an
  * ASSIGN only its value is walked (its target is the buffer it writes, not a
  * read of the old value) when into_assign or when the ASSIGN is u itself (a
@@ -166,7 +165,8 @@ static UOp *read_copies(UOp *u, const Assigns *a, UOp *const *copies) {
       continue;
     }
     bool changed = false;
-    for (uint32_t k = 0; k < x->nsrc && x->nsrc <= 8; k++)
+    assert(x->nsrc <= 8); /* tensor-graph nodes have at most 3 sources */
+    for (uint32_t k = 0; k < x->nsrc; k++)
       changed |= (src[k] = res[smap_get(&at, x->src[k])]) != x->src[k];
     if (changed) ok = (res[i] = uop_replace_src(x, (int)x->nsrc, src)) != NULL;
   }
@@ -181,8 +181,7 @@ static UOp *read_copies(UOp *u, const Assigns *a, UOp *const *copies) {
  * realized still reads, b is first copied (a CONTIGUOUS of it, which the
  * scheduler makes a real copy because b is assigned) in the same schedule, and
  * that tensor's graph is rewritten to read the copy: it stays lazy and fused,
- * and only b's bytes are copied. The copies join the roots (capacity: every
- * live tensor plus the targets). */
+ * and only b's bytes are copied. The copies join the roots (*roots grows). */
 static tvk_status copy_old_values(tvk_ctx *ctx, UOp ***roots, int *nr) {
   Assigns a = {0};
   SMap seen = {0};

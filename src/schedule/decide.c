@@ -25,10 +25,9 @@ static bool st_masked(const ShapeTracker *st) {
   return false;
 }
 
-/* VIEW(x, st) that changes nothing: x's shape, row-major, no mask. */
-static bool view_is_identity(UOp *v) {
+bool sched_view_is_identity(const UOp *v) {
   int64_t shape[TVK_MAX_DIMS];
-  int nd = graph_shape(v->src[0], shape);
+  int nd = graph_shape((UOp *)v->src[0], shape);
   const ShapeTracker *st = v->arg.st;
   return st_contiguous(st) && st_ndim(st) == nd &&
          memcmp(st_shape(st), shape, (size_t)nd * sizeof *shape) == 0;
@@ -102,10 +101,8 @@ static bool is_reduce_permute(SchedGraph *g, UOp *v) {
       !sched_view_inverse(v, strides))
     return false;
   int64_t vi = sched_index(g, v), r = sched_index(g, v->src[0]);
-  if (g->info[vi].nparents != 1 || g->info[r].nparents != 1) return false;
-  for (size_t i = (size_t)vi + 1; i < g->n; i++) /* the one parent */
-    if (g->topo[i]->nsrc && g->topo[i]->src[0] == v) return g->topo[i]->op == OP_CONTIGUOUS;
-  return false;
+  return g->info[vi].nparents == 1 && g->info[r].nparents == 1 &&
+         g->topo[g->info[vi].parent]->op == OP_CONTIGUOUS;
 }
 
 /* A view that makes copies of x's elements (an expand), rather than only
@@ -142,31 +139,31 @@ bool sched_contiguous_noop(const UOp *u) {
     return false; /* a constant has no memory to view */
   if (!st_contiguous(v->arg.st)) return false;
   if (y->op == OP_BUFFER) return true; /* a row-major prefix of memory: plain already */
-  int64_t shape[TVK_MAX_DIMS], numel = 1;
-  int nd = graph_shape((UOp *)y, shape);
-  for (int d = 0; d < nd; d++) numel *= shape[d];
-  return st_numel(v->arg.st) == numel; /* all of y: computing y is computing the CONTIGUOUS */
+  return st_numel(v->arg.st) == numel_of((UOp *)y); /* all of y: computing y is computing the CONTIGUOUS */
 }
 
-/* Every explicit CONTIGUOUS is materialised, or for a no-op one the base below
- * it; a requested tensor's base is materialised (the tensor then views its
+/* Every assign is materialised (into its target). Every explicit CONTIGUOUS is
+ * materialised, or for a no-op one the base below it -- except a CONTIGUOUS of
+ * a buffer an assign here overwrites: a copy of the old value (realize.c makes
+ * these for tensors that still read it), a real kernel even where the view is
+ * plain. A requested tensor's base is materialised (the tensor then views its
  * buffer) unless it is data already. */
-/* CONTIGUOUS(VIEW(BUFFER b)) where an ASSIGN in the graph overwrites b: a copy
- * of b's old value (runtime/realize.c makes these for tensors that still read
- * it), so a real kernel even where the view is plain. */
-static bool copies_assigned(SchedGraph *g, const UOp *u) {
-  if (u->src[0]->op != OP_VIEW || u->src[0]->src[0]->op != OP_BUFFER) return false;
-  for (size_t i = 0; i < g->n; i++)
-    if (g->topo[i]->op == OP_ASSIGN && g->topo[i]->src[0]->src[0] == u->src[0]->src[0]) return true;
-  return false;
-}
-
 static tvk_status rule_outputs(SchedGraph *g, int n, UOp *const *roots) {
+  SMap assigned = {0}; /* BUFFER UOps assigned in this graph */
   for (size_t i = 0; i < g->n; i++) {
     UOp *u = g->topo[i];
-    if (u->op == OP_ASSIGN) sched_mark(g, (int64_t)i, WHY_ASSIGN, OP_NONE);
+    if (u->op != OP_ASSIGN) continue;
+    sched_mark(g, (int64_t)i, WHY_ASSIGN, OP_NONE);
+    if (!smap_put(&assigned, u->src[0]->src[0], 1)) {
+      smap_free(&assigned);
+      return ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+    }
+  }
+  for (size_t i = 0; i < g->n; i++) {
+    UOp *u = g->topo[i];
     if (u->op != OP_CONTIGUOUS) continue;
-    if (!sched_contiguous_noop(u) || copies_assigned(g, u)) {
+    bool copy = u->src[0]->op == OP_VIEW && smap_get(&assigned, u->src[0]->src[0]) >= 0;
+    if (!sched_contiguous_noop(u) || copy) {
       sched_mark(g, (int64_t)i, WHY_CONTIGUOUS, OP_NONE);
       continue;
     }
@@ -181,6 +178,7 @@ static tvk_status rule_outputs(SchedGraph *g, int n, UOp *const *roots) {
     int64_t b = sched_index(g, base);
     if (!sched_is_leaf(base) && !sched_alias(g, b)) sched_mark(g, b, WHY_OUTPUT, OP_NONE);
   }
+  smap_free(&assigned);
   return TVK_OK;
 }
 
@@ -229,7 +227,7 @@ static tvk_status rule_views(SchedGraph *g, bool *changed) {
     UOp *u = g->topo[v];
     if (u->op != OP_VIEW) continue;
     int64_t x = sched_index(g, u->src[0]);
-    if (sched_is_leaf(u->src[0]) || sched_realized(g, x) || view_is_identity(u)) continue;
+    if (sched_is_leaf(u->src[0]) || sched_realized(g, x) || sched_view_is_identity(u)) continue;
     if (is_reduce_reshape(u) || is_reduce_permute(g, u)) continue; /* rule_reduces decides */
     /* An expand of a computation that reads memory: computed once into a buffer
      * rather than once per copy (the seed realizes every expanded base). Ops on
@@ -339,10 +337,11 @@ static bool mark_direct(SchedGraph *g, int64_t root) {
   return ok;
 }
 
-/* A reduce behind a reshape view in root's kernel: fused when the view is
- * reached from root through elementwise ops only (the kernel then runs in the
- * reduce's shape: SchedNode.kred), else the reduce is materialised. True to
- * walk on into the reduce. */
+/* A reduce behind a reshape view in root's kernel, or behind a reordering view
+ * that is root's whole value (root the CONTIGUOUS child): fused when the view
+ * is reached from root through elementwise ops only (the kernel then runs in
+ * the reduce's shape: SchedNode.kred, kperm), else the reduce is materialised.
+ * True to walk on into the reduce. */
 static bool visit_reduce_reshape(SchedGraph *g, int64_t root, int64_t v, uint32_t direct,
                                  int inside, bool *changed) {
   UOp *view = g->topo[v];
@@ -378,7 +377,7 @@ static bool walk_kernel(SchedGraph *g, int64_t root, Shared *shared, bool *chang
     if (!sched_visit(g, i, inside)) continue;
     UOp *u = g->topo[i];
     if (sched_is_leaf(u) || (i != root && sched_realized(g, i))) continue;
-    if ((is_reduce_reshape(u) && !view_is_identity(u)) || is_reduce_permute(g, u)) {
+    if ((is_reduce_reshape(u) && !sched_view_is_identity(u)) || is_reduce_permute(g, u)) {
       if (visit_reduce_reshape(g, root, i, direct, inside, changed))
         ok = sstack_push(&st, sched_index(g, u->src[0]), inside);
       continue;
@@ -489,12 +488,8 @@ static const DecidePass passes[] = {
     rule_buffer_limit,
 };
 
-/* Materialised nodes whose kernels have the same shape and reduce the same
- * axes the same way (or nothing), none depending on another, are stored by one
- * kernel: one launch, their common inputs read once, and their reduces share
- * one loop. realize(a + b, a * b) is one kernel; so are cross_entropy's sum of
- * exp and its label pick, two reduces over the same rows. Runs after the
- * passes: it groups kernels and materialises nothing. */
+/* The passes, then the grouping of siblings into multi-output kernels
+ * (group.c), which materialises nothing. */
 tvk_status sched_decide(SchedGraph *g, int n, UOp *const *roots) {
   mark_mem(g);
   tvk_status s = rule_outputs(g, n, roots);

@@ -42,11 +42,15 @@ tvk_status sched_graph_init(SchedGraph *g, tvk_ctx *ctx, int n, UOp *const *root
     g->info[i].buf = -1;
     g->info[i].kred = -1;
     g->info[i].red = -1;
+    g->info[i].parent = -1;
     g->info[i].group = (int32_t)i;
     ok = smap_put(&g->index, g->topo[i], (int64_t)i);
   }
   for (size_t i = 0; ok && i < g->n; i++)
-    for (uint32_t k = 0; k < g->topo[i]->nsrc; k++) g->info[sched_index(g, g->topo[i]->src[k])].nparents++;
+    for (uint32_t k = 0; k < g->topo[i]->nsrc; k++) {
+      SchedNode *s = &g->info[sched_index(g, g->topo[i]->src[k])];
+      s->nparents++, s->parent = (int32_t)i;
+    }
   if (!ok) {
     sched_graph_free(g);
     return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory indexing the graph");

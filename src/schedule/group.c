@@ -110,20 +110,18 @@ bool sched_try_group(SchedGraph *g, int64_t a, int64_t b) {
   if (ga == gb) return true;
   /* shape and reduce agree within a group: one member of each speaks for it */
   if (!same_kernel_shape(g, ga, gb) || !same_reduce_of(g, ga, gb)) return false;
-  int64_t *mem = malloc((g->n ? g->n : 1) * sizeof *mem); /* ga's members, then gb's */
-  size_t na = 0, nb = 0;
+  /* the members: ga's from the front of mem, gb's from the back */
+  size_t cap = g->n ? g->n : 1, na = 0, nb = 0;
+  int64_t *mem = malloc(cap * sizeof *mem);
   bool ok = mem != NULL;
   for (size_t i = 0; ok && i < g->n; i++) {
     int64_t gi = sched_realized(g, (int64_t)i) ? sched_group(g, (int64_t)i) : -1;
+    if (gi == ga || gi == gb) ok = groupable(g, (int64_t)i);
     if (gi == ga) mem[na++] = (int64_t)i;
+    if (gi == gb) mem[cap - ++nb] = (int64_t)i;
   }
-  for (size_t i = 0; ok && i < g->n; i++) {
-    int64_t gi = sched_realized(g, (int64_t)i) ? sched_group(g, (int64_t)i) : -1;
-    if (gi == gb) mem[na + nb++] = (int64_t)i;
-  }
-  for (size_t k = 0; ok && k < na + nb; k++) ok = groupable(g, mem[k]);
   for (size_t i = 0; ok && i < na; i++)
-    for (size_t j = na; ok && j < na + nb; j++)
+    for (size_t j = cap - nb; ok && j < cap; j++)
       ok = g->info[mem[i]].level == g->info[mem[j]].level ||
            (!depends_on(g, mem[i], mem[j]) && !depends_on(g, mem[j], mem[i]));
   free(mem);
@@ -136,28 +134,34 @@ bool sched_try_group(SchedGraph *g, int64_t a, int64_t b) {
 /* Candidates are nodes of one level (independent by construction), taken in
  * order: each joins the first open group of its kind that takes it, else opens
  * one. Linear in the materialised nodes for the usual few kinds per level. */
+static bool candidate(SchedGraph *g, size_t i) {
+  return sched_realized(g, (int64_t)i) && groupable(g, (int64_t)i);
+}
+
 void sched_group_siblings(SchedGraph *g) {
   sched_levels(g);
   size_t cap = g->n ? g->n : 1, m = 0;
   int64_t *node = malloc(cap * sizeof *node), *open = malloc(cap * sizeof *open);
   size_t *start = calloc(cap + 2, sizeof *start); /* counting sort by level (<= n) */
-  for (size_t i = 0; node && open && start && i < g->n; i++)
-    if (sched_realized(g, (int64_t)i) && g->topo[i]->op != OP_ASSIGN) start[g->info[i].level + 1]++;
-  for (size_t l = 0; node && open && start && l <= cap; l++) start[l + 1] += start[l];
-  for (size_t i = 0; node && open && start && i < g->n; i++)
-    if (sched_realized(g, (int64_t)i) && g->topo[i]->op != OP_ASSIGN) node[start[g->info[i].level]++] = (int64_t)i, m++;
+  if (!node || !open || !start) { /* out of memory: no grouping, which is always right */
+    free(node), free(open), free(start);
+    return;
+  }
+  for (size_t i = 0; i < g->n; i++)
+    if (candidate(g, i)) start[g->info[i].level + 1]++;
+  for (size_t l = 0; l <= cap; l++) start[l + 1] += start[l];
+  for (size_t i = 0; i < g->n; i++)
+    if (candidate(g, i)) node[start[g->info[i].level]++] = (int64_t)i, m++;
   free(start);
-  for (size_t k = 0, nopen = 0; node && open && k < m; k++) {
+  for (size_t k = 0, nopen = 0; k < m; k++) {
     int64_t j = node[k];
     if (k == 0 || g->info[node[k - 1]].level != g->info[j].level) nopen = 0; /* a new level */
-    bool joined = false;
-    for (size_t o = 0; o < nopen && !joined; o++)
-      if (same_kernel_shape(g, open[o], j) && same_reduce_of(g, open[o], j)) {
-        joined = sched_try_group(g, open[o], j);
-        if (!joined) open[o] = j; /* full (the buffer limit): j opens the next one of its kind */
-        joined = true;
-      }
-    if (!joined) open[nopen++] = j;
+    size_t o = 0; /* the open group of j's kind */
+    while (o < nopen && !(same_kernel_shape(g, open[o], j) && same_reduce_of(g, open[o], j))) o++;
+    if (o == nopen)
+      open[nopen++] = j;
+    else if (!sched_try_group(g, open[o], j))
+      open[o] = j; /* full (the buffer limit): j opens the next group of its kind */
   }
   free(node), free(open);
 }

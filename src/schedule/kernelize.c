@@ -173,12 +173,7 @@ static UOp *view_push(void *ctx, UOp **c) {
 /* VIEW(x, st) where st is x's own row-major shape -> x */
 static UOp *view_identity(void *ctx, UOp **c) {
   (void)ctx;
-  int64_t shape[TVK_MAX_DIMS];
-  int nd = graph_shape(c[X], shape);
-  const ShapeTracker *st = c[V]->arg.st;
-  bool same = st_contiguous(st) && st_ndim(st) == nd &&
-              memcmp(st_shape(st), shape, (size_t)nd * sizeof *shape) == 0;
-  return same && !sched_is_leaf(c[X]) ? c[X] : NULL;
+  return !sched_is_leaf(c[X]) && sched_view_is_identity(c[V]) ? c[X] : NULL;
 }
 
 /* CONTIGUOUS(x), a no-op (decide.c) -> x */
@@ -274,7 +269,8 @@ static PatternMatcher *kernel_matcher(tvk_ctx *ctx) {
   return pm_new(kernel_rules, RULES_N(kernel_rules));
 }
 
-/* STORE(DEFINE_GLOBAL gi, row-major view, value) of materialised node `root`. */
+/* STORE(DEFINE_GLOBAL gi, view, value) of materialised node `root`: the view is
+ * row-major in the node's shape, or in a reduce's (below). */
 static UOp *make_store(Kern *k, int64_t root, int gi) {
   SchedGraph *g = k->g;
   UCtx *u = g->ctx->u;

@@ -24,6 +24,7 @@ typedef struct {
   bool kperm;       /* with kred: the node is CONTIGUOUS(VIEW(reduce, a permutation)), stored
                        through the inverse permutation (the seed's contiguous child) */
   int32_t nparents; /* how many nodes of the graph use it as a source */
+  int32_t parent;   /* one of them (the last in topo order); -1 when none */
   uint32_t direct;  /* walk stamp: reached from the kernel's root through elementwise ops only */
   int32_t group;    /* a materialised node: the first (lowest index) node of the multi-output
                        kernel it is stored by; itself when alone (decide.c) */
@@ -98,6 +99,8 @@ tvk_status sched_decide(SchedGraph *g, int n, UOp *const *roots);
  * buffer of st's shape, so a view of that buffer in x's shape with these
  * strides is st's inverse. False when st is anything else. */
 bool sched_view_inverse(UOp *v, int64_t *out_strides);
+/* VIEW(x, st) that changes nothing: x's shape, row-major, no mask. */
+bool sched_view_is_identity(const UOp *v);
 /* Two reduces can share a kernel: the same axes of the same shape. */
 bool sched_same_reduce(UOp *a, UOp *b);
 

@@ -82,23 +82,25 @@ static bool edge_add(Edges *E, int from, int to) {
  * (write after read: that is what "old" means). */
 static bool collect_edges(const Schedule *s, const ScheduleItem *items, int n, Edges *E) {
   int *producer = malloc((size_t)(s->nbufs ? s->nbufs : 1) * sizeof *producer);
-  if (!producer) return false;
-  bool ok = true;
-  for (int b = 0; b < s->nbufs; b++) producer[b] = -1;
-  for (int i = 0; i < n; i++)
-    for (int o = 0; o < items[i].nout; o++) producer[items[i].bufs[o]] = i;
+  SMap assigner = {0}; /* BUFFER UOp an assign item writes -> that item */
+  bool ok = producer != NULL;
+  for (int b = 0; ok && b < s->nbufs; b++) producer[b] = -1;
+  for (int i = 0; ok && i < n; i++)
+    for (int o = 0; ok && o < items[i].nout; o++) {
+      const SchedBuf *sb = &s->bufs[items[i].bufs[o]];
+      producer[items[i].bufs[o]] = i;
+      if (sb->buffer) ok = smap_put(&assigner, sb->buffer, i); /* only assigns have one now */
+    }
   for (int j = 0; ok && j < n; j++)
     for (int k = items[j].nout; ok && k < items[j].nbufs; k++) {
       int b = items[j].bufs[k], p = producer[b];
       if (p >= 0) ok = edge_add(E, p, j);
-      if (s->bufs[b].node) continue;
-      /* old value of a buffer: before any assign to it */
-      for (int a = 0; ok && a < n; a++)
-        for (int o = 0; ok && o < items[a].nout; o++)
-          if (a != j && s->bufs[items[a].bufs[o]].buffer == s->bufs[b].buffer)
-            ok = edge_add(E, j, a);
+      /* the old value of a buffer: read before the assign to it */
+      int64_t a = s->bufs[b].node ? -1 : smap_get(&assigner, s->bufs[b].buffer);
+      if (ok && a >= 0 && a != j) ok = edge_add(E, j, (int)a);
     }
   free(producer);
+  smap_free(&assigner);
   return ok;
 }
 
