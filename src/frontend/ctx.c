@@ -345,6 +345,11 @@ static tvk_status check_shape(tvk_ctx *ctx, const char *op, int ndim, const int6
   return TVK_OK;
 }
 
+tvk_tensor *ctx_check_shape(tvk_ctx *ctx, const char *op, int ndim, const int64_t *shape, int64_t *numel) {
+  tvk_status st = check_shape(ctx, op, ndim, shape, numel);
+  return st == TVK_OK ? NULL : tensor_error_msg(ctx, st, ctx->error);
+}
+
 static tvk_tensor *error_tensor_from_ctx(tvk_ctx *ctx, tvk_status st) {
   return tensor_error_msg(ctx, st, ctx->error);
 }

@@ -100,6 +100,11 @@ tvk_tensor *tensor_error_from(const tvk_tensor *src);
  * case. ctx is taken from the first non-NULL input. */
 tvk_tensor *tensor_check_inputs(const char *op, int n, tvk_tensor *const *ts);
 
+/* A user-given shape for creating a tensor: ndim in 0..TVK_MAX_DIMS, shape
+ * non-NULL when ndim > 0, no negative dim, the count fitting in int64. NULL
+ * (and *numel) when fine, else the error tensor naming op. */
+tvk_tensor *ctx_check_shape(tvk_ctx *ctx, const char *op, int ndim, const int64_t *shape, int64_t *numel);
+
 /* ---- tensors ---- */
 /* A new tensor for graph node u (retained) with the given dtype and shape.
  * NULL on out of memory. */

@@ -91,18 +91,10 @@ static tvk_tensor *check_args(const char *op, tvk_ctx *ctx, tvk_dtype dt, int nd
   if (dt != TVK_FLOAT16 && dt != TVK_BFLOAT16 && dt != TVK_FLOAT32 && dt != TVK_FLOAT64)
     return tensor_error(ctx, TVK_ERR_DTYPE, "%s: dtype %s is not a float dtype", op,
                         tvk_dtype_name(dt));
-  if (ndim < 0 || ndim > TVK_MAX_DIMS)
-    return tensor_error(ctx, TVK_ERR_INVALID_ARG, "%s: ndim %d is outside 0..%d", op, ndim,
-                        TVK_MAX_DIMS);
-  if (ndim > 0 && !shape)
-    return tensor_error(ctx, TVK_ERR_INVALID_ARG, "%s: shape is NULL for %d dims", op, ndim);
+  tvk_tensor *err = ctx_check_shape(ctx, op, ndim, shape, numel);
+  if (err) return err;
   char s[BC_SHAPE_STR_MAX];
-  for (int d = 0; d < ndim; d++)
-    if (shape[d] < 0)
-      return tensor_error(ctx, TVK_ERR_SHAPE, "%s: shape %s has a negative dim", op,
-                          bc_shape_str(ndim, shape, s, sizeof s));
-  *numel = bc_numel(ndim, shape);
-  if (*numel < 0 || *numel > INT32_MAX)
+  if (*numel > INT32_MAX) /* the counter is an int32 arange */
     return tensor_error(ctx, TVK_ERR_SHAPE, "%s: shape %s has more than 2^31 - 1 elements", op,
                         bc_shape_str(ndim, shape, s, sizeof s));
   return NULL;
