@@ -1,6 +1,7 @@
 /* The CPU identity that goes into the CPU backend's cache key. The hash and
  * the cache directory are shared with the other backends: src/runtime/cache.c. */
 #include "cpu_internal.h"
+#include "ir/vec.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +39,7 @@ void cpu_read_cpuinfo(char *model, size_t modeln, char **id) {
   FILE *f = fopen("/proc/cpuinfo", "r");
   if (!f) return;
   char *line = NULL, *acc = NULL;
-  size_t cap = 0, accn = 0;
+  size_t cap = 0, accn = 0, acccap = 0;
   bool have_model = false;
   ssize_t len;
   while ((len = getline(&line, &cap, f)) > 0) {
@@ -48,9 +49,7 @@ void cpu_read_cpuinfo(char *model, size_t modeln, char **id) {
       copy_value(line, model, modeln);
       have_model = true;
     }
-    char *grown = id ? realloc(acc, accn + (size_t)len + 1) : NULL;
-    if (!grown) continue;
-    acc = grown;
+    if (!id || !VEC_RESERVE(acc, acccap, accn + (size_t)len + 1)) continue;
     memcpy(acc + accn, line, (size_t)len + 1);
     accn += (size_t)len;
   }

@@ -41,14 +41,13 @@ static bool dup_setting(char **dst, const char *opt, const char *env) {
   return *dst != NULL;
 }
 
-tvk_status cpu_toolchain_init(CpuToolchain *t, const DeviceOptions *opt, char *err, size_t errn) {
+tvk_status cpu_toolchain_init(CpuToolchain *t, const DeviceOptions *opt, Error *err) {
   memset(t, 0, sizeof *t);
   pthread_mutex_init(&t->mu, NULL);
   cpu_read_cpuinfo(t->cpu_model, sizeof t->cpu_model, &t->cpu_id);
   if (!dup_setting(&t->cc_request, opt ? opt->cc : NULL, "CC") ||
       !dup_setting(&t->cache_request, opt ? opt->cache_dir : NULL, "TVK_CACHE_DIR")) {
-    snprintf(err, errn, "out of memory reading the CPU device options");
-    return TVK_ERR_OUT_OF_MEMORY;
+    return err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory reading the CPU device options");
   }
   return TVK_OK;
 }
@@ -147,10 +146,10 @@ static tvk_status find_cc(Device *d, CpuToolchain *t, CpuRun *r) {
   if (t->cc_request) {
     int rc = probe_cc(t, t->cc_request, r);
     if (rc == EINVAL)
-      return dev_fail(d, TVK_ERR_DEVICE, "C compiler '%s' failed on --version (exit status %d): %s",
+      return err_set(&d->err, TVK_ERR_DEVICE, "C compiler '%s' failed on --version (exit status %d): %s",
                       t->cc_request, r->status, r->out);
     if (rc != 0)
-      return dev_fail(d, TVK_ERR_DEVICE,
+      return err_set(&d->err, TVK_ERR_DEVICE,
                       "no C compiler found: tried '%s' (%s) (set CC or install gcc)", t->cc_request,
                       strerror(rc));
     return TVK_OK;
@@ -159,10 +158,9 @@ static tvk_status find_cc(Device *d, CpuToolchain *t, CpuRun *r) {
     int rc = probe_cc(t, cc_defaults[i], r);
     if (rc == 0) return TVK_OK;
     if (rc == ENOMEM)
-      return dev_fail(d, TVK_ERR_OUT_OF_MEMORY, "out of memory probing '%s'", cc_defaults[i]);
+      return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory probing '%s'", cc_defaults[i]);
   }
-  return dev_fail(
-      d, TVK_ERR_DEVICE,
+  return err_set(&d->err, TVK_ERR_DEVICE,
       "no C compiler found: tried 'cc', 'gcc', 'clang' in PATH (set CC or install gcc)");
 }
 
@@ -172,10 +170,10 @@ static tvk_status probe(Device *d, CpuToolchain *t) {
   tvk_status st = TVK_OK;
   if (!t->probed) {
     CpuRun *r = malloc(sizeof *r);
-    st = r ? TVK_OK : dev_fail(d, TVK_ERR_OUT_OF_MEMORY, "out of memory probing the C compiler");
+    st = r ? TVK_OK : err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory probing the C compiler");
     if (st == TVK_OK && !t->cc) st = find_cc(d, t, r);
     if (st == TVK_OK)
-      st = cache_dir_open(t->cache_request, &t->cache_dir, d->error, sizeof d->error);
+      st = cache_dir_open(t->cache_request, &t->cache_dir, &d->err);
     t->probed = st == TVK_OK;
     free(r);
   }
@@ -230,20 +228,9 @@ typedef struct {
 /* Writes the error of a failed compile: the compiler's output, cut to fit. */
 static tvk_status compile_failed(Device *d, const CpuToolchain *t, const char *name,
                                  const CpuRun *r) {
-  int head =
-      snprintf(d->error, sizeof d->error,
-               "C compiler '%s' failed on kernel '%s' (exit status %d):\n", t->cc, name, r->status);
-  size_t used = head > 0 ? (size_t)head : 0;
-  if (used >= sizeof d->error - 1) return TVK_ERR_COMPILE;
-  size_t room = sizeof d->error - 1 - used;
-  const char *more = " [...]";
-  if (r->len <= room) {
-    memcpy(d->error + used, r->out, r->len + 1);
-  } else if (room > strlen(more)) {
-    size_t keep = room - strlen(more);
-    memcpy(d->error + used, r->out, keep);
-    memcpy(d->error + used + keep, more, strlen(more) + 1);
-  }
+  err_set(&d->err, TVK_ERR_COMPILE, "C compiler '%s' failed on kernel '%s' (exit status %d):\n",
+          t->cc, name, r->status);
+  err_append(&d->err, r->out);
   return TVK_ERR_COMPILE;
 }
 
@@ -255,7 +242,7 @@ static tvk_status build_so(Device *d, const CpuToolchain *t, const char *name, c
                            CpuPaths *p) {
   int sfd = mkstemp(p->src);
   if (sfd < 0)
-    return dev_fail(d, TVK_ERR_DEVICE, "cannot create '%s': %s", p->src, strerror(errno));
+    return err_set(&d->err, TVK_ERR_DEVICE, "cannot create '%s': %s", p->src, strerror(errno));
   /* Name the file after the kernel in the compiler's messages, which are
    * shorter and clearer than the temp path. */
   char line[160];
@@ -267,7 +254,7 @@ static tvk_status build_so(Device *d, const CpuToolchain *t, const char *name, c
   if (ofd >= 0) close(ofd);
   if (!ok || ofd < 0) {
     unlink(p->src);
-    return dev_fail(d, TVK_ERR_DEVICE, "cannot write kernel '%s' into the cache: %s", name,
+    return err_set(&d->err, TVK_ERR_DEVICE, "cannot write kernel '%s' into the cache: %s", name,
                     strerror(ok ? errno : werr));
   }
   const char *argv[16];
@@ -281,15 +268,15 @@ static tvk_status build_so(Device *d, const CpuToolchain *t, const char *name, c
   tvk_status st = TVK_OK;
   CpuRun *r = malloc(sizeof *r);
   if (!r) {
-    st = dev_fail(d, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
+    st = err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
   } else {
     int rc = run_process((char *const *)argv, r);
     if (rc != 0)
-      st = dev_fail(d, TVK_ERR_DEVICE, "cannot run C compiler '%s': %s", t->cc, strerror(rc));
+      st = err_set(&d->err, TVK_ERR_DEVICE, "cannot run C compiler '%s': %s", t->cc, strerror(rc));
     else if (r->status != 0)
       st = compile_failed(d, t, name, r);
     else if (chmod(p->tmp_so, 0755) != 0 || rename(p->tmp_so, p->so) != 0)
-      st = dev_fail(d, TVK_ERR_DEVICE, "cannot rename '%s' to '%s': %s", p->tmp_so, p->so,
+      st = err_set(&d->err, TVK_ERR_DEVICE, "cannot rename '%s' to '%s': %s", p->tmp_so, p->so,
                     strerror(errno));
   }
   free(r);
@@ -304,7 +291,7 @@ static tvk_status find_symbol(Device *d, const char *name, const char *path, voi
   void *sym = dlsym(h, name);
   if (!sym) {
     dlclose(h);
-    return dev_fail(d, TVK_ERR_COMPILE, "kernel '%s' compiled, but '%s' defines no function '%s'",
+    return err_set(&d->err, TVK_ERR_COMPILE, "kernel '%s' compiled, but '%s' defines no function '%s'",
                     name, path, name);
   }
   /* POSIX guarantees a dlsym'ed pointer converts to a function pointer. */
@@ -318,7 +305,7 @@ static tvk_status load(Device *d, const char *name, const char *path, void **han
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char *e = dlerror();
-    return dev_fail(d, TVK_ERR_DEVICE, "cannot load kernel '%s' from '%s': %s", name, path,
+    return err_set(&d->err, TVK_ERR_DEVICE, "cannot load kernel '%s' from '%s': %s", name, path,
                     e ? e : "unknown dlopen error");
   }
   return find_symbol(d, name, path, h, handle, fn);
@@ -329,9 +316,9 @@ tvk_status cpu_compile(Device *d, CpuToolchain *t, const char *name, const char 
   *handle = NULL;
   *fn = NULL;
   if (cache_hit) *cache_hit = false;
-  if (!src) return dev_fail(d, TVK_ERR_INVALID_ARG, "compile: kernel source is NULL");
+  if (!src) return err_set(&d->err, TVK_ERR_INVALID_ARG, "compile: kernel source is NULL");
   if (!valid_name(name))
-    return dev_fail(d, TVK_ERR_INVALID_ARG, "compile: kernel name '%s' is not a C identifier",
+    return err_set(&d->err, TVK_ERR_INVALID_ARG, "compile: kernel name '%s' is not a C identifier",
                     name ? name : "(null)");
   tvk_status st = probe(d, t);
   if (st != TVK_OK) return st;
@@ -339,13 +326,13 @@ tvk_status cpu_compile(Device *d, CpuToolchain *t, const char *name, const char 
   char key[33];
   cache_key(t, src, key);
   CpuPaths *p = malloc(sizeof *p);
-  if (!p) return dev_fail(d, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
+  if (!p) return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
   int n1 = snprintf(p->so, sizeof p->so, "%s/%s.so", t->cache_dir, key);
   int n2 = snprintf(p->src, sizeof p->src, "%s/%s.c-XXXXXX", t->cache_dir, key);
   int n3 = snprintf(p->tmp_so, sizeof p->tmp_so, "%s/%s.so-XXXXXX", t->cache_dir, key);
   if (n1 < 0 || n2 < 0 || n3 < 0 || (size_t)n3 >= sizeof p->tmp_so) {
     free(p);
-    return dev_fail(d, TVK_ERR_DEVICE, "kernel cache path too long: '%s'", t->cache_dir);
+    return err_set(&d->err, TVK_ERR_DEVICE, "kernel cache path too long: '%s'", t->cache_dir);
   }
   /* A cached .so that does not load (truncated by a crash, wrong format) is
    * rebuilt rather than reported. */

@@ -53,7 +53,7 @@ static const char *cpu_name(Device *d) { return cpu_of(d)->name; }
 static tvk_status cpu_alloc(Device *d, size_t nbytes, DevBuffer **out) {
   *out = NULL;
   if (nbytes > d->limits.max_buffer_bytes)
-    return dev_fail(d, TVK_ERR_INVALID_ARG,
+    return err_set(&d->err, TVK_ERR_INVALID_ARG,
                     "alloc: %zu bytes exceeds the largest CPU buffer (%zu bytes)", nbytes,
                     d->limits.max_buffer_bytes);
   CpuDevice *c = cpu_of(d);
@@ -69,7 +69,7 @@ static tvk_status cpu_alloc(Device *d, size_t nbytes, DevBuffer **out) {
   /* At least one byte, so a zero-size buffer still has a distinct pointer. */
   if (!b || posix_memalign(&data, CPU_BUFFER_ALIGN, nbytes ? nbytes : 1) != 0) {
     free(b);
-    return dev_fail(d, TVK_ERR_OUT_OF_MEMORY, "out of host memory allocating a buffer of %zu bytes",
+    return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of host memory allocating a buffer of %zu bytes",
                     nbytes);
   }
   b->data = data;
@@ -104,12 +104,12 @@ static void cpu_free(Device *d, DevBuffer *b) {
 /* Checks that [offset, offset+n) lies in b without overflowing. */
 static tvk_status check_range(Device *d, const char *what, DevBuffer *b, size_t offset,
                               const void *host, size_t n) {
-  if (!b) return dev_fail(d, TVK_ERR_INVALID_ARG, "%s: buffer is NULL", what);
+  if (!b) return err_set(&d->err, TVK_ERR_INVALID_ARG, "%s: buffer is NULL", what);
   if (offset > b->size || n > b->size - offset)
-    return dev_fail(d, TVK_ERR_INVALID_ARG,
+    return err_set(&d->err, TVK_ERR_INVALID_ARG,
                     "%s: offset %zu + size %zu is out of bounds of a buffer of %zu bytes", what,
                     offset, n, b->size);
-  if (n > 0 && !host) return dev_fail(d, TVK_ERR_INVALID_ARG, "%s: host pointer is NULL", what);
+  if (n > 0 && !host) return err_set(&d->err, TVK_ERR_INVALID_ARG, "%s: host pointer is NULL", what);
   return TVK_OK;
 }
 
@@ -132,7 +132,7 @@ static tvk_status cpu_compile_op(Device *d, const char *name, const char *src, D
   CpuDevice *c = cpu_of(d);
   *out = NULL;
   DevProgram *p = calloc(1, sizeof *p);
-  if (!p) return dev_fail(d, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
+  if (!p) return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
   tvk_status st = cpu_compile(d, &c->tc, name, src, &p->handle, &p->fn, cache_hit);
   if (st != TVK_OK) {
     free(p);
@@ -175,21 +175,21 @@ static tvk_status cpu_launch(Device *d, DevProgram *p, DevBuffer *const *bufs, i
   static const int32_t no_vals[1] = {0};
   (void)dims;
   if (!p || p->owner != d)
-    return dev_fail(d, TVK_ERR_INVALID_ARG, "launch: program is %s",
+    return err_set(&d->err, TVK_ERR_INVALID_ARG, "launch: program is %s",
                     p ? "of another device" : "NULL");
   if (nbufs < 0 || nvals < 0 || (nbufs > 0 && !bufs) || (nvals > 0 && !vals))
-    return dev_fail(d, TVK_ERR_INVALID_ARG,
+    return err_set(&d->err, TVK_ERR_INVALID_ARG,
                     "launch: bad arguments (nbufs %d, bufs %p, nvals %d, vals %p)", nbufs,
                     (const void *)bufs, nvals, (const void *)vals);
   void *local[CPU_STACK_BUFS] = {0};
   void **ptrs = local;
   if (nbufs > CPU_STACK_BUFS && !(ptrs = malloc((size_t)nbufs * sizeof *ptrs)))
-    return dev_fail(d, TVK_ERR_OUT_OF_MEMORY, "launch: out of memory for %d buffer pointers",
+    return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "launch: out of memory for %d buffer pointers",
                     nbufs);
   for (int i = 0; i < nbufs; i++) {
     if (!bufs[i]) {
       if (ptrs != local) free(ptrs);
-      return dev_fail(d, TVK_ERR_INVALID_ARG, "launch: buffer %d of %d is NULL", i, nbufs);
+      return err_set(&d->err, TVK_ERR_INVALID_ARG, "launch: buffer %d of %d is NULL", i, nbufs);
     }
     ptrs[i] = bufs[i]->data;
   }
@@ -240,29 +240,20 @@ static int thread_count(const DeviceOptions *opt) {
   return n > CPU_MAX_THREADS ? CPU_MAX_THREADS : (int)n;
 }
 
-tvk_status cpu_device_create(const DeviceOptions *opt, Device **out, char *err, size_t errn) {
-  char dummy[1];
-  if (!err || errn == 0) err = dummy, errn = sizeof dummy;
-  err[0] = '\0';
-  if (!out) {
-    snprintf(err, errn, "cpu_device_create: out is NULL");
-    return TVK_ERR_INVALID_ARG;
-  }
+tvk_status cpu_device_create(const DeviceOptions *opt, Device **out, Error *err) {
+  err_clear(err);
+  if (!out) return err_set(err, TVK_ERR_INVALID_ARG, "cpu_device_create: out is NULL");
   *out = NULL;
-  if (opt && opt->threads < 0) {
-    snprintf(err, errn, "cpu_device_create: threads is %d (0 means one per core)", opt->threads);
-    return TVK_ERR_INVALID_ARG;
-  }
+  if (opt && opt->threads < 0)
+    return err_set(err, TVK_ERR_INVALID_ARG,
+                   "cpu_device_create: threads is %d (0 means one per core)", opt->threads);
   CpuDevice *c = calloc(1, sizeof *c);
-  if (!c) {
-    snprintf(err, errn, "out of memory creating the CPU device");
-    return TVK_ERR_OUT_OF_MEMORY;
-  }
+  if (!c) return err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory creating the CPU device");
   pthread_mutex_init(&c->programs_mu, NULL);
   c->base.ops = &cpu_ops;
   c->threads = thread_count(opt);
-  tvk_status st = cpu_toolchain_init(&c->tc, opt, err, errn);
-  if (st == TVK_OK) st = cpu_pool_create(c->threads, &c->pool, err, errn);
+  tvk_status st = cpu_toolchain_init(&c->tc, opt, err);
+  if (st == TVK_OK) st = cpu_pool_create(c->threads, &c->pool, err);
   if (st != TVK_OK) {
     cpu_destroy(&c->base);
     return st;

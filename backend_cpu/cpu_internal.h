@@ -29,7 +29,7 @@ typedef struct CpuPool CpuPool;
 
 /* Starts n-1 workers; the launching thread is core 0. n >= 1. On failure writes
  * a message into err and returns TVK_ERR_DEVICE or TVK_ERR_OUT_OF_MEMORY. */
-tvk_status cpu_pool_create(int n, CpuPool **out, char *err, size_t errn);
+tvk_status cpu_pool_create(int n, CpuPool **out, Error *err);
 /* Calls fn(bufs, vals, core, n) for every core in 0..n-1, in parallel, and
  * returns when all calls have returned. Launches from several threads are
  * serialised. */
@@ -56,11 +56,11 @@ typedef struct {
 
 /* Reads options, environment and /proc/cpuinfo; starts no process. Returns TVK_ERR_OUT_OF_MEMORY
  * or TVK_OK. */
-tvk_status cpu_toolchain_init(CpuToolchain *t, const DeviceOptions *opt, char *err, size_t errn);
+tvk_status cpu_toolchain_init(CpuToolchain *t, const DeviceOptions *opt, Error *err);
 void cpu_toolchain_free(CpuToolchain *t);
 
 /* Compiles `src` (or finds it in the cache) and loads it. On success *handle is
- * a dlopen handle and *fn the kernel `name` in it. Errors (in d->error):
+ * a dlopen handle and *fn the kernel `name` in it. Errors (in d->err):
  * TVK_ERR_DEVICE (no compiler, unusable cache directory, dlopen failure),
  * TVK_ERR_COMPILE (the compiler rejected the source, or `name` is not in it). */
 tvk_status cpu_compile(Device *d, CpuToolchain *t, const char *name, const char *src, void **handle,

@@ -68,7 +68,7 @@ static void pool_free(CpuPool *p) {
   free(p);
 }
 
-tvk_status cpu_pool_create(int n, CpuPool **out, char *err, size_t errn) {
+tvk_status cpu_pool_create(int n, CpuPool **out, Error *err) {
   *out = NULL;
   CpuPool *p = calloc(1, sizeof *p);
   size_t nw = (size_t)(n - 1);
@@ -79,8 +79,8 @@ tvk_status cpu_pool_create(int n, CpuPool **out, char *err, size_t errn) {
   if (!p || !p->threads || !p->workers) {
     if (p) free(p->threads), free(p->workers);
     free(p);
-    snprintf(err, errn, "out of memory creating a thread pool of %d threads", n);
-    return TVK_ERR_OUT_OF_MEMORY;
+    return err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory creating a thread pool of %d threads",
+                   n);
   }
   p->n = n;
   pthread_mutex_init(&p->launch, NULL);
@@ -91,8 +91,8 @@ tvk_status cpu_pool_create(int n, CpuPool **out, char *err, size_t errn) {
     p->workers[i] = (CpuWorker){.pool = p, .core = (int)i + 1};
     int rc = pthread_create(&p->threads[i], NULL, pool_worker, &p->workers[i]);
     if (rc != 0) {
-      snprintf(err, errn, "cannot start CPU worker thread %zu of %d: %s", i + 1, n - 1,
-               strerror(rc));
+      err_set(err, TVK_ERR_DEVICE, "cannot start CPU worker thread %zu of %d: %s", i + 1, n - 1,
+              strerror(rc));
       pool_free(p);
       return TVK_ERR_DEVICE;
     }

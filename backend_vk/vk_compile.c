@@ -69,17 +69,8 @@ static bool plausible_spirv(const void *data, size_t n) {
 /* Writes "shaderc failed on kernel NAME: <message>" into the device's error,
  * cut with " [...]" to fit. */
 static tvk_status compile_failed(VkDev *v, const char *name, const char *msg) {
-  size_t cap = sizeof v->base.error;
-  int head = snprintf(v->base.error, cap, "shaderc failed on kernel '%s':\n", name);
-  size_t used = head > 0 ? (size_t)head : 0, len = strlen(msg);
-  const char *more = " [...]";
-  if (used + len < cap) {
-    memcpy(v->base.error + used, msg, len + 1);
-  } else if (used + strlen(more) < cap) {
-    size_t keep = cap - 1 - used - strlen(more);
-    memcpy(v->base.error + used, msg, keep);
-    memcpy(v->base.error + used + keep, more, strlen(more) + 1);
-  }
+  err_set(&v->base.err, TVK_ERR_COMPILE, "shaderc failed on kernel '%s':\n", name);
+  err_append(&v->base.err, msg);
   return TVK_ERR_COMPILE;
 }
 
@@ -87,9 +78,9 @@ static tvk_status compile_failed(VkDev *v, const char *name, const char *msg) {
 static tvk_status run_shaderc(VkDev *v, const char *name, const char *src, void **out, size_t *n) {
   VkPipelineState *ps = v->pipelines;
   if (!ps->shaderc && !(ps->shaderc = shaderc_compiler_initialize()))
-    return dev_fail(&v->base, TVK_ERR_DEVICE, "shaderc_compiler_initialize failed");
+    return err_set(&v->base.err, TVK_ERR_DEVICE, "shaderc_compiler_initialize failed");
   shaderc_compile_options_t o = shaderc_compile_options_initialize();
-  if (!o) return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "shaderc: out of memory for options");
+  if (!o) return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "shaderc: out of memory for options");
   shaderc_compile_options_set_source_language(o, shaderc_source_language_glsl);
   shaderc_compile_options_set_target_env(o, shaderc_target_env_vulkan, target_env(v));
   shaderc_compile_options_set_optimization_level(o, shaderc_optimization_level_performance);
@@ -109,7 +100,7 @@ static tvk_status run_shaderc(VkDev *v, const char *name, const char *src, void 
     *n = shaderc_result_get_length(r);
     *out = malloc(*n ? *n : 1);
     if (!*out)
-      st = dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory for kernel '%s'", name);
+      st = err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "out of memory for kernel '%s'", name);
     else
       memcpy(*out, shaderc_result_get_bytes(r), *n);
   }
@@ -128,7 +119,7 @@ static tvk_status get_spirv(VkDev *v, const char *name, const char *src, void **
   char key[33], path[4096];
   cache_key(v, src, key);
   if (snprintf(path, sizeof path, "%s/%s.spv", dir, key) >= (int)sizeof path)
-    return dev_fail(&v->base, TVK_ERR_DEVICE, "kernel cache path too long: '%s'", dir);
+    return err_set(&v->base.err, TVK_ERR_DEVICE, "kernel cache path too long: '%s'", dir);
   if (cache_file_read(path, spv, n) == 0) {
     if (plausible_spirv(*spv, *n)) {
       *hit = true;
@@ -150,11 +141,11 @@ tvk_status vk_compile(Device *d, const char *name, const char *src, DevProgram *
   VkDev *v = vk_of(d);
   bool hit = false;
   if (cache_hit) *cache_hit = false;
-  if (!out) return dev_fail(d, TVK_ERR_INVALID_ARG, "compile: out is NULL");
+  if (!out) return err_set(&d->err, TVK_ERR_INVALID_ARG, "compile: out is NULL");
   *out = NULL;
-  if (!src) return dev_fail(d, TVK_ERR_INVALID_ARG, "compile: kernel source is NULL");
+  if (!src) return err_set(&d->err, TVK_ERR_INVALID_ARG, "compile: kernel source is NULL");
   if (!valid_name(name))
-    return dev_fail(d, TVK_ERR_INVALID_ARG, "compile: kernel name '%s' is not an identifier",
+    return err_set(&d->err, TVK_ERR_INVALID_ARG, "compile: kernel name '%s' is not an identifier",
                     name ? name : "(null)");
   if (v->debug >= 3) fprintf(stderr, "tvk: VK kernel %s:\n%s\n", name, src);
   void *spv = NULL;
@@ -166,7 +157,7 @@ tvk_status vk_compile(Device *d, const char *name, const char *src, DevProgram *
   if (!p || !p->name) {
     free(p);
     free(spv);
-    return dev_fail(d, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
+    return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
   }
   p->owner = v;
   st = vk_pipeline_build(v, p, spv, n / 4);

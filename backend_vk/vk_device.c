@@ -63,23 +63,23 @@ tvk_status vk_check(VkDev *v, VkResult r, const char *call) {
   case VK_ERROR_TOO_MANY_OBJECTS:
   case VK_ERROR_FRAGMENTED_POOL:
   case VK_ERROR_FRAGMENTATION:
-    return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "%s failed: %s (%s)", call, vk_result_name(r),
+    return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "%s failed: %s (%s)", call, vk_result_name(r),
                     v->name);
   case VK_ERROR_DEVICE_LOST:
     v->lost = true;
-    return dev_fail(&v->base, TVK_ERR_DEVICE,
+    return err_set(&v->base.err, TVK_ERR_DEVICE,
                     "%s failed: VK_ERROR_DEVICE_LOST: device lost (%s); the context cannot run "
                     "anything more",
                     call, v->name);
   default:
-    return dev_fail(&v->base, TVK_ERR_DEVICE, "%s failed: %s (%d) (%s)", call, vk_result_name(r),
+    return err_set(&v->base.err, TVK_ERR_DEVICE, "%s failed: %s (%d) (%s)", call, vk_result_name(r),
                     (int)r, v->name);
   }
 }
 
 tvk_status vk_alive(VkDev *v) {
   if (!v->lost) return TVK_OK;
-  return dev_fail(&v->base, TVK_ERR_DEVICE,
+  return err_set(&v->base.err, TVK_ERR_DEVICE,
                   "device lost: %s reported VK_ERROR_DEVICE_LOST earlier; create a new context",
                   v->name);
 }
@@ -181,7 +181,7 @@ static tvk_status instance_extensions(VkDev *v, const char *layer, VkExtensionPr
   if (r == VK_SUCCESS && layer) r = vkEnumerateInstanceExtensionProperties(layer, &extra, NULL);
   if (r != VK_SUCCESS) return vk_check(v, r, "vkEnumerateInstanceExtensionProperties");
   VkExtensionProperties *es = calloc((size_t)base + extra + 1, sizeof *es);
-  if (!es) return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory listing extensions");
+  if (!es) return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "out of memory listing extensions");
   r = vkEnumerateInstanceExtensionProperties(NULL, &base, es);
   if ((r == VK_SUCCESS || r == VK_INCOMPLETE) && layer)
     r = vkEnumerateInstanceExtensionProperties(layer, &extra, es + base);
@@ -199,7 +199,7 @@ static tvk_status check_validation_layer(VkDev *v) {
   VkResult r = vkEnumerateInstanceLayerProperties(&n, NULL);
   if (r != VK_SUCCESS) return vk_check(v, r, "vkEnumerateInstanceLayerProperties");
   VkLayerProperties *ls = calloc(n + 1, sizeof *ls);
-  if (!ls) return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory listing layers");
+  if (!ls) return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "out of memory listing layers");
   r = vkEnumerateInstanceLayerProperties(&n, ls);
   bool found =
       (r == VK_SUCCESS || r == VK_INCOMPLETE) && has_layer(ls, n, "VK_LAYER_KHRONOS_validation");
@@ -207,7 +207,7 @@ static tvk_status check_validation_layer(VkDev *v) {
   if (r != VK_SUCCESS && r != VK_INCOMPLETE)
     return vk_check(v, r, "vkEnumerateInstanceLayerProperties");
   if (!found)
-    return dev_fail(&v->base, TVK_ERR_DEVICE,
+    return err_set(&v->base.err, TVK_ERR_DEVICE,
                     "validation requested but VK_LAYER_KHRONOS_validation is not installed "
                     "(vulkan-validationlayers)");
   return TVK_OK;
@@ -238,7 +238,7 @@ static tvk_status load_instance_fns(VkDev *v) {
       !f->vkGetPhysicalDeviceMemoryProperties || !f->vkEnumerateDeviceExtensionProperties ||
       !f->vkCreateDevice || !f->vkGetDeviceProcAddr ||
       (v->validate && (!f->vkCreateDebugUtilsMessengerEXT || !f->vkDestroyDebugUtilsMessengerEXT)))
-    return dev_fail(&v->base, TVK_ERR_DEVICE,
+    return err_set(&v->base.err, TVK_ERR_DEVICE,
                     "the Vulkan loader lacks a Vulkan 1.1 instance function (vkGetInstanceProcAddr "
                     "returned NULL)");
   return TVK_OK;
@@ -251,13 +251,12 @@ static uint32_t version_of(uint32_t v) {
 static tvk_status create_instance(VkDev *v) {
   pthread_once(&loader_once, loader_init);
   if (loader_result != VK_SUCCESS)
-    return dev_fail(
-        &v->base, TVK_ERR_DEVICE,
+    return err_set(&v->base.err, TVK_ERR_DEVICE,
         "no Vulkan loader: libvulkan.so.1 could not be loaded (install libvulkan1 and a "
         "driver, e.g. mesa-vulkan-drivers)");
   uint32_t loader_version = version_of(volkGetInstanceVersion());
   if (loader_version < VK_API_VERSION_1_1)
-    return dev_fail(&v->base, TVK_ERR_DEVICE,
+    return err_set(&v->base.err, TVK_ERR_DEVICE,
                     "the Vulkan loader supports Vulkan %u.%u; tvk needs 1.1 or newer",
                     VK_API_VERSION_MAJOR(loader_version), VK_API_VERSION_MINOR(loader_version));
   v->api_version = loader_version < VK_API_VERSION_1_3 ? loader_version : VK_API_VERSION_1_3;
@@ -281,7 +280,7 @@ static tvk_status create_instance(VkDev *v) {
   bool features = has_extension(es, nes, VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
   free(es);
   if (v->validate && !debug_utils)
-    return dev_fail(&v->base, TVK_ERR_DEVICE,
+    return err_set(&v->base.err, TVK_ERR_DEVICE,
                     "validation requested but the instance lacks VK_EXT_debug_utils");
   if (v->validate) exts[next++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
   /* Synchronization validation reports missing or wrong barriers, the bugs that
@@ -319,7 +318,7 @@ static tvk_status create_instance(VkDev *v) {
   };
   VkResult r = vkCreateInstance(&ci, NULL, &v->instance);
   if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
-    return dev_fail(&v->base, TVK_ERR_DEVICE,
+    return err_set(&v->base.err, TVK_ERR_DEVICE,
                     "no Vulkan driver: vkCreateInstance failed with VK_ERROR_INCOMPATIBLE_DRIVER "
                     "(install a driver, e.g. mesa-vulkan-drivers)");
   if (r != VK_SUCCESS) return vk_check(v, r, "vkCreateInstance");
@@ -372,11 +371,11 @@ static tvk_status choose_physical(VkDev *v, int index) {
   VkResult r = v->vki.vkEnumeratePhysicalDevices(v->instance, &n, NULL);
   if (r != VK_SUCCESS) return vk_check(v, r, "vkEnumeratePhysicalDevices");
   if (n == 0)
-    return dev_fail(&v->base, TVK_ERR_DEVICE,
+    return err_set(&v->base.err, TVK_ERR_DEVICE,
                     "no Vulkan device: the loader found no driver with a device (install one, e.g. "
                     "mesa-vulkan-drivers)");
   VkPhysicalDevice *ps = calloc(n, sizeof *ps);
-  if (!ps) return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory listing devices");
+  if (!ps) return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "out of memory listing devices");
   r = v->vki.vkEnumeratePhysicalDevices(v->instance, &n, ps);
   if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
     free(ps);
@@ -387,10 +386,10 @@ static tvk_status choose_physical(VkDev *v, int index) {
   if (index >= 0) {
     if ((uint32_t)index >= n) {
       if (n == 1)
-        st = dev_fail(&v->base, TVK_ERR_DEVICE,
+        st = err_set(&v->base.err, TVK_ERR_DEVICE,
                       "VK:%d: no such Vulkan device; 1 device found (VK:0)", index);
       else
-        st = dev_fail(&v->base, TVK_ERR_DEVICE,
+        st = err_set(&v->base.err, TVK_ERR_DEVICE,
                       "VK:%d: no such Vulkan device; %u devices found (VK:0 .. VK:%u)", index, n,
                       n - 1);
     } else {
@@ -398,7 +397,7 @@ static tvk_status choose_physical(VkDev *v, int index) {
       v->vki.vkGetPhysicalDeviceProperties(v->phys, &pp);
       const char *why = unusable(v, v->phys, &pp);
       if (why)
-        st = dev_fail(&v->base, TVK_ERR_DEVICE, "VK:%d (%s) cannot be used: %s", index,
+        st = err_set(&v->base.err, TVK_ERR_DEVICE, "VK:%d (%s) cannot be used: %s", index,
                       pp.deviceName, why);
     }
   } else {
@@ -410,7 +409,7 @@ static tvk_status choose_physical(VkDev *v, int index) {
       v->phys = ps[i];
     }
     if (best_rank < 0)
-      st = dev_fail(&v->base, TVK_ERR_DEVICE,
+      st = err_set(&v->base.err, TVK_ERR_DEVICE,
                     "no usable Vulkan device: %u found, none with Vulkan 1.1 and a compute queue",
                     n);
   }
@@ -447,7 +446,7 @@ static tvk_status list_device_extensions(VkDev *v, Extensions *e) {
   if (r != VK_SUCCESS) return vk_check(v, r, "vkEnumerateDeviceExtensionProperties");
   e->have = calloc(n + 1, sizeof *e->have);
   if (!e->have)
-    return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory listing extensions");
+    return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "out of memory listing extensions");
   r = v->vki.vkEnumerateDeviceExtensionProperties(v->phys, NULL, &n, e->have);
   if (r != VK_SUCCESS && r != VK_INCOMPLETE)
     return vk_check(v, r, "vkEnumerateDeviceExtensionProperties");
@@ -578,7 +577,7 @@ static void read_limits(VkDev *v, const Extensions *e, uint32_t ts_bits) {
 static tvk_status create_logical(VkDev *v) {
   uint32_t ts_bits = 0;
   int64_t family = compute_family(v, v->phys, &ts_bits);
-  if (family < 0) return dev_fail(&v->base, TVK_ERR_DEVICE, "%s has no compute queue", v->name);
+  if (family < 0) return err_set(&v->base.err, TVK_ERR_DEVICE, "%s has no compute queue", v->name);
   v->queue_family = (uint32_t)family;
   VkPhysicalDeviceProperties pp;
   v->vki.vkGetPhysicalDeviceProperties(v->phys, &pp);
@@ -615,7 +614,7 @@ static tvk_status create_logical(VkDev *v) {
   if (r != VK_SUCCESS) return vk_check(v, r, "vkCreateDevice");
   load_device_table(v);
   if (!v->vk.vkGetDeviceQueue || !v->vk.vkDestroyDevice)
-    return dev_fail(&v->base, TVK_ERR_DEVICE,
+    return err_set(&v->base.err, TVK_ERR_DEVICE,
                     "%s: vkGetDeviceProcAddr returned NULL for a core function", v->name);
   v->vk.vkGetDeviceQueue(v->device, v->queue_family, 0, &v->queue);
   return TVK_OK;
@@ -694,7 +693,7 @@ static tvk_status parse_memory_modes(VkDev *v) {
     else if (n == 11 && !strncmp(s, "noncoherent", n))
       v->mem_mode |= VKMEM_FORCE_NONCOHERENT;
     else if (n > 0)
-      return dev_fail(&v->base, TVK_ERR_INVALID_ARG,
+      return err_set(&v->base.err, TVK_ERR_INVALID_ARG,
                       "TVK_VK_MEMORY: unknown mode '%.*s' (expected staging, noncoherent)", (int)n,
                       s);
     s += n + (s[n] == ',');
@@ -710,7 +709,7 @@ static tvk_status create(VkDev *v, const DeviceOptions *opt, int index) {
   v->block_bytes = VK_DEFAULT_BLOCK_BYTES;
   snprintf(v->name, sizeof v->name, "Vulkan");
   if (opt && opt->cache_dir && !(v->cache_dir = strdup(opt->cache_dir)))
-    return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory creating the Vulkan device");
+    return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "out of memory creating the Vulkan device");
   tvk_status st = parse_memory_modes(v);
   if (st == TVK_OK) st = create_instance(v);
   if (st == TVK_OK) st = choose_physical(v, index);
@@ -729,25 +728,16 @@ static tvk_status create(VkDev *v, const DeviceOptions *opt, int index) {
   return st;
 }
 
-tvk_status vk_device_create(const DeviceOptions *opt, int index, Device **out, char *err,
-                            size_t errn) {
-  char dummy[1];
-  if (!err || errn == 0) err = dummy, errn = sizeof dummy;
-  err[0] = '\0';
-  if (!out) {
-    snprintf(err, errn, "vk_device_create: out is NULL");
-    return TVK_ERR_INVALID_ARG;
-  }
+tvk_status vk_device_create(const DeviceOptions *opt, int index, Device **out, Error *err) {
+  err_clear(err);
+  if (!out) return err_set(err, TVK_ERR_INVALID_ARG, "vk_device_create: out is NULL");
   *out = NULL;
   VkDev *v = calloc(1, sizeof *v);
-  if (!v) {
-    snprintf(err, errn, "out of memory creating the Vulkan device");
-    return TVK_ERR_OUT_OF_MEMORY;
-  }
+  if (!v) return err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory creating the Vulkan device");
   atomic_init(&v->validation_messages, 0);
   tvk_status st = create(v, opt, index);
   if (st != TVK_OK) {
-    snprintf(err, errn, "%s", v->base.error);
+    *err = v->base.err;
     vkd_destroy(&v->base);
     return st;
   }

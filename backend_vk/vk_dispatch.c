@@ -147,7 +147,7 @@ tvk_status vk_dispatch_init(VkDev *v) {
   if (!s || !push) {
     free(s);
     free(push);
-    return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory creating the device");
+    return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "out of memory creating the device");
   }
   s->push = push;
   s->recording = -1;
@@ -357,33 +357,32 @@ static tvk_status check_args(VkDev *v, const DevProgram *p, DevBuffer *const *bu
                              const int32_t *vals, int nvals) {
   Device *d = &v->base;
   if (!p || p->owner != v)
-    return dev_fail(d, TVK_ERR_INVALID_ARG, "launch: program is %s",
+    return err_set(&d->err, TVK_ERR_INVALID_ARG, "launch: program is %s",
                     p ? "of another device" : "NULL");
   if (nbufs < 0 || nvals < 0 || (nbufs > 0 && !bufs) || (nvals > 0 && !vals))
-    return dev_fail(d, TVK_ERR_INVALID_ARG,
+    return err_set(&d->err, TVK_ERR_INVALID_ARG,
                     "launch of kernel '%s': bad arguments (nbufs %d, bufs %p, nvals %d, vals %p)",
                     p->name, nbufs, (const void *)bufs, nvals, (const void *)vals);
   if (nbufs < p->nbindings)
-    return dev_fail(d, TVK_ERR_INVALID_ARG,
+    return err_set(&d->err, TVK_ERR_INVALID_ARG,
                     "launch of kernel '%s': %d buffers given, the kernel binds %d", p->name, nbufs,
                     p->nbindings);
   for (int i = 0; i < p->nbindings; i++) {
     if (!p->access[i]) continue;
     if (!bufs[i])
-      return dev_fail(d, TVK_ERR_INVALID_ARG, "launch of kernel '%s': buffer %d is NULL", p->name,
+      return err_set(&d->err, TVK_ERR_INVALID_ARG, "launch of kernel '%s': buffer %d is NULL", p->name,
                       i);
     tvk_status st = vk_buffer_check_bind(v, bufs[i], i);
     if (st != TVK_OK) return st;
   }
   uint64_t need = VK_PUSH_VALS_OFFSET + 4 * (uint64_t)nvals;
   if (need > v->lim.max_push_constants)
-    return dev_fail(d, TVK_ERR_INVALID_ARG,
+    return err_set(&d->err, TVK_ERR_INVALID_ARG,
                     "launch of kernel '%s': %d values need %llu bytes of push constants; the "
                     "device holds %u (maxPushConstantsSize)",
                     p->name, nvals, (unsigned long long)need, v->lim.max_push_constants);
   if (p->push_bytes > need)
-    return dev_fail(
-        d, TVK_ERR_INVALID_ARG,
+    return err_set(&d->err, TVK_ERR_INVALID_ARG,
         "launch of kernel '%s': its push constants take %u bytes (grid and %u "
         "values), the launch gives %d values",
         p->name, p->push_bytes,
@@ -401,7 +400,7 @@ static tvk_status check_dims(VkDev *v, const DevProgram *p, const LaunchDims *di
   if (dims) {
     const int64_t *lc = dims->local;
     if (lc[0] != p->local[0] || lc[1] != p->local[1] || lc[2] != p->local[2])
-      return dev_fail(d, TVK_ERR_INVALID_ARG,
+      return err_set(&d->err, TVK_ERR_INVALID_ARG,
                       "launch of kernel '%s': work-group size %lldx%lldx%lld, but the shader "
                       "declares local_size %ux%ux%u",
                       p->name, (long long)lc[0], (long long)lc[1], (long long)lc[2], p->local[0],
@@ -411,7 +410,7 @@ static tvk_status check_dims(VkDev *v, const DevProgram *p, const LaunchDims *di
   uint64_t t = 1;
   for (int i = 0; i < 3; i++) {
     if (g[i] < 0 || g[i] > UINT32_MAX)
-      return dev_fail(d, TVK_ERR_INVALID_ARG,
+      return err_set(&d->err, TVK_ERR_INVALID_ARG,
                       "launch of kernel '%s': group count %lld in "
                       "dimension %d",
                       p->name, (long long)g[i], i);
@@ -428,7 +427,7 @@ static tvk_status check_dims(VkDev *v, const DevProgram *p, const LaunchDims *di
   }
   /* The kernel computes the linear id and the total in 32-bit uint. */
   if (t > UINT32_MAX || !split_groups(l, t, groups))
-    return dev_fail(d, TVK_ERR_INVALID_ARG,
+    return err_set(&d->err, TVK_ERR_INVALID_ARG,
                     "launch of kernel '%s': %lldx%lldx%lld work groups; at most 2^32-1 in all "
                     "(and maxComputeWorkGroupCount %ux%ux%u)",
                     p->name, (long long)g[0], (long long)g[1], (long long)g[2], l->max_wg_count[0],
@@ -497,7 +496,7 @@ static tvk_status record_hazards(VkDev *v, VkCommandBuffer cmd, const DevProgram
     uint8_t a = p->access[i];
     if (!a) continue;
     Hazard *h = haz_get(s, bufs[i]);
-    if (!h) return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "launch: out of memory");
+    if (!h) return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "launch: out of memory");
     if (a & VKACC_READ) h->read_epoch = s->epoch + 1;
     if (a & VKACC_WRITE) h->write_pending = true;
   }
@@ -509,7 +508,7 @@ static tvk_status alloc_set(VkDev *v, VkSlot *sl, const DevProgram *p, VkDescrip
   for (;;) {
     if (sl->dpool_used == sl->ndpools) {
       VkDescriptorPool *grown = realloc(sl->dpools, (size_t)(sl->ndpools + 1) * sizeof *grown);
-      if (!grown) return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "launch: out of memory");
+      if (!grown) return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "launch: out of memory");
       sl->dpools = grown;
       uint32_t nbuf = VK_POOL_BUFFERS > p->nbindings ? VK_POOL_BUFFERS : (uint32_t)p->nbindings;
       VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, nbuf};
@@ -586,7 +585,7 @@ tvk_status vk_launch(Device *d, DevProgram *p, DevBuffer *const *bufs, int nbufs
   if (st == TVK_OK) st = check_dims(v, p, dims, grid, groups, &total);
   if (st != TVK_OK || total == 0) return st;
   if (!scratch_reserve(s, p->nbindings))
-    return dev_fail(d, TVK_ERR_OUT_OF_MEMORY, "launch: out of memory");
+    return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "launch: out of memory");
   if (s->recording < 0 && (st = batch_begin(v)) != TVK_OK) return st;
   VkSlot *sl = &s->slots[s->recording];
   st = record_hazards(v, sl->cmd, p, bufs);

@@ -317,7 +317,7 @@ void vk_glsl_lang_free(Lang *lang) { free(lang); }
 
 tvk_status vk_glsl_attach(VkDev *v) {
   if (!(v->glsl = vk_glsl_lang_new(v->features)))
-    return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory creating the Vulkan device");
+    return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "out of memory creating the Vulkan device");
   v->base.lang = v->glsl;
   v->base.codegen_mode = CG_MODE_GRID;
   return TVK_OK;

@@ -14,7 +14,7 @@
  * from its own threads.
  *
  * Errors: every fallible function returns a tvk_status and writes its message
- * with dev_fail(&v->base, ...). A VkResult that is not VK_SUCCESS goes through
+ * with err_set(&v->base.err, ...). A VkResult that is not VK_SUCCESS goes through
  * vk_check(), which names the call and the result, maps out-of-memory results to
  * TVK_ERR_OUT_OF_MEMORY and marks the device lost on VK_ERROR_DEVICE_LOST; every
  * entry of the ops table starts with vk_alive(), so a lost device answers

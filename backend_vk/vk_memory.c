@@ -167,7 +167,7 @@ static tvk_status make_buffer(VkDev *v, VkDeviceSize size, bool staging, bool ma
                                 : v->vk.vkAllocateMemory(v->device, &ai, NULL, mem);
   }
   if (n == 0)
-    st = dev_fail(&v->base, TVK_ERR_DEVICE, "%s has no memory type for a %s buffer", v->name,
+    st = err_set(&v->base.err, TVK_ERR_DEVICE, "%s has no memory type for a %s buffer", v->name,
                   staging ? "staging" : "storage");
   else
     st = vk_check(v, r, "vkAllocateMemory");
@@ -207,7 +207,7 @@ static tvk_status block_create(VkDev *v, VkDeviceSize size, bool dedicated, VkBl
   if (!b || !fr) {
     free(b);
     free(fr);
-    return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of host memory for a memory block");
+    return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "out of host memory for a memory block");
   }
   bool cached = false;
   tvk_status st = make_buffer(v, size, false, m->map, &b->buffer, &b->memory, &b->mapped,
@@ -409,13 +409,13 @@ tvk_status vk_buffer_alloc(Device *d, size_t nbytes, DevBuffer **out) {
   if (!m->started) start(v);
   VkDeviceSize cap = v->lim.max_alloc < v->lim.max_buffer ? v->lim.max_alloc : v->lim.max_buffer;
   if (nbytes > cap - m->align)
-    return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY,
+    return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY,
                     "alloc: a buffer of %zu bytes is larger than %s allows in one allocation "
                     "(maxMemoryAllocationSize %llu, maxBufferSize %llu bytes)",
                     nbytes, v->name, (unsigned long long)v->lim.max_alloc,
                     (unsigned long long)v->lim.max_buffer);
   DevBuffer *b = calloc(1, sizeof *b);
-  if (!b) return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "alloc: out of host memory");
+  if (!b) return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "alloc: out of host memory");
   b->size = nbytes;
   b->range = round_up(nbytes ? nbytes : 1, 4);
   b->reserved = round_up(b->range, m->align);
@@ -431,9 +431,9 @@ tvk_status vk_buffer_alloc(Device *d, size_t nbytes, DevBuffer **out) {
   if (st != TVK_OK) {
     free(b);
     if (st == TVK_ERR_OUT_OF_MEMORY) {
-      char why[sizeof v->base.error];
-      memcpy(why, v->base.error, sizeof why);
-      dev_fail(&v->base, st, "alloc: out of device memory for a buffer of %zu bytes on %s (%s)",
+      char why[sizeof v->base.err.msg];
+      memcpy(why, v->base.err.msg, sizeof why);
+      err_set(&v->base.err, st, "alloc: out of device memory for a buffer of %zu bytes on %s (%s)",
                nbytes, v->name, why);
     }
     return st;
@@ -451,7 +451,7 @@ tvk_status vk_buffer_alloc(Device *d, size_t nbytes, DevBuffer **out) {
 
 tvk_status vk_buffer_check_bind(VkDev *v, const DevBuffer *b, int index) {
   if (b->range <= v->lim.max_storage_range) return TVK_OK;
-  return dev_fail(&v->base, TVK_ERR_DEVICE,
+  return err_set(&v->base.err, TVK_ERR_DEVICE,
                   "buffer %d of the launch is %zu bytes, more than one storage-buffer binding "
                   "addresses on %s (maxStorageBufferRange %llu bytes)",
                   index, b->size, v->name, (unsigned long long)v->lim.max_storage_range);
@@ -463,13 +463,13 @@ static tvk_status check_range(VkDev *v, const char *what, DevBuffer *b, size_t o
                               const void *host, size_t n) {
   tvk_status st = vk_alive(v);
   if (st != TVK_OK) return st;
-  if (!b) return dev_fail(&v->base, TVK_ERR_INVALID_ARG, "%s: buffer is NULL", what);
+  if (!b) return err_set(&v->base.err, TVK_ERR_INVALID_ARG, "%s: buffer is NULL", what);
   if (offset > b->size || n > b->size - offset)
-    return dev_fail(&v->base, TVK_ERR_INVALID_ARG,
+    return err_set(&v->base.err, TVK_ERR_INVALID_ARG,
                     "%s: offset %zu + size %zu is out of bounds of a buffer of %zu bytes", what,
                     offset, n, b->size);
   if (n > 0 && !host)
-    return dev_fail(&v->base, TVK_ERR_INVALID_ARG, "%s: host pointer is NULL", what);
+    return err_set(&v->base.err, TVK_ERR_INVALID_ARG, "%s: host pointer is NULL", what);
   return TVK_OK;
 }
 
@@ -544,7 +544,7 @@ static tvk_status staging_init(VkDev *v) {
     v->vk.vkDestroyBuffer(v->device, m->stage_buf, NULL);
     v->vk.vkFreeMemory(v->device, m->stage_mem, NULL);
     m->stage_buf = VK_NULL_HANDLE, m->stage_mem = VK_NULL_HANDLE;
-    st = dev_fail(&v->base, TVK_ERR_DEVICE, "%s: the staging buffer could not be mapped", v->name);
+    st = err_set(&v->base.err, TVK_ERR_DEVICE, "%s: the staging buffer could not be mapped", v->name);
   }
   if (st == TVK_OK) m->stage_size = size;
   return st;
@@ -657,7 +657,7 @@ tvk_status vk_copy_out(Device *d, DevBuffer *b, size_t offset, void *dst, size_t
 tvk_status vk_mem_init(VkDev *v) {
   v->mem = calloc(1, sizeof *v->mem);
   if (!v->mem)
-    return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory creating the allocator");
+    return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "out of memory creating the allocator");
   VkDeviceSize a = MIN_ALIGN;
   if (v->lim.storage_align > a) a = v->lim.storage_align;
   if (v->lim.atom > a) a = v->lim.atom;

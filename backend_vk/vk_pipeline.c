@@ -202,15 +202,15 @@ static tvk_status reflect_interface(VkDev *v, DevProgram *p, Spv *s) {
     if (!t->inst || op_of(t->inst[0]) != SPV_OP_VARIABLE) continue;
     if (t->inst[3] == SPV_SC_PUSH_CONSTANT) push_struct = pointee_struct(s, t);
     if (t->inst[3] == SPV_SC_UNIFORM && !is_storage_buffer(s, t))
-      return dev_fail(&v->base, TVK_ERR_COMPILE,
+      return err_set(&v->base.err, TVK_ERR_COMPILE,
                       "kernel '%s' declares a uniform buffer; tvk binds storage buffers only",
                       p->name);
     if (!is_storage_buffer(s, t)) continue;
     if (t->set != 0 && t->set != UINT32_MAX)
-      return dev_fail(&v->base, TVK_ERR_COMPILE,
+      return err_set(&v->base.err, TVK_ERR_COMPILE,
                       "kernel '%s' uses descriptor set %u; tvk binds set 0 only", p->name, t->set);
     if (t->binding == UINT32_MAX || t->binding >= 4096)
-      return dev_fail(&v->base, TVK_ERR_COMPILE,
+      return err_set(&v->base.err, TVK_ERR_COMPILE,
                       "kernel '%s' has a storage buffer without a usable binding number", p->name);
     any = true;
     if (t->binding > maxb) maxb = t->binding;
@@ -221,7 +221,7 @@ static tvk_status reflect_interface(VkDev *v, DevProgram *p, Spv *s) {
   p->nbindings = any ? (int)maxb + 1 : 0;
   p->access = calloc(p->nbindings ? (size_t)p->nbindings : 1, 1);
   if (!p->access)
-    return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory for kernel '%s'", p->name);
+    return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "out of memory for kernel '%s'", p->name);
   for (uint32_t id = 0; id < s->bound; id++) {
     const SpvId *t = &s->ids[id];
     if (t->inst && op_of(t->inst[0]) == SPV_OP_VARIABLE && is_storage_buffer(s, t))
@@ -233,17 +233,17 @@ static tvk_status reflect_interface(VkDev *v, DevProgram *p, Spv *s) {
 static tvk_status reflect(VkDev *v, DevProgram *p, const uint32_t *w, size_t n) {
   Spv s = {.w = w, .n = n};
   if (n < 5 || w[0] != 0x07230203 || w[3] == 0 || w[3] > (1u << 22) || !spv_valid_stream(&s))
-    return dev_fail(&v->base, TVK_ERR_COMPILE, "kernel '%s': malformed SPIR-V", p->name);
+    return err_set(&v->base.err, TVK_ERR_COMPILE, "kernel '%s': malformed SPIR-V", p->name);
   s.bound = w[3];
   s.ids = malloc(s.bound * sizeof *s.ids);
   if (!s.ids)
-    return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory for kernel '%s'", p->name);
+    return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "out of memory for kernel '%s'", p->name);
   for (uint32_t i = 0; i < s.bound; i++)
     s.ids[i] = (SpvId){.binding = UINT32_MAX, .set = UINT32_MAX};
   spv_index(&s);
   tvk_status st = reflect_interface(v, p, &s);
   if (st == TVK_OK && !spv_local_size(&s, p->local))
-    st = dev_fail(&v->base, TVK_ERR_COMPILE, "kernel '%s' declares no local_size", p->name);
+    st = err_set(&v->base.err, TVK_ERR_COMPILE, "kernel '%s' declares no local_size", p->name);
   free(s.ids);
   return st;
 }
@@ -256,7 +256,7 @@ static tvk_status check_limits(VkDev *v, const DevProgram *p) {
   uint64_t inv = (uint64_t)ls[0] * ls[1] * ls[2];
   if (ls[0] > l->max_wg_size[0] || ls[1] > l->max_wg_size[1] || ls[2] > l->max_wg_size[2] ||
       inv > l->max_wg_invocations || inv == 0)
-    return dev_fail(&v->base, TVK_ERR_COMPILE,
+    return err_set(&v->base.err, TVK_ERR_COMPILE,
                     "kernel '%s': local_size %ux%ux%u does not fit the device "
                     "(maxComputeWorkGroupSize %ux%ux%u, maxComputeWorkGroupInvocations %u)",
                     p->name, ls[0], ls[1], ls[2], l->max_wg_size[0], l->max_wg_size[1],
@@ -264,12 +264,12 @@ static tvk_status check_limits(VkDev *v, const DevProgram *p) {
   int declared = 0;
   for (int i = 0; i < p->nbindings; i++) declared += p->access[i] != 0;
   if ((uint32_t)declared > l->max_storage_buffers)
-    return dev_fail(&v->base, TVK_ERR_COMPILE,
+    return err_set(&v->base.err, TVK_ERR_COMPILE,
                     "kernel '%s' binds %d storage buffers; the device allows %u per stage "
                     "(maxPerStageDescriptorStorageBuffers)",
                     p->name, declared, l->max_storage_buffers);
   if (p->push_bytes > l->max_push_constants)
-    return dev_fail(&v->base, TVK_ERR_COMPILE,
+    return err_set(&v->base.err, TVK_ERR_COMPILE,
                     "kernel '%s' declares %u bytes of push constants; the device holds %u "
                     "(maxPushConstantsSize)",
                     p->name, p->push_bytes, l->max_push_constants);
@@ -281,7 +281,7 @@ static tvk_status check_limits(VkDev *v, const DevProgram *p) {
 static tvk_status make_layouts(VkDev *v, DevProgram *p) {
   VkDescriptorSetLayoutBinding *b = calloc(p->nbindings ? (size_t)p->nbindings : 1, sizeof *b);
   if (!b)
-    return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory for kernel '%s'", p->name);
+    return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "out of memory for kernel '%s'", p->name);
   uint32_t n = 0;
   for (int i = 0; i < p->nbindings; i++) {
     if (!p->access[i]) continue;
@@ -354,7 +354,7 @@ tvk_status vk_cache_dir(VkDev *v, const char **dir) {
   VkPipelineState *ps = v->pipelines;
   if (!ps->cache_dir) {
     const char *req = v->cache_dir ? v->cache_dir : getenv("TVK_CACHE_DIR");
-    tvk_status st = cache_dir_open(req, &ps->cache_dir, v->base.error, sizeof v->base.error);
+    tvk_status st = cache_dir_open(req, &ps->cache_dir, &v->base.err);
     if (st != TVK_OK) return st;
   }
   *dir = ps->cache_dir;
@@ -399,16 +399,15 @@ static void blob_key(const void *data, size_t n, char key[33]) {
 
 tvk_status vk_pipeline_init(VkDev *v) {
   VkPipelineState *ps = calloc(1, sizeof *ps);
-  if (!ps) return dev_fail(&v->base, TVK_ERR_OUT_OF_MEMORY, "out of memory creating the device");
+  if (!ps) return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "out of memory creating the device");
   v->pipelines = ps;
   /* An unusable cache directory is reported by the first compile, not here. */
   const char *dir = NULL;
   void *data = NULL;
   size_t n = 0;
-  char saved[sizeof v->base.error];
-  memcpy(saved, v->base.error, sizeof saved);
+  Error saved = v->base.err;
   if (vk_cache_dir(v, &dir) == TVK_OK) ps->cache_path = cache_file_path(v, dir);
-  memcpy(v->base.error, saved, sizeof saved);
+  v->base.err = saved;
   if (ps->cache_path && cache_file_read(ps->cache_path, &data, &n) == 0 &&
       !cache_data_matches(v, data, n)) {
     free(data);

@@ -65,20 +65,20 @@ typedef struct {
 static void run_on(Device *d, UOp *sink, int nb, HostBuf *hb, int nv, const int32_t *vals) {
   KernelSource ks;
   tvk_status s = codegen_kernel(sink, NULL, &ks);
-  if (s != TVK_OK) fail_msg("codegen: %s", ks.error);
+  if (s != TVK_OK) fail_msg("codegen: %s", ks.err.msg);
   assert_int_equal(ks.nbufs, nb);
   assert_int_equal(ks.nvars, nv);
   DevProgram *p = NULL;
   bool hit;
   if (d->ops->compile(d, ks.name, ks.src, &p, &hit) != TVK_OK)
-    fail_msg("compile: %s\n%s", dev_error(d), ks.src);
+    fail_msg("compile: %s\n%s", d->err.msg, ks.src);
   DevBuffer *bufs[32];
   for (int i = 0; i < nb; i++) {
     assert_int_equal(d->ops->alloc(d, hb[i].bytes, &bufs[i]), TVK_OK);
     assert_int_equal(d->ops->copy_in(d, bufs[i], 0, hb[i].data, hb[i].bytes), TVK_OK);
   }
   if (d->ops->launch(d, p, bufs, nb, vals, nv, NULL) != TVK_OK)
-    fail_msg("launch: %s", dev_error(d));
+    fail_msg("launch: %s", d->err.msg);
   assert_int_equal(d->ops->sync(d), TVK_OK);
   for (int i = 0; i < nb; i++) {
     assert_int_equal(d->ops->copy_out(d, bufs[i], 0, hb[i].data, hb[i].bytes), TVK_OK);
@@ -112,7 +112,7 @@ static void run(Suite *s, UOp *sink, int nb, HostBuf *hb, int nv, const int32_t 
 
 static char *source_of(UOp *sink) {
   KernelSource ks;
-  if (codegen_kernel(sink, NULL, &ks) != TVK_OK) fail_msg("codegen: %s", ks.error);
+  if (codegen_kernel(sink, NULL, &ks) != TVK_OK) fail_msg("codegen: %s", ks.err.msg);
   char *src = strdup(ks.src);
   kernel_source_free(&ks);
   return src;
@@ -161,12 +161,12 @@ static int suite_setup(void **state) {
   Suite *s = calloc(1, sizeof *s);
   snprintf(s->root, sizeof s->root, "/tmp/tvk-test-codegen-XXXXXX");
   if (!s || !mkdtemp(s->root)) return -1;
-  char err[512];
+  Error err;
   const int threads[3] = {1, 2, 5};
   for (int d = 0; d < 3; d++) {
     DeviceOptions o = {.cache_dir = s->root, .threads = threads[d]};
-    if (cpu_device_create(&o, &s->dev[d], err, sizeof err) != TVK_OK) {
-      fprintf(stderr, "cpu device: %s\n", err);
+    if (cpu_device_create(&o, &s->dev[d], &err) != TVK_OK) {
+      fprintf(stderr, "cpu device: %s\n", err.msg);
       return -1;
     }
   }
@@ -194,7 +194,7 @@ static int test_teardown(void **state) { return uctx_teardown(&((Suite *)*state)
  * build sanitized programs. */
 static void ub_check(Suite *s, UOp *sink, int nb, const HostBuf *hb) {
   KernelSource ks;
-  if (codegen_kernel(sink, NULL, &ks) != TVK_OK) fail_msg("codegen: %s", ks.error);
+  if (codegen_kernel(sink, NULL, &ks) != TVK_OK) fail_msg("codegen: %s", ks.err.msg);
   char path[400], exe[400], cmd[1200];
   snprintf(path, sizeof path, "%s/ub_%s.c", s->root, ks.name);
   snprintf(exe, sizeof exe, "%s/ub_%s", s->root, ks.name);
@@ -1022,7 +1022,7 @@ static uint64_t deps_of(Structure *st, UOp *u) {
  * depend on: loop-invariant code is hoisted. Returns the deepest nesting. */
 static int check_structure(UOp *sink) {
   KernelDesc *kd = calloc(1, sizeof *kd);
-  CgError err = {0};
+  Error err = {0};
   UOp *norm, *low, *legal;
   LinearProgram lp;
   assert_int_equal(kernel_verify(sink, &norm, kd, &err), TVK_OK);
@@ -1644,8 +1644,8 @@ static void expect_error(UOp *sink, tvk_status want, const char *needle) {
   KernelSource ks;
   tvk_status st = codegen_kernel(sink, NULL, &ks);
   if (st != want)
-    fail_msg("status %s, want %s (%s)", tvk_status_name(st), tvk_status_name(want), ks.error);
-  if (!strstr(ks.error, needle)) fail_msg("message '%s' does not mention '%s'", ks.error, needle);
+    fail_msg("status %s, want %s (%s)", tvk_status_name(st), tvk_status_name(want), ks.err.msg);
+  if (!strstr(ks.err.msg, needle)) fail_msg("message '%s' does not mention '%s'", ks.err.msg, needle);
   assert_null(ks.src);
   assert_null(ks.name);
 }
@@ -1744,7 +1744,7 @@ static void test_errors(void **state) {
   assert_int_equal(codegen_kernel(sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)5), A)),
                                   "no good", &ks),
                    TVK_ERR_INVALID_ARG);
-  assert_non_null(strstr(ks.error, "no good"));
+  assert_non_null(strstr(ks.err.msg, "no good"));
   /* a good one is used as given */
   assert_int_equal(codegen_kernel(sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)5), A)),
                                   "my_copy", &ks),

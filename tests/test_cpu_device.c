@@ -80,8 +80,8 @@ static void restore_env(const char *name, char *saved) {
 static Device *make_dev(int threads) {
   DeviceOptions opt = {.threads = threads};
   Device *d = NULL;
-  char err[256];
-  tvk_status st = cpu_device_create(&opt, &d, err, sizeof err);
+  Error err;
+  tvk_status st = cpu_device_create(&opt, &d, &err);
   if (st != TVK_OK) fail_msg("cpu_device_create: %s", err);
   return d;
 }
@@ -90,7 +90,7 @@ static DevProgram *must_compile(Device *d, const char *name, const char *src, bo
   DevProgram *p = NULL;
   bool h = false;
   tvk_status st = d->ops->compile(d, name, src, &p, &h);
-  if (st != TVK_OK) fail_msg("compile %s: %s: %s", name, tvk_status_name(st), dev_error(d));
+  if (st != TVK_OK) fail_msg("compile %s: %s: %s", name, tvk_status_name(st), d->err.msg);
   if (hit) *hit = h;
   return p;
 }
@@ -98,7 +98,7 @@ static DevProgram *must_compile(Device *d, const char *name, const char *src, bo
 static DevBuffer *must_alloc(Device *d, size_t n) {
   DevBuffer *b = NULL;
   tvk_status st = d->ops->alloc(d, n, &b);
-  if (st != TVK_OK) fail_msg("alloc %zu: %s", n, dev_error(d));
+  if (st != TVK_OK) fail_msg("alloc %zu: %s", n, d->err.msg);
   return b;
 }
 
@@ -196,11 +196,11 @@ static void test_create(void **state) {
   d->ops->destroy(d);
 
   DeviceOptions bad = {.threads = -2};
-  char err[128];
+  Error err;
   d = (Device *)&bad; /* must be reset to NULL */
-  assert_int_equal(cpu_device_create(&bad, &d, err, sizeof err), TVK_ERR_INVALID_ARG);
+  assert_int_equal(cpu_device_create(&bad, &d, &err), TVK_ERR_INVALID_ARG);
   assert_null(d);
-  assert_contains(err, "-2");
+  assert_contains(err.msg, "-2");
 }
 
 static void test_buffer_round_trip(void **state) {
@@ -268,11 +268,11 @@ static void test_buffer_bounds(void **state) {
   unsigned char tmp[16] = {0};
   DevBuffer *b = must_alloc(d, 10);
   assert_int_equal(d->ops->copy_in(d, b, 9, tmp, 2), TVK_ERR_INVALID_ARG);
-  assert_contains(dev_error(d), "offset 9");
-  assert_contains(dev_error(d), "size 2");
-  assert_contains(dev_error(d), "10 bytes");
+  assert_contains(d->err.msg, "offset 9");
+  assert_contains(d->err.msg, "size 2");
+  assert_contains(d->err.msg, "10 bytes");
   assert_int_equal(d->ops->copy_out(d, b, 11, tmp, 0), TVK_ERR_INVALID_ARG);
-  assert_contains(dev_error(d), "copy_out");
+  assert_contains(d->err.msg, "copy_out");
   /* offset + size overflows size_t: still an error, not a wrap-around. */
   assert_int_equal(d->ops->copy_out(d, b, 2, tmp, SIZE_MAX), TVK_ERR_INVALID_ARG);
   assert_int_equal(d->ops->copy_in(d, b, SIZE_MAX, tmp, 2), TVK_ERR_INVALID_ARG);
@@ -281,7 +281,7 @@ static void test_buffer_bounds(void **state) {
 
   DevBuffer *z = must_alloc(d, 0);
   assert_int_equal(d->ops->copy_in(d, z, 0, tmp, 1), TVK_ERR_INVALID_ARG);
-  assert_contains(dev_error(d), "0 bytes");
+  assert_contains(d->err.msg, "0 bytes");
   d->ops->free(d, z);
   d->ops->free(d, b);
   d->ops->destroy(d);
@@ -296,7 +296,7 @@ static void test_alloc_too_big(void **state) {
   snprintf(want, sizeof want, "%zu", max);
   assert_int_equal(d->ops->alloc(d, max, &b), TVK_ERR_OUT_OF_MEMORY);
   assert_null(b);
-  assert_contains(dev_error(d), want);
+  assert_contains(d->err.msg, want);
   assert_int_equal(d->ops->alloc(d, max + 1, &b), TVK_ERR_INVALID_ARG);
   assert_null(b);
   d->ops->destroy(d);
@@ -410,7 +410,7 @@ static void test_launch_errors(void **state) {
   DevBuffer *two[2] = {b, NULL};
   assert_int_equal(d->ops->launch(d, NULL, &b, 1, NULL, 0, NULL), TVK_ERR_INVALID_ARG);
   assert_int_equal(d->ops->launch(d, p, two, 2, NULL, 0, NULL), TVK_ERR_INVALID_ARG);
-  assert_contains(dev_error(d), "buffer 1");
+  assert_contains(d->err.msg, "buffer 1");
   assert_int_equal(d->ops->launch(d, p, NULL, 1, NULL, 0, NULL), TVK_ERR_INVALID_ARG);
   assert_int_equal(d->ops->launch(d, p, &b, 1, NULL, 2, NULL), TVK_ERR_INVALID_ARG);
   assert_int_equal(other->ops->launch(other, p, &b, 1, NULL, 0, NULL), TVK_ERR_INVALID_ARG);
@@ -465,12 +465,13 @@ static void test_cache_hit_and_miss(void **state) {
 /* A cached .so that cannot be loaded (say, truncated by a crash) is rebuilt. */
 static void test_cache_corrupt_rebuilt(void **state) {
   Suite *s = *state;
-  char src[512], priv[512], so[256], path[1024], err[256];
+  char src[512], priv[512], so[256], path[1024];
+  Error err;
   tagged_src(src, sizeof src, "corrupt", 7);
   snprintf(priv, sizeof priv, "%s/corrupt-dir", s->root);
   DeviceOptions opt = {.threads = 1, .cache_dir = priv};
   Device *d = NULL;
-  assert_int_equal(cpu_device_create(&opt, &d, err, sizeof err), TVK_OK);
+  assert_int_equal(cpu_device_create(&opt, &d, &err), TVK_OK);
   DevProgram *p = must_compile(d, "corrupt", src, NULL);
   d->ops->program_free(d, p); /* unloaded, so the next dlopen reads the file */
   d->ops->destroy(d);
@@ -481,7 +482,7 @@ static void test_cache_corrupt_rebuilt(void **state) {
   fputs("not an ELF file", f);
   fclose(f);
 
-  assert_int_equal(cpu_device_create(&opt, &d, err, sizeof err), TVK_OK);
+  assert_int_equal(cpu_device_create(&opt, &d, &err), TVK_OK);
   bool hit = true;
   p = must_compile(d, "corrupt", src, &hit);
   assert_false(hit);
@@ -506,8 +507,8 @@ static void test_compile_error(void **state) {
   assert_int_equal(d->ops->compile(d, "broken", src, &p, &hit), TVK_ERR_COMPILE);
   assert_null(p);
   assert_false(hit);
-  assert_contains(dev_error(d), "broken");
-  assert_contains(dev_error(d), "error");            /* the compiler's own words */
+  assert_contains(d->err.msg, "broken");
+  assert_contains(d->err.msg, "error");            /* the compiler's own words */
   assert_int_equal(count_files(s->cache, NULL), n0); /* no .so, no temp file */
   d->ops->destroy(d);
 }
@@ -521,7 +522,7 @@ static void test_missing_symbol_and_bad_names(void **state) {
   for (int round = 0; round < 2; round++) { /* a miss, then from the cache */
     assert_int_equal(d->ops->compile(d, "absent", src, &p, NULL), TVK_ERR_COMPILE);
     assert_null(p);
-    assert_contains(dev_error(d), "'absent'");
+    assert_contains(d->err.msg, "'absent'");
   }
   assert_int_equal(d->ops->compile(d, "1abc", src, &p, NULL), TVK_ERR_INVALID_ARG);
   assert_int_equal(d->ops->compile(d, "a b", src, &p, NULL), TVK_ERR_INVALID_ARG);
@@ -544,31 +545,32 @@ static void test_no_compiler(void **state) {
   DevProgram *p = (DevProgram *)d;
   assert_int_equal(d->ops->compile(d, "mul_add", mul_add_src, &p, NULL), TVK_ERR_DEVICE);
   assert_null(p);
-  assert_contains(dev_error(d), "no C compiler found");
-  assert_contains(dev_error(d), bad);
-  assert_contains(dev_error(d), "set CC");
+  assert_contains(d->err.msg, "no C compiler found");
+  assert_contains(d->err.msg, bad);
+  assert_contains(d->err.msg, "set CC");
   d->ops->destroy(d);
   restore_env("CC", saved);
 
   /* The option wins over $CC. */
   DeviceOptions opt = {.threads = 1, .cc = bad};
-  char err[256];
-  assert_int_equal(cpu_device_create(&opt, &d, err, sizeof err), TVK_OK);
+  Error err;
+  assert_int_equal(cpu_device_create(&opt, &d, &err), TVK_OK);
   assert_int_equal(d->ops->compile(d, "mul_add", mul_add_src, &p, NULL), TVK_ERR_DEVICE);
-  assert_contains(dev_error(d), bad);
+  assert_contains(d->err.msg, bad);
   d->ops->destroy(d);
 }
 
 /* Compiles one tagged kernel on a new device and returns its status. */
 static tvk_status compile_once(const DeviceOptions *opt, int tag, char *msg, size_t msgn) {
   Device *d = NULL;
-  char err[256], src[512];
-  tvk_status st = cpu_device_create(opt, &d, err, sizeof err);
+  Error err;
+  char src[512];
+  tvk_status st = cpu_device_create(opt, &d, &err);
   if (st != TVK_OK) fail_msg("create: %s", err);
   tagged_src(src, sizeof src, "where", tag);
   DevProgram *p = NULL;
   st = d->ops->compile(d, "where", src, &p, NULL);
-  snprintf(msg, msgn, "%s", dev_error(d));
+  snprintf(msg, msgn, "%s", d->err.msg);
   if (st == TVK_OK) {
     assert_int_equal(run_tagged(d, p), tag);
     d->ops->program_free(d, p);

@@ -228,10 +228,10 @@ static void check_compiles(Suite *s, int k, UOp *sink, uint32_t uses, const char
     if (st != TVK_ERR_DTYPE) fail_msg("%s: status %d, expected TVK_ERR_DTYPE", full, st);
     bool i64 = missing & (DT_BIT(DT_INT64) | DT_BIT(DT_UINT64));
     const char *feature = i64 ? "shaderInt64" : "shaderFloat64";
-    if (!strstr(ks.error, feature)) fail_msg("%s: '%s' does not name %s", full, ks.error, feature);
+    if (!strstr(ks.err.msg, feature)) fail_msg("%s: '%s' does not name %s", full, ks.err.msg, feature);
     return;
   }
-  if (st != TVK_OK) fail_msg("%s: codegen: %s", full, ks.error);
+  if (st != TVK_OK) fail_msg("%s: codegen: %s", full, ks.err.msg);
   compile_ok(s, ks.src, full);
   kernel_source_free(&ks);
 }
@@ -244,12 +244,12 @@ static void run_on(Device *d, const Lang *L, UOp *sink, int nb, const HostBuf *h
                    int nv, const int32_t *vals) {
   KernelSource ks;
   CodegenOpts o = {.lang = L, .mode = L ? CG_MODE_GRID : CG_MODE_CORES, .local_size = 64};
-  if (codegen_kernel_opts(sink, NULL, &o, &ks) != TVK_OK) fail_msg("codegen: %s", ks.error);
+  if (codegen_kernel_opts(sink, NULL, &o, &ks) != TVK_OK) fail_msg("codegen: %s", ks.err.msg);
   assert_int_equal(ks.nbufs, nb);
   DevProgram *p = NULL;
   bool hit;
   if (d->ops->compile(d, ks.name, ks.src, &p, &hit) != TVK_OK)
-    fail_msg("compile %s: %s\n%s", ks.name, dev_error(d), ks.src);
+    fail_msg("compile %s: %s\n%s", ks.name, d->err.msg, ks.src);
   DevBuffer *bufs[64];
   assert_true(nb <= 64);
   for (int i = 0; i < nb; i++) {
@@ -261,7 +261,7 @@ static void run_on(Device *d, const Lang *L, UOp *sink, int nb, const HostBuf *h
   memcpy(dims.global, ks.global, sizeof dims.global);
   memcpy(dims.local, ks.local, sizeof dims.local);
   if (d->ops->launch(d, p, bufs, nb, vals, nv, &dims) != TVK_OK)
-    fail_msg("launch %s: %s", ks.name, dev_error(d));
+    fail_msg("launch %s: %s", ks.name, d->err.msg);
   assert_int_equal(d->ops->sync(d), TVK_OK);
   for (int i = 0; i < nb; i++) {
     assert_int_equal(d->ops->copy_out(d, bufs[i], 0, out[i].data, out[i].bytes), TVK_OK);
@@ -294,18 +294,18 @@ static int suite_setup(void **state) {
   if (!s) return -1;
   snprintf(s->root, sizeof s->root, "/tmp/tvk-test-glsl-XXXXXX");
   if (!mkdtemp(s->root)) return -1;
-  char err[512];
+  Error err;
   const char *validate = getenv("TVK_VALIDATE");
   DeviceOptions o = {.cache_dir = s->root, .validate = validate && atoi(validate) > 0};
-  if (cpu_device_create(&o, &s->cpu, err, sizeof err) != TVK_OK) {
-    fprintf(stderr, "cpu device: %s\n", err);
+  if (cpu_device_create(&o, &s->cpu, &err) != TVK_OK) {
+    fprintf(stderr, "cpu device: %s\n", err.msg);
     return -1;
   }
   uint32_t features = 0x3ff; /* with no Vulkan device, render for one that has everything */
-  if (vk_device_create(&o, -1, &s->vk, err, sizeof err) == TVK_OK)
+  if (vk_device_create(&o, -1, &s->vk, &err) == TVK_OK)
     features = vk_of(s->vk)->features;
   else
-    fprintf(stderr, "no Vulkan device (%s): only the compile tests run\n", err);
+    fprintf(stderr, "no Vulkan device (%s): only the compile tests run\n", err.msg);
   s->lang[L_DEV] = vk_glsl_lang_new(features);
   s->lang[L_PACKED] = vk_glsl_lang_new(features & ~(uint32_t)(VKFEAT_STORAGE8 | VKFEAT_STORAGE16));
   s->lang[L_MIN] = vk_glsl_lang_new(0);
@@ -553,10 +553,10 @@ static void test_refused(void **state) {
     UOp *x = uop_cast(ld(c, 1, cases[k].t, shp1(8)), DT(FLOAT32));
     KernelSource ks;
     assert_int_equal(glsl_of(L, sink1(store(c, 0, DT_FLOAT32, shp1(8), x)), &ks), TVK_ERR_DTYPE);
-    if (!strstr(ks.error, cases[k].word))
-      fail_msg("'%s' does not name %s", ks.error, cases[k].word);
-    if (!strstr(ks.error, dt_scalar_name(cases[k].t)))
-      fail_msg("'%s' does not name %s", ks.error, dt_scalar_name(cases[k].t));
+    if (!strstr(ks.err.msg, cases[k].word))
+      fail_msg("'%s' does not name %s", ks.err.msg, cases[k].word);
+    if (!strstr(ks.err.msg, dt_scalar_name(cases[k].t)))
+      fail_msg("'%s' does not name %s", ks.err.msg, dt_scalar_name(cases[k].t));
   }
 }
 
@@ -979,7 +979,7 @@ static void check_golden(UOp *sink, uint32_t features, const char *golden) {
   KernelSource ks;
   tvk_status st = glsl_of(L, sink, &ks);
   vk_glsl_lang_free(L);
-  if (st != TVK_OK) fail_msg("codegen: %s", ks.error);
+  if (st != TVK_OK) fail_msg("codegen: %s", ks.err.msg);
   if (getenv("TVK_GOLDEN_PRINT")) {
     printf("static const char golden_%s[] =\n", ks.name);
     for (const char *p = ks.src; *p;) {

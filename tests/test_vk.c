@@ -38,16 +38,16 @@ static uint64_t rng_next(uint64_t *s) { /* xorshift64 */
 static Device *open_vk(int index) {
   DeviceOptions opt = {.validate = 2};
   Device *d = NULL;
-  char err[1024];
-  tvk_status st = vk_device_create(&opt, index, &d, err, sizeof err);
-  if (st == TVK_ERR_DEVICE && (strstr(err, "no Vulkan") || strstr(err, "no usable Vulkan"))) {
+  Error err;
+  tvk_status st = vk_device_create(&opt, index, &d, &err);
+  if (st == TVK_ERR_DEVICE && (strstr(err.msg, "no Vulkan") || strstr(err.msg, "no usable Vulkan"))) {
     const char *req = getenv("TVK_REQUIRE_VK");
     if (!req || !*req || !strcmp(req, "0")) {
-      fprintf(stderr, "skipping: %s\n", err);
+      fprintf(stderr, "skipping: %s\n", err.msg);
       skip();
     }
   }
-  if (st != TVK_OK) fprintf(stderr, "vk_device_create: %s: %s\n", tvk_status_name(st), err);
+  if (st != TVK_OK) fprintf(stderr, "vk_device_create: %s: %s\n", tvk_status_name(st), err.msg);
   assert_int_equal(st, TVK_OK);
   assert_non_null(d);
   return d;
@@ -94,12 +94,12 @@ static void test_choice_by_index(void **state) {
 
   DeviceOptions opt = {.validate = 1};
   Device *d = (Device *)1;
-  char err[1024];
-  assert_int_equal(vk_device_create(&opt, 99, &d, err, sizeof err), TVK_ERR_DEVICE);
+  Error err;
+  assert_int_equal(vk_device_create(&opt, 99, &d, &err), TVK_ERR_DEVICE);
   assert_null(d);
-  assert_non_null(strstr(err, "VK:99"));
-  assert_non_null(strstr(err, "found")); /* says how many exist */
-  assert_int_equal(vk_device_create(&opt, 0, NULL, err, sizeof err), TVK_ERR_INVALID_ARG);
+  assert_non_null(strstr(err.msg, "VK:99"));
+  assert_non_null(strstr(err.msg, "found")); /* says how many exist */
+  assert_int_equal(vk_device_create(&opt, 0, NULL, &err), TVK_ERR_INVALID_ARG);
 }
 
 /* Environment-driven failures: no driver, no validation layer. The loader reads
@@ -110,11 +110,11 @@ static void test_no_driver_no_layer(void **state) {
   close_vk(open_vk(-1)); /* skip unless Vulkan works at all */
   DeviceOptions opt = {.validate = 0};
   Device *d = NULL;
-  char err[1024];
+  Error err;
   const char *old = getenv("VK_ICD_FILENAMES");
   char *saved = old ? strdup(old) : NULL;
   setenv("VK_ICD_FILENAMES", "/nonexistent/tvk_icd.json", 1);
-  tvk_status st = vk_device_create(&opt, -1, &d, err, sizeof err);
+  tvk_status st = vk_device_create(&opt, -1, &d, &err);
   if (saved)
     setenv("VK_ICD_FILENAMES", saved, 1);
   else
@@ -122,20 +122,20 @@ static void test_no_driver_no_layer(void **state) {
   free(saved);
   assert_int_equal(st, TVK_ERR_DEVICE);
   assert_null(d);
-  assert_non_null(strstr(err, "driver"));
+  assert_non_null(strstr(err.msg, "driver"));
 
   opt.validate = 1;
   old = getenv("VK_LAYER_PATH");
   saved = old ? strdup(old) : NULL;
   setenv("VK_LAYER_PATH", "/nonexistent", 1);
-  st = vk_device_create(&opt, -1, &d, err, sizeof err);
+  st = vk_device_create(&opt, -1, &d, &err);
   if (saved)
     setenv("VK_LAYER_PATH", saved, 1);
   else
     unsetenv("VK_LAYER_PATH");
   free(saved);
   assert_int_equal(st, TVK_ERR_DEVICE);
-  assert_string_equal(err, "validation requested but VK_LAYER_KHRONOS_validation is not "
+  assert_string_equal(err.msg, "validation requested but VK_LAYER_KHRONOS_validation is not "
                            "installed (vulkan-validationlayers)");
 }
 
@@ -166,9 +166,9 @@ static void test_results_and_lost(void **state) {
   assert_string_equal(vk_result_name((VkResult)-123456), "VK_RESULT_UNKNOWN");
   assert_int_equal(vk_check(v, VK_SUCCESS, "vkFoo"), TVK_OK);
   assert_int_equal(vk_check(v, VK_ERROR_OUT_OF_DEVICE_MEMORY, "vkFoo"), TVK_ERR_OUT_OF_MEMORY);
-  assert_non_null(strstr(dev_error(d), "vkFoo failed: VK_ERROR_OUT_OF_DEVICE_MEMORY"));
+  assert_non_null(strstr(d->err.msg, "vkFoo failed: VK_ERROR_OUT_OF_DEVICE_MEMORY"));
   assert_int_equal(vk_check(v, VK_ERROR_INITIALIZATION_FAILED, "vkBar"), TVK_ERR_DEVICE);
-  assert_non_null(strstr(dev_error(d), "vkBar failed: VK_ERROR_INITIALIZATION_FAILED"));
+  assert_non_null(strstr(d->err.msg, "vkBar failed: VK_ERROR_INITIALIZATION_FAILED"));
   assert_false(v->lost);
 
   DevBuffer *b = NULL;
@@ -180,11 +180,11 @@ static void test_results_and_lost(void **state) {
   DevBuffer *b2 = (DevBuffer *)1;
   assert_int_equal(d->ops->alloc(d, 64, &b2), TVK_ERR_DEVICE);
   assert_null(b2);
-  assert_non_null(strstr(dev_error(d), "device lost"));
+  assert_non_null(strstr(d->err.msg, "device lost"));
   assert_int_equal(d->ops->copy_in(d, b, 0, buf, sizeof buf), TVK_ERR_DEVICE);
   assert_int_equal(d->ops->copy_out(d, b, 0, buf, sizeof buf), TVK_ERR_DEVICE);
   assert_int_equal(d->ops->sync(d), TVK_ERR_DEVICE);
-  assert_non_null(strstr(dev_error(d), "device lost"));
+  assert_non_null(strstr(d->err.msg, "device lost"));
   DevProgram *p = (DevProgram *)1;
   bool hit = false;
   assert_int_equal(d->ops->compile(d, "k", "void main() {}", &p, &hit), TVK_ERR_DEVICE);
@@ -277,7 +277,7 @@ static void test_suballoc_random(void **state) {
       size_t size = random_size(&s, block);
       DevBuffer *b = NULL;
       tvk_status st = d->ops->alloc(d, size, &b);
-      if (st != TVK_OK) fprintf(stderr, "op %d: alloc(%zu): %s\n", op, size, dev_error(d));
+      if (st != TVK_OK) fprintf(stderr, "op %d: alloc(%zu): %s\n", op, size, d->err.msg);
       assert_int_equal(st, TVK_OK);
       assert_int_equal(b->size, size);
       assert_true(b->range >= size && b->range >= 4 && b->range % 4 == 0);
@@ -441,10 +441,10 @@ static void test_copy_roundtrip_staging(void **state) {
 
   setenv("TVK_VK_MEMORY", "fast", 1);
   DeviceOptions opt = {0};
-  char err[256];
-  assert_int_equal(vk_device_create(&opt, -1, &d, err, sizeof err), TVK_ERR_INVALID_ARG);
+  Error err;
+  assert_int_equal(vk_device_create(&opt, -1, &d, &err), TVK_ERR_INVALID_ARG);
   unsetenv("TVK_VK_MEMORY");
-  assert_non_null(strstr(err, "'fast'"));
+  assert_non_null(strstr(err.msg, "'fast'"));
 }
 
 static void test_copy_bounds(void **state) {
@@ -454,14 +454,14 @@ static void test_copy_bounds(void **state) {
   uint8_t buf[32] = {0};
   assert_int_equal(d->ops->alloc(d, 10, &b), TVK_OK);
   assert_int_equal(d->ops->copy_in(d, b, 9, buf, 2), TVK_ERR_INVALID_ARG);
-  assert_string_equal(dev_error(d),
+  assert_string_equal(d->err.msg,
                       "copy_in: offset 9 + size 2 is out of bounds of a buffer of 10 bytes");
   assert_int_equal(d->ops->copy_out(d, b, 11, buf, 0), TVK_ERR_INVALID_ARG);
   assert_int_equal(d->ops->copy_out(d, b, 1, buf, SIZE_MAX), TVK_ERR_INVALID_ARG);
   assert_int_equal(d->ops->copy_in(d, b, SIZE_MAX, buf, 1), TVK_ERR_INVALID_ARG);
   assert_int_equal(d->ops->copy_in(d, NULL, 0, buf, 1), TVK_ERR_INVALID_ARG);
   assert_int_equal(d->ops->copy_in(d, b, 0, NULL, 1), TVK_ERR_INVALID_ARG);
-  assert_non_null(strstr(dev_error(d), "host pointer is NULL"));
+  assert_non_null(strstr(d->err.msg, "host pointer is NULL"));
   /* Empty copies are fine anywhere inside, with any pointer. */
   assert_int_equal(d->ops->copy_in(d, b, 10, NULL, 0), TVK_OK);
   assert_int_equal(d->ops->copy_out(d, b, 0, buf, 10), TVK_OK);
@@ -483,7 +483,7 @@ static void test_size_limits(void **state) {
   /* More than one allocation may hold: refused, naming the limit. */
   assert_int_equal(d->ops->alloc(d, SIZE_MAX, &b), TVK_ERR_OUT_OF_MEMORY);
   assert_null(b);
-  assert_non_null(strstr(dev_error(d), "maxMemoryAllocationSize"));
+  assert_non_null(strstr(d->err.msg, "maxMemoryAllocationSize"));
   VkDeviceSize cap = v->lim.max_alloc < v->lim.max_buffer ? v->lim.max_alloc : v->lim.max_buffer;
   assert_int_equal(d->ops->alloc(d, (size_t)cap + 1, &b), TVK_ERR_OUT_OF_MEMORY);
 
@@ -497,8 +497,8 @@ static void test_size_limits(void **state) {
     DevBuffer *big, *edge;
     assert_int_equal(d->ops->alloc(d, (size_t)range + 64, &big), TVK_OK);
     assert_int_equal(vk_buffer_check_bind(v, big, 3), TVK_ERR_DEVICE);
-    assert_non_null(strstr(dev_error(d), "maxStorageBufferRange"));
-    assert_non_null(strstr(dev_error(d), "buffer 3"));
+    assert_non_null(strstr(d->err.msg, "maxStorageBufferRange"));
+    assert_non_null(strstr(d->err.msg, "buffer 3"));
     uint32_t w = 0xdeadbeef, r = 0;
     assert_int_equal(d->ops->copy_in(d, big, (size_t)range + 60, &w, 4), TVK_OK);
     assert_int_equal(d->ops->copy_out(d, big, (size_t)range + 60, &r, 4), TVK_OK);
@@ -560,8 +560,8 @@ static void test_out_of_memory(void **state) {
   assert_int_equal(d->ops->alloc(d, 1000, &a), TVK_OK); /* fits the kept block */
   assert_int_equal(d->ops->alloc(d, 3 * block, &c), TVK_ERR_OUT_OF_MEMORY);
   assert_null(c);
-  assert_non_null(strstr(dev_error(d), "out of device memory for a buffer of 3145728 bytes"));
-  assert_non_null(strstr(dev_error(d), "VK_ERROR_OUT_OF_DEVICE_MEMORY"));
+  assert_non_null(strstr(d->err.msg, "out of device memory for a buffer of 3145728 bytes"));
+  assert_non_null(strstr(d->err.msg, "VK_ERROR_OUT_OF_DEVICE_MEMORY"));
   d->ops->free(d, a);
   assert_int_equal(d->ops->alloc(d, 2 * block, &c), TVK_ERR_OUT_OF_MEMORY);
   VkMemStats ms;
@@ -712,10 +712,10 @@ static int teardown_cache(void **state) {
 static Device *open_vk_sync(int debug) {
   DeviceOptions opt = {.validate = 2, .debug = debug};
   Device *d = NULL;
-  char err[1024];
-  if (vk_device_create(&opt, -1, &d, err, sizeof err) == TVK_OK) return d;
+  Error err;
+  if (vk_device_create(&opt, -1, &d, &err) == TVK_OK) return d;
   close_vk(open_vk(-1)); /* skips when there is no Vulkan at all */
-  fprintf(stderr, "vk_device_create with synchronization validation: %s\n", err);
+  fprintf(stderr, "vk_device_create with synchronization validation: %s\n", err.msg);
   fail();
   return NULL;
 }
@@ -724,7 +724,7 @@ static DevProgram *compile_ok(Device *d, const char *name, const char *src, bool
   DevProgram *p = NULL;
   bool h = false;
   tvk_status st = d->ops->compile(d, name, src, &p, &h);
-  if (st != TVK_OK) fprintf(stderr, "compile %s: %s\n", name, dev_error(d));
+  if (st != TVK_OK) fprintf(stderr, "compile %s: %s\n", name, d->err.msg);
   assert_int_equal(st, TVK_OK);
   assert_non_null(p);
   if (hit) *hit = h;
@@ -744,7 +744,7 @@ static LaunchDims dims_for(int64_t n, int64_t local) {
 static void launch_ok(Device *d, DevProgram *p, DevBuffer **bufs, int nbufs, const int32_t *vals,
                       int nvals, const LaunchDims *dims) {
   tvk_status st = d->ops->launch(d, p, bufs, nbufs, vals, nvals, dims);
-  if (st != TVK_OK) fprintf(stderr, "launch: %s\n", dev_error(d));
+  if (st != TVK_OK) fprintf(stderr, "launch: %s\n", d->err.msg);
   assert_int_equal(st, TVK_OK);
 }
 
@@ -984,7 +984,7 @@ static void test_group_split(void **state) {
   DevBuffer *bo = alloc_ok(d, 4), *bc = alloc_ok(d, 4);
   assert_int_equal(d->ops->launch(d, p, (DevBuffer *[]){bo, bc}, 2, NULL, 0, &big),
                    TVK_ERR_INVALID_ARG);
-  assert_non_null(strstr(dev_error(d), "maxComputeWorkGroupCount"));
+  assert_non_null(strstr(d->err.msg, "maxComputeWorkGroupCount"));
   /* An empty grid runs nothing. */
   LaunchDims none = {{0, 1, 1}, {1, 1, 1}};
   assert_int_equal(d->ops->launch(d, p, (DevBuffer *[]){bo, bc}, 2, NULL, 0, &none), TVK_OK);
@@ -1003,14 +1003,14 @@ static void test_compile_error(void **state) {
   assert_int_equal(d->ops->compile(d, "broken_kernel", bad, &p, &hit), TVK_ERR_COMPILE);
   assert_null(p);
   assert_false(hit);
-  const char *e = dev_error(d);
+  const char *e = d->err.msg;
   assert_non_null(strstr(e, "broken_kernel"));               /* the kernel's name */
   assert_non_null(strstr(e, "broken_kernel.comp:5: error")); /* shaderc's message, with the line */
   /* A local size over the device's limit never reaches a pipeline. */
   static const char wide[] =
       "#version 450\nlayout(local_size_x = 1024, local_size_y = 2) in;\nvoid main() {}\n";
   assert_int_equal(d->ops->compile(d, "wide", wide, &p, &hit), TVK_ERR_COMPILE);
-  assert_non_null(strstr(dev_error(d), "maxComputeWorkGroupInvocations"));
+  assert_non_null(strstr(d->err.msg, "maxComputeWorkGroupInvocations"));
   assert_int_equal(d->ops->compile(d, "bad name", k_inc, &p, &hit), TVK_ERR_INVALID_ARG);
   close_vk(d);
 }
@@ -1027,12 +1027,12 @@ static void test_launch_checks(void **state) {
   LaunchDims dims = dims_for(64, 64);
   LaunchDims wrong = dims_for(64, 32);
   assert_int_equal(d->ops->launch(d, p, bufs, 2, vals, 1, &wrong), TVK_ERR_INVALID_ARG);
-  assert_non_null(strstr(dev_error(d), "local_size 64x1x1"));
+  assert_non_null(strstr(d->err.msg, "local_size 64x1x1"));
   int many = (int)(v->lim.max_push_constants / 4); /* 12 bytes of grid leave room for fewer */
   assert_int_equal(d->ops->launch(d, p, bufs, 2, vals, many, &dims), TVK_ERR_INVALID_ARG);
-  assert_non_null(strstr(dev_error(d), "maxPushConstantsSize"));
+  assert_non_null(strstr(d->err.msg, "maxPushConstantsSize"));
   assert_int_equal(d->ops->launch(d, p, bufs, 2, vals, 0, &dims), TVK_ERR_INVALID_ARG);
-  assert_non_null(strstr(dev_error(d), "values"));
+  assert_non_null(strstr(d->err.msg, "values"));
   assert_int_equal(d->ops->launch(d, p, bufs, 1, vals, 1, &dims), TVK_ERR_INVALID_ARG);
   assert_int_equal(d->ops->launch(d, p, (DevBuffer *[]){a, NULL}, 2, vals, 1, &dims),
                    TVK_ERR_INVALID_ARG);
@@ -1043,7 +1043,7 @@ static void test_launch_checks(void **state) {
     DevBuffer *big = alloc_ok(d, (size_t)range + 64);
     assert_int_equal(d->ops->launch(d, p, (DevBuffer *[]){big, b}, 2, vals, 1, &dims),
                      TVK_ERR_DEVICE);
-    assert_non_null(strstr(dev_error(d), "maxStorageBufferRange"));
+    assert_non_null(strstr(d->err.msg, "maxStorageBufferRange"));
     d->ops->free(d, big);
   }
   /* Nothing was recorded by the refusals. */

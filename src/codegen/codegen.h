@@ -46,15 +46,8 @@
 #include "ir/view.h"
 #include "tvk.h"
 
-/* An error of a pass: status and message. */
-typedef struct {
-  tvk_status status;
-  char msg[512];
-} CgError;
-
-/* Records the first error (later ones keep it) and returns its status. */
-tvk_status cg_fail(CgError *e, tvk_status s, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* Every pass reports into an Error (ir/error.h) with err_first: the first
+ * failure is the precise one, later "out of memory" or "failed" keep it. */
 
 /* ---- kernel_ast.c ---- */
 
@@ -77,7 +70,7 @@ typedef struct {
  * success *norm is the AST with every REDUCE_AXIS reducing only axes of size
  * other than 1 in its input (sorted; a reduce left with none is replaced by its
  * input), autoreleased. */
-tvk_status kernel_verify(UOp *ast, UOp **norm, KernelDesc *ks, CgError *err);
+tvk_status kernel_verify(UOp *ast, UOp **norm, KernelDesc *ks, Error *err);
 /* E_<full shape> or r_<full shape> into buf (n bytes). */
 void kernel_default_name(const KernelDesc *ks, char *buf, size_t n);
 
@@ -90,7 +83,7 @@ void kernel_default_name(const KernelDesc *ks, char *buf, size_t n);
 /* Lowers a verified AST (kernel_verify's *norm) to the graph described above.
  * The outermost output axis of size other than 1 is split across cores (with
  * no such axis, a one-iteration loop that only core 0 runs). Autoreleased. */
-tvk_status lower_kernel(UOp *ast, const KernelDesc *ks, UOp **out, CgError *err);
+tvk_status lower_kernel(UOp *ast, const KernelDesc *ks, UOp **out, Error *err);
 
 /* Grid mode: the loop iterations one invocation may run in its reduces (their
  * sizes multiplied). Past it a reduce axis is unrolled, into at most
@@ -113,7 +106,7 @@ typedef struct {
  * elements ? 1 : 0) iterations (axis id ndim), which holds the stores and the
  * reduce loops. Fills *launch. Autoreleased. */
 tvk_status lower_kernel_grid(UOp *ast, const KernelDesc *ks, int local_size, UOp **out,
-                             CgLaunch *launch, CgError *err);
+                             CgLaunch *launch, Error *err);
 
 /* ---- legalize.c ---- */
 
@@ -121,7 +114,7 @@ tvk_status lower_kernel_grid(UOp *ast, const KernelDesc *ks, int local_size, UOp
  * bfloat16 in C) so their math is done in lang's compute type, rounding back
  * after each op, which matches the IR's per-op rounding; and spells integer
  * x + y * -1 as x - y. Autoreleased. */
-tvk_status legalize_dtypes(UOp *sink, const Lang *lang, UOp **out, CgError *err);
+tvk_status legalize_dtypes(UOp *sink, const Lang *lang, UOp **out, Error *err);
 
 /* ---- linearize.c ---- */
 
@@ -132,7 +125,7 @@ typedef struct {
 
 /* Orders the lowered graph under sink (see above). Definitions (DEFINE_GLOBAL,
  * DEFINE_VAR, SPECIAL, CONST) come first; SINK itself is not in the list. */
-tvk_status linearize(UOp *sink, LinearProgram *out, CgError *err);
+tvk_status linearize(UOp *sink, LinearProgram *out, Error *err);
 void linear_free(LinearProgram *lp); /* releases the UOps; NULL ok */
 /* One line per UOp: "  12 RANGE  int32  [3]  2", malloc'd (caller frees). */
 char *linear_dump(const LinearProgram *lp);

@@ -29,19 +29,19 @@ static char *dup(const char *s) {
 
 /* Copies what the caller gets to keep into *out. */
 static tvk_status describe(const KernelDesc *kd, const char *name, KernelSource *out,
-                           CgError *err) {
+                           Error *err) {
   out->name = dup(name);
   out->nbufs = kd->nbufs;
   out->bufs = calloc(kd->nbufs ? (size_t)kd->nbufs : 1, sizeof *out->bufs);
   out->nvars = kd->nvars;
   out->vars = calloc(kd->nvars ? (size_t)kd->nvars : 1, sizeof *out->vars);
   if (!out->name || !out->bufs || !out->vars)
-    return cg_fail(err, TVK_ERR_OUT_OF_MEMORY, "codegen: out of memory");
+    return err_first(err, TVK_ERR_OUT_OF_MEMORY, "codegen: out of memory");
   memcpy(out->bufs, kd->bufs, (size_t)kd->nbufs * sizeof *out->bufs);
   for (int i = 0; i < kd->nvars; i++) {
     const Arg *a = &kd->vars[i]->arg;
     out->vars[i] = (KernelVar){dup(a->var.name), a->var.lo, a->var.hi};
-    if (!out->vars[i].name) return cg_fail(err, TVK_ERR_OUT_OF_MEMORY, "codegen: out of memory");
+    if (!out->vars[i].name) return err_first(err, TVK_ERR_OUT_OF_MEMORY, "codegen: out of memory");
   }
   out->ndim = kd->ndim;
   memcpy(out->full_shape, kd->full, sizeof kd->full);
@@ -51,7 +51,7 @@ static tvk_status describe(const KernelDesc *kd, const char *name, KernelSource 
 
 /* The passes from a verified AST to the linear program; *launch is the grid. */
 static tvk_status passes(UOp *norm, const KernelDesc *kd, const CodegenOpts *opts, const Lang *lang,
-                         LinearProgram *lp, CgLaunch *launch, CgError *err) {
+                         LinearProgram *lp, CgLaunch *launch, Error *err) {
   UOp *low, *legal;
   *launch = (CgLaunch){{1, 1, 1}, {1, 1, 1}};
   if (opts && opts->mode == CG_MODE_GRID) {
@@ -61,7 +61,7 @@ static tvk_status passes(UOp *norm, const KernelDesc *kd, const CodegenOpts *opt
     return err->status;
   }
   UOp *simple = uop_simplify(low);
-  if (!simple) return cg_fail(err, TVK_ERR_OUT_OF_MEMORY, "codegen: out of memory in uop_simplify");
+  if (!simple) return err_first(err, TVK_ERR_OUT_OF_MEMORY, "codegen: out of memory in uop_simplify");
   if (legalize_dtypes(simple, lang, &legal, err) != TVK_OK) return err->status;
   return linearize(legal, lp, err);
 }
@@ -69,22 +69,15 @@ static tvk_status passes(UOp *norm, const KernelDesc *kd, const CodegenOpts *opt
 tvk_status codegen_kernel_opts(UOp *ast, const char *name, const CodegenOpts *opts,
                                KernelSource *out) {
   memset(out, 0, sizeof *out);
-  CgError err = {0};
+  Error err = {0};
   const Lang *lang = opts && opts->lang ? opts->lang : &lang_c;
-  if (!ast) {
-    snprintf(out->error, sizeof out->error, "codegen: the kernel AST is NULL");
-    return TVK_ERR_INVALID_ARG;
-  }
-  if (name && !is_identifier(name)) {
-    snprintf(out->error, sizeof out->error,
-             "codegen: kernel name '%.64s' is not an identifier of up to 64 characters", name);
-    return TVK_ERR_INVALID_ARG;
-  }
+  if (!ast) return err_set(&out->err, TVK_ERR_INVALID_ARG, "codegen: the kernel AST is NULL");
+  if (name && !is_identifier(name))
+    return err_set(&out->err, TVK_ERR_INVALID_ARG,
+                   "codegen: kernel name '%.64s' is not an identifier of up to 64 characters",
+                   name);
   KernelDesc *kd = calloc(1, sizeof *kd); /* large: not on the stack */
-  if (!kd) {
-    snprintf(out->error, sizeof out->error, "codegen: out of memory");
-    return TVK_ERR_OUT_OF_MEMORY;
-  }
+  if (!kd) return err_set(&out->err, TVK_ERR_OUT_OF_MEMORY, "codegen: out of memory");
   UCtx *ctx = ast->ctx;
   size_t mark = uop_pool_mark(ctx);
   LinearProgram lp = {0};
@@ -101,14 +94,14 @@ tvk_status codegen_kernel_opts(UOp *ast, const char *name, const CodegenOpts *op
     if (describe(kd, name, out, &err) == TVK_OK &&
         render_program(&lp, lang, &info, &out->src, &err) == TVK_OK && opts && opts->want_uops &&
         !(out->uops = linear_dump(&lp)))
-      cg_fail(&err, TVK_ERR_OUT_OF_MEMORY, "codegen: out of memory");
+      err_first(&err, TVK_ERR_OUT_OF_MEMORY, "codegen: out of memory");
   }
   linear_free(&lp);
   uop_pool_drain(ctx, mark);
   free(kd);
   if (err.status != TVK_OK) {
     kernel_source_free(out);
-    snprintf(out->error, sizeof out->error, "%s", err.msg);
+    out->err = err;
   }
   return err.status;
 }

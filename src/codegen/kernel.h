@@ -41,7 +41,7 @@
  *
  * Ownership: codegen never keeps or releases the caller's UOps; every UOp it
  * makes is dropped before it returns (uctx_live is back where it was).
- * Errors come back as a status and a message in KernelSource.error; nothing
+ * Errors come back as a status and a message in KernelSource.err; nothing
  * aborts on a bad AST.
  */
 #ifndef TVK_CODEGEN_KERNEL_H
@@ -50,6 +50,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ir/error.h"
 #include "ir/uop.h"
 #include "ir/view.h"
 #include "tvk.h"
@@ -81,7 +82,7 @@ typedef struct {
   /* The launch (LaunchDims): work-group count and size per dimension. Cores
    * mode: all 1 (the device picks its cores). */
   int64_t global[3], local[3];
-  char error[512]; /* the message when a call returned an error; "" otherwise */
+  Error err; /* the status and message when a call returned an error; empty otherwise */
 } KernelSource;
 
 /* How a kernel's work is spread over parallel invocations (lower.c). */
@@ -105,7 +106,7 @@ typedef struct {
  * On success fills *out (free with kernel_source_free) and returns TVK_OK. On
  * error returns TVK_ERR_INVALID_ARG (a malformed AST, with what was wrong and
  * where), TVK_ERR_DTYPE (a dtype or op the language cannot express),
- * TVK_ERR_OUT_OF_MEMORY or TVK_ERR_INTERNAL; out->error says which, and every
+ * TVK_ERR_OUT_OF_MEMORY or TVK_ERR_INTERNAL; out->err says which, and every
  * other field of *out is empty. */
 tvk_status codegen_kernel(UOp *ast, const char *name, KernelSource *out);
 /* The same with options (another language table, the UOp listing). opts may be NULL. */

@@ -7,17 +7,7 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
-#include "codegen/umap.h"
-
-tvk_status cg_fail(CgError *e, tvk_status s, const char *fmt, ...) {
-  if (e->status != TVK_OK) return e->status;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-  va_end(ap);
-  e->status = s;
-  return s;
-}
+#include "ir/ptrmap.h"
 
 /* Per node of the AST (by toposort index): its shape, the axes its REDUCE
  * reduces after normalisation, and the axes reduced anywhere below it. */
@@ -30,10 +20,10 @@ typedef struct {
 typedef struct {
   UOp **topo;
   size_t n;
-  UMap index; /* UOp -> toposort index */
+  PtrMap index; /* UOp -> toposort index */
   NodeInfo *info;
   KernelDesc *ks;
-  CgError *err;
+  Error *err;
 } Verify;
 
 /* Indices are int32, and splitting an axis across cores adds up to
@@ -46,7 +36,7 @@ static bool is_value_op(Op op) {
 }
 
 static NodeInfo *info_of(Verify *v, const UOp *u) {
-  int64_t *i = umap_get(&v->index, u);
+  int64_t *i = ptrmap_ref(&v->index, u);
   return &v->info[*i];
 }
 
@@ -58,7 +48,7 @@ static tvk_status bad(Verify *v, const UOp *u, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
-  return cg_fail(v->err, TVK_ERR_INVALID_ARG, "kernel AST: %s %s", op_name((Op)u->op), what);
+  return err_first(v->err, TVK_ERR_INVALID_ARG, "kernel AST: %s %s", op_name((Op)u->op), what);
 }
 
 static void shape_fmt(int ndim, const int64_t *s, char *buf, size_t n) {
@@ -331,7 +321,7 @@ static UOp *normalize(Verify *v) {
     if (!src) break;
     bool changed = false;
     for (uint32_t k = 0; k < u->nsrc; k++) {
-      src[k] = neu[*umap_get(&v->index, u->src[k])];
+      src[k] = neu[*ptrmap_ref(&v->index, u->src[k])];
       changed |= src[k] != u->src[k];
     }
     if (u->op == OP_REDUCE_AXIS) {
@@ -354,15 +344,14 @@ static UOp *normalize(Verify *v) {
   return res;
 }
 
-tvk_status kernel_verify(UOp *ast, UOp **norm, KernelDesc *ks, CgError *err) {
+tvk_status kernel_verify(UOp *ast, UOp **norm, KernelDesc *ks, Error *err) {
   *norm = NULL;
   memset(ks, 0, sizeof *ks);
-  if (!ast) return cg_fail(err, TVK_ERR_INVALID_ARG, "kernel AST: NULL");
+  if (!ast) return err_first(err, TVK_ERR_INVALID_ARG, "kernel AST: NULL");
   if (ast->op != OP_SINK || ast->nsrc == 0 || ast->src[0]->op != OP_STORE ||
       ast->src[0]->nsrc != 3 || ast->src[0]->src[1]->op != OP_VIEW ||
       ast->src[0]->src[1]->arg.kind != ARG_ST)
-    return cg_fail(
-        err, TVK_ERR_INVALID_ARG,
+    return err_first(err, TVK_ERR_INVALID_ARG,
         "kernel AST: the root must be SINK(STORE(DEFINE_GLOBAL, VIEW, value), ...), not %s",
         op_name((Op)ast->op));
   Verify v = {.ks = ks, .err = err};
@@ -370,9 +359,9 @@ tvk_status kernel_verify(UOp *ast, UOp **norm, KernelDesc *ks, CgError *err) {
   for (int d = 0; d < TVK_MAX_DIMS; d++) ks->full[d] = 1;
   ks->out[0] = -1; /* unset until the first store */
   v.topo = uop_toposort(ast, &v.n);
-  bool ok = v.topo && umap_init(&v.index, v.n) && (v.info = calloc(v.n, sizeof *v.info));
-  for (size_t i = 0; ok && i < v.n; i++) ok = umap_put(&v.index, v.topo[i], (int64_t)i);
-  if (!ok) cg_fail(err, TVK_ERR_OUT_OF_MEMORY, "kernel AST: out of memory");
+  bool ok = v.topo && ptrmap_init(&v.index, v.n) && (v.info = calloc(v.n, sizeof *v.info));
+  for (size_t i = 0; ok && i < v.n; i++) ok = ptrmap_put(&v.index, v.topo[i], (int64_t)i);
+  if (!ok) err_first(err, TVK_ERR_OUT_OF_MEMORY, "kernel AST: out of memory");
   for (size_t i = 0; ok && i < v.n; i++) {
     UOp *u = v.topo[i];
     for (int d = 0; d < TVK_MAX_DIMS; d++) v.info[i].shape[d] = 1;
@@ -391,10 +380,10 @@ tvk_status kernel_verify(UOp *ast, UOp **norm, KernelDesc *ks, CgError *err) {
   }
   if (ok) ok = check_shapes(&v, ast) == TVK_OK;
   if (ok && !(*norm = normalize(&v)))
-    cg_fail(err, TVK_ERR_OUT_OF_MEMORY, "kernel AST: out of memory");
+    err_first(err, TVK_ERR_OUT_OF_MEMORY, "kernel AST: out of memory");
   free(v.topo);
   free(v.info);
-  umap_free(&v.index);
+  ptrmap_free(&v.index);
   return err->status;
 }
 

@@ -17,7 +17,7 @@
 
 typedef struct {
   const Lang *lang;
-  CgError *err;
+  Error *err;
 } LegalCtx;
 
 static bool storage(const LegalCtx *lc, DType d) {
@@ -34,7 +34,7 @@ enum { X = 1 };
 /* A rule's builder ran out of memory: "no change" would leave math on storage
  * dtypes in the graph, so record the error. */
 static UOp *oom(const LegalCtx *lc) {
-  cg_fail(lc->err, TVK_ERR_OUT_OF_MEMORY, "legalize: out of memory");
+  err_first(lc->err, TVK_ERR_OUT_OF_MEMORY, "legalize: out of memory");
   return NULL;
 }
 
@@ -98,14 +98,14 @@ static const Rule legal_rules[] = {
      to_sub},
 };
 
-tvk_status legalize_dtypes(UOp *sink, const Lang *lang, UOp **out, CgError *err) {
+tvk_status legalize_dtypes(UOp *sink, const Lang *lang, UOp **out, Error *err) {
   *out = sink;
   LegalCtx lc = {lang, err};
   PatternMatcher *pm = pm_new(legal_rules, RULES_N(legal_rules));
   UOp *res = pm ? graph_rewrite(sink, pm, &lc, false) : NULL;
   pm_free(pm);
   if (err->status != TVK_OK) return err->status;
-  if (!res) return cg_fail(err, TVK_ERR_OUT_OF_MEMORY, "legalize: out of memory");
+  if (!res) return err_first(err, TVK_ERR_OUT_OF_MEMORY, "legalize: out of memory");
   *out = res;
   return TVK_OK;
 }

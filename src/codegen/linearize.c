@@ -20,8 +20,9 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
-#include "codegen/strbuf.h"
-#include "codegen/umap.h"
+#include "ir/strbuf.h"
+#include "ir/ptrmap.h"
+#include "ir/vec.h"
 
 #define LIN_MAX_RANGES 64
 #define HEADER SIZE_MAX /* item_under: the opener of the block itself */
@@ -33,7 +34,7 @@ typedef struct {
 typedef struct {
   UOp **topo;
   size_t n;                          /* nodes, SINK last */
-  UMap index;                        /* UOp -> toposort index */
+  PtrMap index;                        /* UOp -> toposort index */
   int nr;                            /* ranges */
   size_t range_at[LIN_MAX_RANGES];   /* toposort index of range k */
   int *rnum;                         /* per node: range number or -1 */
@@ -52,10 +53,10 @@ typedef struct {
   uint8_t *state; /* DFS per item: 0 new, 1 open, 2 emitted */
   LinearProgram *out;
   size_t cap;
-  CgError *err;
+  Error *err;
 } Lin;
 
-static size_t idx_of(const Lin *l, const UOp *u) { return (size_t)*umap_get(&l->index, u); }
+static size_t idx_of(const Lin *l, const UOp *u) { return (size_t)*ptrmap_ref(&l->index, u); }
 static int popcount64(uint64_t m) {
   int c = 0;
   for (; m; m &= m - 1) c++;
@@ -76,7 +77,7 @@ static uint64_t closure(Lin *l, uint64_t m);
 static uint64_t ancestors(Lin *l, int k) {
   if (l->anc_state[k] == 2) return l->anc[k];
   if (l->anc_state[k] == 1) {
-    cg_fail(l->err, TVK_ERR_INTERNAL, "linearize: ranges enclose each other");
+    err_first(l->err, TVK_ERR_INTERNAL, "linearize: ranges enclose each other");
     return 0;
   }
   l->anc_state[k] = 1;
@@ -193,7 +194,7 @@ static bool place(Lin *l) {
     }
     int d = deepest(l, full);
     if (d >= 0 && full != (ancestors(l, d) | 1ull << d)) {
-      cg_fail(l->err, TVK_ERR_INTERNAL, "linearize: %s depends on loops that do not nest",
+      err_first(l->err, TVK_ERR_INTERNAL, "linearize: %s depends on loops that do not nest",
               op_name((Op)u->op));
       return false;
     }
@@ -233,14 +234,7 @@ static size_t item_key(const Lin *l, size_t t) {
 }
 
 static bool add_edge(Lin *l, size_t from, size_t to) {
-  if (l->nedges == l->capedges) {
-    size_t cap = l->capedges ? l->capedges * 2 : 256;
-    Edge *e = realloc(l->edges, cap * sizeof *e);
-    if (!e) return false;
-    l->edges = e, l->capedges = cap;
-  }
-  l->edges[l->nedges++] = (Edge){from, to, item_key(l, to)};
-  return true;
+  return VEC_PUSH(l->edges, l->nedges, l->capedges, ((Edge){from, to, item_key(l, to)}));
 }
 
 static int edge_order(const void *pa, const void *pb) {
@@ -275,14 +269,7 @@ static bool build_edges(Lin *l) {
 static bool emit(Lin *l, UOp *u) {
   LinearProgram *o = l->out;
   if (!u) return false;
-  if (o->n == l->cap) {
-    size_t cap = l->cap ? l->cap * 2 : 128;
-    UOp **p = realloc(o->uops, cap * sizeof *p);
-    if (!p) return false;
-    o->uops = p, l->cap = cap;
-  }
-  o->uops[o->n++] = uop_retain(u);
-  return true;
+  return VEC_PUSH(o->uops, o->n, l->cap, uop_retain(u)); /* retained only when stored */
 }
 
 static bool emit_block(Lin *l, int b);
@@ -297,23 +284,20 @@ static bool visit(Lin *l, size_t root) {
   typedef struct {
     size_t t, next;
   } Frame;
-  size_t cap = 32, depth = 0;
-  Frame *stack = malloc(cap * sizeof *stack);
-  bool ok = stack != NULL;
-  if (ok) stack[depth++] = (Frame){root, l->first[root]}, l->state[root] = 1;
+  size_t cap = 0, depth = 0;
+  Frame *stack = NULL;
+  bool ok = VEC_PUSH(stack, depth, cap, ((Frame){root, l->first[root]}));
+  l->state[root] = 1;
   while (ok && depth) {
     Frame *f = &stack[depth - 1];
     if (f->next < l->first[f->t + 1]) {
       size_t dep = l->edges[f->next++].to;
       if (l->state[dep] == 1) {
-        cg_fail(l->err, TVK_ERR_INTERNAL, "linearize: a cycle between the items of a block");
+        err_first(l->err, TVK_ERR_INTERNAL, "linearize: a cycle between the items of a block");
         ok = false;
       } else if (l->state[dep] == 0) {
-        Frame *s = depth == cap ? realloc(stack, (cap *= 2) * sizeof *stack) : stack;
-        if (!s)
-          ok = false;
-        else
-          stack = s, stack[depth++] = (Frame){dep, l->first[dep]}, l->state[dep] = 1;
+        ok = VEC_PUSH(stack, depth, cap, ((Frame){dep, l->first[dep]}));
+        l->state[dep] = 1;
       }
       continue;
     }
@@ -357,7 +341,7 @@ static bool emit_block(Lin *l, int b) {
 
 static bool lin_init(Lin *l, UOp *sink) {
   l->topo = uop_toposort(sink, &l->n);
-  if (!l->topo || !umap_init(&l->index, l->n)) return false;
+  if (!l->topo || !ptrmap_init(&l->index, l->n)) return false;
   l->rnum = malloc(l->n * sizeof *l->rnum);
   l->raw = calloc(l->n, sizeof *l->raw);
   l->accr = calloc(l->n, sizeof *l->accr);
@@ -368,7 +352,7 @@ static bool lin_init(Lin *l, UOp *sink) {
   if (!l->rnum || !l->raw || !l->accr || !l->shown || !l->assign_of || !l->block || !l->state)
     return false;
   for (size_t i = 0; i < l->n; i++) {
-    if (!umap_put(&l->index, l->topo[i], (int64_t)i)) return false;
+    if (!ptrmap_put(&l->index, l->topo[i], (int64_t)i)) return false;
     l->rnum[i] = -1;
     l->assign_of[i] = SIZE_MAX;
   }
@@ -377,7 +361,7 @@ static bool lin_init(Lin *l, UOp *sink) {
 
 static void lin_free(Lin *l) {
   free(l->topo);
-  umap_free(&l->index);
+  ptrmap_free(&l->index);
   free(l->rnum), free(l->raw), free(l->accr), free(l->shown), free(l->assign_of);
   free(l->block), free(l->state);
   free(l->edges), free(l->first);
@@ -389,21 +373,21 @@ static bool scan(Lin *l) {
     UOp *u = l->topo[i];
     if (u->op == OP_RANGE) {
       if (l->nr == LIN_MAX_RANGES) {
-        cg_fail(l->err, TVK_ERR_INVALID_ARG, "linearize: more than %d loops", LIN_MAX_RANGES);
+        err_first(l->err, TVK_ERR_INVALID_ARG, "linearize: more than %d loops", LIN_MAX_RANGES);
         return false;
       }
       l->range_at[l->nr] = i;
       l->rnum[i] = l->nr++;
     } else if (u->op == OP_ASSIGN) {
       if (u->nsrc != 2 || u->src[0]->op != OP_DEFINE_ACC) {
-        cg_fail(l->err, TVK_ERR_INTERNAL, "linearize: ASSIGN to a %s", op_name((Op)u->src[0]->op));
+        err_first(l->err, TVK_ERR_INTERNAL, "linearize: ASSIGN to a %s", op_name((Op)u->src[0]->op));
         return false;
       }
       l->assign_of[idx_of(l, u->src[0])] = i;
     } else if (u->op == OP_DEFINE_ACC) {
       for (uint32_t s = 1; s < u->nsrc; s++) {
         if (u->src[s]->op == OP_RANGE) continue;
-        cg_fail(l->err, TVK_ERR_INTERNAL, "linearize: DEFINE_ACC over a %s",
+        err_first(l->err, TVK_ERR_INTERNAL, "linearize: DEFINE_ACC over a %s",
                 op_name((Op)u->src[s]->op));
         return false;
       }
@@ -412,7 +396,7 @@ static bool scan(Lin *l) {
   return true;
 }
 
-tvk_status linearize(UOp *sink, LinearProgram *out, CgError *err) {
+tvk_status linearize(UOp *sink, LinearProgram *out, Error *err) {
   memset(out, 0, sizeof *out);
   Lin l = {.out = out, .err = err};
   bool ok = lin_init(&l, sink);
@@ -421,7 +405,7 @@ tvk_status linearize(UOp *sink, LinearProgram *out, CgError *err) {
     compute_raw(&l);
     ok = place(&l) && build_edges(&l) && emit_block(&l, 0);
   }
-  if (!ok && err->status == TVK_OK) cg_fail(err, TVK_ERR_OUT_OF_MEMORY, "linearize: out of memory");
+  if (!ok && err->status == TVK_OK) err_first(err, TVK_ERR_OUT_OF_MEMORY, "linearize: out of memory");
   lin_free(&l);
   if (err->status != TVK_OK) linear_free(out);
   return err->status;
@@ -436,15 +420,15 @@ void linear_free(LinearProgram *lp) {
 
 char *linear_dump(const LinearProgram *lp) {
   Str out = {0};
-  UMap pos;
-  if (!umap_init(&pos, lp->n)) return NULL;
+  PtrMap pos = {0};
+  if (!ptrmap_init(&pos, lp->n)) return NULL;
   for (size_t i = 0; i < lp->n && !out.oom; i++) {
     UOp *u = lp->uops[i];
-    if (!umap_put(&pos, u, (int64_t)i)) out.oom = true;
+    if (!ptrmap_put(&pos, u, (int64_t)i)) out.oom = true;
     char dt[48];
     str_printf(&out, "%4zu %-14s %-18s [", i, op_name((Op)u->op), dt_str(u->dtype, dt));
     for (uint32_t s = 0; s < u->nsrc; s++) {
-      int64_t *p = umap_get(&pos, u->src[s]);
+      int64_t *p = ptrmap_ref(&pos, u->src[s]);
       if (p)
         str_printf(&out, "%s%" PRId64, s ? ", " : "", *p);
       else
@@ -459,6 +443,6 @@ char *linear_dump(const LinearProgram *lp) {
     }
     str_add(&out, "\n");
   }
-  umap_free(&pos);
+  ptrmap_free(&pos);
   return str_take(&out);
 }

@@ -21,7 +21,7 @@ typedef struct {
   int nouter;
   UOp *zero; /* int32 0, the index of size-1 dims */
   int nacc;  /* accumulators made so far */
-  CgError *err;
+  Error *err;
 } LowerCtx;
 
 /* Builders that pass NULL (out of memory) through. */
@@ -180,7 +180,7 @@ static bool is_true(const UOp *u) { return u->op == OP_CONST && u->arg.i != 0; }
 static bool is_false(const UOp *u) { return u->op == OP_CONST && u->arg.i == 0; }
 
 static UOp *oom(LowerCtx *lc) {
-  cg_fail(lc->err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
+  err_first(lc->err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
   return NULL;
 }
 
@@ -319,34 +319,34 @@ static const Rule lower_rules[] = {
 };
 
 /* The rewrite, once the axes are made. */
-static tvk_status lower_rewrite(UOp *ast, LowerCtx *lc, UOp **out, CgError *err) {
+static tvk_status lower_rewrite(UOp *ast, LowerCtx *lc, UOp **out, Error *err) {
   PatternMatcher *pm = pm_new(lower_rules, RULES_N(lower_rules));
-  if (!pm) return cg_fail(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
+  if (!pm) return err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
   UOp *res = graph_rewrite(ast, pm, lc, false);
   pm_free(pm);
   if (err->status != TVK_OK) return err->status;
-  if (!res) return cg_fail(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
+  if (!res) return err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
   *out = res;
   return TVK_OK;
 }
 
-tvk_status lower_kernel(UOp *ast, const KernelDesc *ks, UOp **out, CgError *err) {
+tvk_status lower_kernel(UOp *ast, const KernelDesc *ks, UOp **out, Error *err) {
   *out = NULL;
   LowerCtx lc = {.ctx = ast->ctx, .ks = ks, .err = err};
   lc.zero = b_c(&lc, 0);
   if (!lc.zero || !make_axes(&lc))
-    return cg_fail(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
+    return err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
   return lower_rewrite(ast, &lc, out, err);
 }
 
 tvk_status lower_kernel_grid(UOp *ast, const KernelDesc *ks, int local_size, UOp **out,
-                             CgLaunch *launch, CgError *err) {
+                             CgLaunch *launch, Error *err) {
   *out = NULL;
   if (local_size < 1)
-    return cg_fail(err, TVK_ERR_INVALID_ARG, "lowering: work-group size %d", local_size);
+    return err_first(err, TVK_ERR_INVALID_ARG, "lowering: work-group size %d", local_size);
   LowerCtx lc = {.ctx = ast->ctx, .ks = ks, .err = err};
   lc.zero = b_c(&lc, 0);
   if (!lc.zero || !make_axes_grid(&lc, local_size, launch))
-    return cg_fail(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
+    return err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
   return lower_rewrite(ast, &lc, out, err);
 }

@@ -9,9 +9,10 @@
 #include <string.h>
 
 #include "codegen/render.h"
-#include "codegen/strbuf.h"
-#include "codegen/umap.h"
+#include "ir/strbuf.h"
+#include "ir/ptrmap.h"
 #include "ir/symbolic.h"
+#include "ir/vec.h"
 
 /* ---------------------------------------------------------------- templates */
 
@@ -161,7 +162,7 @@ typedef struct {
   const Lang *L;
   const LinearProgram *lp;
   const RenderInfo *info;
-  UMap pos;     /* UOp -> position in the program */
+  PtrMap pos;     /* UOp -> position in the program */
   char **expr;  /* per position: its name, literal, or inline expression */
   int *users;   /* per position: uses by later UOps */
   size_t *user; /* per position: its last user */
@@ -171,15 +172,15 @@ typedef struct {
   int depth;
   Str body;
   char **helpers;
-  size_t nhelpers;
-  CgError *err;
+  size_t nhelpers, caphelpers;
+  Error *err;
 } Walker;
 
-static size_t pos_of(const Walker *w, const UOp *u) { return (size_t)*umap_get(&w->pos, u); }
+static size_t pos_of(const Walker *w, const UOp *u) { return (size_t)*ptrmap_ref(&w->pos, u); }
 static const char *ex(const Walker *w, const UOp *u) { return w->expr[pos_of(w, u)]; }
 
 static bool fail_oom(Walker *w) {
-  cg_fail(w->err, TVK_ERR_OUT_OF_MEMORY, "render: out of memory");
+  err_first(w->err, TVK_ERR_OUT_OF_MEMORY, "render: out of memory");
   return false;
 }
 
@@ -189,16 +190,16 @@ static bool prepass(Walker *w) {
   int open[130], nopen = 0;
   for (size_t p = 0; p < lp->n; p++) {
     UOp *u = lp->uops[p];
-    if (!umap_put(&w->pos, u, (int64_t)p)) return fail_oom(w);
+    if (!ptrmap_put(&w->pos, u, (int64_t)p)) return fail_oom(w);
     if (u->dtype.scalar != DT_VOID && !w->L->type[u->dtype.scalar]) {
       const char *why = w->L->no_type[u->dtype.scalar];
-      cg_fail(w->err, TVK_ERR_DTYPE, "render: %s has no %s%s%s", w->L->name,
+      err_first(w->err, TVK_ERR_DTYPE, "render: %s has no %s%s%s", w->L->name,
               dt_scalar_name((ScalarType)u->dtype.scalar), why ? ": " : "", why ? why : "");
       return false;
     }
     if (u->dtype.count > 1 && u->dtype.count > w->L->max_vector) {
       char d[48];
-      cg_fail(w->err, TVK_ERR_DTYPE, "render: %s has no vector type for %s", w->L->name,
+      err_first(w->err, TVK_ERR_DTYPE, "render: %s has no vector type for %s", w->L->name,
               dt_str(u->dtype, d));
       return false;
     }
@@ -206,7 +207,7 @@ static bool prepass(Walker *w) {
     w->block[p] = nopen ? open[nopen - 1] : -1;
     if (u->op == OP_RANGE) {
       if (nopen == (int)(sizeof open / sizeof *open)) {
-        cg_fail(w->err, TVK_ERR_INTERNAL, "render: loops nested too deep");
+        err_first(w->err, TVK_ERR_INTERNAL, "render: loops nested too deep");
         return false;
       }
       open[nopen++] = (int)p;
@@ -219,9 +220,9 @@ static bool prepass(Walker *w) {
     int slot[4] = {-1, -1, -1, -1};
     const char *tmpl = user_template(w->L, u, slot);
     for (uint32_t k = 0; k < u->nsrc; k++) {
-      int64_t *sp = umap_get(&w->pos, u->src[k]);
+      int64_t *sp = ptrmap_ref(&w->pos, u->src[k]);
       if (!sp) {
-        cg_fail(w->err, TVK_ERR_INTERNAL, "render: %s used before it is defined",
+        err_first(w->err, TVK_ERR_INTERNAL, "render: %s used before it is defined",
                 op_name((Op)u->src[k]->op));
         return false;
       }
@@ -326,27 +327,24 @@ static bool add_helper(Walker *w, const char *tmpl, const Subst *s) {
       return true;
     }
   }
-  char **p = realloc(w->helpers, (w->nhelpers + 1) * sizeof *p);
-  if (!p) {
+  if (!VEC_PUSH(w->helpers, w->nhelpers, w->caphelpers, h)) {
     free(h);
     return fail_oom(w);
   }
-  w->helpers = p;
-  w->helpers[w->nhelpers++] = h;
   return true;
 }
 
 /* ALU ops and casts: the expression, inlined or bound to a new variable. */
 static bool render_alu(Walker *w, size_t p, UOp *u) {
   if (u->op != OP_CAST && (w->L->storage_only >> operand_dtype(u).scalar & 1u)) {
-    cg_fail(w->err, TVK_ERR_INTERNAL, "render: %s on storage-only %s (legalize missed it)",
+    err_first(w->err, TVK_ERR_INTERNAL, "render: %s on storage-only %s (legalize missed it)",
             op_name((Op)u->op), dt_scalar_name((ScalarType)operand_dtype(u).scalar));
     return false;
   }
   const Spell *sp = spell_of(w->L, u);
   if (!sp) {
     char a[48], b[48];
-    cg_fail(w->err, TVK_ERR_DTYPE, "render: %s has no spelling for %s of %s to %s", w->L->name,
+    err_first(w->err, TVK_ERR_DTYPE, "render: %s has no spelling for %s of %s to %s", w->L->name,
             op_name((Op)u->op), dt_str(u->src[0]->dtype, a), dt_str(u->dtype, b));
     return false;
   }
@@ -433,7 +431,7 @@ static bool render_one(Walker *w, size_t p) {
   case OP_DEFINE_VAR: {
     int i = var_number(w, u);
     if (i < 0)
-      return cg_fail(w->err, TVK_ERR_INTERNAL, "render: DEFINE_VAR '%s' is not in the var list",
+      return err_first(w->err, TVK_ERR_INTERNAL, "render: DEFINE_VAR '%s' is not in the var list",
                      u->arg.var.name),
              false;
     w->expr[p] = var_name(i, u->arg.var.name);
@@ -442,7 +440,7 @@ static bool render_one(Walker *w, size_t p) {
   case OP_SPECIAL: {
     const char *t = special_text(L, u->arg.var.name);
     if (!t)
-      return cg_fail(w->err, TVK_ERR_DTYPE, "render: %s has no SPECIAL '%s'", L->name,
+      return err_first(w->err, TVK_ERR_DTYPE, "render: %s has no SPECIAL '%s'", L->name,
                      u->arg.var.name),
              false;
     w->expr[p] = printf_new("%s", t);
@@ -478,7 +476,7 @@ static bool render_one(Walker *w, size_t p) {
     break;
   default:
     if (u->op == OP_CAST || op_in((Op)u->op, G_ALU)) return render_alu(w, p, u);
-    return cg_fail(w->err, TVK_ERR_INTERNAL, "render: %s in a linear program", op_name((Op)u->op)),
+    return err_first(w->err, TVK_ERR_INTERNAL, "render: %s in a linear program", op_name((Op)u->op)),
            false;
   }
   return w->expr[p] ? true : fail_oom(w);
@@ -539,7 +537,7 @@ static void assemble(Walker *w, Str *out) {
       out->oom = true;
     else
       expand(L, out, L->var_decl, &sv);
-    if (name && L->var_unused && !umap_get(&w->pos, in->vars[i]))
+    if (name && L->var_unused && !ptrmap_ref(&w->pos, in->vars[i]))
       expand(L, out, L->var_unused, &sv);
     free(name);
   }
@@ -557,7 +555,7 @@ static void assemble(Walker *w, Str *out) {
 }
 
 tvk_status render_program(const LinearProgram *lp, const Lang *lang, const RenderInfo *info,
-                          char **src, CgError *err) {
+                          char **src, Error *err) {
   *src = NULL;
   Walker w = {.L = lang, .lp = lp, .info = info, .err = err};
   size_t n = lp->n ? lp->n : 1;
@@ -566,7 +564,7 @@ tvk_status render_program(const LinearProgram *lp, const Lang *lang, const Rende
   w.user = calloc(n, sizeof *w.user);
   w.block = calloc(n, sizeof *w.block);
   w.named = calloc(n, sizeof *w.named);
-  bool ok = w.expr && w.users && w.user && w.block && w.named && umap_init(&w.pos, n);
+  bool ok = w.expr && w.users && w.user && w.block && w.named && ptrmap_init(&w.pos, n);
   if (!ok) fail_oom(&w);
   ok = ok && prepass(&w);
   for (size_t p = 0; ok && p < lp->n; p++) ok = render_one(&w, p);
@@ -580,6 +578,6 @@ tvk_status render_program(const LinearProgram *lp, const Lang *lang, const Rende
   free(w.helpers);
   free(w.expr), free(w.users), free(w.user), free(w.block), free(w.named);
   free(w.body.p);
-  umap_free(&w.pos);
+  ptrmap_free(&w.pos);
   return err->status;
 }

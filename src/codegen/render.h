@@ -152,6 +152,6 @@ typedef struct {
 /* Renders the program; *src is malloc'd (caller frees). TVK_ERR_DTYPE when the
  * language has no spelling for an op on a dtype. */
 tvk_status render_program(const LinearProgram *lp, const Lang *lang, const RenderInfo *info,
-                          char **src, CgError *err);
+                          char **src, Error *err);
 
 #endif

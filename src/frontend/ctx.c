@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "frontend/frontend.h"
+#include "ir/vec.h"
 
 /* ---------------------------------------------------------------- dtypes */
 
@@ -34,30 +35,14 @@ size_t tvk_dtype_size(tvk_dtype dt) { return tvk_dtype_valid(dt) ? dt_scalar_siz
 
 /* ---------------------------------------------------------------- errors */
 
-static _Thread_local char create_error[1024];
+/* tvk_last_create_error: per thread, since there is no context to hold it. */
+static _Thread_local Error create_err;
 
-const char *tvk_last_create_error(void) { return create_error; }
+const char *tvk_last_create_error(void) { return create_err.msg; }
 
-static tvk_status create_fail(tvk_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static tvk_status create_fail(tvk_status st, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(create_error, sizeof create_error, fmt, ap);
-  va_end(ap);
-  return st;
-}
-
-tvk_status ctx_fail(tvk_ctx *ctx, tvk_status status, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(ctx->error, sizeof ctx->error, fmt, ap);
-  va_end(ap);
-  return status;
-}
-
-const char *tvk_ctx_error(const tvk_ctx *ctx) { return ctx ? ctx->error : ""; }
+const char *tvk_ctx_error(const tvk_ctx *ctx) { return ctx ? ctx->err.msg : ""; }
 void tvk_ctx_clear_error(tvk_ctx *ctx) {
-  if (ctx) ctx->error[0] = '\0';
+  if (ctx) err_clear(&ctx->err);
 }
 
 /* ---------------------------------------------------------------- tensors */
@@ -121,9 +106,9 @@ static tvk_tensor *tensor_error_msg(tvk_ctx *ctx, tvk_status status, const char 
 tvk_tensor *tensor_error(tvk_ctx *ctx, tvk_status status, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(ctx->error, sizeof ctx->error, fmt, ap);
+  err_vset(&ctx->err, status, fmt, ap);
   va_end(ap);
-  return tensor_error_msg(ctx, status, ctx->error);
+  return tensor_error_msg(ctx, status, ctx->err.msg);
 }
 
 tvk_tensor *tensor_error_from(const tvk_tensor *src) {
@@ -225,25 +210,19 @@ static void on_buffer_freed(void *user, UOp *buffer) { buffer_release(user, buff
 int64_t ctx_buffer_new(tvk_ctx *ctx, ScalarType s, int64_t numel, tvk_status *st) {
   size_t size = dt_scalar_size(s);
   if (numel < 0 || (uint64_t)numel > SIZE_MAX / 2 / size) {
-    *st = ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "buffer of %lld %s elements is too large",
+    *st = err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "buffer of %lld %s elements is too large",
                    (long long)numel, dt_scalar_name(s));
     return -1;
   }
   int64_t id = 0;
   while (id < ctx->nbufs && ctx->bufs[id]) id++;
-  if (id == ctx->capbufs) {
-    int64_t cap = ctx->capbufs ? ctx->capbufs * 2 : 64;
-    Buffer **nb = realloc(ctx->bufs, (size_t)cap * sizeof *nb);
-    if (!nb) {
-      *st = ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "out of memory for the buffer table");
-      return -1;
-    }
-    ctx->bufs = nb;
-    ctx->capbufs = cap;
+  if (!VEC_RESERVE(ctx->bufs, ctx->capbufs, (size_t)id + 1)) {
+    *st = err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "out of memory for the buffer table");
+    return -1;
   }
   Buffer *b = calloc(1, sizeof *b);
   if (!b) {
-    *st = ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "out of memory for a buffer record");
+    *st = err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "out of memory for a buffer record");
     return -1;
   }
   b->nbytes = (size_t)numel * size;
@@ -252,7 +231,7 @@ int64_t ctx_buffer_new(tvk_ctx *ctx, ScalarType s, int64_t numel, tvk_status *st
   tvk_status ds = ctx->dev->ops->alloc(ctx->dev, b->nbytes, &b->dev);
   if (ds != TVK_OK) {
     free(b);
-    *st = ctx_fail(ctx, ds, "%s", dev_error(ctx->dev));
+    *st = err_set(&ctx->err, ds, "%s", ctx->dev->err.msg);
     return -1;
   }
   if (id == ctx->nbufs) ctx->nbufs++;
@@ -332,14 +311,14 @@ UOp *graph_const(tvk_ctx *ctx, ScalarType s, double value, int ndim, const int64
 
 static tvk_status check_shape(tvk_ctx *ctx, const char *op, int ndim, const int64_t *shape, int64_t *numel) {
   if (ndim < 0 || ndim > TVK_MAX_DIMS)
-    return ctx_fail(ctx, TVK_ERR_INVALID_ARG, "%s: ndim %d is out of range 0..%d", op, ndim, TVK_MAX_DIMS);
-  if (ndim > 0 && !shape) return ctx_fail(ctx, TVK_ERR_INVALID_ARG, "%s: shape is NULL with ndim %d", op, ndim);
+    return err_set(&ctx->err, TVK_ERR_INVALID_ARG, "%s: ndim %d is out of range 0..%d", op, ndim, TVK_MAX_DIMS);
+  if (ndim > 0 && !shape) return err_set(&ctx->err, TVK_ERR_INVALID_ARG, "%s: shape is NULL with ndim %d", op, ndim);
   *numel = 1;
   for (int i = 0; i < ndim; i++) {
     if (shape[i] < 0)
-      return ctx_fail(ctx, TVK_ERR_SHAPE, "%s: dim %d has negative size %lld", op, i, (long long)shape[i]);
+      return err_set(&ctx->err, TVK_ERR_SHAPE, "%s: dim %d has negative size %lld", op, i, (long long)shape[i]);
     if (shape[i] && *numel > INT64_MAX / 8 / shape[i])
-      return ctx_fail(ctx, TVK_ERR_SHAPE, "%s: shape has too many elements", op);
+      return err_set(&ctx->err, TVK_ERR_SHAPE, "%s: shape has too many elements", op);
     *numel *= shape[i];
   }
   return TVK_OK;
@@ -347,11 +326,11 @@ static tvk_status check_shape(tvk_ctx *ctx, const char *op, int ndim, const int6
 
 tvk_tensor *ctx_check_shape(tvk_ctx *ctx, const char *op, int ndim, const int64_t *shape, int64_t *numel) {
   tvk_status st = check_shape(ctx, op, ndim, shape, numel);
-  return st == TVK_OK ? NULL : tensor_error_msg(ctx, st, ctx->error);
+  return st == TVK_OK ? NULL : tensor_error_msg(ctx, st, ctx->err.msg);
 }
 
 static tvk_tensor *error_tensor_from_ctx(tvk_ctx *ctx, tvk_status st) {
-  return tensor_error_msg(ctx, st, ctx->error);
+  return tensor_error_msg(ctx, st, ctx->err.msg);
 }
 
 tvk_tensor *tvk_from_data(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape, const void *data) {
@@ -374,7 +353,7 @@ tvk_tensor *tvk_from_data(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *s
   tvk_tensor *t = tensor_new(ctx, v, dt, ndim, shape);
   if (b->nbytes && ctx->dev->ops->copy_in(ctx->dev, b->dev, 0, data, b->nbytes) != TVK_OK) {
     tvk_release(t);
-    return FRONT_END(ctx, m, tensor_error(ctx, TVK_ERR_DEVICE, "from_data: %s", dev_error(ctx->dev)));
+    return FRONT_END(ctx, m, tensor_error(ctx, TVK_ERR_DEVICE, "from_data: %s", ctx->dev->err.msg));
   }
   return FRONT_END(ctx, m, t);
 }
@@ -402,10 +381,10 @@ tvk_status tvk_realize(int n, tvk_tensor *const *ts) {
     if (ts[i]) ctx = ts[i]->ctx;
   if (!ctx) return TVK_ERR_INVALID_ARG;
   for (int i = 0; i < n; i++) {
-    if (!ts[i]) return ctx_fail(ctx, TVK_ERR_INVALID_ARG, "realize: tensor %d of %d is NULL", i, n);
+    if (!ts[i]) return err_set(&ctx->err, TVK_ERR_INVALID_ARG, "realize: tensor %d of %d is NULL", i, n);
     if (ts[i]->ctx != ctx)
-      return ctx_fail(ctx, TVK_ERR_INVALID_ARG, "realize: tensors belong to different contexts");
-    if (ts[i]->status != TVK_OK) return ctx_fail(ctx, ts[i]->status, "%s", tvk_error_of(ts[i]));
+      return err_set(&ctx->err, TVK_ERR_INVALID_ARG, "realize: tensors belong to different contexts");
+    if (ts[i]->status != TVK_OK) return err_set(&ctx->err, ts[i]->status, "%s", tvk_error_of(ts[i]));
   }
   size_t m = FRONT_BEGIN(ctx);
   tvk_status st = ctx_realize(ctx, n, ts);
@@ -416,7 +395,7 @@ tvk_status tvk_realize(int n, tvk_tensor *const *ts) {
 tvk_status tvk_sync(tvk_ctx *ctx) {
   if (!ctx) return TVK_ERR_INVALID_ARG;
   tvk_status st = ctx->dev->ops->sync(ctx->dev);
-  return st == TVK_OK ? st : ctx_fail(ctx, st, "sync: %s", dev_error(ctx->dev));
+  return st == TVK_OK ? st : err_set(&ctx->err, st, "sync: %s", ctx->dev->err.msg);
 }
 
 /* A realized tensor is VIEW(BUFFER) with a contiguous tracker of its shape. */
@@ -428,13 +407,13 @@ static bool is_plain_buffer(const tvk_tensor *t) {
 tvk_status tvk_to_host(tvk_tensor *t, void *dst, size_t nbytes) {
   if (!t) return TVK_ERR_INVALID_ARG;
   tvk_ctx *ctx = t->ctx;
-  if (t->status != TVK_OK) return ctx_fail(ctx, t->status, "%s", tvk_error_of(t));
+  if (t->status != TVK_OK) return err_set(&ctx->err, t->status, "%s", tvk_error_of(t));
   size_t need = (size_t)tvk_numel(t) * tvk_dtype_size(t->dtype);
   if (nbytes < need)
-    return ctx_fail(ctx, TVK_ERR_INVALID_ARG, "to_host: nbytes %zu is less than the %zu bytes of the tensor",
+    return err_set(&ctx->err, TVK_ERR_INVALID_ARG, "to_host: nbytes %zu is less than the %zu bytes of the tensor",
                     nbytes, need);
   if (need == 0) return TVK_OK;
-  if (!dst) return ctx_fail(ctx, TVK_ERR_INVALID_ARG, "to_host: dst is NULL");
+  if (!dst) return err_set(&ctx->err, TVK_ERR_INVALID_ARG, "to_host: dst is NULL");
   size_t m = FRONT_BEGIN(ctx);
   /* An assign is realized in place: its target's buffer is then the copy source. */
   tvk_status st = t->uop->op == OP_ASSIGN ? tvk_realize(1, &t) : TVK_OK;
@@ -447,12 +426,12 @@ tvk_status tvk_to_host(tvk_tensor *t, void *dst, size_t nbytes) {
     tvk_release(tmp);
   }
   if (st == TVK_OK && !is_plain_buffer(t))
-    st = ctx_fail(ctx, TVK_ERR_INTERNAL, "to_host: tensor is not a contiguous buffer after realize");
+    st = err_set(&ctx->err, TVK_ERR_INTERNAL, "to_host: tensor is not a contiguous buffer after realize");
   if (st == TVK_OK) {
     Buffer *b = ctx_buffer(ctx, t->uop->src[0]->arg.i);
     st = ctx->dev->ops->sync(ctx->dev);
     if (st == TVK_OK) st = ctx->dev->ops->copy_out(ctx->dev, b->dev, 0, dst, need);
-    if (st != TVK_OK) st = ctx_fail(ctx, st, "to_host: %s", dev_error(ctx->dev));
+    if (st != TVK_OK) st = err_set(&ctx->err, st, "to_host: %s", ctx->dev->err.msg);
   }
   uop_pool_drain(ctx->u, m);
   return st;
@@ -491,21 +470,21 @@ static tvk_status open_device(tvk_ctx *ctx, const char *name) {
                         .validate = ctx->opt.validate};
   int index;
   if (!name) { /* the best available: a Vulkan device, else the CPU */
-    if (vk_device_create(&dopt, -1, &ctx->dev, create_error, sizeof create_error) == TVK_OK) return TVK_OK;
-    create_error[0] = '\0';
+    if (vk_device_create(&dopt, -1, &ctx->dev, &create_err) == TVK_OK) return TVK_OK;
+    err_clear(&create_err);
   }
   if (!name || !strcmp(name, "CPU") || !strcmp(name, "cpu"))
-    return cpu_device_create(&dopt, &ctx->dev, create_error, sizeof create_error);
-  if (parse_vk(name, &index)) return vk_device_create(&dopt, index, &ctx->dev, create_error, sizeof create_error);
-  return create_fail(TVK_ERR_DEVICE, "unknown device \"%s\": expected \"CPU\", \"VK\" or \"VK:<n>\"", name);
+    return cpu_device_create(&dopt, &ctx->dev, &create_err);
+  if (parse_vk(name, &index)) return vk_device_create(&dopt, index, &ctx->dev, &create_err);
+  return err_set(&create_err, TVK_ERR_DEVICE, "unknown device \"%s\": expected \"CPU\", \"VK\" or \"VK:<n>\"", name);
 }
 
 tvk_status tvk_ctx_create_opts(const tvk_ctx_options *opts, tvk_ctx **out) {
-  create_error[0] = '\0';
-  if (!out) return create_fail(TVK_ERR_INVALID_ARG, "tvk_ctx_create: out is NULL");
+  err_clear(&create_err);
+  if (!out) return err_set(&create_err, TVK_ERR_INVALID_ARG, "tvk_ctx_create: out is NULL");
   *out = NULL;
   tvk_ctx *ctx = calloc(1, sizeof *ctx);
-  if (!ctx) return create_fail(TVK_ERR_OUT_OF_MEMORY, "tvk_ctx_create: out of memory");
+  if (!ctx) return err_set(&create_err, TVK_ERR_OUT_OF_MEMORY, "tvk_ctx_create: out of memory");
   tvk_ctx_options o = opts ? *opts : (tvk_ctx_options){0};
   o.debug = env_int("TVK_DEBUG", o.debug);
   o.validate = env_int("TVK_VALIDATE", o.validate);
@@ -518,7 +497,7 @@ tvk_status tvk_ctx_create_opts(const tvk_ctx_options *opts, tvk_ctx **out) {
   o.device = NULL; /* not kept: the caller's string */
   ctx->opt = o;
   ctx->u = uctx_new();
-  tvk_status st = ctx->u ? TVK_OK : create_fail(TVK_ERR_OUT_OF_MEMORY, "tvk_ctx_create: out of memory");
+  tvk_status st = ctx->u ? TVK_OK : err_set(&create_err, TVK_ERR_OUT_OF_MEMORY, "tvk_ctx_create: out of memory");
   if (st == TVK_OK) st = open_device(ctx, env_str("TVK_DEVICE", opts ? opts->device : NULL));
   if (st != TVK_OK) {
     tvk_ctx_destroy(ctx);

@@ -57,11 +57,12 @@ struct tvk_ctx {
   Device *dev;
   tvk_ctx_options opt; /* resolved: env read once at create */
   char *cache_dir, *cc;  /* owned copies of the resolved strings */
-  char error[2048];
+  Error err; /* tvk_ctx_error: the last failure (ir/error.h) */
   tvk_stats stats;
   /* buffers by id (the BUFFER UOp's arg); NULL slots are free */
   Buffer **bufs;
-  int64_t nbufs, capbufs;
+  int64_t nbufs;
+  size_t capbufs;
   /* live tensors in creation order, for scopes, realize and destroy */
   tvk_tensor *head, *tail;
   uint64_t next_seq;
@@ -86,9 +87,6 @@ tvk_dtype dt_to_tvk(ScalarType s);
 bool tvk_dtype_valid(tvk_dtype dt);
 
 /* ---- errors ---- */
-/* Sets ctx->error (printf-style) and returns status. */
-tvk_status ctx_fail(tvk_ctx *ctx, tvk_status status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 /* A new tensor in an error state with the message; also sets ctx->error.
  * Returns NULL only when memory for the tensor itself ran out. */
 tvk_tensor *tensor_error(tvk_ctx *ctx, tvk_status status, const char *fmt, ...)

@@ -10,7 +10,7 @@
 
 #include "frontend/broadcast.h"
 #include "ir/ustack.h"
-#include "schedule/smap.h"
+#include "ir/ptrmap.h"
 
 /* The target's node as its own contiguous buffer: VIEW(BUFFER) reading all of
  * it in row-major order. A target that is not data yet is realized first; a
@@ -31,7 +31,7 @@ static tvk_status own_buffer(tvk_tensor *t) {
   if (!b || !st_contiguous(u->arg.st) || st_numel(u->arg.st) != b->numel) {
     char shape[BC_SHAPE_STR_MAX];
     bc_shape_str(t->ndim, t->shape, shape, sizeof shape);
-    return ctx_fail(ctx, TVK_ERR_INVALID_ARG,
+    return err_set(&ctx->err, TVK_ERR_INVALID_ARG,
                     "assign: the target %s is a view (a transpose, slice, pad or expand) of "
                     "another tensor's memory, not a contiguous tensor of its own; assign to a "
                     "tvk_contiguous copy instead",
@@ -45,19 +45,19 @@ static tvk_status own_buffer(tvk_tensor *t) {
  * or a contiguous in between is checked again when scheduled, where it is
  * known whether it runs in a kernel of its own.) */
 static bool reads_self_elsewhere(UOp *value, UOp *target) {
-  SMap seen = {0};
+  PtrMap seen = {0};
   UStack st = {0};
   bool bad = false, ok = ustack_push(&st, value);
   while (ok && st.n && !bad) {
     UOp *u = st.v[--st.n];
-    if (smap_get(&seen, u) >= 0) continue;
-    ok = smap_put(&seen, u, 1);
+    if (ptrmap_get(&seen, u) >= 0) continue;
+    ok = ptrmap_put(&seen, u, 1);
     bad = u->op == OP_VIEW && u->src[0] == target->src[0] && !st_eq(u->arg.st, target->arg.st);
     if (u->op == OP_REDUCE_AXIS || u->op == OP_CONTIGUOUS || u->op == OP_ASSIGN) continue;
     for (uint32_t k = 0; ok && k < u->nsrc; k++) ok = ustack_push(&st, u->src[k]);
   }
   free(st.v);
-  smap_free(&seen);
+  ptrmap_free(&seen);
   return bad;
 }
 
@@ -68,7 +68,7 @@ tvk_status tvk_assign(tvk_tensor *target, tvk_tensor *value) {
   tvk_ctx *ctx = target ? target->ctx : value->ctx;
   if (bad) {
     tvk_status st = bad->status;
-    ctx_fail(ctx, st, "%s", bad->msg ? bad->msg : "assign: bad argument");
+    err_set(&ctx->err, st, "%s", bad->msg ? bad->msg : "assign: bad argument");
     tvk_release(bad);
     return st;
   }
@@ -85,10 +85,10 @@ tvk_status tvk_assign(tvk_tensor *target, tvk_tensor *value) {
     char have[BC_SHAPE_STR_MAX], want[BC_SHAPE_STR_MAX];
     bc_shape_str(value->ndim, value->shape, have, sizeof have);
     bc_shape_str(target->ndim, target->shape, want, sizeof want);
-    ctx_fail(ctx, st, "assign: a value of shape %s does not broadcast to the target's %s: %s", have,
+    err_set(&ctx->err, st, "assign: a value of shape %s does not broadcast to the target's %s: %s", have,
              want, v->msg ? v->msg : "");
   } else if (reads_self_elsewhere(v->uop, target->uop)) {
-    st = ctx_fail(ctx, TVK_ERR_INVALID_ARG,
+    st = err_set(&ctx->err, TVK_ERR_INVALID_ARG,
                   "assign: the value reads the target through another view (a transpose, "
                   "shift or flip of it), so it would read elements the update has already "
                   "overwritten; make that operand a copy first (tvk_contiguous + tvk_realize)");
@@ -98,7 +98,7 @@ tvk_status tvk_assign(tvk_tensor *target, tvk_tensor *value) {
     if (a)
       tensor_set_uop(target, a);
     else
-      st = ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "assign: out of memory");
+      st = err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "assign: out of memory");
   }
   tvk_scope_end(ctx, sc, 0, NULL);
   uop_pool_drain(ctx->u, m);

@@ -2,6 +2,9 @@
  * UOp graphs. See alu.h for the semantics. */
 #include "alu.h"
 
+#include "ir/ptrmap.h"
+#include "ir/vec.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -194,31 +197,27 @@ typedef struct {
   CVal v;
 } EvalSlot;
 
+/* Evaluated (and pending) nodes: the map gives each node's slot. */
 typedef struct {
+  PtrMap index;
   EvalSlot *slots;
-  size_t cap, n;
+  size_t n, cap;
 } EvalMemo;
 
-static size_t eval_find(const EvalMemo *m, const UOp *u) {
-  size_t i = ((uintptr_t)u >> 4) * 0x9e3779b97f4a7c15ull & (m->cap - 1);
-  while (m->slots[i].u && m->slots[i].u != u) i = (i + 1) & (m->cap - 1);
-  return i;
+/* The slot of u, inserted (not done) if new; NULL on out of memory. Valid
+ * until the next insert. */
+static EvalSlot *eval_slot(EvalMemo *m, UOp *u) {
+  bool added = false;
+  int64_t *i = ptrmap_insert(&m->index, u, (int64_t)m->n, &added);
+  if (!i) return NULL;
+  if (added && !VEC_PUSH(m->slots, m->n, m->cap, ((EvalSlot){u, false, {.i = 0}}))) {
+    ptrmap_free(&m->index); /* the map names a slot that does not exist: unusable */
+    return NULL;
+  }
+  return &m->slots[*i];
 }
 
-/* The slot of u, inserted (not done) if new; NULL on out of memory. */
-static EvalSlot *eval_slot(EvalMemo *m, UOp *u) {
-  if ((m->n + 1) * 2 > m->cap) {
-    EvalMemo big = {calloc(m->cap * 2, sizeof(EvalSlot)), m->cap * 2, m->n};
-    if (!big.slots) return NULL;
-    for (size_t i = 0; i < m->cap; i++)
-      if (m->slots[i].u) big.slots[eval_find(&big, m->slots[i].u)] = m->slots[i];
-    free(m->slots);
-    *m = big;
-  }
-  EvalSlot *s = &m->slots[eval_find(m, u)];
-  if (!s->u) *s = (EvalSlot){u, false, {.i = 0}}, m->n++;
-  return s;
-}
+static CVal eval_value(const EvalMemo *m, const UOp *u) { return m->slots[ptrmap_get(&m->index, u)].v; }
 
 static bool eval_scalar(DType d) {
   return d.count == 1 && d.addr == ADDR_NONE && d.scalar != DT_VOID;
@@ -238,7 +237,7 @@ static bool eval_node(EvalMemo *m, UOp *u, CVal *out) {
   if (u->nsrc > 3) return false;
   for (uint32_t i = 0; i < u->nsrc; i++) {
     if (!eval_scalar(u->src[i]->dtype)) return false;
-    s[i] = m->slots[eval_find(m, u->src[i])].v;
+    s[i] = eval_value(m, u->src[i]);
   }
   if (u->op == OP_CAST && u->nsrc == 1)
     return *out = cval_cast(s[0], (ScalarType)u->src[0]->dtype.scalar, dt), true;
@@ -258,51 +257,45 @@ static bool eval_walk(EvalMemo *m, UOp *root, CVal *out) {
     UOp *u;
     uint32_t next;
   } Frame;
-  size_t cap = 64, depth = 0;
-  Frame *stack = malloc(cap * sizeof *stack);
+  size_t cap = 0, depth = 0;
+  Frame *stack = NULL;
   EvalSlot *rs = eval_slot(m, root);
-  bool ok = stack && rs;
-  if (ok && rs->done)
-    depth = 0; /* root is a bound variable */
-  else if (ok)
-    stack[depth++] = (Frame){root, 0};
+  bool ok = rs != NULL;
+  if (ok && !rs->done) /* else root is a bound variable */
+    ok = VEC_PUSH(stack, depth, cap, ((Frame){root, 0}));
   while (ok && depth) {
     Frame *f = &stack[depth - 1];
     if (!eval_is_leaf(f->u) && f->next < f->u->nsrc) {
       EvalSlot *s = eval_slot(m, f->u->src[f->next++]);
       if (!s)
         ok = false;
-      else if (!s->done) { /* new: a DAG never meets a node still on the stack */
-        Frame *grown = depth == cap ? realloc(stack, (cap *= 2) * sizeof *stack) : stack;
-        if (!grown)
-          ok = false;
-        else
-          stack = grown, stack[depth++] = (Frame){s->u, 0};
-      }
+      else if (!s->done) /* new: a DAG never meets a node still on the stack */
+        ok = VEC_PUSH(stack, depth, cap, ((Frame){s->u, 0}));
       continue;
     }
     CVal v;
     ok = eval_node(m, f->u, &v); /* unbound variables fail here */
     if (ok) {
-      EvalSlot *s = &m->slots[eval_find(m, f->u)];
+      EvalSlot *s = &m->slots[ptrmap_get(&m->index, f->u)];
       s->v = v, s->done = true;
       depth--;
     }
   }
   free(stack);
-  if (ok) *out = m->slots[eval_find(m, root)].v;
+  if (ok) *out = eval_value(m, root);
   return ok;
 }
 
 bool uop_eval(UOp *u, int nvars, UOp *const *vars, const CVal *vals, CVal *out) {
-  EvalMemo m = {calloc(64, sizeof(EvalSlot)), 64, 0};
-  bool ok = m.slots != NULL;
+  EvalMemo m = {0};
+  bool ok = true;
   for (int i = 0; ok && i < nvars; i++) { /* bound variables are evaluated up front */
     EvalSlot *s = eval_slot(&m, vars[i]);
     ok = s != NULL && eval_scalar(vars[i]->dtype);
     if (ok) s->v = eval_truncate((ScalarType)vars[i]->dtype.scalar, vals[i]), s->done = true;
   }
   ok = ok && eval_walk(&m, u, out);
+  ptrmap_free(&m.index);
   free(m.slots);
   return ok;
 }

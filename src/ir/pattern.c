@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/ptrmap.h"
+#include "ir/vec.h"
+
 /* A PERM pattern tries nsrc! orders; more than this is a bug in a rule table. */
 #define PERM_MAX 8
 
@@ -381,68 +384,41 @@ UOp *pm_rewrite(const PatternMatcher *pm, UOp *u, void *ctx) {
 
 /* ================================================================ memo table
  *
- * Open addressing on pointers. An entry with val == NULL is "in progress": the
- * node is on the work stack. The table holds a reference on every key and
- * value, so no node it names can be freed (and its address reused) while the
- * rewrite runs. */
+ * The map gives each node its entry. An entry with val == NULL is "in
+ * progress": the node is on the work stack. The table holds a reference on
+ * every key and value, so no node it names can be freed (and its address
+ * reused) while the rewrite runs. */
 
 typedef struct {
   UOp *key, *val;
 } MemoEnt;
 
 typedef struct {
+  PtrMap index; /* key -> its entry in e */
   MemoEnt *e;
-  size_t cap, n; /* cap is a power of two */
+  size_t n, cap;
 } Memo;
 
-static size_t memo_hash(const UOp *u, size_t cap) {
-  uint64_t h = (uint64_t)(uintptr_t)u;
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  return (size_t)h & (cap - 1);
-}
-
+/* u's entry, or NULL; valid until the next memo_add. */
 static MemoEnt *memo_find(const Memo *m, const UOp *u) {
-  if (!m->cap) return NULL;
-  for (size_t i = memo_hash(u, m->cap);; i = (i + 1) & (m->cap - 1)) {
-    if (m->e[i].key == u) return &m->e[i];
-    if (!m->e[i].key) return NULL;
-  }
-}
-
-static bool memo_grow(Memo *m) {
-  size_t cap = m->cap ? m->cap * 2 : 256;
-  MemoEnt *e = calloc(cap, sizeof *e);
-  if (!e) return false;
-  for (size_t i = 0; i < m->cap; i++) {
-    if (!m->e[i].key) continue;
-    size_t j = memo_hash(m->e[i].key, cap);
-    while (e[j].key) j = (j + 1) & (cap - 1);
-    e[j] = m->e[i];
-  }
-  free(m->e);
-  m->e = e;
-  m->cap = cap;
-  return true;
+  int64_t i = ptrmap_get(&m->index, u);
+  return i < 0 ? NULL : &m->e[i];
 }
 
 /* Adds u (not present) with val NULL; NULL on out of memory. */
 static MemoEnt *memo_add(Memo *m, UOp *u) {
-  if (2 * (m->n + 1) > m->cap && !memo_grow(m)) return NULL;
-  size_t i = memo_hash(u, m->cap);
-  while (m->e[i].key) i = (i + 1) & (m->cap - 1);
-  m->e[i].key = uop_retain(u);
-  m->n++;
-  return &m->e[i];
+  if (!VEC_RESERVE(m->e, m->cap, m->n + 1) || !ptrmap_put(&m->index, u, (int64_t)m->n)) return NULL;
+  m->e[m->n] = (MemoEnt){uop_retain(u), NULL};
+  return &m->e[m->n++];
 }
 
 static void memo_free(Memo *m) {
-  for (size_t i = 0; i < m->cap; i++) {
+  for (size_t i = 0; i < m->n; i++) {
     uop_release(m->e[i].val);
     uop_release(m->e[i].key);
   }
   free(m->e);
+  ptrmap_free(&m->index);
   *m = (Memo){0};
 }
 
@@ -508,13 +484,7 @@ static int rw_enter(Rw *rw, UOp *n) {
     return 0;
   }
   if (rw->subst && (e = memo_find(rw->subst, n))) return rw_set(rw, n, e->val) ? 0 : -1;
-  if (rw->nstack == rw->capstack) {
-    size_t cap = rw->capstack ? rw->capstack * 2 : 64;
-    Frame *s = realloc(rw->stack, cap * sizeof *s);
-    if (!s) return -1;
-    rw->stack = s, rw->capstack = cap;
-  }
-  if (!memo_add(&rw->memo, n)) return -1;
+  if (!VEC_RESERVE(rw->stack, rw->capstack, rw->nstack + 1) || !memo_add(&rw->memo, n)) return -1;
   uint8_t st = rw->bottom_up && !rw->subst ? ST_RULE : ST_SRC;
   rw->stack[rw->nstack++] = (Frame){n, NULL, 0, st};
   return 1;
@@ -534,11 +504,7 @@ static int rw_link(Rw *rw, Frame *f, UOp *next) {
 
 /* The new sources of f->n into rw->scratch; true if any changed. */
 static bool rw_gather(Rw *rw, const UOp *n, bool *changed) {
-  if (n->nsrc > rw->capscratch) {
-    UOp **s = realloc(rw->scratch, n->nsrc * sizeof *s);
-    if (!s) return false;
-    rw->scratch = s, rw->capscratch = n->nsrc;
-  }
+  if (!VEC_RESERVE(rw->scratch, rw->capscratch, n->nsrc)) return false;
   *changed = false;
   for (uint32_t i = 0; i < n->nsrc; i++) {
     rw->scratch[i] = rw_result(rw, n->src[i]);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "alu.h"
+#include "ir/strbuf.h"
 #include "symbolic_internal.h"
 
 /* ---------------------------------------------------------------- sym_infer */
@@ -51,37 +52,26 @@ int64_t sym_infer(UOp *u, int nvars, UOp *const *vars, const int64_t *vals) {
 #define RENDER_MAX_DEPTH 2000
 
 typedef struct {
-  char *buf;
-  size_t len, cap, limit; /* limit: most chars put may write (RENDER_MAX_CHARS - 3) */
-  bool oom, cut;
+  Str s;
+  size_t limit; /* most chars the text may have (RENDER_MAX_CHARS - 3: room for "...") */
+  bool cut;     /* the text (or the graph's depth) passed a limit: it ends in "..." */
 } Out;
 
 static void put(Out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void put(Out *o, const char *fmt, ...) {
-  if (o->oom || o->cut) return;
+  if (o->s.oom || o->cut) return;
   va_list ap;
   va_start(ap, fmt);
   int need = vsnprintf(NULL, 0, fmt, ap);
   va_end(ap);
   if (need < 0) return;
-  if (o->len + (size_t)need > o->limit) {
+  if (o->s.len + (size_t)need > o->limit) {
     o->cut = true;
     return;
   }
-  if (o->len + (size_t)need + 1 > o->cap) {
-    size_t cap = o->cap ? o->cap : 64;
-    while (cap < o->len + (size_t)need + 1) cap *= 2;
-    char *b = realloc(o->buf, cap);
-    if (!b) {
-      o->oom = true;
-      return;
-    }
-    o->buf = b, o->cap = cap;
-  }
   va_start(ap, fmt);
-  vsnprintf(o->buf + o->len, (size_t)need + 1, fmt, ap);
+  str_vprintf(&o->s, fmt, ap);
   va_end(ap);
-  o->len += (size_t)need;
 }
 
 /* Python's precedence, loosest first. */
@@ -265,16 +255,8 @@ static void render(Out *o, UOp *u, int min_prec, int depth) {
 char *uop_render_raw(UOp *u) {
   Out o = {.limit = RENDER_MAX_CHARS - 3}; /* room left for "..." */
   render(&o, u, P_TOP, 0);
-  if (o.cut && !o.oom) {
-    o.cut = false, o.limit += 3;
-    put(&o, "...");
-  }
-  if (!o.buf && !o.oom) put(&o, "%s", "");
-  if (o.oom) {
-    free(o.buf);
-    return NULL;
-  }
-  return o.buf;
+  if (o.cut) str_add(&o.s, "...");
+  return str_take(&o.s);
 }
 
 char *uop_render(UOp *u) {

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "symbolic.h"
+#include "ir/vec.h"
 
 enum { MM_UNKNOWN = 0, MM_EXACT = 1, MM_LOOSE = 2 };
 
@@ -304,24 +305,18 @@ static void ensure(UOp *u) {
     store(u);
     return;
   }
-  size_t n = 0, cap = 64;
-  UOp **stack = malloc(cap * sizeof *stack);
-  if (!stack) goto oom;
-  stack[n++] = u;
+  size_t n = 0, cap = 0;
+  UOp **stack = NULL;
+  if (!VEC_PUSH(stack, n, cap, u)) goto oom;
   while (n > 0) {
     UOp *t = stack[n - 1], *s;
     if (t->mm_state != MM_UNKNOWN) {
       n--;
     } else if ((s = pending_src(t)) != NULL) {
-      if (n == cap) {
-        UOp **grown = realloc(stack, 2 * cap * sizeof *stack);
-        if (!grown) {
-          free(stack);
-          goto oom;
-        }
-        stack = grown, cap *= 2;
+      if (!VEC_PUSH(stack, n, cap, s)) {
+        free(stack);
+        goto oom;
       }
-      stack[n++] = s;
     } else {
       store(t);
       n--;

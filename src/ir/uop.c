@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/ptrmap.h"
+#include "ir/strbuf.h"
+#include "ir/vec.h"
 #include "view.h"
 
 struct UCtx {
@@ -242,18 +245,9 @@ void uop_pool_drain(UCtx *ctx, size_t mark) {
 UOp *uop_autorelease(UOp *u) {
   if (!u) return NULL;
   UCtx *c = u->ctx;
-  if (c->npool == c->cappool) {
-    size_t cap = c->cappool ? c->cappool * 2 : 256;
-    UOp **p = realloc(c->pool, cap * sizeof *p);
-    if (!p) {
-      /* Keeping the reference leaks one node until uctx_free, which is
-       * better than freeing a node the caller is about to use. */
-      return u;
-    }
-    c->pool = p;
-    c->cappool = cap;
-  }
-  c->pool[c->npool++] = u;
+  /* Out of memory: keeping the reference leaks one node until uctx_free,
+   * which is better than freeing a node the caller is about to use. */
+  (void)VEC_PUSH(c->pool, c->npool, c->cappool, u);
   return u;
 }
 
@@ -405,80 +399,31 @@ UOp *uop_sink(UCtx *ctx, int nsrc, UOp *const *src) {
 
 /* ---------------------------------------------------------------- traversal */
 
-/* A set of visited nodes: open addressing on pointers. */
-typedef struct {
-  UOp **keys;
-  size_t cap, n;
-} PtrSet;
-
-static bool pset_init(PtrSet *s, size_t hint) {
-  s->cap = 64;
-  while (s->cap < hint * 2) s->cap *= 2;
-  s->n = 0;
-  s->keys = calloc(s->cap, sizeof *s->keys);
-  return s->keys != NULL;
-}
-
-static size_t pset_slot(const PtrSet *s, const UOp *u) {
-  size_t i = (size_t)(u->hash ^ (uintptr_t)u) & (s->cap - 1);
-  while (s->keys[i] && s->keys[i] != u) i = (i + 1) & (s->cap - 1);
-  return i;
-}
-
-/* Returns 1 if added, 0 if present, -1 on out of memory. */
-static int pset_add(PtrSet *s, UOp *u) {
-  if ((s->n + 1) * 2 > s->cap) {
-    PtrSet bigger = {calloc(s->cap * 2, sizeof(UOp *)), s->cap * 2, 0};
-    if (!bigger.keys) return -1;
-    for (size_t i = 0; i < s->cap; i++)
-      if (s->keys[i]) bigger.keys[pset_slot(&bigger, s->keys[i])] = s->keys[i], bigger.n++;
-    free(s->keys);
-    *s = bigger;
-  }
-  size_t i = pset_slot(s, u);
-  if (s->keys[i]) return 0;
-  s->keys[i] = u;
-  s->n++;
-  return 1;
-}
-
 /* Iterative post-order DFS: an explicit stack of (node, next source index). */
 UOp **uop_toposort(UOp *root, size_t *n) {
   typedef struct {
     UOp *u;
     uint32_t next;
   } Frame;
-  size_t cap = 64, depth = 0, cnt = 0, outcap = 64;
-  Frame *stack = malloc(cap * sizeof *stack);
-  UOp **out = malloc(outcap * sizeof *out);
-  PtrSet seen = {0};
-  bool ok = stack && out && pset_init(&seen, 64);
-  if (ok && pset_add(&seen, root) < 0) ok = false;
-  if (ok) stack[depth++] = (Frame){root, 0};
+  Frame *stack = NULL;
+  UOp **out = NULL;
+  size_t cap = 0, depth = 0, cnt = 0, outcap = 0;
+  PtrMap seen = {0};
+  bool ok = ptrmap_put(&seen, root, 0) && VEC_PUSH(stack, depth, cap, ((Frame){root, 0}));
   while (ok && depth) {
     Frame *f = &stack[depth - 1];
     if (f->next < f->u->nsrc) {
       UOp *s = f->u->src[f->next++];
-      int added = pset_add(&seen, s);
-      if (added < 0) ok = false;
-      if (added <= 0) continue;
-      if (depth == cap) {
-        Frame *st = realloc(stack, cap * 2 * sizeof *st);
-        if (!st) ok = false;
-        else stack = st, cap *= 2;
-      }
-      if (ok) stack[depth++] = (Frame){s, 0};
+      bool added = false;
+      ok = ptrmap_insert(&seen, s, 0, &added) != NULL;
+      if (ok && added) ok = VEC_PUSH(stack, depth, cap, ((Frame){s, 0}));
       continue;
     }
-    if (cnt == outcap) {
-      UOp **o = realloc(out, outcap * 2 * sizeof *o);
-      if (!o) ok = false;
-      else out = o, outcap *= 2;
-    }
-    if (ok) out[cnt++] = f->u, depth--;
+    ok = VEC_PUSH(out, cnt, outcap, f->u);
+    depth--;
   }
   free(stack);
-  if (seen.keys) free(seen.keys);
+  ptrmap_free(&seen);
   if (!ok) {
     free(out);
     return NULL;
@@ -488,39 +433,6 @@ UOp **uop_toposort(UOp *root, size_t *n) {
 }
 
 /* ---------------------------------------------------------------- printing */
-
-typedef struct {
-  char *buf;
-  size_t len, cap;
-  bool oom;
-} Str;
-
-static void str_put(Str *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void str_put(Str *s, const char *fmt, ...) {
-  if (s->oom) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(s->buf ? s->buf + s->len : NULL, s->cap - s->len, fmt, ap);
-    va_end(ap);
-    if (k < 0) {
-      s->oom = true;
-      return;
-    }
-    if (s->len + (size_t)k < s->cap) {
-      s->len += (size_t)k;
-      return;
-    }
-    size_t cap = (s->len + (size_t)k + 1) * 2; /* room for the NUL; never 0 */
-    char *b = realloc(s->buf, cap);
-    if (!b) {
-      s->oom = true;
-      return;
-    }
-    s->buf = b;
-    s->cap = cap;
-  }
-}
 
 /* Per-node print state for the pretty printer. */
 typedef struct {
@@ -533,34 +445,33 @@ typedef struct {
   UOp **nodes; /* toposorted */
   size_t n;
   PState *st;
-  PtrSet index; /* node -> slot; pos[slot] is its position in nodes */
-  size_t *pos;
+  PtrMap index; /* node -> its position in nodes */
 } Printer;
 
 static PState *printer_state(const Printer *p, const UOp *u) {
-  size_t slot = pset_slot(&p->index, u);
-  assert(p->index.keys[slot] == u);
-  return &p->st[p->pos[slot]];
+  int64_t i = ptrmap_get(&p->index, u);
+  assert(i >= 0);
+  return &p->st[i];
 }
 
 static void print_node(Printer *p, Str *s, UOp *u, int depth) {
   PState *ps = printer_state(p, u);
   if (ps->printed) {
-    str_put(s, "%*s x%d", depth, "", ps->id);
+    str_printf(s, "%*s x%d", depth, "", ps->id);
     return;
   }
   ps->printed = true;
   char dt[48], arg[256];
   arg_str_render(&u->arg, arg, sizeof arg);
-  str_put(s, "%*s", depth, "");
-  if (ps->uses > 1) str_put(s, "x%d:=", ps->id);
-  str_put(s, "UOp(Ops.%s, dtypes.%s, arg=%s, src=(", op_name((Op)u->op), dt_str(u->dtype, dt), arg);
+  str_printf(s, "%*s", depth, "");
+  if (ps->uses > 1) str_printf(s, "x%d:=", ps->id);
+  str_printf(s, "UOp(Ops.%s, dtypes.%s, arg=%s, src=(", op_name((Op)u->op), dt_str(u->dtype, dt), arg);
   for (uint32_t i = 0; i < u->nsrc; i++) {
-    str_put(s, "\n");
+    str_printf(s, "\n");
     print_node(p, s, u->src[i], depth + 2);
-    str_put(s, ",");
+    str_printf(s, ",");
   }
-  str_put(s, "))");
+  str_printf(s, "))");
 }
 
 char *uop_pretty(UOp *root) {
@@ -569,11 +480,8 @@ char *uop_pretty(UOp *root) {
   if (!p.nodes) return NULL;
   p.st = calloc(p.n, sizeof *p.st);
   Str s = {0};
-  bool ok = p.st && pset_init(&p.index, p.n) && (p.pos = malloc(p.index.cap * sizeof *p.pos));
-  for (size_t i = 0; ok && i < p.n; i++) {
-    pset_add(&p.index, p.nodes[i]); /* sized for n: never grows */
-    p.pos[pset_slot(&p.index, p.nodes[i])] = i;
-  }
+  bool ok = p.st && ptrmap_init(&p.index, p.n);
+  for (size_t i = 0; ok && i < p.n; i++) ok = ptrmap_put(&p.index, p.nodes[i], (int64_t)i);
   if (!ok) s.oom = true;
   else {
     /* ids in order of first discovery from the root, as the seed numbers them */
@@ -589,14 +497,9 @@ char *uop_pretty(UOp *root) {
     print_node(&p, &s, root, 0);
   }
   free(p.st);
-  free(p.pos);
-  free(p.index.keys);
+  ptrmap_free(&p.index);
   free(p.nodes);
-  if (s.oom) {
-    free(s.buf);
-    return NULL;
-  }
-  return s.buf;
+  return str_take(&s);
 }
 
 void uop_print(FILE *f, UOp *root) {

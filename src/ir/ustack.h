@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "ir/uop.h"
+#include "ir/vec.h"
 
 typedef struct {
   UOp **v;
@@ -16,15 +17,6 @@ typedef struct {
 } UStack;
 
 /* false on out of memory (the stack is unchanged). */
-static inline bool ustack_push(UStack *s, UOp *u) {
-  if (s->n == s->cap) {
-    size_t cap = s->cap ? 2 * s->cap : 64;
-    UOp **nv = realloc(s->v, cap * sizeof *nv);
-    if (!nv) return false;
-    s->v = nv, s->cap = cap;
-  }
-  s->v[s->n++] = u;
-  return true;
-}
+static inline bool ustack_push(UStack *s, UOp *u) { return VEC_PUSH(s->v, s->n, s->cap, u); }
 
 #endif

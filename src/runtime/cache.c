@@ -102,21 +102,20 @@ static int check_private(const char *path) {
   return 0;
 }
 
-static tvk_status open_tmp_fallback(char **out, char *err, size_t errn) {
+static tvk_status open_tmp_fallback(char **out, Error *err) {
   const char *tmpdir = getenv("TMPDIR");
   if (!tmpdir || !*tmpdir) tmpdir = "/tmp";
   char *path = str_printf("%s/tvk-%lu", tmpdir, (unsigned long)getuid());
   if (!path) {
-    snprintf(err, errn, "out of memory building the cache path");
-    return TVK_ERR_OUT_OF_MEMORY;
+    return err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory building the cache path");
   }
   int rc = mkdir_p(path);
   if (rc == 0) rc = check_private(path);
   if (rc != 0) {
-    snprintf(err, errn,
-             "no usable kernel cache directory: tried the home cache and '%s' (%s); "
-             "set TVK_CACHE_DIR",
-             path, strerror(rc));
+    err_set(err, TVK_ERR_DEVICE,
+            "no usable kernel cache directory: tried the home cache and '%s' (%s); "
+            "set TVK_CACHE_DIR",
+            path, strerror(rc));
     free(path);
     return TVK_ERR_DEVICE;
   }
@@ -124,13 +123,13 @@ static tvk_status open_tmp_fallback(char **out, char *err, size_t errn) {
   return TVK_OK;
 }
 
-tvk_status cache_dir_open(const char *explicit_dir, char **out, char *err, size_t errn) {
+tvk_status cache_dir_open(const char *explicit_dir, char **out, Error *err) {
   *out = NULL;
   if (explicit_dir && *explicit_dir) {
     int rc = mkdir_p(explicit_dir);
     if (rc != 0) {
-      snprintf(err, errn, "cannot use kernel cache directory '%s': %s", explicit_dir, strerror(rc));
-      return TVK_ERR_DEVICE;
+      return err_set(err, TVK_ERR_DEVICE, "cannot use kernel cache directory '%s': %s",
+                     explicit_dir, strerror(rc));
     }
     *out = strdup(explicit_dir);
     if (!*out) goto oom;
@@ -150,10 +149,9 @@ tvk_status cache_dir_open(const char *explicit_dir, char **out, char *err, size_
     return TVK_OK;
   }
   free(cand); /* an unwritable home is not an error: fall back */
-  return open_tmp_fallback(out, err, errn);
+  return open_tmp_fallback(out, err);
 oom:
-  snprintf(err, errn, "out of memory building the cache path");
-  return TVK_ERR_OUT_OF_MEMORY;
+  return err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory building the cache path");
 }
 
 /* ---- files ---- */

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ir/error.h"
 #include "tvk.h"
 
 /* A 128-bit, non-cryptographic hash: two 64-bit lanes with different
@@ -39,7 +40,7 @@ void cache_hash_hex(const CacheHash *h, char out[33]);
  * malloc'ed path of an existing, writable directory. On failure returns
  * TVK_ERR_DEVICE (or TVK_ERR_OUT_OF_MEMORY) with a message in err naming the
  * directory and the reason. */
-tvk_status cache_dir_open(const char *explicit_dir, char **out, char *err, size_t errn);
+tvk_status cache_dir_open(const char *explicit_dir, char **out, Error *err);
 
 /* Reads the whole file at path into a malloc'ed buffer. Returns 0 and sets
  * *data and *n, or an errno value (ENOENT when the file does not exist). */

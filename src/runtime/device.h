@@ -1,9 +1,9 @@
 /* The device interface: the only way the core talks to a backend.
  *
  * A backend fills a DeviceOps table; src/ never sees Vulkan or dlopen. Every
- * fallible entry returns a tvk_status and, on error, writes a message (naming
- * what failed and the values involved) into the device's error buffer, read
- * with dev_error(). No entry aborts on a failure of the outside world (a missing
+ * fallible entry returns a tvk_status and, on error, records a message (naming
+ * what failed and the values involved) in the device's error record,
+ * Device.err. No entry aborts on a failure of the outside world (a missing
  * compiler, out of memory, a driver error).
  */
 #ifndef TVK_RUNTIME_DEVICE_H
@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ir/error.h"
 #include "tvk.h"
 
 typedef struct Device Device;
@@ -57,7 +58,7 @@ typedef struct {
 struct Device {
   const DeviceOps *ops;
   DeviceLimits limits;
-  char error[1024];
+  Error err; /* the last failure of an entry (ir/error.h) */
   /* How the runtime generates kernels for the device: the language table
    * (codegen/render.h; NULL: C) and the lowering, a CgMode of codegen/kernel.h
    * (0, CG_MODE_CORES: the CPU's core split; CG_MODE_GRID: a grid of work
@@ -66,9 +67,6 @@ struct Device {
   int codegen_mode;
 };
 
-static inline const char *dev_error(const Device *d) { return d->error; }
-/* printf into d->error; returns status for `return dev_fail(d, TVK_ERR_X, ...)`. */
-tvk_status dev_fail(Device *d, tvk_status status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Options common to backends, filled from the context (environment or options). */
 typedef struct {
@@ -79,12 +77,12 @@ typedef struct {
   int validate;          /* Vulkan: VK_LAYER_KHRONOS_validation + a counting messenger ($TVK_VALIDATE) */
 } DeviceOptions;
 
-/* Backend constructors. On failure return the status and write a message into
- * err (errn bytes); *out is NULL. */
-tvk_status cpu_device_create(const DeviceOptions *opt, Device **out, char *err, size_t errn);
+/* Backend constructors. On failure return the status with the message in
+ * err; *out is NULL. */
+tvk_status cpu_device_create(const DeviceOptions *opt, Device **out, Error *err);
 /* index -1: the best device (discrete > integrated > virtual > CPU); n >= 0: the
  * n-th Vulkan device (TVK_ERR_DEVICE naming how many exist when out of range). */
-tvk_status vk_device_create(const DeviceOptions *opt, int index, Device **out, char *err, size_t errn);
+tvk_status vk_device_create(const DeviceOptions *opt, int index, Device **out, Error *err);
 /* Validation warnings and errors counted so far on a Vulkan device; 0 for any
  * other device and when validation is off. */
 uint64_t vk_validation_messages(Device *d);

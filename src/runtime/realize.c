@@ -7,7 +7,7 @@
 #include "ir/pattern.h"
 #include "ir/ustack.h"
 #include "runtime/run.h"
-#include "schedule/smap.h"
+#include "ir/ptrmap.h"
 
 /* A node that is data already: realizing it costs nothing. */
 static bool is_data(const UOp *u) {
@@ -19,7 +19,7 @@ static bool is_data(const UOp *u) {
 
 /* What each node the schedule computed (or aliased) becomes: a VIEW of memory. */
 typedef struct {
-  SMap index; /* node -> index in with[] */
+  PtrMap index; /* node -> index in with[] */
   UOp **with; /* autoreleased */
 } Repl;
 
@@ -28,14 +28,14 @@ enum { X = 1, V };
 /* x computed by the schedule -> VIEW(BUFFER(x), row-major) */
 static UOp *repl_node(void *ctx, UOp **c) {
   Repl *r = ctx;
-  int64_t i = smap_get(&r->index, c[X]);
+  int64_t i = ptrmap_get(&r->index, c[X]);
   return i < 0 ? NULL : r->with[i];
 }
 
 /* VIEW(x, st), x computed -> VIEW(BUFFER(x), st): composed, no VIEW on a VIEW */
 static UOp *repl_view(void *ctx, UOp **c) {
   Repl *r = ctx;
-  int64_t i = smap_get(&r->index, c[X]);
+  int64_t i = ptrmap_get(&r->index, c[X]);
   return i < 0 ? NULL : graph_view(r->with[i], c[V]->arg.st);
 }
 
@@ -57,19 +57,19 @@ static UOp *buffer_view(tvk_ctx *ctx, const SchedBuf *b) {
 
 static bool repl_build(tvk_ctx *ctx, const Schedule *s, Repl *r) {
   int n = s->nbufs + s->naliases;
-  if (!(r->with = calloc((size_t)(n ? n : 1), sizeof *r->with)) || !smap_init(&r->index, (size_t)n))
+  if (!(r->with = calloc((size_t)(n ? n : 1), sizeof *r->with)) || !ptrmap_init(&r->index, (size_t)n))
     return false;
   for (int i = 0; i < s->nbufs; i++) {
     if (!s->bufs[i].node) continue;
-    if (!(r->with[i] = buffer_view(ctx, &s->bufs[i])) || !smap_put(&r->index, s->bufs[i].node, i))
+    if (!(r->with[i] = buffer_view(ctx, &s->bufs[i])) || !ptrmap_put(&r->index, s->bufs[i].node, i))
       return false;
   }
   /* an alias is VIEW(y, st): y a BUFFER already, or computed (and in the map) */
   for (int a = 0; a < s->naliases; a++) {
     UOp *v = s->aliases[a].view, *y = v->src[0];
-    int64_t yi = smap_get(&r->index, y);
+    int64_t yi = ptrmap_get(&r->index, y);
     UOp *w = y->op == OP_BUFFER ? v : yi >= 0 ? graph_view(r->with[yi], v->arg.st) : NULL;
-    if (!w || !smap_put(&r->index, s->aliases[a].node, s->nbufs + a)) return false;
+    if (!w || !ptrmap_put(&r->index, s->aliases[a].node, s->nbufs + a)) return false;
     r->with[s->nbufs + a] = w;
   }
   return true;
@@ -99,10 +99,10 @@ static tvk_status replace_realized(tvk_ctx *ctx, const Schedule *s) {
   }
   free(us);
   free(r.with);
-  smap_free(&r.index);
+  ptrmap_free(&r.index);
   pm_free(pm);
   return out ? TVK_OK
-             : ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory updating tensors");
+             : err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory updating tensors");
 }
 
 /* ---------------------------------------------------------------- assigns */
@@ -112,13 +112,13 @@ static tvk_status replace_realized(tvk_ctx *ctx, const Schedule *s) {
  * read of the old value) when into_assign or when the ASSIGN is u itself (a
  * pending assign computes its value from what it reads); otherwise nothing
  * below it: a reader of an ASSIGN reads the new value. false on out of memory. */
-static bool walk_graph(UOp *u, SMap *seen, bool into_assign, bool (*f)(UOp *, void *), void *arg) {
+static bool walk_graph(UOp *u, PtrMap *seen, bool into_assign, bool (*f)(UOp *, void *), void *arg) {
   UStack st = {0};
   bool ok = ustack_push(&st, u);
   while (ok && st.n) {
     UOp *x = st.v[--st.n];
-    if (smap_get(seen, x) >= 0) continue;
-    ok = smap_put(seen, x, 1) && f(x, arg);
+    if (ptrmap_get(seen, x) >= 0) continue;
+    ok = ptrmap_put(seen, x, 1) && f(x, arg);
     uint32_t from = x->op != OP_ASSIGN ? 0 : into_assign || x == u ? 1 : x->nsrc;
     for (uint32_t k = from; ok && k < x->nsrc; k++) ok = ustack_push(&st, x->src[k]);
   }
@@ -127,21 +127,21 @@ static bool walk_graph(UOp *u, SMap *seen, bool into_assign, bool (*f)(UOp *, vo
 }
 
 typedef struct {
-  SMap assigns; /* ASSIGN nodes under the roots: computed by this schedule */
-  SMap targets; /* BUFFER UOps those ASSIGNs write */
-  SMap copy_of; /* target -> index of its copy in copy_old_values' copies */
+  PtrMap assigns; /* ASSIGN nodes under the roots: computed by this schedule */
+  PtrMap targets; /* BUFFER UOps those ASSIGNs write */
+  PtrMap copy_of; /* target -> index of its copy in copy_old_values' copies */
   bool hit;     /* the walked graph reads a target */
 } Assigns;
 
 static bool find_assign(UOp *u, void *arg) {
   Assigns *a = arg;
   if (u->op != OP_ASSIGN) return true;
-  return smap_put(&a->assigns, u, 1) && smap_put(&a->targets, u->src[0]->src[0], 1);
+  return ptrmap_put(&a->assigns, u, 1) && ptrmap_put(&a->targets, u->src[0]->src[0], 1);
 }
 
 static bool find_read(UOp *u, void *arg) {
   Assigns *a = arg;
-  if (u->op == OP_BUFFER && smap_get(&a->targets, u) >= 0) a->hit = true;
+  if (u->op == OP_BUFFER && ptrmap_get(&a->targets, u) >= 0) a->hit = true;
   return true;
 }
 
@@ -151,15 +151,15 @@ static bool find_read(UOp *u, void *arg) {
 static UOp *read_copies(UOp *u, const Assigns *a, UOp *const *copies) {
   size_t n = 0;
   UOp **topo = uop_toposort(u, &n);
-  SMap at = {0};
+  PtrMap at = {0};
   UOp **res = topo ? malloc(n * sizeof *res) : NULL;
-  bool ok = res && smap_init(&at, n);
+  bool ok = res && ptrmap_init(&at, n);
   for (size_t i = 0; ok && i < n; i++) {
     UOp *x = topo[i], *src[8];
     res[i] = x;
-    ok = smap_put(&at, x, (int64_t)i);
-    if (!ok || smap_get(&a->assigns, x) >= 0) continue;
-    int64_t c = x->op == OP_VIEW ? smap_get(&a->copy_of, x->src[0]) : -1;
+    ok = ptrmap_put(&at, x, (int64_t)i);
+    if (!ok || ptrmap_get(&a->assigns, x) >= 0) continue;
+    int64_t c = x->op == OP_VIEW ? ptrmap_get(&a->copy_of, x->src[0]) : -1;
     if (c >= 0) {
       ok = (res[i] = graph_view(copies[c], x->arg.st)) != NULL;
       continue;
@@ -167,12 +167,12 @@ static UOp *read_copies(UOp *u, const Assigns *a, UOp *const *copies) {
     bool changed = false;
     assert(x->nsrc <= 8); /* tensor-graph nodes have at most 3 sources */
     for (uint32_t k = 0; k < x->nsrc; k++)
-      changed |= (src[k] = res[smap_get(&at, x->src[k])]) != x->src[k];
+      changed |= (src[k] = res[ptrmap_get(&at, x->src[k])]) != x->src[k];
     if (changed) ok = (res[i] = uop_replace_src(x, (int)x->nsrc, src)) != NULL;
   }
   UOp *out = ok ? res[n - 1] : NULL;
   free(topo), free(res);
-  smap_free(&at);
+  ptrmap_free(&at);
   return out;
 }
 
@@ -184,20 +184,20 @@ static UOp *read_copies(UOp *u, const Assigns *a, UOp *const *copies) {
  * and only b's bytes are copied. The copies join the roots (*roots grows). */
 static tvk_status copy_old_values(tvk_ctx *ctx, UOp ***roots, int *nr) {
   Assigns a = {0};
-  SMap seen = {0};
+  PtrMap seen = {0};
   UOp **copies = NULL;
   int ncopies = 0;
   bool ok = true;
-  SMap is_root = {0}; /* the tensors being realized: computed now, before any write */
+  PtrMap is_root = {0}; /* the tensors being realized: computed now, before any write */
   for (int i = 0; ok && i < *nr; i++)
-    ok = walk_graph((*roots)[i], &seen, true, find_assign, &a) && smap_put(&is_root, (*roots)[i], i);
-  smap_free(&seen);
+    ok = walk_graph((*roots)[i], &seen, true, find_assign, &a) && ptrmap_put(&is_root, (*roots)[i], i);
+  ptrmap_free(&seen);
   for (tvk_tensor *t = ctx->head; ok && a.targets.n && t; t = t->next) {
-    if (!t->uop || is_data(t->uop) || smap_get(&is_root, t->uop) >= 0) continue;
-    SMap s2 = {0};
+    if (!t->uop || is_data(t->uop) || ptrmap_get(&is_root, t->uop) >= 0) continue;
+    PtrMap s2 = {0};
     a.hit = false;
     ok = walk_graph(t->uop, &s2, false, find_read, &a);
-    smap_free(&s2);
+    ptrmap_free(&s2);
     if (!ok || !a.hit) continue;
     if (!copies) { /* one copy per target, made on first need */
       UOp **nr2 = realloc(*roots, (size_t)(*nr) * sizeof **roots + a.targets.n * sizeof **roots);
@@ -209,7 +209,7 @@ static tvk_status copy_old_values(tvk_ctx *ctx, UOp ***roots, int *nr) {
         Buffer *rec = ctx_buffer(ctx, b->arg.i);
         UOp *v = graph_buffer_view(ctx, b->arg.i, 1, (const int64_t[]){rec ? rec->numel : 0});
         UOp *c = v ? uop_new(ctx->u, OP_CONTIGUOUS, b->dtype, 1, &v, arg_none()) : NULL;
-        ok = c && smap_put(&a.copy_of, b, ncopies);
+        ok = c && ptrmap_put(&a.copy_of, b, ncopies);
         if (ok) (*roots)[(*nr)++] = copies[ncopies++] = c;
       }
     }
@@ -218,11 +218,11 @@ static tvk_status copy_old_values(tvk_ctx *ctx, UOp ***roots, int *nr) {
     ok = nu != NULL;
   }
   free(copies);
-  smap_free(&is_root);
-  smap_free(&a.assigns);
-  smap_free(&a.targets);
-  smap_free(&a.copy_of);
-  return ok ? TVK_OK : ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
+  ptrmap_free(&is_root);
+  ptrmap_free(&a.assigns);
+  ptrmap_free(&a.targets);
+  ptrmap_free(&a.copy_of);
+  return ok ? TVK_OK : err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
 }
 
 /* ---------------------------------------------------------------- what tensors will see */
@@ -231,22 +231,22 @@ static tvk_status copy_old_values(tvk_ctx *ctx, UOp ***roots, int *nr) {
  * stops at the first computed node of each tensor's graph, top down). The
  * planner may give the other buffers' memory to later buffers. */
 static tvk_status find_kept(tvk_ctx *ctx, const Schedule *s, bool *keep) {
-  SMap computed = {0}, seen = {0}; /* computed: node -> buffer; an alias node -> -2 - alias */
+  PtrMap computed = {0}, seen = {0}; /* computed: node -> buffer; an alias node -> -2 - alias */
   UStack st = {0};
-  bool ok = smap_init(&computed, (size_t)(s->nbufs + s->naliases));
+  bool ok = ptrmap_init(&computed, (size_t)(s->nbufs + s->naliases));
   for (int i = 0; ok && i < s->nbufs; i++)
-    if (s->bufs[i].node) ok = smap_put(&computed, s->bufs[i].node, i);
-  for (int a = 0; ok && a < s->naliases; a++) ok = smap_put(&computed, s->aliases[a].node, -2 - a);
+    if (s->bufs[i].node) ok = ptrmap_put(&computed, s->bufs[i].node, i);
+  for (int a = 0; ok && a < s->naliases; a++) ok = ptrmap_put(&computed, s->aliases[a].node, -2 - a);
   for (tvk_tensor *t = ctx->head; ok && t; t = t->next) {
     if (t->uop) ok = ustack_push(&st, t->uop);
     while (ok && st.n) {
       UOp *x = st.v[--st.n];
-      if (smap_get(&seen, x) >= 0) continue;
-      ok = smap_put(&seen, x, 1);
-      int64_t c = smap_get(&computed, x);
+      if (ptrmap_get(&seen, x) >= 0) continue;
+      ok = ptrmap_put(&seen, x, 1);
+      int64_t c = ptrmap_get(&computed, x);
       if (c >= 0) keep[c] = true;
       if (c <= -2) { /* an alias: the tensor will view its source's buffer */
-        int64_t y = smap_get(&computed, s->aliases[-2 - c].view->src[0]);
+        int64_t y = ptrmap_get(&computed, s->aliases[-2 - c].view->src[0]);
         if (y >= 0) keep[y] = true;
       }
       if (c != -1 || is_data(x)) continue;
@@ -254,9 +254,9 @@ static tvk_status find_kept(tvk_ctx *ctx, const Schedule *s, bool *keep) {
     }
   }
   free(st.v);
-  smap_free(&seen);
-  smap_free(&computed);
-  return ok ? TVK_OK : ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
+  ptrmap_free(&seen);
+  ptrmap_free(&computed);
+  return ok ? TVK_OK : err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
 }
 
 /* ---------------------------------------------------------------- ctx_realize */
@@ -264,7 +264,7 @@ static tvk_status find_kept(tvk_ctx *ctx, const Schedule *s, bool *keep) {
 tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts) {
   const tvk_tensor *first_bad = NULL;
   UOp **roots = malloc((size_t)(n > 0 ? n : 1) * sizeof *roots);
-  if (!roots) return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
+  if (!roots) return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
   int nr = 0;
   for (int i = 0; i < n; i++) {
     const tvk_tensor *t = ts[i];
@@ -272,7 +272,7 @@ tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts) {
       if (!first_bad && t) first_bad = t;
       if (!t) {
         free(roots);
-        return ctx_fail(ctx, TVK_ERR_INVALID_ARG, "realize: tensor %d of %d is NULL", i, n);
+        return err_set(&ctx->err, TVK_ERR_INVALID_ARG, "realize: tensor %d of %d is NULL", i, n);
       }
       continue;
     }
@@ -284,7 +284,7 @@ tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts) {
     Schedule s;
     st = schedule_create(ctx, nr, roots, &s);
     bool *keep = st == TVK_OK ? calloc((size_t)(s.nbufs ? s.nbufs : 1), sizeof *keep) : NULL;
-    if (st == TVK_OK && !keep) st = ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
+    if (st == TVK_OK && !keep) st = err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
     if (st == TVK_OK) st = find_kept(ctx, &s, keep);
     if (st == TVK_OK) schedule_plan(&s, keep);
     free(keep);
@@ -296,7 +296,7 @@ tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts) {
   }
   free(roots);
   if (first_bad) /* the tensor's own error wins over what happened after it */
-    return ctx_fail(ctx, first_bad->status != TVK_OK ? first_bad->status : TVK_ERR_INVALID_ARG,
+    return err_set(&ctx->err, first_bad->status != TVK_OK ? first_bad->status : TVK_ERR_INVALID_ARG,
                     "%s", first_bad->msg ? first_bad->msg : "realize: a tensor has no graph");
   return st;
 }

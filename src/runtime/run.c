@@ -64,10 +64,10 @@ void run_cache_free(tvk_ctx *ctx) {
 static tvk_status get_program(tvk_ctx *ctx, const KernelSource *ks, DevProgram **out) {
   ProgCache *c = ctx->programs;
   if (!c && !(c = ctx->programs = calloc(1, sizeof *c)))
-    return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache",
+    return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache",
                     ks->name);
   if ((c->n + 1) * 2 > c->cap && !cache_grow(c))
-    return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache",
+    return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache",
                     ks->name);
   uint64_t h = fnv1a(ks->src);
   ProgEntry *e = cache_slot(c->e, c->cap, h, ks->src);
@@ -79,11 +79,11 @@ static tvk_status get_program(tvk_ctx *ctx, const KernelSource *ks, DevProgram *
   bool hit = false;
   DevProgram *p = NULL;
   tvk_status st = ctx->dev->ops->compile(ctx->dev, ks->name, ks->src, &p, &hit);
-  if (st != TVK_OK) return ctx_fail(ctx, st, "kernel %s: %s", ks->name, dev_error(ctx->dev));
+  if (st != TVK_OK) return err_set(&ctx->err, st, "kernel %s: %s", ks->name, ctx->dev->err.msg);
   char *key = strdup(ks->src);
   if (!key) {
     ctx->dev->ops->program_free(ctx->dev, p);
-    return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache",
+    return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache",
                     ks->name);
   }
   *e = (ProgEntry){key, h, p};
@@ -130,10 +130,10 @@ static tvk_status prepare(tvk_ctx *ctx, const Schedule *s, int i, Prepared *p) {
   if (st != TVK_OK) {
     char out[160];
     schedule_buf_str(s, s->items[i].bufs[0], out, sizeof out);
-    return ctx_fail(ctx, st, "kernel %d of %d (computing %s): %s", i, s->nitems, out, p->ks.error);
+    return err_set(&ctx->err, st, "kernel %d of %d (computing %s): %s", i, s->nitems, out, p->ks.err.msg);
   }
   if (p->ks.nvars > 0) /* the scheduler makes no DEFINE_VARs yet: nothing could bind them */
-    return ctx_fail(ctx, TVK_ERR_INTERNAL, "kernel %s: has %d symbolic values and none are bound",
+    return err_set(&ctx->err, TVK_ERR_INTERNAL, "kernel %s: has %d symbolic values and none are bound",
                     p->ks.name, p->ks.nvars);
   return get_program(ctx, &p->ks, &p->prog);
 }
@@ -141,13 +141,13 @@ static tvk_status prepare(tvk_ctx *ctx, const Schedule *s, int i, Prepared *p) {
 static tvk_status launch(tvk_ctx *ctx, const Schedule *s, int i, const Prepared *p) {
   const ScheduleItem *it = &s->items[i];
   DevBuffer *stack[16], **bufs = it->nbufs <= 16 ? stack : malloc((size_t)it->nbufs * sizeof *bufs);
-  if (!bufs) return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory", p->ks.name);
+  if (!bufs) return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory", p->ks.name);
   for (int k = 0; k < it->nbufs; k++) {
     UOp *b = s->bufs[it->bufs[k]].buffer;
     Buffer *rec = b ? ctx_buffer(ctx, b->arg.i) : NULL;
     if (!rec || !rec->dev) {
       if (bufs != stack) free(bufs);
-      return ctx_fail(ctx, TVK_ERR_INTERNAL, "kernel %s: buffer %d has no device memory",
+      return err_set(&ctx->err, TVK_ERR_INTERNAL, "kernel %s: buffer %d has no device memory",
                       p->ks.name, k);
     }
     bufs[k] = rec->dev;
@@ -163,7 +163,7 @@ static tvk_status launch(tvk_ctx *ctx, const Schedule *s, int i, const Prepared 
   if (st == TVK_OK)
     ctx->stats.kernels_run++;
   else
-    st = ctx_fail(ctx, st, "kernel %s: %s", p->ks.name, dev_error(ctx->dev));
+    st = err_set(&ctx->err, st, "kernel %s: %s", p->ks.name, ctx->dev->err.msg);
   if (st == TVK_OK && ctx->opt.debug >= 1) {
     char shape[200];
     shape_str(p->ks.ndim, p->ks.full_shape, shape, sizeof shape);
@@ -182,7 +182,7 @@ tvk_status run_schedule(tvk_ctx *ctx, const Schedule *s) {
   int n = s->nitems;
   Prepared *p = calloc((size_t)(n ? n : 1), sizeof *p);
   const char **names = calloc((size_t)(n ? n : 1), sizeof *names);
-  tvk_status st = p && names ? TVK_OK : ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "run: out of memory");
+  tvk_status st = p && names ? TVK_OK : err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "run: out of memory");
   /* everything compiles before anything runs: a failed compile leaves the buffers untouched */
   for (int i = 0; i < n && st == TVK_OK; i++) {
     st = prepare(ctx, s, i, &p[i]);
@@ -196,7 +196,7 @@ tvk_status run_schedule(tvk_ctx *ctx, const Schedule *s) {
   /* Launches may be queued: buffers the schedule alone holds are freed after this. */
   if (st == TVK_OK && n > 0) {
     st = ctx->dev->ops->sync(ctx->dev);
-    if (st != TVK_OK) st = ctx_fail(ctx, st, "run: %s", dev_error(ctx->dev));
+    if (st != TVK_OK) st = err_set(&ctx->err, st, "run: %s", ctx->dev->err.msg);
   }
   if (st == TVK_OK && n > 0) ctx->stats.schedules++;
   for (int i = 0; p && i < n; i++) kernel_source_free(&p[i].ks);

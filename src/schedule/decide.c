@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/vec.h"
 #include "schedule/sched_internal.h"
 
 static bool st_masked(const ShapeTracker *st) {
@@ -149,20 +150,20 @@ bool sched_contiguous_noop(const UOp *u) {
  * plain. A requested tensor's base is materialised (the tensor then views its
  * buffer) unless it is data already. */
 static tvk_status rule_outputs(SchedGraph *g, int n, UOp *const *roots) {
-  SMap assigned = {0}; /* BUFFER UOps assigned in this graph */
+  PtrMap assigned = {0}; /* BUFFER UOps assigned in this graph */
   for (size_t i = 0; i < g->n; i++) {
     UOp *u = g->topo[i];
     if (u->op != OP_ASSIGN) continue;
     sched_mark(g, (int64_t)i, WHY_ASSIGN, OP_NONE);
-    if (!smap_put(&assigned, u->src[0]->src[0], 1)) {
-      smap_free(&assigned);
-      return ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+    if (!ptrmap_put(&assigned, u->src[0]->src[0], 1)) {
+      ptrmap_free(&assigned);
+      return err_set(&g->ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
     }
   }
   for (size_t i = 0; i < g->n; i++) {
     UOp *u = g->topo[i];
     if (u->op != OP_CONTIGUOUS) continue;
-    bool copy = u->src[0]->op == OP_VIEW && smap_get(&assigned, u->src[0]->src[0]) >= 0;
+    bool copy = u->src[0]->op == OP_VIEW && ptrmap_get(&assigned, u->src[0]->src[0]) >= 0;
     if (!sched_contiguous_noop(u) || copy) {
       sched_mark(g, (int64_t)i, WHY_CONTIGUOUS, OP_NONE);
       continue;
@@ -178,7 +179,7 @@ static tvk_status rule_outputs(SchedGraph *g, int n, UOp *const *roots) {
     int64_t b = sched_index(g, base);
     if (!sched_is_leaf(base) && !sched_alias(g, b)) sched_mark(g, b, WHY_OUTPUT, OP_NONE);
   }
-  smap_free(&assigned);
+  ptrmap_free(&assigned);
   return TVK_OK;
 }
 
@@ -239,7 +240,7 @@ static tvk_status rule_views(SchedGraph *g, bool *changed) {
     ViewWalk w = {.unsafe = OP_NONE};
     if (!walk_view(g, x, st_masked(u->arg.st), &w)) {
       sstack_free(&w.blocked);
-      return ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+      return err_set(&g->ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
     }
     if (w.unsafe != OP_NONE) {
       *changed |= sched_mark(g, x, WHY_UNSAFE_PAD, w.unsafe);
@@ -273,20 +274,14 @@ bool sched_same_reduce(UOp *a, UOp *b) {
 /* Reduces met by a second kernel, decided after the walks of a round: the two
  * kernels become one (sched_try_group), or the reduce is materialised. */
 typedef struct {
-  int64_t (*v)[3]; /* owner, other root, reduce */
+  struct SharedReduce {
+    int64_t owner, root, reduce; /* the kernel owning it, the other kernel, the reduce */
+  } *v;
   size_t n, cap;
 } Shared;
 
 static bool shared_add(Shared *s, int64_t owner, int64_t root, int64_t reduce) {
-  if (s->n == s->cap) {
-    size_t cap = s->cap ? 2 * s->cap : 16;
-    int64_t(*nv)[3] = realloc(s->v, cap * sizeof *nv);
-    if (!nv) return false;
-    s->v = nv, s->cap = cap;
-  }
-  s->v[s->n][0] = owner, s->v[s->n][1] = root, s->v[s->n][2] = reduce;
-  s->n++;
-  return true;
+  return VEC_PUSH(s->v, s->n, s->cap, ((struct SharedReduce){owner, root, reduce}));
 }
 
 /* Visits one reduce met in root's kernel; true to walk into its input. */
@@ -406,12 +401,12 @@ static tvk_status rule_reduces(SchedGraph *g, bool *changed) {
     if (!sched_realized(g, (int64_t)i)) continue;
     if (!walk_kernel(g, (int64_t)i, &shared, changed)) {
       free(shared.v);
-      return ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+      return err_set(&g->ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
     }
   }
   if (shared.n) sched_levels(g);
   for (size_t k = 0; k < shared.n; k++) {
-    int64_t a = shared.v[k][0], b = shared.v[k][1], r = shared.v[k][2];
+    int64_t a = shared.v[k].owner, b = shared.v[k].root, r = shared.v[k].reduce;
     if (!sched_realized(g, r) && !sched_try_group(g, a, b))
       *changed |= sched_mark(g, r, WHY_REDUCE_SHARED, OP_REDUCE_AXIS);
   }
@@ -425,7 +420,7 @@ static tvk_status rule_reduces(SchedGraph *g, bool *changed) {
  * materialised); -1 on out of memory. With cand, the elementwise nodes that
  * read memory met on the way are appended to it (room: g->n). */
 static int64_t inputs_under(SchedGraph *g, int64_t x, int64_t *cand, size_t *ncand) {
-  SMap in = {0};
+  PtrMap in = {0};
   SStack st = {0};
   bool ok = sstack_push(&st, x, 0);
   sched_new_walk(g);
@@ -435,7 +430,7 @@ static int64_t inputs_under(SchedGraph *g, int64_t x, int64_t *cand, size_t *nca
     if (!sched_visit(g, i, 0)) continue;
     UOp *u = g->topo[i];
     if (u->op == OP_BUFFER || (i != x && sched_realized(g, i))) {
-      ok = smap_put(&in, u, 1);
+      ok = ptrmap_put(&in, u, 1);
       continue;
     }
     if (sched_is_leaf(u)) continue;
@@ -444,7 +439,7 @@ static int64_t inputs_under(SchedGraph *g, int64_t x, int64_t *cand, size_t *nca
   }
   int64_t n = ok ? (int64_t)in.n : -1;
   sstack_free(&st);
-  smap_free(&in);
+  ptrmap_free(&in);
   return n;
 }
 
@@ -456,7 +451,7 @@ static int64_t inputs_under(SchedGraph *g, int64_t x, int64_t *cand, size_t *nca
 static tvk_status rule_buffer_limit(SchedGraph *g, bool *changed) {
   int lim = sched_buffer_limit(g);
   int64_t *cand = malloc((g->n ? g->n : 1) * sizeof *cand);
-  if (!cand) return ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+  if (!cand) return err_set(&g->ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
   tvk_status s = TVK_OK;
   for (size_t r = 0; s == TVK_OK && r < g->n; r++) {
     if (!sched_realized(g, (int64_t)r)) continue;
@@ -469,7 +464,7 @@ static tvk_status rule_buffer_limit(SchedGraph *g, bool *changed) {
       if (best < 0 || (fits && (!best_fits || n > best_n)) || (!fits && !best_fits && n < best_n))
         best = cand[k], best_n = n;
     }
-    if (total < 0) s = ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+    if (total < 0) s = err_set(&g->ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
     if (best >= 0) *changed |= sched_mark(g, best, WHY_BUFFER_LIMIT, (Op)g->topo[best]->op);
   }
   free(cand);

@@ -4,19 +4,13 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "ir/vec.h"
 #include "schedule/sched_internal.h"
 
 /* ---------------------------------------------------------------- SStack */
 
 bool sstack_push(SStack *s, int64_t idx, int state) {
-  if (s->n == s->cap) {
-    size_t cap = s->cap ? s->cap * 2 : 64;
-    int64_t *v = realloc(s->v, cap * sizeof *v);
-    if (!v) return false;
-    s->v = v, s->cap = cap;
-  }
-  s->v[s->n++] = idx << 1 | (state & 1);
-  return true;
+  return VEC_PUSH(s->v, s->n, s->cap, idx << 1 | (state & 1));
 }
 
 void sstack_free(SStack *s) {
@@ -33,10 +27,10 @@ tvk_status sched_graph_init(SchedGraph *g, tvk_ctx *ctx, int n, UOp *const *root
   size_t cnt = 0;
   g->topo = sink ? uop_toposort(sink, &cnt) : NULL;
   if (!g->topo)
-    return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory collecting the graph");
+    return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory collecting the graph");
   g->n = cnt - 1; /* the SINK is last: not a node of the graph */
   g->info = calloc(g->n ? g->n : 1, sizeof *g->info);
-  bool ok = g->info && smap_init(&g->index, g->n);
+  bool ok = g->info && ptrmap_init(&g->index, g->n);
   for (size_t i = 0; ok && i < g->n; i++) {
     g->info[i].owner = -1;
     g->info[i].buf = -1;
@@ -44,7 +38,7 @@ tvk_status sched_graph_init(SchedGraph *g, tvk_ctx *ctx, int n, UOp *const *root
     g->info[i].red = -1;
     g->info[i].parent = -1;
     g->info[i].group = (int32_t)i;
-    ok = smap_put(&g->index, g->topo[i], (int64_t)i);
+    ok = ptrmap_put(&g->index, g->topo[i], (int64_t)i);
   }
   for (size_t i = 0; ok && i < g->n; i++)
     for (uint32_t k = 0; k < g->topo[i]->nsrc; k++) {
@@ -53,7 +47,7 @@ tvk_status sched_graph_init(SchedGraph *g, tvk_ctx *ctx, int n, UOp *const *root
     }
   if (!ok) {
     sched_graph_free(g);
-    return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory indexing the graph");
+    return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory indexing the graph");
   }
   return TVK_OK;
 }
@@ -61,8 +55,8 @@ tvk_status sched_graph_init(SchedGraph *g, tvk_ctx *ctx, int n, UOp *const *root
 void sched_graph_free(SchedGraph *g) {
   free(g->topo);
   free(g->info);
-  smap_free(&g->index);
-  smap_free(&g->inputs);
+  ptrmap_free(&g->index);
+  ptrmap_free(&g->inputs);
   memset(g, 0, sizeof *g);
 }
 

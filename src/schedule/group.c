@@ -73,7 +73,7 @@ static bool same_reduce_of(SchedGraph *g, int64_t i, int64_t j) {
  * outputs, and the buffers and other kernels' results their graphs read
  * (counted once). INT64_MAX on out of memory. */
 static int64_t group_buffers(SchedGraph *g, int64_t ga, int64_t gb) {
-  SMap in = {0};
+  PtrMap in = {0};
   SStack st = {0};
   int64_t outs = 0, i;
   int unused;
@@ -89,7 +89,7 @@ static int64_t group_buffers(SchedGraph *g, int64_t ga, int64_t gb) {
       UOp *u = g->topo[i];
       int64_t gi = sched_realized(g, i) ? sched_group(g, i) : -1;
       if (u->op == OP_BUFFER || (gi >= 0 && gi != ga && gi != gb)) {
-        ok = smap_put(&in, u, 1);
+        ok = ptrmap_put(&in, u, 1);
         continue;
       }
       if (sched_is_leaf(u)) continue;
@@ -98,7 +98,7 @@ static int64_t group_buffers(SchedGraph *g, int64_t ga, int64_t gb) {
   }
   int64_t n = ok ? outs + (int64_t)in.n : INT64_MAX;
   sstack_free(&st);
-  smap_free(&in);
+  ptrmap_free(&in);
   return n;
 }
 

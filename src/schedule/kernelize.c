@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "ir/pattern.h"
+#include "ir/vec.h"
 #include "schedule/sched_internal.h"
 
 typedef struct {
@@ -25,7 +26,8 @@ typedef struct {
   Schedule *s;
   int64_t group; /* the kernel's group (sched_group): its outputs are computed here, not loaded */
   int *bufs;    /* Schedule.bufs indices by DEFINE_GLOBAL index */
-  int nbufs, cap;
+  int nbufs;
+  size_t cap;
   tvk_status err;
 } Kern;
 
@@ -38,19 +40,14 @@ static UOp *kern_oom(Kern *k) {
 static int kern_buf(Kern *k, int b) {
   for (int i = 0; i < k->nbufs; i++)
     if (k->bufs[i] == b) return i;
-  if (k->nbufs == k->cap) {
-    int cap = k->cap ? k->cap * 2 : 8;
-    int *nb = realloc(k->bufs, (size_t)cap * sizeof *nb);
-    if (!nb) return -1;
-    k->bufs = nb, k->cap = cap;
-  }
+  if (!VEC_RESERVE(k->bufs, k->cap, (size_t)k->nbufs + 1)) return -1;
   k->bufs[k->nbufs] = b;
   return k->nbufs++;
 }
 
 /* The schedule buffer of an existing BUFFER UOp, added on first use. */
 static int input_buf(Kern *k, UOp *buffer) {
-  int64_t b = smap_get(&k->g->inputs, buffer);
+  int64_t b = ptrmap_get(&k->g->inputs, buffer);
   if (b >= 0) return (int)b;
   Buffer *rec = ctx_buffer(k->g->ctx, buffer->arg.i);
   SchedBuf sb = {.buffer = uop_retain(buffer),
@@ -58,7 +55,7 @@ static int input_buf(Kern *k, UOp *buffer) {
                  .numel = rec ? rec->numel : 0,
                  .culprit = OP_NONE};
   int i = sched_add_buf(k->s, &sb);
-  if (i < 0 || !smap_put(&k->g->inputs, buffer, i)) {
+  if (i < 0 || !ptrmap_put(&k->g->inputs, buffer, i)) {
     if (i < 0) uop_release(sb.buffer);
     return -1;
   }
@@ -221,7 +218,7 @@ static const Rule kernel_rules[] = {
 static tvk_status check_ast(SchedGraph *g, UOp *ast) {
   size_t n = 0;
   UOp **topo = uop_toposort(ast, &n);
-  if (!topo) return ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+  if (!topo) return err_set(&g->ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
   tvk_status s = TVK_OK;
   for (size_t i = 0; i < n && s == TVK_OK; i++) {
     UOp *u = topo[i];
@@ -230,8 +227,7 @@ static tvk_status check_ast(SchedGraph *g, UOp *ast) {
               op == OP_CONST || op == OP_ARANGE || op == OP_REDUCE_AXIS || op == OP_CAST || op == OP_DEFINE_VAR ||
               op_in(op, G_ALU) || (op == OP_VIEW && u->nsrc == 0);
     if (!ok)
-      s = ctx_fail(
-          g->ctx, TVK_ERR_INTERNAL,
+      s = err_set(&g->ctx->err, TVK_ERR_INTERNAL,
           "schedule: a %s%s%s is left in a kernel AST (a view could not be pushed to the loads)",
           op_name(op), u->nsrc ? " over a " : "", u->nsrc ? op_name((Op)u->src[0]->op) : "");
   }
@@ -247,7 +243,7 @@ static tvk_status check_assign(Kern *k, UOp *ast) {
   const UOp *store = ast->src[0];
   size_t n = 0;
   UOp **topo = uop_toposort(ast, &n);
-  if (!topo) return ctx_fail(k->g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+  if (!topo) return err_set(&k->g->ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
   bool bad = false;
   for (size_t i = 0; i < n && !bad; i++) {
     UOp *u = topo[i];
@@ -256,7 +252,7 @@ static tvk_status check_assign(Kern *k, UOp *ast) {
           !st_eq(u->src[1]->arg.st, store->src[1]->arg.st);
   }
   free(topo);
-  return bad ? ctx_fail(k->g->ctx, TVK_ERR_INVALID_ARG,
+  return bad ? err_set(&k->g->ctx->err, TVK_ERR_INVALID_ARG,
                         "assign: the value reads the target's buffer through another view "
                         "than the target's own in the kernel that overwrites it (e.g. a reduce "
                         "over a transpose of the target); realize that operand first")
@@ -326,7 +322,7 @@ tvk_status sched_kernelize(SchedGraph *g, Schedule *s, const int64_t *roots, int
   pm_free(pm);
   if (!ast && k.err == TVK_OK) k.err = TVK_ERR_OUT_OF_MEMORY;
   tvk_status r = k.err != TVK_OK
-                     ? ctx_fail(g->ctx, k.err, "schedule: out of memory building a kernel")
+                     ? err_set(&g->ctx->err, k.err, "schedule: out of memory building a kernel")
                      : check_ast(g, ast);
   if (r == TVK_OK && g->topo[roots[0]]->op == OP_ASSIGN) r = check_assign(&k, ast);
   if (r != TVK_OK) {

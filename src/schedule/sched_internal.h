@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "schedule/schedule.h"
-#include "schedule/smap.h"
+#include "ir/ptrmap.h"
 
 /* What the passes know about one node of the graph. */
 typedef struct {
@@ -55,14 +55,14 @@ typedef struct {
   tvk_ctx *ctx;
   UOp **topo; /* malloc'd; nodes are kept alive by the roots */
   size_t n;
-  SMap index; /* node -> index in topo */
+  PtrMap index; /* node -> index in topo */
   SchedNode *info;
   uint32_t stamp;
-  SMap inputs; /* a BUFFER UOp read by some kernel -> its index in Schedule.bufs */
+  PtrMap inputs; /* a BUFFER UOp read by some kernel -> its index in Schedule.bufs */
 } SchedGraph;
 
 static inline int64_t sched_index(const SchedGraph *g, const UOp *u) {
-  return smap_get(&g->index, u);
+  return ptrmap_get(&g->index, u);
 }
 /* Leaves of the tensor graph: data that needs no kernel. */
 static inline bool sched_is_leaf(const UOp *u) {

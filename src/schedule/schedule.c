@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/vec.h"
 #include "schedule/sched_internal.h"
 
 const char *sched_why_name(SchedWhy why) {
@@ -25,14 +26,8 @@ const char *sched_why_name(SchedWhy why) {
 }
 
 int sched_add_buf(Schedule *s, const SchedBuf *b) {
-  /* capacity: the next power of two >= nbufs */
-  int n = s->nbufs;
-  if ((n & (n - 1)) == 0) {
-    SchedBuf *nb = realloc(s->bufs, (size_t)(n ? 2 * n : 4) * sizeof *nb);
-    if (!nb) return -1;
-    s->bufs = nb;
-  }
-  s->bufs[n] = *b;
+  if (!VEC_RESERVE(s->bufs, s->capbufs, (size_t)s->nbufs + 1)) return -1;
+  s->bufs[s->nbufs] = *b;
   return s->nbufs++;
 }
 
@@ -51,7 +46,7 @@ static tvk_status add_outputs(SchedGraph *g, Schedule *s) {
     /* An assign writes the target's buffer: nothing to allocate. */
     if (u->op == OP_ASSIGN) b.buffer = u->src[0]->src[0];
     int at = sched_add_buf(s, &b);
-    if (at < 0) return ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+    if (at < 0) return err_set(&g->ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
     uop_retain(u);
     uop_retain(b.buffer);
     g->info[i].buf = at;
@@ -61,20 +56,14 @@ static tvk_status add_outputs(SchedGraph *g, Schedule *s) {
 
 /* The "runs before" edges between items, as a growable list of pairs. */
 typedef struct {
-  int (*e)[2];
+  struct Edge {
+    int from, to;
+  } *e;
   size_t n, cap;
 } Edges;
 
 static bool edge_add(Edges *E, int from, int to) {
-  if (E->n == E->cap) {
-    size_t cap = E->cap ? 2 * E->cap : 64;
-    int(*ne)[2] = realloc(E->e, cap * sizeof *ne);
-    if (!ne) return false;
-    E->e = ne, E->cap = cap;
-  }
-  E->e[E->n][0] = from, E->e[E->n][1] = to;
-  E->n++;
-  return true;
+  return VEC_PUSH(E->e, E->n, E->cap, ((struct Edge){from, to}));
 }
 
 /* An item runs after the items writing its inputs (read after write), and an
@@ -82,25 +71,25 @@ static bool edge_add(Edges *E, int from, int to) {
  * (write after read: that is what "old" means). */
 static bool collect_edges(const Schedule *s, const ScheduleItem *items, int n, Edges *E) {
   int *producer = malloc((size_t)(s->nbufs ? s->nbufs : 1) * sizeof *producer);
-  SMap assigner = {0}; /* BUFFER UOp an assign item writes -> that item */
+  PtrMap assigner = {0}; /* BUFFER UOp an assign item writes -> that item */
   bool ok = producer != NULL;
   for (int b = 0; ok && b < s->nbufs; b++) producer[b] = -1;
   for (int i = 0; ok && i < n; i++)
     for (int o = 0; ok && o < items[i].nout; o++) {
       const SchedBuf *sb = &s->bufs[items[i].bufs[o]];
       producer[items[i].bufs[o]] = i;
-      if (sb->buffer) ok = smap_put(&assigner, sb->buffer, i); /* only assigns have one now */
+      if (sb->buffer) ok = ptrmap_put(&assigner, sb->buffer, i); /* only assigns have one now */
     }
   for (int j = 0; ok && j < n; j++)
     for (int k = items[j].nout; ok && k < items[j].nbufs; k++) {
       int b = items[j].bufs[k], p = producer[b];
       if (p >= 0) ok = edge_add(E, p, j);
       /* the old value of a buffer: read before the assign to it */
-      int64_t a = s->bufs[b].node ? -1 : smap_get(&assigner, s->bufs[b].buffer);
+      int64_t a = s->bufs[b].node ? -1 : ptrmap_get(&assigner, s->bufs[b].buffer);
       if (ok && a >= 0 && a != j) ok = edge_add(E, j, (int)a);
     }
   free(producer);
-  smap_free(&assigner);
+  ptrmap_free(&assigner);
   return ok;
 }
 
@@ -116,12 +105,12 @@ static tvk_status order_items(tvk_ctx *ctx, const Schedule *s, const ScheduleIte
   tvk_status st = TVK_OK;
   if (!indeg || !first || !collect_edges(s, items, n, &E) ||
       !(succ = malloc((E.n ? E.n : 1) * sizeof *succ))) {
-    st = ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory ordering kernels");
+    st = err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory ordering kernels");
     goto done;
   }
-  for (size_t e = 0; e < E.n; e++) first[E.e[e][0] + 2]++, indeg[E.e[e][1]]++;
+  for (size_t e = 0; e < E.n; e++) first[E.e[e].from + 2]++, indeg[E.e[e].to]++;
   for (int p = 0; p < n; p++) first[p + 2] += first[p + 1];
-  for (size_t e = 0; e < E.n; e++) succ[first[E.e[e][0] + 1]++] = E.e[e][1];
+  for (size_t e = 0; e < E.n; e++) succ[first[E.e[e].from + 1]++] = E.e[e].to;
   int head = 0, tail = 0;
   for (int i = 0; i < n; i++)
     if (indeg[i] == 0) order[tail++] = i;
@@ -131,7 +120,7 @@ static tvk_status order_items(tvk_ctx *ctx, const Schedule *s, const ScheduleIte
       if (--indeg[succ[e]] == 0) order[tail++] = succ[e];
   }
   if (tail != n)
-    st = ctx_fail(ctx, TVK_ERR_INVALID_ARG,
+    st = err_set(&ctx->err, TVK_ERR_INVALID_ARG,
                   "schedule: the kernels form a cycle (%d of %d could be ordered): assigns in "
                   "this realize each read a buffer that another one overwrites (e.g. a and b "
                   "swapped by two assigns); realize one of the values first",
@@ -146,12 +135,12 @@ static tvk_status build_items(SchedGraph *g, Schedule *s) {
   int *order = malloc((g->n ? g->n : 1) * sizeof *order);
   if (!tmp || !order) {
     free(tmp), free(order);
-    return ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+    return err_set(&g->ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
   }
   int n = 0;
   tvk_status st = TVK_OK;
   int64_t *roots = malloc((g->n ? g->n : 1) * sizeof *roots);
-  if (!roots) st = ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+  if (!roots) st = err_set(&g->ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
   for (size_t i = 0; i < g->n && st == TVK_OK; i++) {
     int b = g->info[i].buf;
     if (b < 0 || s->bufs[b].numel == 0) continue; /* not materialised, or nothing to compute */
@@ -166,7 +155,7 @@ static tvk_status build_items(SchedGraph *g, Schedule *s) {
   free(roots);
   if (st == TVK_OK) st = order_items(g->ctx, s, tmp, n, order);
   if (st == TVK_OK && !(s->items = malloc((size_t)(n ? n : 1) * sizeof *s->items)))
-    st = ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+    st = err_set(&g->ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
   if (st == TVK_OK) {
     for (int i = 0; i < n; i++) s->items[i] = tmp[order[i]];
     s->nitems = n;
@@ -183,7 +172,7 @@ static tvk_status add_aliases(SchedGraph *g, Schedule *s) {
   for (size_t i = 0; i < g->n; i++) n += g->info[i].alias;
   if (n == 0) return TVK_OK;
   if (!(s->aliases = calloc((size_t)n, sizeof *s->aliases)))
-    return ctx_fail(g->ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+    return err_set(&g->ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
   for (size_t i = 0; i < g->n; i++) {
     if (!g->info[i].alias) continue;
     UOp *u = g->topo[i];
@@ -218,7 +207,7 @@ tvk_status schedule_alloc(tvk_ctx *ctx, Schedule *s) {
     /* The BUFFER UOp owns the device buffer from here on. */
     b->buffer = uop_retain(uop_new(ctx->u, OP_BUFFER, dt_make(b->dtype), 0, NULL, arg_int(id)));
     if (!b->buffer)
-      return ctx_fail(ctx, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory for a BUFFER");
+      return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory for a BUFFER");
   }
   for (int i = 0; i < s->nbufs; i++) /* the planner's chains end at a buffer of its own */
     if (s->bufs[i].reuse && !s->bufs[i].buffer) {

@@ -74,6 +74,7 @@ typedef struct {
 typedef struct {
   SchedBuf *bufs;
   int nbufs;
+  size_t capbufs;
   SchedAlias *aliases;
   int naliases;
   ScheduleItem *items; /* in run order: an item runs after the items writing its inputs */

@@ -1,9 +1,9 @@
-/* A growable string for the codegen passes that write text (the renderer, the
- * linear program listing). Text of any length is kept whole: nothing is
+/* A growable string for every pass that writes text (the renderer, the UOp
+ * printers, the linear program listing). Text of any length is kept whole: nothing is
  * written through a fixed buffer, so nothing is ever cut short. After a failed
  * allocation the string stops growing and `oom` stays set; str_take reports it. */
-#ifndef TVK_CODEGEN_STRBUF_H
-#define TVK_CODEGEN_STRBUF_H
+#ifndef TVK_IR_STRBUF_H
+#define TVK_IR_STRBUF_H
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "ir/vec.h"
 
 typedef struct {
   char *p; /* NUL-terminated once anything was added; NULL before */
@@ -21,14 +23,8 @@ typedef struct {
 /* Room for n more characters and the terminator; false (and oom set) if none. */
 static inline bool str_reserve(Str *s, size_t n) {
   if (s->oom) return false;
-  if (n > SIZE_MAX / 4 - s->len) return s->oom = true, false;
-  if (s->len + n + 1 > s->cap) {
-    size_t cap = s->cap ? s->cap : 256;
-    while (s->len + n + 1 > cap) cap *= 2;
-    char *p = realloc(s->p, cap);
-    if (!p) return s->oom = true, false;
-    s->p = p, s->cap = cap;
-  }
+  if (n > SIZE_MAX / 4 - s->len || !VEC_RESERVE(s->p, s->cap, s->len + n + 1))
+    return s->oom = true, false;
   return true;
 }
 
