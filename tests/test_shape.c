@@ -4,7 +4,7 @@
  * explicit array holding, for every logical element, the memory offset it reads
  * (-1 for padding). Each movement op rebuilds that array with plain loops. Random
  * op sequences run on both, and every element is compared, through st_index_int
- * and through the index/valid UOps evaluated with uop_eval. */
+ * and through the index/valid UOps (codegen/view_index.c) evaluated with uop_eval. */
 /* cmocka.h needs these first */
 /* clang-format off */
 #include <setjmp.h>
@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen/codegen.h" /* st_to_indexed_uops: the index UOps lowering builds */
 #include "ir/alu.h"
 #include "ir/symbolic.h"
 #include "ir/uop.h"

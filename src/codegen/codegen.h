@@ -74,6 +74,15 @@ tvk_status kernel_verify(UOp *ast, UOp **norm, KernelDesc *ks, Error *err);
 /* E_<full shape> or r_<full shape> into buf (n bytes). */
 void kernel_default_name(const KernelDesc *ks, char *buf, size_t n);
 
+/* ---- view_index.c ---- */
+
+/* A view's index arithmetic: given one index UOp per visible dim of st (int32),
+ * the (index, valid) UOps of the element they address, simplified with
+ * uop_simplify (autoreleased, in ctx). index is int32, valid is bool. false on
+ * out of memory. */
+bool st_to_indexed_uops(const ShapeTracker *st, UCtx *ctx, UOp *const *idxs, UOp **index,
+                        UOp **valid);
+
 /* ---- lower.c ---- */
 
 /* Largest core count the lowered code is correct for (the bounds of the

@@ -2,13 +2,11 @@
  *
  * The file has four parts: canonical views (view_make), the movement ops on one
  * view, merging two stacked views into one (view_merge, the seed's View.__add__),
- * and the ShapeTracker API (validation, stacking, evaluation, index UOps). */
+ * and the ShapeTracker API (validation, stacking, evaluation). */
 #include "view.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-#include "symbolic.h"
 
 /* Merging recurses through reshape/shrink/pad retries; real cases need a few
  * levels (each frame holds a few KiB), so the cap only guards against a bug
@@ -360,9 +358,7 @@ static bool view_reshape(const View *v, int nd, const sint *ns, View *out) {
   return true;
 }
 
-/* The view reshaped to its merged dims (the seed's minify): fewer dims means
- * fewer div/mod terms when an index is unflattened into it. */
-static View view_minify(const View *v) {
+View view_minify(const View *v) {
   DimGroup g[TVK_MAX_DIMS];
   sint shape[TVK_MAX_DIMS];
   int n = merge_dims(v, g);
@@ -787,65 +783,4 @@ bool st_index_int(const ShapeTracker *st, const sint *idx, sint *offset) {
   }
   *offset = flat;
   return true;
-}
-
-/* ---------------------------------------------------------------- index UOps */
-
-/* Builders that pass NULL (out of memory) through. */
-static UOp *b_alu2(Op op, UOp *a, UOp *b) { return a && b ? uop_alu2(op, a, b) : NULL; }
-static UOp *b_and(UOp *acc, UOp *cond) { return !acc ? cond : b_alu2(OP_AND, acc, cond); }
-
-/* idx = offset + sum idx[d]*stride[d]; valid &= lo <= idx[d] < hi for masked
- * dims (the seed's View.to_indexed_uops). *valid NULL means "true so far". */
-static bool view_uops(const View *v, UCtx *ctx, UOp *const *idxs, UOp **index, UOp **valid) {
-  UOp *sum = NULL;
-  for (int d = 0; d < v->ndim; d++) {
-    if (v->shape[d] == 1 || v->strides[d] == 0) continue;
-    UOp *term = idxs[d];
-    if (v->strides[d] != 1)
-      term = b_alu2(OP_MUL, term, uop_const_int(ctx, DT(INT32), v->strides[d]));
-    sum = sum ? b_alu2(OP_ADD, sum, term) : term;
-  }
-  UOp *off = uop_const_int(ctx, DT(INT32), v->offset);
-  *index = !sum ? off : v->offset ? b_alu2(OP_ADD, sum, off) : sum;
-  if (!*index) return false;
-  for (int d = 0; v->has_mask && d < v->ndim; d++) {
-    if (v->mask[d][0] != 0) { /* idx >= lo, written as the seed does: !(idx < lo) */
-      UOp *lt = b_alu2(OP_CMPLT, idxs[d], uop_const_int(ctx, DT(INT32), v->mask[d][0]));
-      if (!(*valid = b_and(*valid, b_alu2(OP_CMPNE, lt, uop_const_int(ctx, DT(BOOL), 1)))))
-        return false;
-    }
-    if (v->mask[d][1] != v->shape[d]) {
-      UOp *lt = b_alu2(OP_CMPLT, idxs[d], uop_const_int(ctx, DT(INT32), v->mask[d][1]));
-      if (!(*valid = b_and(*valid, lt))) return false;
-    }
-  }
-  return true;
-}
-
-/* Digits of a flat index UOp in shape: (flat // acc) % shape[d]. */
-static bool unravel_uops(const View *v, UCtx *ctx, UOp *flat, UOp **out) {
-  sint acc = 1;
-  for (int d = v->ndim - 1; d >= 0; d--) {
-    UOp *q = acc == 1 ? flat : b_alu2(OP_IDIV, flat, uop_const_int(ctx, DT(INT32), acc));
-    out[d] = v->shape[d] == 1 ? uop_const_int(ctx, DT(INT32), 0)
-                              : b_alu2(OP_MOD, q, uop_const_int(ctx, DT(INT32), v->shape[d]));
-    if (!out[d]) return false;
-    acc *= v->shape[d];
-  }
-  return true;
-}
-
-bool st_to_indexed_uops(const ShapeTracker *st, UCtx *ctx, UOp *const *idxs, UOp **index,
-                        UOp **valid) {
-  UOp *idx = NULL, *vld = NULL, *sub[TVK_MAX_DIMS];
-  if (!view_uops(st_top(st), ctx, idxs, &idx, &vld)) return false;
-  for (int i = st->nviews - 2; i >= 0; i--) {
-    View m = view_minify(&st->views[i]);
-    if (!unravel_uops(&m, ctx, idx, sub) || !view_uops(&m, ctx, sub, &idx, &vld)) return false;
-  }
-  if (!vld) vld = uop_const_int(ctx, DT(BOOL), 1);
-  *index = uop_simplify(idx);
-  *valid = uop_simplify(vld);
-  return *index && *valid;
 }

@@ -16,8 +16,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "uop.h"
-
 #define TVK_MAX_DIMS 16
 
 typedef int64_t sint;
@@ -32,6 +30,7 @@ typedef struct {
   sint mask[TVK_MAX_DIMS][2]; /* [lo, hi) per dim, when has_mask */
 } View;
 
+typedef struct ShapeTracker ShapeTracker; /* also declared by uop.h (a VIEW's arg) */
 struct ShapeTracker {
   int nviews;
   View views[]; /* nviews views; views[nviews-1] is the one the user sees */
@@ -85,9 +84,8 @@ ShapeTracker *st_simplify(const ShapeTracker *st);
  * outside the visible shape is reported invalid. */
 bool st_index_int(const ShapeTracker *st, const sint *idx, sint *offset);
 
-/* Symbolic form: given one index UOp per visible dim (int32), build (index, valid)
- * UOps, simplified with uop_simplify (autoreleased, in ctx). index is int32,
- * valid is bool. Returns false on out of memory. */
-bool st_to_indexed_uops(const ShapeTracker *st, UCtx *ctx, UOp *const *idxs, UOp **index, UOp **valid);
+/* The view reshaped to its merged dims (the seed's minify): fewer dims means
+ * fewer div/mod terms when an index is unflattened into it. */
+View view_minify(const View *v);
 
 #endif
