@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "frontend/frontend.h"
+#include "runtime/run.h"
 #include "ir/vec.h"
 
 /* ---------------------------------------------------------------- dtypes */
@@ -205,7 +206,7 @@ static void buffer_release(tvk_ctx *ctx, int64_t id) {
 }
 
 /* The UCtx calls this when the last reference to a BUFFER goes. */
-static void on_buffer_freed(void *user, UOp *buffer) { buffer_release(user, buffer->arg.i); }
+static void on_buffer_freed(void *user, UOp *buffer) { buffer_release(user, graph_buffer_id(buffer)); }
 
 int64_t ctx_buffer_new(tvk_ctx *ctx, ScalarType s, int64_t numel, tvk_status *st) {
   size_t size = dt_scalar_size(s);
@@ -250,7 +251,7 @@ Buffer *ctx_buffer(const tvk_ctx *ctx, int64_t id) {
 
 UOp *graph_buffer_view(tvk_ctx *ctx, int64_t id, int ndim, const int64_t *shape) {
   Buffer *b = ctx_buffer(ctx, id);
-  UOp *buf = uop_new(ctx->u, OP_BUFFER, dt_make(b->dtype), 0, NULL, arg_int(id));
+  UOp *buf = graph_buffer(ctx->u, b->dtype, id, b->numel);
   ShapeTracker *st = st_from_shape(ndim, shape);
   if (!buf || !st) {
     st_free(st);
@@ -258,34 +259,6 @@ UOp *graph_buffer_view(tvk_ctx *ctx, int64_t id, int ndim, const int64_t *shape)
   }
   UOp *v = uop_new(ctx->u, OP_VIEW, buf->dtype, 1, &buf, arg_st(st));
   st_free(st);
-  return v;
-}
-
-int graph_shape(UOp *u, int64_t *shape) {
-  for (;;) {
-    if (u->op == OP_VIEW) {
-      int nd = st_ndim(u->arg.st);
-      memcpy(shape, st_shape(u->arg.st), (size_t)nd * sizeof *shape);
-      return nd;
-    }
-    if (u->op == OP_REDUCE_AXIS) {
-      int nd = graph_shape(u->src[0], shape);
-      for (int i = 0; i < u->arg.red.n; i++) shape[u->arg.red.axes[i]] = 1;
-      return nd;
-    }
-    if (u->nsrc == 0) return 0; /* a bare CONST or BUFFER: scalar */
-    /* WHERE's condition has the same shape as the values: any source will do */
-    u = u->src[0];
-  }
-}
-
-UOp *graph_view(UOp *x, const ShapeTracker *st) {
-  if (x->op != OP_VIEW) return uop_new(x->ctx, OP_VIEW, x->dtype, 1, &x, arg_st(st));
-  ShapeTracker *c = st_compose(x->arg.st, st);
-  if (!c) return NULL;
-  UOp *base = x->src[0];
-  UOp *v = uop_new(x->ctx, OP_VIEW, x->dtype, 1, &base, arg_st(c));
-  st_free(c);
   return v;
 }
 
@@ -428,7 +401,7 @@ tvk_status tvk_to_host(tvk_tensor *t, void *dst, size_t nbytes) {
   if (st == TVK_OK && !is_plain_buffer(t))
     st = err_set(&ctx->err, TVK_ERR_INTERNAL, "to_host: tensor is not a contiguous buffer after realize");
   if (st == TVK_OK) {
-    Buffer *b = ctx_buffer(ctx, t->uop->src[0]->arg.i);
+    Buffer *b = ctx_buffer(ctx, graph_buffer_id(t->uop->src[0]));
     st = ctx->dev->ops->sync(ctx->dev);
     if (st == TVK_OK) st = ctx->dev->ops->copy_out(ctx->dev, b->dev, 0, dst, need);
     if (st != TVK_OK) st = err_set(&ctx->err, st, "to_host: %s", ctx->dev->err.msg);
@@ -451,32 +424,13 @@ static const char *env_str(const char *name, const char *given) {
   return v && *v ? v : NULL;
 }
 
-/* "VK" is the first Vulkan device in preference order, "VK:n" the n-th. */
-static bool parse_vk(const char *name, int *index) {
-  if (strncmp(name, "VK", 2) && strncmp(name, "vk", 2)) return false;
-  if (name[2] == '\0') return (*index = -1), true;
-  char *end;
-  long n = name[2] == ':' ? strtol(name + 3, &end, 10) : -1;
-  if (name[2] != ':' || end == name + 3 || *end || n < 0 || n > 1000) return false;
-  *index = (int)n;
-  return true;
-}
-
 static tvk_status open_device(tvk_ctx *ctx, const char *name) {
   DeviceOptions dopt = {.cache_dir = ctx->cache_dir,
                         .cc = ctx->cc,
                         .threads = ctx->opt.threads,
                         .debug = ctx->opt.debug,
                         .validate = ctx->opt.validate};
-  int index;
-  if (!name) { /* the best available: a Vulkan device, else the CPU */
-    if (vk_device_create(&dopt, -1, &ctx->dev, &create_err) == TVK_OK) return TVK_OK;
-    err_clear(&create_err);
-  }
-  if (!name || !strcmp(name, "CPU") || !strcmp(name, "cpu"))
-    return cpu_device_create(&dopt, &ctx->dev, &create_err);
-  if (parse_vk(name, &index)) return vk_device_create(&dopt, index, &ctx->dev, &create_err);
-  return err_set(&create_err, TVK_ERR_DEVICE, "unknown device \"%s\": expected \"CPU\", \"VK\" or \"VK:<n>\"", name);
+  return device_open(name, &dopt, &ctx->dev, &create_err);
 }
 
 tvk_status tvk_ctx_create_opts(const tvk_ctx_options *opts, tvk_ctx **out) {
@@ -526,7 +480,7 @@ void tvk_ctx_destroy(tvk_ctx *ctx) {
   }
   uctx_free(ctx->u);
   if (ctx->dev) {
-    run_cache_free(ctx);
+    progcache_free(ctx->programs, ctx->dev);
     for (int64_t i = 0; i < ctx->nbufs; i++) buffer_release(ctx, i);
     ctx->dev->ops->destroy(ctx->dev);
   }

@@ -1,27 +1,5 @@
-/* The tensor frontend: contexts, tensors, and the tensor graph they build.
- *
- * ---- The tensor graph ----
- * A tensor holds one UOp of its context's UCtx (retained). The graph is made of:
- *
- *   VIEW(BUFFER)            realized data: BUFFER has the element dtype and
- *                           arg_int(buffer id); the VIEW's ShapeTracker gives the
- *                           tensor's shape and how it reads the buffer
- *   VIEW(CONST)             a constant: CONST (no sources) holds the value, the
- *                           VIEW gives the shape (all strides 0; masked by pads)
- *   VIEW(x)                 any movement of x; a VIEW never sits on a VIEW (the
- *                           frontend composes them: graph_view)
- *   ALU(a, b, ...)          elementwise: every source has the same shape, and the
- *                           same dtype except WHERE's bool condition
- *   CAST(x)                 elementwise conversion
- *   REDUCE_AXIS(x)          arg_reduce(op, axes), op ADD/MUL/MAX; reduced axes
- *                           keep size 1 (keepdim=false is a reshape on top)
- *   CONTIGUOUS(x)           x, materialised in row-major order
- *   VIEW(ARANGE)            tvk_arange's leaf: element i is i (int32), computed
- *                           by the kernels that read it, never stored
- *   ASSIGN(VIEW(BUFFER), v) tvk_assign: v written into that buffer in place
- *
- * Shapes are derived (graph_shape): VIEW from its tracker, REDUCE_AXIS from its
- * source with 1s at the axes, everything else from its first source that has one.
+/* The tensor frontend: contexts, tensors, buffers, and realizing. The graph
+ * the tensors hold is the tensor graph of ir/graph.h.
  *
  * ---- Ownership ----
  * Public functions mark the UCtx pool on entry and drain it before returning
@@ -38,6 +16,7 @@
 #include <stdint.h>
 
 #include "ir/dtype.h"
+#include "ir/graph.h"
 #include "ir/uop.h"
 #include "ir/view.h"
 #include "runtime/device.h"
@@ -66,7 +45,7 @@ struct tvk_ctx {
   /* live tensors in creation order, for scopes, realize and destroy */
   tvk_tensor *head, *tail;
   uint64_t next_seq;
-  void *programs; /* runtime's compiled-program cache (runtime/run.h) */
+  struct ProgCache *programs; /* compiled programs (runtime/run.h); NULL until the first */
 };
 
 struct tvk_tensor {
@@ -128,21 +107,13 @@ Buffer *ctx_buffer(const tvk_ctx *ctx, int64_t id);
 /* VIEW(BUFFER(id)) with a contiguous tracker of shape (autoreleased). */
 UOp *graph_buffer_view(tvk_ctx *ctx, int64_t id, int ndim, const int64_t *shape);
 
-/* ---- graph helpers ---- */
-/* Shape of a tensor-graph node (see above); returns ndim. */
-int graph_shape(UOp *u, int64_t *shape);
-/* VIEW(x, st) composing with a VIEW x already is (autoreleased; st copied).
- * NULL on out of memory. */
-UOp *graph_view(UOp *x, const ShapeTracker *st);
+/* ---- graph helpers (the rest are ir/graph.h's) ---- */
 /* A constant of dtype s broadcast to shape (autoreleased). */
 UOp *graph_const(tvk_ctx *ctx, ScalarType s, double value, int ndim, const int64_t *shape);
 
-/* ---- realizing (runtime/realize.c) ---- */
+/* ---- realizing (realize.c) ---- */
 /* Realizes the tensors: schedules the graphs, compiles and runs the kernels, and
  * replaces every realized node in every live tensor with VIEW(BUFFER). */
 tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts);
-/* Frees the runtime's compiled-program cache (ctx->programs); called by
- * tvk_ctx_destroy before the device goes. */
-void run_cache_free(tvk_ctx *ctx);
 
 #endif

@@ -27,7 +27,7 @@ static tvk_status own_buffer(tvk_tensor *t) {
     if (st != TVK_OK) return st;
     u = t->uop;
   }
-  Buffer *b = u->op == OP_VIEW && u->src[0]->op == OP_BUFFER ? ctx_buffer(ctx, u->src[0]->arg.i) : NULL;
+  Buffer *b = u->op == OP_VIEW && u->src[0]->op == OP_BUFFER ? ctx_buffer(ctx, graph_buffer_id(u->src[0])) : NULL;
   if (!b || !st_contiguous(u->arg.st) || st_numel(u->arg.st) != b->numel) {
     char shape[BC_SHAPE_STR_MAX];
     bc_shape_str(t->ndim, t->shape, shape, sizeof shape);

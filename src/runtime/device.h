@@ -77,6 +77,11 @@ typedef struct {
   int validate;          /* Vulkan: VK_LAYER_KHRONOS_validation + a counting messenger ($TVK_VALIDATE) */
 } DeviceOptions;
 
+/* The device called `name` (devices.c): "CPU", "VK" (the best Vulkan device),
+ * "VK:n" (the n-th), or NULL for the best present (a Vulkan device, else the
+ * CPU). On failure returns the status with the message in err; *out is NULL. */
+tvk_status device_open(const char *name, const DeviceOptions *opt, Device **out, Error *err);
+
 /* Backend constructors. On failure return the status with the message in
  * err; *out is NULL. */
 tvk_status cpu_device_create(const DeviceOptions *opt, Device **out, Error *err);

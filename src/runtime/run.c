@@ -18,10 +18,10 @@ typedef struct {
   DevProgram *prog;
 } ProgEntry;
 
-typedef struct {
+struct ProgCache {
   ProgEntry *e;
   size_t cap, n;
-} ProgCache;
+};
 
 static uint64_t fnv1a(const char *s) {
   uint64_t h = 0xcbf29ce484222325ull;
@@ -46,52 +46,50 @@ static bool cache_grow(ProgCache *c) {
   return true;
 }
 
-void run_cache_free(tvk_ctx *ctx) {
-  ProgCache *c = ctx->programs;
+void progcache_free(ProgCache *c, Device *dev) {
   if (!c) return;
   for (size_t i = 0; i < c->cap; i++) {
     if (!c->e[i].src) continue;
-    ctx->dev->ops->program_free(ctx->dev, c->e[i].prog);
+    dev->ops->program_free(dev, c->e[i].prog);
     free(c->e[i].src);
   }
   free(c->e);
   free(c);
-  ctx->programs = NULL;
 }
 
 /* The program for ks: from the cache, else compiled by the device (which may
  * find it in its on-disk cache). Counts compiles and hits. */
-static tvk_status get_program(tvk_ctx *ctx, const KernelSource *ks, DevProgram **out) {
-  ProgCache *c = ctx->programs;
-  if (!c && !(c = ctx->programs = calloc(1, sizeof *c)))
-    return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache",
+static tvk_status get_program(const Runner *r, const KernelSource *ks, DevProgram **out) {
+  ProgCache *c = *r->programs;
+  if (!c && !(c = *r->programs = calloc(1, sizeof *c)))
+    return err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache",
                     ks->name);
   if ((c->n + 1) * 2 > c->cap && !cache_grow(c))
-    return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache",
+    return err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache",
                     ks->name);
   uint64_t h = fnv1a(ks->src);
   ProgEntry *e = cache_slot(c->e, c->cap, h, ks->src);
   if (e->src) {
-    ctx->stats.cache_hits++;
+    r->stats->cache_hits++;
     *out = e->prog;
     return TVK_OK;
   }
   bool hit = false;
   DevProgram *p = NULL;
-  tvk_status st = ctx->dev->ops->compile(ctx->dev, ks->name, ks->src, &p, &hit);
-  if (st != TVK_OK) return err_set(&ctx->err, st, "kernel %s: %s", ks->name, ctx->dev->err.msg);
+  tvk_status st = r->dev->ops->compile(r->dev, ks->name, ks->src, &p, &hit);
+  if (st != TVK_OK) return err_set(r->err, st, "kernel %s: %s", ks->name, r->dev->err.msg);
   char *key = strdup(ks->src);
   if (!key) {
-    ctx->dev->ops->program_free(ctx->dev, p);
-    return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache",
+    r->dev->ops->program_free(r->dev, p);
+    return err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache",
                     ks->name);
   }
   *e = (ProgEntry){key, h, p};
   c->n++;
   if (hit)
-    ctx->stats.cache_hits++;
+    r->stats->cache_hits++;
   else
-    ctx->stats.kernels_compiled++;
+    r->stats->kernels_compiled++;
   *out = p;
   return TVK_OK;
 }
@@ -119,52 +117,50 @@ typedef struct {
 } Prepared;
 
 /* Codegen and compile of item i, in the device's language and lowering. */
-static tvk_status prepare(tvk_ctx *ctx, const Schedule *s, int i, Prepared *p) {
-  const Device *d = ctx->dev;
+static tvk_status prepare(const Runner *r, const Schedule *s, int i, Prepared *p) {
+  const Device *d = r->dev;
   int64_t most = d->limits.max_local_threads; /* work-group size: 64 unless the device has less */
   CodegenOpts o = {.lang = d->lang,
-                   .want_uops = ctx->opt.debug >= 4,
+                   .want_uops = r->debug >= 4,
                    .mode = d->codegen_mode == CG_MODE_GRID ? CG_MODE_GRID : CG_MODE_CORES,
                    .local_size = most > 0 && most < 64 ? (int)most : 64};
   tvk_status st = codegen_kernel_opts(s->items[i].ast, NULL, &o, &p->ks);
   if (st != TVK_OK) {
     char out[160];
     schedule_buf_str(s, s->items[i].bufs[0], out, sizeof out);
-    return err_set(&ctx->err, st, "kernel %d of %d (computing %s): %s", i, s->nitems, out, p->ks.err.msg);
+    return err_set(r->err, st, "kernel %d of %d (computing %s): %s", i, s->nitems, out,
+                   p->ks.err.msg);
   }
   if (p->ks.nvars > 0) /* the scheduler makes no DEFINE_VARs yet: nothing could bind them */
-    return err_set(&ctx->err, TVK_ERR_INTERNAL, "kernel %s: has %d symbolic values and none are bound",
+    return err_set(r->err, TVK_ERR_INTERNAL, "kernel %s: has %d symbolic values and none are bound",
                     p->ks.name, p->ks.nvars);
-  return get_program(ctx, &p->ks, &p->prog);
+  return get_program(r, &p->ks, &p->prog);
 }
 
-static tvk_status launch(tvk_ctx *ctx, const Schedule *s, int i, const Prepared *p) {
+static tvk_status launch(const Runner *r, const Schedule *s, DevBuffer *const *all, int i,
+                         const Prepared *p) {
   const ScheduleItem *it = &s->items[i];
   DevBuffer *stack[16], **bufs = it->nbufs <= 16 ? stack : malloc((size_t)it->nbufs * sizeof *bufs);
-  if (!bufs) return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory", p->ks.name);
+  if (!bufs) return err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory", p->ks.name);
   for (int k = 0; k < it->nbufs; k++) {
-    UOp *b = s->bufs[it->bufs[k]].buffer;
-    Buffer *rec = b ? ctx_buffer(ctx, b->arg.i) : NULL;
-    if (!rec || !rec->dev) {
+    if (!(bufs[k] = all[it->bufs[k]])) {
       if (bufs != stack) free(bufs);
-      return err_set(&ctx->err, TVK_ERR_INTERNAL, "kernel %s: buffer %d has no device memory",
-                      p->ks.name, k);
+      return err_set(r->err, TVK_ERR_INTERNAL, "kernel %s: buffer %d has no device memory",
+                     p->ks.name, k);
     }
-    bufs[k] = rec->dev;
   }
   /* From codegen: the grid of a GPU kernel; all 1 for the CPU, which splits by cores. */
   LaunchDims dims;
   memcpy(dims.global, p->ks.global, sizeof dims.global);
   memcpy(dims.local, p->ks.local, sizeof dims.local);
-  double t0 = ctx->opt.debug >= 1 ? now_ms() : 0;
-  tvk_status st = ctx->dev->ops->launch(ctx->dev, p->prog, bufs, it->nbufs, NULL, 0, &dims);
-  if (st == TVK_OK && ctx->opt.debug >= 1)
-    st = ctx->dev->ops->sync(ctx->dev); /* time the kernel itself */
+  double t0 = r->debug >= 1 ? now_ms() : 0;
+  tvk_status st = r->dev->ops->launch(r->dev, p->prog, bufs, it->nbufs, NULL, 0, &dims);
+  if (st == TVK_OK && r->debug >= 1) st = r->dev->ops->sync(r->dev); /* time the kernel itself */
   if (st == TVK_OK)
-    ctx->stats.kernels_run++;
+    r->stats->kernels_run++;
   else
-    st = err_set(&ctx->err, st, "kernel %s: %s", p->ks.name, ctx->dev->err.msg);
-  if (st == TVK_OK && ctx->opt.debug >= 1) {
+    st = err_set(r->err, st, "kernel %s: %s", p->ks.name, r->dev->err.msg);
+  if (st == TVK_OK && r->debug >= 1) {
     char shape[200];
     shape_str(p->ks.ndim, p->ks.full_shape, shape, sizeof shape);
     fprintf(stderr, "tvk kernel %3d  %-28s %-24s %9.3f ms\n", i, p->ks.name, shape, now_ms() - t0);
@@ -178,27 +174,28 @@ static void print_code(const Prepared *p, int debug) {
   if (debug >= 4 && p->ks.uops) fprintf(stderr, "tvk uops of %s:\n%s\n", p->ks.name, p->ks.uops);
 }
 
-tvk_status run_schedule(tvk_ctx *ctx, const Schedule *s) {
+tvk_status run_schedule(const Runner *r, const Schedule *s, DevBuffer *const *bufs) {
   int n = s->nitems;
   Prepared *p = calloc((size_t)(n ? n : 1), sizeof *p);
   const char **names = calloc((size_t)(n ? n : 1), sizeof *names);
-  tvk_status st = p && names ? TVK_OK : err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "run: out of memory");
+  tvk_status st =
+      p && names ? TVK_OK : err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "run: out of memory");
   /* everything compiles before anything runs: a failed compile leaves the buffers untouched */
   for (int i = 0; i < n && st == TVK_OK; i++) {
-    st = prepare(ctx, s, i, &p[i]);
+    st = prepare(r, s, i, &p[i]);
     names[i] = p[i].ks.name;
   }
-  if (ctx->opt.debug >= 2 && p && names) schedule_print(stderr, s, names);
+  if (r->debug >= 2 && p && names) schedule_print(stderr, s, names);
   for (int i = 0; i < n && st == TVK_OK; i++) {
-    print_code(&p[i], ctx->opt.debug);
-    st = launch(ctx, s, i, &p[i]);
+    print_code(&p[i], r->debug);
+    st = launch(r, s, bufs, i, &p[i]);
   }
   /* Launches may be queued: buffers the schedule alone holds are freed after this. */
   if (st == TVK_OK && n > 0) {
-    st = ctx->dev->ops->sync(ctx->dev);
-    if (st != TVK_OK) st = err_set(&ctx->err, st, "run: %s", ctx->dev->err.msg);
+    st = r->dev->ops->sync(r->dev);
+    if (st != TVK_OK) st = err_set(r->err, st, "run: %s", r->dev->err.msg);
   }
-  if (st == TVK_OK && n > 0) ctx->stats.schedules++;
+  if (st == TVK_OK && n > 0) r->stats->schedules++;
   for (int i = 0; p && i < n; i++) kernel_source_free(&p[i].ks);
   free(p);
   free(names);

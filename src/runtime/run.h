@@ -1,19 +1,37 @@
-/* Running a schedule on the context's device: code generation, the compiled
- * program cache, launches, stats and the TVK_DEBUG output (docs/runtime.md). */
+/* Running a schedule on a device: code generation, the compiled-program cache,
+ * launches, stats and the TVK_DEBUG output (docs/runtime.md).
+ *
+ * The runtime sees the schedule, the device and what a Runner gives it; the
+ * frontend, which owns the buffers, says which device buffer each schedule
+ * buffer is. */
 #ifndef TVK_RUNTIME_RUN_H
 #define TVK_RUNTIME_RUN_H
 
-#include "frontend/frontend.h"
+#include "ir/error.h"
+#include "runtime/device.h"
 #include "schedule/schedule.h"
+#include "tvk.h"
 
-/* Generates, compiles (through the context's program cache) and launches every
- * item of s in order, then waits for the device. Buffers must be allocated
- * (schedule_alloc). On error returns the status with ctx->error naming the
- * kernel; kernels before the failing one have run. */
-tvk_status run_schedule(tvk_ctx *ctx, const Schedule *s);
+/* Compiled programs by source text, for one device (the device adds its
+ * on-disk cache below it). */
+typedef struct ProgCache ProgCache;
 
-/* Frees the context's compiled programs (ctx->programs); tvk_ctx_destroy calls
- * it before destroying the device. */
-void run_cache_free(tvk_ctx *ctx);
+/* Frees every program (through dev) and the cache; NULL ok. */
+void progcache_free(ProgCache *c, Device *dev);
+
+typedef struct {
+  Device *dev;
+  ProgCache **programs; /* the cache, made at the first compile (*programs NULL before) */
+  int debug;            /* TVK_DEBUG level */
+  tvk_stats *stats;     /* kernels compiled, cache hits, kernels run, schedules are counted */
+  Error *err;           /* where a failure is reported */
+} Runner;
+
+/* Generates, compiles (through the program cache) and launches every item of
+ * s in order, then waits for the device. bufs[i] is the device buffer of
+ * s->bufs[i] (NULL only for a buffer of no elements). On error returns the
+ * status with r->err naming the kernel; kernels before the failing one have
+ * run. */
+tvk_status run_schedule(const Runner *r, const Schedule *s, DevBuffer *const *bufs);
 
 #endif

@@ -53,20 +53,13 @@ static bool keeps_zero(Op op) { return keeps_zero_ops[op]; }
 
 static bool is_elementwise(Op op) { return op == OP_CAST || op_in(op, G_ALU); }
 
-static int64_t numel_of(UOp *u) {
-  int64_t shape[TVK_MAX_DIMS], n = 1;
-  int nd = graph_shape(u, shape);
-  for (int d = 0; d < nd; d++) n *= shape[d];
-  return n;
-}
-
 /* VIEW(R, st) with R a reduce and st a reshape of R's result (row-major, all of
  * it): a kernel whose root reaches it through elementwise ops only can run in
  * R's shape instead (rule_reduces), so e.g. the keepdim=false reshape of a
  * matmul's reduce does not stop the bias and relu from fusing with it. */
 static bool is_reduce_reshape(UOp *v) {
   return v->op == OP_VIEW && v->src[0]->op == OP_REDUCE_AXIS && st_contiguous(v->arg.st) &&
-         st_numel(v->arg.st) == numel_of(v->src[0]);
+         st_numel(v->arg.st) == graph_numel(v->src[0]);
 }
 
 bool sched_view_inverse(UOp *v, int64_t *out_strides) {
@@ -74,7 +67,7 @@ bool sched_view_inverse(UOp *v, int64_t *out_strides) {
   int64_t xs[TVK_MAX_DIMS], xstr[TVK_MAX_DIMS], ostr[TVK_MAX_DIMS];
   int nd = graph_shape(v->src[0], xs);
   const View *w = &st->views[0];
-  if (st->nviews != 1 || w->has_mask || w->offset != 0 || st_numel(st) != numel_of(v->src[0]))
+  if (st->nviews != 1 || w->has_mask || w->offset != 0 || st_numel(st) != graph_numel(v->src[0]))
     return false;
   strides_for_shape(nd, xs, xstr);
   strides_for_shape(w->ndim, w->shape, ostr);
@@ -111,7 +104,7 @@ static bool is_reduce_permute(SchedGraph *g, UOp *v) {
  * when its valid region is no larger than x). */
 static bool view_expands(UOp *v) {
   const ShapeTracker *st = v->arg.st;
-  int64_t base = numel_of(v->src[0]);
+  int64_t base = graph_numel(v->src[0]);
   if (st_numel(st) <= base) return false;
   if (st->nviews != 1 || !st->views[0].has_mask) return true;
   int64_t valid = 1;
@@ -125,7 +118,7 @@ static void mark_mem(SchedGraph *g) {
   for (size_t i = 0; i < g->n; i++) {
     UOp *u = g->topo[i];
     bool m = u->op == OP_BUFFER || u->op == OP_REDUCE_AXIS || u->op == OP_CONTIGUOUS;
-    for (uint32_t k = 0; !m && !sched_is_leaf(u) && k < u->nsrc; k++)
+    for (uint32_t k = 0; !m && !graph_is_leaf(u) && k < u->nsrc; k++)
       m = g->info[sched_index(g, u->src[k])].mem;
     g->info[i].mem = m;
   }
@@ -140,7 +133,7 @@ bool sched_contiguous_noop(const UOp *u) {
     return false; /* a constant has no memory to view */
   if (!st_contiguous(v->arg.st)) return false;
   if (y->op == OP_BUFFER) return true; /* a row-major prefix of memory: plain already */
-  return st_numel(v->arg.st) == numel_of((UOp *)y); /* all of y: computing y is computing the CONTIGUOUS */
+  return st_numel(v->arg.st) == graph_numel((UOp *)y); /* all of y: computing y is computing the CONTIGUOUS */
 }
 
 /* Every assign is materialised (into its target). Every explicit CONTIGUOUS is
@@ -157,7 +150,7 @@ static tvk_status rule_outputs(SchedGraph *g, int n, UOp *const *roots) {
     sched_mark(g, (int64_t)i, WHY_ASSIGN, OP_NONE);
     if (!ptrmap_put(&assigned, u->src[0]->src[0], 1)) {
       ptrmap_free(&assigned);
-      return err_set(&g->ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+      return err_set(g->sc->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
     }
   }
   for (size_t i = 0; i < g->n; i++) {
@@ -170,14 +163,14 @@ static tvk_status rule_outputs(SchedGraph *g, int n, UOp *const *roots) {
     }
     g->info[i].alias = true;
     UOp *y = u->src[0]->src[0];
-    if (!sched_is_leaf(y)) sched_mark(g, sched_index(g, y), WHY_CONTIGUOUS, OP_NONE);
+    if (!graph_is_leaf(y)) sched_mark(g, sched_index(g, y), WHY_CONTIGUOUS, OP_NONE);
   }
   for (int r = 0; r < n; r++) {
     UOp *base = roots[r]->op == OP_VIEW ? roots[r]->src[0] : roots[r];
     /* An arange is computed, not stored: the requested view of it is the kernel. */
     if (base->op == OP_ARANGE) base = roots[r];
     int64_t b = sched_index(g, base);
-    if (!sched_is_leaf(base) && !sched_alias(g, b)) sched_mark(g, b, WHY_OUTPUT, OP_NONE);
+    if (!graph_is_leaf(base) && !sched_alias(g, b)) sched_mark(g, b, WHY_OUTPUT, OP_NONE);
   }
   ptrmap_free(&assigned);
   return TVK_OK;
@@ -201,7 +194,7 @@ static bool walk_view(SchedGraph *g, int64_t start, bool masked, ViewWalk *w) {
   while (ok && sstack_pop(&st, &i, &m)) {
     if (!sched_visit(g, i, m)) continue;
     UOp *u = g->topo[i];
-    if (sched_is_leaf(u) || sched_realized(g, i)) continue;
+    if (graph_is_leaf(u) || sched_realized(g, i)) continue;
     if (u->op == OP_VIEW) {
       ok = sstack_push(&st, sched_index(g, u->src[0]), m || st_masked(u->arg.st));
     } else if (sched_alias(g, i)) {
@@ -228,7 +221,7 @@ static tvk_status rule_views(SchedGraph *g, bool *changed) {
     UOp *u = g->topo[v];
     if (u->op != OP_VIEW) continue;
     int64_t x = sched_index(g, u->src[0]);
-    if (sched_is_leaf(u->src[0]) || sched_realized(g, x) || sched_view_is_identity(u)) continue;
+    if (graph_is_leaf(u->src[0]) || sched_realized(g, x) || sched_view_is_identity(u)) continue;
     if (is_reduce_reshape(u) || is_reduce_permute(g, u)) continue; /* rule_reduces decides */
     /* An expand of a computation that reads memory: computed once into a buffer
      * rather than once per copy (the seed realizes every expanded base). Ops on
@@ -240,7 +233,7 @@ static tvk_status rule_views(SchedGraph *g, bool *changed) {
     ViewWalk w = {.unsafe = OP_NONE};
     if (!walk_view(g, x, st_masked(u->arg.st), &w)) {
       sstack_free(&w.blocked);
-      return err_set(&g->ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+      return err_set(g->sc->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
     }
     if (w.unsafe != OP_NONE) {
       *changed |= sched_mark(g, x, WHY_UNSAFE_PAD, w.unsafe);
@@ -371,7 +364,7 @@ static bool walk_kernel(SchedGraph *g, int64_t root, Shared *shared, bool *chang
   while (ok && sstack_pop(&st, &i, &inside)) {
     if (!sched_visit(g, i, inside)) continue;
     UOp *u = g->topo[i];
-    if (sched_is_leaf(u) || (i != root && sched_realized(g, i))) continue;
+    if (graph_is_leaf(u) || (i != root && sched_realized(g, i))) continue;
     if ((is_reduce_reshape(u) && !sched_view_is_identity(u)) || is_reduce_permute(g, u)) {
       if (visit_reduce_reshape(g, root, i, direct, inside, changed))
         ok = sstack_push(&st, sched_index(g, u->src[0]), inside);
@@ -401,7 +394,7 @@ static tvk_status rule_reduces(SchedGraph *g, bool *changed) {
     if (!sched_realized(g, (int64_t)i)) continue;
     if (!walk_kernel(g, (int64_t)i, &shared, changed)) {
       free(shared.v);
-      return err_set(&g->ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+      return err_set(g->sc->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
     }
   }
   if (shared.n) sched_levels(g);
@@ -433,7 +426,7 @@ static int64_t inputs_under(SchedGraph *g, int64_t x, int64_t *cand, size_t *nca
       ok = ptrmap_put(&in, u, 1);
       continue;
     }
-    if (sched_is_leaf(u)) continue;
+    if (graph_is_leaf(u)) continue;
     if (cand && i != x && is_elementwise((Op)u->op) && g->info[i].mem) cand[(*ncand)++] = i;
     for (uint32_t k = 0; ok && k < u->nsrc; k++) ok = sstack_push(&st, sched_index(g, u->src[k]), 0);
   }
@@ -451,7 +444,7 @@ static int64_t inputs_under(SchedGraph *g, int64_t x, int64_t *cand, size_t *nca
 static tvk_status rule_buffer_limit(SchedGraph *g, bool *changed) {
   int lim = sched_buffer_limit(g);
   int64_t *cand = malloc((g->n ? g->n : 1) * sizeof *cand);
-  if (!cand) return err_set(&g->ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+  if (!cand) return err_set(g->sc->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
   tvk_status s = TVK_OK;
   for (size_t r = 0; s == TVK_OK && r < g->n; r++) {
     if (!sched_realized(g, (int64_t)r)) continue;
@@ -464,7 +457,7 @@ static tvk_status rule_buffer_limit(SchedGraph *g, bool *changed) {
       if (best < 0 || (fits && (!best_fits || n > best_n)) || (!fits && !best_fits && n < best_n))
         best = cand[k], best_n = n;
     }
-    if (total < 0) s = err_set(&g->ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+    if (total < 0) s = err_set(g->sc->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
     if (best >= 0) *changed |= sched_mark(g, best, WHY_BUFFER_LIMIT, (Op)g->topo[best]->op);
   }
   free(cand);

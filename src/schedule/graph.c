@@ -20,14 +20,14 @@ void sstack_free(SStack *s) {
 
 /* ---------------------------------------------------------------- the graph */
 
-tvk_status sched_graph_init(SchedGraph *g, tvk_ctx *ctx, int n, UOp *const *roots) {
+tvk_status sched_graph_init(SchedGraph *g, const SchedCtx *sc, int n, UOp *const *roots) {
   memset(g, 0, sizeof *g);
-  g->ctx = ctx;
-  UOp *sink = uop_sink(ctx->u, n, roots);
+  g->sc = sc;
+  UOp *sink = uop_sink(sc->u, n, roots);
   size_t cnt = 0;
   g->topo = sink ? uop_toposort(sink, &cnt) : NULL;
   if (!g->topo)
-    return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory collecting the graph");
+    return err_set(sc->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory collecting the graph");
   g->n = cnt - 1; /* the SINK is last: not a node of the graph */
   g->info = calloc(g->n ? g->n : 1, sizeof *g->info);
   bool ok = g->info && ptrmap_init(&g->index, g->n);
@@ -47,7 +47,7 @@ tvk_status sched_graph_init(SchedGraph *g, tvk_ctx *ctx, int n, UOp *const *root
     }
   if (!ok) {
     sched_graph_free(g);
-    return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory indexing the graph");
+    return err_set(sc->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory indexing the graph");
   }
   return TVK_OK;
 }
@@ -70,7 +70,7 @@ bool sched_mark(SchedGraph *g, int64_t i, SchedWhy why, Op culprit) {
 /* The most buffers one kernel may bind: the device's limit, and the kernel
  * AST's (codegen's CG_MAX_BUFS) on every device. */
 int sched_buffer_limit(const SchedGraph *g) {
-  int lim = g->ctx->dev->limits.max_kernel_buffers;
+  int lim = g->sc->max_kernel_buffers;
   return lim > 0 && lim < CG_MAX_BUFS ? lim : CG_MAX_BUFS;
 }
 

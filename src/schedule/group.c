@@ -21,7 +21,7 @@ void sched_levels(SchedGraph *g) {
   for (size_t i = 0; i < g->n; i++) {
     UOp *u = g->topo[i];
     int32_t m = 0;
-    for (uint32_t k = 0; !sched_is_leaf(u) && k < u->nsrc; k++) {
+    for (uint32_t k = 0; !graph_is_leaf(u) && k < u->nsrc; k++) {
       int32_t l = g->info[sched_index(g, u->src[k])].level;
       if (l > m) m = l;
     }
@@ -41,7 +41,7 @@ static bool depends_on(SchedGraph *g, int64_t above, int64_t below) {
     if (i < below || !sched_visit(g, i, 1)) continue;
     found = i == below;
     UOp *u = g->topo[i];
-    for (uint32_t k = 0; ok && !sched_is_leaf(u) && k < u->nsrc; k++)
+    for (uint32_t k = 0; ok && !graph_is_leaf(u) && k < u->nsrc; k++)
       ok = sstack_push(&st, sched_index(g, u->src[k]), 0);
   }
   sstack_free(&st);
@@ -92,7 +92,7 @@ static int64_t group_buffers(SchedGraph *g, int64_t ga, int64_t gb) {
         ok = ptrmap_put(&in, u, 1);
         continue;
       }
-      if (sched_is_leaf(u)) continue;
+      if (graph_is_leaf(u)) continue;
       for (uint32_t k = 0; ok && k < u->nsrc; k++) ok = sstack_push(&st, sched_index(g, u->src[k]), 0);
     }
   }

@@ -49,10 +49,9 @@ static int kern_buf(Kern *k, int b) {
 static int input_buf(Kern *k, UOp *buffer) {
   int64_t b = ptrmap_get(&k->g->inputs, buffer);
   if (b >= 0) return (int)b;
-  Buffer *rec = ctx_buffer(k->g->ctx, buffer->arg.i);
   SchedBuf sb = {.buffer = uop_retain(buffer),
                  .dtype = (ScalarType)buffer->dtype.scalar,
-                 .numel = rec ? rec->numel : 0,
+                 .numel = graph_buffer_numel(buffer),
                  .culprit = OP_NONE};
   int i = sched_add_buf(k->s, &sb);
   if (i < 0 || !ptrmap_put(&k->g->inputs, buffer, i)) {
@@ -63,7 +62,7 @@ static int input_buf(Kern *k, UOp *buffer) {
 }
 
 static UOp *kview(Kern *k, const ShapeTracker *st) {
-  return uop_new(k->g->ctx->u, OP_VIEW, dt_make(DT_VOID), 0, NULL, arg_st(st));
+  return uop_new(k->g->sc->u, OP_VIEW, dt_make(DT_VOID), 0, NULL, arg_st(st));
 }
 
 /* LOAD(buffer b, st); a buffer with no elements is never read (the view is
@@ -75,14 +74,14 @@ static UOp *make_load(Kern *k, int b, const ShapeTracker *st) {
   if (!v) return kern_oom(k);
   if (sb->numel == 0) {
     UOp *c =
-        uop_new(k->g->ctx->u, OP_CONST, dt, 1, &v, dt_is_float(dt) ? arg_float(0) : arg_int(0));
+        uop_new(k->g->sc->u, OP_CONST, dt, 1, &v, dt_is_float(dt) ? arg_float(0) : arg_int(0));
     return c ? c : kern_oom(k);
   }
   int i = kern_buf(k, b);
   UOp *glob =
       i < 0 ? NULL
-            : uop_new(k->g->ctx->u, OP_DEFINE_GLOBAL, dt_ptr(dt, ADDR_GLOBAL), 0, NULL, arg_int(i));
-  UOp *ld = glob ? uop_new(k->g->ctx->u, OP_LOAD, dt, 2, (UOp *[]){glob, v}, arg_none()) : NULL;
+            : uop_new(k->g->sc->u, OP_DEFINE_GLOBAL, dt_ptr(dt, ADDR_GLOBAL), 0, NULL, arg_int(i));
+  UOp *ld = glob ? uop_new(k->g->sc->u, OP_LOAD, dt, 2, (UOp *[]){glob, v}, arg_none()) : NULL;
   return ld ? ld : kern_oom(k);
 }
 
@@ -128,7 +127,7 @@ static UOp *view_load(void *ctx, UOp **c) {
 static UOp *view_const(void *ctx, UOp **c) {
   Kern *k = ctx;
   UOp *v = kview(k, c[V]->arg.st);
-  UOp *r = v ? uop_new(k->g->ctx->u, OP_CONST, c[X]->dtype, 1, &v, c[X]->arg) : NULL;
+  UOp *r = v ? uop_new(k->g->sc->u, OP_CONST, c[X]->dtype, 1, &v, c[X]->arg) : NULL;
   return r ? r : kern_oom(k);
 }
 
@@ -136,7 +135,7 @@ static UOp *view_const(void *ctx, UOp **c) {
 static UOp *view_arange(void *ctx, UOp **c) {
   Kern *k = ctx;
   UOp *v = kview(k, c[V]->arg.st);
-  UOp *r = v ? uop_new(k->g->ctx->u, OP_ARANGE, c[X]->dtype, 1, &v, arg_none()) : NULL;
+  UOp *r = v ? uop_new(k->g->sc->u, OP_ARANGE, c[X]->dtype, 1, &v, arg_none()) : NULL;
   return r ? r : kern_oom(k);
 }
 
@@ -144,7 +143,7 @@ static UOp *view_arange(void *ctx, UOp **c) {
 static UOp *view_view(void *ctx, UOp **c) {
   Kern *k = ctx;
   ShapeTracker *st = st_compose(c[X]->arg.st, c[V]->arg.st);
-  UOp *r = st ? uop_new(k->g->ctx->u, OP_VIEW, c[Y]->dtype, 1, &c[Y], arg_st(st)) : NULL;
+  UOp *r = st ? uop_new(k->g->sc->u, OP_VIEW, c[Y]->dtype, 1, &c[Y], arg_st(st)) : NULL;
   st_free(st);
   return r ? r : kern_oom(k);
 }
@@ -160,7 +159,7 @@ static UOp *view_push(void *ctx, UOp **c) {
   UOp *src[3];
   if (f->nsrc > 3) return NULL;
   for (uint32_t s = 0; s < f->nsrc; s++) {
-    src[s] = uop_new(k->g->ctx->u, OP_VIEW, f->src[s]->dtype, 1, &f->src[s], c[V]->arg);
+    src[s] = uop_new(k->g->sc->u, OP_VIEW, f->src[s]->dtype, 1, &f->src[s], c[V]->arg);
     if (!src[s]) return kern_oom(k);
   }
   UOp *r = uop_replace_src(f, (int)f->nsrc, src);
@@ -170,7 +169,7 @@ static UOp *view_push(void *ctx, UOp **c) {
 /* VIEW(x, st) where st is x's own row-major shape -> x */
 static UOp *view_identity(void *ctx, UOp **c) {
   (void)ctx;
-  return !sched_is_leaf(c[X]) && sched_view_is_identity(c[V]) ? c[X] : NULL;
+  return !graph_is_leaf(c[X]) && sched_view_is_identity(c[V]) ? c[X] : NULL;
 }
 
 /* CONTIGUOUS(x), a no-op (decide.c) -> x */
@@ -185,7 +184,7 @@ static UOp *view_alias(void *ctx, UOp **c) {
   Kern *k = ctx;
   int64_t i = sched_index(k->g, c[X]);
   if (i < 0 || !sched_alias(k->g, i)) return NULL;
-  UOp *r = uop_new(k->g->ctx->u, OP_VIEW, c[Y]->dtype, 1, &c[Y], c[V]->arg);
+  UOp *r = uop_new(k->g->sc->u, OP_VIEW, c[Y]->dtype, 1, &c[Y], c[V]->arg);
   return r ? r : kern_oom(k);
 }
 
@@ -218,7 +217,7 @@ static const Rule kernel_rules[] = {
 static tvk_status check_ast(SchedGraph *g, UOp *ast) {
   size_t n = 0;
   UOp **topo = uop_toposort(ast, &n);
-  if (!topo) return err_set(&g->ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+  if (!topo) return err_set(g->sc->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
   tvk_status s = TVK_OK;
   for (size_t i = 0; i < n && s == TVK_OK; i++) {
     UOp *u = topo[i];
@@ -227,7 +226,7 @@ static tvk_status check_ast(SchedGraph *g, UOp *ast) {
               op == OP_CONST || op == OP_ARANGE || op == OP_REDUCE_AXIS || op == OP_CAST || op == OP_DEFINE_VAR ||
               op_in(op, G_ALU) || (op == OP_VIEW && u->nsrc == 0);
     if (!ok)
-      s = err_set(&g->ctx->err, TVK_ERR_INTERNAL,
+      s = err_set(g->sc->err, TVK_ERR_INTERNAL,
           "schedule: a %s%s%s is left in a kernel AST (a view could not be pushed to the loads)",
           op_name(op), u->nsrc ? " over a " : "", u->nsrc ? op_name((Op)u->src[0]->op) : "");
   }
@@ -243,7 +242,7 @@ static tvk_status check_assign(Kern *k, UOp *ast) {
   const UOp *store = ast->src[0];
   size_t n = 0;
   UOp **topo = uop_toposort(ast, &n);
-  if (!topo) return err_set(&k->g->ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+  if (!topo) return err_set(k->g->sc->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
   bool bad = false;
   for (size_t i = 0; i < n && !bad; i++) {
     UOp *u = topo[i];
@@ -252,16 +251,15 @@ static tvk_status check_assign(Kern *k, UOp *ast) {
           !st_eq(u->src[1]->arg.st, store->src[1]->arg.st);
   }
   free(topo);
-  return bad ? err_set(&k->g->ctx->err, TVK_ERR_INVALID_ARG,
+  return bad ? err_set(k->g->sc->err, TVK_ERR_INVALID_ARG,
                         "assign: the value reads the target's buffer through another view "
                         "than the target's own in the kernel that overwrites it (e.g. a reduce "
                         "over a transpose of the target); realize that operand first")
              : TVK_OK;
 }
 
-static PatternMatcher *kernel_matcher(tvk_ctx *ctx) {
+static PatternMatcher *kernel_matcher(void) {
   /* Built per call: a few microseconds, and no global state. */
-  (void)ctx;
   return pm_new(kernel_rules, RULES_N(kernel_rules));
 }
 
@@ -269,7 +267,7 @@ static PatternMatcher *kernel_matcher(tvk_ctx *ctx) {
  * row-major in the node's shape, or in a reduce's (below). */
 static UOp *make_store(Kern *k, int64_t root, int gi) {
   SchedGraph *g = k->g;
-  UCtx *u = g->ctx->u;
+  UCtx *u = g->sc->u;
   UOp *node = g->topo[root];
   const SchedBuf *ob = &k->s->bufs[g->info[root].buf];
   UOp *value = node->op == OP_CONTIGUOUS || node->op == OP_ASSIGN ? node->src[node->nsrc - 1] : node;
@@ -309,20 +307,20 @@ tvk_status sched_kernelize(SchedGraph *g, Schedule *s, const int64_t *roots, int
                            ScheduleItem *item) {
   memset(item, 0, sizeof *item);
   Kern k = {.g = g, .s = s, .group = sched_group(g, roots[0])};
-  PatternMatcher *pm = kernel_matcher(g->ctx);
+  PatternMatcher *pm = kernel_matcher();
   UOp **stores = malloc((size_t)nroots * sizeof *stores);
   if (!stores) k.err = TVK_ERR_OUT_OF_MEMORY;
   for (int r = 0; r < nroots && k.err == TVK_OK; r++) /* outputs: DEFINE_GLOBAL 0 .. nroots-1 */
     if (kern_buf(&k, g->info[roots[r]].buf) != r) k.err = TVK_ERR_OUT_OF_MEMORY;
   for (int r = 0; r < nroots && k.err == TVK_OK; r++) stores[r] = make_store(&k, roots[r], r);
-  UOp *sink = k.err == TVK_OK ? uop_sink(g->ctx->u, nroots, stores) : NULL;
+  UOp *sink = k.err == TVK_OK ? uop_sink(g->sc->u, nroots, stores) : NULL;
   free(stores);
   if (!pm || !sink) k.err = TVK_ERR_OUT_OF_MEMORY;
   UOp *ast = k.err == TVK_OK ? graph_rewrite(sink, pm, &k, true) : NULL;
   pm_free(pm);
   if (!ast && k.err == TVK_OK) k.err = TVK_ERR_OUT_OF_MEMORY;
   tvk_status r = k.err != TVK_OK
-                     ? err_set(&g->ctx->err, k.err, "schedule: out of memory building a kernel")
+                     ? err_set(g->sc->err, k.err, "schedule: out of memory building a kernel")
                      : check_ast(g, ast);
   if (r == TVK_OK && g->topo[roots[0]]->op == OP_ASSIGN) r = check_assign(&k, ast);
   if (r != TVK_OK) {

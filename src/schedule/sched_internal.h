@@ -52,7 +52,7 @@ void sstack_free(SStack *s);
 
 /* The graph being scheduled: every node reachable from the roots, sources first. */
 typedef struct {
-  tvk_ctx *ctx;
+  const SchedCtx *sc;
   UOp **topo; /* malloc'd; nodes are kept alive by the roots */
   size_t n;
   PtrMap index; /* node -> index in topo */
@@ -63,10 +63,6 @@ typedef struct {
 
 static inline int64_t sched_index(const SchedGraph *g, const UOp *u) {
   return ptrmap_get(&g->index, u);
-}
-/* Leaves of the tensor graph: data that needs no kernel. */
-static inline bool sched_is_leaf(const UOp *u) {
-  return u->op == OP_BUFFER || u->op == OP_CONST || u->op == OP_DEFINE_VAR || u->op == OP_ARANGE;
 }
 static inline bool sched_realized(const SchedGraph *g, int64_t i) {
   return g->info[i].why != WHY_NONE;
@@ -88,7 +84,7 @@ static inline bool sched_visit(SchedGraph *g, int64_t i, int state) {
   return true;
 }
 
-tvk_status sched_graph_init(SchedGraph *g, tvk_ctx *ctx, int n, UOp *const *roots);
+tvk_status sched_graph_init(SchedGraph *g, const SchedCtx *sc, int n, UOp *const *roots);
 void sched_graph_free(SchedGraph *g);
 
 /* ---- decide.c: which nodes are materialised ---- */

@@ -46,7 +46,7 @@ static tvk_status add_outputs(SchedGraph *g, Schedule *s) {
     /* An assign writes the target's buffer: nothing to allocate. */
     if (u->op == OP_ASSIGN) b.buffer = u->src[0]->src[0];
     int at = sched_add_buf(s, &b);
-    if (at < 0) return err_set(&g->ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+    if (at < 0) return err_set(g->sc->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
     uop_retain(u);
     uop_retain(b.buffer);
     g->info[i].buf = at;
@@ -96,7 +96,7 @@ static bool collect_edges(const Schedule *s, const ScheduleItem *items, int n, E
 /* Kahn's toposort of the items by in-degree over collect_edges. Fills
  * order[0..n-1]. A cycle -- only assigns make one: two assigns each reading
  * the other's old value -- is an error, never looped on. */
-static tvk_status order_items(tvk_ctx *ctx, const Schedule *s, const ScheduleItem *items, int n,
+static tvk_status order_items(Error *err, const Schedule *s, const ScheduleItem *items, int n,
                               int *order) {
   Edges E = {0};
   int *indeg = calloc((size_t)n + 1, sizeof *indeg);
@@ -105,7 +105,7 @@ static tvk_status order_items(tvk_ctx *ctx, const Schedule *s, const ScheduleIte
   tvk_status st = TVK_OK;
   if (!indeg || !first || !collect_edges(s, items, n, &E) ||
       !(succ = malloc((E.n ? E.n : 1) * sizeof *succ))) {
-    st = err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory ordering kernels");
+    st = err_set(err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory ordering kernels");
     goto done;
   }
   for (size_t e = 0; e < E.n; e++) first[E.e[e].from + 2]++, indeg[E.e[e].to]++;
@@ -120,7 +120,7 @@ static tvk_status order_items(tvk_ctx *ctx, const Schedule *s, const ScheduleIte
       if (--indeg[succ[e]] == 0) order[tail++] = succ[e];
   }
   if (tail != n)
-    st = err_set(&ctx->err, TVK_ERR_INVALID_ARG,
+    st = err_set(err, TVK_ERR_INVALID_ARG,
                   "schedule: the kernels form a cycle (%d of %d could be ordered): assigns in "
                   "this realize each read a buffer that another one overwrites (e.g. a and b "
                   "swapped by two assigns); realize one of the values first",
@@ -135,12 +135,12 @@ static tvk_status build_items(SchedGraph *g, Schedule *s) {
   int *order = malloc((g->n ? g->n : 1) * sizeof *order);
   if (!tmp || !order) {
     free(tmp), free(order);
-    return err_set(&g->ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+    return err_set(g->sc->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
   }
   int n = 0;
   tvk_status st = TVK_OK;
   int64_t *roots = malloc((g->n ? g->n : 1) * sizeof *roots);
-  if (!roots) st = err_set(&g->ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+  if (!roots) st = err_set(g->sc->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
   for (size_t i = 0; i < g->n && st == TVK_OK; i++) {
     int b = g->info[i].buf;
     if (b < 0 || s->bufs[b].numel == 0) continue; /* not materialised, or nothing to compute */
@@ -153,9 +153,9 @@ static tvk_status build_items(SchedGraph *g, Schedule *s) {
     if (st == TVK_OK) n++;
   }
   free(roots);
-  if (st == TVK_OK) st = order_items(g->ctx, s, tmp, n, order);
+  if (st == TVK_OK) st = order_items(g->sc->err, s, tmp, n, order);
   if (st == TVK_OK && !(s->items = malloc((size_t)(n ? n : 1) * sizeof *s->items)))
-    st = err_set(&g->ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+    st = err_set(g->sc->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
   if (st == TVK_OK) {
     for (int i = 0; i < n; i++) s->items[i] = tmp[order[i]];
     s->nitems = n;
@@ -172,7 +172,7 @@ static tvk_status add_aliases(SchedGraph *g, Schedule *s) {
   for (size_t i = 0; i < g->n; i++) n += g->info[i].alias;
   if (n == 0) return TVK_OK;
   if (!(s->aliases = calloc((size_t)n, sizeof *s->aliases)))
-    return err_set(&g->ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+    return err_set(g->sc->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
   for (size_t i = 0; i < g->n; i++) {
     if (!g->info[i].alias) continue;
     UOp *u = g->topo[i];
@@ -181,47 +181,31 @@ static tvk_status add_aliases(SchedGraph *g, Schedule *s) {
   return TVK_OK;
 }
 
-tvk_status schedule_create(tvk_ctx *ctx, int n, UOp *const *roots, Schedule *out) {
+tvk_status schedule_create(const SchedCtx *sc, int n, UOp *const *roots, Schedule *out) {
   memset(out, 0, sizeof *out);
   SchedGraph g;
-  size_t mark = uop_pool_mark(ctx->u);
-  tvk_status st = sched_graph_init(&g, ctx, n, roots);
+  size_t mark = uop_pool_mark(sc->u);
+  tvk_status st = sched_graph_init(&g, sc, n, roots);
   if (st != TVK_OK) return st;
   st = sched_decide(&g, n, roots);
   if (st == TVK_OK) st = add_outputs(&g, out);
   if (st == TVK_OK) st = add_aliases(&g, out);
   if (st == TVK_OK) st = build_items(&g, out);
   sched_graph_free(&g);
-  uop_pool_drain(ctx->u, mark); /* temporaries of the passes; the schedule retains what it keeps */
+  uop_pool_drain(sc->u, mark); /* temporaries of the passes; the schedule retains what it keeps */
   if (st != TVK_OK) schedule_free(out);
   return st;
 }
 
-tvk_status schedule_alloc(tvk_ctx *ctx, Schedule *s) {
-  for (int i = 0; i < s->nbufs; i++) {
-    SchedBuf *b = &s->bufs[i];
-    if (!b->node || b->buffer || b->reuse) continue;
-    tvk_status st;
-    int64_t id = ctx_buffer_new(ctx, b->dtype, b->numel, &st);
-    if (id < 0) return st;
-    /* The BUFFER UOp owns the device buffer from here on. */
-    b->buffer = uop_retain(uop_new(ctx->u, OP_BUFFER, dt_make(b->dtype), 0, NULL, arg_int(id)));
-    if (!b->buffer)
-      return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory for a BUFFER");
-  }
-  for (int i = 0; i < s->nbufs; i++) /* the planner's chains end at a buffer of its own */
-    if (s->bufs[i].reuse && !s->bufs[i].buffer) {
-      int owner = s->bufs[i].reuse - 1;
-      while (s->bufs[owner].reuse) owner = s->bufs[owner].reuse - 1;
-      s->bufs[i].buffer = uop_retain(s->bufs[owner].buffer);
-    }
-  return TVK_OK;
+int schedule_owner(const Schedule *s, int i) {
+  while (s->bufs[i].reuse) i = s->bufs[i].reuse - 1;
+  return i;
 }
 
 void schedule_buf_str(const Schedule *s, int i, char *buf, size_t n) {
   const SchedBuf *b = &s->bufs[i];
   int at =
-      b->buffer ? snprintf(buf, n, "buf %" PRId64, b->buffer->arg.i) : snprintf(buf, n, "buf ?");
+      b->buffer ? snprintf(buf, n, "buf %" PRId64, graph_buffer_id(b->buffer)) : snprintf(buf, n, "buf ?");
   at += snprintf(buf + at, n > (size_t)at ? n - (size_t)at : 0, " %s ", dt_scalar_name(b->dtype));
   if (!b->node) {
     snprintf(buf + at, n > (size_t)at ? n - (size_t)at : 0, "[%" PRId64 "]", b->numel);

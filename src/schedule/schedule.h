@@ -4,9 +4,11 @@
  *
  *   schedule_create   realize decisions (decide.c), kernel ASTs (kernelize.c),
  *                     kernel order (toposort by in-degree)
- *   schedule_alloc    device buffers for the new outputs (a memory planner goes
- *                     between the two)
- *   runtime/run.c     codegen, compile and launch each item in order
+ *   schedule_plan     the memory planner: which new buffers share memory
+ *
+ * The caller (the frontend's realize) then allocates the new buffers and runs
+ * the items (runtime/run.h). The scheduler sees only the tensor graph of
+ * ir/graph.h and what SchedCtx gives it: no context, no device.
  *
  * A Schedule lists its buffers once (Schedule.bufs): the buffers the kernels
  * compute (node != NULL) and the buffers that existed before and are read
@@ -23,7 +25,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "frontend/frontend.h"
+#include "ir/error.h"
+#include "ir/graph.h"
 #include "ir/uop.h"
 
 /* Why a node is materialised (printed at TVK_DEBUG >= 2). */
@@ -46,7 +49,7 @@ const char *sched_why_name(SchedWhy why);
 
 typedef struct {
   UOp *node; /* retained: the graph node computed into the buffer; NULL for an input that existed */
-  UOp *buffer; /* retained BUFFER UOp; NULL for a new output until schedule_alloc */
+  UOp *buffer; /* retained BUFFER UOp; NULL for a new output until the caller allocates it */
   ScalarType dtype;
   int64_t numel;
   int ndim; /* the node's shape (new outputs); the buffer is row-major in it */
@@ -81,19 +84,26 @@ typedef struct {
   int nitems;
 } Schedule;
 
-/* Schedules the graphs under roots[0..n-1] (tensor-graph nodes of ctx). Nothing
- * is allocated on the device. On error returns the status with ctx->error set
- * (via ctx_fail) and *out empty. */
-tvk_status schedule_create(tvk_ctx *ctx, int n, UOp *const *roots, Schedule *out);
+/* What the scheduler needs from its caller. */
+typedef struct {
+  UCtx *u;                /* the graph's context: kernel ASTs are built in it */
+  int max_kernel_buffers; /* the most buffers one kernel may bind on the device; 0: no limit */
+  Error *err;             /* where a failure is reported */
+} SchedCtx;
+
+/* Schedules the graphs under roots[0..n-1] (tensor-graph nodes of sc->u).
+ * Nothing is allocated. On error returns the status with sc->err set and *out
+ * empty. */
+tvk_status schedule_create(const SchedCtx *sc, int n, UOp *const *roots, Schedule *out);
 /* The memory planner (plan.c): new outputs that no tensor will refer to after
  * the run (keep[i] false) and whose lifetimes in the item order do not
  * overlap share memory, matched by dtype and element count as the seed's LRU
  * planner does. Sets SchedBuf.reuse; returns how many buffers take over
  * another's memory. */
 int schedule_plan(Schedule *s, const bool *keep);
-/* Allocates a buffer for every new output (BUFFER UOps, retained); one that
- * the planner pointed at another's memory shares that BUFFER. */
-tvk_status schedule_alloc(tvk_ctx *ctx, Schedule *s);
+/* The buffer whose memory new output i takes: SchedBuf.reuse followed to a
+ * buffer of its own (i itself when it has its own memory). */
+int schedule_owner(const Schedule *s, int i);
 /* The schedule as text: the kernels with their inputs and outputs, and why each
  * output is materialised. `names` (may be NULL) gives each item's kernel name. */
 void schedule_print(FILE *f, const Schedule *s, const char *const *names);

@@ -1,13 +1,17 @@
-/* ctx_realize (frontend.h): schedule the graphs of the tensors, run the
- * kernels, and make every live tensor read the results from memory. */
+/* ctx_realize (frontend.h): schedule the graphs of the tensors
+ * (schedule/schedule.h), allocate the buffers the schedule computes, run the
+ * kernels (runtime/run.h), and make every live tensor read the results from
+ * memory. */
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "frontend/frontend.h"
 #include "ir/pattern.h"
+#include "ir/ptrmap.h"
 #include "ir/ustack.h"
 #include "runtime/run.h"
-#include "ir/ptrmap.h"
+#include "schedule/schedule.h"
 
 /* A node that is data already: realizing it costs nothing. */
 static bool is_data(const UOp *u) {
@@ -206,8 +210,8 @@ static tvk_status copy_old_values(tvk_ctx *ctx, UOp ***roots, int *nr) {
       for (size_t k = 0; ok && k < a.targets.cap; k++) {
         const UOp *b = a.targets.keys[k];
         if (!b) continue;
-        Buffer *rec = ctx_buffer(ctx, b->arg.i);
-        UOp *v = graph_buffer_view(ctx, b->arg.i, 1, (const int64_t[]){rec ? rec->numel : 0});
+        UOp *v = graph_buffer_view(ctx, graph_buffer_id(b), 1,
+                                   (const int64_t[]){graph_buffer_numel(b)});
         UOp *c = v ? uop_new(ctx->u, OP_CONTIGUOUS, b->dtype, 1, &v, arg_none()) : NULL;
         ok = c && ptrmap_put(&a.copy_of, b, ncopies);
         if (ok) (*roots)[(*nr)++] = copies[ncopies++] = c;
@@ -259,6 +263,46 @@ static tvk_status find_kept(tvk_ctx *ctx, const Schedule *s, bool *keep) {
   return ok ? TVK_OK : err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
 }
 
+/* ---------------------------------------------------------------- buffers and the run */
+
+/* A buffer for every new output of the schedule (BUFFER UOps, retained; each
+ * owns its device memory); one the planner pointed at another's memory shares
+ * that BUFFER. */
+static tvk_status alloc_outputs(tvk_ctx *ctx, Schedule *s) {
+  for (int i = 0; i < s->nbufs; i++) {
+    SchedBuf *b = &s->bufs[i];
+    if (!b->node || b->buffer || b->reuse) continue;
+    tvk_status st;
+    int64_t id = ctx_buffer_new(ctx, b->dtype, b->numel, &st);
+    if (id < 0) return st;
+    if (!(b->buffer = uop_retain(graph_buffer(ctx->u, b->dtype, id, b->numel))))
+      return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory for a BUFFER");
+  }
+  for (int i = 0; i < s->nbufs; i++)
+    if (s->bufs[i].reuse && !s->bufs[i].buffer)
+      s->bufs[i].buffer = uop_retain(s->bufs[schedule_owner(s, i)].buffer);
+  return TVK_OK;
+}
+
+/* Runs the schedule on the context's device, each schedule buffer bound to
+ * the device memory of its BUFFER. */
+static tvk_status run(tvk_ctx *ctx, const Schedule *s) {
+  DevBuffer **bufs = calloc((size_t)(s->nbufs ? s->nbufs : 1), sizeof *bufs);
+  if (!bufs) return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
+  for (int i = 0; i < s->nbufs; i++) {
+    const Buffer *rec = s->bufs[i].buffer ? ctx_buffer(ctx, graph_buffer_id(s->bufs[i].buffer)) : NULL;
+    bufs[i] = rec ? rec->dev : NULL;
+  }
+  Runner r = {.dev = ctx->dev,
+              .programs = &ctx->programs,
+              .debug = ctx->opt.debug,
+              .stats = &ctx->stats,
+              .err = &ctx->err};
+  tvk_status st = run_schedule(&r, s, bufs);
+  free(bufs);
+  return st;
+}
+
 /* ---------------------------------------------------------------- ctx_realize */
 
 tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts) {
@@ -282,14 +326,15 @@ tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts) {
   if (st == TVK_OK && nr > 0) {
     size_t mark = uop_pool_mark(ctx->u);
     Schedule s;
-    st = schedule_create(ctx, nr, roots, &s);
+    SchedCtx sc = {ctx->u, ctx->dev->limits.max_kernel_buffers, &ctx->err};
+    st = schedule_create(&sc, nr, roots, &s);
     bool *keep = st == TVK_OK ? calloc((size_t)(s.nbufs ? s.nbufs : 1), sizeof *keep) : NULL;
     if (st == TVK_OK && !keep) st = err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
     if (st == TVK_OK) st = find_kept(ctx, &s, keep);
     if (st == TVK_OK) schedule_plan(&s, keep);
     free(keep);
-    if (st == TVK_OK) st = schedule_alloc(ctx, &s);
-    if (st == TVK_OK) st = run_schedule(ctx, &s);
+    if (st == TVK_OK) st = alloc_outputs(ctx, &s);
+    if (st == TVK_OK) st = run(ctx, &s);
     if (st == TVK_OK) st = replace_realized(ctx, &s);
     schedule_free(&s);
     uop_pool_drain(ctx->u, mark);

@@ -1,0 +1,43 @@
+/* The tensor graph's helpers: see graph.h. */
+#include "ir/graph.h"
+
+#include <string.h>
+
+UOp *graph_buffer(UCtx *ctx, ScalarType s, int64_t id, int64_t numel) {
+  return uop_new(ctx, OP_BUFFER, dt_make(s), 0, NULL, arg_ints(2, (const int64_t[]){id, numel}));
+}
+
+int graph_shape(UOp *u, int64_t *shape) {
+  for (;;) {
+    if (u->op == OP_VIEW) {
+      int nd = st_ndim(u->arg.st);
+      memcpy(shape, st_shape(u->arg.st), (size_t)nd * sizeof *shape);
+      return nd;
+    }
+    if (u->op == OP_REDUCE_AXIS) {
+      int nd = graph_shape(u->src[0], shape);
+      for (int i = 0; i < u->arg.red.n; i++) shape[u->arg.red.axes[i]] = 1;
+      return nd;
+    }
+    if (u->nsrc == 0) return 0; /* a bare CONST or BUFFER: scalar */
+    /* WHERE's condition has the same shape as the values: any source will do */
+    u = u->src[0];
+  }
+}
+
+int64_t graph_numel(UOp *u) {
+  int64_t shape[TVK_MAX_DIMS], n = 1;
+  int nd = graph_shape(u, shape);
+  for (int d = 0; d < nd; d++) n *= shape[d];
+  return n;
+}
+
+UOp *graph_view(UOp *x, const ShapeTracker *st) {
+  if (x->op != OP_VIEW) return uop_new(x->ctx, OP_VIEW, x->dtype, 1, &x, arg_st(st));
+  ShapeTracker *c = st_compose(x->arg.st, st);
+  if (!c) return NULL;
+  UOp *base = x->src[0];
+  UOp *v = uop_new(x->ctx, OP_VIEW, x->dtype, 1, &base, arg_st(c));
+  st_free(c);
+  return v;
+}

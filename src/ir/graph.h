@@ -1,0 +1,60 @@
+/* The tensor graph: what tvk.h calls build and the scheduler reads. This is
+ * the contract between the frontend (which builds it, src/frontend/) and the
+ * scheduler (which turns it into kernels, src/schedule/), as codegen/kernel.h
+ * is between the scheduler and codegen. A tensor-graph node is one of:
+ *
+ * A tensor holds one UOp of its context's UCtx (retained). The graph is made of:
+ *
+ *   VIEW(BUFFER)            realized data: BUFFER has the element dtype and
+ *                           arg_ints(id, numel) (graph_buffer); the VIEW's
+ *                           ShapeTracker gives the tensor's shape and how it
+ *                           reads the buffer
+ *   VIEW(CONST)             a constant: CONST (no sources) holds the value, the
+ *                           VIEW gives the shape (all strides 0; masked by pads)
+ *   VIEW(x)                 any movement of x; a VIEW never sits on a VIEW (the
+ *                           frontend composes them: graph_view)
+ *   ALU(a, b, ...)          elementwise: every source has the same shape, and the
+ *                           same dtype except WHERE's bool condition
+ *   CAST(x)                 elementwise conversion
+ *   REDUCE_AXIS(x)          arg_reduce(op, axes), op ADD/MUL/MAX; reduced axes
+ *                           keep size 1 (keepdim=false is a reshape on top)
+ *   CONTIGUOUS(x)           x, materialised in row-major order
+ *   VIEW(ARANGE)            tvk_arange's leaf: element i is i (int32), computed
+ *                           by the kernels that read it, never stored
+ *   ASSIGN(VIEW(BUFFER), v) tvk_assign: v written into that buffer in place
+ *
+ * Shapes are derived (graph_shape): VIEW from its tracker, REDUCE_AXIS from its
+ * source with 1s at the axes, everything else from its first source that has one.
+ *
+ * A BUFFER names memory that the frontend owns; the graph only knows its id,
+ * dtype and element count. BUFFER, CONST, DEFINE_VAR and ARANGE are the leaves:
+ * data that needs no kernel (graph_is_leaf).
+ */
+#ifndef TVK_IR_GRAPH_H
+#define TVK_IR_GRAPH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ir/uop.h"
+#include "ir/view.h"
+
+/* BUFFER(id) of numel elements of s (autoreleased; NULL on out of memory). */
+UOp *graph_buffer(UCtx *ctx, ScalarType s, int64_t id, int64_t numel);
+static inline int64_t graph_buffer_id(const UOp *buffer) { return buffer->arg.ints.v[0]; }
+static inline int64_t graph_buffer_numel(const UOp *buffer) { return buffer->arg.ints.v[1]; }
+
+/* Leaves of the tensor graph: data that needs no kernel. */
+static inline bool graph_is_leaf(const UOp *u) {
+  return u->op == OP_BUFFER || u->op == OP_CONST || u->op == OP_DEFINE_VAR || u->op == OP_ARANGE;
+}
+
+/* Shape of a tensor-graph node (see above); returns ndim. */
+int graph_shape(UOp *u, int64_t *shape);
+/* Elements of a node's shape. */
+int64_t graph_numel(UOp *u);
+/* VIEW(x, st) composing with a VIEW x already is (autoreleased; st copied).
+ * NULL on out of memory. */
+UOp *graph_view(UOp *x, const ShapeTracker *st);
+
+#endif

@@ -1,0 +1,29 @@
+/* The device registry: a device name to the backend that makes it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/device.h"
+
+/* "VK" is the first Vulkan device in preference order, "VK:n" the n-th. */
+static bool parse_vk(const char *name, int *index) {
+  if (strncmp(name, "VK", 2) && strncmp(name, "vk", 2)) return false;
+  if (name[2] == '\0') return (*index = -1), true;
+  char *end;
+  long n = name[2] == ':' ? strtol(name + 3, &end, 10) : -1;
+  if (name[2] != ':' || end == name + 3 || *end || n < 0 || n > 1000) return false;
+  *index = (int)n;
+  return true;
+}
+
+tvk_status device_open(const char *name, const DeviceOptions *opt, Device **out, Error *err) {
+  int index;
+  if (!name) { /* the best available: a Vulkan device, else the CPU */
+    if (vk_device_create(opt, -1, out, err) == TVK_OK) return TVK_OK;
+    err_clear(err);
+  }
+  if (!name || !strcmp(name, "CPU") || !strcmp(name, "cpu")) return cpu_device_create(opt, out, err);
+  if (parse_vk(name, &index)) return vk_device_create(opt, index, out, err);
+  *out = NULL;
+  return err_set(err, TVK_ERR_DEVICE,
+                 "unknown device \"%s\": expected \"CPU\", \"VK\" or \"VK:<n>\"", name);
+}
