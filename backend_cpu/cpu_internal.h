@@ -3,7 +3,7 @@
  *   cpu_device.c   the DeviceOps table: buffers, programs, launch
  *   cpu_pool.c     the persistent thread pool a launch runs on
  *   cpu_compile.c  the C compiler: finding it, running it, loading its output
- *   cpu_cache.c    the CPU identity that goes into the cache key
+ *   cpu_identity.c the CPU identity that goes into the cache key
  *
  * docs/cpu_backend.md describes the kernel ABI, the cache and the threading.
  */

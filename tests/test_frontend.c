@@ -1,4 +1,4 @@
-/* Tests of the tensor ops (src/frontend/ops_*.c, broadcast.c) that need no
+/* Tests of the tensor ops (src/frontend/ops_*.c, ops_common.c) that need no
  * kernel to run: result shapes and dtypes, error kinds and messages, error
  * propagation, NULL inputs, the graphs the ops build, and flat memory over
  * many iterations. Values come from evaluating the graph of 0-d tensors with

@@ -1,4 +1,4 @@
-/* The codegen passes, in pipeline order (kernel.c runs them):
+/* The codegen passes, in pipeline order (pipeline.c runs them):
  *
  *   kernel_verify      check the AST, infer shapes, drop size-1 reduce axes
  *   lower_kernel       views -> index math, axes -> RANGE, reduce -> accumulator
@@ -49,7 +49,7 @@
 /* Every pass reports into an Error (ir/error.h) with err_first: the first
  * failure is the precise one, later "out of memory" or "failed" keep it. */
 
-/* ---- kernel_ast.c ---- */
+/* ---- kernel_verify.c ---- */
 
 #define CG_MAX_BUFS 256 /* buffers of one kernel */
 #define CG_MAX_VARS 64  /* DEFINE_VARs of one kernel */

@@ -11,7 +11,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "frontend/broadcast.h"
+#include "frontend/ops_common.h"
 
 /* Does shape (nd, s) broadcast to (tnd, t) without growing it? */
 static bool broadcasts_to(int nd, const int64_t *s, int tnd, const int64_t *t) {

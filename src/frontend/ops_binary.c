@@ -3,7 +3,7 @@
  * composite is built, and why, is in docs/frontend.md. */
 #include <stdio.h>
 
-#include "frontend/broadcast.h"
+#include "frontend/ops_common.h"
 
 /* Dtype sets an op takes (of the promoted dtype). */
 #define TAKES_ALL (DT_BIT(DT_BOOL) | DT_BITS_INT | DT_BITS_FLOAT)

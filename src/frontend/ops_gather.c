@@ -15,7 +15,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "frontend/broadcast.h"
+#include "frontend/ops_common.h"
 
 static bool is_int_dtype(tvk_dtype dt) { return dt >= TVK_INT8 && dt <= TVK_UINT64; }
 

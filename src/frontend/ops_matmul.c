@@ -12,7 +12,7 @@
  * into it. docs/ops_linalg.md has the details. */
 #include <stdio.h>
 
-#include "frontend/broadcast.h"
+#include "frontend/ops_common.h"
 
 /* Operands of float16/bfloat16 are multiplied and summed in float32 (each
  * product is then exact and the sum does not lose the low bits); the result

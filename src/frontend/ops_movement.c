@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "frontend/broadcast.h"
+#include "frontend/ops_common.h"
 
 /* A user-given dim count and shape pointer: NULL or an error tensor. */
 static tvk_tensor *check_dims(const char *op, const tvk_tensor *a, int ndim, const void *arr,

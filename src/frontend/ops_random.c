@@ -16,7 +16,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "frontend/broadcast.h"
+#include "frontend/ops_common.h"
 
 /* ---------------------------------------------------------------- threefry */
 

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "frontend/broadcast.h"
+#include "frontend/ops_common.h"
 
 typedef enum { RK_SUM, RK_PROD, RK_MAX, RK_MIN, RK_MEAN } RKind;
 

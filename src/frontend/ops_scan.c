@@ -18,7 +18,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "frontend/broadcast.h"
+#include "frontend/ops_common.h"
 
 #define CUMSUM_DIRECT 256 /* the longest axis summed by windows of its full length */
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontend/broadcast.h"
+#include "frontend/ops_common.h"
 
 /* ---------------------------------------------------------------- squeeze, unsqueeze */
 

@@ -14,7 +14,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "frontend/broadcast.h"
+#include "frontend/ops_common.h"
 
 static bool is_float(tvk_dtype d) {
   return d == TVK_FLOAT16 || d == TVK_BFLOAT16 || d == TVK_FLOAT32 || d == TVK_FLOAT64;

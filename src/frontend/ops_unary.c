@@ -3,7 +3,7 @@
  * fuses. docs/frontend.md lists each composite and its accuracy. */
 #include <stdio.h>
 
-#include "frontend/broadcast.h"
+#include "frontend/ops_common.h"
 
 #define LOG2_E 1.4426950408889634 /* log2(e) */
 #define LN_2 0.6931471805599453   /* ln(2) */

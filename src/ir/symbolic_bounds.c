@@ -9,10 +9,14 @@
  *
  * Cache: UOp.mm_state is 0 (not computed), 1 (exact: a proven fact) or 2 (the
  * dtype's reported range, which is not a fact: floats, pointers, uint64 values
- * that may exceed INT64_MAX). */
+ * that may exceed INT64_MAX).
+ *
+ * sym_infer, at the end, evaluates an expression with its unbound variables at
+ * their lower bounds. */
 #include <assert.h>
 #include <stdlib.h>
 
+#include "alu.h"
 #include "symbolic.h"
 #include "ir/vec.h"
 
@@ -343,4 +347,36 @@ int64_t uop_vmax(UOp *u) {
 bool uop_bounds_exact(UOp *u) {
   ensure(u);
   return u->mm_state == MM_EXACT;
+}
+
+/* ---------------------------------------------------------------- sym_infer */
+
+static bool is_var(const UOp *u) {
+  return u->op == OP_DEFINE_VAR || u->op == OP_RANGE || u->op == OP_SPECIAL;
+}
+
+int64_t sym_infer(UOp *u, int nvars, UOp *const *vars, const int64_t *vals) {
+  size_t n = 0;
+  UOp **order = uop_toposort(u, &n);
+  if (!order) return 0;
+  /* the given bindings, then every other variable at its vmin */
+  UOp **vs = malloc((n + (size_t)nvars) * sizeof *vs);
+  CVal *cv = malloc((n + (size_t)nvars) * sizeof *cv);
+  int64_t result = 0;
+  if (vs && cv) {
+    int m = 0;
+    for (int i = 0; i < nvars; i++) vs[m] = vars[i], cv[m++].i = vals[i];
+    for (size_t i = 0; i < n; i++) {
+      bool bound = false;
+      for (int j = 0; j < nvars && !bound; j++) bound = vars[j] == order[i];
+      if (is_var(order[i]) && !bound) vs[m] = order[i], cv[m++].i = uop_vmin(order[i]);
+    }
+    CVal out;
+    bool intlike = dt_is_int(u->dtype) || dt_is_bool(u->dtype);
+    if (intlike && uop_eval(u, m, vs, cv, &out)) result = out.i;
+  }
+  free(vs);
+  free(cv);
+  free(order);
+  return result;
 }

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "ir/vec.h"
-#include "schedule/sched_internal.h"
+#include "schedule/schedule_internal.h"
 
 static bool st_masked(const ShapeTracker *st) {
   for (int i = 0; i < st->nviews; i++)

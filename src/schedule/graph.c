@@ -5,7 +5,7 @@
 
 #include "codegen/codegen.h"
 #include "ir/vec.h"
-#include "schedule/sched_internal.h"
+#include "schedule/schedule_internal.h"
 
 /* ---------------------------------------------------------------- SStack */
 

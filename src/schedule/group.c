@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "schedule/sched_internal.h"
+#include "schedule/schedule_internal.h"
 
 int64_t sched_group(SchedGraph *g, int64_t i) {
   while (g->info[i].group != i) i = g->info[i].group = g->info[g->info[i].group].group;

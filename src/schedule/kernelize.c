@@ -19,7 +19,7 @@
 
 #include "ir/pattern.h"
 #include "ir/vec.h"
-#include "schedule/sched_internal.h"
+#include "schedule/schedule_internal.h"
 
 typedef struct {
   SchedGraph *g;

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "ir/vec.h"
-#include "schedule/sched_internal.h"
+#include "schedule/schedule_internal.h"
 
 const char *sched_why_name(SchedWhy why) {
   static const char *const names[] = {

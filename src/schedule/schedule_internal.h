@@ -1,7 +1,7 @@
 /* Shared state of the scheduler's passes (decide.c, kernelize.c, schedule.c).
  * Not part of the scheduler's interface: see schedule.h. */
-#ifndef TVK_SCHEDULE_SCHED_INTERNAL_H
-#define TVK_SCHEDULE_SCHED_INTERNAL_H
+#ifndef TVK_SCHEDULE_SCHEDULE_INTERNAL_H
+#define TVK_SCHEDULE_SCHEDULE_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>

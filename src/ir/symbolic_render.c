@@ -1,6 +1,6 @@
-/* sym_infer and the readable renderer (the seed's `renderer` and sym_infer).
- * Bounds are in symbolic_bounds.c, rules in symbolic_rules.c and
- * symbolic_divmod.c. */
+/* The readable renderer of UOp expressions (the seed's `renderer`): Python
+ * syntax, for messages, tests and debug output. Bounds and sym_infer are in
+ * symbolic_bounds.c, rules in symbolic_rules.c and symbolic_divmod.c. */
 #include <ctype.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -11,38 +11,6 @@
 #include "alu.h"
 #include "ir/strbuf.h"
 #include "symbolic_internal.h"
-
-/* ---------------------------------------------------------------- sym_infer */
-
-static bool is_var(const UOp *u) {
-  return u->op == OP_DEFINE_VAR || u->op == OP_RANGE || u->op == OP_SPECIAL;
-}
-
-int64_t sym_infer(UOp *u, int nvars, UOp *const *vars, const int64_t *vals) {
-  size_t n = 0;
-  UOp **order = uop_toposort(u, &n);
-  if (!order) return 0;
-  /* the given bindings, then every other variable at its vmin */
-  UOp **vs = malloc((n + (size_t)nvars) * sizeof *vs);
-  CVal *cv = malloc((n + (size_t)nvars) * sizeof *cv);
-  int64_t result = 0;
-  if (vs && cv) {
-    int m = 0;
-    for (int i = 0; i < nvars; i++) vs[m] = vars[i], cv[m++].i = vals[i];
-    for (size_t i = 0; i < n; i++) {
-      bool bound = false;
-      for (int j = 0; j < nvars && !bound; j++) bound = vars[j] == order[i];
-      if (is_var(order[i]) && !bound) vs[m] = order[i], cv[m++].i = uop_vmin(order[i]);
-    }
-    CVal out;
-    bool intlike = dt_is_int(u->dtype) || dt_is_bool(u->dtype);
-    if (intlike && uop_eval(u, m, vs, cv, &out)) result = out.i;
-  }
-  free(vs);
-  free(cv);
-  free(order);
-  return result;
-}
 
 /* ---------------------------------------------------------------- renderer */
 

@@ -1,15 +1,15 @@
-/* Shared helpers of the tensor ops (ops_binary.c, ops_unary.c, ops_reduce.c,
- * ops_movement.c): input checks, shapes and their messages, broadcasting,
- * dtype promotion, axis normalisation, movement of graph nodes, and NULL-safe
- * builders of elementwise graphs. docs/frontend.md explains how the ops use them.
+/* What the tensor ops (ops_*.c) share: input checks, shapes and their
+ * messages, broadcasting and dtype promotion (the bc_ functions), axis
+ * normalisation, movement of graph nodes, and NULL-safe builders of
+ * elementwise graphs (ew_). docs/frontend.md explains how the ops use them.
  *
  * NULL safety: every builder here returns NULL when an argument is NULL (a
  * builder below ran out of memory) and never dereferences it, so an op builds
  * its whole graph and checks for NULL once at the end. All UOps returned are
  * autoreleased into the context's current pool (the op's FRONT_BEGIN).
  */
-#ifndef TVK_FRONTEND_BROADCAST_H
-#define TVK_FRONTEND_BROADCAST_H
+#ifndef TVK_FRONTEND_OPS_COMMON_H
+#define TVK_FRONTEND_OPS_COMMON_H
 
 #include <stdbool.h>
 #include <stddef.h>

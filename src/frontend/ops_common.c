@@ -1,5 +1,5 @@
-/* Shared helpers of the tensor ops: see broadcast.h. */
-#include "frontend/broadcast.h"
+/* Shared helpers of the tensor ops: see ops_common.h. */
+#include "frontend/ops_common.h"
 
 #include <assert.h>
 #include <inttypes.h>

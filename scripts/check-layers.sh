@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Fails when an #include goes against the direction of the engine
+# (../shared/DESIGN.md, "Layers point one way"):
+#
+#   1. src/ folders are ranked ir < codegen < schedule < runtime < frontend; a
+#      file includes only headers of its own rank or below.
+#   2. The backends include only ir/, codegen/ (language tables) and runtime/
+#      (the device interface, the cache), never each other; src/ includes no
+#      backend header and no Vulkan, volk or shaderc header.
+#   3. Modules include each other without a cycle. A module is a file's path
+#      without its extension and without an "_internal" suffix (uop.h + uop.c,
+#      symbolic.h + symbolic_internal.h); an include of another module's file is
+#      an edge, and any cycle of edges, in a folder or across folders, fails.
+#
+# Usage: scripts/check-layers.sh [root]   (default: the repository root)
+set -euo pipefail
+cd "${1:-$(dirname "$0")/..}"
+
+files=$(ls src/*/*.[ch] backend_*/*.[ch] include/*.h)
+report=$(mktemp)
+trap 'rm -f "$report"' EXIT
+
+# One line per include: "file<TAB>< or \"<TAB>included path".
+grep -HE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]' src/*/*.[ch] backend_*/*.[ch] |
+  sed -E 's/^([^:]+):[^<"]*([<"])([^>"]+)[>"].*$/\1\t\2\t\3/' |
+  awk -F'\t' -v files="$files" -v report="$report" '
+    BEGIN {
+      n = split(files, f, "\n")
+      for (i = 1; i <= n; i++) exists[f[i]] = 1
+      rank["ir"] = 0; rank["codegen"] = 1; rank["schedule"] = 2; rank["runtime"] = 3
+      rank["frontend"] = 4
+    }
+    function module(p) { sub(/\.[ch]$/, "", p); sub(/_internal$/, "", p); return p }
+    function bad(msg) { print "layers: " msg > report; failed = 1 }
+    {
+      file = $1; quoted = $2 == "\""; inc = $3; checked++
+      dir = file; sub(/\/[^\/]*$/, "", dir)
+      to = index(inc, "/") ? substr(inc, 1, index(inc, "/") - 1) : ""
+      if (dir ~ /^src\//) {
+        from = substr(dir, 5)
+        if (to in rank && rank[to] > rank[from])
+          bad(file " includes \"" inc "\": " from " may not include " to " (a higher layer)")
+        if (inc ~ /^(vulkan\/|volk|shaderc|backend_|cpu_|vk_)/)
+          bad(file " includes \"" inc "\": src/ sees devices only through runtime/device.h")
+      } else if (quoted && to != "" && to != "ir" && to != "codegen" && to != "runtime") {
+        bad(file " includes \"" inc "\": a backend includes only ir/, codegen/ and runtime/")
+      }
+      if (!quoted) next
+      if ((dir "/" inc) in exists) target = dir "/" inc
+      else if (("src/" inc) in exists) target = "src/" inc
+      else next # system headers, tvk.h, generated files: outside the modules
+      a = module(file); b = module(target)
+      if (a != b) print a, b
+    }
+    END { print "checked " checked > report; exit failed }
+  ' >"$report.edges" || true
+
+fail=0
+if grep -q '^layers:' "$report"; then
+  grep '^layers:' "$report"
+  fail=1
+fi
+if ! loop=$(tsort "$report.edges" 2>&1 >/dev/null); then
+  echo "layers: modules include each other in a cycle:"
+  printf '%s\n' "$loop" | sed -n 's/^tsort: //p' | grep -v 'contains a loop' | sed 's/^/  /'
+  fail=1
+fi
+rm -f "$report.edges"
+[ "$fail" -eq 0 ] && echo "layers: ok ($(sed -n 's/^checked //p' "$report") includes checked)"
+exit "$fail"
