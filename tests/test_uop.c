@@ -197,6 +197,33 @@ static void test_dtype_promote(void **state) {
   assert_int_equal(dt_promote(DT_VOID, DT_INT32), DT_VOID);
 }
 
+/* The reduction rules, written out per dtype (tvk.h documents them per op). */
+static void test_dtype_reduce_rules(void **state) {
+  (void)state;
+  static const struct {
+    ScalarType s, sum, flt, acc;
+  } rows[] = {
+      {DT_BOOL, DT_INT32, DT_FLOAT32, DT_BOOL},
+      {DT_INT8, DT_INT32, DT_FLOAT32, DT_INT8},
+      {DT_UINT8, DT_UINT32, DT_FLOAT32, DT_UINT8},
+      {DT_INT16, DT_INT32, DT_FLOAT32, DT_INT16},
+      {DT_UINT16, DT_UINT32, DT_FLOAT32, DT_UINT16},
+      {DT_INT32, DT_INT32, DT_FLOAT32, DT_INT32},
+      {DT_UINT32, DT_UINT32, DT_FLOAT32, DT_UINT32},
+      {DT_INT64, DT_INT64, DT_FLOAT32, DT_INT64},
+      {DT_UINT64, DT_UINT64, DT_FLOAT32, DT_UINT64},
+      {DT_FLOAT16, DT_FLOAT16, DT_FLOAT16, DT_FLOAT32},
+      {DT_BFLOAT16, DT_BFLOAT16, DT_BFLOAT16, DT_FLOAT32},
+      {DT_FLOAT32, DT_FLOAT32, DT_FLOAT32, DT_FLOAT32},
+      {DT_FLOAT64, DT_FLOAT64, DT_FLOAT64, DT_FLOAT64},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    assert_int_equal(dt_sum_result(rows[i].s), rows[i].sum);
+    assert_int_equal(dt_float_result(rows[i].s), rows[i].flt);
+    assert_int_equal(dt_acc(rows[i].s), rows[i].acc);
+  }
+}
+
 static void test_dtype_bounds(void **state) {
   (void)state;
   static const struct {
@@ -1285,6 +1312,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dtype_sizes_names),
       cmocka_unit_test(test_dtype_promote),
+      cmocka_unit_test(test_dtype_reduce_rules),
       cmocka_unit_test(test_dtype_bounds),
       cmocka_unit_test(test_dtype_truncate_int),
       cmocka_unit_test(test_dtype_truncate_float),

@@ -188,7 +188,7 @@ tvk_tensor *tvk_conv2d(tvk_tensor *x, tvk_tensor *w, tvk_tensor *bias, const int
   if ((err = check_window(op, x, k, st, pd, dl))) return err;
 
   ScalarType res = bc_promote(2, (tvk_tensor *[]){x, w});
-  tvk_dtype rt = dt_to_tvk(res), ct = res == DT_FLOAT16 || res == DT_BFLOAT16 ? TVK_FLOAT32 : rt;
+  tvk_dtype rt = dt_to_tvk(res), ct = dt_to_tvk(dt_acc(res));
   size_t sc = tvk_scope_begin(ctx);
   int64_t G = groups, Og = Cout / G;
   tvk_tensor *xw = windows(x, k, st, pd, dl); /* (N, Cin, Ho, Wo, kh, kw) */

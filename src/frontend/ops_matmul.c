@@ -14,12 +14,9 @@
 
 #include "frontend/ops_common.h"
 
-/* Operands of float16/bfloat16 are multiplied and summed in float32 (each
- * product is then exact and the sum does not lose the low bits); the result
- * is rounded once. */
-static ScalarType compute_dtype(ScalarType s) {
-  return s == DT_FLOAT16 || s == DT_BFLOAT16 ? DT_FLOAT32 : s;
-}
+/* Operands are multiplied and summed in dt_acc (for float16/bfloat16 each
+ * product is then exact and the sum keeps the low bits); the result is
+ * rounded once. */
 
 /* The product of two checked operands (ndim >= 1 each, inner dims equal,
  * batch dims broadcasting); the result has dtype `res`. Temporaries are left
@@ -61,7 +58,7 @@ static tvk_tensor *matmul_body(tvk_tensor *a, tvk_tensor *b, ScalarType res) {
   tvk_tensor *b2 = b->ndim == 1 ? tvk_reshape(b, 2, (int64_t[]){1, K}) : tvk_transpose(b, -1, -2);
   tvk_tensor *bx = tvk_expand(tvk_reshape(b2, bnd + 1, bv), nb + 3, full);
 
-  ScalarType cdt = compute_dtype(res);
+  ScalarType cdt = dt_acc(res);
   tvk_dtype ct = dt_to_tvk(cdt);
   if (tvk_dtype_of(ax) != ct) ax = tvk_cast(ax, ct);
   if (tvk_dtype_of(bx) != ct) bx = tvk_cast(bx, ct);

@@ -12,17 +12,10 @@
 
 #include "frontend/ops_common.h"
 
-static bool is_float(tvk_dtype d) {
-  return d == TVK_FLOAT16 || d == TVK_BFLOAT16 || d == TVK_FLOAT32 || d == TVK_FLOAT64;
-}
-
-/* Results are floats (integers and bool give float32); float16 and bfloat16
- * are computed in float32 and rounded once at the end. */
-static tvk_dtype res_dtype(tvk_dtype d) { return is_float(d) ? d : TVK_FLOAT32; }
-static tvk_dtype comp_dtype(tvk_dtype d) {
-  d = res_dtype(d);
-  return d == TVK_FLOAT16 || d == TVK_BFLOAT16 ? TVK_FLOAT32 : d;
-}
+/* Results are floats (dt_float_result), computed in dt_acc of that and
+ * rounded once at the end. */
+static tvk_dtype res_dtype(tvk_dtype d) { return dt_to_tvk(dt_float_result(dt_from_tvk(d))); }
+static tvk_dtype comp_dtype(tvk_dtype d) { return dt_to_tvk(dt_acc(dt_from_tvk(res_dtype(d)))); }
 
 /* ---------------------------------------------------------------- var, std */
 
@@ -80,8 +73,7 @@ static tvk_dtype norm_dtype(tvk_tensor *x, int n, tvk_tensor *const *ps) {
   ScalarType s = dt_from_tvk(res_dtype(x->dtype));
   for (int i = 0; i < n; i++)
     if (ps[i]) s = dt_promote(s, dt_from_tvk(ps[i]->dtype));
-  tvk_dtype r = dt_to_tvk(s);
-  return is_float(r) ? r : TVK_FLOAT32;
+  return dt_to_tvk(dt_float_result(s));
 }
 
 /* The given tensors among ts (n of them), for bc_check. */

@@ -9,29 +9,15 @@
 
 typedef enum { RK_SUM, RK_PROD, RK_MAX, RK_MIN, RK_MEAN } RKind;
 
-/* sum and prod: narrow ints widen to 32 bits (bool counts as signed). */
-static ScalarType sum_dtype(ScalarType s) {
-  switch (s) {
-  case DT_BOOL:
-  case DT_INT8:
-  case DT_INT16: return DT_INT32;
-  case DT_UINT8:
-  case DT_UINT16: return DT_UINT32;
-  default: return s;
-  }
-}
-
 static ScalarType result_dtype(RKind k, ScalarType s) {
-  if (k == RK_SUM || k == RK_PROD) return sum_dtype(s);
-  if (k == RK_MEAN) return (DT_BITS_FLOAT & DT_BIT(s)) ? s : DT_FLOAT32;
+  if (k == RK_SUM || k == RK_PROD) return dt_sum_result(s);
+  if (k == RK_MEAN) return dt_float_result(s);
   return s;
 }
 
-/* float16/bfloat16 accumulate in float32 (sums of many half values would lose
- * everything past 11 bits); max and min are exact in any dtype. */
+/* Sums accumulate in dt_acc; max and min are exact in any dtype. */
 static ScalarType compute_dtype(RKind k, ScalarType res) {
-  bool half = res == DT_FLOAT16 || res == DT_BFLOAT16;
-  return half && k != RK_MAX && k != RK_MIN ? DT_FLOAT32 : res;
+  return k != RK_MAX && k != RK_MIN ? dt_acc(res) : res;
 }
 
 /* The result of reducing zero elements. */

@@ -22,22 +22,10 @@
 
 #define CUMSUM_DIRECT 256 /* the longest axis summed by windows of its full length */
 
-static bool is_half(tvk_dtype d) { return d == TVK_FLOAT16 || d == TVK_BFLOAT16; }
-static bool is_float(tvk_dtype d) {
-  return is_half(d) || d == TVK_FLOAT32 || d == TVK_FLOAT64;
-}
+static bool is_float(tvk_dtype d) { return dt_is_float(dt_make(dt_from_tvk(d))); }
 
 /* tvk_sum's result dtype. */
-static tvk_dtype sum_dtype(tvk_dtype d) {
-  switch (d) {
-  case TVK_BOOL:
-  case TVK_INT8:
-  case TVK_INT16: return TVK_INT32;
-  case TVK_UINT8:
-  case TVK_UINT16: return TVK_UINT32;
-  default: return d;
-  }
-}
+static tvk_dtype sum_dtype(tvk_dtype d) { return dt_to_tvk(dt_sum_result(dt_from_tvk(d))); }
 
 
 /* ---------------------------------------------------------------- cumsum */
@@ -45,7 +33,8 @@ static tvk_dtype sum_dtype(tvk_dtype d) {
 /* Sum over the last dim (halves summed in float32: the sum keeps float32). */
 static tvk_tensor *sum_last(tvk_tensor *w) {
   int last = -1;
-  if (is_half(w->dtype)) w = tvk_cast(w, TVK_FLOAT32);
+  ScalarType acc = dt_acc(dt_from_tvk(w->dtype));
+  if (acc != dt_from_tvk(w->dtype)) w = tvk_cast(w, dt_to_tvk(acc));
   return tvk_sum(w, 1, &last, false);
 }
 

@@ -16,10 +16,6 @@
 
 #include "frontend/ops_common.h"
 
-static bool is_float(tvk_dtype d) {
-  return d == TVK_FLOAT16 || d == TVK_BFLOAT16 || d == TVK_FLOAT32 || d == TVK_FLOAT64;
-}
-
 static bool is_int(tvk_dtype d) {
   return d == TVK_INT8 || d == TVK_UINT8 || d == TVK_INT16 || d == TVK_UINT16 || d == TVK_INT32 ||
          d == TVK_UINT32 || d == TVK_INT64 || d == TVK_UINT64;
@@ -27,11 +23,8 @@ static bool is_int(tvk_dtype d) {
 
 /* The result dtype of a float op (integers and bool give float32) and the dtype
  * it is computed in (float16 / bfloat16: float32, rounded once at the end). */
-static tvk_dtype res_dtype(tvk_dtype d) { return is_float(d) ? d : TVK_FLOAT32; }
-static tvk_dtype comp_dtype(tvk_dtype d) {
-  d = res_dtype(d);
-  return d == TVK_FLOAT16 || d == TVK_BFLOAT16 ? TVK_FLOAT32 : d;
-}
+static tvk_dtype res_dtype(tvk_dtype d) { return dt_to_tvk(dt_float_result(dt_from_tvk(d))); }
+static tvk_dtype comp_dtype(tvk_dtype d) { return dt_to_tvk(dt_acc(dt_from_tvk(res_dtype(d)))); }
 
 
 /* a as a compute-dtype tensor of at least one dim (0-d becomes (1,)). */

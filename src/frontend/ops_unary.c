@@ -219,9 +219,8 @@ static tvk_tensor *unary(const UnOp *op, tvk_tensor *a) {
   size_t m = FRONT_BEGIN(ctx);
   Ew e = ew_frame(ctx, a->ndim, a->shape);
   UOp *x = a->uop;
-  if (op->kind == UK_FLOAT && !(DT_BITS_FLOAT & DT_BIT(s))) s = DT_FLOAT32;
-  bool widen = op->wide && (s == DT_FLOAT16 || s == DT_BFLOAT16);
-  x = ew_cast(x, widen ? DT_FLOAT32 : s);
+  if (op->kind == UK_FLOAT) s = dt_float_result(s);
+  x = ew_cast(x, op->wide ? dt_acc(s) : s);
   UOp *r = ew_cast(op->fn(&e, x), op->kind == UK_BOOL ? DT_BOOL : s);
   return FRONT_END(
       ctx, m, bc_result(ctx, op->name, r, op->kind == UK_BOOL ? DT_BOOL : s, a->ndim, a->shape));

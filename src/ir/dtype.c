@@ -106,6 +106,21 @@ static uint32_t ancestors(ScalarType s) {
   return set;
 }
 
+ScalarType dt_sum_result(ScalarType s) {
+  switch (s) {
+  case DT_BOOL:
+  case DT_INT8:
+  case DT_INT16: return DT_INT32;
+  case DT_UINT8:
+  case DT_UINT16: return DT_UINT32;
+  default: return s;
+  }
+}
+
+ScalarType dt_float_result(ScalarType s) { return (DT_BITS_FLOAT >> s) & 1u ? s : DT_FLOAT32; }
+
+ScalarType dt_acc(ScalarType s) { return s == DT_FLOAT16 || s == DT_BFLOAT16 ? DT_FLOAT32 : s; }
+
 ScalarType dt_promote(ScalarType a, ScalarType b) {
   if (!valid_scalar(a) || !valid_scalar(b) || a == DT_VOID || b == DT_VOID) return DT_VOID;
   uint32_t common = ancestors(a) & ancestors(b);

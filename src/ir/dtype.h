@@ -81,6 +81,17 @@ double dt_max_f(DType d);
  * (bool < int8 < int16 ... ; int64/uint64 -> float16 ...). Scalars only. */
 ScalarType dt_promote(ScalarType a, ScalarType b);
 
+/* The dtype rules of reductions and float ops, one place for every op:
+ * dt_sum_result  a sum or product of s: bool and integers narrower than 32 bits
+ *                widen to 32 (signed or unsigned as they are); others stay
+ * dt_float_result a float result computed from s (mean, softmax, norms): s when
+ *                it is a float, else float32
+ * dt_acc         what values of s are accumulated in: float32 for float16 and
+ *                bfloat16 (a long sum of half values would keep 11 bits), else s */
+ScalarType dt_sum_result(ScalarType s);
+ScalarType dt_float_result(ScalarType s);
+ScalarType dt_acc(ScalarType s);
+
 /* A constant of a scalar type, as the IR stores it: `i` for bool and integer
  * types (uint64 as its bit pattern), `f` for float types. */
 typedef union {
