@@ -1725,9 +1725,9 @@ static void test_errors(void **state) {
                            ld(c, 2, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)5)))),
                TVK_ERR_INVALID_ARG, "buffer 1");
   /* an op codegen does not take in an AST */
-  UOp *ptr = uop_new(c, OP_BARRIER, DT(FLOAT32), 1, &A, arg_none());
+  UOp *ptr = uop_new(c, OP_ASSIGN, DT(FLOAT32), 1, &A, arg_none());
   expect_error(sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)5), ptr)),
-               TVK_ERR_INVALID_ARG, "BARRIER");
+               TVK_ERR_INVALID_ARG, "ASSIGN");
   /* an op the C renderer cannot spell: bitwise XOR on floats */
   UOp *A2 = ld(c, 2, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)5));
   expect_error(

@@ -1101,8 +1101,59 @@ static void test_golden_packed(void **state) {
   check_golden(sink1(store(c, 0, DT_UINT8, shp(2, (int64_t)3, (int64_t)25), x)), 0, golden_E_3_25);
 }
 
+/* Every ALU op of ops.def that the IR evaluates on a dtype (alu_exec, the
+ * constant folder's semantics) has a spelling for that dtype in the C table
+ * and in the GLSL table: a new op row, or a new dtype for an op, cannot be
+ * folded at compile time and then fail to render. */
+static const Spell *spelling(const Lang *L, Op op, ScalarType s) {
+  static const TypeClass class_of[DT_COUNT] = {
+      [DT_BOOL] = CL_BOOL,   [DT_INT8] = CL_SINT,    [DT_INT16] = CL_SINT,
+      [DT_INT32] = CL_SINT,  [DT_INT64] = CL_SINT,   [DT_UINT8] = CL_UINT,
+      [DT_UINT16] = CL_UINT, [DT_UINT32] = CL_UINT,  [DT_UINT64] = CL_UINT,
+      [DT_FLOAT16] = CL_FLOAT, [DT_BFLOAT16] = CL_FLOAT, [DT_FLOAT32] = CL_FLOAT,
+      [DT_FLOAT64] = CL_FLOAT,
+  };
+  const Spell *row = L->alu_dt[s];
+  if (row && row[op].expr) return &row[op];
+  const Spell *sp = &L->alu[class_of[s]][op];
+  return sp->expr ? sp : NULL;
+}
+
+static void test_every_alu_op_spelled(void **state) {
+  (void)state;
+  Lang *glsl = vk_glsl_lang_new(UINT32_MAX); /* every feature: the widest table */
+  assert_non_null(glsl);
+  const Lang *langs[] = {&lang_c, glsl};
+  const ScalarType dts[] = {DT_BOOL,   DT_INT8,   DT_UINT8,  DT_INT16,  DT_UINT16,
+                            DT_INT32,  DT_UINT32, DT_INT64,  DT_UINT64, DT_FLOAT32,
+                            DT_FLOAT64};
+  int checked = 0;
+  for (int op = 1; op < OP_COUNT; op++) {
+    if (!op_in((Op)op, G_ALU)) continue;
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+      ScalarType in = dts[d];
+      ScalarType out = op == OP_CMPLT || op == OP_CMPNE ? DT_BOOL : in;
+      bool f = in == DT_FLOAT32 || in == DT_FLOAT64;
+      CVal src[3] = {{.i = 1}, {.i = 3}, {.i = 2}}, res;
+      if (f) src[1].f = 3, src[2].f = 2;
+      if (!f && op != OP_WHERE) src[0].i = 3;
+      if (f && op != OP_WHERE) src[0].f = 3;
+      if (!alu_exec((Op)op, out, in, src, &res)) continue;
+      for (size_t l = 0; l < 2; l++) {
+        if (!spelling(langs[l], (Op)op, in))
+          fail_msg("%s has no spelling for %s on %s", langs[l]->name, op_name((Op)op),
+                   dt_scalar_name(in));
+        checked++;
+      }
+    }
+  }
+  assert_true(checked > 100); /* the IR evaluates most ops on most dtypes */
+  vk_glsl_lang_free(glsl);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_every_alu_op_spelled),
       T(test_compile_ops),       T(test_compile_casts), T(test_refused),
       T(test_golden_sum),        T(test_golden_packed), T(test_run_int_ops),
       T(test_run_bool_ops),      T(test_run_float_ops), T(test_run_casts),

@@ -157,9 +157,9 @@ static void test_match_arg(void **state) {
   /* tuples and strings compare by value, not by pointer */
   int64_t order[] = {1, 0, 2}, other[] = {1, 0, 2};
   UOp *x = var(&t, "x");
-  UOp *perm = uop_new(t.ctx, OP_PERMUTE, DT(INT32), 1, &x, arg_ints(3, order));
+  UOp *perm = uop_new(t.ctx, OP_VCONST, DT(INT32), 1, &x, arg_ints(3, order));
   const UPat *pp =
-      UPAT(.ops = P_OPS(OP_PERMUTE), .arg = &(const Arg){.kind = ARG_INTS, .ints = {3, other}});
+      UPAT(.ops = P_OPS(OP_VCONST), .arg = &(const Arg){.kind = ARG_INTS, .ints = {3, other}});
   assert_true(matches(pp, perm));
   const UPat *pv = UPAT(.arg = &(const Arg){.kind = ARG_VAR, .var = {"x", 0, 100}});
   assert_true(matches(pv, x));

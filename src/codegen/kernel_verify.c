@@ -30,10 +30,7 @@ typedef struct {
  * CG_MAX_CORES to them. */
 #define INT32_LIMIT ((int64_t)INT32_MAX - 2 * CG_MAX_CORES)
 
-static bool is_value_op(Op op) {
-  return op == OP_LOAD || op == OP_CONST || op == OP_ARANGE || op == OP_DEFINE_VAR || op == OP_CAST ||
-         op == OP_REDUCE_AXIS || op_in(op, G_ALU);
-}
+static bool is_value_op(Op op) { return op_in(op, G_AST_VALUE); }
 
 static NodeInfo *info_of(Verify *v, const UOp *u) {
   int64_t *i = ptrmap_ref(&v->index, u);
@@ -166,15 +163,11 @@ static tvk_status broadcast(Verify *v, UOp *u) {
   return TVK_OK;
 }
 
-static int alu_arity(Op op) {
-  return op_in(op, G_UNARY) ? 1 : op_in(op, G_BINARY) ? 2 : op_in(op, G_TERNARY) ? 3 : 0;
-}
-
 static tvk_status check_reduce(Verify *v, UOp *u) {
   if (u->nsrc != 1 || u->arg.kind != ARG_REDUCE)
     return bad(v, u, "needs arg_reduce and one source");
   Op rop = (Op)u->arg.red.op;
-  if (rop != OP_ADD && rop != OP_MUL && rop != OP_MAX)
+  if (!op_in(rop, G_REDUCE_OP))
     return bad(v, u, "reduces with %s; only ADD, MUL and MAX are reduce ops", op_name(rop));
   if (!dt_eq(u->dtype, u->src[0]->dtype)) return bad(v, u, "has a dtype other than its source's");
   tvk_status s = broadcast(v, u);
@@ -235,8 +228,8 @@ static tvk_status check_value(Verify *v, UOp *u) {
   if (op == OP_LOAD) return check_access(v, u);
   if (op == OP_REDUCE_AXIS) return check_reduce(v, u);
   if (op == OP_CAST && u->nsrc != 1) return bad(v, u, "takes one source");
-  if (op != OP_CAST && (int)u->nsrc != alu_arity(op))
-    return bad(v, u, "has %u sources, not %d", u->nsrc, alu_arity(op));
+  if (op != OP_CAST && (int)u->nsrc != op_arity(op))
+    return bad(v, u, "has %u sources, not %d", u->nsrc, op_arity(op));
   return broadcast(v, u);
 }
 

@@ -228,8 +228,7 @@ static size_t item_under(Lin *l, size_t i, int L) {
 static size_t item_key(const Lin *l, size_t t) {
   size_t i = t < l->n ? t : l->range_at[t - l->n];
   Op op = (Op)l->topo[i]->op;
-  bool def = t < l->n &&
-             (op == OP_DEFINE_GLOBAL || op == OP_DEFINE_VAR || op == OP_SPECIAL || op == OP_CONST);
+  bool def = t < l->n && op_in(op, G_DEFINE);
   return (def ? 0 : l->n) + i;
 }
 

@@ -475,7 +475,7 @@ static bool render_one(Walker *w, size_t p) {
     w->expr[p] = printf_new("%s", "");
     break;
   default:
-    if (u->op == OP_CAST || op_in((Op)u->op, G_ALU)) return render_alu(w, p, u);
+    if (op_in((Op)u->op, G_ELEMENTWISE)) return render_alu(w, p, u);
     return err_first(w->err, TVK_ERR_INTERNAL, "render: %s in a linear program", op_name((Op)u->op)),
            false;
   }

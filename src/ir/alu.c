@@ -132,11 +132,6 @@ static bool alu_float(Op op, const double *s, double *r) {
 
 /* ---------------------------------------------------------------- dispatch */
 
-static int alu_nsrc(Op op) {
-  uint32_t g = op_groups(op);
-  return (g & G_UNARY) ? 1 : (g & G_BINARY) ? 2 : (g & G_TERNARY) ? 3 : 0;
-}
-
 static bool alu_is_float(ScalarType s) { return (DT_BITS_FLOAT >> s) & 1u; }
 static bool alu_is_intlike(ScalarType s) { return s == DT_BOOL || ((DT_BITS_INT >> s) & 1u); }
 
@@ -167,11 +162,17 @@ bool alu_exec(Op op, ScalarType out, ScalarType in, const CVal *src, CVal *res) 
     return false;
   bool fin = alu_is_float(in);
   if (!fin && !alu_is_intlike(in)) return false;
+  /* On bool the IR has logic, not arithmetic: MOD, POW, the shifts and MULACC
+   * of bools are not ops (the frontend promotes first, and no renderer spells
+   * them), so they are not folded either. */
+  if (in == DT_BOOL &&
+      (op == OP_MOD || op == OP_POW || op == OP_SHL || op == OP_SHR || op == OP_MULACC))
+    return false;
   if (op == OP_WHERE) {
     CVal pick = src[0].i ? src[1] : src[2];
     return fin ? alu_put_float(out, pick.f, res) : alu_put_int(out, (uint64_t)pick.i, res);
   }
-  int n = alu_nsrc(op);
+  int n = op_arity(op);
   if (fin && (op == OP_CMPLT || op == OP_CMPNE)) { /* IEEE: NaN < x false, NaN != NaN */
     bool c = op == OP_CMPLT ? src[0].f < src[1].f : src[0].f != src[1].f;
     return alu_put_int(out, c, res);
@@ -247,9 +248,7 @@ static bool eval_node(EvalMemo *m, UOp *u, CVal *out) {
 }
 
 /* Variables, and ops whose sources are not operands, are leaves. */
-static bool eval_is_leaf(const UOp *u) {
-  return u->op == OP_CONST || u->op == OP_DEFINE_VAR || u->op == OP_RANGE || u->op == OP_SPECIAL;
-}
+static bool eval_is_leaf(const UOp *u) { return op_in((Op)u->op, G_IRREDUCIBLE); }
 
 /* Iterative post-order walk: an explicit stack of (node, next source). */
 static bool eval_walk(EvalMemo *m, UOp *root, CVal *out) {

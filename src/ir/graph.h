@@ -45,9 +45,7 @@ static inline int64_t graph_buffer_id(const UOp *buffer) { return buffer->arg.in
 static inline int64_t graph_buffer_numel(const UOp *buffer) { return buffer->arg.ints.v[1]; }
 
 /* Leaves of the tensor graph: data that needs no kernel. */
-static inline bool graph_is_leaf(const UOp *u) {
-  return u->op == OP_BUFFER || u->op == OP_CONST || u->op == OP_DEFINE_VAR || u->op == OP_ARANGE;
-}
+static inline bool graph_is_leaf(const UOp *u) { return op_in((Op)u->op, G_LEAF); }
 
 /* Shape of a tensor-graph node (see above); returns ndim. */
 int graph_shape(UOp *u, int64_t *shape);

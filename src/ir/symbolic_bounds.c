@@ -253,14 +253,11 @@ static Bounds compute(UOp *u) {
     return fit(d, true, 0, max2(e.hi - 1, 0));
   }
   case OP_CAST: return b_cast(d, get(u->src[0]));
-  case OP_BIND:
-  case OP_GEP:
-  case OP_CONTRACT: {
+  case OP_GEP: {
     Bounds a = get(u->src[0]);
     return a.exact && is_intlike(d) ? fit(d, true, a.lo, a.hi) : full_of(d);
   }
-  case OP_VECTORIZE:
-  case OP_UNROLL: {
+  case OP_VECTORIZE: {
     Bounds h = get(u->src[0]);
     for (uint32_t i = 1; i < u->nsrc; i++) h = hull(h, get(u->src[i]));
     return h.exact && is_intlike(d) ? fit(d, true, h.lo, h.hi) : full_of(d);
@@ -276,11 +273,8 @@ static bool needs_src(UOp *u) {
   switch ((Op)u->op) {
   case OP_RANGE:
   case OP_CAST:
-  case OP_BIND:
   case OP_GEP:
-  case OP_CONTRACT:
-  case OP_VECTORIZE:
-  case OP_UNROLL: return u->nsrc > 0;
+  case OP_VECTORIZE: return u->nsrc > 0;
   default: return op_in((Op)u->op, G_ALU);
   }
 }
@@ -351,9 +345,7 @@ bool uop_bounds_exact(UOp *u) {
 
 /* ---------------------------------------------------------------- sym_infer */
 
-static bool is_var(const UOp *u) {
-  return u->op == OP_DEFINE_VAR || u->op == OP_RANGE || u->op == OP_SPECIAL;
-}
+static bool is_var(const UOp *u) { return op_in((Op)u->op, G_IRREDUCIBLE) && u->op != OP_CONST; }
 
 int64_t sym_infer(UOp *u, int nvars, UOp *const *vars, const int64_t *vals) {
   size_t n = 0;

@@ -48,7 +48,6 @@ uint64_t arg_hash(const Arg *a) {
   case ARG_INT: return mix(h, (uint64_t)a->i);
   case ARG_FLOAT: memcpy(&bits, &a->f, sizeof bits); return mix(h, bits);
   case ARG_INTS: return hash_ints(h, a->ints.n, a->ints.v);
-  case ARG_STR: return hash_str(h, a->s);
   case ARG_VAR: return mix(mix(hash_str(h, a->var.name), (uint64_t)a->var.lo), (uint64_t)a->var.hi);
   case ARG_REDUCE: return hash_ints(mix(h, a->red.op), a->red.n, a->red.axes);
   case ARG_ST: return mix(h, st_hash(a->st));
@@ -67,7 +66,6 @@ bool arg_eq(const Arg *a, const Arg *b) {
   case ARG_INT: return a->i == b->i;
   case ARG_FLOAT: return memcmp(&a->f, &b->f, sizeof a->f) == 0; /* NaN == NaN, 0.0 != -0.0 */
   case ARG_INTS: return ints_eq(a->ints.n, a->ints.v, b->ints.n, b->ints.v);
-  case ARG_STR: return strcmp(a->s, b->s) == 0;
   case ARG_VAR:
     return strcmp(a->var.name, b->var.name) == 0 && a->var.lo == b->var.lo && a->var.hi == b->var.hi;
   case ARG_REDUCE: return a->red.op == b->red.op && ints_eq(a->red.n, a->red.axes, b->red.n, b->red.axes);
@@ -96,7 +94,6 @@ static bool arg_copy(Arg *dst, const Arg *src) {
   *dst = *src;
   switch ((ArgKind)src->kind) {
   case ARG_INTS: dst->ints.v = dup_ints(src->ints.n, src->ints.v, &ok); break;
-  case ARG_STR: dst->s = dup_str(src->s, &ok); break;
   case ARG_VAR: dst->var.name = dup_str(src->var.name, &ok); break;
   case ARG_REDUCE: dst->red.axes = dup_ints(src->red.n, src->red.axes, &ok); break;
   case ARG_ST: dst->st = st_clone(src->st); ok = dst->st != NULL; break;
@@ -108,7 +105,6 @@ static bool arg_copy(Arg *dst, const Arg *src) {
 static void arg_release(Arg *a) {
   switch ((ArgKind)a->kind) {
   case ARG_INTS: free((void *)a->ints.v); break;
-  case ARG_STR: free((void *)a->s); break;
   case ARG_VAR: free((void *)a->var.name); break;
   case ARG_REDUCE: free((void *)a->red.axes); break;
   case ARG_ST: st_free((ShapeTracker *)a->st); break;
@@ -132,7 +128,6 @@ int arg_str_render(const Arg *a, char *buf, size_t n) {
   case ARG_INT: return snprintf(buf, n, "%" PRId64, a->i);
   case ARG_FLOAT: return snprintf(buf, n, "%.9g", a->f);
   case ARG_INTS: return render_ints(buf, n, a->ints.n, a->ints.v);
-  case ARG_STR: return snprintf(buf, n, "'%s'", a->s);
   case ARG_VAR: return snprintf(buf, n, "('%s', %" PRId64 ", %" PRId64 ")", a->var.name, a->var.lo, a->var.hi);
   case ARG_REDUCE: {
     int len = snprintf(buf, n, "(%s, ", op_name((Op)a->red.op));

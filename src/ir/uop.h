@@ -34,7 +34,6 @@ typedef enum {
   ARG_INT,    /* i: CONST of bool/int dtypes (uint64 as bits), RANGE axis id, GEP index ... */
   ARG_FLOAT,  /* f: CONST of float dtypes; compared by bit pattern */
   ARG_INTS,   /* ints: a tuple of int64 (PERMUTE order, axes, ...) */
-  ARG_STR,    /* s: NAME, kernel names, rendered text */
   ARG_VAR,    /* var: DEFINE_VAR (name, lo, hi); SPECIAL (name, 0, size-1) */
   ARG_REDUCE, /* red: REDUCE_AXIS (op, axes) */
   ARG_ST,     /* st: a ShapeTracker (VIEW) */
@@ -49,7 +48,6 @@ typedef struct {
       int n;
       const int64_t *v;
     } ints;
-    const char *s;
     struct {
       const char *name;
       int64_t lo, hi;
@@ -69,7 +67,6 @@ static inline Arg arg_none(void) { return (Arg){.kind = ARG_NONE}; }
 static inline Arg arg_int(int64_t i) { return (Arg){.kind = ARG_INT, .i = i}; }
 static inline Arg arg_float(double f) { return (Arg){.kind = ARG_FLOAT, .f = f}; }
 static inline Arg arg_ints(int n, const int64_t *v) { return (Arg){.kind = ARG_INTS, .ints = {n, v}}; }
-static inline Arg arg_str(const char *s) { return (Arg){.kind = ARG_STR, .s = s}; }
 static inline Arg arg_var(const char *name, int64_t lo, int64_t hi) {
   return (Arg){.kind = ARG_VAR, .var = {name, lo, hi}};
 }

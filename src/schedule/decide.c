@@ -34,24 +34,14 @@ bool sched_view_is_identity(const UOp *v) {
          memcmp(st_shape(st), shape, (size_t)nd * sizeof *shape) == 0;
 }
 
-/* Ops with f(0, ..., 0) = 0 (bitwise +0 or -0), so a padded view can be pushed
- * below them: at a padded position every input reads 0. The seed lists the
- * complement (UnsafePad: RECIP LOG2 EXP2 IDIV POW); an allow-list also keeps
- * FDIV (0/0 = NaN), MOD and ops added later out until someone checks them. */
-static const bool keeps_zero_ops[OP_COUNT] = {
-    [OP_ADD] = true,   [OP_SUB] = true,   [OP_MUL] = true, /* 0+0, 0-0, 0*0 */
-    [OP_NEG] = true,   [OP_MAX] = true,                    /* -0, max(0, 0) */
-    [OP_AND] = true,   [OP_OR] = true,    [OP_XOR] = true, /* bitwise on zero bits */
-    [OP_SHL] = true,   [OP_SHR] = true,                    /* 0 << 0, 0 >> 0 */
-    [OP_CMPLT] = true, [OP_CMPNE] = true,                  /* 0 < 0, 0 != 0: false */
-    [OP_WHERE] = true,                                     /* false ? 0 : 0 */
-    [OP_SQRT] = true,  [OP_SIN] = true,                    /* sqrt 0, sin 0 */
-    [OP_CAST] = true,                                      /* (T)0 */
-};
+/* A padded view can be pushed below an op with f(0, ..., 0) = 0: at a padded
+ * position every input reads 0 (G_KEEPS_ZERO in ops.def). The seed lists the
+ * complement (UnsafePad: RECIP LOG2 EXP2 IDIV POW); the facts are an
+ * allow-list, which also keeps FDIV (0/0 = NaN), MOD, MULACC and ops added
+ * later out until someone checks them. */
+static bool keeps_zero(Op op) { return op_in(op, G_KEEPS_ZERO); }
 
-static bool keeps_zero(Op op) { return keeps_zero_ops[op]; }
-
-static bool is_elementwise(Op op) { return op == OP_CAST || op_in(op, G_ALU); }
+static bool is_elementwise(Op op) { return op_in(op, G_ELEMENTWISE); }
 
 /* VIEW(R, st) with R a reduce and st a reshape of R's result (row-major, all of
  * it): a kernel whose root reaches it through elementwise ops only can run in
@@ -129,8 +119,7 @@ static void mark_mem(SchedGraph *g) {
 bool sched_contiguous_noop(const UOp *u) {
   if (u->op != OP_CONTIGUOUS || u->src[0]->op != OP_VIEW) return false;
   const UOp *v = u->src[0], *y = v->src[0];
-  if (y->op == OP_CONST || y->op == OP_DEFINE_VAR || y->op == OP_ARANGE)
-    return false; /* a constant has no memory to view */
+  if (graph_is_leaf(y) && y->op != OP_BUFFER) return false; /* a constant has no memory to view */
   if (!st_contiguous(v->arg.st)) return false;
   if (y->op == OP_BUFFER) return true; /* a row-major prefix of memory: plain already */
   return st_numel(v->arg.st) == graph_numel((UOp *)y); /* all of y: computing y is computing the CONTIGUOUS */

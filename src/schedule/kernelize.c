@@ -205,7 +205,7 @@ static const Rule kernel_rules[] = {
     /* CONTIGUOUS(y) -> y   for a no-op CONTIGUOUS */
     {PAT_OP0(OP_CONTIGUOUS, X), contiguous_alias},
     /* VIEW(f(a, ..), st) -> f(VIEW(a, st), ..) */
-    {VIEW_OF(UPAT(.ops = P_OPS(OP_CAST), .groups = G_ALU, .slot = X)), view_push},
+    {VIEW_OF(UPAT(.groups = G_ELEMENTWISE, .slot = X)), view_push},
     /* VIEW(x, identity) -> x */
     {VIEW_OF(PAT_ANY(X)), view_identity},
 };
@@ -222,9 +222,7 @@ static tvk_status check_ast(SchedGraph *g, UOp *ast) {
   for (size_t i = 0; i < n && s == TVK_OK; i++) {
     UOp *u = topo[i];
     Op op = (Op)u->op;
-    bool ok = op == OP_SINK || op == OP_STORE || op == OP_LOAD || op == OP_DEFINE_GLOBAL ||
-              op == OP_CONST || op == OP_ARANGE || op == OP_REDUCE_AXIS || op == OP_CAST || op == OP_DEFINE_VAR ||
-              op_in(op, G_ALU) || (op == OP_VIEW && u->nsrc == 0);
+    bool ok = op_in(op, G_AST) && (op != OP_VIEW || u->nsrc == 0);
     if (!ok)
       s = err_set(g->sc->err, TVK_ERR_INTERNAL,
           "schedule: a %s%s%s is left in a kernel AST (a view could not be pushed to the loads)",
