@@ -3,12 +3,14 @@
  * batch; descriptors pushed (VK_KHR_push_descriptor) or taken from pools; the
  * work-group split; submission, completion by fence, recycling; timestamps.
  * See docs/vulkan.md ("Batching and barriers") and the kernel ABI in
- * vk_internal.h. */
-#include "vk_internal.h"
+ * vk_dispatch.h. */
+#include "vk_dispatch.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "vk_pipeline.h"
 
 enum {
   VK_BATCH_MAX = 256, /* dispatches per command buffer before it is submitted */
@@ -140,8 +142,6 @@ static void slot_destroy(VkDev *v, VkSlot *sl) {
 }
 
 tvk_status vk_dispatch_init(VkDev *v) {
-  tvk_status st = vk_pipeline_init(v);
-  if (st != TVK_OK) return st;
   VkDispatchState *s = calloc(1, sizeof *s);
   uint8_t *push = malloc(v->lim.max_push_constants + 16u);
   if (!s || !push) {
@@ -153,6 +153,7 @@ tvk_status vk_dispatch_init(VkDev *v) {
   s->recording = -1;
   s->timing = v->debug >= 1 && (v->features & VKFEAT_TIMESTAMPS);
   v->dispatch = s;
+  tvk_status st = TVK_OK;
   for (int i = 0; i < VK_SLOTS && st == TVK_OK; i++) st = slot_init(v, s, &s->slots[i]);
   return st;
 }
@@ -342,7 +343,7 @@ tvk_status vk_wait(VkDev *v) { return vk_wait_serial(v, v->serial_used); }
 /* ---- launch: checks ---- */
 
 /* Spreads `total` work groups over x, y, z within the device's per-dimension
- * limits (the kernel reconstructs the linear id; see vk_internal.h). */
+ * limits (the kernel reconstructs the linear id; see vk_dispatch.h). */
 static bool split_groups(const VkDevLimits *l, uint64_t total, uint32_t out[3]) {
   uint64_t x = total < l->max_wg_count[0] ? total : l->max_wg_count[0];
   uint64_t rest = (total + x - 1) / x;
@@ -351,6 +352,14 @@ static bool split_groups(const VkDevLimits *l, uint64_t total, uint32_t out[3]) 
   if (z > l->max_wg_count[2] || x * y * z > UINT32_MAX) return false;
   out[0] = (uint32_t)x, out[1] = (uint32_t)y, out[2] = (uint32_t)z;
   return true;
+}
+
+tvk_status vk_buffer_check_bind(VkDev *v, const DevBuffer *b, int index) {
+  if (b->range <= v->lim.max_storage_range) return TVK_OK;
+  return err_set(&v->base.err, TVK_ERR_DEVICE,
+                 "buffer %d of the launch is %zu bytes, more than one storage-buffer binding "
+                 "addresses on %s (maxStorageBufferRange %llu bytes)",
+                 index, b->size, v->name, (unsigned long long)v->lim.max_storage_range);
 }
 
 static tvk_status check_args(VkDev *v, const DevProgram *p, DevBuffer *const *bufs, int nbufs,

@@ -9,10 +9,12 @@
  * either way. Every offset and reservation is a multiple of `align`, the largest
  * of minStorageBufferOffsetAlignment, nonCoherentAtomSize and 16, so free ranges
  * stay aligned without padding and flushes of a reservation never touch another. */
-#include "vk_internal.h"
+#include "vk_memory.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "vk_dispatch.h"
 
 enum {
   STAGING_BYTES = 8 << 20, /* one staging buffer, reused for every chunk of a copy */
@@ -447,14 +449,6 @@ tvk_status vk_buffer_alloc(Device *d, size_t nbytes, DevBuffer **out) {
   m->alive = b;
   *out = b;
   return TVK_OK;
-}
-
-tvk_status vk_buffer_check_bind(VkDev *v, const DevBuffer *b, int index) {
-  if (b->range <= v->lim.max_storage_range) return TVK_OK;
-  return err_set(&v->base.err, TVK_ERR_DEVICE,
-                  "buffer %d of the launch is %zu bytes, more than one storage-buffer binding "
-                  "addresses on %s (maxStorageBufferRange %llu bytes)",
-                  index, b->size, v->name, (unsigned long long)v->lim.max_storage_range);
 }
 
 /* ---- copies ---- */
