@@ -1,7 +1,7 @@
 /* GLSL -> SPIR-V with shaderc, in-process, through the on-disk SPIR-V cache;
  * then vk_pipeline_build turns the SPIR-V into a pipeline. See docs/vulkan.md
  * ("Compiling and caching"). */
-#include "vk_internal.h"
+#include "vk_compile.h"
 
 #include <errno.h>
 #include <glslang/build_info.h>
@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "runtime/cache.h"
+#include "vk_dispatch.h"
+#include "vk_pipeline.h"
 
 enum { SPIRV_MAGIC = 0x07230203 };
 

@@ -3,12 +3,16 @@
  * batch; descriptors pushed (VK_KHR_push_descriptor) or taken from pools; the
  * work-group split; submission, completion by fence, recycling; timestamps.
  * See docs/vulkan.md ("Batching and barriers") and the kernel ABI in
- * vk_internal.h. */
-#include "vk_internal.h"
+ * vk_dispatch.h. */
+#include "vk_dispatch.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "ir/ptrmap.h"
+#include "ir/vec.h"
+#include "vk_pipeline.h"
 
 enum {
   VK_BATCH_MAX = 256, /* dispatches per command buffer before it is submitted */
@@ -19,9 +23,8 @@ enum {
 
 /* Hazard state of one buffer within the batch being recorded. */
 typedef struct {
-  const DevBuffer *buf; /* NULL: empty slot of the table */
-  uint32_t read_epoch;  /* epoch + 1 of the last read; 0: not read in this batch */
-  bool write_pending;   /* written, and no barrier has made that write visible yet */
+  uint32_t read_epoch; /* epoch + 1 of the last read; 0: not read in this batch */
+  bool write_pending;  /* written, and no barrier has made that write visible yet */
 } Hazard;
 
 /* One command buffer and what it needs until its submission completes. */
@@ -31,7 +34,8 @@ typedef struct {
   VkFence fence;
   VkQueryPool queries; /* VK_NULL_HANDLE unless timing */
   VkDescriptorPool *dpools;
-  int ndpools, dpool_used;         /* pools made; index of the one sets come from */
+  size_t ndpools, capdpools;       /* pools made; room for them */
+  size_t dpool_used;               /* index of the one sets come from */
   const char *names[VK_BATCH_MAX]; /* kernel of each dispatch, for the timings */
   int ndispatch;
   uint64_t serial; /* 0: free; else the batch it holds */
@@ -43,65 +47,48 @@ struct VkDispatchState {
   int recording; /* index of the slot being recorded; -1: none */
   int next;      /* the slot the next batch takes */
   bool timing;   /* TVK_DEBUG >= 1 and the queue has timestamps */
-  /* Hazard table of the recording batch: open addressing, cap a power of 2. */
+  /* Hazards of the recording batch: each buffer's index in haz. The map keeps
+   * its room from batch to batch. */
+  PtrMap haz_of;
   Hazard *haz;
-  uint32_t haz_cap, haz_count;
+  size_t nhaz, haz_cap;
   uint32_t epoch;   /* barriers recorded in this batch */
   VkPipeline bound; /* last pipeline bound in this batch */
   /* Scratch, grown as needed. */
   VkDescriptorBufferInfo *infos;
   VkWriteDescriptorSet *writes;
   VkBufferMemoryBarrier *barriers;
-  int scratch_cap;
+  size_t infos_cap, writes_cap, barriers_cap;
   uint8_t *push; /* max_push_constants bytes */
   VkDispatchStats stats;
 };
 
 /* ---- hazards ---- */
 
-static uint32_t haz_hash(const DevBuffer *b, uint32_t cap) {
-  uint64_t x = (uint64_t)(uintptr_t)b * UINT64_C(0x9e3779b97f4a7c15);
-  return (uint32_t)(x >> 40) & (cap - 1);
-}
-
+/* The entry of b; NULL when b has none in this batch. */
 static Hazard *haz_find(VkDispatchState *s, const DevBuffer *b) {
-  for (uint32_t i = haz_hash(b, s->haz_cap);; i = (i + 1) & (s->haz_cap - 1)) {
-    if (s->haz[i].buf == b) return &s->haz[i];
-    if (!s->haz[i].buf) return NULL;
-  }
-}
-
-static bool haz_grow(VkDispatchState *s) {
-  uint32_t cap = s->haz_cap ? s->haz_cap * 2 : 256;
-  Hazard *t = calloc(cap, sizeof *t);
-  if (!t) return false;
-  for (uint32_t i = 0; i < s->haz_cap; i++) {
-    if (!s->haz[i].buf) continue;
-    uint32_t j = haz_hash(s->haz[i].buf, cap);
-    while (t[j].buf) j = (j + 1) & (cap - 1);
-    t[j] = s->haz[i];
-  }
-  free(s->haz);
-  s->haz = t;
-  s->haz_cap = cap;
-  return true;
+  int64_t i = ptrmap_get(&s->haz_of, b);
+  return i < 0 ? NULL : &s->haz[i];
 }
 
 /* The entry of b, made if new. NULL when out of memory. */
 static Hazard *haz_get(VkDispatchState *s, const DevBuffer *b) {
-  Hazard *h = s->haz_cap ? haz_find(s, b) : NULL;
-  if (h) return h;
-  if ((s->haz_count + 1) * 2 > s->haz_cap && !haz_grow(s)) return NULL;
-  uint32_t i = haz_hash(b, s->haz_cap);
-  while (s->haz[i].buf) i = (i + 1) & (s->haz_cap - 1);
-  s->haz[i] = (Hazard){.buf = b};
-  s->haz_count++;
-  return &s->haz[i];
+  /* Room first, so a new key never maps to an entry that could not be made. */
+  if (!VEC_RESERVE(s->haz, s->haz_cap, s->nhaz + 1)) return NULL;
+  bool added;
+  int64_t *i = ptrmap_insert(&s->haz_of, b, (int64_t)s->nhaz, &added);
+  if (!i) return NULL;
+  if (added) s->haz[s->nhaz++] = (Hazard){0};
+  return &s->haz[*i];
 }
 
+/* Forgets every buffer but keeps the map's room, so a new batch does not grow
+ * it again. PtrMap has no clear; its layout (a NULL key is an empty slot, n the
+ * count) makes zeroed keys an empty map. */
 static void haz_clear(VkDispatchState *s) {
-  if (s->haz_count) memset(s->haz, 0, s->haz_cap * sizeof *s->haz);
-  s->haz_count = 0;
+  if (s->haz_of.n) memset(s->haz_of.keys, 0, s->haz_of.cap * sizeof *s->haz_of.keys);
+  s->haz_of.n = 0;
+  s->nhaz = 0;
   s->epoch = 0;
 }
 
@@ -131,7 +118,7 @@ static tvk_status slot_init(VkDev *v, VkDispatchState *s, VkSlot *sl) {
 }
 
 static void slot_destroy(VkDev *v, VkSlot *sl) {
-  for (int i = 0; i < sl->ndpools; i++)
+  for (size_t i = 0; i < sl->ndpools; i++)
     v->vk.vkDestroyDescriptorPool(v->device, sl->dpools[i], NULL);
   free(sl->dpools);
   if (sl->queries) v->vk.vkDestroyQueryPool(v->device, sl->queries, NULL);
@@ -140,8 +127,6 @@ static void slot_destroy(VkDev *v, VkSlot *sl) {
 }
 
 tvk_status vk_dispatch_init(VkDev *v) {
-  tvk_status st = vk_pipeline_init(v);
-  if (st != TVK_OK) return st;
   VkDispatchState *s = calloc(1, sizeof *s);
   uint8_t *push = malloc(v->lim.max_push_constants + 16u);
   if (!s || !push) {
@@ -153,6 +138,7 @@ tvk_status vk_dispatch_init(VkDev *v) {
   s->recording = -1;
   s->timing = v->debug >= 1 && (v->features & VKFEAT_TIMESTAMPS);
   v->dispatch = s;
+  tvk_status st = TVK_OK;
   for (int i = 0; i < VK_SLOTS && st == TVK_OK; i++) st = slot_init(v, s, &s->slots[i]);
   return st;
 }
@@ -161,6 +147,7 @@ void vk_dispatch_destroy(VkDev *v) {
   VkDispatchState *s = v->dispatch;
   if (!s) return;
   for (int i = 0; i < VK_SLOTS; i++) slot_destroy(v, &s->slots[i]);
+  ptrmap_free(&s->haz_of);
   free(s->haz);
   free(s->infos);
   free(s->writes);
@@ -198,7 +185,7 @@ static void print_timings(VkDev *v, VkSlot *sl) {
  * reset here, so a finished batch holds no descriptor sets. */
 static tvk_status slot_complete(VkDev *v, VkSlot *sl, bool report) {
   if (report && sl->queries && sl->ndispatch > 0) print_timings(v, sl);
-  for (int i = 0; i < sl->dpool_used + 1 && i < sl->ndpools; i++)
+  for (size_t i = 0; i < sl->dpool_used + 1 && i < sl->ndpools; i++)
     v->vk.vkResetDescriptorPool(v->device, sl->dpools[i], 0);
   sl->dpool_used = 0;
   if (sl->serial > v->serial_done) v->serial_done = sl->serial;
@@ -342,7 +329,7 @@ tvk_status vk_wait(VkDev *v) { return vk_wait_serial(v, v->serial_used); }
 /* ---- launch: checks ---- */
 
 /* Spreads `total` work groups over x, y, z within the device's per-dimension
- * limits (the kernel reconstructs the linear id; see vk_internal.h). */
+ * limits (the kernel reconstructs the linear id; see vk_dispatch.h). */
 static bool split_groups(const VkDevLimits *l, uint64_t total, uint32_t out[3]) {
   uint64_t x = total < l->max_wg_count[0] ? total : l->max_wg_count[0];
   uint64_t rest = (total + x - 1) / x;
@@ -351,6 +338,14 @@ static bool split_groups(const VkDevLimits *l, uint64_t total, uint32_t out[3]) 
   if (z > l->max_wg_count[2] || x * y * z > UINT32_MAX) return false;
   out[0] = (uint32_t)x, out[1] = (uint32_t)y, out[2] = (uint32_t)z;
   return true;
+}
+
+tvk_status vk_buffer_check_bind(VkDev *v, const DevBuffer *b, int index) {
+  if (b->range <= v->lim.max_storage_range) return TVK_OK;
+  return err_set(&v->base.err, TVK_ERR_DEVICE,
+                 "buffer %d of the launch is %zu bytes, more than one storage-buffer binding "
+                 "addresses on %s (maxStorageBufferRange %llu bytes)",
+                 index, b->size, v->name, (unsigned long long)v->lim.max_storage_range);
 }
 
 static tvk_status check_args(VkDev *v, const DevProgram *p, DevBuffer *const *bufs, int nbufs,
@@ -437,18 +432,11 @@ static tvk_status check_dims(VkDev *v, const DevProgram *p, const LaunchDims *di
 
 /* ---- launch: recording ---- */
 
+/* Room for one entry per binding of a launch in each scratch array. */
 static bool scratch_reserve(VkDispatchState *s, int n) {
-  if (n <= s->scratch_cap) return true;
-  int cap = n < 32 ? 32 : n;
-  VkDescriptorBufferInfo *i = realloc(s->infos, (size_t)cap * sizeof *i);
-  if (i) s->infos = i;
-  VkWriteDescriptorSet *w = realloc(s->writes, (size_t)cap * sizeof *w);
-  if (w) s->writes = w;
-  VkBufferMemoryBarrier *b = realloc(s->barriers, (size_t)cap * sizeof *b);
-  if (b) s->barriers = b;
-  if (!i || !w || !b) return false;
-  s->scratch_cap = cap;
-  return true;
+  size_t need = (size_t)n;
+  return VEC_RESERVE(s->infos, s->infos_cap, need) && VEC_RESERVE(s->writes, s->writes_cap, need) &&
+         VEC_RESERVE(s->barriers, s->barriers_cap, need);
 }
 
 /* Records the barrier this dispatch needs against earlier ones of the batch
@@ -464,7 +452,7 @@ static tvk_status record_hazards(VkDev *v, VkCommandBuffer cmd, const DevProgram
   uint32_t nb = 0;
   for (int i = 0; i < p->nbindings; i++) {
     uint8_t a = p->access[i];
-    Hazard *h = a && s->haz_cap ? haz_find(s, bufs[i]) : NULL;
+    Hazard *h = a ? haz_find(s, bufs[i]) : NULL;
     if (!h) continue;
     bool raw_waw = h->write_pending;
     bool war = (a & VKACC_WRITE) && h->read_epoch == s->epoch + 1;
@@ -507,9 +495,8 @@ static tvk_status record_hazards(VkDev *v, VkCommandBuffer cmd, const DevProgram
 static tvk_status alloc_set(VkDev *v, VkSlot *sl, const DevProgram *p, VkDescriptorSet *out) {
   for (;;) {
     if (sl->dpool_used == sl->ndpools) {
-      VkDescriptorPool *grown = realloc(sl->dpools, (size_t)(sl->ndpools + 1) * sizeof *grown);
-      if (!grown) return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "launch: out of memory");
-      sl->dpools = grown;
+      if (!VEC_RESERVE(sl->dpools, sl->capdpools, sl->ndpools + 1))
+        return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "launch: out of memory");
       uint32_t nbuf = VK_POOL_BUFFERS > p->nbindings ? VK_POOL_BUFFERS : (uint32_t)p->nbindings;
       VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, nbuf};
       VkDescriptorPoolCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,

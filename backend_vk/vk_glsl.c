@@ -1,5 +1,5 @@
 /* The GLSL 450 language table (render.h) of the Vulkan backend: compute
- * shaders that follow the kernel ABI of vk_internal.h. Buffer i is the storage
+ * shaders that follow the kernel ABI of vk_dispatch.h. Buffer i is the storage
  * buffer at (set 0, binding i), `readonly` when only read; one push-constant
  * block holds the launch grid and the symbolic values; the kernel is lowered in
  * grid mode (lower.c), and its prologue rebuilds the linear work-group id from
@@ -25,8 +25,8 @@
 
 #include "codegen/render.h"
 #include "tvk_glsl_shaders.h"
+#include "vk_core.h"
 #include "vk_glsl.h"
-#include "vk_internal.h"
 
 /* The helpers read as the GLSL they generate, the tables as tables. */
 /* clang-format off */
@@ -159,7 +159,7 @@ static const Lang glsl_base = {
     .push_close = "} pc;\n",
     .launch_decl = "layout(local_size_x = $0, local_size_y = $1, local_size_z = $2) in;\n",
     /* the linear group id of a grid the dispatcher may have split across x, y, z;
-     * whole groups past the grid return (vk_internal.h) */
+     * whole groups past the grid return (vk_dispatch.h) */
     .func_open = "void main() {  // $K\n"
                  "  uint tvk_lin = gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y +\n"
                  "                 gl_NumWorkGroups.y * gl_WorkGroupID.z);\n"

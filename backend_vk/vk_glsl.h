@@ -7,9 +7,11 @@
 
 #include <stdint.h>
 
+#include "vk_core.h"
+
 typedef struct Lang Lang; /* codegen/render.h */
 
-/* The table for a device with the VKFEAT_* bits `features` (vk_internal.h):
+/* The table for a device with the VKFEAT_* bits `features` (vk_core.h):
  * 8- and 16-bit elements through the storage extensions where the device has
  * them and packed in 32-bit words where not; int64/uint64 and float64 only with
  * shaderInt64 / shaderFloat64 (without them a kernel using the dtype fails with
@@ -17,5 +19,9 @@ typedef struct Lang Lang; /* codegen/render.h */
  * (CG_MODE_GRID). Returns NULL when out of memory; free with vk_glsl_lang_free. */
 Lang *vk_glsl_lang_new(uint32_t features);
 void vk_glsl_lang_free(Lang *lang); /* NULL ok */
+
+/* Builds v->glsl for v->features and makes it the device's codegen: base.lang
+ * and grid lowering (CG_MODE_GRID). vk_glsl_lang_free(v->glsl) frees it. */
+tvk_status vk_glsl_attach(VkDev *v);
 
 #endif

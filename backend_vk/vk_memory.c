@@ -9,10 +9,13 @@
  * either way. Every offset and reservation is a multiple of `align`, the largest
  * of minStorageBufferOffsetAlignment, nonCoherentAtomSize and 16, so free ranges
  * stay aligned without padding and flushes of a reservation never touch another. */
-#include "vk_internal.h"
+#include "vk_memory.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "ir/vec.h"
+#include "vk_dispatch.h"
 
 enum {
   STAGING_BYTES = 8 << 20, /* one staging buffer, reused for every chunk of a copy */
@@ -34,7 +37,7 @@ typedef struct VkBlock {
   bool dedicated;   /* made for one buffer larger than a block; freed with it */
   uint32_t live;    /* buffers in the block, freed-but-pending ones included */
   Range *free;      /* free ranges, sorted by offset, never adjacent (coalesced) */
-  uint32_t nfree, capfree;
+  size_t nfree, capfree;
 } VkBlock;
 
 struct VkMem {
@@ -203,18 +206,16 @@ static void block_destroy(VkDev *v, VkBlock *b) {
 static tvk_status block_create(VkDev *v, VkDeviceSize size, bool dedicated, VkBlock **out) {
   VkMem *m = v->mem;
   VkBlock *b = calloc(1, sizeof *b);
-  Range *fr = malloc(4 * sizeof *fr);
-  if (!b || !fr) {
+  if (!b || !VEC_RESERVE(b->free, b->capfree, 1)) { /* a failed reserve leaves b->free NULL */
     free(b);
-    free(fr);
     return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "out of host memory for a memory block");
   }
   bool cached = false;
   tvk_status st = make_buffer(v, size, false, m->map, &b->buffer, &b->memory, &b->mapped,
                               &b->coherent, &cached);
   if (st != TVK_OK) {
+    free(b->free);
     free(b);
-    free(fr);
     return st;
   }
   b->size = size;
@@ -223,10 +224,8 @@ static tvk_status block_create(VkDev *v, VkDeviceSize size, bool dedicated, VkBl
    * back through a staging copy into cached host memory instead. */
   b->read_mapped =
       b->mapped && (cached || v->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU);
-  b->free = fr;
-  b->capfree = 4;
   b->nfree = 1;
-  fr[0] = (Range){0, size};
+  b->free[0] = (Range){0, size};
   b->next = m->blocks;
   m->blocks = b;
   *out = b;
@@ -240,7 +239,7 @@ static void block_unlink(VkMem *m, VkBlock *b) {
 }
 
 /* Takes `size` bytes at free range i of b; returns the offset. */
-static VkDeviceSize block_take(VkBlock *b, uint32_t i, VkDeviceSize size) {
+static VkDeviceSize block_take(VkBlock *b, size_t i, VkDeviceSize size) {
   VkDeviceSize off = b->free[i].off;
   b->free[i].off += size;
   b->free[i].size -= size;
@@ -254,7 +253,7 @@ static VkDeviceSize block_take(VkBlock *b, uint32_t i, VkDeviceSize size) {
 
 /* Returns [off, off+size) to b's free list, merging with its neighbours. */
 static bool block_give(VkBlock *b, VkDeviceSize off, VkDeviceSize size) {
-  uint32_t i = 0;
+  size_t i = 0;
   while (i < b->nfree && b->free[i].off < off) i++; /* i: first range after off */
   bool prev = i > 0 && b->free[i - 1].off + b->free[i - 1].size == off;
   bool next = i < b->nfree && off + size == b->free[i].off;
@@ -268,12 +267,7 @@ static bool block_give(VkBlock *b, VkDeviceSize off, VkDeviceSize size) {
     b->free[i].off = off;
     b->free[i].size += size;
   } else {
-    if (b->nfree == b->capfree) {
-      Range *r = realloc(b->free, 2 * b->capfree * sizeof *r);
-      if (!r) return false;
-      b->free = r;
-      b->capfree *= 2;
-    }
+    if (!VEC_RESERVE(b->free, b->capfree, b->nfree + 1)) return false;
     memmove(b->free + i + 1, b->free + i, (b->nfree - i) * sizeof *b->free);
     b->free[i] = (Range){off, size};
     b->nfree++;
@@ -361,12 +355,12 @@ static bool drop_empty_blocks(VkDev *v) {
 
 /* Best fit over the blocks that are not dedicated: the smallest free range that
  * holds `size`. */
-static VkBlock *find_fit(VkMem *m, VkDeviceSize size, uint32_t *range) {
+static VkBlock *find_fit(VkMem *m, VkDeviceSize size, size_t *range) {
   VkBlock *best = NULL;
   VkDeviceSize best_size = 0;
   for (VkBlock *b = m->blocks; b; b = b->next) {
     if (b->dedicated) continue;
-    for (uint32_t i = 0; i < b->nfree; i++) {
+    for (size_t i = 0; i < b->nfree; i++) {
       VkDeviceSize s = b->free[i].size;
       if (s >= size && (!best || s < best_size)) best = b, best_size = s, *range = i;
     }
@@ -376,7 +370,7 @@ static VkBlock *find_fit(VkMem *m, VkDeviceSize size, uint32_t *range) {
 
 static tvk_status place(VkDev *v, VkDeviceSize reserved, VkBlock **block, VkDeviceSize *off) {
   VkMem *m = v->mem;
-  uint32_t i = 0;
+  size_t i = 0;
   VkBlock *b = reserved <= m->block_bytes ? find_fit(m, reserved, &i) : NULL;
   if (!b) {
     bool dedicated = reserved > m->block_bytes;
@@ -447,14 +441,6 @@ tvk_status vk_buffer_alloc(Device *d, size_t nbytes, DevBuffer **out) {
   m->alive = b;
   *out = b;
   return TVK_OK;
-}
-
-tvk_status vk_buffer_check_bind(VkDev *v, const DevBuffer *b, int index) {
-  if (b->range <= v->lim.max_storage_range) return TVK_OK;
-  return err_set(&v->base.err, TVK_ERR_DEVICE,
-                  "buffer %d of the launch is %zu bytes, more than one storage-buffer binding "
-                  "addresses on %s (maxStorageBufferRange %llu bytes)",
-                  index, b->size, v->name, (unsigned long long)v->lim.max_storage_range);
 }
 
 /* ---- copies ---- */

@@ -2,7 +2,7 @@
  * descriptor set layout, the pipeline layout and the compute pipeline; and the
  * device's VkPipelineCache, loaded at creation and saved at destroy. See
  * docs/vulkan.md ("Pipelines"). */
-#include "vk_internal.h"
+#include "vk_pipeline.h"
 
 #include <shaderc/shaderc.h>
 #include <stdio.h>

@@ -35,8 +35,8 @@
 #include <cmocka.h>
 #include <shaderc/shaderc.h>
 
+#include "../backend_vk/vk_core.h"
 #include "../backend_vk/vk_glsl.h"
-#include "../backend_vk/vk_internal.h"
 #include "codegen/codegen.h"
 #include "codegen/kernel.h"
 #include "codegen/render.h"

@@ -21,7 +21,10 @@
 
 #include <cmocka.h>
 
-#include "../backend_vk/vk_internal.h"
+#include "../backend_vk/vk_core.h"
+#include "../backend_vk/vk_dispatch.h"
+#include "../backend_vk/vk_memory.h"
+#include "../backend_vk/vk_pipeline.h"
 
 /* ---- shared helpers ---- */
 
@@ -588,7 +591,7 @@ static void test_out_of_memory(void **state) {
 
 /* ================================================================ 2. dispatch
  * (vk_compile.c, vk_pipeline.c, vk_dispatch.c). The kernels are hand-written
- * GLSL that follows the kernel ABI of vk_internal.h (push block: grid, then the
+ * GLSL that follows the kernel ABI of vk_dispatch.h (push block: grid, then the
  * values; the linear group id with its early exit). Each test runs in a fresh
  * kernel cache directory ($TVK_CACHE_DIR), removed afterwards. */
 

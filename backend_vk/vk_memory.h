@@ -1,0 +1,37 @@
+/* Device memory (vk_memory.c): the sub-allocator over VkDeviceMemory blocks, the
+ * buffers carved from them (DevBuffer, vk_core.h) and host <-> device copies.
+ * Copies, and an allocation that runs out of memory, wait for pending launches
+ * (vk_dispatch.h) first. */
+#ifndef TVK_BACKEND_VK_MEMORY_H
+#define TVK_BACKEND_VK_MEMORY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vk_core.h"
+
+/* Creates the allocator (no memory is allocated until the first alloc). */
+tvk_status vk_mem_init(VkDev *v);
+/* Frees every block, the staging buffer and the copy command pool. The device
+ * must be idle. NULL-safe on v->mem. */
+void vk_mem_destroy(VkDev *v);
+
+/* The DeviceOps entries. copy_in/copy_out first call vk_wait (so pending
+ * dispatches that use the buffer are done), then copy directly through the
+ * mapping, or through the staging buffer with vkCmdCopyBuffer on the queue,
+ * waiting for the copy. */
+tvk_status vk_buffer_alloc(Device *d, size_t nbytes, DevBuffer **out);
+void vk_buffer_free(Device *d, DevBuffer *b);
+tvk_status vk_copy_in(Device *d, DevBuffer *b, size_t offset, const void *src, size_t n);
+tvk_status vk_copy_out(Device *d, DevBuffer *b, size_t offset, void *dst, size_t n);
+
+typedef struct {
+  uint64_t blocks;      /* VkDeviceMemory blocks held (kept empty ones included) */
+  uint64_t block_bytes; /* their total size */
+  uint64_t live;        /* live buffers */
+  uint64_t live_bytes;  /* bytes reserved by live buffers */
+  uint64_t staging_bytes; /* size of the staging buffer (0 until a staging copy) */
+} VkMemStats;
+void vk_mem_stats(const VkDev *v, VkMemStats *out);
+
+#endif
