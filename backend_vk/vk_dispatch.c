@@ -83,11 +83,9 @@ static Hazard *haz_get(VkDispatchState *s, const DevBuffer *b) {
 }
 
 /* Forgets every buffer but keeps the map's room, so a new batch does not grow
- * it again. PtrMap has no clear; its layout (a NULL key is an empty slot, n the
- * count) makes zeroed keys an empty map. */
+ * it again. */
 static void haz_clear(VkDispatchState *s) {
-  if (s->haz_of.n) memset(s->haz_of.keys, 0, s->haz_of.cap * sizeof *s->haz_of.keys);
-  s->haz_of.n = 0;
+  ptrmap_clear(&s->haz_of);
   s->nhaz = 0;
   s->epoch = 0;
 }

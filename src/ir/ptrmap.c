@@ -34,6 +34,11 @@ void ptrmap_free(PtrMap *m) {
   memset(m, 0, sizeof *m);
 }
 
+void ptrmap_clear(PtrMap *m) {
+  if (m->n) memset(m->keys, 0, m->cap * sizeof *m->keys);
+  m->n = 0;
+}
+
 int64_t *ptrmap_ref(const PtrMap *m, const void *key) {
   if (!m->cap) return NULL;
   size_t i = slot_of(m, key);

@@ -20,6 +20,8 @@ typedef struct {
 /* An empty map with room for about hint keys; false on out of memory. */
 bool ptrmap_init(PtrMap *m, size_t hint);
 void ptrmap_free(PtrMap *m); /* empties it; the map can be used again */
+/* Removes every key but keeps the room (a map emptied and refilled per batch). */
+void ptrmap_clear(PtrMap *m);
 /* key's value, or -1 when absent (for maps whose values are never negative). */
 int64_t ptrmap_get(const PtrMap *m, const void *key);
 /* Where key's value lives, or NULL when absent; valid until the next insert. */
