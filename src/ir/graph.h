@@ -1,9 +1,8 @@
 /* The tensor graph: what tvk.h calls build and the scheduler reads. This is
  * the contract between the frontend (which builds it, src/frontend/) and the
  * scheduler (which turns it into kernels, src/schedule/), as codegen/kernel.h
- * is between the scheduler and codegen. A tensor-graph node is one of:
- *
- * A tensor holds one UOp of its context's UCtx (retained). The graph is made of:
+ * is between the scheduler and codegen. A tensor holds one node (retained);
+ * the nodes are:
  *
  *   VIEW(BUFFER)            realized data: BUFFER has the element dtype and
  *                           arg_ints(id, numel) (graph_buffer); the VIEW's
