@@ -8,8 +8,8 @@ scripts/install-deps.sh
 
 mode=${1:-plain}
 case "$mode" in
-  plain) dir=build; flags=() ;;
-  sanitize) dir=build-asan; flags=(-DTVK_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug) ;;
+  plain) dir=build; flags=(-DTVK_WERROR=ON) ;;
+  sanitize) dir=build-asan; flags=(-DTVK_WERROR=ON -DTVK_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug) ;;
   *) echo "usage: $0 [plain|sanitize]" >&2; exit 2 ;;
 esac
 

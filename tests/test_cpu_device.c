@@ -82,7 +82,7 @@ static Device *make_dev(int threads) {
   Device *d = NULL;
   Error err;
   tvk_status st = cpu_device_create(&opt, &d, &err);
-  if (st != TVK_OK) fail_msg("cpu_device_create: %s", err);
+  if (st != TVK_OK) fail_msg("cpu_device_create: %s", err.msg);
   return d;
 }
 
@@ -566,7 +566,7 @@ static tvk_status compile_once(const DeviceOptions *opt, int tag, char *msg, siz
   Error err;
   char src[512];
   tvk_status st = cpu_device_create(opt, &d, &err);
-  if (st != TVK_OK) fail_msg("create: %s", err);
+  if (st != TVK_OK) fail_msg("create: %s", err.msg);
   tagged_src(src, sizeof src, "where", tag);
   DevProgram *p = NULL;
   st = d->ops->compile(d, "where", src, &p, NULL);
