@@ -14,12 +14,6 @@
 
 #include "nn_util.h"
 
-static int64_t numel(int nd, const int64_t *s) {
-  int64_t n = 1;
-  for (int d = 0; d < nd; d++) n *= s[d];
-  return n;
-}
-
 /* Row-major offset of a multi-index. */
 static int64_t offset(int nd, const int64_t *s, const int64_t *ix) {
   int64_t o = 0;
@@ -90,7 +84,7 @@ static double *ref_cat(int n, int nd, int64_t (*shapes)[3], double **vals, int a
   for (int d = 0; d < nd; d++) out[d] = shapes[0][d];
   out[axis] = 0;
   for (int i = 0; i < n; i++) out[axis] += shapes[i][axis];
-  int64_t total = numel(nd, out);
+  int64_t total = nn_numel(nd, out);
   double *r = malloc((size_t)(total ? total : 1) * sizeof *r);
   for (int64_t o = 0; o < total; o++) {
     int64_t ix[3];
@@ -114,9 +108,9 @@ static void test_cat_axes(void **state) {
       for (int i = 0; i < n; i++) {
         memcpy(shapes[i], base, sizeof base);
         shapes[i][axis] = len[i];
-        vals[i] = nn_rand_vals(numel(3, shapes[i]), -1, 1);
+        vals[i] = nn_rand_vals(nn_numel(3, shapes[i]), -1, 1);
         ts[i] = nn_tensor(TVK_FLOAT32, 3, shapes[i], vals[i]);
-        for (int64_t k = 0; k < numel(3, shapes[i]); k++) vals[i][k] = (float)vals[i][k];
+        for (int64_t k = 0; k < nn_numel(3, shapes[i]); k++) vals[i][k] = (float)vals[i][k];
       }
       int64_t out[3];
       double *ref = ref_cat(n, 3, shapes, vals, axis, out);
@@ -268,14 +262,14 @@ static void test_stack(void **state) {
  * leading 1s. */
 static void check_repeat(const char *what, tvk_dtype dt, int nd, const int64_t *shape, int nrep,
                          const int64_t *reps) {
-  int64_t n = numel(nd, shape), full[16], out[16];
+  int64_t n = nn_numel(nd, shape), full[16], out[16];
   double *v = nn_rand_ints(n, -50, 50);
   tvk_tensor *a = nn_tensor(dt, nd, shape, v);
   for (int d = 0; d < nrep; d++) {
     full[d] = d < nrep - nd ? 1 : shape[d - (nrep - nd)];
     out[d] = full[d] * reps[d];
   }
-  int64_t m = numel(nrep, out);
+  int64_t m = nn_numel(nrep, out);
   double *ref = malloc((size_t)(m ? m : 1) * sizeof *ref);
   for (int64_t o = 0; o < m; o++) {
     int64_t ix[16];
@@ -378,7 +372,7 @@ static void test_eye(void **state) {
 /* out[ix] = t[ix with index[ix] at axis] (0 when index[ix] is out of range). */
 static void check_gather(const char *what, tvk_dtype dt, tvk_dtype idt, const int64_t *ts,
                          const int64_t *is, int axis, int64_t lo, int64_t hi) {
-  int64_t nt = numel(3, ts), ni = numel(3, is);
+  int64_t nt = nn_numel(3, ts), ni = nn_numel(3, is);
   double *tv = nn_rand_ints(nt, -100, 100), *iv = nn_rand_ints(ni, lo, hi);
   if (dt == TVK_FLOAT32)
     for (int64_t i = 0; i < nt; i++) tv[i] = (float)(tv[i] / 7);
@@ -442,7 +436,7 @@ static void test_gather(void **state) {
 
 static void check_embedding(const char *what, tvk_dtype dt, tvk_dtype idt, int64_t V, int64_t D,
                             int nd, const int64_t *is) {
-  int64_t ni = numel(nd, is), out[16];
+  int64_t ni = nn_numel(nd, is), out[16];
   double *w = nn_rand_vals(V * D, -1, 1), *iv = nn_rand_ints(ni, -1, V + 2);
   for (int64_t i = 0; i < V * D; i++) w[i] = (float)w[i];
   tvk_tensor *wt = nn_tensor(dt, 2, (int64_t[]){V, D}, w), *ix = nn_tensor(idt, nd, is, iv);

@@ -22,12 +22,6 @@
 
 #define EPS32 6e-8 /* 2^-24, a little rounded up */
 
-static int64_t numel(int nd, const int64_t *s) {
-  int64_t n = 1;
-  for (int i = 0; i < nd; i++) n *= s[i];
-  return n;
-}
-
 /* n values uniform in [lo, hi), rounded to float32. */
 static double *f32_vals(int64_t n, double lo, double hi) {
   double *v = nn_rand_vals(n, lo, hi);
@@ -303,10 +297,10 @@ static void check_conv(const char *what, ConvCase cc) {
   int64_t Ho = (cc.H + cc.pad[0] + cc.pad[1] - cc.dil[0] * (cc.kh - 1) - 1) / cc.stride[0] + 1;
   int64_t Wo = (cc.W + cc.pad[2] + cc.pad[3] - cc.dil[1] * (cc.kw - 1) - 1) / cc.stride[1] + 1;
   int64_t xs[4] = {cc.N, cc.Cin, cc.H, cc.W}, ws[4] = {cc.Cout, Cg, cc.kh, cc.kw};
-  double *x = f32_vals(numel(4, xs), -1, 1), *w = f32_vals(numel(4, ws), -1, 1);
+  double *x = f32_vals(nn_numel(4, xs), -1, 1), *w = f32_vals(nn_numel(4, ws), -1, 1);
   double *bias = f32_vals(cc.Cout, -1, 1);
   int64_t os[4] = {cc.N, cc.Cout, Ho, Wo};
-  double *ref = malloc((size_t)numel(4, os) * sizeof *ref), bound = 0;
+  double *ref = malloc((size_t)nn_numel(4, os) * sizeof *ref), bound = 0;
   for (int64_t n = 0; n < cc.N; n++)
     for (int64_t o = 0; o < cc.Cout; o++)
       for (int64_t p = 0; p < Ho; p++)
@@ -451,7 +445,7 @@ static void check_pool(const char *what, tvk_dtype dt, int nd, const int64_t *xs
                        const int64_t *s, const int64_t *p) {
   static const int64_t zero[4] = {0, 0, 0, 0};
   const int64_t *ss = s ? s : k, *pp = p ? p : zero;
-  int64_t H = xs[nd - 2], W = xs[nd - 1], B = numel(nd - 2, xs), Ho, Wo;
+  int64_t H = xs[nd - 2], W = xs[nd - 1], B = nn_numel(nd - 2, xs), Ho, Wo;
   double *x = dt == TVK_FLOAT32 ? f32_vals(B * H * W, -2, 2) : nn_rand_ints(B * H * W, -100, 100);
   double lowest = dt == TVK_FLOAT32 ? -INFINITY : -2147483648.0;
   tvk_tensor *tx = nn_tensor(dt, nd, xs, x);

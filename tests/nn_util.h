@@ -20,7 +20,6 @@ typedef struct {
   const char *device; /* "CPU", "VK" */
   tvk_ctx *ctx;       /* fresh for every test */
   int fails;          /* failed checks in the current test */
-  uint64_t rng;
 } NnSuite;
 
 extern NnSuite nn;
@@ -29,6 +28,13 @@ int nn_setup(void **state);
 /* Fails the test on a Vulkan validation message. */
 int nn_teardown(void **state);
 #define NN_TEST(f) cmocka_unit_test_setup_teardown(f, nn_setup, nn_teardown)
+
+/* The number of elements of a shape (1 for 0-d). */
+static inline int64_t nn_numel(int ndim, const int64_t *shape) {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= shape[i];
+  return n;
+}
 
 /* Uniform double in [lo, hi) from the suite's PRNG (reset per test). */
 double nn_uniform(double lo, double hi);

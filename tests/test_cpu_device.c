@@ -34,21 +34,6 @@ typedef struct {
 /* ---- helpers ---- */
 
 
-/* Entries of dir whose name ends in suffix (all entries when suffix is NULL). */
-static int count_files(const char *dir, const char *suffix) {
-  DIR *d = opendir(dir);
-  if (!d) return -1;
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    size_t len = strlen(e->d_name), sl = suffix ? strlen(suffix) : 0;
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    if (!suffix || (len >= sl && !strcmp(e->d_name + len - sl, suffix))) n++;
-  }
-  closedir(d);
-  return n;
-}
-
 /* The name of a .so in dir, into out. */
 static bool find_so(const char *dir, char *out, size_t outn) {
   DIR *d = opendir(dir);
@@ -62,19 +47,6 @@ static bool find_so(const char *dir, char *out, size_t outn) {
   }
   if (d) closedir(d);
   return found;
-}
-
-static char *save_env(const char *name) {
-  const char *v = getenv(name);
-  return v ? strdup(v) : NULL;
-}
-
-static void restore_env(const char *name, char *saved) {
-  if (saved)
-    setenv(name, saved, 1);
-  else
-    unsetenv(name);
-  free(saved);
 }
 
 static Device *make_dev(int threads) {
@@ -158,9 +130,7 @@ static int32_t run_tagged(Device *d, DevProgram *p) {
 static int suite_setup(void **state) {
   Suite *s = calloc(1, sizeof *s);
   if (!s) return -1;
-  const char *tmp = getenv("TMPDIR");
-  snprintf(s->root, sizeof s->root, "%s/tvk-cpu-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  if (!mkdtemp(s->root)) {
+  if (!temp_dir(s->root, sizeof s->root, "cpu-test")) {
     free(s);
     return -1;
   }
@@ -539,7 +509,7 @@ static void test_missing_symbol_and_bad_names(void **state) {
 static void test_no_compiler(void **state) {
   (void)state;
   static const char *const bad = "/nonexistent dir/no-such-cc";
-  char *saved = save_env("CC");
+  char *saved = env_save("CC");
   setenv("CC", bad, 1);
   Device *d = make_dev(1); /* creating works; compiling says why not */
   DevProgram *p = (DevProgram *)d;
@@ -549,7 +519,7 @@ static void test_no_compiler(void **state) {
   assert_contains(d->err.msg, bad);
   assert_contains(d->err.msg, "set CC");
   d->ops->destroy(d);
-  restore_env("CC", saved);
+  env_restore("CC", saved);
 
   /* The option wins over $CC. */
   DeviceOptions opt = {.threads = 1, .cc = bad};
@@ -583,8 +553,8 @@ static tvk_status compile_once(const DeviceOptions *opt, int tag, char *msg, siz
  * private temp dir when the home cannot be written. */
 static void test_cache_locations(void **state) {
   Suite *s = *state;
-  char *saved[4] = {save_env("TVK_CACHE_DIR"), save_env("XDG_CACHE_HOME"), save_env("HOME"),
-                    save_env("TMPDIR")};
+  char *saved[4] = {env_save("TVK_CACHE_DIR"), env_save("XDG_CACHE_HOME"), env_save("HOME"),
+                    env_save("TMPDIR")};
   char dir[512], msg[1024];
   DeviceOptions opt = {.threads = 1};
 
@@ -614,10 +584,10 @@ static void test_cache_locations(void **state) {
   assert_int_equal(compile_once(&opt, 204, msg, sizeof msg), TVK_ERR_DEVICE);
   assert_contains(msg, "/proc/tvk-no-cache");
 
-  restore_env("TVK_CACHE_DIR", saved[0]);
-  restore_env("XDG_CACHE_HOME", saved[1]);
-  restore_env("HOME", saved[2]);
-  restore_env("TMPDIR", saved[3]);
+  env_restore("TVK_CACHE_DIR", saved[0]);
+  env_restore("XDG_CACHE_HOME", saved[1]);
+  env_restore("HOME", saved[2]);
+  env_restore("TMPDIR", saved[3]);
 }
 
 /* Programs still alive at destroy are closed by it (LSan checks). */

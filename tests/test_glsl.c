@@ -60,14 +60,9 @@ typedef struct {
 
 /* ---------------------------------------------------------------- helpers */
 
-static uint64_t rng_state = 0x2545f4914f6cdd1dull;
-static uint64_t xorshift(void) {
-  uint64_t x = rng_state;
-  x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-  return rng_state = x;
-}
+static uint64_t rng = 0x2545f4914f6cdd1dull;
 static double urand(double lo, double hi) {
-  return lo + (hi - lo) * (double)(xorshift() >> 11) / 9007199254740992.0;
+  return lo + (hi - lo) * (double)(xorshift64(&rng) >> 11) / 9007199254740992.0;
 }
 
 
@@ -152,7 +147,7 @@ static int nedges(ScalarType t) { return t == DT_BOOL ? 2 : is_float(t) ? NFEDGE
 
 static CVal random_val(ScalarType t, double lo, double hi) {
   if (is_float(t)) return val_f(t, urand(lo, hi));
-  return val_i(t, (int64_t)xorshift());
+  return val_i(t, (int64_t)xorshift64(&rng));
 }
 
 /* a and b of n elements: every pair of edges first, then random values. */
@@ -292,8 +287,7 @@ static void free_all(HostBuf *h, int n) {
 static int suite_setup(void **state) {
   Suite *s = calloc(1, sizeof *s);
   if (!s) return -1;
-  snprintf(s->root, sizeof s->root, "/tmp/tvk-test-glsl-XXXXXX");
-  if (!mkdtemp(s->root)) return -1;
+  if (!temp_dir(s->root, sizeof s->root, "test-glsl")) return -1;
   Error err;
   const char *validate = getenv("TVK_VALIDATE");
   DeviceOptions o = {.cache_dir = s->root, .validate = validate && atoi(validate) > 0};
@@ -584,7 +578,7 @@ static void test_run_int_ops(void **state) {
     HostBuf in[3] = {hb_new(t, n), hb_new(t, n), hb_new(t, n)};
     fill_pairs(&in[0], &in[1], 0, 0);
     for (int64_t i = 0; i < n; i++)
-      hb_set(&in[2], i, val_i(t, (int64_t)(xorshift() % (uint64_t)(w + 5)) - 2));
+      hb_set(&in[2], i, val_i(t, (int64_t)(xorshift64(&rng) % (uint64_t)(w + 5)) - 2));
     run_cases(s, t, int_cases, NCASES(int_cases), in, 3);
     free_all(in, 3);
     uop_pool_drain(s->c, 0);
@@ -738,7 +732,7 @@ static void test_run_casts(void **state) {
       if (is_float(from))
         hb_set(a, i, val_f(from, i < nf ? cast_fedges[i] : urand(-1e6, 1e6)));
       else
-        hb_set(a, i, val_i(from, i < ni ? cast_iedges[i] : (int64_t)xorshift()));
+        hb_set(a, i, val_i(from, i < ni ? cast_iedges[i] : (int64_t)xorshift64(&rng)));
     }
     run_on(s->cpu, NULL, sink, m + 1, hb, cpu, 0, NULL);
     for (int k = L_DEV; k <= L_PACKED; k++) {

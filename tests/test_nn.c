@@ -22,6 +22,7 @@
 #include "ref.h"
 
 NnSuite nn;
+static Rng rng; /* ref.h's xorshift64*, reseeded for every test */
 
 #define NN_GROUPS(X) X(linalg) X(norm) X(index) X(random)
 #define DECL(g)                                   \
@@ -40,7 +41,7 @@ int nn_setup(void **state) {
     return -1;
   }
   nn.fails = 0;
-  nn.rng = 0x2545f4914f6cdd1dULL; /* fixed: every run draws the same inputs */
+  rng = (Rng){0x2545f4914f6cdd1dULL}; /* fixed: every run draws the same inputs */
   return 0;
 }
 
@@ -56,14 +57,7 @@ int nn_teardown(void **state) {
   return st.validation_messages ? -1 : 0;
 }
 
-static uint64_t next_u64(void) { /* xorshift64* */
-  nn.rng ^= nn.rng >> 12, nn.rng ^= nn.rng << 25, nn.rng ^= nn.rng >> 27;
-  return nn.rng * 0x2545f4914f6cdd1dULL;
-}
-
-double nn_uniform(double lo, double hi) {
-  return lo + (hi - lo) * (double)(next_u64() >> 11) * 0x1p-53;
-}
+double nn_uniform(double lo, double hi) { return rng_unif(&rng, lo, hi); }
 
 double *nn_rand_vals(int64_t n, double lo, double hi) {
   double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
@@ -73,14 +67,8 @@ double *nn_rand_vals(int64_t n, double lo, double hi) {
 
 double *nn_rand_ints(int64_t n, int64_t lo, int64_t hi) {
   double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
-  for (int64_t i = 0; v && i < n; i++) v[i] = (double)(lo + (int64_t)(next_u64() % (uint64_t)(hi - lo)));
+  for (int64_t i = 0; v && i < n; i++) v[i] = (double)rng_int(&rng, lo, hi - 1);
   return v;
-}
-
-static int64_t numel_of(int ndim, const int64_t *shape) {
-  int64_t n = 1;
-  for (int i = 0; i < ndim; i++) n *= shape[i];
-  return n;
 }
 
 tvk_tensor *nn_tensor(tvk_dtype dt, int ndim, const int64_t *shape, const double *vals) {
@@ -155,7 +143,7 @@ bool nn_check(const char *what, tvk_tensor *t, tvk_dtype dt, int ndim, const int
     return false;
   double *got = nn_fetch(t);
   if (!nn_expect(got != NULL, "%s: fetch failed", what)) return false;
-  int64_t n = numel_of(ndim, shape), bad = 0, first = -1;
+  int64_t n = nn_numel(ndim, shape), bad = 0, first = -1;
   for (int64_t i = 0; i < n; i++) {
     double g = got[i], e = ref[i];
     bool ok = isnan(e) ? isnan(g) : (g == e || fabs(g - e) <= atol + rtol * fabs(e));

@@ -10,7 +10,6 @@
 #define _XOPEN_SOURCE 700
 
 #include <fcntl.h>
-#include <ftw.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,28 +24,21 @@
 
 #include "frontend/frontend.h"
 #include "schedule/schedule.h"
+#include "test_util.h"
 #include "tvk.h"
 
 /* ---------------------------------------------------------------- suite state */
 
-static char g_dir[64]; /* the cache directory of the suite */
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-  (void)sb, (void)flag, (void)ftw;
-  return remove(path);
-}
-
-static void rm_tree(const char *dir) { nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+static char g_dir[256]; /* the cache directory of the suite */
 
 static int suite_setup(void **state) {
   (void)state;
-  snprintf(g_dir, sizeof g_dir, "/tmp/tvk_sched_XXXXXX");
-  return mkdtemp(g_dir) ? 0 : -1;
+  return temp_dir(g_dir, sizeof g_dir, "sched") ? 0 : -1;
 }
 
 static int suite_teardown(void **state) {
   (void)state;
-  rm_tree(g_dir);
+  rm_rf(g_dir);
   return 0;
 }
 
@@ -75,17 +67,10 @@ static void close_ctx_clean(tvk_ctx *ctx) {
 
 static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
 
-static uint64_t xorshift64(void) {
-  g_rng ^= g_rng << 13;
-  g_rng ^= g_rng >> 7;
-  g_rng ^= g_rng << 17;
-  return g_rng;
-}
-
-static int rnd_int(int n) { return (int)(xorshift64() % (uint64_t)n); }
+static int rnd_int(int n) { return (int)(xorshift64(&g_rng) % (uint64_t)n); }
 /* A float32 value in [-1, 1]. */
 static float rnd_float(void) {
-  return (float)((double)(xorshift64() >> 11) / 9007199254740992.0 * 2 - 1);
+  return (float)((double)(xorshift64(&g_rng) >> 11) / 9007199254740992.0 * 2 - 1);
 }
 
 static int64_t numel_of(int nd, const int64_t *sh) {
@@ -229,9 +214,8 @@ static void test_chain20_one_kernel(void **state) {
  * cache hits, and in a new context the device's disk cache does. */
 static void test_second_run_compiles_nothing(void **state) {
   (void)state;
-  char dir[64];
-  snprintf(dir, sizeof dir, "/tmp/tvk_sched2_XXXXXX");
-  assert_non_null(mkdtemp(dir));
+  char dir[256];
+  assert_true(temp_dir(dir, sizeof dir, "sched2"));
   int64_t sh[2] = {5, 6};
   float a[30], b[30], out[30];
   for (int round = 0; round < 2; round++) {
@@ -262,7 +246,7 @@ static void test_second_run_compiles_nothing(void **state) {
     }
     close_ctx_clean(ctx);
   }
-  rm_tree(dir);
+  rm_rf(dir);
 }
 
 /* sum(x) + x is two kernels: the reduce is materialised, not recomputed per
