@@ -4,7 +4,9 @@
  * floats, exact integer math for ints). Integer and float ALU results are also
  * checked against the IR's constant evaluation (alu_exec), which the generated
  * code must match. Golden tests pin the exact source of two tiny kernels. The
- * suite runs in a fresh cache directory (mkdtemp), removed at the end. */
+ * kernels go to the build tree's cache (test_cache_dir), so a second run
+ * compiles none; the UB check's programs go to a fresh directory, removed at
+ * the end. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <dirent.h>
@@ -32,7 +34,7 @@
 #include "test_util.h"
 
 typedef struct {
-  char root[256];
+  char root[256]; /* scratch for the UB check's programs */
   Device *dev[3]; /* 1, 2 and 5 threads: 5 splits axes unevenly */
   UCtx *c;
 } Suite;
@@ -158,7 +160,7 @@ static int suite_setup(void **state) {
   Error err;
   const int threads[3] = {1, 2, 5};
   for (int d = 0; d < 3; d++) {
-    DeviceOptions o = {.cache_dir = s->root, .threads = threads[d]};
+    DeviceOptions o = {.cache_dir = test_cache_dir(), .threads = threads[d]};
     if (cpu_device_create(&o, &s->dev[d], &err) != TVK_OK) {
       fprintf(stderr, "cpu device: %s\n", err.msg);
       return -1;

@@ -1,7 +1,8 @@
 /* Tests of the CPU device (backend_cpu/): buffers, the compiler driver and its
  * on-disk cache, the thread pool, and the errors of each. Every kernel's result
- * is checked against a plain loop here. The suite runs in a fresh cache
- * directory (TVK_CACHE_DIR under mkdtemp), removed at the end. */
+ * is checked against a plain loop here. Kernels go to the build tree's cache
+ * (test_cache_dir), so a second run compiles none, except in the tests of the
+ * cache itself: those use a fresh directory (mkdtemp), removed at the end. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <dirent.h>
@@ -28,7 +29,7 @@ const char *__asan_default_options(void) { return "allocator_may_return_null=1";
 
 typedef struct {
   char root[256];  /* the mkdtemp directory; everything the suite writes is below */
-  char cache[300]; /* root/cache: TVK_CACHE_DIR for the suite */
+  char cache[300]; /* root/cache: the cache of the tests that check what it holds */
 } Suite;
 
 /* ---- helpers ---- */
@@ -49,14 +50,18 @@ static bool find_so(const char *dir, char *out, size_t outn) {
   return found;
 }
 
-static Device *make_dev(int threads) {
-  DeviceOptions opt = {.threads = threads};
+/* A device with its kernel cache in cache_dir. */
+static Device *make_dev_in(int threads, const char *cache_dir) {
+  DeviceOptions opt = {.threads = threads, .cache_dir = cache_dir};
   Device *d = NULL;
   Error err;
   tvk_status st = cpu_device_create(&opt, &d, &err);
   if (st != TVK_OK) fail_msg("cpu_device_create: %s", err.msg);
   return d;
 }
+
+/* A device on the build tree's cache: for tests that do not look at it. */
+static Device *make_dev(int threads) { return make_dev_in(threads, test_cache_dir()); }
 
 static DevProgram *must_compile(Device *d, const char *name, const char *src, bool *hit) {
   DevProgram *p = NULL;
@@ -135,7 +140,7 @@ static int suite_setup(void **state) {
     return -1;
   }
   snprintf(s->cache, sizeof s->cache, "%s/cache", s->root);
-  setenv("TVK_CACHE_DIR", s->cache, 1);
+  test_cache_dir(); /* before a test changes $TVK_CACHE_DIR */
   *state = s;
   return 0;
 }
@@ -143,7 +148,6 @@ static int suite_setup(void **state) {
 static int suite_teardown(void **state) {
   Suite *s = *state;
   rm_rf(s->root);
-  unsetenv("TVK_CACHE_DIR");
   free(s);
   return 0;
 }
@@ -274,11 +278,11 @@ static void test_alloc_too_big(void **state) {
 
 /* mul_add on 1, 2 and 7 threads and several sizes, against a loop here. */
 static void test_kernel_mul_add(void **state) {
-  (void)state;
+  Suite *s0 = *state;
   static const int threads[] = {1, 2, 7};
   static const int32_t sizes[] = {0, 1, 1000, 1000003};
   for (size_t t = 0; t < 3; t++) {
-    Device *d = make_dev(threads[t]);
+    Device *d = make_dev_in(threads[t], s0->cache); /* fresh: the first compile is a miss */
     bool hit = true;
     DevProgram *p = must_compile(d, "mul_add", mul_add_src, &hit);
     assert_int_equal(hit, t > 0); /* the first device compiles, the others reuse */
@@ -398,7 +402,7 @@ static void test_cache_hit_and_miss(void **state) {
   char src1[512], src2[512];
   tagged_src(src1, sizeof src1, "tag", 101);
   tagged_src(src2, sizeof src2, "tag", 102);
-  Device *d = make_dev(2);
+  Device *d = make_dev_in(2, s->cache);
   int before = count_files(s->cache, ".so");
   bool hit = true;
   DevProgram *p1 = must_compile(d, "tag", src1, &hit);
@@ -413,7 +417,7 @@ static void test_cache_hit_and_miss(void **state) {
   assert_int_equal(run_tagged(d, p1), 101); /* still loaded after the other handle went */
 
   /* A new device (as a new process would) finds it too. */
-  Device *d2 = make_dev(1);
+  Device *d2 = make_dev_in(1, s->cache);
   DevProgram *p3 = must_compile(d2, "tag", src1, &hit);
   assert_true(hit);
   assert_int_equal(count_files(s->cache, ".so"), before + 1);
@@ -469,7 +473,7 @@ static void test_compile_error(void **state) {
       "void broken(void *const *bufs, const int32_t *vals, int32_t core_id, int32_t n_cores) {\n"
       "  this is not C;\n"
       "}\n";
-  Device *d = make_dev(1);
+  Device *d = make_dev_in(1, s->cache); /* its files are counted */
   must_compile(d, "mul_add", mul_add_src, NULL); /* freed by destroy */
   int n0 = count_files(s->cache, NULL);
   DevProgram *p = (DevProgram *)d;
@@ -484,10 +488,10 @@ static void test_compile_error(void **state) {
 }
 
 static void test_missing_symbol_and_bad_names(void **state) {
-  (void)state;
+  Suite *s = *state;
   char src[512];
   tagged_src(src, sizeof src, "present", 3);
-  Device *d = make_dev(1);
+  Device *d = make_dev_in(1, s->cache); /* fresh, so the first round compiles */
   DevProgram *p = (DevProgram *)d;
   for (int round = 0; round < 2; round++) { /* a miss, then from the cache */
     assert_int_equal(d->ops->compile(d, "absent", src, &p, NULL), TVK_ERR_COMPILE);
@@ -522,7 +526,7 @@ static void test_no_compiler(void **state) {
   env_restore("CC", saved);
 
   /* The option wins over $CC. */
-  DeviceOptions opt = {.threads = 1, .cc = bad};
+  DeviceOptions opt = {.threads = 1, .cc = bad, .cache_dir = test_cache_dir()};
   Error err;
   assert_int_equal(cpu_device_create(&opt, &d, &err), TVK_OK);
   assert_int_equal(d->ops->compile(d, "mul_add", mul_add_src, &p, NULL), TVK_ERR_DEVICE);

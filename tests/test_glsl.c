@@ -16,8 +16,10 @@
  *    tolerances for the transcendental ones; then shapes: reduces, views, a
  *    grid larger than maxComputeWorkGroupCount, empty outputs, push-constant
  *    vars, long (unrolled) reduces.
- * The suite uses a fresh cache directory (mkdtemp), removed at the end. With
- * TVK_VALIDATE=1 the validation layer is on and any message fails the suite. */
+ * The devices compile into the build tree's kernel cache (test_cache_dir), so
+ * a second run compiles none of their kernels (shaderc still compiles every
+ * kernel of the compile tests: that is what they test). With TVK_VALIDATE=1
+ * the validation layer is on and any message fails the suite. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <dirent.h>
@@ -49,7 +51,6 @@ enum { L_DEV, L_PACKED, L_MIN, NLANG };
 static const char *const lang_names[NLANG] = {"device features", "packed 8/16-bit", "no features"};
 
 typedef struct {
-  char root[256];
   Device *cpu;
   Device *vk; /* NULL: no Vulkan device; the run tests skip */
   Lang *lang[NLANG];
@@ -287,10 +288,9 @@ static void free_all(HostBuf *h, int n) {
 static int suite_setup(void **state) {
   Suite *s = calloc(1, sizeof *s);
   if (!s) return -1;
-  if (!temp_dir(s->root, sizeof s->root, "test-glsl")) return -1;
   Error err;
   const char *validate = getenv("TVK_VALIDATE");
-  DeviceOptions o = {.cache_dir = s->root, .validate = validate && atoi(validate) > 0};
+  DeviceOptions o = {.cache_dir = test_cache_dir(), .validate = validate && atoi(validate) > 0};
   if (cpu_device_create(&o, &s->cpu, &err) != TVK_OK) {
     fprintf(stderr, "cpu device: %s\n", err.msg);
     return -1;
@@ -321,7 +321,6 @@ static int suite_teardown(void **state) {
   for (int k = 0; k < NLANG; k++) vk_glsl_lang_free(s->lang[k]);
   shaderc_compile_options_release(s->so);
   shaderc_compiler_release(s->sc);
-  rm_rf(s->root);
   free(s);
   if (messages)
     fprintf(stderr, "%llu Vulkan validation message(s)\n", (unsigned long long)messages);

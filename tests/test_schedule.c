@@ -6,7 +6,9 @@
  * test builds graphs of elementwise ops, movement ops and reduces and compares
  * them with a reference that does the same by index loops.
  *
- * The suite runs with a fresh cache directory (mkdtemp), removed at the end. */
+ * The suite compiles into the build tree's kernel cache (test_cache_dir), so
+ * a second run compiles nothing; the test of the cache itself uses a fresh
+ * directory. */
 #define _XOPEN_SOURCE 700
 
 #include <fcntl.h>
@@ -29,16 +31,11 @@
 
 /* ---------------------------------------------------------------- suite state */
 
-static char g_dir[256]; /* the cache directory of the suite */
+static const char *g_dir; /* the kernel cache of the suite: the build tree's */
 
 static int suite_setup(void **state) {
   (void)state;
-  return temp_dir(g_dir, sizeof g_dir, "sched") ? 0 : -1;
-}
-
-static int suite_teardown(void **state) {
-  (void)state;
-  rm_rf(g_dir);
+  g_dir = test_cache_dir();
   return 0;
 }
 
@@ -809,8 +806,9 @@ static void test_schedule_reasons(void **state) {
  * 4 the UOps; all on stderr. */
 static void test_debug_output(void **state) {
   (void)state;
-  char path[sizeof g_dir + 16];
-  snprintf(path, sizeof path, "%s/stderr.txt", g_dir);
+  char dir[256], path[300];
+  assert_true(temp_dir(dir, sizeof dir, "sched-debug"));
+  snprintf(path, sizeof path, "%s/stderr.txt", dir);
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600), saved = dup(2);
   assert_true(fd >= 0 && saved >= 0);
   fflush(stderr);
@@ -831,6 +829,7 @@ static void test_debug_output(void **state) {
   size_t n = fread(text, 1, sizeof text - 1, f);
   text[n] = 0;
   fclose(f);
+  rm_rf(dir);
   assert_non_null(strstr(text, "tvk schedule: 1 kernel"));
   assert_non_null(strstr(text, "tvk kernel   0  r_8"));
   assert_non_null(strstr(text, " ms"));
@@ -1540,5 +1539,5 @@ int main(void) {
       cmocka_unit_test(test_wide_and_deep),
       cmocka_unit_test(test_contiguous_child_of_reduce),
   };
-  return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
+  return cmocka_run_group_tests(tests, suite_setup, NULL);
 }

@@ -96,6 +96,31 @@ static inline int count_files(const char *dir, const char *suffix) {
   return n;
 }
 
+/* ---- the build tree's kernel cache ---- */
+
+#ifndef TVK_TEST_CACHE_DIR /* CMake defines it: <build tree>/test-cache */
+#define TVK_TEST_CACHE_DIR "test-cache"
+#endif
+
+/* The kernel cache that every run of the suites in one build tree shares, so a
+ * second ctest compiles nothing: $TVK_CACHE_DIR as the process started with it
+ * (ctest sets it to the build tree's test-cache), else TVK_TEST_CACHE_DIR (the
+ * same directory, for a suite run by hand). Created if missing; no test
+ * deletes it. A test of the cache itself (hits, misses, damaged files, where
+ * it goes) must not use it: other suites write to it at the same time, and
+ * what it holds depends on earlier runs. Those use a fresh temp_dir.
+ * The answer of the first call is kept, so a test that changes $TVK_CACHE_DIR
+ * does not move it; call it once in the suite's setup. */
+static inline const char *test_cache_dir(void) {
+  static char dir[1024];
+  if (!dir[0]) {
+    const char *env = getenv("TVK_CACHE_DIR");
+    snprintf(dir, sizeof dir, "%s", env && *env ? env : TVK_TEST_CACHE_DIR);
+    if (mkdir_p(dir) != 0) fprintf(stderr, "cannot create the cache '%s': %s\n", dir, strerror(errno));
+  }
+  return dir;
+}
+
 /* ---- the environment ---- */
 
 /* A copy of $name (NULL when unset), for env_restore. */

@@ -582,8 +582,10 @@ static void test_out_of_memory(void **state) {
 /* ================================================================ 2. dispatch
  * (vk_compile.c, vk_pipeline.c, vk_dispatch.c). The kernels are hand-written
  * GLSL that follows the kernel ABI of vk_internal.h (push block: grid, then the
- * values; the linear group id with its early exit). Each test runs in a fresh
- * kernel cache directory ($TVK_CACHE_DIR), removed afterwards. */
+ * values; the linear group id with its early exit). The kernels go to the
+ * build tree's cache (test_cache_dir, made $TVK_CACHE_DIR by main), except in
+ * the test of the cache itself, which runs in a fresh directory, removed
+ * afterwards. */
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -631,6 +633,7 @@ static const char k_groups[] =
 
 typedef struct {
   char dir[256];
+  char *saved; /* $TVK_CACHE_DIR before the test */
 } CacheDir;
 
 /* The inode of the one file of dir ending with `suffix` (0 if none): a file
@@ -656,6 +659,7 @@ static int setup_cache(void **state) {
   CacheDir *c = calloc(1, sizeof *c);
   if (!c) return -1;
   if (!temp_dir(c->dir, sizeof c->dir, "test-vk")) return -1;
+  c->saved = env_save("TVK_CACHE_DIR");
   setenv("TVK_CACHE_DIR", c->dir, 1);
   *state = c;
   return 0;
@@ -663,7 +667,7 @@ static int setup_cache(void **state) {
 
 static int teardown_cache(void **state) {
   CacheDir *c = *state;
-  unsetenv("TVK_CACHE_DIR");
+  env_restore("TVK_CACHE_DIR", c->saved);
   rm_rf(c->dir);
   free(c);
   return 0;
@@ -1073,19 +1077,18 @@ static void test_timestamps(void **state) {
 }
 
 #define DISPATCH_TESTS                                                                             \
-  , cmocka_unit_test_setup_teardown(test_compile_and_run, setup_cache, teardown_cache),            \
+  , cmocka_unit_test(test_compile_and_run),                                                        \
       cmocka_unit_test_setup_teardown(test_spirv_cache, setup_cache, teardown_cache),              \
-      cmocka_unit_test_setup_teardown(test_dependent_chain, setup_cache, teardown_cache),          \
-      cmocka_unit_test_setup_teardown(test_barriers_only_where_needed, setup_cache,                \
-                                      teardown_cache),                                             \
-      cmocka_unit_test_setup_teardown(test_group_split, setup_cache, teardown_cache),              \
-      cmocka_unit_test_setup_teardown(test_compile_error, setup_cache, teardown_cache),            \
-      cmocka_unit_test_setup_teardown(test_launch_checks, setup_cache, teardown_cache),            \
-      cmocka_unit_test_setup_teardown(test_timestamps, setup_cache, teardown_cache)
+      cmocka_unit_test(test_dependent_chain), cmocka_unit_test(test_barriers_only_where_needed),   \
+      cmocka_unit_test(test_group_split), cmocka_unit_test(test_compile_error),                    \
+      cmocka_unit_test(test_launch_checks), cmocka_unit_test(test_timestamps)
 
 /* ================================================================ main */
 
 int main(void) {
+  /* Devices find their cache through $TVK_CACHE_DIR: the build tree's, also
+   * when the suite is run by hand. */
+  setenv("TVK_CACHE_DIR", test_cache_dir(), 1);
   const struct CMUnitTest tests[] = {DEVICE_MEMORY_TESTS DISPATCH_TESTS};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
