@@ -1,11 +1,12 @@
-/* Shared by the neural-network op suite (ctest `nn`): a fresh context per test
- * on the device under test, inputs from a fixed-seed PRNG, and checks of a
- * tensor against a reference the test computed itself (plain loops in double).
+/* Shared by the neural-network op suite (ctest `nn_cpu`, `nn_vk`): a fresh
+ * context per test on the device under test, inputs from a fixed-seed PRNG, and
+ * checks of a tensor against a reference the test computed itself (plain loops
+ * in double).
  *
  * Each group file tests/nn_<group>.c defines its tests with NN_TEST and exports
  *   const struct CMUnitTest nn_<group>_tests[];  const size_t nn_<group>_count;
- * test_nn.c runs every group on every device the build has (CPU, then Vulkan
- * with validation when a Vulkan device exists).
+ * test_nn.c runs every group on the device its argument names (ctest runs it
+ * once per device, Vulkan with validation).
  *
  * It is an outside user's test: only tvk.h. Include after <cmocka.h>. */
 #ifndef TVK_TESTS_NN_UTIL_H

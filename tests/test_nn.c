@@ -1,11 +1,13 @@
 /* The neural-network op suite (ctest `nn`): every op of tvk.h's "shape and
  * indexing", "neural-network ops", "more creation" and "in-place update"
  * sections against references computed in the test by plain loops in double
- * (nn_*.c, one file per group), on every device this build has.
+ * (nn_*.c, one file per group), on the device named by the first argument, as
+ * the op suite does (ctest `nn_cpu`, and `nn_vk` with validation):
  *
- *   test_nn                  every group, CPU then Vulkan (if a device exists)
- *   test_nn CPU              one device
- *   test_nn VK 'test_conv*'  only the tests whose name matches */
+ *   test_nn CPU              every group on the CPU (the default)
+ *   test_nn VK 'test_conv*'  on Vulkan, only the tests whose name matches
+ *
+ * Exits 77 (ctest's SKIP_RETURN_CODE) when the device does not exist. */
 /* clang-format off */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -177,35 +179,24 @@ void nn_finish(void) { assert_int_equal(nn.fails, 0); }
 
 /* ---------------------------------------------------------------- main */
 
-static int run_device(const char *device) {
-  nn.device = device;
+int main(int argc, char **argv) {
+  nn.device = argc > 1 ? argv[1] : "CPU";
+  if (argc > 2) cmocka_set_test_filter(argv[2]);
+  tvk_ctx *probe = NULL;
+  tvk_status st = tvk_ctx_create(nn.device, &probe);
+  if (st == TVK_ERR_DEVICE) {
+    fprintf(stderr, "test_nn: device %s not available: %s\n", nn.device, tvk_last_create_error());
+    return 77; /* ctest SKIP_RETURN_CODE */
+  }
+  tvk_ctx_destroy(probe); /* any other error fails every test's setup, and so the suite */
   int failed = 0;
   char name[64];
-#define RUN(g)                                                                  \
-  if (nn_##g##_count) {                                                         \
-    snprintf(name, sizeof name, "nn_%s on %s", #g, device);                     \
-    failed += _cmocka_run_group_tests(name, nn_##g##_tests, nn_##g##_count, NULL, NULL); \
+#define RUN(g)                                                                                     \
+  if (nn_##g##_count) {                                                                            \
+    snprintf(name, sizeof name, "nn_%s on %s", #g, nn.device);                                     \
+    failed += _cmocka_run_group_tests(name, nn_##g##_tests, nn_##g##_count, NULL, NULL);           \
   }
   NN_GROUPS(RUN)
 #undef RUN
-  return failed;
-}
-
-int main(int argc, char **argv) {
-  const char *only = argc > 1 ? argv[1] : NULL;
-  if (argc > 2) cmocka_set_test_filter(argv[2]);
-  int failed = 0, ran = 0;
-  const char *devices[] = {"CPU", "VK"};
-  for (int i = 0; i < 2; i++) {
-    if (only && strcmp(only, devices[i])) continue;
-    tvk_ctx *probe = NULL;
-    if (tvk_ctx_create(devices[i], &probe) != TVK_OK) {
-      fprintf(stderr, "test_nn: device %s not available: %s\n", devices[i], tvk_last_create_error());
-      continue;
-    }
-    tvk_ctx_destroy(probe);
-    failed += run_device(devices[i]);
-    ran++;
-  }
-  return failed ? 1 : ran ? 0 : 77;
+  return failed ? 1 : 0;
 }
