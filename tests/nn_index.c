@@ -56,6 +56,9 @@ static void test_squeeze_unsqueeze(void **state) {
   nn_check("unsqueeze 0-d", tvk_unsqueeze(sc, -1), TVK_INT32, 1, (int64_t[]){1}, (double[]){7}, 0,
            0);
   nn_check("squeeze 0-d", tvk_squeeze(sc, 0, NULL), TVK_INT32, 0, NULL, (double[]){7}, 0, 0);
+  /* both are views of the realized input: no kernel */
+  nn_expect_kernels("squeeze of a realized tensor", tvk_squeeze(a, 0, NULL), 0);
+  nn_expect_kernels("unsqueeze of a realized tensor", tvk_unsqueeze(a, 1), 0);
 
   nn_check_error("squeeze size 3", tvk_squeeze(a, 1, (int[]){2}), TVK_ERR_SHAPE);
   nn_check_error("squeeze axis 4", tvk_squeeze(a, 1, (int[]){4}), TVK_ERR_INVALID_ARG);
@@ -141,6 +144,7 @@ static void test_cat_kernels(void **state) {
   tvk_tensor *four[4] = {a, b, a, b};
   k = nn_kernels(tvk_cat(4, four, 0));
   nn_expect(k == 1, "cat of four realized inputs: %d kernels, expected 1", k);
+  nn_expect_kernels("stack of two realized inputs", tvk_stack(2, ab, 0), 1); /* as cat */
   free(v);
   nn_finish();
 }
@@ -306,6 +310,7 @@ static void test_repeat(void **state) {
   /* tiling is a view: no kernel of its own, the consumer reads the input */
   nn_kernels(a);
   tvk_tensor *r = tvk_repeat(a, 2, (int64_t[]){3, 3});
+  nn_expect_kernels("repeat of a realized tensor", tvk_repeat(a, 2, (int64_t[]){3, 3}), 0);
   int k = nn_kernels(tvk_add(r, r));
   nn_expect(k == 1, "repeat + repeat: %d kernels, expected 1", k);
   nn_finish();
@@ -327,6 +332,9 @@ static void test_one_hot(void **state) {
     if (iv) nn_check(what, tvk_one_hot(ix, 4), TVK_INT32, 3, out, ref, 0, 0);
     free(iv);
   }
+  tvk_tensor *ix = nn_tensor(TVK_INT32, 2, s, idx);
+  nn_kernels(ix);
+  nn_expect_kernels("one_hot of a realized index", tvk_one_hot(ix, 4), 1);
   tvk_tensor *z = nn_tensor(TVK_INT64, 0, NULL, (double[]){2});
   nn_check("one_hot 0-d", tvk_one_hot(z, 3), TVK_INT32, 1, (int64_t[]){3}, (double[]){0, 0, 1}, 0,
            0);

@@ -671,10 +671,39 @@ static void test_argmax(void **state) {
   nn_finish();
 }
 
+/* ---------------------------------------------------------------- kernel counts */
+
+/* The kernel counts docs/ops_norm.md gives, on realized inputs. */
+static void test_norm_kernels(void **state) {
+  (void)state;
+  const int64_t sh[2] = {6, 5}, n6 = 6, c5 = 5, n1000[2] = {2, 1000};
+  double *xv = nn_rand_vals(2000, -2, 2), lab[6] = {0, 4, 2, 1, 3, 0};
+  tvk_tensor *x = nn_tensor(TVK_FLOAT32, 2, sh, xv), *labels = nn_tensor(TVK_INT32, 1, &n6, lab);
+  tvk_tensor *w = nn_tensor(TVK_FLOAT32, 1, &c5, xv), *b = nn_tensor(TVK_FLOAT32, 1, &c5, xv + 5);
+  tvk_tensor *xl = nn_tensor(TVK_FLOAT32, 2, n1000, xv);
+  tvk_tensor *ins[5] = {x, labels, w, b, xl};
+  tvk_status st = tvk_realize(5, ins);
+  nn_expect(st == TVK_OK, "realize the inputs: %s", tvk_status_name(st));
+  const int ax1[1] = {1};
+  nn_expect_kernels("softmax", tvk_softmax(x, -1), 3);
+  nn_expect_kernels("log_softmax", tvk_log_softmax(x, 1), 3);
+  nn_expect_kernels("logsumexp", tvk_logsumexp(x, 1, false), 2);
+  nn_expect_kernels("cross_entropy", tvk_cross_entropy(x, labels), 3);
+  nn_expect_kernels("var", tvk_var(x, 1, ax1, false, 1), 2);
+  nn_expect_kernels("std", tvk_std(x, 1, ax1, true, 1), 2);
+  nn_expect_kernels("layernorm", tvk_layernorm(x, 1, w, b, 1e-5), 3);
+  nn_expect_kernels("cumsum of 5", tvk_cumsum(x, 1), 1);
+  nn_expect_kernels("cumsum of 1000 (blocks)", tvk_cumsum(xl, 1), 3);
+  nn_expect_kernels("argmax", tvk_argmax(x, 1, false), 2);
+  nn_expect_kernels("argmin", tvk_argmin(x, 0, true), 2);
+  free(xv);
+  nn_finish();
+}
+
 const struct CMUnitTest nn_norm_tests[] = {
     NN_TEST(test_softmax_axes),  NN_TEST(test_softmax_stability), NN_TEST(test_softmax_dtypes),
     NN_TEST(test_cross_entropy), NN_TEST(test_var_std),           NN_TEST(test_layernorm),
     NN_TEST(test_batchnorm),     NN_TEST(test_cumsum_axes),       NN_TEST(test_cumsum_lengths),
-    NN_TEST(test_argmax),
+    NN_TEST(test_argmax),        NN_TEST(test_norm_kernels),
 };
 const size_t nn_norm_count = sizeof nn_norm_tests / sizeof nn_norm_tests[0];

@@ -64,6 +64,9 @@ bool nn_check_error(const char *what, tvk_tensor *t, tvk_status want);
 bool nn_expect(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Realizes t and returns the number of kernels that ran for it. */
 int nn_kernels(tvk_tensor *t);
+/* Realizes t and counts a failure unless exactly `want` kernels ran for it:
+ * the counts docs/ops_*.md promise. Realize the inputs first. */
+bool nn_expect_kernels(const char *what, tvk_tensor *t, int want);
 /* Fails the cmocka test if any check failed. Call at the end of every test. */
 void nn_finish(void);
 

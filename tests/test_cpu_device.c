@@ -3,10 +3,11 @@
  * is checked against a plain loop here. Kernels go to the build tree's cache
  * (test_cache_dir), so a second run compiles none, except in the tests of the
  * cache itself: those use a fresh directory (mkdtemp), removed at the end. */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* POSIX 2008 and realpath */
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -594,15 +595,42 @@ static void test_cache_locations(void **state) {
   env_restore("TMPDIR", saved[3]);
 }
 
-/* Programs still alive at destroy are closed by it (LSan checks). */
+/* The distinct files under dir that this process has mapped (/proc/self/maps):
+ * the kernels loaded from a cache directory; -1 if the map cannot be read. */
+static int mapped_files_under(const char *dir) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (!f) return -1;
+  char line[4096], seen[16][1024];
+  int n = 0;
+  size_t dl = strlen(dir);
+  while (fgets(line, sizeof line, f)) {
+    char *path = strchr(line, '/'); /* the pathname is the only field with a '/' */
+    if (!path || strncmp(path, dir, dl) || path[dl] != '/') continue;
+    path[strcspn(path, "\n")] = 0;
+    bool dup = false;
+    for (int i = 0; i < n && !dup; i++) dup = !strcmp(seen[i], path);
+    if (!dup && n < 16) snprintf(seen[n++], sizeof seen[0], "%s", path);
+  }
+  fclose(f);
+  return n;
+}
+
+/* Programs still alive at destroy are closed by it: both kernels' .so files are
+ * mapped before and none is after (and under ASan, LSan finds nothing of the
+ * programs left). The cache is the test's own, so only its kernels are there. */
 static void test_destroy_with_live_programs(void **state) {
-  (void)state;
-  Device *d = make_dev(2);
+  Suite *s = *state;
+  char dir[512], real[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/live-programs", s->root);
+  Device *d = make_dev_in(2, dir);
   DevBuffer *b = must_alloc(d, 64);
   must_compile(d, "mul_add", mul_add_src, NULL);
   must_compile(d, "cores", cores_src, NULL);
   d->ops->free(d, b);
+  assert_non_null(realpath(dir, real)); /* as the map names it */
+  assert_int_equal(mapped_files_under(real), 2);
   d->ops->destroy(d);
+  assert_int_equal(mapped_files_under(real), 0);
 }
 
 int main(void) {

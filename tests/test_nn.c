@@ -175,6 +175,11 @@ int nn_kernels(tvk_tensor *t) {
   return (int)(b.kernels_run - a.kernels_run);
 }
 
+bool nn_expect_kernels(const char *what, tvk_tensor *t, int want) {
+  int k = nn_kernels(t);
+  return nn_expect(k == want, "%s: %d kernel(s), expected %d", what, k, want);
+}
+
 void nn_finish(void) { assert_int_equal(nn.fails, 0); }
 
 /* ---------------------------------------------------------------- main */

@@ -1032,9 +1032,9 @@ static void test_timestamps(void **state) {
   (void)state;
   Device *d = open_vk_sync(1);
   if (!(vk_of(d)->features & VKFEAT_TIMESTAMPS)) {
-    fprintf(stderr, "the queue has no timestamps: part skipped\n");
+    fprintf(stderr, "the queue has no timestamps: nothing to time\n");
     close_vk(d);
-    return;
+    skip(); /* reported as skipped, not passed */
   }
   DevProgram *p = compile_ok(d, "timed_kernel", k_inc, NULL);
   DevBuffer *a = alloc_ok(d, 4096), *b = alloc_ok(d, 4096);
