@@ -319,8 +319,7 @@ static void check_conv(const char *what, ConvCase cc) {
   tvk_tensor *tb = cc.bias ? nn_tensor(TVK_FLOAT32, 1, &cc.Cout, bias) : NULL;
   tvk_tensor *y = tvk_conv2d(tx, tw, tb, cc.stride, cc.pad, cc.dil, cc.groups);
   double terms = (double)(Cg * cc.kh * cc.kw + 1);
-  if (!strcmp(what, "plain"))
-    nn_expect_kernels("conv2d (2, 3, 7, 6) * (4, 3, 3, 2) + bias", y, 1);
+  if (!strcmp(what, "plain")) nn_expect_kernels("conv2d (2, 3, 7, 6) * (4, 3, 3, 2) + bias", y, 1);
   if (!strcmp(what, "groups 2")) nn_expect_kernels("conv2d groups 2, padded", y, 1);
   nn_check(what, y, TVK_FLOAT32, 4, os, ref, 0, terms * EPS32 * bound);
   free(x), free(w), free(bias), free(ref);

@@ -35,7 +35,6 @@ typedef struct {
 
 /* ---- helpers ---- */
 
-
 /* The name of a .so in dir, into out. */
 static bool find_so(const char *dir, char *out, size_t outn) {
   DIR *d = opendir(dir);
@@ -474,7 +473,7 @@ static void test_compile_error(void **state) {
       "void broken(void *const *bufs, const int32_t *vals, int32_t core_id, int32_t n_cores) {\n"
       "  this is not C;\n"
       "}\n";
-  Device *d = make_dev_in(1, s->cache); /* its files are counted */
+  Device *d = make_dev_in(1, s->cache);          /* its files are counted */
   must_compile(d, "mul_add", mul_add_src, NULL); /* freed by destroy */
   int n0 = count_files(s->cache, NULL);
   DevProgram *p = (DevProgram *)d;

@@ -116,7 +116,8 @@ static inline const char *test_cache_dir(void) {
   if (!dir[0]) {
     const char *env = getenv("TVK_CACHE_DIR");
     snprintf(dir, sizeof dir, "%s", env && *env ? env : TVK_TEST_CACHE_DIR);
-    if (mkdir_p(dir) != 0) fprintf(stderr, "cannot create the cache '%s': %s\n", dir, strerror(errno));
+    if (mkdir_p(dir) != 0)
+      fprintf(stderr, "cannot create the cache '%s': %s\n", dir, strerror(errno));
   }
   return dir;
 }

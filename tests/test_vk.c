@@ -232,7 +232,8 @@ static size_t random_size(uint64_t *s, size_t block) {
   case 6: return xorshift64(s) % 65536;
   case 7:
   case 8: return xorshift64(s) % block;
-  default: return xorshift64(s) % 50 == 0 ? block + xorshift64(s) % (block / 2) : xorshift64(s) % 4096;
+  default:
+    return xorshift64(s) % 50 == 0 ? block + xorshift64(s) % (block / 2) : xorshift64(s) % 4096;
   }
 }
 
