@@ -5,7 +5,8 @@
 #   scripts/test.sh sanitize   ASan + UBSan build (Debug) in build-asan/
 #   scripts/test.sh clang      clang Release build in build-clang-rel/
 # Further arguments go to cmake, e.g. -DTVK_TEST_CACHE=DIR (the kernel cache
-# the tests share; default <build dir>/test-cache).
+# the tests share; default <build dir>/test-cache). With TVK_REQUIRE_VK=1 (as
+# in CI) a Vulkan test that finds no Vulkan device fails instead of skipping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -27,4 +28,13 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 # Leaks inside the Vulkan loader/driver/validation layer are not ours (tests/lsan.supp).
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-cd "$dir" && ctest --output-on-failure -j"$(nproc)"
+cd "$dir"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+ctest --output-on-failure -j"$(nproc)" | tee "$log"
+# A Vulkan suite without a Vulkan device exits 77 and ctest calls it skipped;
+# where one is required (CI: TVK_REQUIRE_VK=1), that is a failure.
+if [ "${TVK_REQUIRE_VK:-0}" != 0 ] && grep -q '(Skipped)' "$log"; then
+  echo "test.sh: TVK_REQUIRE_VK is set, but ctest skipped the tests above" >&2
+  exit 1
+fi

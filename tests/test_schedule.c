@@ -1129,7 +1129,11 @@ static void test_random_graphs(void **state) {
   random_graphs_on(ctx, 80);
   close_ctx_clean(ctx);
   tvk_ctx_options o = {.device = "VK", .cache_dir = g_dir, .validate = 1};
-  if (tvk_ctx_create_opts(&o, &ctx) != TVK_OK) return; /* no Vulkan device: the CPU run stands */
+  if (tvk_ctx_create_opts(&o, &ctx) != TVK_OK) {
+    if (vk_required())
+      fail_msg("TVK_REQUIRE_VK, but no Vulkan device: %s", tvk_last_create_error());
+    return; /* no Vulkan device: the CPU run stands */
+  }
   random_graphs_on(ctx, 24);
   tvk_stats st;
   tvk_stats_get(ctx, &st);
@@ -1331,7 +1335,11 @@ static void test_planner_chain(void **state) {
   planner_chain_on(ctx);
   close_ctx_clean(ctx);
   tvk_ctx_options o = {.device = "VK", .cache_dir = g_dir, .validate = 1};
-  if (tvk_ctx_create_opts(&o, &ctx) != TVK_OK) return; /* no Vulkan device: the CPU run stands */
+  if (tvk_ctx_create_opts(&o, &ctx) != TVK_OK) {
+    if (vk_required())
+      fail_msg("TVK_REQUIRE_VK, but no Vulkan device: %s", tvk_last_create_error());
+    return; /* no Vulkan device: the CPU run stands */
+  }
   planner_chain_on(ctx);
   tvk_stats st;
   tvk_stats_get(ctx, &st);

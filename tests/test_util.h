@@ -122,6 +122,16 @@ static inline const char *test_cache_dir(void) {
   return dir;
 }
 
+/* ---- Vulkan required or not ---- */
+
+/* True when $TVK_REQUIRE_VK is set and not "0" (.ci/run sets it: CI installs a
+ * Vulkan device, so a test that would skip the Vulkan part for want of one
+ * fails instead). */
+static inline bool vk_required(void) {
+  const char *req = getenv("TVK_REQUIRE_VK");
+  return req && *req && strcmp(req, "0") != 0;
+}
+
 /* ---- the environment ---- */
 
 /* A copy of $name (NULL when unset), for env_restore. */

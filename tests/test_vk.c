@@ -34,8 +34,7 @@ static Device *open_vk(int index) {
   Error err;
   tvk_status st = vk_device_create(&opt, index, &d, &err);
   if (st == TVK_ERR_DEVICE && (strstr(err.msg, "no Vulkan") || strstr(err.msg, "no usable Vulkan"))) {
-    const char *req = getenv("TVK_REQUIRE_VK");
-    if (!req || !*req || !strcmp(req, "0")) {
+    if (!vk_required()) {
       fprintf(stderr, "skipping: %s\n", err.msg);
       skip();
     }
