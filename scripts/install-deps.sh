@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config clang
+  clang-format                              # scripts/check-format.sh
   libvulkan-dev libvulkan-volk-dev         # Vulkan headers + loader, volk (compiled into libtvk)
   libshaderc-dev glslc glslang-dev spirv-tools  # GLSL -> SPIR-V
   libcmocka-dev                             # tests

@@ -14,12 +14,6 @@
 
 #include "nn_util.h"
 
-static int64_t numel(int nd, const int64_t *s) {
-  int64_t n = 1;
-  for (int d = 0; d < nd; d++) n *= s[d];
-  return n;
-}
-
 /* Row-major offset of a multi-index. */
 static int64_t offset(int nd, const int64_t *s, const int64_t *ix) {
   int64_t o = 0;
@@ -62,6 +56,9 @@ static void test_squeeze_unsqueeze(void **state) {
   nn_check("unsqueeze 0-d", tvk_unsqueeze(sc, -1), TVK_INT32, 1, (int64_t[]){1}, (double[]){7}, 0,
            0);
   nn_check("squeeze 0-d", tvk_squeeze(sc, 0, NULL), TVK_INT32, 0, NULL, (double[]){7}, 0, 0);
+  /* both are views of the realized input: no kernel */
+  nn_expect_kernels("squeeze of a realized tensor", tvk_squeeze(a, 0, NULL), 0);
+  nn_expect_kernels("unsqueeze of a realized tensor", tvk_unsqueeze(a, 1), 0);
 
   nn_check_error("squeeze size 3", tvk_squeeze(a, 1, (int[]){2}), TVK_ERR_SHAPE);
   nn_check_error("squeeze axis 4", tvk_squeeze(a, 1, (int[]){4}), TVK_ERR_INVALID_ARG);
@@ -90,7 +87,7 @@ static double *ref_cat(int n, int nd, int64_t (*shapes)[3], double **vals, int a
   for (int d = 0; d < nd; d++) out[d] = shapes[0][d];
   out[axis] = 0;
   for (int i = 0; i < n; i++) out[axis] += shapes[i][axis];
-  int64_t total = numel(nd, out);
+  int64_t total = nn_numel(nd, out);
   double *r = malloc((size_t)(total ? total : 1) * sizeof *r);
   for (int64_t o = 0; o < total; o++) {
     int64_t ix[3];
@@ -114,9 +111,9 @@ static void test_cat_axes(void **state) {
       for (int i = 0; i < n; i++) {
         memcpy(shapes[i], base, sizeof base);
         shapes[i][axis] = len[i];
-        vals[i] = nn_rand_vals(numel(3, shapes[i]), -1, 1);
+        vals[i] = nn_rand_vals(nn_numel(3, shapes[i]), -1, 1);
         ts[i] = nn_tensor(TVK_FLOAT32, 3, shapes[i], vals[i]);
-        for (int64_t k = 0; k < numel(3, shapes[i]); k++) vals[i][k] = (float)vals[i][k];
+        for (int64_t k = 0; k < nn_numel(3, shapes[i]); k++) vals[i][k] = (float)vals[i][k];
       }
       int64_t out[3];
       double *ref = ref_cat(n, 3, shapes, vals, axis, out);
@@ -147,6 +144,7 @@ static void test_cat_kernels(void **state) {
   tvk_tensor *four[4] = {a, b, a, b};
   k = nn_kernels(tvk_cat(4, four, 0));
   nn_expect(k == 1, "cat of four realized inputs: %d kernels, expected 1", k);
+  nn_expect_kernels("stack of two realized inputs", tvk_stack(2, ab, 0), 1); /* as cat */
   free(v);
   nn_finish();
 }
@@ -268,14 +266,14 @@ static void test_stack(void **state) {
  * leading 1s. */
 static void check_repeat(const char *what, tvk_dtype dt, int nd, const int64_t *shape, int nrep,
                          const int64_t *reps) {
-  int64_t n = numel(nd, shape), full[16], out[16];
+  int64_t n = nn_numel(nd, shape), full[16], out[16];
   double *v = nn_rand_ints(n, -50, 50);
   tvk_tensor *a = nn_tensor(dt, nd, shape, v);
   for (int d = 0; d < nrep; d++) {
     full[d] = d < nrep - nd ? 1 : shape[d - (nrep - nd)];
     out[d] = full[d] * reps[d];
   }
-  int64_t m = numel(nrep, out);
+  int64_t m = nn_numel(nrep, out);
   double *ref = malloc((size_t)(m ? m : 1) * sizeof *ref);
   for (int64_t o = 0; o < m; o++) {
     int64_t ix[16];
@@ -312,6 +310,7 @@ static void test_repeat(void **state) {
   /* tiling is a view: no kernel of its own, the consumer reads the input */
   nn_kernels(a);
   tvk_tensor *r = tvk_repeat(a, 2, (int64_t[]){3, 3});
+  nn_expect_kernels("repeat of a realized tensor", tvk_repeat(a, 2, (int64_t[]){3, 3}), 0);
   int k = nn_kernels(tvk_add(r, r));
   nn_expect(k == 1, "repeat + repeat: %d kernels, expected 1", k);
   nn_finish();
@@ -333,6 +332,9 @@ static void test_one_hot(void **state) {
     if (iv) nn_check(what, tvk_one_hot(ix, 4), TVK_INT32, 3, out, ref, 0, 0);
     free(iv);
   }
+  tvk_tensor *ix = nn_tensor(TVK_INT32, 2, s, idx);
+  nn_kernels(ix);
+  nn_expect_kernels("one_hot of a realized index", tvk_one_hot(ix, 4), 1);
   tvk_tensor *z = nn_tensor(TVK_INT64, 0, NULL, (double[]){2});
   nn_check("one_hot 0-d", tvk_one_hot(z, 3), TVK_INT32, 1, (int64_t[]){3}, (double[]){0, 0, 1}, 0,
            0);
@@ -378,7 +380,7 @@ static void test_eye(void **state) {
 /* out[ix] = t[ix with index[ix] at axis] (0 when index[ix] is out of range). */
 static void check_gather(const char *what, tvk_dtype dt, tvk_dtype idt, const int64_t *ts,
                          const int64_t *is, int axis, int64_t lo, int64_t hi) {
-  int64_t nt = numel(3, ts), ni = numel(3, is);
+  int64_t nt = nn_numel(3, ts), ni = nn_numel(3, is);
   double *tv = nn_rand_ints(nt, -100, 100), *iv = nn_rand_ints(ni, lo, hi);
   if (dt == TVK_FLOAT32)
     for (int64_t i = 0; i < nt; i++) tv[i] = (float)(tv[i] / 7);
@@ -442,7 +444,7 @@ static void test_gather(void **state) {
 
 static void check_embedding(const char *what, tvk_dtype dt, tvk_dtype idt, int64_t V, int64_t D,
                             int nd, const int64_t *is) {
-  int64_t ni = numel(nd, is), out[16];
+  int64_t ni = nn_numel(nd, is), out[16];
   double *w = nn_rand_vals(V * D, -1, 1), *iv = nn_rand_ints(ni, -1, V + 2);
   for (int64_t i = 0; i < V * D; i++) w[i] = (float)w[i];
   tvk_tensor *wt = nn_tensor(dt, 2, (int64_t[]){V, D}, w), *ix = nn_tensor(idt, nd, is, iv);

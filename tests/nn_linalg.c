@@ -22,12 +22,6 @@
 
 #define EPS32 6e-8 /* 2^-24, a little rounded up */
 
-static int64_t numel(int nd, const int64_t *s) {
-  int64_t n = 1;
-  for (int i = 0; i < nd; i++) n *= s[i];
-  return n;
-}
-
 /* n values uniform in [lo, hi), rounded to float32. */
 static double *f32_vals(int64_t n, double lo, double hi) {
   double *v = nn_rand_vals(n, lo, hi);
@@ -41,11 +35,6 @@ static double *eighths(int64_t n) {
   double *v = nn_rand_ints(n, -32, 32);
   for (int64_t i = 0; i < n; i++) v[i] /= 8;
   return v;
-}
-
-/* One kernel count, printed for the record (the scheduler suite asserts them). */
-static void print_kernels(const char *what, tvk_tensor *t) {
-  printf("  [%s] %s: %d kernel(s)\n", nn.device, what, nn_kernels(t));
 }
 
 /* ---------------------------------------------------------------- matmul */
@@ -108,7 +97,7 @@ static void test_matmul_2d(void **state) {
   tvk_tensor *ta = nn_tensor(TVK_FLOAT32, 2, (int64_t[]){4, 6}, a);
   tvk_tensor *tb = nn_tensor(TVK_FLOAT32, 2, (int64_t[]){4, 5}, b);
   tvk_tensor *c = tvk_matmul(tvk_transpose(ta, 0, 1), tb);
-  print_kernels("matmul (6, 4) @ (4, 5)", c);
+  nn_expect_kernels("matmul (6, 4) @ (4, 5)", c, 1);
   nn_check("a^T @ b", c, TVK_FLOAT32, 2, (int64_t[]){6, 5}, ref, 0, 4 * EPS32 * bound);
   free(a), free(b), free(ref);
   nn_finish();
@@ -134,7 +123,7 @@ static void test_matmul_batched(void **state) {
   tvk_tensor *ta = nn_tensor(TVK_FLOAT32, 4, (int64_t[]){2, 1, 3, 4}, a);
   tvk_tensor *tb = nn_tensor(TVK_FLOAT32, 3, (int64_t[]){5, 4, 6}, b);
   tvk_tensor *c = tvk_matmul(ta, tb);
-  print_kernels("batched matmul (2, 1, 3, 4) @ (5, 4, 6)", c);
+  nn_expect_kernels("batched matmul (2, 1, 3, 4) @ (5, 4, 6)", c, 1);
   nn_check("(2, 1, 3, 4) @ (5, 4, 6)", c, TVK_FLOAT32, 4, (int64_t[]){2, 5, 3, 6}, ref, 0,
            4 * EPS32 * bound);
 
@@ -259,7 +248,7 @@ static void test_linear(void **state) {
   nn_check("linear 3-D, no bias", tvk_linear(tx, tw, NULL), TVK_FLOAT32, 3, (int64_t[]){2, 3, O}, ref, 0, tol);
   tvk_tensor *x2 = tvk_reshape(tx, 2, (int64_t[]){B, I});
   tvk_tensor *l2 = tvk_linear(x2, tw, tb);
-  print_kernels("linear (6, 6) x (5, 6) + bias", l2);
+  nn_expect_kernels("linear (6, 6) x (5, 6) + bias", l2, 1);
   nn_check("linear 2-D, bias", l2, TVK_FLOAT32, 2, (int64_t[]){B, O}, refb, 0, tol);
   tvk_tensor *x1 = tvk_shrink(x2, (const int64_t[][2]){{0, 1}, {0, I}});
   x1 = tvk_reshape(x1, 1, (int64_t[]){I});
@@ -280,7 +269,7 @@ static void test_matmul_bias_relu(void **state) {
   tvk_tensor *tw = nn_tensor(TVK_FLOAT32, 2, (int64_t[]){K, N}, w);
   tvk_tensor *tb = nn_tensor(TVK_FLOAT32, 1, (int64_t[]){N}, b);
   tvk_tensor *y = tvk_relu(tvk_add(tvk_matmul(tx, tw), tb));
-  print_kernels("relu(x @ w + b) (8, 16) @ (16, 32)", y);
+  nn_expect_kernels("relu(x @ w + b) (8, 16) @ (16, 32)", y, 1);
   nn_check("relu(x @ w + b)", y, TVK_FLOAT32, 2, (int64_t[]){M, N}, ref, 0, (K + 1) * EPS32 * (bound + 1));
   free(x), free(w), free(b), free(ref);
   nn_finish();
@@ -303,10 +292,10 @@ static void check_conv(const char *what, ConvCase cc) {
   int64_t Ho = (cc.H + cc.pad[0] + cc.pad[1] - cc.dil[0] * (cc.kh - 1) - 1) / cc.stride[0] + 1;
   int64_t Wo = (cc.W + cc.pad[2] + cc.pad[3] - cc.dil[1] * (cc.kw - 1) - 1) / cc.stride[1] + 1;
   int64_t xs[4] = {cc.N, cc.Cin, cc.H, cc.W}, ws[4] = {cc.Cout, Cg, cc.kh, cc.kw};
-  double *x = f32_vals(numel(4, xs), -1, 1), *w = f32_vals(numel(4, ws), -1, 1);
+  double *x = f32_vals(nn_numel(4, xs), -1, 1), *w = f32_vals(nn_numel(4, ws), -1, 1);
   double *bias = f32_vals(cc.Cout, -1, 1);
   int64_t os[4] = {cc.N, cc.Cout, Ho, Wo};
-  double *ref = malloc((size_t)numel(4, os) * sizeof *ref), bound = 0;
+  double *ref = malloc((size_t)nn_numel(4, os) * sizeof *ref), bound = 0;
   for (int64_t n = 0; n < cc.N; n++)
     for (int64_t o = 0; o < cc.Cout; o++)
       for (int64_t p = 0; p < Ho; p++)
@@ -330,8 +319,8 @@ static void check_conv(const char *what, ConvCase cc) {
   tvk_tensor *tb = cc.bias ? nn_tensor(TVK_FLOAT32, 1, &cc.Cout, bias) : NULL;
   tvk_tensor *y = tvk_conv2d(tx, tw, tb, cc.stride, cc.pad, cc.dil, cc.groups);
   double terms = (double)(Cg * cc.kh * cc.kw + 1);
-  if (!strcmp(what, "plain")) print_kernels("conv2d (2, 3, 7, 6) * (4, 3, 3, 2) + bias", y);
-  if (!strcmp(what, "groups 2")) print_kernels("conv2d groups 2, padded", y);
+  if (!strcmp(what, "plain")) nn_expect_kernels("conv2d (2, 3, 7, 6) * (4, 3, 3, 2) + bias", y, 1);
+  if (!strcmp(what, "groups 2")) nn_expect_kernels("conv2d groups 2, padded", y, 1);
   nn_check(what, y, TVK_FLOAT32, 4, os, ref, 0, terms * EPS32 * bound);
   free(x), free(w), free(bias), free(ref);
 }
@@ -451,7 +440,7 @@ static void check_pool(const char *what, tvk_dtype dt, int nd, const int64_t *xs
                        const int64_t *s, const int64_t *p) {
   static const int64_t zero[4] = {0, 0, 0, 0};
   const int64_t *ss = s ? s : k, *pp = p ? p : zero;
-  int64_t H = xs[nd - 2], W = xs[nd - 1], B = numel(nd - 2, xs), Ho, Wo;
+  int64_t H = xs[nd - 2], W = xs[nd - 1], B = nn_numel(nd - 2, xs), Ho, Wo;
   double *x = dt == TVK_FLOAT32 ? f32_vals(B * H * W, -2, 2) : nn_rand_ints(B * H * W, -100, 100);
   double lowest = dt == TVK_FLOAT32 ? -INFINITY : -2147483648.0;
   tvk_tensor *tx = nn_tensor(dt, nd, xs, x);
@@ -462,8 +451,8 @@ static void check_pool(const char *what, tvk_dtype dt, int nd, const int64_t *xs
   os[nd - 2] = Ho, os[nd - 1] = Wo;
   tvk_tensor *m = tvk_max_pool2d(tx, k, s, p), *a = tvk_avg_pool2d(tx, k, s, p);
   if (!strcmp(what, "(2, 3, 7, 9) k (3, 2) s (2, 3) pad")) {
-    print_kernels("max_pool2d (2, 3, 7, 9) k (3, 2) s (2, 3) pad (1, 1, 0, 1)", m);
-    print_kernels("avg_pool2d (2, 3, 7, 9) k (3, 2) s (2, 3) pad (1, 1, 0, 1)", a);
+    nn_expect_kernels("max_pool2d (2, 3, 7, 9) k (3, 2) s (2, 3) pad (1, 1, 0, 1)", m, 1);
+    nn_expect_kernels("avg_pool2d (2, 3, 7, 9) k (3, 2) s (2, 3) pad (1, 1, 0, 1)", a, 1);
   }
   snprintf(name, sizeof name, "max_pool2d %s", what);
   nn_check(name, m, dt, nd, os, rmax, 0, 0); /* exact */
@@ -555,7 +544,7 @@ static void test_attention(void **state) {
 
   double *ref = attn_ref(q, k, v, NULL, NULL, false, B, L, S, E, Ev);
   tvk_tensor *y = tvk_scaled_dot_product_attention(tq, tk, tv, NULL, false);
-  print_kernels("attention (3, 2, 4, 5) x (3, 2, 6, 5)", y);
+  nn_expect_kernels("attention (3, 2, 4, 5) x (3, 2, 6, 5)", y, 5);
   nn_check("no mask", y, TVK_FLOAT32, 4, os, ref, 0, tol);
   free(ref);
 
@@ -581,7 +570,7 @@ static void test_attention(void **state) {
   /* causal, L < S, and with the bool mask too */
   ref = attn_ref(q, k, v, NULL, NULL, true, B, L, S, E, Ev);
   tvk_tensor *yc = tvk_scaled_dot_product_attention(tq, tk, tv, NULL, true);
-  print_kernels("causal attention (3, 2, 4, 5) x (3, 2, 6, 5)", yc);
+  nn_expect_kernels("causal attention (3, 2, 4, 5) x (3, 2, 6, 5)", yc, 5);
   nn_check("causal L < S", yc, TVK_FLOAT32, 4, os, ref, 0, tol);
   free(ref);
   ref = attn_ref(q, k, v, bfull, NULL, true, B, L, S, E, Ev);

@@ -21,12 +21,6 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-static int64_t numel(int nd, const int64_t *sh) {
-  int64_t n = 1;
-  for (int d = 0; d < nd; d++) n *= sh[d];
-  return n;
-}
-
 /* Flat index of element k along axis ax in lane `lane`; lanes are numbered in
  * row-major order of the shape without ax (the order of a reduction's output). */
 static int64_t at(int nd, const int64_t *sh, int ax, int64_t lane, int64_t k) {
@@ -73,7 +67,7 @@ static double lane_max(const double *x, int nd, const int64_t *sh, int ax, int64
 
 /* softmax (log_ false) or log_softmax along ax, torch's definition: x - max. */
 static void ref_softmax(const double *x, int nd, const int64_t *sh, int ax, bool log_, double *out) {
-  int64_t lanes = numel(nd, sh) / sh[ax];
+  int64_t lanes = nn_numel(nd, sh) / sh[ax];
   for (int64_t l = 0; l < lanes; l++) {
     double m = lane_max(x, nd, sh, ax, l), s = 0;
     for (int64_t k = 0; k < sh[ax]; k++) s += exp(x[at(nd, sh, ax, l, k)] - m);
@@ -86,7 +80,7 @@ static void ref_softmax(const double *x, int nd, const int64_t *sh, int ax, bool
 
 /* logsumexp along ax: the max is subtracted only where it is finite. */
 static void ref_lse(const double *x, int nd, const int64_t *sh, int ax, double *out) {
-  int64_t lanes = numel(nd, sh) / sh[ax];
+  int64_t lanes = nn_numel(nd, sh) / sh[ax];
   for (int64_t l = 0; l < lanes; l++) {
     double m = lane_max(x, nd, sh, ax, l), s = 0;
     if (isinf(m)) m = 0;
@@ -273,7 +267,7 @@ static void test_cross_entropy(void **state) {
 static void ref_var(const double *x, int nd, const int64_t *sh, const bool *on, double corr,
                     bool sd, double *out, int64_t *count) {
   /* the output index of element i: its coordinates with reduced dims dropped */
-  int64_t n = numel(nd, sh), outn = 1, cnt = 1;
+  int64_t n = nn_numel(nd, sh), outn = 1, cnt = 1;
   for (int d = 0; d < nd; d++) {
     if (on[d]) cnt *= sh[d];
     else outn *= sh[d];
@@ -458,7 +452,7 @@ static void test_batchnorm(void **state) {
   for (int shape = 0; shape < 2; shape++) {
     const int64_t *sh = shape ? s2 : s4;
     int nd = shape ? 2 : 4;
-    int64_t n = numel(nd, sh), inner = n / (sh[0] * c);
+    int64_t n = nn_numel(nd, sh), inner = n / (sh[0] * c);
     tvk_tensor *xt = input(TVK_FLOAT32, nd, sh, xv, &x);
     for (int mode = 0; mode < 4; mode++) {
       bool hw = mode & 1, hb = mode & 2;
@@ -505,7 +499,7 @@ static void test_batchnorm(void **state) {
 
 /* Running sums along ax; *scale: the largest prefix sum of |x| (for tolerances). */
 static void ref_cumsum(const double *x, int nd, const int64_t *sh, int ax, double *out, double *scale) {
-  int64_t lanes = numel(nd, sh) / sh[ax];
+  int64_t lanes = nn_numel(nd, sh) / sh[ax];
   *scale = 0;
   for (int64_t l = 0; l < lanes; l++) {
     double s = 0, sa = 0;
@@ -604,7 +598,7 @@ static void test_cumsum_lengths(void **state) {
 
 /* First index of the max (min) along ax; a NaN counts as the extreme. */
 static void ref_arg(const double *x, int nd, const int64_t *sh, int ax, bool is_max, double *out) {
-  int64_t lanes = numel(nd, sh) / sh[ax];
+  int64_t lanes = nn_numel(nd, sh) / sh[ax];
   for (int64_t l = 0; l < lanes; l++) {
     int64_t best = 0;
     double bv = x[at(nd, sh, ax, l, 0)];
@@ -677,10 +671,39 @@ static void test_argmax(void **state) {
   nn_finish();
 }
 
+/* ---------------------------------------------------------------- kernel counts */
+
+/* The kernel counts docs/ops_norm.md gives, on realized inputs. */
+static void test_norm_kernels(void **state) {
+  (void)state;
+  const int64_t sh[2] = {6, 5}, n6 = 6, c5 = 5, n1000[2] = {2, 1000};
+  double *xv = nn_rand_vals(2000, -2, 2), lab[6] = {0, 4, 2, 1, 3, 0};
+  tvk_tensor *x = nn_tensor(TVK_FLOAT32, 2, sh, xv), *labels = nn_tensor(TVK_INT32, 1, &n6, lab);
+  tvk_tensor *w = nn_tensor(TVK_FLOAT32, 1, &c5, xv), *b = nn_tensor(TVK_FLOAT32, 1, &c5, xv + 5);
+  tvk_tensor *xl = nn_tensor(TVK_FLOAT32, 2, n1000, xv);
+  tvk_tensor *ins[5] = {x, labels, w, b, xl};
+  tvk_status st = tvk_realize(5, ins);
+  nn_expect(st == TVK_OK, "realize the inputs: %s", tvk_status_name(st));
+  const int ax1[1] = {1};
+  nn_expect_kernels("softmax", tvk_softmax(x, -1), 3);
+  nn_expect_kernels("log_softmax", tvk_log_softmax(x, 1), 3);
+  nn_expect_kernels("logsumexp", tvk_logsumexp(x, 1, false), 2);
+  nn_expect_kernels("cross_entropy", tvk_cross_entropy(x, labels), 3);
+  nn_expect_kernels("var", tvk_var(x, 1, ax1, false, 1), 2);
+  nn_expect_kernels("std", tvk_std(x, 1, ax1, true, 1), 2);
+  nn_expect_kernels("layernorm", tvk_layernorm(x, 1, w, b, 1e-5), 3);
+  nn_expect_kernels("cumsum of 5", tvk_cumsum(x, 1), 1);
+  nn_expect_kernels("cumsum of 1000 (blocks)", tvk_cumsum(xl, 1), 3);
+  nn_expect_kernels("argmax", tvk_argmax(x, 1, false), 2);
+  nn_expect_kernels("argmin", tvk_argmin(x, 0, true), 2);
+  free(xv);
+  nn_finish();
+}
+
 const struct CMUnitTest nn_norm_tests[] = {
     NN_TEST(test_softmax_axes),  NN_TEST(test_softmax_stability), NN_TEST(test_softmax_dtypes),
     NN_TEST(test_cross_entropy), NN_TEST(test_var_std),           NN_TEST(test_layernorm),
     NN_TEST(test_batchnorm),     NN_TEST(test_cumsum_axes),       NN_TEST(test_cumsum_lengths),
-    NN_TEST(test_argmax),
+    NN_TEST(test_argmax),        NN_TEST(test_norm_kernels),
 };
 const size_t nn_norm_count = sizeof nn_norm_tests / sizeof nn_norm_tests[0];

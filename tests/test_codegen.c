@@ -4,7 +4,9 @@
  * floats, exact integer math for ints). Integer and float ALU results are also
  * checked against the IR's constant evaluation (alu_exec), which the generated
  * code must match. Golden tests pin the exact source of two tiny kernels. The
- * suite runs in a fresh cache directory (mkdtemp), removed at the end. */
+ * kernels go to the build tree's cache (test_cache_dir), so a second run
+ * compiles none; the UB check's programs go to a fresh directory, removed at
+ * the end. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <dirent.h>
@@ -32,21 +34,16 @@
 #include "test_util.h"
 
 typedef struct {
-  char root[256];
+  char root[256]; /* scratch for the UB check's programs */
   Device *dev[3]; /* 1, 2 and 5 threads: 5 splits axes unevenly */
   UCtx *c;
 } Suite;
 
 /* ---------------------------------------------------------------- helpers */
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t xorshift(void) {
-  uint64_t x = rng_state;
-  x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-  return rng_state = x;
-}
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static double urand(double lo, double hi) {
-  return lo + (hi - lo) * (double)(xorshift() >> 11) / 9007199254740992.0;
+  return lo + (hi - lo) * (double)(xorshift64(&rng) >> 11) / 9007199254740992.0;
 }
 
 
@@ -159,12 +156,11 @@ static uint16_t half_round(double x) {
 
 static int suite_setup(void **state) {
   Suite *s = calloc(1, sizeof *s);
-  snprintf(s->root, sizeof s->root, "/tmp/tvk-test-codegen-XXXXXX");
-  if (!s || !mkdtemp(s->root)) return -1;
+  if (!s || !temp_dir(s->root, sizeof s->root, "test-codegen")) return -1;
   Error err;
   const int threads[3] = {1, 2, 5};
   for (int d = 0; d < 3; d++) {
-    DeviceOptions o = {.cache_dir = s->root, .threads = threads[d]};
+    DeviceOptions o = {.cache_dir = test_cache_dir(), .threads = threads[d]};
     if (cpu_device_create(&o, &s->dev[d], &err) != TVK_OK) {
       fprintf(stderr, "cpu device: %s\n", err.msg);
       return -1;
@@ -263,7 +259,7 @@ static void test_int_chain(void **state) {
     int64_t n = sizes[k];
     int32_t *a = malloc((size_t)n * 4), *b = malloc((size_t)n * 4), *out = calloc((size_t)n, 4);
     for (int64_t i = 0; i < n; i++)
-      a[i] = (int32_t)xorshift(), b[i] = (int32_t)(xorshift() % 2001) - 1000;
+      a[i] = (int32_t)xorshift64(&rng), b[i] = (int32_t)(xorshift64(&rng) % 2001) - 1000;
     UCtx *c = s->c;
     UOp *A = ld(c, 1, DT_INT32, shp(2, (int64_t)1, n)),
         *B = ld(c, 2, DT_INT32, shp(2, (int64_t)1, n));
@@ -346,7 +342,7 @@ static int int_values(int bits, bool uns, int64_t *v) {
                     32, 33, 63, 64, 100, -100, max, min, max - 1, min + 1};
   int n = 0;
   for (size_t i = 0; i < sizeof base / sizeof *base; i++) v[n++] = wrap(base[i], bits, uns);
-  for (int i = 0; i < 11; i++) v[n++] = wrap((int64_t)xorshift(), bits, uns);
+  for (int i = 0; i < 11; i++) v[n++] = wrap((int64_t)xorshift64(&rng), bits, uns);
   return n;
 }
 
@@ -781,7 +777,7 @@ static void test_max_negative(void **state) {
   float a[R * C], out[R];
   int32_t ia[R * C], iout[R];
   for (int i = 0; i < R * C; i++)
-    a[i] = (float)urand(-100, -1), ia[i] = -1 - (int32_t)(xorshift() % 100000);
+    a[i] = (float)urand(-100, -1), ia[i] = -1 - (int32_t)(xorshift64(&rng) % 100000);
   UCtx *c = s->c;
   const int64_t ax[] = {1};
   UOp *m = reduce(ld(c, 1, DT_FLOAT32, shp(2, (int64_t)R, (int64_t)C)), OP_MAX, 1, ax);
@@ -1135,7 +1131,7 @@ static void test_reduce_all_then_elementwise(void **state) {
     double sum = 0, mag = 0, mx = -INFINITY, mn = INFINITY;
     int64_t isum = 0, imin = INT32_MAX;
     for (int64_t i = 0; i < n; i++) {
-      x[i] = (float)urand(-1, 1), xi[i] = (int32_t)(xorshift() % 2001) - 1000;
+      x[i] = (float)urand(-1, 1), xi[i] = (int32_t)(xorshift64(&rng) % 2001) - 1000;
       sum += x[i], mag += fabs(x[i]), mx = fmax(mx, x[i]), mn = fmin(mn, x[i]);
       isum += xi[i], imin = xi[i] < imin ? xi[i] : imin;
     }
@@ -1484,7 +1480,7 @@ static void test_deep_expression(void **state) {
   uint16_t h[DEEP_N];
   int32_t ia[DEEP_N], iout[DEEP_N];
   for (int i = 0; i < DEEP_N; i++)
-    a[i] = (float)urand(-100, 100), ia[i] = (int32_t)(xorshift() % 2000001) - 1000000;
+    a[i] = (float)urand(-100, 100), ia[i] = (int32_t)(xorshift64(&rng) % 2000001) - 1000000;
   HostBuf outs[3] = {{out, sizeof out}, {h, sizeof h}, {iout, sizeof iout}};
   HostBuf ins[3] = {{a, sizeof a}, {a, sizeof a}, {ia, sizeof ia}};
   for (int kind = 0; kind < 4; kind++) { /* each chain alone, then all three */

@@ -1,11 +1,13 @@
 /* Tests of the CPU device (backend_cpu/): buffers, the compiler driver and its
  * on-disk cache, the thread pool, and the errors of each. Every kernel's result
- * is checked against a plain loop here. The suite runs in a fresh cache
- * directory (TVK_CACHE_DIR under mkdtemp), removed at the end. */
-#define _POSIX_C_SOURCE 200809L
+ * is checked against a plain loop here. Kernels go to the build tree's cache
+ * (test_cache_dir), so a second run compiles none, except in the tests of the
+ * cache itself: those use a fresh directory (mkdtemp), removed at the end. */
+#define _XOPEN_SOURCE 700 /* POSIX 2008 and realpath */
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,26 +30,10 @@ const char *__asan_default_options(void) { return "allocator_may_return_null=1";
 
 typedef struct {
   char root[256];  /* the mkdtemp directory; everything the suite writes is below */
-  char cache[300]; /* root/cache: TVK_CACHE_DIR for the suite */
+  char cache[300]; /* root/cache: the cache of the tests that check what it holds */
 } Suite;
 
 /* ---- helpers ---- */
-
-
-/* Entries of dir whose name ends in suffix (all entries when suffix is NULL). */
-static int count_files(const char *dir, const char *suffix) {
-  DIR *d = opendir(dir);
-  if (!d) return -1;
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    size_t len = strlen(e->d_name), sl = suffix ? strlen(suffix) : 0;
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    if (!suffix || (len >= sl && !strcmp(e->d_name + len - sl, suffix))) n++;
-  }
-  closedir(d);
-  return n;
-}
 
 /* The name of a .so in dir, into out. */
 static bool find_so(const char *dir, char *out, size_t outn) {
@@ -64,27 +50,18 @@ static bool find_so(const char *dir, char *out, size_t outn) {
   return found;
 }
 
-static char *save_env(const char *name) {
-  const char *v = getenv(name);
-  return v ? strdup(v) : NULL;
-}
-
-static void restore_env(const char *name, char *saved) {
-  if (saved)
-    setenv(name, saved, 1);
-  else
-    unsetenv(name);
-  free(saved);
-}
-
-static Device *make_dev(int threads) {
-  DeviceOptions opt = {.threads = threads};
+/* A device with its kernel cache in cache_dir. */
+static Device *make_dev_in(int threads, const char *cache_dir) {
+  DeviceOptions opt = {.threads = threads, .cache_dir = cache_dir};
   Device *d = NULL;
   Error err;
   tvk_status st = cpu_device_create(&opt, &d, &err);
   if (st != TVK_OK) fail_msg("cpu_device_create: %s", err.msg);
   return d;
 }
+
+/* A device on the build tree's cache: for tests that do not look at it. */
+static Device *make_dev(int threads) { return make_dev_in(threads, test_cache_dir()); }
 
 static DevProgram *must_compile(Device *d, const char *name, const char *src, bool *hit) {
   DevProgram *p = NULL;
@@ -158,14 +135,12 @@ static int32_t run_tagged(Device *d, DevProgram *p) {
 static int suite_setup(void **state) {
   Suite *s = calloc(1, sizeof *s);
   if (!s) return -1;
-  const char *tmp = getenv("TMPDIR");
-  snprintf(s->root, sizeof s->root, "%s/tvk-cpu-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  if (!mkdtemp(s->root)) {
+  if (!temp_dir(s->root, sizeof s->root, "cpu-test")) {
     free(s);
     return -1;
   }
   snprintf(s->cache, sizeof s->cache, "%s/cache", s->root);
-  setenv("TVK_CACHE_DIR", s->cache, 1);
+  test_cache_dir(); /* before a test changes $TVK_CACHE_DIR */
   *state = s;
   return 0;
 }
@@ -173,7 +148,6 @@ static int suite_setup(void **state) {
 static int suite_teardown(void **state) {
   Suite *s = *state;
   rm_rf(s->root);
-  unsetenv("TVK_CACHE_DIR");
   free(s);
   return 0;
 }
@@ -304,11 +278,11 @@ static void test_alloc_too_big(void **state) {
 
 /* mul_add on 1, 2 and 7 threads and several sizes, against a loop here. */
 static void test_kernel_mul_add(void **state) {
-  (void)state;
+  Suite *s0 = *state;
   static const int threads[] = {1, 2, 7};
   static const int32_t sizes[] = {0, 1, 1000, 1000003};
   for (size_t t = 0; t < 3; t++) {
-    Device *d = make_dev(threads[t]);
+    Device *d = make_dev_in(threads[t], s0->cache); /* fresh: the first compile is a miss */
     bool hit = true;
     DevProgram *p = must_compile(d, "mul_add", mul_add_src, &hit);
     assert_int_equal(hit, t > 0); /* the first device compiles, the others reuse */
@@ -428,7 +402,7 @@ static void test_cache_hit_and_miss(void **state) {
   char src1[512], src2[512];
   tagged_src(src1, sizeof src1, "tag", 101);
   tagged_src(src2, sizeof src2, "tag", 102);
-  Device *d = make_dev(2);
+  Device *d = make_dev_in(2, s->cache);
   int before = count_files(s->cache, ".so");
   bool hit = true;
   DevProgram *p1 = must_compile(d, "tag", src1, &hit);
@@ -443,7 +417,7 @@ static void test_cache_hit_and_miss(void **state) {
   assert_int_equal(run_tagged(d, p1), 101); /* still loaded after the other handle went */
 
   /* A new device (as a new process would) finds it too. */
-  Device *d2 = make_dev(1);
+  Device *d2 = make_dev_in(1, s->cache);
   DevProgram *p3 = must_compile(d2, "tag", src1, &hit);
   assert_true(hit);
   assert_int_equal(count_files(s->cache, ".so"), before + 1);
@@ -499,7 +473,7 @@ static void test_compile_error(void **state) {
       "void broken(void *const *bufs, const int32_t *vals, int32_t core_id, int32_t n_cores) {\n"
       "  this is not C;\n"
       "}\n";
-  Device *d = make_dev(1);
+  Device *d = make_dev_in(1, s->cache);          /* its files are counted */
   must_compile(d, "mul_add", mul_add_src, NULL); /* freed by destroy */
   int n0 = count_files(s->cache, NULL);
   DevProgram *p = (DevProgram *)d;
@@ -514,10 +488,10 @@ static void test_compile_error(void **state) {
 }
 
 static void test_missing_symbol_and_bad_names(void **state) {
-  (void)state;
+  Suite *s = *state;
   char src[512];
   tagged_src(src, sizeof src, "present", 3);
-  Device *d = make_dev(1);
+  Device *d = make_dev_in(1, s->cache); /* fresh, so the first round compiles */
   DevProgram *p = (DevProgram *)d;
   for (int round = 0; round < 2; round++) { /* a miss, then from the cache */
     assert_int_equal(d->ops->compile(d, "absent", src, &p, NULL), TVK_ERR_COMPILE);
@@ -539,7 +513,7 @@ static void test_missing_symbol_and_bad_names(void **state) {
 static void test_no_compiler(void **state) {
   (void)state;
   static const char *const bad = "/nonexistent dir/no-such-cc";
-  char *saved = save_env("CC");
+  char *saved = env_save("CC");
   setenv("CC", bad, 1);
   Device *d = make_dev(1); /* creating works; compiling says why not */
   DevProgram *p = (DevProgram *)d;
@@ -549,10 +523,10 @@ static void test_no_compiler(void **state) {
   assert_contains(d->err.msg, bad);
   assert_contains(d->err.msg, "set CC");
   d->ops->destroy(d);
-  restore_env("CC", saved);
+  env_restore("CC", saved);
 
   /* The option wins over $CC. */
-  DeviceOptions opt = {.threads = 1, .cc = bad};
+  DeviceOptions opt = {.threads = 1, .cc = bad, .cache_dir = test_cache_dir()};
   Error err;
   assert_int_equal(cpu_device_create(&opt, &d, &err), TVK_OK);
   assert_int_equal(d->ops->compile(d, "mul_add", mul_add_src, &p, NULL), TVK_ERR_DEVICE);
@@ -583,8 +557,8 @@ static tvk_status compile_once(const DeviceOptions *opt, int tag, char *msg, siz
  * private temp dir when the home cannot be written. */
 static void test_cache_locations(void **state) {
   Suite *s = *state;
-  char *saved[4] = {save_env("TVK_CACHE_DIR"), save_env("XDG_CACHE_HOME"), save_env("HOME"),
-                    save_env("TMPDIR")};
+  char *saved[4] = {env_save("TVK_CACHE_DIR"), env_save("XDG_CACHE_HOME"), env_save("HOME"),
+                    env_save("TMPDIR")};
   char dir[512], msg[1024];
   DeviceOptions opt = {.threads = 1};
 
@@ -614,21 +588,48 @@ static void test_cache_locations(void **state) {
   assert_int_equal(compile_once(&opt, 204, msg, sizeof msg), TVK_ERR_DEVICE);
   assert_contains(msg, "/proc/tvk-no-cache");
 
-  restore_env("TVK_CACHE_DIR", saved[0]);
-  restore_env("XDG_CACHE_HOME", saved[1]);
-  restore_env("HOME", saved[2]);
-  restore_env("TMPDIR", saved[3]);
+  env_restore("TVK_CACHE_DIR", saved[0]);
+  env_restore("XDG_CACHE_HOME", saved[1]);
+  env_restore("HOME", saved[2]);
+  env_restore("TMPDIR", saved[3]);
 }
 
-/* Programs still alive at destroy are closed by it (LSan checks). */
+/* The distinct files under dir that this process has mapped (/proc/self/maps):
+ * the kernels loaded from a cache directory; -1 if the map cannot be read. */
+static int mapped_files_under(const char *dir) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (!f) return -1;
+  char line[4096], seen[16][1024];
+  int n = 0;
+  size_t dl = strlen(dir);
+  while (fgets(line, sizeof line, f)) {
+    char *path = strchr(line, '/'); /* the pathname is the only field with a '/' */
+    if (!path || strncmp(path, dir, dl) || path[dl] != '/') continue;
+    path[strcspn(path, "\n")] = 0;
+    bool dup = false;
+    for (int i = 0; i < n && !dup; i++) dup = !strcmp(seen[i], path);
+    if (!dup && n < 16) snprintf(seen[n++], sizeof seen[0], "%s", path);
+  }
+  fclose(f);
+  return n;
+}
+
+/* Programs still alive at destroy are closed by it: both kernels' .so files are
+ * mapped before and none is after (and under ASan, LSan finds nothing of the
+ * programs left). The cache is the test's own, so only its kernels are there. */
 static void test_destroy_with_live_programs(void **state) {
-  (void)state;
-  Device *d = make_dev(2);
+  Suite *s = *state;
+  char dir[512], real[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/live-programs", s->root);
+  Device *d = make_dev_in(2, dir);
   DevBuffer *b = must_alloc(d, 64);
   must_compile(d, "mul_add", mul_add_src, NULL);
   must_compile(d, "cores", cores_src, NULL);
   d->ops->free(d, b);
+  assert_non_null(realpath(dir, real)); /* as the map names it */
+  assert_int_equal(mapped_files_under(real), 2);
   d->ops->destroy(d);
+  assert_int_equal(mapped_files_under(real), 0);
 }
 
 int main(void) {

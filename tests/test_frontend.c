@@ -6,6 +6,7 @@
  * are compared with libm in double; movement ops are checked through their
  * ShapeTracker against index formulas written in the test. End-to-end values
  * on a device are the op suite's (tests/test_ops_*.c). */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp, setenv, strdup (test_util.h) */
 /* cmocka.h needs these first */
 /* clang-format off */
 #include <setjmp.h>
@@ -23,6 +24,7 @@
 
 #include "frontend/frontend.h"
 #include "ir/alu.h"
+#include "test_util.h"
 #include "tvk.h"
 
 static tvk_ctx *C; /* the context of the running test (setup / teardown) */
@@ -50,12 +52,7 @@ static int teardown(void **state) {
 #define SCALAR(dt) tvk_full(C, dt, 0, NULL, 1.0)
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
+static uint64_t rnd(void) { return xorshift64(&rng); }
 
 static void expect_shape(const tvk_tensor *t, int nd, const int64_t *shape) {
   assert_int_equal(tvk_status_of(t), TVK_OK);

@@ -1,11 +1,13 @@
 /* The neural-network op suite (ctest `nn`): every op of tvk.h's "shape and
  * indexing", "neural-network ops", "more creation" and "in-place update"
  * sections against references computed in the test by plain loops in double
- * (nn_*.c, one file per group), on every device this build has.
+ * (nn_*.c, one file per group), on the device named by the first argument, as
+ * the op suite does (ctest `nn_cpu`, and `nn_vk` with validation):
  *
- *   test_nn                  every group, CPU then Vulkan (if a device exists)
- *   test_nn CPU              one device
- *   test_nn VK 'test_conv*'  only the tests whose name matches */
+ *   test_nn CPU              every group on the CPU (the default)
+ *   test_nn VK 'test_conv*'  on Vulkan, only the tests whose name matches
+ *
+ * Exits 77 (ctest's SKIP_RETURN_CODE) when the device does not exist. */
 /* clang-format off */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +24,7 @@
 #include "ref.h"
 
 NnSuite nn;
+static Rng rng; /* ref.h's xorshift64*, reseeded for every test */
 
 #define NN_GROUPS(X) X(linalg) X(norm) X(index) X(random)
 #define DECL(g)                                   \
@@ -40,7 +43,7 @@ int nn_setup(void **state) {
     return -1;
   }
   nn.fails = 0;
-  nn.rng = 0x2545f4914f6cdd1dULL; /* fixed: every run draws the same inputs */
+  rng = (Rng){0x2545f4914f6cdd1dULL}; /* fixed: every run draws the same inputs */
   return 0;
 }
 
@@ -56,14 +59,7 @@ int nn_teardown(void **state) {
   return st.validation_messages ? -1 : 0;
 }
 
-static uint64_t next_u64(void) { /* xorshift64* */
-  nn.rng ^= nn.rng >> 12, nn.rng ^= nn.rng << 25, nn.rng ^= nn.rng >> 27;
-  return nn.rng * 0x2545f4914f6cdd1dULL;
-}
-
-double nn_uniform(double lo, double hi) {
-  return lo + (hi - lo) * (double)(next_u64() >> 11) * 0x1p-53;
-}
+double nn_uniform(double lo, double hi) { return rng_unif(&rng, lo, hi); }
 
 double *nn_rand_vals(int64_t n, double lo, double hi) {
   double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
@@ -73,14 +69,8 @@ double *nn_rand_vals(int64_t n, double lo, double hi) {
 
 double *nn_rand_ints(int64_t n, int64_t lo, int64_t hi) {
   double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
-  for (int64_t i = 0; v && i < n; i++) v[i] = (double)(lo + (int64_t)(next_u64() % (uint64_t)(hi - lo)));
+  for (int64_t i = 0; v && i < n; i++) v[i] = (double)rng_int(&rng, lo, hi - 1);
   return v;
-}
-
-static int64_t numel_of(int ndim, const int64_t *shape) {
-  int64_t n = 1;
-  for (int i = 0; i < ndim; i++) n *= shape[i];
-  return n;
 }
 
 tvk_tensor *nn_tensor(tvk_dtype dt, int ndim, const int64_t *shape, const double *vals) {
@@ -155,7 +145,7 @@ bool nn_check(const char *what, tvk_tensor *t, tvk_dtype dt, int ndim, const int
     return false;
   double *got = nn_fetch(t);
   if (!nn_expect(got != NULL, "%s: fetch failed", what)) return false;
-  int64_t n = numel_of(ndim, shape), bad = 0, first = -1;
+  int64_t n = nn_numel(ndim, shape), bad = 0, first = -1;
   for (int64_t i = 0; i < n; i++) {
     double g = got[i], e = ref[i];
     bool ok = isnan(e) ? isnan(g) : (g == e || fabs(g - e) <= atol + rtol * fabs(e));
@@ -185,39 +175,33 @@ int nn_kernels(tvk_tensor *t) {
   return (int)(b.kernels_run - a.kernels_run);
 }
 
+bool nn_expect_kernels(const char *what, tvk_tensor *t, int want) {
+  int k = nn_kernels(t);
+  return nn_expect(k == want, "%s: %d kernel(s), expected %d", what, k, want);
+}
+
 void nn_finish(void) { assert_int_equal(nn.fails, 0); }
 
 /* ---------------------------------------------------------------- main */
 
-static int run_device(const char *device) {
-  nn.device = device;
+int main(int argc, char **argv) {
+  nn.device = argc > 1 ? argv[1] : "CPU";
+  if (argc > 2) cmocka_set_test_filter(argv[2]);
+  tvk_ctx *probe = NULL;
+  tvk_status st = tvk_ctx_create(nn.device, &probe);
+  if (st == TVK_ERR_DEVICE) {
+    fprintf(stderr, "test_nn: device %s not available: %s\n", nn.device, tvk_last_create_error());
+    return 77; /* ctest SKIP_RETURN_CODE */
+  }
+  tvk_ctx_destroy(probe); /* any other error fails every test's setup, and so the suite */
   int failed = 0;
   char name[64];
-#define RUN(g)                                                                  \
-  if (nn_##g##_count) {                                                         \
-    snprintf(name, sizeof name, "nn_%s on %s", #g, device);                     \
-    failed += _cmocka_run_group_tests(name, nn_##g##_tests, nn_##g##_count, NULL, NULL); \
+#define RUN(g)                                                                                     \
+  if (nn_##g##_count) {                                                                            \
+    snprintf(name, sizeof name, "nn_%s on %s", #g, nn.device);                                     \
+    failed += _cmocka_run_group_tests(name, nn_##g##_tests, nn_##g##_count, NULL, NULL);           \
   }
   NN_GROUPS(RUN)
 #undef RUN
-  return failed;
-}
-
-int main(int argc, char **argv) {
-  const char *only = argc > 1 ? argv[1] : NULL;
-  if (argc > 2) cmocka_set_test_filter(argv[2]);
-  int failed = 0, ran = 0;
-  const char *devices[] = {"CPU", "VK"};
-  for (int i = 0; i < 2; i++) {
-    if (only && strcmp(only, devices[i])) continue;
-    tvk_ctx *probe = NULL;
-    if (tvk_ctx_create(devices[i], &probe) != TVK_OK) {
-      fprintf(stderr, "test_nn: device %s not available: %s\n", devices[i], tvk_last_create_error());
-      continue;
-    }
-    tvk_ctx_destroy(probe);
-    failed += run_device(devices[i]);
-    ran++;
-  }
-  return failed ? 1 : ran ? 0 : 77;
+  return failed ? 1 : 0;
 }

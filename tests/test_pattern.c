@@ -21,32 +21,14 @@
 #include <cmocka.h>
 
 #include "ir/pattern.h"
+#include "test_util.h"
 
 enum { X = 1, Y, Z, C, D };
 
 /* ---------------------------------------------------------------- helpers */
 
-typedef struct {
-  UCtx *ctx;
-  size_t mark;
-} T;
-
-static T begin(void) {
-  T t = {uctx_new(), 0};
-  assert_non_null(t.ctx);
-  t.mark = uop_pool_mark(t.ctx);
-  return t;
-}
-
-/* Everything built in the test was autoreleased: draining frees it all. */
-static void end(T *t) {
-  uop_pool_drain(t->ctx, t->mark);
-  assert_int_equal(uctx_live(t->ctx), 0);
-  uctx_free(t->ctx);
-}
-
-static UOp *ci(T *t, int64_t v) { return uop_const_int(t->ctx, DT(INT32), v); }
-static UOp *var(T *t, const char *name) { return uop_var(t->ctx, name, 0, 100); }
+static UOp *ci(UTest *t, int64_t v) { return uop_const_int(t->ctx, DT(INT32), v); }
+static UOp *var(UTest *t, const char *name) { return uop_var(t->ctx, name, 0, 100); }
 
 static bool matches(const UPat *p, UOp *u) {
   UOp *caps[UPAT_SLOTS];
@@ -63,7 +45,7 @@ typedef struct {
 
 static void test_match_single_op(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   UOp *x = var(&t, "x"), *y = var(&t, "y");
   UOp *add = uop_add(x, y), *mul = uop_mul(x, y);
   UOp *caps[UPAT_SLOTS];
@@ -84,12 +66,12 @@ static void test_match_single_op(void **state) {
   /* TUPLE without any_len: exact source count */
   assert_false(matches(PAT_OP(OP_MUL, 0, PAT_ANY(X)), mul));
   assert_false(matches(PAT_OP(OP_MUL, 0, PAT_ANY(X), PAT_ANY(Y), PAT_ANY(Z)), mul));
-  end(&t);
+  ut_end(&t);
 }
 
 static void test_match_op_list_and_groups(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   UOp *x = var(&t, "x"), *y = var(&t, "y");
   UOp *add = uop_add(x, y), *mul = uop_mul(x, y), *mx = uop_max(x, y), *dv = uop_idiv(x, y);
   UOp *neg = uop_neg(x), *lt = uop_lt(x, y);
@@ -110,12 +92,12 @@ static void test_match_op_list_and_groups(void **state) {
   /* G_ALU is derived from unary|binary|ternary */
   assert_true(matches(UPAT(.groups = G_ALU), uop_where(lt, x, y)));
   assert_false(matches(UPAT(.groups = G_ALU), x));
-  end(&t);
+  ut_end(&t);
 }
 
 static void test_match_dtype(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   UOp *i32 = ci(&t, 1);
   UOp *i64 = uop_const_int(t.ctx, DT(INT64), 1);
   UOp *f32 = uop_const_float(t.ctx, DT(FLOAT32), 1.0);
@@ -141,12 +123,12 @@ static void test_match_dtype(void **state) {
   UOp *fx = uop_new(t.ctx, OP_DEFINE_VAR, DT(FLOAT32), 0, NULL, arg_var("fx", 0, 1));
   assert_true(matches(add_f, uop_add(fx, f32)));
   assert_false(matches(add_f, uop_add(i32, i32)));
-  end(&t);
+  ut_end(&t);
 }
 
 static void test_match_arg(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   UOp *r3 = uop_range_n(t.ctx, 10, 3), *r4 = uop_range_n(t.ctx, 10, 4);
   const UPat *p3 = UPAT(.ops = P_OPS(OP_RANGE), .arg = &(const Arg){.kind = ARG_INT, .i = 3});
   assert_true(matches(p3, r3));
@@ -164,12 +146,12 @@ static void test_match_arg(void **state) {
   const UPat *pv = UPAT(.arg = &(const Arg){.kind = ARG_VAR, .var = {"x", 0, 100}});
   assert_true(matches(pv, x));
   assert_false(matches(pv, var(&t, "y")));
-  end(&t);
+  ut_end(&t);
 }
 
 static void test_match_cval(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   const UPat *zero = PAT_CONST_VAL(0);
   assert_true(matches(zero, ci(&t, 0)));
   assert_true(matches(zero, uop_const_float(t.ctx, DT(FLOAT32), 0.0)));
@@ -188,12 +170,12 @@ static void test_match_cval(void **state) {
   assert_true(matches(m1, uop_const_float(t.ctx, DT(FLOAT16), -1.0)));
   assert_false(matches(m1, uop_const_int(t.ctx, DT(UINT8), -1))); /* uint8 -1 is 255 */
   assert_true(matches(PAT_CONST_VAL(1), uop_const_int(t.ctx, DT(BOOL), 1)));
-  end(&t);
+  ut_end(&t);
 }
 
 static void test_capture_repeated(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   UOp *x = var(&t, "x"), *y = var(&t, "y");
   const UPat *xx = PAT_OP(OP_ADD, 0, PAT_ANY(X), PAT_ANY(X));
   UOp *caps[UPAT_SLOTS];
@@ -208,12 +190,12 @@ static void test_capture_repeated(void **state) {
   assert_false(matches(deep, uop_add(uop_mul_c(x, 3), y)));
   /* a slot on the root and in a source can only agree on a cycle: never */
   assert_false(matches(PAT_OP(OP_NEG, X, PAT_ANY(X)), uop_neg(x)));
-  end(&t);
+  ut_end(&t);
 }
 
 static void test_commutative_both_orders(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   UOp *x = var(&t, "x"), *one = ci(&t, 1);
   const UPat *comm = PAT_COMM(OP_ADD, 0, PAT_ANY(X), PAT_CONST(C));
   const UPat *ordered = PAT_OP(OP_ADD, 0, PAT_ANY(X), PAT_CONST(C));
@@ -234,12 +216,12 @@ static void test_commutative_both_orders(void **state) {
   assert_ptr_equal(caps[Y], lt);
   assert_ptr_equal(caps[C], one);
   assert_ptr_equal(caps[X], x);
-  end(&t);
+  ut_end(&t);
 }
 
 static void test_repeat_and_any_len(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   UOp *x = var(&t, "x"), *c1 = ci(&t, 1), *c2 = ci(&t, 2);
   const UPat *all_const =
       UPAT(.ops = P_OPS(OP_SINK), .kind = UPAT_SRC_REPEAT, .src = P_SRC(PAT_CONST(0)), .nsrc = 1);
@@ -262,14 +244,14 @@ static void test_repeat_and_any_len(void **state) {
   assert_false(matches(prefix, uop_sink(t.ctx, 2, (UOp *[]){x, c1})));
   assert_false(matches(prefix, uop_sink(t.ctx, 0, NULL))); /* fewer sources than patterns */
   assert_false(matches(PAT_OP(OP_SINK, 0, PAT_CONST(C)), uop_sink(t.ctx, 2, (UOp *[]){c1, c2})));
-  end(&t);
+  ut_end(&t);
 }
 
 /* REPEAT over a node with 100,000 sources: the matcher loops over them rather
  * than nesting a C call per source. */
 static void test_repeat_wide(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   enum { N = 100000 };
   UOp **src = malloc(N * sizeof *src);
   assert_non_null(src);
@@ -281,12 +263,12 @@ static void test_repeat_wide(void **state) {
   src[N - 1] = var(&t, "x");
   assert_false(matches(all_const, uop_sink(t.ctx, N, src)));
   free(src);
-  end(&t);
+  ut_end(&t);
 }
 
 static void test_alt(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   UOp *x = var(&t, "x"), *y = var(&t, "y"), *c = ci(&t, 5);
   const UPat *am = PAT_ALT(PAT_OP0(OP_ADD, X), PAT_OP0(OP_MUL, X));
   UOp *caps[UPAT_SLOTS];
@@ -314,12 +296,12 @@ static void test_alt(void **state) {
   assert_true(upat_match(later, uop_add(x, x), caps)); /* here the first choice fits */
   assert_ptr_equal(caps[X], x);
   assert_null(caps[Y]);
-  end(&t);
+  ut_end(&t);
 }
 
 static void test_backtracking(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   UOp *a = var(&t, "a"), *b = var(&t, "b");
   UOp *caps[UPAT_SLOTS];
   /* x + x*c in any order, on (a*2) + a: the first order binds X = a*2 and then
@@ -346,7 +328,7 @@ static void test_backtracking(void **state) {
   assert_null(caps[X]);
   assert_ptr_equal(caps[Y], a);
   assert_ptr_equal(caps[Z], b);
-  end(&t);
+  ut_end(&t);
 }
 
 /* ---------------------------------------------------------------- rules */
@@ -379,7 +361,7 @@ static const Rule trace_rules[] = {
 
 static void test_null_tries_next_match(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   PatternMatcher *pm = pm_new(trace_rules, RULES_N(trace_rules));
   UOp *c1 = ci(&t, 1), *c2 = ci(&t, 2);
   /* 1 + 2 matches x + c twice: (x=1, c=2) then (x=2, c=1), in permutation order */
@@ -414,7 +396,7 @@ static void test_null_tries_next_match(void **state) {
   assert_null(pm_rewrite(pm, uop_add(x, x), &tr));
   assert_int_equal(tr.calls, 2);
   pm_free(pm);
-  end(&t);
+  ut_end(&t);
 }
 
 static const Rule order_rules[] = {
@@ -428,7 +410,7 @@ static const Rule order_rules[] = {
 
 static void test_rule_order(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   PatternMatcher *pm = pm_new(order_rules, RULES_N(order_rules));
   UOp *x = var(&t, "x"), *add = uop_add(x, x);
   Count cnt = {0};
@@ -455,7 +437,7 @@ static void test_rule_order(void **state) {
   pm_free(second);
   pm_free(pm);
   pm_free(NULL);
-  end(&t);
+  ut_end(&t);
 }
 
 /* Returns the node itself: that is "no change", so the next rule runs. */
@@ -473,7 +455,7 @@ static const Rule self_rules[] = {
 
 static void test_rule_returning_itself(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   PatternMatcher *pm = pm_new(self_rules, RULES_N(self_rules));
   UOp *x = var(&t, "x");
   Count cnt = {0};
@@ -484,7 +466,7 @@ static void test_rule_returning_itself(void **state) {
   assert_ptr_equal(graph_rewrite(uop_neg(x), pm, &cnt, false), uop_neg(x));
   assert_ptr_equal(graph_rewrite(uop_neg(x), pm, &cnt, true), uop_neg(x));
   pm_free(pm);
-  end(&t);
+  ut_end(&t);
 }
 
 static const Rule reject_rules[] = {
@@ -500,7 +482,7 @@ static const Rule reject_rules[] = {
 
 static void test_early_reject(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   PatternMatcher *pm = pm_new(reject_rules, 2);
   /* The seed's early reject: a rule whose source patterns name single ops
    * needs those ops among the node's sources. A REPEAT over zero sources
@@ -524,7 +506,7 @@ static void test_early_reject(void **state) {
   assert_ptr_equal(pm_rewrite(any, empty, &cnt), uop_neg(empty));
   assert_int_equal(cnt.calls_b, 2);
   pm_free(any);
-  end(&t);
+  ut_end(&t);
 }
 
 /* ---------------------------------------------------------------- graph_rewrite */
@@ -557,14 +539,14 @@ static const Rule td_bu_rules[] = {
  * v*3 + 0*3. */
 static void test_top_down_vs_bottom_up(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   PatternMatcher *pm = pm_new(td_bu_rules, RULES_N(td_bu_rules));
   UOp *v = var(&t, "v"), *c0 = ci(&t, 0), *c3 = ci(&t, 3);
   UOp *g = uop_mul(uop_add(v, c0), c3);
   assert_ptr_equal(graph_rewrite(g, pm, NULL, false), uop_mul(v, c3));
   assert_ptr_equal(graph_rewrite(g, pm, NULL, true), uop_add(uop_mul(v, c3), uop_mul(c0, c3)));
   pm_free(pm);
-  end(&t);
+  ut_end(&t);
 }
 
 static UOp *fold_add(void *ctx, UOp **c) {
@@ -604,7 +586,7 @@ static const Rule fold_rules[] = {
 
 static void test_fixed_point(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   PatternMatcher *pm = pm_new(fold_rules, RULES_N(fold_rules));
   UOp *v = var(&t, "v");
   for (int bu = 0; bu < 2; bu++) {
@@ -625,7 +607,7 @@ static void test_fixed_point(void **state) {
     assert_ptr_equal(graph_rewrite(plain, pm, NULL, bu), plain);
   }
   pm_free(pm);
-  end(&t);
+  ut_end(&t);
 }
 
 static UOp *fold_chain(void *ctx, UOp **c) {
@@ -644,7 +626,7 @@ static const Rule chain_rules[] = {
 static void test_deep_chain(void **state) {
   (void)state;
   enum { N = 100000 };
-  T t = begin();
+  UTest t = ut_begin();
   PatternMatcher *pm = pm_new(chain_rules, RULES_N(chain_rules));
   UOp *x = var(&t, "x"), *e = x;
   for (int i = 0; i < N; i++) e = uop_add_c(e, 1);
@@ -659,7 +641,7 @@ static void test_deep_chain(void **state) {
     assert_int_equal(uctx_live(t.ctx), live_in + 2);
   }
   pm_free(pm);
-  end(&t);
+  ut_end(&t);
 }
 
 static UOp *double_to_mul(void *ctx, UOp **c) {
@@ -678,7 +660,7 @@ static const Rule share_rules[] = {
 static void test_memo_sharing(void **state) {
   (void)state;
   enum { L = 60 };
-  T t = begin();
+  UTest t = ut_begin();
   PatternMatcher *pm = pm_new(share_rules, RULES_N(share_rules));
   UOp *x = var(&t, "x"), *e = x, *want = x;
   for (int i = 0; i < L; i++) e = uop_add(e, e), want = uop_mul_c(want, 2);
@@ -699,7 +681,7 @@ static void test_memo_sharing(void **state) {
   assert_int_equal(cnt.calls_b, L);
   assert_int_equal(cnt.calls, 2 * L + (L - 1) + 2);
   pm_free(pm);
-  end(&t);
+  ut_end(&t);
 }
 
 /* A wide, shared DAG: a grid where node (i, j) = (i-1, j) + (i, j-1); with
@@ -708,7 +690,7 @@ static void test_memo_sharing(void **state) {
 static void test_grid_dag(void **state) {
   (void)state;
   enum { W = 40 };
-  T t = begin();
+  UTest t = ut_begin();
   PatternMatcher *pm = pm_new(share_rules, 1);
   UOp *row[W];
   for (int j = 0; j < W; j++) row[j] = ci(&t, j);
@@ -726,7 +708,7 @@ static void test_grid_dag(void **state) {
     assert_int_equal(cnt.calls, (int)n);
   }
   pm_free(pm);
-  end(&t);
+  ut_end(&t);
 }
 
 static UOp *swap_rule(void *ctx, UOp **c) {
@@ -770,7 +752,7 @@ static void test_rule_cycle(void **state) {
 
 static void test_empty_matcher(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   PatternMatcher *pm = pm_new(NULL, 0);
   assert_non_null(pm);
   UOp *g = uop_add(var(&t, "x"), ci(&t, 0));
@@ -778,14 +760,14 @@ static void test_empty_matcher(void **state) {
   assert_ptr_equal(graph_rewrite(g, pm, NULL, true), g);
   assert_null(pm_rewrite(pm, g, NULL));
   pm_free(pm);
-  end(&t);
+  ut_end(&t);
 }
 
 /* ---------------------------------------------------------------- substitute */
 
 static void test_substitute(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   UOp *x = var(&t, "x"), *y = var(&t, "y"), *z = var(&t, "z");
   UOp *e = uop_add(uop_mul_c(x, 2), y);
   /* simultaneous: x -> y + 1 and y -> x, the new y + 1 is not substituted */
@@ -805,17 +787,17 @@ static void test_substitute(void **state) {
   /* a key given twice: the last pair wins */
   UOp *from2[] = {y, y}, *to2[] = {x, z};
   assert_ptr_equal(uop_substitute(e, 2, from2, to2), uop_add(uop_mul_c(x, 2), z));
-  end(&t);
+  ut_end(&t);
 }
 
 static void test_substitute_deep(void **state) {
   (void)state;
   enum { N = 100000 };
-  T t = begin();
+  UTest t = ut_begin();
   UOp *x = var(&t, "x"), *y = var(&t, "y"), *e = x, *want = y;
   for (int i = 0; i < N; i++) e = uop_add_c(e, 1), want = uop_add_c(want, 1);
   assert_ptr_equal(uop_substitute(e, 1, &x, &y), want);
-  end(&t);
+  ut_end(&t);
 }
 
 /* ---------------------------------------------------------------- random matching
@@ -929,12 +911,7 @@ static CapsList ref_match(const UPat *p, UOp *u, Caps store) {
 }
 
 static uint64_t rng_state;
-static uint64_t rng(void) { /* xorshift64 */
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
-}
+static uint64_t rng(void) { return xorshift64(&rng_state); }
 static int rnd(int n) { return (int)(rng() % (uint64_t)n); }
 
 /* Random patterns live in an arena so they can point at each other. */
@@ -975,7 +952,7 @@ static const UPat *rand_pat(Arena *a, int depth) {
 }
 
 /* A random int32 expression over the leaves; a SINK only at the root. */
-static UOp *rand_uop(T *t, UOp **leaves, int depth, bool root) {
+static UOp *rand_uop(UTest *t, UOp **leaves, int depth, bool root) {
   if (depth == 0 || rnd(4) == 0) return leaves[rnd(4)];
   UOp *a = rand_uop(t, leaves, depth - 1, false), *b = rand_uop(t, leaves, depth - 1, false);
   switch (rnd(root ? 3 : 2)) {
@@ -1017,7 +994,7 @@ static UOp *record_rule(void *ctx, UOp **c) {
 static void test_random_matching(void **state) {
   (void)state;
   rng_state = 0x9e3779b97f4a7c15ull;
-  T t = begin();
+  UTest t = ut_begin();
   UOp *leaves[4] = {var(&t, "a"), var(&t, "b"), ci(&t, 1), ci(&t, 2)};
   int total_matches = 0, multi = 0;
   for (int iter = 0; iter < 10000; iter++) {
@@ -1054,7 +1031,7 @@ static void test_random_matching(void **state) {
   free(seen.v);
   seen = (CapsList){0};
   assert_true(total_matches > 3000 && multi > 150); /* the generator is not vacuous */
-  end(&t);
+  ut_end(&t);
 }
 
 int main(void) {

@@ -6,11 +6,12 @@
  * test builds graphs of elementwise ops, movement ops and reduces and compares
  * them with a reference that does the same by index loops.
  *
- * The suite runs with a fresh cache directory (mkdtemp), removed at the end. */
+ * The suite compiles into the build tree's kernel cache (test_cache_dir), so
+ * a second run compiles nothing; the test of the cache itself uses a fresh
+ * directory. */
 #define _XOPEN_SOURCE 700
 
 #include <fcntl.h>
-#include <ftw.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,28 +26,16 @@
 
 #include "frontend/frontend.h"
 #include "schedule/schedule.h"
+#include "test_util.h"
 #include "tvk.h"
 
 /* ---------------------------------------------------------------- suite state */
 
-static char g_dir[64]; /* the cache directory of the suite */
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-  (void)sb, (void)flag, (void)ftw;
-  return remove(path);
-}
-
-static void rm_tree(const char *dir) { nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+static const char *g_dir; /* the kernel cache of the suite: the build tree's */
 
 static int suite_setup(void **state) {
   (void)state;
-  snprintf(g_dir, sizeof g_dir, "/tmp/tvk_sched_XXXXXX");
-  return mkdtemp(g_dir) ? 0 : -1;
-}
-
-static int suite_teardown(void **state) {
-  (void)state;
-  rm_tree(g_dir);
+  g_dir = test_cache_dir();
   return 0;
 }
 
@@ -75,17 +64,10 @@ static void close_ctx_clean(tvk_ctx *ctx) {
 
 static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
 
-static uint64_t xorshift64(void) {
-  g_rng ^= g_rng << 13;
-  g_rng ^= g_rng >> 7;
-  g_rng ^= g_rng << 17;
-  return g_rng;
-}
-
-static int rnd_int(int n) { return (int)(xorshift64() % (uint64_t)n); }
+static int rnd_int(int n) { return (int)(xorshift64(&g_rng) % (uint64_t)n); }
 /* A float32 value in [-1, 1]. */
 static float rnd_float(void) {
-  return (float)((double)(xorshift64() >> 11) / 9007199254740992.0 * 2 - 1);
+  return (float)((double)(xorshift64(&g_rng) >> 11) / 9007199254740992.0 * 2 - 1);
 }
 
 static int64_t numel_of(int nd, const int64_t *sh) {
@@ -229,9 +211,8 @@ static void test_chain20_one_kernel(void **state) {
  * cache hits, and in a new context the device's disk cache does. */
 static void test_second_run_compiles_nothing(void **state) {
   (void)state;
-  char dir[64];
-  snprintf(dir, sizeof dir, "/tmp/tvk_sched2_XXXXXX");
-  assert_non_null(mkdtemp(dir));
+  char dir[256];
+  assert_true(temp_dir(dir, sizeof dir, "sched2"));
   int64_t sh[2] = {5, 6};
   float a[30], b[30], out[30];
   for (int round = 0; round < 2; round++) {
@@ -262,7 +243,7 @@ static void test_second_run_compiles_nothing(void **state) {
     }
     close_ctx_clean(ctx);
   }
-  rm_tree(dir);
+  rm_rf(dir);
 }
 
 /* sum(x) + x is two kernels: the reduce is materialised, not recomputed per
@@ -831,8 +812,9 @@ static void test_schedule_reasons(void **state) {
  * 4 the UOps; all on stderr. */
 static void test_debug_output(void **state) {
   (void)state;
-  char path[sizeof g_dir + 16];
-  snprintf(path, sizeof path, "%s/stderr.txt", g_dir);
+  char dir[256], path[300];
+  assert_true(temp_dir(dir, sizeof dir, "sched-debug"));
+  snprintf(path, sizeof path, "%s/stderr.txt", dir);
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600), saved = dup(2);
   assert_true(fd >= 0 && saved >= 0);
   fflush(stderr);
@@ -853,6 +835,7 @@ static void test_debug_output(void **state) {
   size_t n = fread(text, 1, sizeof text - 1, f);
   text[n] = 0;
   fclose(f);
+  rm_rf(dir);
   assert_non_null(strstr(text, "tvk schedule: 1 kernel"));
   assert_non_null(strstr(text, "tvk kernel   0  r_8"));
   assert_non_null(strstr(text, " ms"));
@@ -1152,7 +1135,11 @@ static void test_random_graphs(void **state) {
   random_graphs_on(ctx, 80);
   close_ctx_clean(ctx);
   tvk_ctx_options o = {.device = "VK", .cache_dir = g_dir, .validate = 1};
-  if (tvk_ctx_create_opts(&o, &ctx) != TVK_OK) return; /* no Vulkan device: the CPU run stands */
+  if (tvk_ctx_create_opts(&o, &ctx) != TVK_OK) {
+    if (vk_required())
+      fail_msg("TVK_REQUIRE_VK, but no Vulkan device: %s", tvk_last_create_error());
+    return; /* no Vulkan device: the CPU run stands */
+  }
   random_graphs_on(ctx, 24);
   tvk_stats st;
   tvk_stats_get(ctx, &st);
@@ -1354,7 +1341,11 @@ static void test_planner_chain(void **state) {
   planner_chain_on(ctx);
   close_ctx_clean(ctx);
   tvk_ctx_options o = {.device = "VK", .cache_dir = g_dir, .validate = 1};
-  if (tvk_ctx_create_opts(&o, &ctx) != TVK_OK) return; /* no Vulkan device: the CPU run stands */
+  if (tvk_ctx_create_opts(&o, &ctx) != TVK_OK) {
+    if (vk_required())
+      fail_msg("TVK_REQUIRE_VK, but no Vulkan device: %s", tvk_last_create_error());
+    return; /* no Vulkan device: the CPU run stands */
+  }
   planner_chain_on(ctx);
   tvk_stats st;
   tvk_stats_get(ctx, &st);
@@ -1562,5 +1553,5 @@ int main(void) {
       cmocka_unit_test(test_wide_and_deep),
       cmocka_unit_test(test_contiguous_child_of_reduce),
   };
-  return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
+  return cmocka_run_group_tests(tests, suite_setup, NULL);
 }

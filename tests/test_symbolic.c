@@ -19,38 +19,20 @@
 #include <cmocka.h>
 
 #include "ir/symbolic.h"
+#include "test_util.h"
 
 /* ---------------------------------------------------------------- helpers */
 
-typedef struct {
-  UCtx *ctx;
-  size_t mark;
-} T;
-
-static T begin(void) {
-  T t = {uctx_new(), 0};
-  assert_non_null(t.ctx);
-  t.mark = uop_pool_mark(t.ctx);
-  return t;
-}
-
-/* Everything built in a test is autoreleased: draining frees it all. */
-static void end(T *t) {
-  uop_pool_drain(t->ctx, t->mark);
-  assert_int_equal(uctx_live(t->ctx), 0);
-  uctx_free(t->ctx);
-}
-
-static UOp *ci(T *t, int64_t v) { return uop_const_int(t->ctx, DT(INT32), v); }
-static UOp *cb(T *t, bool v) { return uop_const_int(t->ctx, DT(BOOL), v); }
-static UOp *var(T *t, const char *name, int64_t lo, int64_t hi) {
+static UOp *ci(UTest *t, int64_t v) { return uop_const_int(t->ctx, DT(INT32), v); }
+static UOp *cb(UTest *t, bool v) { return uop_const_int(t->ctx, DT(BOOL), v); }
+static UOp *var(UTest *t, const char *name, int64_t lo, int64_t hi) {
   return uop_var(t->ctx, name, lo, hi);
 }
-static UOp *var_dt(T *t, DType d, const char *name, int64_t lo, int64_t hi) {
+static UOp *var_dt(UTest *t, DType d, const char *name, int64_t lo, int64_t hi) {
   return uop_new(t->ctx, OP_DEFINE_VAR, d, 0, NULL, arg_var(name, lo, hi));
 }
 static UOp *cast_raw(UOp *x, DType d) { return uop_new(x->ctx, OP_CAST, d, 1, &x, arg_none()); }
-static UOp *not_(T *t, UOp *b) { return uop_ne(b, cb(t, true)); }
+static UOp *not_(UTest *t, UOp *b) { return uop_ne(b, cb(t, true)); }
 
 static void print_both(const char *what, UOp *in, UOp *got, UOp *want) {
   char *a = uop_render_raw(in), *b = uop_render_raw(got), *c = want ? uop_render_raw(want) : NULL;
@@ -169,19 +151,14 @@ typedef struct {
   uint64_t s;
 } Rng;
 
-static uint64_t rnd(Rng *r) { /* xorshift64 */
-  r->s ^= r->s << 13;
-  r->s ^= r->s >> 7;
-  r->s ^= r->s << 17;
-  return r->s;
-}
+static uint64_t rnd(Rng *r) { return xorshift64(&r->s); }
 static int64_t rint_in(Rng *r, int64_t lo, int64_t hi) {
   return lo + (int64_t)(rnd(r) % (uint64_t)(hi - lo + 1));
 }
 static bool chance(Rng *r, int percent) { return (int)(rnd(r) % 100) < percent; }
 
 typedef struct {
-  T *t;
+  UTest *t;
   Rng *r;
   UOp **vars;
   int nv;
@@ -320,7 +297,7 @@ static void check_equivalent(UOp *orig, UOp *simp, UOp *const *vars, int nv) {
 
 /* n random expressions of dtype d over x in [-3, 5], y in [0, 7], ridx0 in [0, 4). */
 static void random_equivalence(DType d, int n, uint64_t seed) {
-  T t = begin();
+  UTest t = ut_begin();
   Rng r = {seed};
   UOp *vars[3] = {var_dt(&t, d, "x", -3, 5), var_dt(&t, d, "y", 0, 7),
                   uop_range(t.ctx, uop_const_int(t.ctx, d, 4), 0)};
@@ -343,7 +320,7 @@ static void random_equivalence(DType d, int n, uint64_t seed) {
   }
   /* not a correctness property, but a simplifier that does nothing passes the rest */
   assert_true(shrunk > N / 3);
-  end(&t);
+  ut_end(&t);
 }
 
 static void test_random_equivalence(void **state) {
@@ -362,7 +339,7 @@ static void test_random_equivalence_int8(void **state) {
 
 static void test_bounds_leaves(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   CHECK_BOUNDS(ci(&t, -7), -7, -7);
   CHECK_BOUNDS(cb(&t, true), 1, 1);
   CHECK_BOUNDS(var(&t, "x", -3, 5), -3, 5);
@@ -377,12 +354,12 @@ static void test_bounds_leaves(void **state) {
   assert_true(uop_bounds_exact(ld));
   UOp *f = uop_new(t.ctx, OP_LOAD, DT(FLOAT32), 0, NULL, arg_none());
   assert_false(uop_bounds_exact(f));
-  end(&t);
+  ut_end(&t);
 }
 
 static void test_bounds_arith(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   UOp *x = var(&t, "x", -3, 5), *y = var(&t, "y", 2, 7);
   CHECK_BOUNDS(uop_add(x, y), -1, 12);
   CHECK_BOUNDS(uop_sub(x, y), -10, 3);
@@ -396,12 +373,12 @@ static void test_bounds_arith(void **state) {
   CHECK_BOUNDS(uop_alu2(OP_SHR, x, ci(&t, 1)), -2, 2);        /* floor shift */
   CHECK_BOUNDS(uop_alu2(OP_SHL, y, x), INT32_MIN, INT32_MAX); /* shift by a variable */
   CHECK_BOUNDS(uop_alu3(OP_MULACC, x, y, ci(&t, 1)), -20, 36);
-  end(&t);
+  ut_end(&t);
 }
 
 static void test_bounds_divmod(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   UOp *x = var(&t, "x", -7, 9), *p = var(&t, "p", 3, 10), *y = var(&t, "y", -2, 3);
   CHECK_BOUNDS(uop_idiv_c(x, 2), -3, 4); /* truncating: -7/2 = -3 */
   CHECK_BOUNDS(uop_idiv_c(x, -2), -4, 3);
@@ -415,12 +392,12 @@ static void test_bounds_divmod(void **state) {
   CHECK_BOUNDS(uop_mod_c(var(&t, "q", 2, 3), 100), 2, 3);
   CHECK_BOUNDS(uop_mod(p, y), 0, 2); /* |p % y| < |y| <= 3; p % 0 = 0 */
   CHECK_BOUNDS(uop_mod_c(x, 0), 0, 0);
-  end(&t);
+  ut_end(&t);
 }
 
 static void test_bounds_logic(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   UOp *x = var(&t, "x", 0, 5), *y = var(&t, "y", 6, 9);
   CHECK_BOUNDS(uop_lt(x, y), 1, 1);
   CHECK_BOUNDS(uop_lt(y, x), 0, 0);
@@ -440,12 +417,12 @@ static void test_bounds_logic(void **state) {
   /* comparisons of floats know nothing */
   UOp *f = uop_new(t.ctx, OP_LOAD, DT(FLOAT32), 0, NULL, arg_none());
   CHECK_BOUNDS(uop_lt(f, f), 0, 1);
-  end(&t);
+  ut_end(&t);
 }
 
 static void test_bounds_cast(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   UOp *x = var(&t, "x", -3, 100), *w = var(&t, "w", 0, 1000);
   CHECK_BOUNDS(uop_cast(x, DT(INT8)), -3, 100);
   CHECK_BOUNDS(uop_cast(w, DT(INT8)), INT8_MIN, INT8_MAX); /* may wrap */
@@ -455,14 +432,14 @@ static void test_bounds_cast(void **state) {
   CHECK_BOUNDS(uop_cast(var(&t, "p", 1, 4), DT(BOOL)), 1, 1);
   UOp *f = uop_new(t.ctx, OP_LOAD, DT(FLOAT32), 0, NULL, arg_none());
   CHECK_BOUNDS(uop_cast(f, DT(INT16)), INT16_MIN, INT16_MAX);
-  end(&t);
+  ut_end(&t);
 }
 
 /* When exact bounds would leave the dtype (the value may wrap) or int64, the
  * result is the dtype's full range. */
 static void test_bounds_overflow(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   UOp *big = var(&t, "big", 0, INT32_MAX), *neg = var(&t, "neg", INT32_MIN, 0);
   CHECK_BOUNDS(uop_add_c(big, 1), INT32_MIN, INT32_MAX);
   CHECK_BOUNDS(uop_add_c(big, -1), -1, INT32_MAX - 1);
@@ -492,24 +469,24 @@ static void test_bounds_overflow(void **state) {
   UOp *u64v = var_dt(&t, DT(UINT64), "u", 0, 10);
   CHECK_BOUNDS(uop_add(u64v, uop_const_int(t.ctx, DT(UINT64), 5)), 5, 15);
   assert_true(uop_bounds_exact(u64v));
-  end(&t);
+  ut_end(&t);
 }
 
 /* A deep chain is handled without deep recursion. */
 static void test_bounds_deep(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   UOp *x = var(&t, "x", 0, 1);
   for (int i = 0; i < 100000; i++) x = uop_add_c(x, 1);
   CHECK_BOUNDS(x, 100000, 100001);
-  end(&t);
+  ut_end(&t);
 }
 
 /* ---------------------------------------------------------------- fixed simplifications */
 
 static void test_simp_identities(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   UOp *x = var(&t, "x", -10, 10), *y = var(&t, "y", 0, 3);
   CHECK_SIMP(uop_add(x, ci(&t, 0)), x);
   CHECK_SIMP(uop_add(ci(&t, 0), x), x);
@@ -538,12 +515,12 @@ static void test_simp_identities(void **state) {
   CHECK_SIMP(f0, f0);
   /* x != x stays for floats (NaN != NaN) */
   CHECK_SIMP(uop_ne(f, f), uop_ne(f, f));
-  end(&t);
+  ut_end(&t);
 }
 
 static void test_simp_constants(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   UOp *x = var(&t, "x", -10, 10), *y = var(&t, "y", 0, 3);
   CHECK_SIMP(uop_add(ci(&t, 3), ci(&t, 4)), ci(&t, 7));
   CHECK_SIMP(uop_idiv(ci(&t, -7), ci(&t, 2)), ci(&t, -3));
@@ -562,12 +539,12 @@ static void test_simp_constants(void **state) {
   CHECK_SIMP(uop_mul_c(uop_add_c(x, 1), 4), uop_add_c(uop_mul_c(x, 4), 4));
   /* (x//c)*c + x%c -> x */
   CHECK_SIMP(uop_add(uop_mul_c(uop_idiv_c(x, 4), 4), uop_mod_c(x, 4)), x);
-  end(&t);
+  ut_end(&t);
 }
 
 static void test_simp_divmod(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   UOp *x = var(&t, "x", 0, 100), *y = var(&t, "y", 0, 3), *s = var(&t, "s", -50, 50);
   CHECK_SIMP(uop_idiv_c(uop_add(uop_mul_c(x, 4), y), 4), x);
   CHECK_SIMP(uop_mod_c(uop_add(uop_mul_c(x, 4), y), 4), y);
@@ -592,12 +569,12 @@ static void test_simp_divmod(void **state) {
   /* negative divisors */
   CHECK_SIMP(uop_mod_c(x, -4), uop_mod_c(x, 4));
   CHECK_SIMP(uop_idiv_c(x, -4), uop_mul_c(uop_idiv_c(x, 4), -1));
-  end(&t);
+  ut_end(&t);
 }
 
 static void test_simp_index(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   UOp *r0 = uop_range_n(t.ctx, 5, 0), *r1 = uop_range_n(t.ctx, 3, 1),
       *r2 = uop_range_n(t.ctx, 4, 2);
   UOp *flat = uop_add(uop_add(uop_mul_c(r0, 12), uop_mul_c(r1, 4)), r2);
@@ -624,12 +601,12 @@ static void test_simp_index(void **state) {
   /* a padded view's mask on a sum: 1 <= a*4 + b < 21 */
   UOp *m2 = uop_and(not_(&t, uop_lt_c(fl, 1)), uop_lt_c(fl, 21));
   CHECK_SIMP(m2, uop_and(uop_lt(ci(&t, 0), fl), uop_lt_c(fl, 21)));
-  end(&t);
+  ut_end(&t);
 }
 
 static void test_simp_compare(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   UOp *x = var(&t, "x", 0, 9), *y = var(&t, "y", 0, 3);
   CHECK_SIMP(uop_lt_c(x, 10), cb(&t, true));
   CHECK_SIMP(uop_lt_c(x, 0), cb(&t, false));
@@ -649,12 +626,12 @@ static void test_simp_compare(void **state) {
   CHECK_SIMP(uop_lt(ci(&t, -2), uop_idiv_c(w, 4)), uop_lt(ci(&t, -8), w));
   CHECK_SIMP(uop_max(x, ci(&t, 0)), x);
   CHECK_SIMP(uop_max(x, ci(&t, 12)), ci(&t, 12));
-  end(&t);
+  ut_end(&t);
 }
 
 static void test_simp_cast(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   UOp *x = var(&t, "x", 0, 100), *w = var(&t, "w", 0, 1000);
   CHECK_SIMP(uop_cast(ci(&t, 300), DT(UINT8)), uop_const_int(t.ctx, DT(UINT8), 44));
   CHECK_SIMP(uop_cast(ci(&t, 3), DT(FLOAT32)), uop_const_float(t.ctx, DT(FLOAT32), 3.0));
@@ -664,13 +641,13 @@ static void test_simp_cast(void **state) {
   CHECK_SIMP(lossy, lossy);
   CHECK_SIMP(uop_cast(uop_cast(x, DT(INT16)), DT(INT32)), x);
   CHECK_SIMP(uop_cast(var(&t, "p", 1, 5), DT(BOOL)), cb(&t, true));
-  end(&t);
+  ut_end(&t);
 }
 
 /* Bool and other dtypes: rules that must not fire. */
 static void test_simp_keeps(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   UOp *x = var(&t, "x", -3, 5), *y = var(&t, "y", -2, 2);
   UOp *e1 = uop_idiv(x, y);
   CHECK_SIMP(e1, e1);
@@ -679,14 +656,14 @@ static void test_simp_keeps(void **state) {
   UOp *e3 = uop_idiv_c(uop_add_c(x, 3), 4); /* x + 3 >= 0: (x+3)//4 is 0 or 1 */
   assert_int_equal(uop_vmin(uop_simplify(e3)), 0);
   assert_int_equal(uop_vmax(uop_simplify(e3)), 2);
-  end(&t);
+  ut_end(&t);
 }
 
 /* ---------------------------------------------------------------- sym_infer, render */
 
 static void test_infer(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   UOp *x = var(&t, "x", 0, 100), *y = var(&t, "y", -5, 5);
   UOp *e = uop_add(uop_mul_c(uop_idiv_c(x, 3), 7), uop_mod(y, ci(&t, 4)));
   UOp *vars[] = {x, y};
@@ -698,12 +675,12 @@ static void test_infer(void **state) {
   /* an unbound variable takes its vmin */
   assert_int_equal(sym_infer(e, 1, vars, (int64_t[]){9}), 21 + (-5 % 4));
   assert_int_equal(sym_infer(uop_lt_c(x, 4), 1, vars, (int64_t[]){3}), 1);
-  end(&t);
+  ut_end(&t);
 }
 
 static void test_render(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   UOp *x = var(&t, "x", 0, 100), *y = var(&t, "y", 0, 3), *r = uop_range_n(t.ctx, 5, 2);
   CHECK_RENDER(uop_add(uop_mul_c(x, 4), y), "x*4+y");
   CHECK_RENDER(uop_mul_c(uop_add(x, y), 3), "x*3+y*3");
@@ -735,13 +712,13 @@ static void test_render(void **state) {
   s = uop_render_raw(uop_const_float(t.ctx, DT(FLOAT32), 2.0));
   assert_string_equal(s, "2.0");
   free(s);
-  end(&t);
+  ut_end(&t);
 }
 
 /* Simplifying twice changes nothing (a fixed point), on index expressions. */
 static void test_fixed_point(void **state) {
   (void)state;
-  T t = begin();
+  UTest t = ut_begin();
   Rng r = {12345};
   UOp *vars[3] = {var(&t, "x", -3, 5), var(&t, "y", 0, 7), uop_range_n(t.ctx, 4, 0)};
   for (int i = 0; i < 500; i++) {
@@ -755,7 +732,7 @@ static void test_fixed_point(void **state) {
     }
     uop_pool_drain(t.ctx, mark);
   }
-  end(&t);
+  ut_end(&t);
 }
 
 int main(void) {

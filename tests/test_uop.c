@@ -2,6 +2,7 @@
  * UOp itself: interning, reference counts, pools, toposort and the printer.
  * Every expected value comes from an independent reference: C's own casts and
  * arithmetic, frexp/ldexp rounding, hand-written tables, or brute force. */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp, setenv, strdup (test_util.h) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,18 +20,14 @@
 #include "ir/alu.h"
 #include "ir/dtype.h"
 #include "ir/uop.h"
+#include "test_util.h"
 
 /* ---------------------------------------------------------------- helpers */
 
 typedef struct {
   uint64_t s;
 } Rng;
-static uint64_t rng_next(Rng *r) { /* xorshift64 */
-  r->s ^= r->s << 13;
-  r->s ^= r->s >> 7;
-  r->s ^= r->s << 17;
-  return r->s;
-}
+static uint64_t rng_next(Rng *r) { return xorshift64(&r->s); }
 
 /* Fail with the case printed. */
 #define CHECK(cond, ...)                                                                           \

@@ -1,18 +1,40 @@
-/* Helpers shared by the internal test suites: removing a temp directory tree
- * and building kernel ASTs by hand. Include after <cmocka.h> and the ir/
- * headers. Everything is static inline so a suite pays only for what it uses. */
+/* Helpers shared by the internal test suites: a fixed-seed PRNG, temporary
+ * directories and the build tree's kernel cache, the environment, and building
+ * kernel ASTs by hand. Include after <cmocka.h> and the ir/ headers.
+ * Everything is static inline so a suite pays only for what it uses.
+ *
+ * The outside-user suites (test_ops, test_nn) see only tvk.h: their helpers
+ * are in ref.h and nn_util.h instead. */
 #ifndef TVK_TESTS_TEST_UTIL_H
 #define TVK_TESTS_TEST_UTIL_H
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "ir/uop.h"
 #include "ir/view.h"
+
+/* ---- a fixed-seed PRNG ---- */
+
+/* xorshift64 (Marsaglia's 13, 7, 17): the next value of *state, which must not
+ * be 0. Each suite keeps its own state and seed, so a failure reproduces. */
+static inline uint64_t xorshift64(uint64_t *state) {
+  uint64_t x = *state;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return *state = x;
+}
+
+/* ---- files and directories ---- */
 
 /* rm -rf path (no links followed). */
 static inline void rm_rf(const char *path) {
@@ -34,7 +56,123 @@ static inline void rm_rf(const char *path) {
   }
 }
 
+/* mkdir -p path (mode 0700 for what it creates). 0, or -1 with errno set. */
+static inline int mkdir_p(const char *path) {
+  char buf[1024];
+  size_t n = strlen(path);
+  if (n == 0 || n >= sizeof buf) return errno = ENAMETOOLONG, -1;
+  memcpy(buf, path, n + 1);
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = 0;
+    if (mkdir(buf, 0700) != 0 && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  return mkdir(buf, 0700) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+/* A fresh directory $TMPDIR/tvk-<tag>-XXXXXX (/tmp without TMPDIR) into buf.
+ * False when it cannot be made. The caller removes it with rm_rf. */
+static inline bool temp_dir(char *buf, size_t n, const char *tag) {
+  const char *tmp = getenv("TMPDIR");
+  int k = snprintf(buf, n, "%s/tvk-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", tag);
+  return k > 0 && (size_t)k < n && mkdtemp(buf) != NULL;
+}
+
+/* The entries of dir whose name ends in suffix (every entry but . and .. when
+ * suffix is NULL); -1 when dir cannot be read. */
+static inline int count_files(const char *dir, const char *suffix) {
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  int n = 0;
+  size_t sl = suffix ? strlen(suffix) : 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    size_t len = strlen(e->d_name);
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    if (!suffix || (len >= sl && !strcmp(e->d_name + len - sl, suffix))) n++;
+  }
+  closedir(d);
+  return n;
+}
+
+/* ---- the build tree's kernel cache ---- */
+
+#ifndef TVK_TEST_CACHE_DIR /* CMake defines it: <build tree>/test-cache */
+#define TVK_TEST_CACHE_DIR "test-cache"
+#endif
+
+/* The kernel cache that every run of the suites in one build tree shares, so a
+ * second ctest compiles nothing: $TVK_CACHE_DIR as the process started with it
+ * (ctest sets it to the build tree's test-cache), else TVK_TEST_CACHE_DIR (the
+ * same directory, for a suite run by hand). Created if missing; no test
+ * deletes it. A test of the cache itself (hits, misses, damaged files, where
+ * it goes) must not use it: other suites write to it at the same time, and
+ * what it holds depends on earlier runs. Those use a fresh temp_dir.
+ * The answer of the first call is kept, so a test that changes $TVK_CACHE_DIR
+ * does not move it; call it once in the suite's setup. */
+static inline const char *test_cache_dir(void) {
+  static char dir[1024];
+  if (!dir[0]) {
+    const char *env = getenv("TVK_CACHE_DIR");
+    snprintf(dir, sizeof dir, "%s", env && *env ? env : TVK_TEST_CACHE_DIR);
+    if (mkdir_p(dir) != 0)
+      fprintf(stderr, "cannot create the cache '%s': %s\n", dir, strerror(errno));
+  }
+  return dir;
+}
+
+/* ---- Vulkan required or not ---- */
+
+/* True when $TVK_REQUIRE_VK is set and not "0" (.ci/run sets it: CI installs a
+ * Vulkan device, so a test that would skip the Vulkan part for want of one
+ * fails instead). */
+static inline bool vk_required(void) {
+  const char *req = getenv("TVK_REQUIRE_VK");
+  return req && *req && strcmp(req, "0") != 0;
+}
+
+/* ---- the environment ---- */
+
+/* A copy of $name (NULL when unset), for env_restore. */
+static inline char *env_save(const char *name) {
+  const char *v = getenv(name);
+  return v ? strdup(v) : NULL;
+}
+
+/* Sets $name back to what env_save returned, and frees that. */
+static inline void env_restore(const char *name, char *saved) {
+  if (saved)
+    setenv(name, saved, 1);
+  else
+    unsetenv(name);
+  free(saved);
+}
+
 /* ---- a UCtx per test ---- */
+
+/* A test's own UCtx and its pool's mark at the start: what the test builds is
+ * autoreleased, and ut_end drains it all and checks that no UOp is left. */
+typedef struct {
+  UCtx *ctx;
+  size_t mark;
+} UTest;
+
+static inline UTest ut_begin(void) {
+  UTest t = {uctx_new(), 0};
+  assert_non_null(t.ctx);
+  t.mark = uop_pool_mark(t.ctx);
+  return t;
+}
+
+static inline void ut_end(UTest *t) {
+  uop_pool_drain(t->ctx, t->mark);
+  assert_int_equal(uctx_live(t->ctx), 0);
+  uctx_free(t->ctx);
+}
+
+/* The same as a cmocka setup/teardown pair, for suites whose fixture holds the
+ * UCtx (the pool is drained to empty). */
 
 static inline int uctx_setup(UCtx **c) {
   *c = uctx_new();

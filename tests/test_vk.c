@@ -25,16 +25,9 @@
 #include "../backend_vk/vk_dispatch.h"
 #include "../backend_vk/vk_memory.h"
 #include "../backend_vk/vk_pipeline.h"
+#include "test_util.h"
 
 /* ---- shared helpers ---- */
-
-static uint64_t rng_next(uint64_t *s) { /* xorshift64 */
-  uint64_t x = *s;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  return *s = x;
-}
 
 /* Creates a Vulkan device with validation on; skips the test when the machine
  * has no Vulkan at all (unless TVK_REQUIRE_VK is set). */
@@ -44,8 +37,7 @@ static Device *open_vk(int index) {
   Error err;
   tvk_status st = vk_device_create(&opt, index, &d, &err);
   if (st == TVK_ERR_DEVICE && (strstr(err.msg, "no Vulkan") || strstr(err.msg, "no usable Vulkan"))) {
-    const char *req = getenv("TVK_REQUIRE_VK");
-    if (!req || !*req || !strcmp(req, "0")) {
+    if (!vk_required()) {
       fprintf(stderr, "skipping: %s\n", err.msg);
       skip();
     }
@@ -232,17 +224,18 @@ static void fill_or_check(Device *d, DevBuffer *b, uint64_t id, bool check) {
 
 /* Sizes the random test draws: 0, 1, odd, small, up to a block, over a block. */
 static size_t random_size(uint64_t *s, size_t block) {
-  switch (rng_next(s) % 10) {
+  switch (xorshift64(s) % 10) {
   case 0: return 0;
   case 1: return 1;
   case 2:
-  case 3: return (rng_next(s) % 1000) | 1;
+  case 3: return (xorshift64(s) % 1000) | 1;
   case 4:
   case 5:
-  case 6: return rng_next(s) % 65536;
+  case 6: return xorshift64(s) % 65536;
   case 7:
-  case 8: return rng_next(s) % block;
-  default: return rng_next(s) % 50 == 0 ? block + rng_next(s) % (block / 2) : rng_next(s) % 4096;
+  case 8: return xorshift64(s) % block;
+  default:
+    return xorshift64(s) % 50 == 0 ? block + xorshift64(s) % (block / 2) : xorshift64(s) % 4096;
   }
 }
 
@@ -275,7 +268,7 @@ static void test_suballoc_random(void **state) {
   int n = 0;
   uint64_t s = 0x9e3779b97f4a7c15ull, next_id = 1, max_blocks = 0;
   for (int op = 0; op < OPS; op++) {
-    bool do_alloc = n == 0 || (n < MAX_LIVE && rng_next(&s) % 5 < 3);
+    bool do_alloc = n == 0 || (n < MAX_LIVE && xorshift64(&s) % 5 < 3);
     if (do_alloc) {
       size_t size = random_size(&s, block);
       DevBuffer *b = NULL;
@@ -295,7 +288,7 @@ static void test_suballoc_random(void **state) {
       n++;
       check_disjoint(live, n);
     } else {
-      int i = (int)(rng_next(&s) % (uint64_t)n);
+      int i = (int)(xorshift64(&s) % (uint64_t)n);
       fill_or_check(d, live[i], ids[i], true);
       d->ops->free(d, live[i]);
       live[i] = live[n - 1], ids[i] = ids[n - 1];
@@ -381,15 +374,15 @@ static void roundtrip(Device *d, uint64_t seed) {
     assert_int_equal(d->ops->alloc(d, sizes[i], &b[i]), TVK_OK);
     mirror[i] = malloc(sizes[i]);
     assert_non_null(mirror[i]);
-    for (size_t k = 0; k < sizes[i]; k++) mirror[i][k] = (uint8_t)rng_next(&s);
+    for (size_t k = 0; k < sizes[i]; k++) mirror[i][k] = (uint8_t)xorshift64(&s);
     assert_int_equal(d->ops->copy_in(d, b[i], 0, mirror[i], sizes[i]), TVK_OK);
   }
   for (int it = 0; it < 300; it++) {
-    int i = (int)(rng_next(&s) % NB);
-    size_t size = sizes[i], off = rng_next(&s) % size;
-    size_t n = rng_next(&s) % 4 == 0 ? size - off : rng_next(&s) % (size - off + 1);
-    if (rng_next(&s) % 2) {
-      for (size_t k = 0; k < n; k++) tmp[k] = (uint8_t)rng_next(&s);
+    int i = (int)(xorshift64(&s) % NB);
+    size_t size = sizes[i], off = xorshift64(&s) % size;
+    size_t n = xorshift64(&s) % 4 == 0 ? size - off : xorshift64(&s) % (size - off + 1);
+    if (xorshift64(&s) % 2) {
+      for (size_t k = 0; k < n; k++) tmp[k] = (uint8_t)xorshift64(&s);
       assert_int_equal(d->ops->copy_in(d, b[i], off, tmp, n), TVK_OK);
       memcpy(mirror[i] + off, tmp, n);
     } else {
@@ -592,8 +585,10 @@ static void test_out_of_memory(void **state) {
 /* ================================================================ 2. dispatch
  * (vk_compile.c, vk_pipeline.c, vk_dispatch.c). The kernels are hand-written
  * GLSL that follows the kernel ABI of vk_dispatch.h (push block: grid, then the
- * values; the linear group id with its early exit). Each test runs in a fresh
- * kernel cache directory ($TVK_CACHE_DIR), removed afterwards. */
+ * values; the linear group id with its early exit). The kernels go to the
+ * build tree's cache (test_cache_dir, made $TVK_CACHE_DIR by main), except in
+ * the test of the cache itself, which runs in a fresh directory, removed
+ * afterwards. */
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -641,35 +636,8 @@ static const char k_groups[] =
 
 typedef struct {
   char dir[256];
+  char *saved; /* $TVK_CACHE_DIR before the test */
 } CacheDir;
-
-static int rm_tree(const char *path) {
-  DIR *dd = opendir(path);
-  if (!dd) return unlink(path);
-  struct dirent *e;
-  while ((e = readdir(dd))) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    char sub[512];
-    snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-    rm_tree(sub);
-  }
-  closedir(dd);
-  return rmdir(path);
-}
-
-/* Counts the files of dir whose name ends with `suffix`. */
-static int count_files(const char *dir, const char *suffix) {
-  DIR *dd = opendir(dir);
-  int n = 0;
-  struct dirent *e;
-  size_t k = strlen(suffix);
-  while (dd && (e = readdir(dd))) {
-    size_t l = strlen(e->d_name);
-    n += l >= k && !strcmp(e->d_name + l - k, suffix);
-  }
-  if (dd) closedir(dd);
-  return n;
-}
 
 /* The inode of the one file of dir ending with `suffix` (0 if none): a file
  * published again by rename gets a new one. */
@@ -693,9 +661,8 @@ static ino_t file_inode(const char *dir, const char *suffix) {
 static int setup_cache(void **state) {
   CacheDir *c = calloc(1, sizeof *c);
   if (!c) return -1;
-  const char *tmp = getenv("TMPDIR");
-  snprintf(c->dir, sizeof c->dir, "%s/tvk-test-vk-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  if (!mkdtemp(c->dir)) return -1;
+  if (!temp_dir(c->dir, sizeof c->dir, "test-vk")) return -1;
+  c->saved = env_save("TVK_CACHE_DIR");
   setenv("TVK_CACHE_DIR", c->dir, 1);
   *state = c;
   return 0;
@@ -703,8 +670,8 @@ static int setup_cache(void **state) {
 
 static int teardown_cache(void **state) {
   CacheDir *c = *state;
-  unsetenv("TVK_CACHE_DIR");
-  rm_tree(c->dir);
+  env_restore("TVK_CACHE_DIR", c->saved);
+  rm_rf(c->dir);
   free(c);
   return 0;
 }
@@ -1068,9 +1035,9 @@ static void test_timestamps(void **state) {
   (void)state;
   Device *d = open_vk_sync(1);
   if (!(vk_of(d)->features & VKFEAT_TIMESTAMPS)) {
-    fprintf(stderr, "the queue has no timestamps: part skipped\n");
+    fprintf(stderr, "the queue has no timestamps: nothing to time\n");
     close_vk(d);
-    return;
+    skip(); /* reported as skipped, not passed */
   }
   DevProgram *p = compile_ok(d, "timed_kernel", k_inc, NULL);
   DevBuffer *a = alloc_ok(d, 4096), *b = alloc_ok(d, 4096);
@@ -1113,19 +1080,18 @@ static void test_timestamps(void **state) {
 }
 
 #define DISPATCH_TESTS                                                                             \
-  , cmocka_unit_test_setup_teardown(test_compile_and_run, setup_cache, teardown_cache),            \
+  , cmocka_unit_test(test_compile_and_run),                                                        \
       cmocka_unit_test_setup_teardown(test_spirv_cache, setup_cache, teardown_cache),              \
-      cmocka_unit_test_setup_teardown(test_dependent_chain, setup_cache, teardown_cache),          \
-      cmocka_unit_test_setup_teardown(test_barriers_only_where_needed, setup_cache,                \
-                                      teardown_cache),                                             \
-      cmocka_unit_test_setup_teardown(test_group_split, setup_cache, teardown_cache),              \
-      cmocka_unit_test_setup_teardown(test_compile_error, setup_cache, teardown_cache),            \
-      cmocka_unit_test_setup_teardown(test_launch_checks, setup_cache, teardown_cache),            \
-      cmocka_unit_test_setup_teardown(test_timestamps, setup_cache, teardown_cache)
+      cmocka_unit_test(test_dependent_chain), cmocka_unit_test(test_barriers_only_where_needed),   \
+      cmocka_unit_test(test_group_split), cmocka_unit_test(test_compile_error),                    \
+      cmocka_unit_test(test_launch_checks), cmocka_unit_test(test_timestamps)
 
 /* ================================================================ main */
 
 int main(void) {
+  /* Devices find their cache through $TVK_CACHE_DIR: the build tree's, also
+   * when the suite is run by hand. */
+  setenv("TVK_CACHE_DIR", test_cache_dir(), 1);
   const struct CMUnitTest tests[] = {DEVICE_MEMORY_TESTS DISPATCH_TESTS};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -220,6 +220,10 @@ static tvk_tensor *pool_args(const char *op, tvk_tensor *x, const int64_t kernel
                              const int64_t stride[2], const int64_t padding[4], const int64_t **st,
                              const int64_t **pd) {
   static const int64_t zero[4] = {0, 0, 0, 0}, one[2] = {1, 1};
+  /* Set before any check, so the outputs are defined on every return (the
+   * callers read them only when there is no error, which gcc cannot prove). */
+  *st = stride ? stride : kernel;
+  *pd = padding ? padding : zero;
   bool bad;
   tvk_tensor *err = bc_check(op, 1, &x, &bad);
   if (bad) return err;
@@ -229,8 +233,6 @@ static tvk_tensor *pool_args(const char *op, tvk_tensor *x, const int64_t kernel
     return tensor_error(x->ctx, TVK_ERR_SHAPE, "%s: x has shape %s: expected at least 2 dims (..., H, W)",
                         op, bc_shape_str(x->ndim, x->shape, sx, sizeof sx));
   }
-  *st = stride ? stride : kernel;
-  *pd = padding ? padding : zero;
   return check_window(op, x, kernel, *st, *pd, one);
 }
 
