@@ -1,6 +1,7 @@
 /* Tests of the scheduler and the runtime (src/schedule/, src/runtime/run.c,
  * realize.c): how many kernels a graph becomes (read from tvk_stats), why
- * nodes are materialised (the schedule itself, through the internal API), the
+ * nodes are materialised (the schedule itself, through the internal API; some
+ * on graphs of UOps built by hand, with no context or device at all), the
  * program cache, the debug output, memory, and the values computed, checked
  * against plain loops in double precision written here. A fixed-seed random
  * test builds graphs of elementwise ops, movement ops and reduces and compares
@@ -845,6 +846,130 @@ static void test_debug_output(void **state) {
   assert_non_null(strstr(text, "RANGE"));
 }
 
+/* ---------------------------------------------------------------- a graph built by hand */
+
+/* The scheduler needs no context and no device: a tensor graph of UOps
+ * (ir/graph.h) in a bare UCtx, scheduled with a SchedCtx, compiles nothing. */
+typedef struct {
+  UCtx *u;
+  Error err;
+  SchedCtx sc;
+  Schedule s;
+} Hand;
+
+static Hand *hand_new(int max_kernel_buffers) {
+  Hand *h = calloc(1, sizeof *h);
+  assert_non_null(h);
+  h->u = uctx_new();
+  assert_non_null(h->u);
+  h->sc = (SchedCtx){h->u, max_kernel_buffers, &h->err};
+  return h;
+}
+
+/* Everything the schedule and the graph held is gone with them. */
+static void hand_free(Hand *h) {
+  schedule_free(&h->s);
+  uop_pool_drain(h->u, 0);
+  assert_int_equal(uctx_live(h->u), 0);
+  uctx_free(h->u);
+  free(h);
+}
+
+/* VIEW(BUFFER id), a float32 row-major (rows, cols) buffer. */
+static UOp *hbuf(Hand *h, int64_t id, int64_t rows, int64_t cols) {
+  UOp *b = graph_buffer(h->u, DT_FLOAT32, id, rows * cols);
+  ShapeTracker *st = st_from_shape(2, (const int64_t[]){rows, cols});
+  UOp *v = uop_new(h->u, OP_VIEW, b->dtype, 1, &b, arg_st(st));
+  st_free(st);
+  return v;
+}
+
+static UOp *hview(UOp *x, ShapeTracker *st) { /* takes st */
+  UOp *v = graph_view(x, st);
+  st_free(st);
+  return v;
+}
+
+static void hschedule(Hand *h, int n, UOp *const *roots) {
+  tvk_status st = schedule_create(&h->sc, n, roots, &h->s);
+  if (st != TVK_OK) print_error("schedule_create: %s\n", h->err.msg);
+  assert_int_equal(st, TVK_OK);
+}
+
+/* a*b + c over three buffers: one kernel binding four buffers. */
+static void test_hand_elementwise(void **state) {
+  (void)state;
+  Hand *h = hand_new(0);
+  UOp *r = uop_add(uop_mul(hbuf(h, 0, 4, 5), hbuf(h, 1, 4, 5)), hbuf(h, 2, 4, 5));
+  hschedule(h, 1, &r);
+  assert_int_equal(h->s.nitems, 1);
+  assert_int_equal(h->s.items[0].nbufs, 4);
+  assert_int_equal(h->s.items[0].nout, 1);
+  assert_int_equal(out_of(&h->s, 0)->why, WHY_OUTPUT);
+  assert_int_equal(out_of(&h->s, 0)->numel, 20);
+  /* an input's size comes from its BUFFER node */
+  assert_int_equal(h->s.bufs[h->s.items[0].bufs[1]].numel, 20);
+  hand_free(h);
+}
+
+/* x + sum(x, 1) broadcast back: the reduce cannot be recomputed per element
+ * of the expand, so it is a kernel of its own. */
+static void test_hand_reduce_expand(void **state) {
+  (void)state;
+  Hand *h = hand_new(0);
+  UOp *x = hbuf(h, 0, 4, 5);
+  UOp *sum = uop_new(h->u, OP_REDUCE_AXIS, x->dtype, 1, &x, arg_reduce(OP_ADD, 1, (const int64_t[]){1}));
+  ShapeTracker *one = st_from_shape(2, (const int64_t[]){4, 1});
+  UOp *r = uop_add(x, hview(sum, st_expand(one, (const int64_t[]){4, 5})));
+  st_free(one);
+  hschedule(h, 1, &r);
+  assert_int_equal(h->s.nitems, 2);
+  assert_int_equal(out_of(&h->s, 0)->why, WHY_VIEW_BLOCKED);
+  assert_int_equal(out_of(&h->s, 0)->culprit, OP_REDUCE_AXIS);
+  assert_int_equal(out_of(&h->s, 1)->why, WHY_OUTPUT);
+  hand_free(h);
+}
+
+/* pad(f) + z: the pad fuses over an f that keeps 0 (ADD) and not over one
+ * that does not (EXP2: exp2(0) = 1 would show in the padding). */
+static void test_hand_pad(void **state) {
+  (void)state;
+  const int64_t pads[2][2] = {{1, 1}, {0, 2}};
+  for (int k = 0; k < 2; k++) {
+    Hand *h = hand_new(0);
+    UOp *x = hbuf(h, 0, 4, 5), *y = hbuf(h, 1, 4, 5);
+    UOp *f = k == 0 ? uop_add(x, y) : uop_alu1(OP_EXP2, x);
+    ShapeTracker *st = st_from_shape(2, (const int64_t[]){4, 5});
+    UOp *r = uop_add(hview(f, st_pad(st, pads)), hbuf(h, 2, 6, 7));
+    st_free(st);
+    hschedule(h, 1, &r);
+    assert_int_equal(h->s.nitems, k == 0 ? 1 : 2);
+    if (k == 1) {
+      assert_int_equal(out_of(&h->s, 0)->why, WHY_UNSAFE_PAD);
+      assert_int_equal(out_of(&h->s, 0)->culprit, OP_EXP2);
+    }
+    hand_free(h);
+  }
+}
+
+/* A sum of six buffers on a device that binds four per kernel is split, and no
+ * kernel binds more than the device allows. */
+static void test_hand_buffer_limit(void **state) {
+  (void)state;
+  Hand *h = hand_new(4);
+  UOp *r = hbuf(h, 0, 3, 3);
+  for (int64_t i = 1; i < 6; i++) r = uop_add(r, hbuf(h, i, 3, 3));
+  hschedule(h, 1, &r);
+  assert_true(h->s.nitems >= 2);
+  bool split = false;
+  for (int i = 0; i < h->s.nitems; i++) {
+    assert_true(h->s.items[i].nbufs <= 4);
+    split |= out_of(&h->s, i)->why == WHY_BUFFER_LIMIT;
+  }
+  assert_true(split);
+  hand_free(h);
+}
+
 /* ---------------------------------------------------------------- random graphs */
 
 /* A reference array next to the tensor it should equal. */
@@ -1524,6 +1649,10 @@ static void test_wide_and_deep(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_hand_elementwise),
+      cmocka_unit_test(test_hand_reduce_expand),
+      cmocka_unit_test(test_hand_pad),
+      cmocka_unit_test(test_hand_buffer_limit),
       cmocka_unit_test(test_add_mul_one_kernel),
       cmocka_unit_test(test_sum_mul_one_kernel),
       cmocka_unit_test(test_chain20_one_kernel),
