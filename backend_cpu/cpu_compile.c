@@ -146,12 +146,13 @@ static tvk_status find_cc(Device *d, CpuToolchain *t, CpuRun *r) {
   if (t->cc_request) {
     int rc = probe_cc(t, t->cc_request, r);
     if (rc == EINVAL)
-      return err_set(&d->err, TVK_ERR_DEVICE, "C compiler '%s' failed on --version (exit status %d): %s",
-                      t->cc_request, r->status, r->out);
+      return err_set(&d->err, TVK_ERR_DEVICE,
+                     "C compiler '%s' failed on --version (exit status %d): %s", t->cc_request,
+                     r->status, r->out);
     if (rc != 0)
       return err_set(&d->err, TVK_ERR_DEVICE,
-                      "no C compiler found: tried '%s' (%s) (set CC or install gcc)", t->cc_request,
-                      strerror(rc));
+                     "no C compiler found: tried '%s' (%s) (set CC or install gcc)", t->cc_request,
+                     strerror(rc));
     return TVK_OK;
   }
   for (size_t i = 0; i < sizeof cc_defaults / sizeof cc_defaults[0]; i++) {
@@ -161,7 +162,7 @@ static tvk_status find_cc(Device *d, CpuToolchain *t, CpuRun *r) {
       return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory probing '%s'", cc_defaults[i]);
   }
   return err_set(&d->err, TVK_ERR_DEVICE,
-      "no C compiler found: tried 'cc', 'gcc', 'clang' in PATH (set CC or install gcc)");
+                 "no C compiler found: tried 'cc', 'gcc', 'clang' in PATH (set CC or install gcc)");
 }
 
 /* First compile of a device: find the compiler and the cache directory. */
@@ -170,10 +171,10 @@ static tvk_status probe(Device *d, CpuToolchain *t) {
   tvk_status st = TVK_OK;
   if (!t->probed) {
     CpuRun *r = malloc(sizeof *r);
-    st = r ? TVK_OK : err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory probing the C compiler");
+    st = r ? TVK_OK
+           : err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory probing the C compiler");
     if (st == TVK_OK && !t->cc) st = find_cc(d, t, r);
-    if (st == TVK_OK)
-      st = cache_dir_open(t->cache_request, &t->cache_dir, &d->err);
+    if (st == TVK_OK) st = cache_dir_open(t->cache_request, &t->cache_dir, &d->err);
     t->probed = st == TVK_OK;
     free(r);
   }
@@ -201,7 +202,8 @@ static void cache_key(const CpuToolchain *t, const char *src, char key[33]) {
   cache_hash_field(&h, src);
   cache_hash_field(&h, t->cc);
   cache_hash_field(&h, t->cc_version);
-  for (size_t i = 0; i < sizeof cc_flags / sizeof cc_flags[0]; i++) cache_hash_field(&h, cc_flags[i]);
+  for (size_t i = 0; i < sizeof cc_flags / sizeof cc_flags[0]; i++)
+    cache_hash_field(&h, cc_flags[i]);
   cache_hash_field(&h, t->cpu_id ? cc_flag_native : "");
   cache_hash_field(&h, t->cpu_id);
   cache_hash_hex(&h, key);
@@ -255,7 +257,7 @@ static tvk_status build_so(Device *d, const CpuToolchain *t, const char *name, c
   if (!ok || ofd < 0) {
     unlink(p->src);
     return err_set(&d->err, TVK_ERR_DEVICE, "cannot write kernel '%s' into the cache: %s", name,
-                    strerror(ok ? errno : werr));
+                   strerror(ok ? errno : werr));
   }
   const char *argv[16];
   int n = 0;
@@ -277,7 +279,7 @@ static tvk_status build_so(Device *d, const CpuToolchain *t, const char *name, c
       st = compile_failed(d, t, name, r);
     else if (chmod(p->tmp_so, 0755) != 0 || rename(p->tmp_so, p->so) != 0)
       st = err_set(&d->err, TVK_ERR_DEVICE, "cannot rename '%s' to '%s': %s", p->tmp_so, p->so,
-                    strerror(errno));
+                   strerror(errno));
   }
   free(r);
   unlink(p->src);
@@ -291,8 +293,8 @@ static tvk_status find_symbol(Device *d, const char *name, const char *path, voi
   void *sym = dlsym(h, name);
   if (!sym) {
     dlclose(h);
-    return err_set(&d->err, TVK_ERR_COMPILE, "kernel '%s' compiled, but '%s' defines no function '%s'",
-                    name, path, name);
+    return err_set(&d->err, TVK_ERR_COMPILE,
+                   "kernel '%s' compiled, but '%s' defines no function '%s'", name, path, name);
   }
   /* POSIX guarantees a dlsym'ed pointer converts to a function pointer. */
   memcpy(fn, &sym, sizeof *fn);
@@ -306,7 +308,7 @@ static tvk_status load(Device *d, const char *name, const char *path, void **han
   if (!h) {
     const char *e = dlerror();
     return err_set(&d->err, TVK_ERR_DEVICE, "cannot load kernel '%s' from '%s': %s", name, path,
-                    e ? e : "unknown dlopen error");
+                   e ? e : "unknown dlopen error");
   }
   return find_symbol(d, name, path, h, handle, fn);
 }
@@ -319,14 +321,15 @@ tvk_status cpu_compile(Device *d, CpuToolchain *t, const char *name, const char 
   if (!src) return err_set(&d->err, TVK_ERR_INVALID_ARG, "compile: kernel source is NULL");
   if (!valid_name(name))
     return err_set(&d->err, TVK_ERR_INVALID_ARG, "compile: kernel name '%s' is not a C identifier",
-                    name ? name : "(null)");
+                   name ? name : "(null)");
   tvk_status st = probe(d, t);
   if (st != TVK_OK) return st;
 
   char key[33];
   cache_key(t, src, key);
   CpuPaths *p = malloc(sizeof *p);
-  if (!p) return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
+  if (!p)
+    return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
   int n1 = snprintf(p->so, sizeof p->so, "%s/%s.so", t->cache_dir, key);
   int n2 = snprintf(p->src, sizeof p->src, "%s/%s.c-XXXXXX", t->cache_dir, key);
   int n3 = snprintf(p->tmp_so, sizeof p->tmp_so, "%s/%s.so-XXXXXX", t->cache_dir, key);

@@ -54,8 +54,8 @@ static tvk_status cpu_alloc(Device *d, size_t nbytes, DevBuffer **out) {
   *out = NULL;
   if (nbytes > d->limits.max_buffer_bytes)
     return err_set(&d->err, TVK_ERR_INVALID_ARG,
-                    "alloc: %zu bytes exceeds the largest CPU buffer (%zu bytes)", nbytes,
-                    d->limits.max_buffer_bytes);
+                   "alloc: %zu bytes exceeds the largest CPU buffer (%zu bytes)", nbytes,
+                   d->limits.max_buffer_bytes);
   CpuDevice *c = cpu_of(d);
   for (int i = c->ncache - 1; i >= 0; i--)
     if (c->cache[i]->size == nbytes) {
@@ -69,8 +69,8 @@ static tvk_status cpu_alloc(Device *d, size_t nbytes, DevBuffer **out) {
   /* At least one byte, so a zero-size buffer still has a distinct pointer. */
   if (!b || posix_memalign(&data, CPU_BUFFER_ALIGN, nbytes ? nbytes : 1) != 0) {
     free(b);
-    return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of host memory allocating a buffer of %zu bytes",
-                    nbytes);
+    return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY,
+                   "out of host memory allocating a buffer of %zu bytes", nbytes);
   }
   b->data = data;
   b->size = nbytes;
@@ -92,7 +92,8 @@ static void cpu_free(Device *d, DevBuffer *b) {
     release_block(b);
     return;
   }
-  while (c->ncache > 0 && (c->ncache == CPU_CACHE_BLOCKS || c->cache_bytes + b->size > CPU_CACHE_BYTES)) {
+  while (c->ncache > 0 &&
+         (c->ncache == CPU_CACHE_BLOCKS || c->cache_bytes + b->size > CPU_CACHE_BYTES)) {
     c->cache_bytes -= c->cache[0]->size;
     release_block(c->cache[0]);
     memmove(c->cache, c->cache + 1, (size_t)--c->ncache * sizeof *c->cache);
@@ -107,9 +108,10 @@ static tvk_status check_range(Device *d, const char *what, DevBuffer *b, size_t 
   if (!b) return err_set(&d->err, TVK_ERR_INVALID_ARG, "%s: buffer is NULL", what);
   if (offset > b->size || n > b->size - offset)
     return err_set(&d->err, TVK_ERR_INVALID_ARG,
-                    "%s: offset %zu + size %zu is out of bounds of a buffer of %zu bytes", what,
-                    offset, n, b->size);
-  if (n > 0 && !host) return err_set(&d->err, TVK_ERR_INVALID_ARG, "%s: host pointer is NULL", what);
+                   "%s: offset %zu + size %zu is out of bounds of a buffer of %zu bytes", what,
+                   offset, n, b->size);
+  if (n > 0 && !host)
+    return err_set(&d->err, TVK_ERR_INVALID_ARG, "%s: host pointer is NULL", what);
   return TVK_OK;
 }
 
@@ -132,7 +134,8 @@ static tvk_status cpu_compile_op(Device *d, const char *name, const char *src, D
   CpuDevice *c = cpu_of(d);
   *out = NULL;
   DevProgram *p = calloc(1, sizeof *p);
-  if (!p) return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
+  if (!p)
+    return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
   tvk_status st = cpu_compile(d, &c->tc, name, src, &p->handle, &p->fn, cache_hit);
   if (st != TVK_OK) {
     free(p);
@@ -176,16 +179,16 @@ static tvk_status cpu_launch(Device *d, DevProgram *p, DevBuffer *const *bufs, i
   (void)dims;
   if (!p || p->owner != d)
     return err_set(&d->err, TVK_ERR_INVALID_ARG, "launch: program is %s",
-                    p ? "of another device" : "NULL");
+                   p ? "of another device" : "NULL");
   if (nbufs < 0 || nvals < 0 || (nbufs > 0 && !bufs) || (nvals > 0 && !vals))
     return err_set(&d->err, TVK_ERR_INVALID_ARG,
-                    "launch: bad arguments (nbufs %d, bufs %p, nvals %d, vals %p)", nbufs,
-                    (const void *)bufs, nvals, (const void *)vals);
+                   "launch: bad arguments (nbufs %d, bufs %p, nvals %d, vals %p)", nbufs,
+                   (const void *)bufs, nvals, (const void *)vals);
   void *local[CPU_STACK_BUFS] = {0};
   void **ptrs = local;
   if (nbufs > CPU_STACK_BUFS && !(ptrs = malloc((size_t)nbufs * sizeof *ptrs)))
     return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "launch: out of memory for %d buffer pointers",
-                    nbufs);
+                   nbufs);
   for (int i = 0; i < nbufs; i++) {
     if (!bufs[i]) {
       if (ptrs != local) free(ptrs);

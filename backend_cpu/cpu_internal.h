@@ -48,9 +48,9 @@ typedef struct {
   char *cache_request; /* opt->cache_dir or $TVK_CACHE_DIR; NULL: default places */
   char cpu_model[128]; /* for the device name */
   char *cpu_id;        /* identity lines of /proc/cpuinfo; NULL if unknown */
-  bool probed;      /* cc, cc_version and cache_dir below are set */
-  char *cc;         /* the compiler that answered --version */
-  char *cc_version; /* its --version output */
+  bool probed;         /* cc, cc_version and cache_dir below are set */
+  char *cc;            /* the compiler that answered --version */
+  char *cc_version;    /* its --version output */
   char *cache_dir;
 } CpuToolchain;
 

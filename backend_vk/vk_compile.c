@@ -148,7 +148,7 @@ tvk_status vk_compile(Device *d, const char *name, const char *src, DevProgram *
   if (!src) return err_set(&d->err, TVK_ERR_INVALID_ARG, "compile: kernel source is NULL");
   if (!valid_name(name))
     return err_set(&d->err, TVK_ERR_INVALID_ARG, "compile: kernel name '%s' is not an identifier",
-                    name ? name : "(null)");
+                   name ? name : "(null)");
   if (v->debug >= 3) fprintf(stderr, "tvk: VK kernel %s:\n%s\n", name, src);
   void *spv = NULL;
   size_t n = 0;

@@ -52,37 +52,37 @@
 /* ---- features (VkDev.features): what the device has and we enabled ---- */
 
 enum {
-  VKFEAT_FLOAT16 = 1u << 0,          /* shaderFloat16: float16_t arithmetic */
-  VKFEAT_INT8 = 1u << 1,             /* shaderInt8: int8_t arithmetic */
-  VKFEAT_INT16 = 1u << 2,            /* shaderInt16 */
-  VKFEAT_INT64 = 1u << 3,            /* shaderInt64 */
-  VKFEAT_FLOAT64 = 1u << 4,          /* shaderFloat64 */
-  VKFEAT_STORAGE8 = 1u << 5,         /* storageBuffer8BitAccess: 8-bit types in SSBOs */
-  VKFEAT_STORAGE16 = 1u << 6,        /* storageBuffer16BitAccess: 16-bit types in SSBOs */
-  VKFEAT_TIMELINE = 1u << 7,         /* timelineSemaphore */
-  VKFEAT_PUSH_DESCRIPTOR = 1u << 8,  /* VK_KHR_push_descriptor enabled */
-  VKFEAT_TIMESTAMPS = 1u << 9,       /* the compute queue has timestampValidBits > 0 */
+  VKFEAT_FLOAT16 = 1u << 0,         /* shaderFloat16: float16_t arithmetic */
+  VKFEAT_INT8 = 1u << 1,            /* shaderInt8: int8_t arithmetic */
+  VKFEAT_INT16 = 1u << 2,           /* shaderInt16 */
+  VKFEAT_INT64 = 1u << 3,           /* shaderInt64 */
+  VKFEAT_FLOAT64 = 1u << 4,         /* shaderFloat64 */
+  VKFEAT_STORAGE8 = 1u << 5,        /* storageBuffer8BitAccess: 8-bit types in SSBOs */
+  VKFEAT_STORAGE16 = 1u << 6,       /* storageBuffer16BitAccess: 16-bit types in SSBOs */
+  VKFEAT_TIMELINE = 1u << 7,        /* timelineSemaphore */
+  VKFEAT_PUSH_DESCRIPTOR = 1u << 8, /* VK_KHR_push_descriptor enabled */
+  VKFEAT_TIMESTAMPS = 1u << 9,      /* the compute queue has timestampValidBits > 0 */
 };
 
 /* The device's limits, as the backend needs them (DeviceLimits holds the subset
  * the core reads). */
 typedef struct {
-  VkDeviceSize max_storage_range;  /* maxStorageBufferRange: the most one binding addresses */
-  VkDeviceSize max_alloc;          /* maxMemoryAllocationSize (1.1), else the largest heap */
-  VkDeviceSize max_buffer;         /* maxBufferSize (1.3/maintenance4), else max_alloc */
-  VkDeviceSize storage_align;      /* minStorageBufferOffsetAlignment */
-  VkDeviceSize atom;               /* nonCoherentAtomSize */
-  uint32_t max_wg_count[3];        /* maxComputeWorkGroupCount */
-  uint32_t max_wg_size[3];         /* maxComputeWorkGroupSize */
-  uint32_t max_wg_invocations;     /* maxComputeWorkGroupInvocations */
-  uint32_t max_shared;             /* maxComputeSharedMemorySize */
-  uint32_t max_push_constants;     /* maxPushConstantsSize, bytes */
-  uint32_t max_storage_buffers;    /* maxPerStageDescriptorStorageBuffers */
-  uint32_t max_bound_sets;         /* maxBoundDescriptorSets */
-  uint32_t max_push_descriptors;   /* maxPushDescriptors (0 without the extension) */
-  uint32_t subgroup_size;          /* VkPhysicalDeviceSubgroupProperties.subgroupSize */
-  uint32_t timestamp_bits;         /* timestampValidBits of the compute queue family */
-  float timestamp_period;          /* nanoseconds per timestamp tick */
+  VkDeviceSize max_storage_range; /* maxStorageBufferRange: the most one binding addresses */
+  VkDeviceSize max_alloc;         /* maxMemoryAllocationSize (1.1), else the largest heap */
+  VkDeviceSize max_buffer;        /* maxBufferSize (1.3/maintenance4), else max_alloc */
+  VkDeviceSize storage_align;     /* minStorageBufferOffsetAlignment */
+  VkDeviceSize atom;              /* nonCoherentAtomSize */
+  uint32_t max_wg_count[3];       /* maxComputeWorkGroupCount */
+  uint32_t max_wg_size[3];        /* maxComputeWorkGroupSize */
+  uint32_t max_wg_invocations;    /* maxComputeWorkGroupInvocations */
+  uint32_t max_shared;            /* maxComputeSharedMemorySize */
+  uint32_t max_push_constants;    /* maxPushConstantsSize, bytes */
+  uint32_t max_storage_buffers;   /* maxPerStageDescriptorStorageBuffers */
+  uint32_t max_bound_sets;        /* maxBoundDescriptorSets */
+  uint32_t max_push_descriptors;  /* maxPushDescriptors (0 without the extension) */
+  uint32_t subgroup_size;         /* VkPhysicalDeviceSubgroupProperties.subgroupSize */
+  uint32_t timestamp_bits;        /* timestampValidBits of the compute queue family */
+  float timestamp_period;         /* nanoseconds per timestamp tick */
 } VkDevLimits;
 
 /* Instance-level functions, loaded per instance with vkGetInstanceProcAddr
@@ -115,12 +115,12 @@ enum {
 };
 
 typedef struct VkDev {
-  Device base; /* first, so a Device * is a VkDev * */
+  Device base;                                      /* first, so a Device * is a VkDev * */
   char name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE + 16]; /* "Vulkan: <deviceName>" */
-  int debug;        /* TVK_DEBUG level */
-  bool validate;    /* VK_LAYER_KHRONOS_validation is on */
+  int debug;                                        /* TVK_DEBUG level */
+  bool validate;                                    /* VK_LAYER_KHRONOS_validation is on */
   bool sync_validation; /* and synchronization validation (TVK_VALIDATE=2) */
-  char *cache_dir;  /* opt->cache_dir (malloc'ed); NULL: the default places */
+  char *cache_dir;      /* opt->cache_dir (malloc'ed); NULL: the default places */
 
   VkInstance instance;
   VkInstanceFns vki;
@@ -173,12 +173,12 @@ static inline VkDev *vk_of(Device *d) { return (VkDev *)d; }
  * vk_memory.c makes and frees it; it is defined here because vk_dispatch.c,
  * below memory, binds it. */
 struct DevBuffer {
-  VkBuffer buffer;     /* the block's buffer (shared by every allocation of the block) */
-  VkDeviceSize offset; /* in buffer; a multiple of minStorageBufferOffsetAlignment */
-  VkDeviceSize range;  /* bytes a descriptor binds: size rounded up to 4, at least 4 */
-  size_t size;         /* bytes asked for (may be 0) */
+  VkBuffer buffer;       /* the block's buffer (shared by every allocation of the block) */
+  VkDeviceSize offset;   /* in buffer; a multiple of minStorageBufferOffsetAlignment */
+  VkDeviceSize range;    /* bytes a descriptor binds: size rounded up to 4, at least 4 */
+  size_t size;           /* bytes asked for (may be 0) */
   VkDeviceSize reserved; /* bytes taken from the block: range rounded up to the alignment */
-  uint8_t *host;       /* mapped address of offset; NULL: copies go through staging */
+  uint8_t *host;         /* mapped address of offset; NULL: copies go through staging */
   struct VkBlock *block;
   /* vk_memory.c's bookkeeping: the list of live buffers (destroy frees those the
    * caller did not), and the list of freed ones waiting for serial_done >= freed_serial. */

@@ -144,8 +144,8 @@ static tvk_status check_validation_layer(VkDev *v) {
     return vk_check(v, r, "vkEnumerateInstanceLayerProperties");
   if (!found)
     return err_set(&v->base.err, TVK_ERR_DEVICE,
-                    "validation requested but VK_LAYER_KHRONOS_validation is not installed "
-                    "(vulkan-validationlayers)");
+                   "validation requested but VK_LAYER_KHRONOS_validation is not installed "
+                   "(vulkan-validationlayers)");
   return TVK_OK;
 }
 
@@ -175,8 +175,8 @@ static tvk_status load_instance_fns(VkDev *v) {
       !f->vkCreateDevice || !f->vkGetDeviceProcAddr ||
       (v->validate && (!f->vkCreateDebugUtilsMessengerEXT || !f->vkDestroyDebugUtilsMessengerEXT)))
     return err_set(&v->base.err, TVK_ERR_DEVICE,
-                    "the Vulkan loader lacks a Vulkan 1.1 instance function (vkGetInstanceProcAddr "
-                    "returned NULL)");
+                   "the Vulkan loader lacks a Vulkan 1.1 instance function (vkGetInstanceProcAddr "
+                   "returned NULL)");
   return TVK_OK;
 }
 
@@ -188,13 +188,13 @@ static tvk_status create_instance(VkDev *v) {
   pthread_once(&loader_once, loader_init);
   if (loader_result != VK_SUCCESS)
     return err_set(&v->base.err, TVK_ERR_DEVICE,
-        "no Vulkan loader: libvulkan.so.1 could not be loaded (install libvulkan1 and a "
-        "driver, e.g. mesa-vulkan-drivers)");
+                   "no Vulkan loader: libvulkan.so.1 could not be loaded (install libvulkan1 and a "
+                   "driver, e.g. mesa-vulkan-drivers)");
   uint32_t loader_version = version_of(volkGetInstanceVersion());
   if (loader_version < VK_API_VERSION_1_1)
     return err_set(&v->base.err, TVK_ERR_DEVICE,
-                    "the Vulkan loader supports Vulkan %u.%u; tvk needs 1.1 or newer",
-                    VK_API_VERSION_MAJOR(loader_version), VK_API_VERSION_MINOR(loader_version));
+                   "the Vulkan loader supports Vulkan %u.%u; tvk needs 1.1 or newer",
+                   VK_API_VERSION_MAJOR(loader_version), VK_API_VERSION_MINOR(loader_version));
   v->api_version = loader_version < VK_API_VERSION_1_3 ? loader_version : VK_API_VERSION_1_3;
 
   const char *layer = v->validate ? "VK_LAYER_KHRONOS_validation" : NULL;
@@ -217,7 +217,7 @@ static tvk_status create_instance(VkDev *v) {
   free(es);
   if (v->validate && !debug_utils)
     return err_set(&v->base.err, TVK_ERR_DEVICE,
-                    "validation requested but the instance lacks VK_EXT_debug_utils");
+                   "validation requested but the instance lacks VK_EXT_debug_utils");
   if (v->validate) exts[next++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
   /* Synchronization validation reports missing or wrong barriers, the bugs that
    * a software device (which runs dispatches in order) would otherwise hide. */
@@ -255,8 +255,8 @@ static tvk_status create_instance(VkDev *v) {
   VkResult r = vkCreateInstance(&ci, NULL, &v->instance);
   if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
     return err_set(&v->base.err, TVK_ERR_DEVICE,
-                    "no Vulkan driver: vkCreateInstance failed with VK_ERROR_INCOMPATIBLE_DRIVER "
-                    "(install a driver, e.g. mesa-vulkan-drivers)");
+                   "no Vulkan driver: vkCreateInstance failed with VK_ERROR_INCOMPATIBLE_DRIVER "
+                   "(install a driver, e.g. mesa-vulkan-drivers)");
   if (r != VK_SUCCESS) return vk_check(v, r, "vkCreateInstance");
   st = load_instance_fns(v);
   if (st == TVK_OK && v->validate) {
@@ -308,8 +308,8 @@ static tvk_status choose_physical(VkDev *v, int index) {
   if (r != VK_SUCCESS) return vk_check(v, r, "vkEnumeratePhysicalDevices");
   if (n == 0)
     return err_set(&v->base.err, TVK_ERR_DEVICE,
-                    "no Vulkan device: the loader found no driver with a device (install one, e.g. "
-                    "mesa-vulkan-drivers)");
+                   "no Vulkan device: the loader found no driver with a device (install one, e.g. "
+                   "mesa-vulkan-drivers)");
   VkPhysicalDevice *ps = calloc(n, sizeof *ps);
   if (!ps) return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "out of memory listing devices");
   r = v->vki.vkEnumeratePhysicalDevices(v->instance, &n, ps);
@@ -323,18 +323,18 @@ static tvk_status choose_physical(VkDev *v, int index) {
     if ((uint32_t)index >= n) {
       if (n == 1)
         st = err_set(&v->base.err, TVK_ERR_DEVICE,
-                      "VK:%d: no such Vulkan device; 1 device found (VK:0)", index);
+                     "VK:%d: no such Vulkan device; 1 device found (VK:0)", index);
       else
         st = err_set(&v->base.err, TVK_ERR_DEVICE,
-                      "VK:%d: no such Vulkan device; %u devices found (VK:0 .. VK:%u)", index, n,
-                      n - 1);
+                     "VK:%d: no such Vulkan device; %u devices found (VK:0 .. VK:%u)", index, n,
+                     n - 1);
     } else {
       v->phys = ps[index];
       v->vki.vkGetPhysicalDeviceProperties(v->phys, &pp);
       const char *why = unusable(v, v->phys, &pp);
       if (why)
         st = err_set(&v->base.err, TVK_ERR_DEVICE, "VK:%d (%s) cannot be used: %s", index,
-                      pp.deviceName, why);
+                     pp.deviceName, why);
     }
   } else {
     int best_rank = -1;
@@ -345,9 +345,9 @@ static tvk_status choose_physical(VkDev *v, int index) {
       v->phys = ps[i];
     }
     if (best_rank < 0)
-      st = err_set(&v->base.err, TVK_ERR_DEVICE,
-                    "no usable Vulkan device: %u found, none with Vulkan 1.1 and a compute queue",
-                    n);
+      st =
+          err_set(&v->base.err, TVK_ERR_DEVICE,
+                  "no usable Vulkan device: %u found, none with Vulkan 1.1 and a compute queue", n);
   }
   free(ps);
   return st;
@@ -506,7 +506,8 @@ static void read_limits(VkDev *v, const Extensions *e, uint32_t ts_bits) {
       .max_local_threads = x->max_wg_invocations,
       .shared_mem_bytes = x->max_shared,
       .cores = 1,
-      .max_kernel_buffers = x->max_storage_buffers > INT32_MAX ? INT32_MAX : (int)x->max_storage_buffers,
+      .max_kernel_buffers =
+          x->max_storage_buffers > INT32_MAX ? INT32_MAX : (int)x->max_storage_buffers,
   };
 }
 
@@ -551,7 +552,7 @@ static tvk_status create_logical(VkDev *v) {
   load_device_table(v);
   if (!v->vk.vkGetDeviceQueue || !v->vk.vkDestroyDevice)
     return err_set(&v->base.err, TVK_ERR_DEVICE,
-                    "%s: vkGetDeviceProcAddr returned NULL for a core function", v->name);
+                   "%s: vkGetDeviceProcAddr returned NULL for a core function", v->name);
   v->vk.vkGetDeviceQueue(v->device, v->queue_family, 0, &v->queue);
   return TVK_OK;
 }
@@ -630,8 +631,8 @@ static tvk_status parse_memory_modes(VkDev *v) {
       v->mem_mode |= VKMEM_FORCE_NONCOHERENT;
     else if (n > 0)
       return err_set(&v->base.err, TVK_ERR_INVALID_ARG,
-                      "TVK_VK_MEMORY: unknown mode '%.*s' (expected staging, noncoherent)", (int)n,
-                      s);
+                     "TVK_VK_MEMORY: unknown mode '%.*s' (expected staging, noncoherent)", (int)n,
+                     s);
     s += n + (s[n] == ',');
   }
   return TVK_OK;

@@ -351,31 +351,32 @@ static tvk_status check_args(VkDev *v, const DevProgram *p, DevBuffer *const *bu
   Device *d = &v->base;
   if (!p || p->owner != v)
     return err_set(&d->err, TVK_ERR_INVALID_ARG, "launch: program is %s",
-                    p ? "of another device" : "NULL");
+                   p ? "of another device" : "NULL");
   if (nbufs < 0 || nvals < 0 || (nbufs > 0 && !bufs) || (nvals > 0 && !vals))
     return err_set(&d->err, TVK_ERR_INVALID_ARG,
-                    "launch of kernel '%s': bad arguments (nbufs %d, bufs %p, nvals %d, vals %p)",
-                    p->name, nbufs, (const void *)bufs, nvals, (const void *)vals);
+                   "launch of kernel '%s': bad arguments (nbufs %d, bufs %p, nvals %d, vals %p)",
+                   p->name, nbufs, (const void *)bufs, nvals, (const void *)vals);
   if (nbufs < p->nbindings)
     return err_set(&d->err, TVK_ERR_INVALID_ARG,
-                    "launch of kernel '%s': %d buffers given, the kernel binds %d", p->name, nbufs,
-                    p->nbindings);
+                   "launch of kernel '%s': %d buffers given, the kernel binds %d", p->name, nbufs,
+                   p->nbindings);
   for (int i = 0; i < p->nbindings; i++) {
     if (!p->access[i]) continue;
     if (!bufs[i])
-      return err_set(&d->err, TVK_ERR_INVALID_ARG, "launch of kernel '%s': buffer %d is NULL", p->name,
-                      i);
+      return err_set(&d->err, TVK_ERR_INVALID_ARG, "launch of kernel '%s': buffer %d is NULL",
+                     p->name, i);
     tvk_status st = vk_buffer_check_bind(v, bufs[i], i);
     if (st != TVK_OK) return st;
   }
   uint64_t need = VK_PUSH_VALS_OFFSET + 4 * (uint64_t)nvals;
   if (need > v->lim.max_push_constants)
     return err_set(&d->err, TVK_ERR_INVALID_ARG,
-                    "launch of kernel '%s': %d values need %llu bytes of push constants; the "
-                    "device holds %u (maxPushConstantsSize)",
-                    p->name, nvals, (unsigned long long)need, v->lim.max_push_constants);
+                   "launch of kernel '%s': %d values need %llu bytes of push constants; the "
+                   "device holds %u (maxPushConstantsSize)",
+                   p->name, nvals, (unsigned long long)need, v->lim.max_push_constants);
   if (p->push_bytes > need)
-    return err_set(&d->err, TVK_ERR_INVALID_ARG,
+    return err_set(
+        &d->err, TVK_ERR_INVALID_ARG,
         "launch of kernel '%s': its push constants take %u bytes (grid and %u "
         "values), the launch gives %d values",
         p->name, p->push_bytes,
@@ -394,19 +395,19 @@ static tvk_status check_dims(VkDev *v, const DevProgram *p, const LaunchDims *di
     const int64_t *lc = dims->local;
     if (lc[0] != p->local[0] || lc[1] != p->local[1] || lc[2] != p->local[2])
       return err_set(&d->err, TVK_ERR_INVALID_ARG,
-                      "launch of kernel '%s': work-group size %lldx%lldx%lld, but the shader "
-                      "declares local_size %ux%ux%u",
-                      p->name, (long long)lc[0], (long long)lc[1], (long long)lc[2], p->local[0],
-                      p->local[1], p->local[2]);
+                     "launch of kernel '%s': work-group size %lldx%lldx%lld, but the shader "
+                     "declares local_size %ux%ux%u",
+                     p->name, (long long)lc[0], (long long)lc[1], (long long)lc[2], p->local[0],
+                     p->local[1], p->local[2]);
     memcpy(g, dims->global, sizeof g);
   }
   uint64_t t = 1;
   for (int i = 0; i < 3; i++) {
     if (g[i] < 0 || g[i] > UINT32_MAX)
       return err_set(&d->err, TVK_ERR_INVALID_ARG,
-                      "launch of kernel '%s': group count %lld in "
-                      "dimension %d",
-                      p->name, (long long)g[i], i);
+                     "launch of kernel '%s': group count %lld in "
+                     "dimension %d",
+                     p->name, (long long)g[i], i);
     grid[i] = (uint32_t)g[i];
     t = t > UINT32_MAX ? t : t * (uint64_t)g[i];
   }
@@ -421,10 +422,10 @@ static tvk_status check_dims(VkDev *v, const DevProgram *p, const LaunchDims *di
   /* The kernel computes the linear id and the total in 32-bit uint. */
   if (t > UINT32_MAX || !split_groups(l, t, groups))
     return err_set(&d->err, TVK_ERR_INVALID_ARG,
-                    "launch of kernel '%s': %lldx%lldx%lld work groups; at most 2^32-1 in all "
-                    "(and maxComputeWorkGroupCount %ux%ux%u)",
-                    p->name, (long long)g[0], (long long)g[1], (long long)g[2], l->max_wg_count[0],
-                    l->max_wg_count[1], l->max_wg_count[2]);
+                   "launch of kernel '%s': %lldx%lldx%lld work groups; at most 2^32-1 in all "
+                   "(and maxComputeWorkGroupCount %ux%ux%u)",
+                   p->name, (long long)g[0], (long long)g[1], (long long)g[2], l->max_wg_count[0],
+                   l->max_wg_count[1], l->max_wg_count[2]);
   return TVK_OK;
 }
 

@@ -171,7 +171,7 @@ static tvk_status make_buffer(VkDev *v, VkDeviceSize size, bool staging, bool ma
   }
   if (n == 0)
     st = err_set(&v->base.err, TVK_ERR_DEVICE, "%s has no memory type for a %s buffer", v->name,
-                  staging ? "staging" : "storage");
+                 staging ? "staging" : "storage");
   else
     st = vk_check(v, r, "vkAllocateMemory");
   if (st == TVK_OK)
@@ -404,10 +404,10 @@ tvk_status vk_buffer_alloc(Device *d, size_t nbytes, DevBuffer **out) {
   VkDeviceSize cap = v->lim.max_alloc < v->lim.max_buffer ? v->lim.max_alloc : v->lim.max_buffer;
   if (nbytes > cap - m->align)
     return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY,
-                    "alloc: a buffer of %zu bytes is larger than %s allows in one allocation "
-                    "(maxMemoryAllocationSize %llu, maxBufferSize %llu bytes)",
-                    nbytes, v->name, (unsigned long long)v->lim.max_alloc,
-                    (unsigned long long)v->lim.max_buffer);
+                   "alloc: a buffer of %zu bytes is larger than %s allows in one allocation "
+                   "(maxMemoryAllocationSize %llu, maxBufferSize %llu bytes)",
+                   nbytes, v->name, (unsigned long long)v->lim.max_alloc,
+                   (unsigned long long)v->lim.max_buffer);
   DevBuffer *b = calloc(1, sizeof *b);
   if (!b) return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "alloc: out of host memory");
   b->size = nbytes;
@@ -428,7 +428,7 @@ tvk_status vk_buffer_alloc(Device *d, size_t nbytes, DevBuffer **out) {
       char why[sizeof v->base.err.msg];
       memcpy(why, v->base.err.msg, sizeof why);
       err_set(&v->base.err, st, "alloc: out of device memory for a buffer of %zu bytes on %s (%s)",
-               nbytes, v->name, why);
+              nbytes, v->name, why);
     }
     return st;
   }
@@ -452,8 +452,8 @@ static tvk_status check_range(VkDev *v, const char *what, DevBuffer *b, size_t o
   if (!b) return err_set(&v->base.err, TVK_ERR_INVALID_ARG, "%s: buffer is NULL", what);
   if (offset > b->size || n > b->size - offset)
     return err_set(&v->base.err, TVK_ERR_INVALID_ARG,
-                    "%s: offset %zu + size %zu is out of bounds of a buffer of %zu bytes", what,
-                    offset, n, b->size);
+                   "%s: offset %zu + size %zu is out of bounds of a buffer of %zu bytes", what,
+                   offset, n, b->size);
   if (n > 0 && !host)
     return err_set(&v->base.err, TVK_ERR_INVALID_ARG, "%s: host pointer is NULL", what);
   return TVK_OK;
@@ -530,7 +530,8 @@ static tvk_status staging_init(VkDev *v) {
     v->vk.vkDestroyBuffer(v->device, m->stage_buf, NULL);
     v->vk.vkFreeMemory(v->device, m->stage_mem, NULL);
     m->stage_buf = VK_NULL_HANDLE, m->stage_mem = VK_NULL_HANDLE;
-    st = err_set(&v->base.err, TVK_ERR_DEVICE, "%s: the staging buffer could not be mapped", v->name);
+    st = err_set(&v->base.err, TVK_ERR_DEVICE, "%s: the staging buffer could not be mapped",
+                 v->name);
   }
   if (st == TVK_OK) m->stage_size = size;
   return st;

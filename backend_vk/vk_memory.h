@@ -26,10 +26,10 @@ tvk_status vk_copy_in(Device *d, DevBuffer *b, size_t offset, const void *src, s
 tvk_status vk_copy_out(Device *d, DevBuffer *b, size_t offset, void *dst, size_t n);
 
 typedef struct {
-  uint64_t blocks;      /* VkDeviceMemory blocks held (kept empty ones included) */
-  uint64_t block_bytes; /* their total size */
-  uint64_t live;        /* live buffers */
-  uint64_t live_bytes;  /* bytes reserved by live buffers */
+  uint64_t blocks;        /* VkDeviceMemory blocks held (kept empty ones included) */
+  uint64_t block_bytes;   /* their total size */
+  uint64_t live;          /* live buffers */
+  uint64_t live_bytes;    /* bytes reserved by live buffers */
   uint64_t staging_bytes; /* size of the staging buffer (0 until a staging copy) */
 } VkMemStats;
 void vk_mem_stats(const VkDev *v, VkMemStats *out);

@@ -203,15 +203,15 @@ static tvk_status reflect_interface(VkDev *v, DevProgram *p, Spv *s) {
     if (t->inst[3] == SPV_SC_PUSH_CONSTANT) push_struct = pointee_struct(s, t);
     if (t->inst[3] == SPV_SC_UNIFORM && !is_storage_buffer(s, t))
       return err_set(&v->base.err, TVK_ERR_COMPILE,
-                      "kernel '%s' declares a uniform buffer; tvk binds storage buffers only",
-                      p->name);
+                     "kernel '%s' declares a uniform buffer; tvk binds storage buffers only",
+                     p->name);
     if (!is_storage_buffer(s, t)) continue;
     if (t->set != 0 && t->set != UINT32_MAX)
       return err_set(&v->base.err, TVK_ERR_COMPILE,
-                      "kernel '%s' uses descriptor set %u; tvk binds set 0 only", p->name, t->set);
+                     "kernel '%s' uses descriptor set %u; tvk binds set 0 only", p->name, t->set);
     if (t->binding == UINT32_MAX || t->binding >= 4096)
       return err_set(&v->base.err, TVK_ERR_COMPILE,
-                      "kernel '%s' has a storage buffer without a usable binding number", p->name);
+                     "kernel '%s' has a storage buffer without a usable binding number", p->name);
     any = true;
     if (t->binding > maxb) maxb = t->binding;
   }
@@ -257,22 +257,22 @@ static tvk_status check_limits(VkDev *v, const DevProgram *p) {
   if (ls[0] > l->max_wg_size[0] || ls[1] > l->max_wg_size[1] || ls[2] > l->max_wg_size[2] ||
       inv > l->max_wg_invocations || inv == 0)
     return err_set(&v->base.err, TVK_ERR_COMPILE,
-                    "kernel '%s': local_size %ux%ux%u does not fit the device "
-                    "(maxComputeWorkGroupSize %ux%ux%u, maxComputeWorkGroupInvocations %u)",
-                    p->name, ls[0], ls[1], ls[2], l->max_wg_size[0], l->max_wg_size[1],
-                    l->max_wg_size[2], l->max_wg_invocations);
+                   "kernel '%s': local_size %ux%ux%u does not fit the device "
+                   "(maxComputeWorkGroupSize %ux%ux%u, maxComputeWorkGroupInvocations %u)",
+                   p->name, ls[0], ls[1], ls[2], l->max_wg_size[0], l->max_wg_size[1],
+                   l->max_wg_size[2], l->max_wg_invocations);
   int declared = 0;
   for (int i = 0; i < p->nbindings; i++) declared += p->access[i] != 0;
   if ((uint32_t)declared > l->max_storage_buffers)
     return err_set(&v->base.err, TVK_ERR_COMPILE,
-                    "kernel '%s' binds %d storage buffers; the device allows %u per stage "
-                    "(maxPerStageDescriptorStorageBuffers)",
-                    p->name, declared, l->max_storage_buffers);
+                   "kernel '%s' binds %d storage buffers; the device allows %u per stage "
+                   "(maxPerStageDescriptorStorageBuffers)",
+                   p->name, declared, l->max_storage_buffers);
   if (p->push_bytes > l->max_push_constants)
     return err_set(&v->base.err, TVK_ERR_COMPILE,
-                    "kernel '%s' declares %u bytes of push constants; the device holds %u "
-                    "(maxPushConstantsSize)",
-                    p->name, p->push_bytes, l->max_push_constants);
+                   "kernel '%s' declares %u bytes of push constants; the device holds %u "
+                   "(maxPushConstantsSize)",
+                   p->name, p->push_bytes, l->max_push_constants);
   return TVK_OK;
 }
 

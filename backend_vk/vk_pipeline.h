@@ -19,16 +19,16 @@ struct DevProgram {
   VkDev *owner;
   DevProgram *prev, *next; /* the device's live programs (VkPipelineState.programs) */
   char *name;
-  int nbindings;          /* highest storage-buffer binding of set 0, plus 1 */
-  uint8_t *access;        /* per binding: VKACC_* (0: the shader does not declare it) */
-  uint32_t push_bytes;    /* size of the push-constant block the shader declares (0: none) */
-  uint32_t local[3];      /* the shader's local_size */
-  bool push_descriptors;  /* bound with vkCmdPushDescriptorSetKHR, not a pool's set */
+  int nbindings;         /* highest storage-buffer binding of set 0, plus 1 */
+  uint8_t *access;       /* per binding: VKACC_* (0: the shader does not declare it) */
+  uint32_t push_bytes;   /* size of the push-constant block the shader declares (0: none) */
+  uint32_t local[3];     /* the shader's local_size */
+  bool push_descriptors; /* bound with vkCmdPushDescriptorSetKHR, not a pool's set */
   VkShaderModule module;
   VkDescriptorSetLayout set_layout;
   VkPipelineLayout layout;
   VkPipeline pipeline;
-  uint64_t serial;        /* the newest batch that uses it (program_free waits for it) */
+  uint64_t serial; /* the newest batch that uses it (program_free waits for it) */
 };
 
 /* The shaderc compiler, the cache directory and the VkPipelineCache of a device
@@ -36,12 +36,12 @@ struct DevProgram {
 struct shaderc_compiler;
 struct VkPipelineState {
   struct shaderc_compiler *shaderc; /* made at the first cache miss (~200 ms), then kept */
-  char *cache_dir;        /* resolved at the first compile; NULL until then */
+  char *cache_dir;                  /* resolved at the first compile; NULL until then */
   VkPipelineCache cache;
-  char *cache_path;       /* the pipeline cache's file; NULL: not saved */
-  bool cache_dirty;       /* pipelines were created since it was loaded */
-  char loaded_key[33];    /* content hash of the data loaded ("" if none): unchanged data is
-                             not written back */
+  char *cache_path;    /* the pipeline cache's file; NULL: not saved */
+  bool cache_dirty;    /* pipelines were created since it was loaded */
+  char loaded_key[33]; /* content hash of the data loaded ("" if none): unchanged data is
+                          not written back */
   DevProgram *programs;
   uint64_t shaderc_calls; /* compiles that ran shaderc (tests count cache hits) */
 };

@@ -117,12 +117,12 @@ void tvk_ctx_clear_error(tvk_ctx *ctx);
 
 /* Counters of a context, for tests and tuning. */
 typedef struct {
-  uint64_t schedules;        /* calls that ran at least one kernel */
-  uint64_t kernels_run;      /* kernel launches */
-  uint64_t kernels_compiled; /* kernels for which the compiler ran */
-  uint64_t cache_hits;       /* kernels whose compiled program was reused (memory or disk) */
-  uint64_t bytes_now;        /* device bytes allocated now */
-  uint64_t bytes_peak;       /* the most device bytes allocated at once */
+  uint64_t schedules;           /* calls that ran at least one kernel */
+  uint64_t kernels_run;         /* kernel launches */
+  uint64_t kernels_compiled;    /* kernels for which the compiler ran */
+  uint64_t cache_hits;          /* kernels whose compiled program was reused (memory or disk) */
+  uint64_t bytes_now;           /* device bytes allocated now */
+  uint64_t bytes_peak;          /* the most device bytes allocated at once */
   uint64_t validation_messages; /* Vulkan validation messages so far (TVK_VALIDATE); 0 elsewhere */
 } tvk_stats;
 
@@ -145,7 +145,8 @@ void tvk_scope_end(tvk_ctx *ctx, size_t scope, int nkeep, tvk_tensor *const *kee
  * scalar. shape may be NULL when ndim is 0; data must not be NULL unless the
  * tensor has no elements. Errors: TVK_ERR_INVALID_ARG (NULL ctx/data, ndim out of
  * 0..TVK_MAX_DIMS), TVK_ERR_SHAPE (a negative dim). */
-tvk_tensor *tvk_from_data(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape, const void *data);
+tvk_tensor *tvk_from_data(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape,
+                          const void *data);
 /* A tensor of the given shape with every element `value` (converted to dt as by
  * tvk_cast). Costs no memory until used: it is a broadcast constant. */
 tvk_tensor *tvk_full(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape, double value);
@@ -362,7 +363,8 @@ tvk_tensor *tvk_var(tvk_tensor *a, int naxes, const int *axes, bool keepdim, dou
 tvk_tensor *tvk_std(tvk_tensor *a, int naxes, const int *axes, bool keepdim, double correction);
 /* Normalises over the last `nlast` dims: (x - mean) / sqrt(var + eps) (population
  * variance), then * weight + bias, each of the normalised shape or NULL. */
-tvk_tensor *tvk_layernorm(tvk_tensor *x, int nlast, tvk_tensor *weight, tvk_tensor *bias, double eps);
+tvk_tensor *tvk_layernorm(tvk_tensor *x, int nlast, tvk_tensor *weight, tvk_tensor *bias,
+                          double eps);
 /* Batch norm, inference form, channels on axis 1 of x (N, C, ...): (x - mean) /
  * sqrt(var + eps) * weight + bias; mean and var (C,) are required, weight and
  * bias (C,) may be NULL. */

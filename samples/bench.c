@@ -66,7 +66,8 @@ static double check_matmul(Case *c, const float *out) {
   for (int s = 0; s < 64; s++) { /* 64 sampled entries: the full product costs too much here */
     int64_t i = (s * 7919) % c->m, j = (s * 104729) % c->n;
     double ref = 0;
-    for (int64_t k = 0; k < c->k; k++) ref += (double)c->host[0][i * c->k + k] * c->host[1][k * c->n + j];
+    for (int64_t k = 0; k < c->k; k++)
+      ref += (double)c->host[0][i * c->k + k] * c->host[1][k * c->n + j];
     double e = fabs(ref - out[i * c->n + j]) / (1 + fabs(ref));
     if (e > worst) worst = e;
   }
@@ -126,7 +127,8 @@ static double conv_at(const Case *c, int64_t n, int64_t k, int64_t y, int64_t x)
       for (int64_t dx = 0; dx < 3; dx++) {
         int64_t iy = y + dy - 1, ix = x + dx - 1;
         if (iy < 0 || iy >= CH || ix < 0 || ix >= CW) continue;
-        t += (double)c->host[0][((n * CC + ci) * CH + iy) * CW + ix] * c->host[1][(k * CC + ci) * 9 + dy * 3 + dx];
+        t += (double)c->host[0][((n * CC + ci) * CH + iy) * CW + ix] *
+             c->host[1][(k * CC + ci) * 9 + dy * 3 + dx];
       }
   return t;
 }
@@ -294,8 +296,10 @@ int main(int argc, char **argv) {
   const char *dev = NULL;
   int quick = 0;
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--quick")) quick = 1;
-    else dev = argv[i];
+    if (!strcmp(argv[i], "--quick"))
+      quick = 1;
+    else
+      dev = argv[i];
   }
   tvk_ctx *ctx;
   if (tvk_ctx_create(dev, &ctx) != TVK_OK) {
@@ -303,23 +307,94 @@ int main(int argc, char **argv) {
     return 1;
   }
   printf("device: %s\n", tvk_ctx_device(ctx));
-  printf("%-24s %10s %10s %10s %10s %8s\n", "case", "ms (med)", "GFLOP/s", "GB/s", "ref ms", "x ref");
+  printf("%-24s %10s %10s %10s %10s %8s\n", "case", "ms (med)", "GFLOP/s", "GB/s", "ref ms",
+         "x ref");
   const int64_t big = 16 << 20;
   Spec specs[] = {
-      {"matmul 512 f32", build_matmul, check_matmul, ref_matmul, 1e-4, 512, 512, 512, 2, {{512, 512}, {512, 512}},
-       2.0 * 512 * 512 * 512, 3.0 * 512 * 512 * 4},
-      {"matmul 1024 f32", build_matmul, check_matmul, ref_matmul, 1e-4, 1024, 1024, 1024, 2, {{1024, 1024}, {1024, 1024}},
-       2.0 * 1024 * 1024 * 1024, 3.0 * 1024 * 1024 * 4},
-      {"matmul 2048 f32", build_matmul, check_matmul, ref_matmul, 1e-4, 2048, 2048, 2048, 2, {{2048, 2048}, {2048, 2048}},
-       2.0 * 2048 * 2048 * 2048, 3.0 * 2048 * 2048 * 4},
-      {"conv 3x3 8x32x32, 64 out", build_conv, check_conv, ref_conv, 1e-4, CN * CK, CH * CW, 0, 2,
-       {{CN * CC, CH * CW}, {CK, CC * 9}}, 2.0 * CN * CK * CH * CW * CC * 9,
+      {"matmul 512 f32",
+       build_matmul,
+       check_matmul,
+       ref_matmul,
+       1e-4,
+       512,
+       512,
+       512,
+       2,
+       {{512, 512}, {512, 512}},
+       2.0 * 512 * 512 * 512,
+       3.0 * 512 * 512 * 4},
+      {"matmul 1024 f32",
+       build_matmul,
+       check_matmul,
+       ref_matmul,
+       1e-4,
+       1024,
+       1024,
+       1024,
+       2,
+       {{1024, 1024}, {1024, 1024}},
+       2.0 * 1024 * 1024 * 1024,
+       3.0 * 1024 * 1024 * 4},
+      {"matmul 2048 f32",
+       build_matmul,
+       check_matmul,
+       ref_matmul,
+       1e-4,
+       2048,
+       2048,
+       2048,
+       2,
+       {{2048, 2048}, {2048, 2048}},
+       2.0 * 2048 * 2048 * 2048,
+       3.0 * 2048 * 2048 * 4},
+      {"conv 3x3 8x32x32, 64 out",
+       build_conv,
+       check_conv,
+       ref_conv,
+       1e-4,
+       CN * CK,
+       CH * CW,
+       0,
+       2,
+       {{CN * CC, CH * CW}, {CK, CC * 9}},
+       2.0 * CN * CK * CH * CW * CC * 9,
        4.0 * (CN * CC * CH * CW + CK * CC * 9 + CN * CK * CH * CW)},
-      {"softmax 4096x4096 f32", build_softmax, check_softmax, ref_softmax, 1e-3, 4096, 4096, 0, 1, {{4096, 4096}},
-       5.0 * 4096 * 4096, 2.0 * 4096 * 4096 * 4},
-      {"a*b+c 16M f32", build_fma, check_fma, ref_fma, 1e-6, 0, big, 0, 3, {{big, 0}, {big, 0}, {big, 0}}, 2.0 * (double)big,
+      {"softmax 4096x4096 f32",
+       build_softmax,
+       check_softmax,
+       ref_softmax,
+       1e-3,
+       4096,
+       4096,
+       0,
+       1,
+       {{4096, 4096}},
+       5.0 * 4096 * 4096,
+       2.0 * 4096 * 4096 * 4},
+      {"a*b+c 16M f32",
+       build_fma,
+       check_fma,
+       ref_fma,
+       1e-6,
+       0,
+       big,
+       0,
+       3,
+       {{big, 0}, {big, 0}, {big, 0}},
+       2.0 * (double)big,
        4.0 * (double)big * 4},
-      {"sum 16M f32", build_sum, check_sum, ref_sum, 1e-3, 0, big, 0, 1, {{big, 0}}, (double)big, (double)big * 4},
+      {"sum 16M f32",
+       build_sum,
+       check_sum,
+       ref_sum,
+       1e-3,
+       0,
+       big,
+       0,
+       1,
+       {{big, 0}},
+       (double)big,
+       (double)big * 4},
   };
   int nspecs = (int)(sizeof specs / sizeof specs[0]), bad = 0;
   for (int i = 0; i < nspecs; i++) {

@@ -47,7 +47,8 @@ int main(int argc, char **argv) {
   double checksum = 0, worst = 0;
   for (int i = 0; i < BATCH; i++) {
     double len2 = 0;
-    for (int j = 0; j < DIM; j++) len2 += (double)y[i * DIM + j] * y[i * DIM + j], checksum += y[i * DIM + j];
+    for (int j = 0; j < DIM; j++)
+      len2 += (double)y[i * DIM + j] * y[i * DIM + j], checksum += y[i * DIM + j];
     if (fabs(len2 - 1) > worst) worst = fabs(len2 - 1);
   }
   printf("normalised %d vectors of %d floats\n", BATCH, DIM);

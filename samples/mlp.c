@@ -35,7 +35,8 @@ static void make_spirals(float *x, int32_t *y) {
     }
 }
 
-static tvk_tensor *randn_scaled(tvk_ctx *ctx, int64_t rows, int64_t cols, double scale, uint64_t seed) {
+static tvk_tensor *randn_scaled(tvk_ctx *ctx, int64_t rows, int64_t cols, double scale,
+                                uint64_t seed) {
   int64_t shape[2] = {rows, cols};
   tvk_tensor *r = tvk_randn(ctx, TVK_FLOAT32, 2, shape, seed);
   tvk_tensor *s = tvk_mul(r, tvk_scalar(ctx, TVK_FLOAT32, scale));
@@ -71,7 +72,8 @@ int main(int argc, char **argv) {
   tvk_tensor *onehot = tvk_cast(tvk_one_hot(y, C), TVK_FLOAT32);
   tvk_tensor *w1 = randn_scaled(ctx, D, H, 1.0, 1), *w2 = randn_scaled(ctx, H, C, 0.1, 2);
   int64_t sh[1] = {H}, sc_[1] = {C};
-  tvk_tensor *b1 = tvk_full(ctx, TVK_FLOAT32, 1, sh, 0), *b2 = tvk_full(ctx, TVK_FLOAT32, 1, sc_, 0);
+  tvk_tensor *b1 = tvk_full(ctx, TVK_FLOAT32, 1, sh, 0),
+             *b2 = tvk_full(ctx, TVK_FLOAT32, 1, sc_, 0);
   const double lr = 1.0;
   float loss = NAN;
   tvk_status st = TVK_OK;
@@ -83,7 +85,8 @@ int main(int argc, char **argv) {
     tvk_tensor *logits = tvk_add(tvk_matmul(h, w2), b2);
     tvk_tensor *l = tvk_cross_entropy(logits, y);
     /* backward: d loss / d logits = (softmax - onehot) / N */
-    tvk_tensor *dlogits = tvk_div(tvk_sub(tvk_softmax(logits, 1), onehot), tvk_scalar(ctx, TVK_FLOAT32, N));
+    tvk_tensor *dlogits =
+        tvk_div(tvk_sub(tvk_softmax(logits, 1), onehot), tvk_scalar(ctx, TVK_FLOAT32, N));
     tvk_tensor *dw2 = tvk_matmul(tvk_transpose(h, 0, 1), dlogits);
     tvk_tensor *db2 = tvk_sum(dlogits, 1, &ax0, false);
     tvk_tensor *dh = tvk_mul(tvk_matmul(dlogits, tvk_transpose(w2, 0, 1)),
@@ -101,7 +104,8 @@ int main(int argc, char **argv) {
       st = tvk_to_host(l, &loss, sizeof loss);
       tvk_stats q;
       tvk_stats_get(ctx, &q);
-      printf("step %4d  loss %.4f  now %llu peak %llu\n", step, loss, (unsigned long long)q.bytes_now, (unsigned long long)q.bytes_peak);
+      printf("step %4d  loss %.4f  now %llu peak %llu\n", step, loss,
+             (unsigned long long)q.bytes_now, (unsigned long long)q.bytes_peak);
     }
     tvk_scope_end(ctx, scope, 0, NULL);
   }
@@ -126,6 +130,8 @@ int main(int argc, char **argv) {
          100.0 * correct / N, steps, (unsigned long long)s.kernels_run,
          (unsigned long long)s.kernels_compiled, s.bytes_peak / 1024.0);
   tvk_ctx_destroy(ctx);
-  if (s.validation_messages) fprintf(stderr, "mlp: %llu Vulkan validation messages\n", (unsigned long long)s.validation_messages);
+  if (s.validation_messages)
+    fprintf(stderr, "mlp: %llu Vulkan validation messages\n",
+            (unsigned long long)s.validation_messages);
   return s.validation_messages ? 3 : correct * 10 > N * 9 ? 0 : 2;
 }

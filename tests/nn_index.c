@@ -37,12 +37,12 @@ static void test_squeeze_unsqueeze(void **state) {
   double *v = nn_rand_vals(6, -1, 1);
   tvk_tensor *a = nn_tensor(TVK_FLOAT64, 4, s, v);
   nn_check("squeeze all", tvk_squeeze(a, 0, NULL), TVK_FLOAT64, 2, (int64_t[]){2, 3}, v, 0, 0);
-  nn_check("squeeze -1", tvk_squeeze(a, 1, (int[]){-1}), TVK_FLOAT64, 3, (int64_t[]){2, 1, 3}, v,
-           0, 0);
+  nn_check("squeeze -1", tvk_squeeze(a, 1, (int[]){-1}), TVK_FLOAT64, 3, (int64_t[]){2, 1, 3}, v, 0,
+           0);
   nn_check("squeeze 1, 3", tvk_squeeze(a, 2, (int[]){3, 1}), TVK_FLOAT64, 2, (int64_t[]){2, 3}, v,
            0, 0);
-  nn_check("squeeze -3", tvk_squeeze(a, 1, (int[]){-3}), TVK_FLOAT64, 3, (int64_t[]){2, 3, 1}, v,
-           0, 0);
+  nn_check("squeeze -3", tvk_squeeze(a, 1, (int[]){-3}), TVK_FLOAT64, 3, (int64_t[]){2, 3, 1}, v, 0,
+           0);
   nn_check("unsqueeze 0", tvk_unsqueeze(a, 0), TVK_FLOAT64, 5, (int64_t[]){1, 2, 1, 3, 1}, v, 0, 0);
   nn_check("unsqueeze 4", tvk_unsqueeze(a, 4), TVK_FLOAT64, 5, (int64_t[]){2, 1, 3, 1, 1}, v, 0, 0);
   nn_check("unsqueeze -1", tvk_unsqueeze(a, -1), TVK_FLOAT64, 5, (int64_t[]){2, 1, 3, 1, 1}, v, 0,
@@ -82,8 +82,7 @@ static void test_squeeze_unsqueeze(void **state) {
 /* ---------------------------------------------------------------- cat, stack */
 
 /* Reference cat of n row-major arrays along axis. */
-static double *ref_cat(int n, int nd, int64_t (*shapes)[3], double **vals, int axis,
-                       int64_t *out) {
+static double *ref_cat(int n, int nd, int64_t (*shapes)[3], double **vals, int axis, int64_t *out) {
   for (int d = 0; d < nd; d++) out[d] = shapes[0][d];
   out[axis] = 0;
   for (int i = 0; i < n; i++) out[axis] += shapes[i][axis];
@@ -156,8 +155,8 @@ static void test_cat_dtypes(void **state) {
   struct {
     tvk_dtype da, db, want;
   } cases[] = {
-      {TVK_INT32, TVK_FLOAT32, TVK_FLOAT32}, {TVK_INT8, TVK_UINT8, TVK_INT16},
-      {TVK_FLOAT16, TVK_FLOAT32, TVK_FLOAT32}, {TVK_INT64, TVK_INT32, TVK_INT64},
+      {TVK_INT32, TVK_FLOAT32, TVK_FLOAT32},    {TVK_INT8, TVK_UINT8, TVK_INT16},
+      {TVK_FLOAT16, TVK_FLOAT32, TVK_FLOAT32},  {TVK_INT64, TVK_INT32, TVK_INT64},
       {TVK_BFLOAT16, TVK_FLOAT64, TVK_FLOAT64},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -223,7 +222,8 @@ static void test_cat_errors(void **state) {
   nn_check_error("stack (2, 3) + (2, 4)", tvk_stack(2, (tvk_tensor *[]){a, b}, 0), TVK_ERR_SHAPE);
   nn_check_error("stack axis 3", tvk_stack(2, (tvk_tensor *[]){a, a}, 3), TVK_ERR_INVALID_ARG);
   nn_check_error("stack axis -4", tvk_stack(2, (tvk_tensor *[]){a, a}, -4), TVK_ERR_INVALID_ARG);
-  nn_check_error("stack with NULL", tvk_stack(2, (tvk_tensor *[]){NULL, a}, 0), TVK_ERR_INVALID_ARG);
+  nn_check_error("stack with NULL", tvk_stack(2, (tvk_tensor *[]){NULL, a}, 0),
+                 TVK_ERR_INVALID_ARG);
   nn_finish();
 }
 
@@ -353,7 +353,7 @@ static void test_eye(void **state) {
   struct {
     int64_t n, m, rows, cols;
     tvk_dtype dt;
-  } cases[] = {{4, -1, 4, 4, TVK_FLOAT32}, {3, 5, 3, 5, TVK_INT32},  {5, 3, 5, 3, TVK_FLOAT64},
+  } cases[] = {{4, -1, 4, 4, TVK_FLOAT32}, {3, 5, 3, 5, TVK_INT32},    {5, 3, 5, 3, TVK_FLOAT64},
                {1, 1, 1, 1, TVK_BOOL},     {0, -1, 0, 0, TVK_FLOAT32}, {2, 0, 2, 0, TVK_FLOAT16},
                {3, 4, 3, 4, TVK_FLOAT16}};
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -364,8 +364,8 @@ static void test_eye(void **state) {
     char what[48];
     snprintf(what, sizeof what, "eye(%lld, %lld) %s", (long long)cases[c].n, (long long)cases[c].m,
              tvk_dtype_name(cases[c].dt));
-    nn_check(what, tvk_eye(nn.ctx, cases[c].dt, cases[c].n, cases[c].m), cases[c].dt, 2, shape,
-             ref, 0, 0);
+    nn_check(what, tvk_eye(nn.ctx, cases[c].dt, cases[c].n, cases[c].m), cases[c].dt, 2, shape, ref,
+             0, 0);
   }
   nn_check_error("eye n -1", tvk_eye(nn.ctx, TVK_FLOAT32, -1, 3), TVK_ERR_INVALID_ARG);
   nn_check_error("eye bad dtype", tvk_eye(nn.ctx, (tvk_dtype)-1, 3, 3), TVK_ERR_DTYPE);
@@ -428,9 +428,10 @@ static void test_gather(void **state) {
   nn_check_error("gather float index", tvk_gather(t, 0, ifl), TVK_ERR_DTYPE);
   nn_check_error("gather axis 3", tvk_gather(t, 3, ibig), TVK_ERR_INVALID_ARG);
   nn_check_error("gather NULL index", tvk_gather(t, 0, NULL), TVK_ERR_INVALID_ARG);
-  nn_check_error("gather 0-d", tvk_gather(nn_tensor(TVK_FLOAT32, 0, NULL, v), 0,
-                                          nn_tensor(TVK_INT32, 0, NULL, v)),
-                 TVK_ERR_SHAPE);
+  nn_check_error(
+      "gather 0-d",
+      tvk_gather(nn_tensor(TVK_FLOAT32, 0, NULL, v), 0, nn_tensor(TVK_INT32, 0, NULL, v)),
+      TVK_ERR_SHAPE);
   /* one kernel: the comparison is never materialised */
   tvk_tensor *ix = nn_tensor(TVK_INT32, 3, (int64_t[]){3, 4, 2}, v);
   tvk_tensor *both[2] = {t, ix};
@@ -466,8 +467,7 @@ static void test_embedding(void **state) {
   check_embedding("embedding 2-d index", TVK_FLOAT32, TVK_INT32, 7, 5, 2, (int64_t[]){3, 4});
   check_embedding("embedding 1-d int64", TVK_FLOAT32, TVK_INT64, 10, 3, 1, (int64_t[]){9});
   check_embedding("embedding 0-d", TVK_FLOAT32, TVK_INT32, 4, 6, 0, NULL);
-  check_embedding("embedding float16 uint8", TVK_FLOAT16, TVK_UINT8, 6, 4, 3,
-                  (int64_t[]){2, 1, 3});
+  check_embedding("embedding float16 uint8", TVK_FLOAT16, TVK_UINT8, 6, 4, 3, (int64_t[]){2, 1, 3});
   check_embedding("embedding empty index", TVK_FLOAT32, TVK_INT32, 6, 4, 2, (int64_t[]){0, 3});
 
   double v[12] = {0};
@@ -478,8 +478,10 @@ static void test_embedding(void **state) {
   nn_check_error("embedding float index", tvk_embedding(w, w), TVK_ERR_DTYPE);
   nn_check_error("embedding NULL weight", tvk_embedding(NULL, ix), TVK_ERR_INVALID_ARG);
   int64_t ones[15] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-  nn_check_error("embedding 15-d index", tvk_embedding(w, tvk_reshape(tvk_shrink(ix, (const int64_t[][2]){{0, 1}}), 15, ones)),
-                 TVK_ERR_SHAPE);
+  nn_check_error(
+      "embedding 15-d index",
+      tvk_embedding(w, tvk_reshape(tvk_shrink(ix, (const int64_t[][2]){{0, 1}}), 15, ones)),
+      TVK_ERR_SHAPE);
   nn_finish();
 }
 
@@ -527,11 +529,19 @@ static void test_cat_many(void **state) {
 }
 
 const struct CMUnitTest nn_index_tests[] = {
-    NN_TEST(test_squeeze_unsqueeze), NN_TEST(test_cat_axes),   NN_TEST(test_cat_kernels),
-    NN_TEST(test_cat_dtypes),        NN_TEST(test_cat_empty),  NN_TEST(test_cat_errors),
+    NN_TEST(test_squeeze_unsqueeze),
+    NN_TEST(test_cat_axes),
+    NN_TEST(test_cat_kernels),
+    NN_TEST(test_cat_dtypes),
+    NN_TEST(test_cat_empty),
+    NN_TEST(test_cat_errors),
     NN_TEST(test_cat_many),
-    NN_TEST(test_stack),             NN_TEST(test_repeat),     NN_TEST(test_one_hot),
-    NN_TEST(test_eye),               NN_TEST(test_gather),     NN_TEST(test_embedding),
+    NN_TEST(test_stack),
+    NN_TEST(test_repeat),
+    NN_TEST(test_one_hot),
+    NN_TEST(test_eye),
+    NN_TEST(test_gather),
+    NN_TEST(test_embedding),
     NN_TEST(test_embedding_memory),
 };
 const size_t nn_index_count = sizeof nn_index_tests / sizeof nn_index_tests[0];

@@ -133,12 +133,14 @@ static void test_matmul_batched(void **state) {
   for (int j = 0; j < 5; j++) {
     for (int n = 0; n < 6; n++) {
       double s = 0, sa = 0;
-      for (int k = 0; k < 4; k++) s += v4[k] * b[(j * 4 + k) * 6 + n], sa += fabs(v4[k] * b[(j * 4 + k) * 6 + n]);
+      for (int k = 0; k < 4; k++)
+        s += v4[k] * b[(j * 4 + k) * 6 + n], sa += fabs(v4[k] * b[(j * 4 + k) * 6 + n]);
       r1[j * 6 + n] = s, b1 = fmax(b1, sa);
     }
     for (int m = 0; m < 4; m++) {
       double s = 0, sa = 0;
-      for (int k = 0; k < 6; k++) s += b[(j * 4 + m) * 6 + k] * v6[k], sa += fabs(b[(j * 4 + m) * 6 + k] * v6[k]);
+      for (int k = 0; k < 6; k++)
+        s += b[(j * 4 + m) * 6 + k] * v6[k], sa += fabs(b[(j * 4 + m) * 6 + k] * v6[k]);
       r2[j * 4 + m] = s, b2 = fmax(b2, sa);
     }
   }
@@ -236,7 +238,8 @@ static void test_linear(void **state) {
   for (int r = 0; r < B; r++)
     for (int o = 0; o < O; o++) {
       double s = 0, sa = 0;
-      for (int i = 0; i < I; i++) s += x[r * I + i] * w[o * I + i], sa += fabs(x[r * I + i] * w[o * I + i]);
+      for (int i = 0; i < I; i++)
+        s += x[r * I + i] * w[o * I + i], sa += fabs(x[r * I + i] * w[o * I + i]);
       ref[r * O + o] = s, refb[r * O + o] = s + bias[o];
       bound = fmax(bound, sa + fabs(bias[o]));
     }
@@ -244,8 +247,10 @@ static void test_linear(void **state) {
   tvk_tensor *tw = nn_tensor(TVK_FLOAT32, 2, (int64_t[]){O, I}, w);
   tvk_tensor *tb = nn_tensor(TVK_FLOAT32, 1, (int64_t[]){O}, bias);
   double tol = (I + 1) * EPS32 * bound;
-  nn_check("linear 3-D, bias", tvk_linear(tx, tw, tb), TVK_FLOAT32, 3, (int64_t[]){2, 3, O}, refb, 0, tol);
-  nn_check("linear 3-D, no bias", tvk_linear(tx, tw, NULL), TVK_FLOAT32, 3, (int64_t[]){2, 3, O}, ref, 0, tol);
+  nn_check("linear 3-D, bias", tvk_linear(tx, tw, tb), TVK_FLOAT32, 3, (int64_t[]){2, 3, O}, refb,
+           0, tol);
+  nn_check("linear 3-D, no bias", tvk_linear(tx, tw, NULL), TVK_FLOAT32, 3, (int64_t[]){2, 3, O},
+           ref, 0, tol);
   tvk_tensor *x2 = tvk_reshape(tx, 2, (int64_t[]){B, I});
   tvk_tensor *l2 = tvk_linear(x2, tw, tb);
   nn_expect_kernels("linear (6, 6) x (5, 6) + bias", l2, 1);
@@ -270,7 +275,8 @@ static void test_matmul_bias_relu(void **state) {
   tvk_tensor *tb = nn_tensor(TVK_FLOAT32, 1, (int64_t[]){N}, b);
   tvk_tensor *y = tvk_relu(tvk_add(tvk_matmul(tx, tw), tb));
   nn_expect_kernels("relu(x @ w + b) (8, 16) @ (16, 32)", y, 1);
-  nn_check("relu(x @ w + b)", y, TVK_FLOAT32, 2, (int64_t[]){M, N}, ref, 0, (K + 1) * EPS32 * (bound + 1));
+  nn_check("relu(x @ w + b)", y, TVK_FLOAT32, 2, (int64_t[]){M, N}, ref, 0,
+           (K + 1) * EPS32 * (bound + 1));
   free(x), free(w), free(b), free(ref);
   nn_finish();
 }
@@ -325,8 +331,10 @@ static void check_conv(const char *what, ConvCase cc) {
   free(x), free(w), free(bias), free(ref);
 }
 
-#define ONE2 {1, 1}
-#define ZERO4 {0, 0, 0, 0}
+#define ONE2                                                                                       \
+  { 1, 1 }
+#define ZERO4                                                                                      \
+  { 0, 0, 0, 0 }
 
 static void test_conv2d_basic(void **state) {
   (void)state;
@@ -342,12 +350,16 @@ static void test_conv2d_stride_pad_dilation(void **state) {
   (void)state;
   check_conv("stride (2, 3)", (ConvCase){2, 2, 9, 8, 3, 3, 3, {2, 3}, ZERO4, ONE2, 1, true});
   check_conv("stride > kernel", (ConvCase){1, 2, 11, 10, 2, 2, 3, {4, 5}, ZERO4, ONE2, 1, true});
-  check_conv("padding (1, 0, 2, 1)", (ConvCase){1, 3, 5, 6, 2, 3, 3, ONE2, {1, 0, 2, 1}, ONE2, 1, true});
-  check_conv("padding > kernel", (ConvCase){1, 1, 3, 2, 2, 2, 2, ONE2, {3, 1, 0, 4}, ONE2, 1, false});
+  check_conv("padding (1, 0, 2, 1)",
+             (ConvCase){1, 3, 5, 6, 2, 3, 3, ONE2, {1, 0, 2, 1}, ONE2, 1, true});
+  check_conv("padding > kernel",
+             (ConvCase){1, 1, 3, 2, 2, 2, 2, ONE2, {3, 1, 0, 4}, ONE2, 1, false});
   check_conv("dilation (2, 3)", (ConvCase){1, 2, 9, 10, 3, 3, 3, ONE2, ZERO4, {2, 3}, 1, true});
-  check_conv("stride, pad, dilation", (ConvCase){2, 2, 8, 7, 3, 3, 2, {2, 3}, {2, 1, 1, 2}, {2, 2}, 1, true});
+  check_conv("stride, pad, dilation",
+             (ConvCase){2, 2, 8, 7, 3, 3, 2, {2, 3}, {2, 1, 1, 2}, {2, 2}, 1, true});
   /* stride larger than dilation * kernel + 1: the tiled windows need longer rows */
-  check_conv("stride 7 dilation 2", (ConvCase){1, 1, 15, 16, 1, 2, 1, {7, 6}, ZERO4, {2, 3}, 1, false});
+  check_conv("stride 7 dilation 2",
+             (ConvCase){1, 1, 15, 16, 1, 2, 1, {7, 6}, ZERO4, {2, 3}, 1, false});
   nn_finish();
 }
 
@@ -371,10 +383,21 @@ static void test_conv2d_window_sweep(void **state) {
   int n = (int)(sizeof p / sizeof p[0]);
   for (int i = 0; i < n; i++) {
     const int64_t *a = p[i], *b = p[(i * 5 + 3) % n];
-    ConvCase cc = {1, 2, 9 + i % 3, 11 - i % 4, 2, a[0], b[0], {a[1], b[1]},
-                   {a[3], a[3] / 2, b[3] / 2, b[3]}, {a[2], b[2]}, 1, false};
+    ConvCase cc = {1,
+                   2,
+                   9 + i % 3,
+                   11 - i % 4,
+                   2,
+                   a[0],
+                   b[0],
+                   {a[1], b[1]},
+                   {a[3], a[3] / 2, b[3] / 2, b[3]},
+                   {a[2], b[2]},
+                   1,
+                   false};
     char what[96];
-    snprintf(what, sizeof what, "sweep %d: H %lld k %lld s %lld d %lld, W %lld k %lld s %lld d %lld", i,
+    snprintf(what, sizeof what,
+             "sweep %d: H %lld k %lld s %lld d %lld, W %lld k %lld s %lld d %lld", i,
              (long long)cc.H, (long long)a[0], (long long)a[1], (long long)a[2], (long long)cc.W,
              (long long)b[0], (long long)b[1], (long long)b[2]);
     check_conv(what, cc);
@@ -393,15 +416,18 @@ static void test_conv2d_errors(void **state) {
   tvk_tensor *x3 = nn_tensor(TVK_FLOAT32, 3, (int64_t[]){4, 5, 5}, z);
   tvk_tensor *b5 = nn_tensor(TVK_FLOAT32, 1, (int64_t[]){5}, z);
   nn_check_error("channel mismatch", tvk_conv2d(x, w3, NULL, NULL, NULL, NULL, 1), TVK_ERR_SHAPE);
-  nn_check_error("groups 2 with w's Cin 4", tvk_conv2d(x, w, NULL, NULL, NULL, NULL, 2), TVK_ERR_SHAPE);
-  nn_check_error("groups not dividing", tvk_conv2d(x, w2, NULL, NULL, NULL, NULL, 3), TVK_ERR_INVALID_ARG);
+  nn_check_error("groups 2 with w's Cin 4", tvk_conv2d(x, w, NULL, NULL, NULL, NULL, 2),
+                 TVK_ERR_SHAPE);
+  nn_check_error("groups not dividing", tvk_conv2d(x, w2, NULL, NULL, NULL, NULL, 3),
+                 TVK_ERR_INVALID_ARG);
   nn_check_error("groups 0", tvk_conv2d(x, w, NULL, NULL, NULL, NULL, 0), TVK_ERR_INVALID_ARG);
   nn_check_error("kernel > input", tvk_conv2d(x, big, NULL, NULL, NULL, NULL, 1), TVK_ERR_SHAPE);
   nn_check_error("dilated kernel > input", tvk_conv2d(x, w, NULL, NULL, NULL, (int64_t[]){3, 1}, 1),
                  TVK_ERR_SHAPE);
   nn_check_error("x 3-D", tvk_conv2d(x3, w, NULL, NULL, NULL, NULL, 1), TVK_ERR_SHAPE);
   nn_check_error("bias shape", tvk_conv2d(x, w, b5, NULL, NULL, NULL, 1), TVK_ERR_SHAPE);
-  nn_check_error("stride 0", tvk_conv2d(x, w, NULL, (int64_t[]){0, 1}, NULL, NULL, 1), TVK_ERR_INVALID_ARG);
+  nn_check_error("stride 0", tvk_conv2d(x, w, NULL, (int64_t[]){0, 1}, NULL, NULL, 1),
+                 TVK_ERR_INVALID_ARG);
   nn_check_error("negative pad", tvk_conv2d(x, w, NULL, NULL, (int64_t[]){0, -1, 0, 0}, NULL, 1),
                  TVK_ERR_INVALID_ARG);
   nn_check_error("NULL w", tvk_conv2d(x, NULL, NULL, NULL, NULL, NULL, 1), TVK_ERR_INVALID_ARG);
@@ -428,7 +454,8 @@ static double *pool_ref(const double *x, int64_t B, int64_t H, int64_t W, const 
         for (int64_t a = 0; a < k[0]; a++)
           for (int64_t b = 0; b < k[1]; b++) {
             int64_t y = i * s[0] + a - p[0], z = j * s[1] + b - p[2];
-            double v = (y < 0 || y >= H || z < 0 || z >= W) ? (avg ? 0 : lowest) : x[(c * H + y) * W + z];
+            double v =
+                (y < 0 || y >= H || z < 0 || z >= W) ? (avg ? 0 : lowest) : x[(c * H + y) * W + z];
             acc = avg ? acc + v : fmax(acc, v);
           }
         r[(c * *Ho + i) * *Wo + j] = avg ? acc / (double)(k[0] * k[1]) : acc;
@@ -436,8 +463,8 @@ static double *pool_ref(const double *x, int64_t B, int64_t H, int64_t W, const 
   return r;
 }
 
-static void check_pool(const char *what, tvk_dtype dt, int nd, const int64_t *xs, const int64_t k[2],
-                       const int64_t *s, const int64_t *p) {
+static void check_pool(const char *what, tvk_dtype dt, int nd, const int64_t *xs,
+                       const int64_t k[2], const int64_t *s, const int64_t *p) {
   static const int64_t zero[4] = {0, 0, 0, 0};
   const int64_t *ss = s ? s : k, *pp = p ? p : zero;
   int64_t H = xs[nd - 2], W = xs[nd - 1], B = nn_numel(nd - 2, xs), Ho, Wo;
@@ -486,12 +513,15 @@ static void test_pool_errors(void **state) {
   tvk_tensor *x = nn_tensor(TVK_FLOAT32, 3, (int64_t[]){2, 4, 5}, z);
   tvk_tensor *v = nn_tensor(TVK_FLOAT32, 1, (int64_t[]){5}, z);
   nn_check_error("max 1-D", tvk_max_pool2d(v, (int64_t[]){2, 2}, NULL, NULL), TVK_ERR_SHAPE);
-  nn_check_error("avg kernel > input", tvk_avg_pool2d(x, (int64_t[]){5, 2}, NULL, NULL), TVK_ERR_SHAPE);
-  nn_check_error("max kernel 0", tvk_max_pool2d(x, (int64_t[]){0, 2}, NULL, NULL), TVK_ERR_INVALID_ARG);
+  nn_check_error("avg kernel > input", tvk_avg_pool2d(x, (int64_t[]){5, 2}, NULL, NULL),
+                 TVK_ERR_SHAPE);
+  nn_check_error("max kernel 0", tvk_max_pool2d(x, (int64_t[]){0, 2}, NULL, NULL),
+                 TVK_ERR_INVALID_ARG);
   nn_check_error("max NULL kernel", tvk_max_pool2d(x, NULL, NULL, NULL), TVK_ERR_INVALID_ARG);
   nn_check_error("avg stride -1", tvk_avg_pool2d(x, (int64_t[]){2, 2}, (int64_t[]){-1, 1}, NULL),
                  TVK_ERR_INVALID_ARG);
-  nn_expect(tvk_avg_pool2d(NULL, (int64_t[]){2, 2}, NULL, NULL) == NULL, "avg_pool2d(NULL) is NULL");
+  nn_expect(tvk_avg_pool2d(NULL, (int64_t[]){2, 2}, NULL, NULL) == NULL,
+            "avg_pool2d(NULL) is NULL");
   nn_finish();
 }
 
@@ -535,7 +565,8 @@ static double attn_tol(int64_t E, int64_t S) { return (double)(2 * E + S + 12) *
 static void test_attention(void **state) {
   (void)state;
   const int64_t H = 2, B = 3 * H, L = 4, S = 6, E = 5, Ev = 3;
-  double *q = f32_vals(B * L * E, -1, 1), *k = f32_vals(B * S * E, -1, 1), *v = f32_vals(B * S * Ev, -1, 1);
+  double *q = f32_vals(B * L * E, -1, 1), *k = f32_vals(B * S * E, -1, 1),
+         *v = f32_vals(B * S * Ev, -1, 1);
   tvk_tensor *tq = nn_tensor(TVK_FLOAT32, 4, (int64_t[]){3, H, L, E}, q);
   tvk_tensor *tk = nn_tensor(TVK_FLOAT32, 4, (int64_t[]){3, H, S, E}, k);
   tvk_tensor *tv = nn_tensor(TVK_FLOAT32, 4, (int64_t[]){3, H, S, Ev}, v);
@@ -560,11 +591,12 @@ static void test_attention(void **state) {
 
   /* float mask (3, 1, L, S): per batch, broadcast over heads */
   double *fm = f32_vals(3 * L * S, -2, 2), *ffull = malloc((size_t)(B * L * S) * sizeof *ffull);
-  for (int64_t b = 0; b < B; b++) memcpy(ffull + b * L * S, fm + (b / H) * L * S, (size_t)(L * S) * sizeof *fm);
+  for (int64_t b = 0; b < B; b++)
+    memcpy(ffull + b * L * S, fm + (b / H) * L * S, (size_t)(L * S) * sizeof *fm);
   ref = attn_ref(q, k, v, NULL, ffull, false, B, L, S, E, Ev);
   tvk_tensor *tf = nn_tensor(TVK_FLOAT32, 4, (int64_t[]){3, 1, L, S}, fm);
-  nn_check("float mask", tvk_scaled_dot_product_attention(tq, tk, tv, tf, false), TVK_FLOAT32, 4, os,
-           ref, 0, tol + 4 * EPS32);
+  nn_check("float mask", tvk_scaled_dot_product_attention(tq, tk, tv, tf, false), TVK_FLOAT32, 4,
+           os, ref, 0, tol + 4 * EPS32);
   free(ref);
 
   /* causal, L < S, and with the bool mask too */
@@ -574,8 +606,8 @@ static void test_attention(void **state) {
   nn_check("causal L < S", yc, TVK_FLOAT32, 4, os, ref, 0, tol);
   free(ref);
   ref = attn_ref(q, k, v, bfull, NULL, true, B, L, S, E, Ev);
-  nn_check("causal and bool mask", tvk_scaled_dot_product_attention(tq, tk, tv, tm, true), TVK_FLOAT32,
-           4, os, ref, 0, tol);
+  nn_check("causal and bool mask", tvk_scaled_dot_product_attention(tq, tk, tv, tm, true),
+           TVK_FLOAT32, 4, os, ref, 0, tol);
   free(ref);
 
   /* causal, L > S: q from k's data (L' = 6), k and v the first 4 rows of q's */
@@ -592,7 +624,8 @@ static void test_attention_broadcast(void **state) {
   (void)state;
   const int64_t H = 3, L = 5, S = 3, E = 4, Ev = 2;
   double *q = f32_vals(H * L * E, -1, 1), *k = f32_vals(S * E, -1, 1), *v = f32_vals(S * Ev, -1, 1);
-  double *kf = malloc((size_t)(H * S * E) * sizeof *kf), *vf = malloc((size_t)(H * S * Ev) * sizeof *vf);
+  double *kf = malloc((size_t)(H * S * E) * sizeof *kf),
+         *vf = malloc((size_t)(H * S * Ev) * sizeof *vf);
   for (int64_t h = 0; h < H; h++) {
     memcpy(kf + h * S * E, k, (size_t)(S * E) * sizeof *k);
     memcpy(vf + h * S * Ev, v, (size_t)(S * Ev) * sizeof *v);
@@ -601,29 +634,43 @@ static void test_attention_broadcast(void **state) {
   tvk_tensor *tq = nn_tensor(TVK_FLOAT32, 3, (int64_t[]){H, L, E}, q);
   tvk_tensor *tk = nn_tensor(TVK_FLOAT32, 3, (int64_t[]){1, S, E}, k);
   tvk_tensor *tv = nn_tensor(TVK_FLOAT32, 2, (int64_t[]){S, Ev}, v);
-  nn_check("broadcast k, v", tvk_scaled_dot_product_attention(tq, tk, tv, NULL, false), TVK_FLOAT32, 3,
-           (int64_t[]){H, L, Ev}, ref, 0, attn_tol(E, S));
+  nn_check("broadcast k, v", tvk_scaled_dot_product_attention(tq, tk, tv, NULL, false), TVK_FLOAT32,
+           3, (int64_t[]){H, L, Ev}, ref, 0, attn_tol(E, S));
   /* errors */
   tvk_tensor *k5 = tvk_reshape(tq, 3, (int64_t[]){H, E, L});
-  nn_check_error("E differs", tvk_scaled_dot_product_attention(tq, k5, tv, NULL, false), TVK_ERR_SHAPE);
-  nn_check_error("S differs", tvk_scaled_dot_product_attention(tq, tk, tq, NULL, false), TVK_ERR_SHAPE);
-  tvk_tensor *bad_mask = nn_tensor(TVK_BOOL, 2, (int64_t[]){L, 2}, q);
-  nn_check_error("mask shape", tvk_scaled_dot_product_attention(tq, tk, tv, bad_mask, false), TVK_ERR_SHAPE);
-  nn_check_error("1-D q", tvk_scaled_dot_product_attention(tvk_reshape(tq, 1, (int64_t[]){H * L * E}), tk, tv, NULL, false),
+  nn_check_error("E differs", tvk_scaled_dot_product_attention(tq, k5, tv, NULL, false),
                  TVK_ERR_SHAPE);
-  nn_check_error("NULL v", tvk_scaled_dot_product_attention(tq, tk, NULL, NULL, false), TVK_ERR_INVALID_ARG);
+  nn_check_error("S differs", tvk_scaled_dot_product_attention(tq, tk, tq, NULL, false),
+                 TVK_ERR_SHAPE);
+  tvk_tensor *bad_mask = nn_tensor(TVK_BOOL, 2, (int64_t[]){L, 2}, q);
+  nn_check_error("mask shape", tvk_scaled_dot_product_attention(tq, tk, tv, bad_mask, false),
+                 TVK_ERR_SHAPE);
+  nn_check_error("1-D q",
+                 tvk_scaled_dot_product_attention(tvk_reshape(tq, 1, (int64_t[]){H * L * E}), tk,
+                                                  tv, NULL, false),
+                 TVK_ERR_SHAPE);
+  nn_check_error("NULL v", tvk_scaled_dot_product_attention(tq, tk, NULL, NULL, false),
+                 TVK_ERR_INVALID_ARG);
   free(q), free(k), free(v), free(kf), free(vf), free(ref);
   nn_finish();
 }
 
 const struct CMUnitTest nn_linalg_tests[] = {
-    NN_TEST(test_matmul_vectors),  NN_TEST(test_matmul_2d),
-    NN_TEST(test_matmul_batched),  NN_TEST(test_matmul_dtypes),
-    NN_TEST(test_matmul_errors),   NN_TEST(test_linear),
-    NN_TEST(test_matmul_bias_relu), NN_TEST(test_conv2d_basic),
-    NN_TEST(test_conv2d_stride_pad_dilation), NN_TEST(test_conv2d_groups), NN_TEST(test_conv2d_window_sweep),
-    NN_TEST(test_conv2d_errors),   NN_TEST(test_pools),
-    NN_TEST(test_pool_errors),     NN_TEST(test_attention),
+    NN_TEST(test_matmul_vectors),
+    NN_TEST(test_matmul_2d),
+    NN_TEST(test_matmul_batched),
+    NN_TEST(test_matmul_dtypes),
+    NN_TEST(test_matmul_errors),
+    NN_TEST(test_linear),
+    NN_TEST(test_matmul_bias_relu),
+    NN_TEST(test_conv2d_basic),
+    NN_TEST(test_conv2d_stride_pad_dilation),
+    NN_TEST(test_conv2d_groups),
+    NN_TEST(test_conv2d_window_sweep),
+    NN_TEST(test_conv2d_errors),
+    NN_TEST(test_pools),
+    NN_TEST(test_pool_errors),
+    NN_TEST(test_attention),
     NN_TEST(test_attention_broadcast),
 };
 const size_t nn_linalg_count = sizeof nn_linalg_tests / sizeof nn_linalg_tests[0];

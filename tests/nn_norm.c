@@ -16,7 +16,7 @@
 
 #include "nn_util.h"
 
-#define F32_EPS 6e-8  /* float32 unit roundoff (2^-24) */
+#define F32_EPS 6e-8   /* float32 unit roundoff (2^-24) */
 #define F16_EPS 4.9e-4 /* float16 unit roundoff (2^-11) */
 
 /* ---------------------------------------------------------------- helpers */
@@ -66,7 +66,8 @@ static double lane_max(const double *x, int nd, const int64_t *sh, int ax, int64
 }
 
 /* softmax (log_ false) or log_softmax along ax, torch's definition: x - max. */
-static void ref_softmax(const double *x, int nd, const int64_t *sh, int ax, bool log_, double *out) {
+static void ref_softmax(const double *x, int nd, const int64_t *sh, int ax, bool log_,
+                        double *out) {
   int64_t lanes = nn_numel(nd, sh) / sh[ax];
   for (int64_t l = 0; l < lanes; l++) {
     double m = lane_max(x, nd, sh, ax, l), s = 0;
@@ -108,7 +109,8 @@ static void test_softmax_axes(void **state) {
     /* (x - max) - log(s): absolute error a few ulps of values below ~8 */
     ref_softmax(x, 3, sh, ax, true, ref);
     snprintf(what, sizeof what, "log_softmax axis %d", axes[i]);
-    nn_check(what, tvk_log_softmax(t, axes[i]), TVK_FLOAT32, 3, sh, ref, 4 * F32_EPS, 8 * 8 * F32_EPS);
+    nn_check(what, tvk_log_softmax(t, axes[i]), TVK_FLOAT32, 3, sh, ref, 4 * F32_EPS,
+             8 * 8 * F32_EPS);
     ref_lse(x, 3, sh, ax, ref);
     for (int keep = 0; keep < 2; keep++) {
       int64_t out[3];
@@ -130,13 +132,13 @@ static void test_softmax_stability(void **state) {
   const double inf = INFINITY;
   const int64_t sh[2] = {7, 4};
   const double vals[28] = {
-      1000, 1001, 999.5, 1000.25,   /* large: exp(1000) overflows */
-      -1000, -1001, -999.5, -1002,  /* large negative: exp underflows to 0 */
-      -inf, 1, 2, -inf,             /* some -inf: probability 0 */
-      -inf, -inf, -inf, -inf,       /* all -inf: softmax NaN, logsumexp -inf */
-      inf, 1, 2, 3,                 /* +inf: softmax NaN, logsumexp +inf */
-      NAN, 1, 2, 3,                 /* NaN: NaN everywhere */
-      88, 89, -88, 0,               /* near float32's exp limit */
+      1000,  1001,  999.5,  1000.25, /* large: exp(1000) overflows */
+      -1000, -1001, -999.5, -1002,   /* large negative: exp underflows to 0 */
+      -inf,  1,     2,      -inf,    /* some -inf: probability 0 */
+      -inf,  -inf,  -inf,   -inf,    /* all -inf: softmax NaN, logsumexp -inf */
+      inf,   1,     2,      3,       /* +inf: softmax NaN, logsumexp +inf */
+      NAN,   1,     2,      3,       /* NaN: NaN everywhere */
+      88,    89,    -88,    0,       /* near float32's exp limit */
   };
   double *x, ref[28], lse[7];
   tvk_tensor *t = input(TVK_FLOAT32, 2, sh, vals, &x);
@@ -160,12 +162,15 @@ static void test_softmax_dtypes(void **state) {
    * results below float16's normal range are rounded to 2^-24 steps) */
   tvk_tensor *h = input(TVK_FLOAT16, 2, sh, vals, &x);
   ref_softmax(x, 2, sh, 1, false, ref);
-  nn_check("softmax float16", tvk_softmax(h, 1), TVK_FLOAT16, 2, sh, ref, F16_EPS + 16 * F32_EPS, 0x1p-25);
+  nn_check("softmax float16", tvk_softmax(h, 1), TVK_FLOAT16, 2, sh, ref, F16_EPS + 16 * F32_EPS,
+           0x1p-25);
   ref_softmax(x, 2, sh, 0, true, ref);
-  nn_check("log_softmax float16", tvk_log_softmax(h, 0), TVK_FLOAT16, 2, sh, ref, F16_EPS + 1e-6, 0);
+  nn_check("log_softmax float16", tvk_log_softmax(h, 0), TVK_FLOAT16, 2, sh, ref, F16_EPS + 1e-6,
+           0);
   double l[7];
   ref_lse(x, 2, sh, 1, l);
-  nn_check("logsumexp float16", tvk_logsumexp(h, 1, false), TVK_FLOAT16, 1, sh, l, F16_EPS + 1e-6, 0);
+  nn_check("logsumexp float16", tvk_logsumexp(h, 1, false), TVK_FLOAT16, 1, sh, l, F16_EPS + 1e-6,
+           0);
   free(x);
   /* int32 in: float32 out */
   double *iv = nn_rand_ints(28, -5, 6);
@@ -173,8 +178,8 @@ static void test_softmax_dtypes(void **state) {
   ref_softmax(x, 2, sh, 1, false, ref);
   nn_check("softmax int32", tvk_softmax(it, 1), TVK_FLOAT32, 2, sh, ref, 32 * F32_EPS, 0);
   ref_lse(x, 2, sh, 0, l);
-  nn_check("logsumexp int32", tvk_logsumexp(it, 0, true), TVK_FLOAT32, 2, (const int64_t[]){1, 7}, l,
-           8 * F32_EPS, 0);
+  nn_check("logsumexp int32", tvk_logsumexp(it, 0, true), TVK_FLOAT32, 2, (const int64_t[]){1, 7},
+           l, 8 * F32_EPS, 0);
   free(x);
   /* float64 keeps float64 */
   tvk_tensor *d = input(TVK_FLOAT64, 2, sh, vals, &x);
@@ -184,8 +189,10 @@ static void test_softmax_dtypes(void **state) {
   /* a 0-d tensor is one element along axis 0 */
   tvk_tensor *s = tvk_scalar(nn.ctx, TVK_FLOAT32, 3.5);
   nn_check("softmax 0-d", tvk_softmax(s, 0), TVK_FLOAT32, 0, NULL, (const double[]){1}, 0, 0);
-  nn_check("log_softmax 0-d", tvk_log_softmax(s, -1), TVK_FLOAT32, 0, NULL, (const double[]){0}, 0, 0);
-  nn_check("logsumexp 0-d", tvk_logsumexp(s, 0, false), TVK_FLOAT32, 0, NULL, (const double[]){3.5}, 0, 0);
+  nn_check("log_softmax 0-d", tvk_log_softmax(s, -1), TVK_FLOAT32, 0, NULL, (const double[]){0}, 0,
+           0);
+  nn_check("logsumexp 0-d", tvk_logsumexp(s, 0, false), TVK_FLOAT32, 0, NULL, (const double[]){3.5},
+           0, 0);
   /* errors */
   nn_check_error("softmax axis 2 of 2 dims", tvk_softmax(h, 2), TVK_ERR_INVALID_ARG);
   nn_check_error("log_softmax axis -3", tvk_log_softmax(h, -3), TVK_ERR_INVALID_ARG);
@@ -235,27 +242,33 @@ static void test_cross_entropy(void **state) {
   /* float16 logits give a float16 loss */
   tvk_tensor *hl = nn_tensor(TVK_FLOAT16, 2, sh, (double[30]){0});
   want = log(5.0); /* equal logits */
-  nn_check("cross_entropy float16", tvk_cross_entropy(hl, l32), TVK_FLOAT16, 0, NULL, &want, F16_EPS, 0);
+  nn_check("cross_entropy float16", tvk_cross_entropy(hl, l32), TVK_FLOAT16, 0, NULL, &want,
+           F16_EPS, 0);
   /* labels out of range give NaN */
   double bad[6] = {0, 1, 5, 2, 3, 4};
-  nn_check("cross_entropy label 5 of 5 classes", tvk_cross_entropy(lg, nn_tensor(TVK_INT64, 1, &n, bad)),
-           TVK_FLOAT32, 0, NULL, (const double[]){NAN}, 0, 0);
-  nn_check("cross_entropy uint8 label 5 of 5 classes", tvk_cross_entropy(lg, nn_tensor(TVK_UINT8, 1, &n, bad)),
-           TVK_FLOAT32, 0, NULL, (const double[]){NAN}, 0, 0);
+  nn_check("cross_entropy label 5 of 5 classes",
+           tvk_cross_entropy(lg, nn_tensor(TVK_INT64, 1, &n, bad)), TVK_FLOAT32, 0, NULL,
+           (const double[]){NAN}, 0, 0);
+  nn_check("cross_entropy uint8 label 5 of 5 classes",
+           tvk_cross_entropy(lg, nn_tensor(TVK_UINT8, 1, &n, bad)), TVK_FLOAT32, 0, NULL,
+           (const double[]){NAN}, 0, 0);
   bad[2] = -1;
   nn_check("cross_entropy label -1", tvk_cross_entropy(lg, nn_tensor(TVK_INT32, 1, &n, bad)),
            TVK_FLOAT32, 0, NULL, (const double[]){NAN}, 0, 0);
   /* errors */
-  nn_check_error("cross_entropy float labels", tvk_cross_entropy(lg, nn_tensor(TVK_FLOAT32, 1, &n, lab)),
-                 TVK_ERR_DTYPE);
-  nn_check_error("cross_entropy bool labels", tvk_cross_entropy(lg, nn_tensor(TVK_BOOL, 1, &n, lab)),
-                 TVK_ERR_DTYPE);
+  nn_check_error("cross_entropy float labels",
+                 tvk_cross_entropy(lg, nn_tensor(TVK_FLOAT32, 1, &n, lab)), TVK_ERR_DTYPE);
+  nn_check_error("cross_entropy bool labels",
+                 tvk_cross_entropy(lg, nn_tensor(TVK_BOOL, 1, &n, lab)), TVK_ERR_DTYPE);
   nn_check_error("cross_entropy 5 labels for 6 rows",
-                 tvk_cross_entropy(lg, nn_tensor(TVK_INT32, 1, (const int64_t[]){5}, lab)), TVK_ERR_SHAPE);
+                 tvk_cross_entropy(lg, nn_tensor(TVK_INT32, 1, (const int64_t[]){5}, lab)),
+                 TVK_ERR_SHAPE);
   nn_check_error("cross_entropy 2-D labels",
-                 tvk_cross_entropy(lg, nn_tensor(TVK_INT32, 2, (const int64_t[]){6, 1}, lab)), TVK_ERR_SHAPE);
+                 tvk_cross_entropy(lg, nn_tensor(TVK_INT32, 2, (const int64_t[]){6, 1}, lab)),
+                 TVK_ERR_SHAPE);
   nn_check_error("cross_entropy 3-D logits",
-                 tvk_cross_entropy(tvk_reshape(lg, 3, (const int64_t[]){6, 5, 1}), l32), TVK_ERR_SHAPE);
+                 tvk_cross_entropy(tvk_reshape(lg, 3, (const int64_t[]){6, 5, 1}), l32),
+                 TVK_ERR_SHAPE);
   nn_check_error("cross_entropy NULL labels", tvk_cross_entropy(lg, NULL), TVK_ERR_INVALID_ARG);
   free(vals), free(x), free(lab);
   nn_finish();
@@ -269,8 +282,10 @@ static void ref_var(const double *x, int nd, const int64_t *sh, const bool *on, 
   /* the output index of element i: its coordinates with reduced dims dropped */
   int64_t n = nn_numel(nd, sh), outn = 1, cnt = 1;
   for (int d = 0; d < nd; d++) {
-    if (on[d]) cnt *= sh[d];
-    else outn *= sh[d];
+    if (on[d])
+      cnt *= sh[d];
+    else
+      outn *= sh[d];
   }
   double *sum = calloc((size_t)outn, sizeof *sum), *ss = calloc((size_t)outn, sizeof *ss);
   int64_t *oi = malloc((size_t)n * sizeof *oi);
@@ -310,11 +325,12 @@ static void check_var(tvk_tensor *t, const double *x, int nd, const int64_t *sh,
   for (int sd = 0; sd < 2; sd++) {
     ref_var(x, nd, sh, on, corr, sd, ref, &cnt);
     char what[96];
-    snprintf(what, sizeof what, "%s naxes %d (first %d) keepdim %d correction %g", sd ? "std" : "var",
-             naxes, naxes ? axes[0] : 0, keepdim, corr);
+    snprintf(what, sizeof what, "%s naxes %d (first %d) keepdim %d correction %g",
+             sd ? "std" : "var", naxes, naxes ? axes[0] : 0, keepdim, corr);
     /* sums of cnt positive terms in float32: ~cnt eps relative, plus the mean's */
     double rtol = rtol0 + 4 * (double)cnt * F32_EPS;
-    tvk_tensor *r = sd ? tvk_std(t, naxes, axes, keepdim, corr) : tvk_var(t, naxes, axes, keepdim, corr);
+    tvk_tensor *r =
+        sd ? tvk_std(t, naxes, axes, keepdim, corr) : tvk_var(t, naxes, axes, keepdim, corr);
     nn_check(what, r, want_dt, ond, out, ref, rtol, 0);
   }
 }
@@ -325,7 +341,10 @@ static void test_var_std(void **state) {
   double *vals = nn_rand_vals(60, -2, 2), *x;
   tvk_tensor *t = input(TVK_FLOAT32, 3, sh, vals, &x);
   const int a0[] = {0}, a1[] = {1}, a2[] = {2}, am1[] = {-1}, a02[] = {0, 2}, am31[] = {-3, -1};
-  struct { int n; const int *axes; } cases[] = {{1, a0}, {1, a1}, {1, a2}, {1, am1}, {2, a02}, {2, am31}, {0, NULL}};
+  struct {
+    int n;
+    const int *axes;
+  } cases[] = {{1, a0}, {1, a1}, {1, a2}, {1, am1}, {2, a02}, {2, am31}, {0, NULL}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     for (int keep = 0; keep < 2; keep++)
       for (int corr = 0; corr < 2; corr++)
@@ -359,7 +378,8 @@ static void test_var_std(void **state) {
   /* errors */
   nn_check_error("var axis 3", tvk_var(t, 1, (const int[]){3}, false, 1), TVK_ERR_INVALID_ARG);
   nn_check_error("std axis -4", tvk_std(t, 1, (const int[]){-4}, false, 1), TVK_ERR_INVALID_ARG);
-  nn_check_error("var axes 1, -2", tvk_var(t, 2, (const int[]){1, -2}, false, 1), TVK_ERR_INVALID_ARG);
+  nn_check_error("var axes 1, -2", tvk_var(t, 2, (const int[]){1, -2}, false, 1),
+                 TVK_ERR_INVALID_ARG);
   nn_check_error("var correction NaN", tvk_var(t, 0, NULL, false, NAN), TVK_ERR_INVALID_ARG);
   nn_check_error("std naxes -1", tvk_std(t, -1, a0, false, 1), TVK_ERR_INVALID_ARG);
   free(vals), free(hv), free(iv);
@@ -368,8 +388,8 @@ static void test_var_std(void **state) {
 
 /* ---------------------------------------------------------------- layernorm */
 
-static void ref_layernorm(const double *x, int64_t rows, int64_t k, const double *w, const double *b,
-                          double eps, double *out) {
+static void ref_layernorm(const double *x, int64_t rows, int64_t k, const double *w,
+                          const double *b, double eps, double *out) {
   for (int64_t r = 0; r < rows; r++) {
     const double *xr = x + r * k;
     double m = 0, v = 0;
@@ -385,11 +405,14 @@ static void ref_layernorm(const double *x, int64_t rows, int64_t k, const double
 static void test_layernorm(void **state) {
   (void)state;
   const int64_t sh[3] = {2, 3, 4};
-  double *vals = nn_rand_vals(24, -2, 2), *wv = nn_rand_vals(12, 0.5, 1.5), *bv = nn_rand_vals(12, -1, 1);
+  double *vals = nn_rand_vals(24, -2, 2), *wv = nn_rand_vals(12, 0.5, 1.5),
+         *bv = nn_rand_vals(12, -1, 1);
   double *x, *w1, *b1, *w2, *b2, ref[24];
   tvk_tensor *t = input(TVK_FLOAT32, 3, sh, vals, &x);
-  tvk_tensor *wt1 = input(TVK_FLOAT32, 1, sh + 2, wv, &w1), *bt1 = input(TVK_FLOAT32, 1, sh + 2, bv, &b1);
-  tvk_tensor *wt2 = input(TVK_FLOAT32, 2, sh + 1, wv, &w2), *bt2 = input(TVK_FLOAT32, 2, sh + 1, bv, &b2);
+  tvk_tensor *wt1 = input(TVK_FLOAT32, 1, sh + 2, wv, &w1),
+             *bt1 = input(TVK_FLOAT32, 1, sh + 2, bv, &b1);
+  tvk_tensor *wt2 = input(TVK_FLOAT32, 2, sh + 1, wv, &w2),
+             *bt2 = input(TVK_FLOAT32, 2, sh + 1, bv, &b2);
   /* normalised values up to ~3: the mean's error (k eps |x|) over the std, a
    * few roundings of the result */
   const double eps = 1e-5, tol = 64 * F32_EPS;
@@ -402,8 +425,8 @@ static void test_layernorm(void **state) {
       ref_layernorm(x, rows, k, hw ? w : NULL, hb ? b : NULL, eps, ref);
       char what[64];
       snprintf(what, sizeof what, "layernorm nlast %d weight %d bias %d", nlast, hw, hb);
-      nn_check(what, tvk_layernorm(t, nlast, hw ? wt : NULL, hb ? bt : NULL, eps), TVK_FLOAT32, 3, sh,
-               ref, tol, tol);
+      nn_check(what, tvk_layernorm(t, nlast, hw ? wt : NULL, hb ? bt : NULL, eps), TVK_FLOAT32, 3,
+               sh, ref, tol, tol);
     }
   }
   /* nlast = ndim; values near 1000. Two-pass: the float32 mean of 24 values
@@ -414,23 +437,27 @@ static void test_layernorm(void **state) {
   free(x);
   t = input(TVK_FLOAT32, 3, sh, vals, &x);
   ref_layernorm(x, 1, 24, NULL, NULL, eps, ref);
-  nn_check("layernorm nlast 3 near 1000", tvk_layernorm(t, 3, NULL, NULL, eps), TVK_FLOAT32, 3, sh, ref,
-           tol, 24 * F32_EPS * 1000);
+  nn_check("layernorm nlast 3 near 1000", tvk_layernorm(t, 3, NULL, NULL, eps), TVK_FLOAT32, 3, sh,
+           ref, tol, 24 * F32_EPS * 1000);
   free(x);
   /* float16 */
   double *hv = nn_rand_vals(24, -2, 2);
   t = input(TVK_FLOAT16, 3, sh, hv, &x);
   free(hv);
   ref_layernorm(x, 6, 4, NULL, b1, eps, ref);
-  nn_check("layernorm float16", tvk_layernorm(t, 1, NULL, bt1, eps), TVK_FLOAT32, 3, sh, ref, tol, tol);
+  nn_check("layernorm float16", tvk_layernorm(t, 1, NULL, bt1, eps), TVK_FLOAT32, 3, sh, ref, tol,
+           tol);
   tvk_tensor *hb = nn_tensor(TVK_FLOAT16, 1, sh + 2, b1);
   nn_check("layernorm float16 bias float16", tvk_layernorm(t, 1, NULL, hb, eps), TVK_FLOAT16, 3, sh,
            ref, F16_EPS, 4 * F16_EPS);
   /* errors */
   nn_check_error("layernorm nlast 0", tvk_layernorm(t, 0, NULL, NULL, eps), TVK_ERR_INVALID_ARG);
-  nn_check_error("layernorm nlast 4 of 3 dims", tvk_layernorm(t, 4, NULL, NULL, eps), TVK_ERR_INVALID_ARG);
-  nn_check_error("layernorm weight (3, 4) for nlast 1", tvk_layernorm(t, 1, wt2, NULL, eps), TVK_ERR_SHAPE);
-  nn_check_error("layernorm bias (4,) for nlast 2", tvk_layernorm(t, 2, NULL, bt1, eps), TVK_ERR_SHAPE);
+  nn_check_error("layernorm nlast 4 of 3 dims", tvk_layernorm(t, 4, NULL, NULL, eps),
+                 TVK_ERR_INVALID_ARG);
+  nn_check_error("layernorm weight (3, 4) for nlast 1", tvk_layernorm(t, 1, wt2, NULL, eps),
+                 TVK_ERR_SHAPE);
+  nn_check_error("layernorm bias (4,) for nlast 2", tvk_layernorm(t, 2, NULL, bt1, eps),
+                 TVK_ERR_SHAPE);
   nn_check_error("layernorm eps NaN", tvk_layernorm(t, 1, NULL, NULL, NAN), TVK_ERR_INVALID_ARG);
   nn_check_error("layernorm x NULL", tvk_layernorm(NULL, 1, wt1, NULL, eps), TVK_ERR_INVALID_ARG);
   nn_expect(tvk_layernorm(NULL, 1, NULL, NULL, eps) == NULL, "layernorm of all NULL is NULL");
@@ -443,7 +470,8 @@ static void test_layernorm(void **state) {
 static void test_batchnorm(void **state) {
   (void)state;
   const int64_t s4[4] = {2, 3, 4, 5}, s2[2] = {4, 3}, c = 3;
-  double *xv = nn_rand_vals(120, -2, 2), *mv = nn_rand_vals(3, -1, 1), *vv = nn_rand_vals(3, 0.2, 2);
+  double *xv = nn_rand_vals(120, -2, 2), *mv = nn_rand_vals(3, -1, 1),
+         *vv = nn_rand_vals(3, 0.2, 2);
   double *wv = nn_rand_vals(3, 0.5, 1.5), *bv = nn_rand_vals(3, -1, 1);
   double *x, *m, *v, *w, *b, ref[120];
   tvk_tensor *mt = input(TVK_FLOAT32, 1, &c, mv, &m), *vt = input(TVK_FLOAT32, 1, &c, vv, &v);
@@ -464,32 +492,41 @@ static void test_batchnorm(void **state) {
       snprintf(what, sizeof what, "batchnorm %dd weight %d bias %d", nd, hw, hb);
       tvk_tensor *r = tvk_batchnorm(xt, hw ? wt : NULL, hb ? bt : NULL, mt, vt, eps);
       nn_check(what, r, TVK_FLOAT32, nd, sh, ref, tol, tol);
-      if (mode == 3 && nd == 4) nn_expect(nn_kernels(tvk_batchnorm(xt, wt, bt, mt, vt, eps)) == 1,
-                                          "batchnorm is one kernel");
+      if (mode == 3 && nd == 4)
+        nn_expect(nn_kernels(tvk_batchnorm(xt, wt, bt, mt, vt, eps)) == 1,
+                  "batchnorm is one kernel");
     }
     free(x);
     if (shape == 1) {
       /* errors */
-      nn_check_error("batchnorm mean (4,)", tvk_batchnorm(xt, NULL, NULL, nn_tensor(TVK_FLOAT32, 1, s2, xv), vt, eps),
+      nn_check_error("batchnorm mean (4,)",
+                     tvk_batchnorm(xt, NULL, NULL, nn_tensor(TVK_FLOAT32, 1, s2, xv), vt, eps),
                      TVK_ERR_SHAPE);
       nn_check_error("batchnorm var (3, 1)",
-                     tvk_batchnorm(xt, NULL, NULL, mt, nn_tensor(TVK_FLOAT32, 2, (const int64_t[]){3, 1}, vv), eps),
+                     tvk_batchnorm(xt, NULL, NULL, mt,
+                                   nn_tensor(TVK_FLOAT32, 2, (const int64_t[]){3, 1}, vv), eps),
                      TVK_ERR_SHAPE);
-      nn_check_error("batchnorm weight (4,)", tvk_batchnorm(xt, nn_tensor(TVK_FLOAT32, 1, s2, xv), NULL, mt, vt, eps),
+      nn_check_error("batchnorm weight (4,)",
+                     tvk_batchnorm(xt, nn_tensor(TVK_FLOAT32, 1, s2, xv), NULL, mt, vt, eps),
                      TVK_ERR_SHAPE);
-      nn_check_error("batchnorm bias (1,)",
-                     tvk_batchnorm(xt, NULL, nn_tensor(TVK_FLOAT32, 1, (const int64_t[]){1}, xv), mt, vt, eps),
-                     TVK_ERR_SHAPE);
-      nn_check_error("batchnorm var NULL", tvk_batchnorm(xt, wt, bt, mt, NULL, eps), TVK_ERR_INVALID_ARG);
-      nn_check_error("batchnorm mean NULL", tvk_batchnorm(xt, NULL, NULL, NULL, vt, eps), TVK_ERR_INVALID_ARG);
+      nn_check_error(
+          "batchnorm bias (1,)",
+          tvk_batchnorm(xt, NULL, nn_tensor(TVK_FLOAT32, 1, (const int64_t[]){1}, xv), mt, vt, eps),
+          TVK_ERR_SHAPE);
+      nn_check_error("batchnorm var NULL", tvk_batchnorm(xt, wt, bt, mt, NULL, eps),
+                     TVK_ERR_INVALID_ARG);
+      nn_check_error("batchnorm mean NULL", tvk_batchnorm(xt, NULL, NULL, NULL, vt, eps),
+                     TVK_ERR_INVALID_ARG);
       nn_check_error("batchnorm x 1-D", tvk_batchnorm(mt, NULL, NULL, mt, vt, eps), TVK_ERR_SHAPE);
-      nn_check_error("batchnorm eps -1", tvk_batchnorm(xt, NULL, NULL, mt, vt, -1), TVK_ERR_INVALID_ARG);
+      nn_check_error("batchnorm eps -1", tvk_batchnorm(xt, NULL, NULL, mt, vt, -1),
+                     TVK_ERR_INVALID_ARG);
     }
   }
   /* float16 x with float32 statistics: float32 result */
   tvk_tensor *hx = input(TVK_FLOAT16, 2, s2, xv, &x);
   for (int64_t i = 0; i < 12; i++) ref[i] = (x[i] - m[i % 3]) / sqrt(v[i % 3] + eps);
-  nn_check("batchnorm float16 x", tvk_batchnorm(hx, NULL, NULL, mt, vt, eps), TVK_FLOAT32, 2, s2, ref, tol, tol);
+  nn_check("batchnorm float16 x", tvk_batchnorm(hx, NULL, NULL, mt, vt, eps), TVK_FLOAT32, 2, s2,
+           ref, tol, tol);
   free(x);
   free(xv), free(mv), free(vv), free(wv), free(bv), free(m), free(v), free(w), free(b);
   nn_finish();
@@ -498,7 +535,8 @@ static void test_batchnorm(void **state) {
 /* ---------------------------------------------------------------- cumsum */
 
 /* Running sums along ax; *scale: the largest prefix sum of |x| (for tolerances). */
-static void ref_cumsum(const double *x, int nd, const int64_t *sh, int ax, double *out, double *scale) {
+static void ref_cumsum(const double *x, int nd, const int64_t *sh, int ax, double *out,
+                       double *scale) {
   int64_t lanes = nn_numel(nd, sh) / sh[ax];
   *scale = 0;
   for (int64_t l = 0; l < lanes; l++) {
@@ -528,8 +566,10 @@ static void test_cumsum_axes(void **state) {
   free(x);
   /* ints keep tvk_sum's dtype rules */
   double *iv = nn_rand_ints(60, -100, 100);
-  const struct { tvk_dtype in, out; } dts[] = {{TVK_INT32, TVK_INT32}, {TVK_INT8, TVK_INT32},
-                                               {TVK_INT64, TVK_INT64}, {TVK_BOOL, TVK_INT32}};
+  const struct {
+    tvk_dtype in, out;
+  } dts[] = {
+      {TVK_INT32, TVK_INT32}, {TVK_INT8, TVK_INT32}, {TVK_INT64, TVK_INT64}, {TVK_BOOL, TVK_INT32}};
   for (size_t i = 0; i < sizeof dts / sizeof dts[0]; i++) {
     t = input(dts[i].in, 3, sh, iv, &x);
     ref_cumsum(x, 3, sh, 1, ref, &scale);
@@ -553,7 +593,8 @@ static void test_cumsum_axes(void **state) {
   nn_check("cumsum 0-d", tvk_cumsum(tvk_scalar(nn.ctx, TVK_INT16, 7), 0), TVK_INT32, 0, NULL,
            (const double[]){7}, 0, 0);
   const int64_t e[2] = {0, 3};
-  nn_check("cumsum (0, 3)", tvk_cumsum(tvk_full(nn.ctx, TVK_FLOAT32, 2, e, 1), 1), TVK_FLOAT32, 2, e, ref, 0, 0);
+  nn_check("cumsum (0, 3)", tvk_cumsum(tvk_full(nn.ctx, TVK_FLOAT32, 2, e, 1), 1), TVK_FLOAT32, 2,
+           e, ref, 0, 0);
   /* errors */
   nn_check_error("cumsum axis 3", tvk_cumsum(t, 3), TVK_ERR_INVALID_ARG);
   nn_check_error("cumsum axis -4", tvk_cumsum(t, -4), TVK_ERR_INVALID_ARG);
@@ -620,9 +661,10 @@ static void check_arg(tvk_tensor *t, const double *x, int nd, const int64_t *sh,
         int64_t out[8];
         int ond = reduced(nd, sh, ax, keep, out);
         char what[80];
-        snprintf(what, sizeof what, "%s %s axis %d keepdim %d", mx ? "argmax" : "argmin", tag, ai, keep);
-        nn_check(what, mx ? tvk_argmax(t, ai, keep) : tvk_argmin(t, ai, keep), TVK_INT32, ond, out, ref,
-                 0, 0);
+        snprintf(what, sizeof what, "%s %s axis %d keepdim %d", mx ? "argmax" : "argmin", tag, ai,
+                 keep);
+        nn_check(what, mx ? tvk_argmax(t, ai, keep) : tvk_argmin(t, ai, keep), TVK_INT32, ond, out,
+                 ref, 0, 0);
       }
     }
   }
@@ -652,14 +694,14 @@ static void test_argmax(void **state) {
   /* -inf, +inf, NaN (torch: the first NaN), a row of all -inf, all equal */
   const double inf = INFINITY;
   const int64_t s2[2] = {6, 4};
-  const double sv[24] = {-inf, -inf, -inf, -inf, 1, NAN, 3, NAN, -inf, 2, inf, inf,
-                         5, 5, 5, 5, 0, -inf, 7, -inf, NAN, 1, 2, 3};
+  const double sv[24] = {-inf, -inf, -inf, -inf, 1, NAN,  3, NAN,  -inf, 2, inf, inf,
+                         5,    5,    5,    5,    0, -inf, 7, -inf, NAN,  1, 2,   3};
   t = input(TVK_FLOAT32, 2, s2, sv, &x);
   check_arg(t, x, 2, s2, "specials");
   free(x);
   /* 0-d */
-  nn_check("argmax 0-d", tvk_argmax(tvk_scalar(nn.ctx, TVK_FLOAT32, 2), 0, false), TVK_INT32, 0, NULL,
-           (const double[]){0}, 0, 0);
+  nn_check("argmax 0-d", tvk_argmax(tvk_scalar(nn.ctx, TVK_FLOAT32, 2), 0, false), TVK_INT32, 0,
+           NULL, (const double[]){0}, 0, 0);
   /* errors */
   nn_check_error("argmax axis 3", tvk_argmax(t, 3, false), TVK_ERR_INVALID_ARG);
   nn_check_error("argmin axis -3", tvk_argmin(t, -3, true), TVK_ERR_INVALID_ARG);

@@ -106,7 +106,8 @@ static void check_bits(uint64_t seed, tvk_dtype dt, int m) {
     ref_bits(seed, i, 0, w);
     double want = m == 53 ? ref_u53(w) : ldexp(w[0] >> (32 - m), -m);
     if (got[i] != want && bad++ == 0)
-      nn_expect(false, "rand %s seed %llx element %lld: got %.17g (k %.0f), expected %.17g (k %.0f)",
+      nn_expect(false,
+                "rand %s seed %llx element %lld: got %.17g (k %.0f), expected %.17g (k %.0f)",
                 tvk_dtype_name(dt), (unsigned long long)seed, (long long)i, got[i],
                 ldexp(got[i], m), want, ldexp(want, m));
   }
@@ -188,8 +189,8 @@ static void test_randn_normal(void **state) {
 
 /* randn against Box-Muller of the reference bits. float32: |z| <= 5.8 and the
  * reference rounds the angle 2 pi u2 as float32 does, so what is left is
- * float32 log, sqrt and cos, a few ulps each: 1e-5 absolute. float64: the same at 1e-13. float16/bfloat16 round the
- * float32 value once: half an ulp, 2^-11 (2^-8) relative. */
+ * float32 log, sqrt and cos, a few ulps each: 1e-5 absolute. float64: the same at 1e-13.
+ * float16/bfloat16 round the float32 value once: half an ulp, 2^-11 (2^-8) relative. */
 static void test_randn_values(void **state) {
   (void)state;
   int64_t shape[3] = {2, 3, 41}, n = 2 * 3 * 41;
@@ -291,7 +292,8 @@ static void test_rand_seeds(void **state) {
   uint32_t w[2];
   ref_bits(3, 0, 0, w);
   double want = ldexp(w[0] >> 8, -24);
-  nn_check("rand 0-d", tvk_rand(nn.ctx, TVK_FLOAT32, 0, NULL, 3), TVK_FLOAT32, 0, NULL, &want, 0, 0);
+  nn_check("rand 0-d", tvk_rand(nn.ctx, TVK_FLOAT32, 0, NULL, 3), TVK_FLOAT32, 0, NULL, &want, 0,
+           0);
   int64_t empty[2] = {3, 0};
   nn_check("rand empty", tvk_rand(nn.ctx, TVK_FLOAT32, 2, empty, 3), TVK_FLOAT32, 2, empty, NULL, 0,
            0);
@@ -378,10 +380,12 @@ static void test_dropout_edges(void **state) {
   tvk_tensor *u = tvk_rand(nn.ctx, TVK_FLOAT32, 2, shape, 4);
   double *uv = nn_fetch(u);
   for (int i = 0; hv && uv && i < 15; i++) ref[i] = uv[i] >= 0.5 ? 2 * hv[i] : 0;
-  if (hv && uv) nn_check("dropout float16", tvk_dropout(h, 0.5, true, 4), TVK_FLOAT16, 2, shape, ref, 0, 0);
+  if (hv && uv)
+    nn_check("dropout float16", tvk_dropout(h, 0.5, true, 4), TVK_FLOAT16, 2, shape, ref, 0, 0);
   /* an integer x: inference passes it through, training refuses it */
   tvk_tensor *xi = nn_tensor(TVK_INT32, 2, shape, zero);
-  nn_check("dropout int inference", tvk_dropout(xi, 0.5, false, 1), TVK_INT32, 2, shape, zero, 0, 0);
+  nn_check("dropout int inference", tvk_dropout(xi, 0.5, false, 1), TVK_INT32, 2, shape, zero, 0,
+           0);
   nn_check_error("dropout int training", tvk_dropout(xi, 0.5, true, 1), TVK_ERR_DTYPE);
   nn_check_error("dropout p -0.1", tvk_dropout(x, -0.1, true, 1), TVK_ERR_INVALID_ARG);
   nn_check_error("dropout p 1.5", tvk_dropout(x, 1.5, false, 1), TVK_ERR_INVALID_ARG);
@@ -402,16 +406,16 @@ static void test_random_kernels(void **state) {
   int kr = nn_kernels(tvk_rand(nn.ctx, TVK_FLOAT32, 2, shape, 1));
   int kn = nn_kernels(tvk_randn(nn.ctx, TVK_FLOAT64, 2, shape, 1));
   int kd = nn_kernels(tvk_dropout(x, 0.2, true, 1));
-  nn_expect(kr == 1 && kn == 1 && kd == 1, "kernels: rand %d, randn %d, dropout %d (expected 1 each)",
-            kr, kn, kd);
+  nn_expect(kr == 1 && kn == 1 && kd == 1,
+            "kernels: rand %d, randn %d, dropout %d (expected 1 each)", kr, kn, kd);
   free(xv);
   nn_finish();
 }
 
 const struct CMUnitTest nn_random_tests[] = {
-    NN_TEST(test_threefry_kat),   NN_TEST(test_rand_bits),     NN_TEST(test_rand_uniform),
-    NN_TEST(test_randn_normal),   NN_TEST(test_randn_values),  NN_TEST(test_rand_cross_device),
-    NN_TEST(test_rand_seeds),     NN_TEST(test_rand_errors),   NN_TEST(test_dropout_train),
-    NN_TEST(test_dropout_edges),  NN_TEST(test_random_kernels),
+    NN_TEST(test_threefry_kat),  NN_TEST(test_rand_bits),      NN_TEST(test_rand_uniform),
+    NN_TEST(test_randn_normal),  NN_TEST(test_randn_values),   NN_TEST(test_rand_cross_device),
+    NN_TEST(test_rand_seeds),    NN_TEST(test_rand_errors),    NN_TEST(test_dropout_train),
+    NN_TEST(test_dropout_edges), NN_TEST(test_random_kernels),
 };
 const size_t nn_random_count = sizeof nn_random_tests / sizeof nn_random_tests[0];

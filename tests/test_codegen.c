@@ -46,7 +46,6 @@ static double urand(double lo, double hi) {
   return lo + (hi - lo) * (double)(xorshift64(&rng) >> 11) / 9007199254740992.0;
 }
 
-
 /* ---- AST builders: tests/test_util.h ---- */
 static UOp *cf(UCtx *c, double v) { return uop_const_float(c, DT(FLOAT32), v); }
 
@@ -74,8 +73,7 @@ static void run_on(Device *d, UOp *sink, int nb, HostBuf *hb, int nv, const int3
     assert_int_equal(d->ops->alloc(d, hb[i].bytes, &bufs[i]), TVK_OK);
     assert_int_equal(d->ops->copy_in(d, bufs[i], 0, hb[i].data, hb[i].bytes), TVK_OK);
   }
-  if (d->ops->launch(d, p, bufs, nb, vals, nv, NULL) != TVK_OK)
-    fail_msg("launch: %s", d->err.msg);
+  if (d->ops->launch(d, p, bufs, nb, vals, nv, NULL) != TVK_OK) fail_msg("launch: %s", d->err.msg);
   assert_int_equal(d->ops->sync(d), TVK_OK);
   for (int i = 0; i < nb; i++) {
     assert_int_equal(d->ops->copy_out(d, bufs[i], 0, hb[i].data, hb[i].bytes), TVK_OK);
@@ -1641,7 +1639,8 @@ static void expect_error(UOp *sink, tvk_status want, const char *needle) {
   tvk_status st = codegen_kernel(sink, NULL, &ks);
   if (st != want)
     fail_msg("status %s, want %s (%s)", tvk_status_name(st), tvk_status_name(want), ks.err.msg);
-  if (!strstr(ks.err.msg, needle)) fail_msg("message '%s' does not mention '%s'", ks.err.msg, needle);
+  if (!strstr(ks.err.msg, needle))
+    fail_msg("message '%s' does not mention '%s'", ks.err.msg, needle);
   assert_null(ks.src);
   assert_null(ks.name);
 }
@@ -1666,7 +1665,8 @@ static void test_int32_index_limits(void **state) {
   UOp *far = ld(c, 1, DT_FLOAT32, shp(2, big, big));
   expect_error(sink1(store(c, 0, DT_FLOAT32, shp(2, big, (int64_t)1), reduce(far, OP_ADD, 1, ax1))),
                TVK_ERR_INVALID_ARG, "int32");
-  UOp *one = uop_new(c, OP_CONST, DT(FLOAT32), 1, (UOp *[]){view(c, shp(2, big, big))}, arg_float(1));
+  UOp *one =
+      uop_new(c, OP_CONST, DT(FLOAT32), 1, (UOp *[]){view(c, shp(2, big, big))}, arg_float(1));
   expect_error(sink1(store(c, 0, DT_FLOAT32, shp(2, big, big), one)), TVK_ERR_INVALID_ARG, "int32");
 }
 

@@ -482,7 +482,7 @@ static void test_compile_error(void **state) {
   assert_null(p);
   assert_false(hit);
   assert_contains(d->err.msg, "broken");
-  assert_contains(d->err.msg, "error");            /* the compiler's own words */
+  assert_contains(d->err.msg, "error");              /* the compiler's own words */
   assert_int_equal(count_files(s->cache, NULL), n0); /* no .so, no temp file */
   d->ops->destroy(d);
 }

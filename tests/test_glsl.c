@@ -66,7 +66,6 @@ static double urand(double lo, double hi) {
   return lo + (hi - lo) * (double)(xorshift64(&rng) >> 11) / 9007199254740992.0;
 }
 
-
 /* ---- AST builders: tests/test_util.h ---- */
 
 static ShapeTracker *shp1(int64_t n) { return st_from_shape(1, &n); }
@@ -224,7 +223,8 @@ static void check_compiles(Suite *s, int k, UOp *sink, uint32_t uses, const char
     if (st != TVK_ERR_DTYPE) fail_msg("%s: status %d, expected TVK_ERR_DTYPE", full, st);
     bool i64 = missing & (DT_BIT(DT_INT64) | DT_BIT(DT_UINT64));
     const char *feature = i64 ? "shaderInt64" : "shaderFloat64";
-    if (!strstr(ks.err.msg, feature)) fail_msg("%s: '%s' does not name %s", full, ks.err.msg, feature);
+    if (!strstr(ks.err.msg, feature))
+      fail_msg("%s: '%s' does not name %s", full, ks.err.msg, feature);
     return;
   }
   if (st != TVK_OK) fail_msg("%s: codegen: %s", full, ks.err.msg);
@@ -958,8 +958,8 @@ static void test_run_long_reduce(void **state) {
   HostBuf ib[2] = {hb_new(DT_INT32, 1), random_buf(DT_INT32, R * 3, 0, 0)};
   UOp *z = ld(c, 1, DT_INT32, shp(2, (int64_t)R, (int64_t)3));
   UOp *all = reduce(z, OP_ADD, 2, (const int64_t[]){0, 1});
-  run_agree(s, sink1(store(c, 0, DT_INT32, shp(2, (int64_t)1, (int64_t)1), all)), 2, ib, cpu,
-            EXACT, 0, NULL, "long reduce over rows");
+  run_agree(s, sink1(store(c, 0, DT_INT32, shp(2, (int64_t)1, (int64_t)1), all)), 2, ib, cpu, EXACT,
+            0, NULL, "long reduce over rows");
   uint32_t want = 0;
   for (int i = 0; i < R * 3; i++) want += (uint32_t)hb_get(&ib[1], i).i;
   assert_int_equal(hb_get(&cpu[0], 0).i, (int32_t)want);
@@ -1104,9 +1104,9 @@ static void test_golden_packed(void **state) {
  * folded at compile time and then fail to render. */
 static const Spell *spelling(const Lang *L, Op op, ScalarType s) {
   static const TypeClass class_of[DT_COUNT] = {
-      [DT_BOOL] = CL_BOOL,   [DT_INT8] = CL_SINT,    [DT_INT16] = CL_SINT,
-      [DT_INT32] = CL_SINT,  [DT_INT64] = CL_SINT,   [DT_UINT8] = CL_UINT,
-      [DT_UINT16] = CL_UINT, [DT_UINT32] = CL_UINT,  [DT_UINT64] = CL_UINT,
+      [DT_BOOL] = CL_BOOL,     [DT_INT8] = CL_SINT,      [DT_INT16] = CL_SINT,
+      [DT_INT32] = CL_SINT,    [DT_INT64] = CL_SINT,     [DT_UINT8] = CL_UINT,
+      [DT_UINT16] = CL_UINT,   [DT_UINT32] = CL_UINT,    [DT_UINT64] = CL_UINT,
       [DT_FLOAT16] = CL_FLOAT, [DT_BFLOAT16] = CL_FLOAT, [DT_FLOAT32] = CL_FLOAT,
       [DT_FLOAT64] = CL_FLOAT,
   };
@@ -1121,9 +1121,8 @@ static void test_every_alu_op_spelled(void **state) {
   Lang *glsl = vk_glsl_lang_new(UINT32_MAX); /* every feature: the widest table */
   assert_non_null(glsl);
   const Lang *langs[] = {&lang_c, glsl};
-  const ScalarType dts[] = {DT_BOOL,   DT_INT8,   DT_UINT8,  DT_INT16,  DT_UINT16,
-                            DT_INT32,  DT_UINT32, DT_INT64,  DT_UINT64, DT_FLOAT32,
-                            DT_FLOAT64};
+  const ScalarType dts[] = {DT_BOOL,   DT_INT8,  DT_UINT8,  DT_INT16,   DT_UINT16, DT_INT32,
+                            DT_UINT32, DT_INT64, DT_UINT64, DT_FLOAT32, DT_FLOAT64};
   int checked = 0;
   for (int op = 1; op < OP_COUNT; op++) {
     if (!op_in((Op)op, G_ALU)) continue;
@@ -1151,11 +1150,21 @@ static void test_every_alu_op_spelled(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_alu_op_spelled),
-      T(test_compile_ops),       T(test_compile_casts), T(test_refused),
-      T(test_golden_sum),        T(test_golden_packed), T(test_run_int_ops),
-      T(test_run_bool_ops),      T(test_run_float_ops), T(test_run_casts),
-      T(test_run_reduces),       T(test_run_views),     T(test_run_big_grid),
-      T(test_run_empty_and_one), T(test_run_vars),      T(test_run_long_reduce),
+      T(test_compile_ops),
+      T(test_compile_casts),
+      T(test_refused),
+      T(test_golden_sum),
+      T(test_golden_packed),
+      T(test_run_int_ops),
+      T(test_run_bool_ops),
+      T(test_run_float_ops),
+      T(test_run_casts),
+      T(test_run_reduces),
+      T(test_run_views),
+      T(test_run_big_grid),
+      T(test_run_empty_and_one),
+      T(test_run_vars),
+      T(test_run_long_reduce),
   };
   return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
 }

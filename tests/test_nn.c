@@ -27,8 +27,8 @@ NnSuite nn;
 static Rng rng; /* ref.h's xorshift64*, reseeded for every test */
 
 #define NN_GROUPS(X) X(linalg) X(norm) X(index) X(random)
-#define DECL(g)                                   \
-  extern const struct CMUnitTest nn_##g##_tests[]; \
+#define DECL(g)                                                                                    \
+  extern const struct CMUnitTest nn_##g##_tests[];                                                 \
   extern const size_t nn_##g##_count;
 NN_GROUPS(DECL)
 
@@ -162,8 +162,9 @@ bool nn_check(const char *what, tvk_tensor *t, tvk_dtype dt, int ndim, const int
 bool nn_check_error(const char *what, tvk_tensor *t, tvk_status want) {
   if (!nn_expect(t != NULL, "%s: NULL tensor", what)) return false;
   if (getenv("TVK_NN_VERBOSE")) printf("  %s: %s\n", what, tvk_error_of(t));
-  return nn_expect(tvk_status_of(t) == want && tvk_error_of(t)[0], "%s: status %s (\"%s\"), expected %s",
-                   what, tvk_status_name(tvk_status_of(t)), tvk_error_of(t), tvk_status_name(want));
+  return nn_expect(tvk_status_of(t) == want && tvk_error_of(t)[0],
+                   "%s: status %s (\"%s\"), expected %s", what, tvk_status_name(tvk_status_of(t)),
+                   tvk_error_of(t), tvk_status_name(want));
 }
 
 int nn_kernels(tvk_tensor *t) {

@@ -753,7 +753,7 @@ static void test_div_by_known_zero(void **state) {
     RArr in = arr_f(fdt[k], 5, x);
     tvk_tensor *a = mk(s, &in);
     for (int z = 0; z < 3; z++) {
-      tvk_tensor *zero = z == 0 ? tvk_scalar(s->ctx, fdt[k], 0.0)
+      tvk_tensor *zero = z == 0   ? tvk_scalar(s->ctx, fdt[k], 0.0)
                          : z == 1 ? tvk_scalar(s->ctx, fdt[k], -0.0)
                                   : tvk_sub(a, a); /* 0 for finite x, NaN otherwise */
       tvk_tensor *q = tvk_div(a, zero);
@@ -769,7 +769,10 @@ static void test_div_by_known_zero(void **state) {
         bool ok = isnan(want) ? isnan(got[i]) : got[i] == want;
         if (!ok)
           failf(s, "%s: %g / %s = %g, want %g", ref_dt(fdt[k]), x[i],
-                z == 0 ? "0" : z == 1 ? "-0" : "(x - x)", got[i], want);
+                z == 0   ? "0"
+                : z == 1 ? "-0"
+                         : "(x - x)",
+                got[i], want);
       }
       tvk_release(zero), tvk_release(q), tvk_release(q64);
     }

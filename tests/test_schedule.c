@@ -918,7 +918,8 @@ static void test_hand_reduce_expand(void **state) {
   (void)state;
   Hand *h = hand_new(0);
   UOp *x = hbuf(h, 0, 4, 5);
-  UOp *sum = uop_new(h->u, OP_REDUCE_AXIS, x->dtype, 1, &x, arg_reduce(OP_ADD, 1, (const int64_t[]){1}));
+  UOp *sum =
+      uop_new(h->u, OP_REDUCE_AXIS, x->dtype, 1, &x, arg_reduce(OP_ADD, 1, (const int64_t[]){1}));
   ShapeTracker *one = st_from_shape(2, (const int64_t[]){4, 1});
   UOp *r = uop_add(x, hview(sum, st_expand(one, (const int64_t[]){4, 5})));
   st_free(one);
@@ -1242,7 +1243,8 @@ static void random_graphs_on(tvk_ctx *ctx, int cases) {
       if (st != TVK_OK) break;
       for (int64_t i = 0; i < n; i++) want[i] = k == 0 ? p.v[i] + 1 : k == 1 ? p.v[i] * 3 : p.v[i];
       char what[80];
-      snprintf(what, sizeof what, "random case %d (seed %llx), output %d", c, (unsigned long long)seed, k);
+      snprintf(what, sizeof what, "random case %d (seed %llx), output %d", c,
+               (unsigned long long)seed, k);
       check_close(what, out, want, n, 1e-4);
     }
     if (st != TVK_OK)
@@ -1271,7 +1273,6 @@ static void test_random_graphs(void **state) {
   assert_int_equal(st.validation_messages, 0);
   close_ctx_clean(ctx);
 }
-
 
 /* ---------------------------------------------------------------- NN fusion (issue 5) */
 
@@ -1538,7 +1539,8 @@ static void test_assign(void **state) {
    * time, the pending assign to Q reads P's old value from a copy taken before
    * P is overwritten: a correct swap. Realized together, each kernel must run
    * before the other: a cycle, reported as an error. */
-  tvk_tensor *P = tvk_from_data(ctx, TVK_FLOAT32, 1, s4, a0), *Q = tvk_from_data(ctx, TVK_FLOAT32, 1, s4, b0);
+  tvk_tensor *P = tvk_from_data(ctx, TVK_FLOAT32, 1, s4, a0),
+             *Q = tvk_from_data(ctx, TVK_FLOAT32, 1, s4, b0);
   tvk_tensor *Pv = tvk_reshape(P, 1, s4), *Qv = tvk_reshape(Q, 1, s4);
   sc = tvk_scope_begin(ctx);
   assert_int_equal(tvk_assign(P, tvk_neg(Qv)), TVK_OK);
@@ -1552,7 +1554,8 @@ static void test_assign(void **state) {
   for (int i = 0; i < 4; i++) want[i] = -a0[i];
   check_close("swap: Q", out, want, 4, 0);
 
-  tvk_tensor *R = tvk_from_data(ctx, TVK_FLOAT32, 1, s4, a0), *S = tvk_from_data(ctx, TVK_FLOAT32, 1, s4, b0);
+  tvk_tensor *R = tvk_from_data(ctx, TVK_FLOAT32, 1, s4, a0),
+             *S = tvk_from_data(ctx, TVK_FLOAT32, 1, s4, b0);
   tvk_tensor *Rv = tvk_reshape(R, 1, s4), *Sv = tvk_reshape(S, 1, s4);
   sc = tvk_scope_begin(ctx);
   assert_int_equal(tvk_assign(R, tvk_neg(Sv)), TVK_OK);
@@ -1581,7 +1584,7 @@ static void test_contiguous_child_of_reduce(void **state) {
       want[j * 3 + i] = 0;
       for (int k = 0; k < 5; k++) want[j * 3 + i] += x[(i * 4 + j) * 5 + k];
     }
-  tvk_tensor *r = tvk_sum(X, 1, &ax, true); /* (3, 4, 1) */
+  tvk_tensor *r = tvk_sum(X, 1, &ax, true);                               /* (3, 4, 1) */
   tvk_tensor *t = tvk_contiguous(tvk_permute(r, (const int[]){2, 1, 0})); /* (1, 4, 3) */
   assert_int_equal(kernels_for(t), 1);
   read_f32(t, out);

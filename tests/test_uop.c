@@ -133,14 +133,18 @@ static void test_op_facts(void **state) {
     uint32_t g = op_groups(op);
     int kinds = !!(g & G_UNARY) + !!(g & G_BINARY) + !!(g & G_TERNARY);
     assert_int_equal(kinds, (g & G_ALU) ? 1 : 0);
-    assert_int_equal(op_arity(op), (g & G_UNARY) ? 1 : (g & G_BINARY) ? 2 : (g & G_TERNARY) ? 3 : 0);
+    assert_int_equal(op_arity(op), (g & G_UNARY)     ? 1
+                                   : (g & G_BINARY)  ? 2
+                                   : (g & G_TERNARY) ? 3
+                                                     : 0);
     if (g & G_ALU) assert_true(g & G_ELEMENTWISE);
     if (g & G_ELEMENTWISE) assert_true((g & G_AST_VALUE) && (g & G_AST));
     if (g & G_REDUCE_OP) assert_true(g & G_BINARY && g & G_COMMUTATIVE && g & G_ASSOCIATIVE);
     if ((g & G_KEEPS_ZERO) && (g & G_ALU)) { /* f(0, ..) is +0 or -0 on ints and floats */
       CVal zi[3] = {{.i = 0}, {.i = 0}, {.i = 0}}, zf[3] = {{.f = 0}, {.f = 0}, {.f = 0}}, r;
       ScalarType oi = op == OP_CMPLT || op == OP_CMPNE ? DT_BOOL : DT_INT32;
-      if (alu_exec(op, oi, DT_INT32, zi, &r)) CHECK(r.i == 0, "%s(0, 0) = %lld", op_name(op), (long long)r.i);
+      if (alu_exec(op, oi, DT_INT32, zi, &r))
+        CHECK(r.i == 0, "%s(0, 0) = %lld", op_name(op), (long long)r.i);
       ScalarType of = oi == DT_BOOL ? DT_BOOL : DT_FLOAT32;
       if (alu_exec(op, of, DT_FLOAT32, op == OP_WHERE ? zi : zf, &r))
         CHECK(of == DT_BOOL ? r.i == 0 : r.f == 0, "%s(0.0, 0.0) is not 0", op_name(op));
@@ -161,8 +165,8 @@ static void test_op_facts(void **state) {
           int64_t l = 0, r = 0, bc = 0;
           assert_true(exec_i(op, ab, vals[k], &l) && exec_i(op, vals[j], vals[k], &bc) &&
                       exec_i(op, vals[i], bc, &r));
-          CHECK(l == r, "%s is not associative at %lld %lld %lld", op_name(op),
-                (long long)vals[i], (long long)vals[j], (long long)vals[k]);
+          CHECK(l == r, "%s is not associative at %lld %lld %lld", op_name(op), (long long)vals[i],
+                (long long)vals[j], (long long)vals[k]);
         }
       }
   }

@@ -36,7 +36,8 @@ static Device *open_vk(int index) {
   Device *d = NULL;
   Error err;
   tvk_status st = vk_device_create(&opt, index, &d, &err);
-  if (st == TVK_ERR_DEVICE && (strstr(err.msg, "no Vulkan") || strstr(err.msg, "no usable Vulkan"))) {
+  if (st == TVK_ERR_DEVICE &&
+      (strstr(err.msg, "no Vulkan") || strstr(err.msg, "no usable Vulkan"))) {
     if (!vk_required()) {
       fprintf(stderr, "skipping: %s\n", err.msg);
       skip();
@@ -131,7 +132,7 @@ static void test_no_driver_no_layer(void **state) {
   free(saved);
   assert_int_equal(st, TVK_ERR_DEVICE);
   assert_string_equal(err.msg, "validation requested but VK_LAYER_KHRONOS_validation is not "
-                           "installed (vulkan-validationlayers)");
+                               "installed (vulkan-validationlayers)");
 }
 
 /* The messenger counts: a deliberate misuse that every driver tolerates (an

@@ -96,7 +96,7 @@ typedef struct {
   const Lang *lang; /* NULL: C (lang_c) */
   bool want_uops;   /* fill KernelSource.uops (TVK_DEBUG >= 4) */
   CgMode mode;
-  int local_size;   /* GRID: invocations per work group (0: 64); fewer for small kernels */
+  int local_size; /* GRID: invocations per work group (0: 64); fewer for small kernels */
 } CodegenOpts;
 
 /* Generates the kernel for `ast` (a SINK as above) in C. `name` is the function

@@ -86,7 +86,8 @@ static tvk_status check_view(Verify *v, UOp *u) {
   if (st_ndim(st) != v->ks->ndim)
     return bad(v, u, "has %d dims, the kernel %d", st_ndim(st), v->ks->ndim);
   if (!view_index_fits(st))
-    return bad(v, u, "needs index values of 2^31 - %d or more; indices are int32", 2 * CG_MAX_CORES);
+    return bad(v, u, "needs index values of 2^31 - %d or more; indices are int32",
+               2 * CG_MAX_CORES);
   int64_t *full = v->ks->full;
   for (int d = 0; d < v->ks->ndim; d++) {
     int64_t s = st_shape(st)[d];
@@ -344,7 +345,8 @@ tvk_status kernel_verify(UOp *ast, UOp **norm, KernelDesc *ks, Error *err) {
   if (ast->op != OP_SINK || ast->nsrc == 0 || ast->src[0]->op != OP_STORE ||
       ast->src[0]->nsrc != 3 || ast->src[0]->src[1]->op != OP_VIEW ||
       ast->src[0]->src[1]->arg.kind != ARG_ST)
-    return err_first(err, TVK_ERR_INVALID_ARG,
+    return err_first(
+        err, TVK_ERR_INVALID_ARG,
         "kernel AST: the root must be SINK(STORE(DEFINE_GLOBAL, VIEW, value), ...), not %s",
         op_name((Op)ast->op));
   Verify v = {.ks = ks, .err = err};

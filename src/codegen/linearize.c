@@ -20,8 +20,8 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
-#include "ir/strbuf.h"
 #include "ir/ptrmap.h"
+#include "ir/strbuf.h"
 #include "ir/vec.h"
 
 #define LIN_MAX_RANGES 64
@@ -34,7 +34,7 @@ typedef struct {
 typedef struct {
   UOp **topo;
   size_t n;                          /* nodes, SINK last */
-  PtrMap index;                        /* UOp -> toposort index */
+  PtrMap index;                      /* UOp -> toposort index */
   int nr;                            /* ranges */
   size_t range_at[LIN_MAX_RANGES];   /* toposort index of range k */
   int *rnum;                         /* per node: range number or -1 */
@@ -195,7 +195,7 @@ static bool place(Lin *l) {
     int d = deepest(l, full);
     if (d >= 0 && full != (ancestors(l, d) | 1ull << d)) {
       err_first(l->err, TVK_ERR_INTERNAL, "linearize: %s depends on loops that do not nest",
-              op_name((Op)u->op));
+                op_name((Op)u->op));
       return false;
     }
     if (u->op != OP_RANGE) l->block[i] = d + 1;
@@ -379,7 +379,8 @@ static bool scan(Lin *l) {
       l->rnum[i] = l->nr++;
     } else if (u->op == OP_ASSIGN) {
       if (u->nsrc != 2 || u->src[0]->op != OP_DEFINE_ACC) {
-        err_first(l->err, TVK_ERR_INTERNAL, "linearize: ASSIGN to a %s", op_name((Op)u->src[0]->op));
+        err_first(l->err, TVK_ERR_INTERNAL, "linearize: ASSIGN to a %s",
+                  op_name((Op)u->src[0]->op));
         return false;
       }
       l->assign_of[idx_of(l, u->src[0])] = i;
@@ -387,7 +388,7 @@ static bool scan(Lin *l) {
       for (uint32_t s = 1; s < u->nsrc; s++) {
         if (u->src[s]->op == OP_RANGE) continue;
         err_first(l->err, TVK_ERR_INTERNAL, "linearize: DEFINE_ACC over a %s",
-                op_name((Op)u->src[s]->op));
+                  op_name((Op)u->src[s]->op));
         return false;
       }
     }
@@ -404,7 +405,8 @@ tvk_status linearize(UOp *sink, LinearProgram *out, Error *err) {
     compute_raw(&l);
     ok = place(&l) && build_edges(&l) && emit_block(&l, 0);
   }
-  if (!ok && err->status == TVK_OK) err_first(err, TVK_ERR_OUT_OF_MEMORY, "linearize: out of memory");
+  if (!ok && err->status == TVK_OK)
+    err_first(err, TVK_ERR_OUT_OF_MEMORY, "linearize: out of memory");
   lin_free(&l);
   if (err->status != TVK_OK) linear_free(out);
   return err->status;

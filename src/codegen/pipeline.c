@@ -28,8 +28,7 @@ static char *dup(const char *s) {
 }
 
 /* Copies what the caller gets to keep into *out. */
-static tvk_status describe(const KernelDesc *kd, const char *name, KernelSource *out,
-                           Error *err) {
+static tvk_status describe(const KernelDesc *kd, const char *name, KernelSource *out, Error *err) {
   out->name = dup(name);
   out->nbufs = kd->nbufs;
   out->bufs = calloc(kd->nbufs ? (size_t)kd->nbufs : 1, sizeof *out->bufs);
@@ -61,7 +60,8 @@ static tvk_status passes(UOp *norm, const KernelDesc *kd, const CodegenOpts *opt
     return err->status;
   }
   UOp *simple = uop_simplify(low);
-  if (!simple) return err_first(err, TVK_ERR_OUT_OF_MEMORY, "codegen: out of memory in uop_simplify");
+  if (!simple)
+    return err_first(err, TVK_ERR_OUT_OF_MEMORY, "codegen: out of memory in uop_simplify");
   if (legalize_dtypes(simple, lang, &legal, err) != TVK_OK) return err->status;
   return linearize(legal, lp, err);
 }

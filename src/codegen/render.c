@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "codegen/render.h"
-#include "ir/strbuf.h"
 #include "ir/ptrmap.h"
+#include "ir/strbuf.h"
 #include "ir/symbolic.h"
 #include "ir/vec.h"
 
@@ -162,7 +162,7 @@ typedef struct {
   const Lang *L;
   const LinearProgram *lp;
   const RenderInfo *info;
-  PtrMap pos;     /* UOp -> position in the program */
+  PtrMap pos;   /* UOp -> position in the program */
   char **expr;  /* per position: its name, literal, or inline expression */
   int *users;   /* per position: uses by later UOps */
   size_t *user; /* per position: its last user */
@@ -194,13 +194,13 @@ static bool prepass(Walker *w) {
     if (u->dtype.scalar != DT_VOID && !w->L->type[u->dtype.scalar]) {
       const char *why = w->L->no_type[u->dtype.scalar];
       err_first(w->err, TVK_ERR_DTYPE, "render: %s has no %s%s%s", w->L->name,
-              dt_scalar_name((ScalarType)u->dtype.scalar), why ? ": " : "", why ? why : "");
+                dt_scalar_name((ScalarType)u->dtype.scalar), why ? ": " : "", why ? why : "");
       return false;
     }
     if (u->dtype.count > 1 && u->dtype.count > w->L->max_vector) {
       char d[48];
       err_first(w->err, TVK_ERR_DTYPE, "render: %s has no vector type for %s", w->L->name,
-              dt_str(u->dtype, d));
+                dt_str(u->dtype, d));
       return false;
     }
     if (u->op == OP_ENDRANGE) nopen--;
@@ -223,7 +223,7 @@ static bool prepass(Walker *w) {
       int64_t *sp = ptrmap_ref(&w->pos, u->src[k]);
       if (!sp) {
         err_first(w->err, TVK_ERR_INTERNAL, "render: %s used before it is defined",
-                op_name((Op)u->src[k]->op));
+                  op_name((Op)u->src[k]->op));
         return false;
       }
       size_t s = (size_t)*sp;
@@ -338,14 +338,14 @@ static bool add_helper(Walker *w, const char *tmpl, const Subst *s) {
 static bool render_alu(Walker *w, size_t p, UOp *u) {
   if (u->op != OP_CAST && (w->L->storage_only >> operand_dtype(u).scalar & 1u)) {
     err_first(w->err, TVK_ERR_INTERNAL, "render: %s on storage-only %s (legalize missed it)",
-            op_name((Op)u->op), dt_scalar_name((ScalarType)operand_dtype(u).scalar));
+              op_name((Op)u->op), dt_scalar_name((ScalarType)operand_dtype(u).scalar));
     return false;
   }
   const Spell *sp = spell_of(w->L, u);
   if (!sp) {
     char a[48], b[48];
     err_first(w->err, TVK_ERR_DTYPE, "render: %s has no spelling for %s of %s to %s", w->L->name,
-            op_name((Op)u->op), dt_str(u->src[0]->dtype, a), dt_str(u->dtype, b));
+              op_name((Op)u->op), dt_str(u->src[0]->dtype, a), dt_str(u->dtype, b));
     return false;
   }
   Subst s = {.t = u->op == OP_CAST ? u->dtype : operand_dtype(u), .s = u->src[0]->dtype};
@@ -432,7 +432,7 @@ static bool render_one(Walker *w, size_t p) {
     int i = var_number(w, u);
     if (i < 0)
       return err_first(w->err, TVK_ERR_INTERNAL, "render: DEFINE_VAR '%s' is not in the var list",
-                     u->arg.var.name),
+                       u->arg.var.name),
              false;
     w->expr[p] = var_name(i, u->arg.var.name);
     break;
@@ -441,7 +441,7 @@ static bool render_one(Walker *w, size_t p) {
     const char *t = special_text(L, u->arg.var.name);
     if (!t)
       return err_first(w->err, TVK_ERR_DTYPE, "render: %s has no SPECIAL '%s'", L->name,
-                     u->arg.var.name),
+                       u->arg.var.name),
              false;
     w->expr[p] = printf_new("%s", t);
     break;
@@ -476,7 +476,8 @@ static bool render_one(Walker *w, size_t p) {
     break;
   default:
     if (op_in((Op)u->op, G_ELEMENTWISE)) return render_alu(w, p, u);
-    return err_first(w->err, TVK_ERR_INTERNAL, "render: %s in a linear program", op_name((Op)u->op)),
+    return err_first(w->err, TVK_ERR_INTERNAL, "render: %s in a linear program",
+                     op_name((Op)u->op)),
            false;
   }
   return w->expr[p] ? true : fail_oom(w);

@@ -72,7 +72,7 @@ struct Lang {
   const char *math_suffix[DT_COUNT]; /* $F */
   uint32_t storage_only;             /* DT_BITs that are only loaded, stored and cast ... */
   uint8_t compute_type;              /* ... and computed in this ScalarType (legalize.c) */
-  uint8_t compute_of[DT_COUNT];      /* per storage-only dtype, its own compute type (0: compute_type) */
+  uint8_t compute_of[DT_COUNT]; /* per storage-only dtype, its own compute type (0: compute_type) */
   /* Why the language lacks a dtype whose type[] is NULL (the TVK_ERR_DTYPE message). */
   const char *no_type[DT_COUNT];
 
@@ -90,13 +90,13 @@ struct Lang {
    * constants): push_open, push_member per DEFINE_VAR ($V $I), push_close.
    * NULL push_open: none. */
   const char *push_open, *push_member, *push_close;
-  const char *launch_decl;   /* before func_open: the work-group size $0 x $1 x $2 ($K); or NULL */
-  const char *func_open;     /* $K */
-  const char *buf_decl;      /* per buffer, inside the function ($I $V $B $R) */
-  const char *ro_qualifier;  /* $R of a buffer that is only read */
-  const char *var_decl;      /* per DEFINE_VAR ($V, $I: its position in vals) */
-  const char *no_vars;       /* when the kernel has no DEFINE_VAR */
-  const char *var_unused;    /* after var_decl, for a var the program does not use ($V) */
+  const char *launch_decl;  /* before func_open: the work-group size $0 x $1 x $2 ($K); or NULL */
+  const char *func_open;    /* $K */
+  const char *buf_decl;     /* per buffer, inside the function ($I $V $B $R) */
+  const char *ro_qualifier; /* $R of a buffer that is only read */
+  const char *var_decl;     /* per DEFINE_VAR ($V, $I: its position in vals) */
+  const char *no_vars;      /* when the kernel has no DEFINE_VAR */
+  const char *var_unused;   /* after var_decl, for a var the program does not use ($V) */
   const char *func_close;
   const SpecialSpell *specials;
   int nspecials;
@@ -107,7 +107,7 @@ struct Lang {
   const char *assign;     /* $V = $0 */
   const char *range_open; /* a loop $V of type $T over [0, $0) */
   const char *range_close;
-  const char *index;      /* the place of element $1 of buffer $0 */
+  const char *index; /* the place of element $1 of buffer $0 */
   /* Per buffer element dtype: its own place, store and gated store (NULL: the
    * ones above); e.g. elements packed in wider words, stored by a macro. */
   const char *index_elem[DT_COUNT];
@@ -132,7 +132,7 @@ struct Lang {
    * width: no wrap-around or guard is needed. Empty: always use `alu`. */
   Spell alu_fits[OP_COUNT];
   bool fits_nonneg_divmod; /* alu_fits IDIV and MOD also need a dividend >= 0 (GLSL's % and /) */
-  const CastSpell *casts; /* first match wins */
+  const CastSpell *casts;  /* first match wins */
   int ncasts;
 };
 

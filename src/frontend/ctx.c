@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "frontend/frontend.h"
-#include "runtime/run.h"
 #include "ir/vec.h"
+#include "runtime/run.h"
 
 /* ---------------------------------------------------------------- dtypes */
 
@@ -32,7 +32,9 @@ const char *tvk_dtype_name(tvk_dtype dt) {
   return tvk_dtype_valid(dt) ? dt_scalar_name(scalar_of[dt]) : "invalid";
 }
 
-size_t tvk_dtype_size(tvk_dtype dt) { return tvk_dtype_valid(dt) ? dt_scalar_size(scalar_of[dt]) : 0; }
+size_t tvk_dtype_size(tvk_dtype dt) {
+  return tvk_dtype_valid(dt) ? dt_scalar_size(scalar_of[dt]) : 0;
+}
 
 /* ---------------------------------------------------------------- errors */
 
@@ -54,18 +56,24 @@ static tvk_tensor *tensor_alloc(tvk_ctx *ctx) {
   t->ctx = ctx;
   t->seq = ctx->next_seq++;
   t->prev = ctx->tail;
-  if (ctx->tail) ctx->tail->next = t;
-  else ctx->head = t;
+  if (ctx->tail)
+    ctx->tail->next = t;
+  else
+    ctx->head = t;
   ctx->tail = t;
   return t;
 }
 
 static void tensor_unlink_free(tvk_tensor *t) {
   tvk_ctx *ctx = t->ctx;
-  if (t->prev) t->prev->next = t->next;
-  else ctx->head = t->next;
-  if (t->next) t->next->prev = t->prev;
-  else ctx->tail = t->prev;
+  if (t->prev)
+    t->prev->next = t->next;
+  else
+    ctx->head = t->next;
+  if (t->next)
+    t->next->prev = t->prev;
+  else
+    ctx->tail = t->prev;
   uop_release(t->uop);
   free(t->msg);
   free(t);
@@ -122,9 +130,11 @@ tvk_tensor *tensor_check_inputs(const char *op, int n, tvk_tensor *const *ts) {
     if (ts[i]) ctx = ts[i]->ctx;
   if (!ctx) return NULL; /* every input NULL: nothing to attach an error to */
   for (int i = 0; i < n; i++) {
-    if (!ts[i]) return tensor_error(ctx, TVK_ERR_INVALID_ARG, "%s: tensor argument %d is NULL", op, i + 1);
+    if (!ts[i])
+      return tensor_error(ctx, TVK_ERR_INVALID_ARG, "%s: tensor argument %d is NULL", op, i + 1);
     if (ts[i]->ctx != ctx)
-      return tensor_error(ctx, TVK_ERR_INVALID_ARG, "%s: tensor arguments belong to different contexts", op);
+      return tensor_error(ctx, TVK_ERR_INVALID_ARG,
+                          "%s: tensor arguments belong to different contexts", op);
     if (ts[i]->status != TVK_OK) return tensor_error_from(ts[i]);
   }
   return NULL;
@@ -206,13 +216,15 @@ static void buffer_release(tvk_ctx *ctx, int64_t id) {
 }
 
 /* The UCtx calls this when the last reference to a BUFFER goes. */
-static void on_buffer_freed(void *user, UOp *buffer) { buffer_release(user, graph_buffer_id(buffer)); }
+static void on_buffer_freed(void *user, UOp *buffer) {
+  buffer_release(user, graph_buffer_id(buffer));
+}
 
 int64_t ctx_buffer_new(tvk_ctx *ctx, ScalarType s, int64_t numel, tvk_status *st) {
   size_t size = dt_scalar_size(s);
   if (numel < 0 || (uint64_t)numel > SIZE_MAX / 2 / size) {
     *st = err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "buffer of %lld %s elements is too large",
-                   (long long)numel, dt_scalar_name(s));
+                  (long long)numel, dt_scalar_name(s));
     return -1;
   }
   int64_t id = 0;
@@ -282,14 +294,18 @@ UOp *graph_const(tvk_ctx *ctx, ScalarType s, double value, int ndim, const int64
 
 /* ---------------------------------------------------------------- creation */
 
-static tvk_status check_shape(tvk_ctx *ctx, const char *op, int ndim, const int64_t *shape, int64_t *numel) {
+static tvk_status check_shape(tvk_ctx *ctx, const char *op, int ndim, const int64_t *shape,
+                              int64_t *numel) {
   if (ndim < 0 || ndim > TVK_MAX_DIMS)
-    return err_set(&ctx->err, TVK_ERR_INVALID_ARG, "%s: ndim %d is out of range 0..%d", op, ndim, TVK_MAX_DIMS);
-  if (ndim > 0 && !shape) return err_set(&ctx->err, TVK_ERR_INVALID_ARG, "%s: shape is NULL with ndim %d", op, ndim);
+    return err_set(&ctx->err, TVK_ERR_INVALID_ARG, "%s: ndim %d is out of range 0..%d", op, ndim,
+                   TVK_MAX_DIMS);
+  if (ndim > 0 && !shape)
+    return err_set(&ctx->err, TVK_ERR_INVALID_ARG, "%s: shape is NULL with ndim %d", op, ndim);
   *numel = 1;
   for (int i = 0; i < ndim; i++) {
     if (shape[i] < 0)
-      return err_set(&ctx->err, TVK_ERR_SHAPE, "%s: dim %d has negative size %lld", op, i, (long long)shape[i]);
+      return err_set(&ctx->err, TVK_ERR_SHAPE, "%s: dim %d has negative size %lld", op, i,
+                     (long long)shape[i]);
     if (shape[i] && *numel > INT64_MAX / 8 / shape[i])
       return err_set(&ctx->err, TVK_ERR_SHAPE, "%s: shape has too many elements", op);
     *numel *= shape[i];
@@ -297,7 +313,8 @@ static tvk_status check_shape(tvk_ctx *ctx, const char *op, int ndim, const int6
   return TVK_OK;
 }
 
-tvk_tensor *ctx_check_shape(tvk_ctx *ctx, const char *op, int ndim, const int64_t *shape, int64_t *numel) {
+tvk_tensor *ctx_check_shape(tvk_ctx *ctx, const char *op, int ndim, const int64_t *shape,
+                            int64_t *numel) {
   tvk_status st = check_shape(ctx, op, ndim, shape, numel);
   return st == TVK_OK ? NULL : tensor_error_msg(ctx, st, ctx->err.msg);
 }
@@ -306,7 +323,8 @@ static tvk_tensor *error_tensor_from_ctx(tvk_ctx *ctx, tvk_status st) {
   return tensor_error_msg(ctx, st, ctx->err.msg);
 }
 
-tvk_tensor *tvk_from_data(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape, const void *data) {
+tvk_tensor *tvk_from_data(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape,
+                          const void *data) {
   if (!ctx) return NULL;
   int64_t numel;
   tvk_status st = check_shape(ctx, "from_data", ndim, shape, &numel);
@@ -336,13 +354,16 @@ tvk_tensor *tvk_full(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape,
   int64_t numel;
   tvk_status st = check_shape(ctx, "full", ndim, shape, &numel);
   if (st != TVK_OK) return error_tensor_from_ctx(ctx, st);
-  if (!tvk_dtype_valid(dt)) return tensor_error(ctx, TVK_ERR_DTYPE, "full: dtype %d is not a tvk_dtype", (int)dt);
+  if (!tvk_dtype_valid(dt))
+    return tensor_error(ctx, TVK_ERR_DTYPE, "full: dtype %d is not a tvk_dtype", (int)dt);
   size_t m = FRONT_BEGIN(ctx);
   UOp *c = graph_const(ctx, dt_from_tvk(dt), value, ndim, shape);
   return FRONT_END(ctx, m, tensor_new(ctx, c, dt, ndim, shape));
 }
 
-tvk_tensor *tvk_scalar(tvk_ctx *ctx, tvk_dtype dt, double value) { return tvk_full(ctx, dt, 0, NULL, value); }
+tvk_tensor *tvk_scalar(tvk_ctx *ctx, tvk_dtype dt, double value) {
+  return tvk_full(ctx, dt, 0, NULL, value);
+}
 
 /* ---------------------------------------------------------------- running */
 
@@ -354,10 +375,13 @@ tvk_status tvk_realize(int n, tvk_tensor *const *ts) {
     if (ts[i]) ctx = ts[i]->ctx;
   if (!ctx) return TVK_ERR_INVALID_ARG;
   for (int i = 0; i < n; i++) {
-    if (!ts[i]) return err_set(&ctx->err, TVK_ERR_INVALID_ARG, "realize: tensor %d of %d is NULL", i, n);
+    if (!ts[i])
+      return err_set(&ctx->err, TVK_ERR_INVALID_ARG, "realize: tensor %d of %d is NULL", i, n);
     if (ts[i]->ctx != ctx)
-      return err_set(&ctx->err, TVK_ERR_INVALID_ARG, "realize: tensors belong to different contexts");
-    if (ts[i]->status != TVK_OK) return err_set(&ctx->err, ts[i]->status, "%s", tvk_error_of(ts[i]));
+      return err_set(&ctx->err, TVK_ERR_INVALID_ARG,
+                     "realize: tensors belong to different contexts");
+    if (ts[i]->status != TVK_OK)
+      return err_set(&ctx->err, ts[i]->status, "%s", tvk_error_of(ts[i]));
   }
   size_t m = FRONT_BEGIN(ctx);
   tvk_status st = ctx_realize(ctx, n, ts);
@@ -383,8 +407,8 @@ tvk_status tvk_to_host(tvk_tensor *t, void *dst, size_t nbytes) {
   if (t->status != TVK_OK) return err_set(&ctx->err, t->status, "%s", tvk_error_of(t));
   size_t need = (size_t)tvk_numel(t) * tvk_dtype_size(t->dtype);
   if (nbytes < need)
-    return err_set(&ctx->err, TVK_ERR_INVALID_ARG, "to_host: nbytes %zu is less than the %zu bytes of the tensor",
-                    nbytes, need);
+    return err_set(&ctx->err, TVK_ERR_INVALID_ARG,
+                   "to_host: nbytes %zu is less than the %zu bytes of the tensor", nbytes, need);
   if (need == 0) return TVK_OK;
   if (!dst) return err_set(&ctx->err, TVK_ERR_INVALID_ARG, "to_host: dst is NULL");
   size_t m = FRONT_BEGIN(ctx);
@@ -399,7 +423,8 @@ tvk_status tvk_to_host(tvk_tensor *t, void *dst, size_t nbytes) {
     tvk_release(tmp);
   }
   if (st == TVK_OK && !is_plain_buffer(t))
-    st = err_set(&ctx->err, TVK_ERR_INTERNAL, "to_host: tensor is not a contiguous buffer after realize");
+    st = err_set(&ctx->err, TVK_ERR_INTERNAL,
+                 "to_host: tensor is not a contiguous buffer after realize");
   if (st == TVK_OK) {
     Buffer *b = ctx_buffer(ctx, graph_buffer_id(t->uop->src[0]));
     st = ctx->dev->ops->sync(ctx->dev);
@@ -443,7 +468,8 @@ tvk_status tvk_ctx_create_opts(const tvk_ctx_options *opts, tvk_ctx **out) {
   o.debug = env_int("TVK_DEBUG", o.debug);
   o.validate = env_int("TVK_VALIDATE", o.validate);
   o.noopt = env_int("TVK_NOOPT", o.noopt);
-  const char *cache = env_str("TVK_CACHE_DIR", o.cache_dir), *cc = o.cc; /* CC: the CPU device reads it */
+  const char *cache = env_str("TVK_CACHE_DIR", o.cache_dir),
+             *cc = o.cc; /* CC: the CPU device reads it */
   ctx->cache_dir = cache ? strdup(cache) : NULL;
   ctx->cc = cc ? strdup(cc) : NULL;
   o.cache_dir = ctx->cache_dir;
@@ -451,7 +477,9 @@ tvk_status tvk_ctx_create_opts(const tvk_ctx_options *opts, tvk_ctx **out) {
   o.device = NULL; /* not kept: the caller's string */
   ctx->opt = o;
   ctx->u = uctx_new();
-  tvk_status st = ctx->u ? TVK_OK : err_set(&create_err, TVK_ERR_OUT_OF_MEMORY, "tvk_ctx_create: out of memory");
+  tvk_status st =
+      ctx->u ? TVK_OK
+             : err_set(&create_err, TVK_ERR_OUT_OF_MEMORY, "tvk_ctx_create: out of memory");
   if (st == TVK_OK) st = open_device(ctx, env_str("TVK_DEVICE", opts ? opts->device : NULL));
   if (st != TVK_OK) {
     tvk_ctx_destroy(ctx);

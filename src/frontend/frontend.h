@@ -34,9 +34,9 @@ typedef struct {
 struct tvk_ctx {
   UCtx *u;
   Device *dev;
-  tvk_ctx_options opt; /* resolved: env read once at create */
-  char *cache_dir, *cc;  /* owned copies of the resolved strings */
-  Error err; /* tvk_ctx_error: the last failure (ir/error.h) */
+  tvk_ctx_options opt;  /* resolved: env read once at create */
+  char *cache_dir, *cc; /* owned copies of the resolved strings */
+  Error err;            /* tvk_ctx_error: the last failure (ir/error.h) */
   tvk_stats stats;
   /* buffers by id (the BUFFER UOp's arg); NULL slots are free */
   Buffer **bufs;
@@ -80,7 +80,8 @@ tvk_tensor *tensor_check_inputs(const char *op, int n, tvk_tensor *const *ts);
 /* A user-given shape for creating a tensor: ndim in 0..TVK_MAX_DIMS, shape
  * non-NULL when ndim > 0, no negative dim, the count fitting in int64. NULL
  * (and *numel) when fine, else the error tensor naming op. */
-tvk_tensor *ctx_check_shape(tvk_ctx *ctx, const char *op, int ndim, const int64_t *shape, int64_t *numel);
+tvk_tensor *ctx_check_shape(tvk_ctx *ctx, const char *op, int ndim, const int64_t *shape,
+                            int64_t *numel);
 
 /* ---- tensors ---- */
 /* A new tensor for graph node u (retained) with the given dtype and shape.

@@ -30,9 +30,10 @@ tvk_tensor *tvk_arange(tvk_ctx *ctx, tvk_dtype dt, double start, double stop, do
                         start, stop, step);
   double count = ceil((stop - start) / step);
   if (count > (double)INT32_MAX)
-    return tensor_error(ctx, TVK_ERR_INVALID_ARG,
-                        "arange: start %g, stop %g, step %g gives %.0f elements, more than 2^31 - 1",
-                        start, stop, step, count);
+    return tensor_error(
+        ctx, TVK_ERR_INVALID_ARG,
+        "arange: start %g, stop %g, step %g gives %.0f elements, more than 2^31 - 1", start, stop,
+        step, count);
   int64_t n = count > 0 ? (int64_t)count : 0;
   size_t m = FRONT_BEGIN(ctx);
   UOp *idx = graph_arange(ctx, n);

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "frontend/ops_common.h"
-#include "ir/ustack.h"
 #include "ir/ptrmap.h"
+#include "ir/ustack.h"
 
 /* The target's node as its own contiguous buffer: VIEW(BUFFER) reading all of
  * it in row-major order. A target that is not data yet is realized first; a
@@ -27,15 +27,17 @@ static tvk_status own_buffer(tvk_tensor *t) {
     if (st != TVK_OK) return st;
     u = t->uop;
   }
-  Buffer *b = u->op == OP_VIEW && u->src[0]->op == OP_BUFFER ? ctx_buffer(ctx, graph_buffer_id(u->src[0])) : NULL;
+  Buffer *b = u->op == OP_VIEW && u->src[0]->op == OP_BUFFER
+                  ? ctx_buffer(ctx, graph_buffer_id(u->src[0]))
+                  : NULL;
   if (!b || !st_contiguous(u->arg.st) || st_numel(u->arg.st) != b->numel) {
     char shape[BC_SHAPE_STR_MAX];
     bc_shape_str(t->ndim, t->shape, shape, sizeof shape);
     return err_set(&ctx->err, TVK_ERR_INVALID_ARG,
-                    "assign: the target %s is a view (a transpose, slice, pad or expand) of "
-                    "another tensor's memory, not a contiguous tensor of its own; assign to a "
-                    "tvk_contiguous copy instead",
-                    shape);
+                   "assign: the target %s is a view (a transpose, slice, pad or expand) of "
+                   "another tensor's memory, not a contiguous tensor of its own; assign to a "
+                   "tvk_contiguous copy instead",
+                   shape);
   }
   return TVK_OK;
 }
@@ -85,13 +87,13 @@ tvk_status tvk_assign(tvk_tensor *target, tvk_tensor *value) {
     char have[BC_SHAPE_STR_MAX], want[BC_SHAPE_STR_MAX];
     bc_shape_str(value->ndim, value->shape, have, sizeof have);
     bc_shape_str(target->ndim, target->shape, want, sizeof want);
-    err_set(&ctx->err, st, "assign: a value of shape %s does not broadcast to the target's %s: %s", have,
-             want, v->msg ? v->msg : "");
+    err_set(&ctx->err, st, "assign: a value of shape %s does not broadcast to the target's %s: %s",
+            have, want, v->msg ? v->msg : "");
   } else if (reads_self_elsewhere(v->uop, target->uop)) {
     st = err_set(&ctx->err, TVK_ERR_INVALID_ARG,
-                  "assign: the value reads the target through another view (a transpose, "
-                  "shift or flip of it), so it would read elements the update has already "
-                  "overwritten; make that operand a copy first (tvk_contiguous + tvk_realize)");
+                 "assign: the value reads the target through another view (a transpose, "
+                 "shift or flip of it), so it would read elements the update has already "
+                 "overwritten; make that operand a copy first (tvk_contiguous + tvk_realize)");
   } else {
     UOp *a = uop_new(ctx->u, OP_ASSIGN, target->uop->dtype, 2, (UOp *[]){target->uop, v->uop},
                      arg_none());

@@ -57,9 +57,10 @@ static tvk_tensor *check_attention(tvk_tensor *q, tvk_tensor *k, tvk_tensor *v, 
   int64_t L = q->shape[q->ndim - 2], E = q->shape[q->ndim - 1];
   int64_t S = k->shape[k->ndim - 2];
   if (k->shape[k->ndim - 1] != E || v->shape[v->ndim - 2] != S)
-    return tensor_error(ctx, TVK_ERR_SHAPE,
-                        "%s: q %s, k %s, v %s: expected q (..., L, E), k (..., S, E), v (..., S, Ev)",
-                        op, sq, sk, sv);
+    return tensor_error(
+        ctx, TVK_ERR_SHAPE,
+        "%s: q %s, k %s, v %s: expected q (..., L, E), k (..., S, E), v (..., S, Ev)", op, sq, sk,
+        sv);
   int nb;
   if (!batch_shape((tvk_tensor *[]){q, k, v}, &nb, sshape) || nb + 3 > TVK_MAX_DIMS)
     return tensor_error(ctx, TVK_ERR_SHAPE, "%s: q %s, k %s, v %s: batch dims do not broadcast", op,
@@ -67,8 +68,9 @@ static tvk_tensor *check_attention(tvk_tensor *q, tvk_tensor *k, tvk_tensor *v, 
   sshape[nb] = L, sshape[nb + 1] = S, *snd = nb + 2;
   if (mask && !broadcasts_to(mask->ndim, mask->shape, *snd, sshape)) {
     char ss[BC_SHAPE_STR_MAX];
-    return tensor_error(ctx, TVK_ERR_SHAPE, "%s: mask has shape %s, which does not broadcast to the scores' %s",
-                        op, bc_shape_str(mask->ndim, mask->shape, sm, sizeof sm),
+    return tensor_error(ctx, TVK_ERR_SHAPE,
+                        "%s: mask has shape %s, which does not broadcast to the scores' %s", op,
+                        bc_shape_str(mask->ndim, mask->shape, sm, sizeof sm),
                         bc_shape_str(*snd, sshape, ss, sizeof ss));
   }
   return NULL;
@@ -93,8 +95,10 @@ tvk_tensor *tvk_scaled_dot_product_attention(tvk_tensor *q, tvk_tensor *k, tvk_t
   tvk_tensor *ninf = tvk_scalar(ctx, sdt, -INFINITY);
   if (mask) s = tvk_dtype_of(mask) == TVK_BOOL ? tvk_where(mask, s, ninf) : tvk_add(s, mask);
   if (is_causal) {
-    tvk_tensor *row = tvk_reshape(tvk_arange(ctx, TVK_INT32, 0, (double)L, 1), 2, (int64_t[]){L, 1});
-    tvk_tensor *col = tvk_reshape(tvk_arange(ctx, TVK_INT32, 0, (double)S, 1), 2, (int64_t[]){1, S});
+    tvk_tensor *row =
+        tvk_reshape(tvk_arange(ctx, TVK_INT32, 0, (double)L, 1), 2, (int64_t[]){L, 1});
+    tvk_tensor *col =
+        tvk_reshape(tvk_arange(ctx, TVK_INT32, 0, (double)S, 1), 2, (int64_t[]){1, S});
     s = tvk_where(tvk_le(col, row), s, ninf); /* keeps j <= i */
   }
   tvk_tensor *r = tvk_matmul(tvk_softmax(s, -1), v);

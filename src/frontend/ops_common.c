@@ -140,7 +140,6 @@ tvk_tensor *bc_reduce_axes(const char *op, const tvk_tensor *a, int naxes, const
   return NULL;
 }
 
-
 /* ---------------------------------------------------------------- movement */
 
 /* graph_view(x, st), freeing the base tracker st was made from and st. */

@@ -28,15 +28,15 @@ static tvk_tensor *window_axis(tvk_tensor *t, int ax, int64_t k, int64_t s, int6
   int64_t v[TVK_MAX_DIMS], rg[TVK_MAX_DIMS][2];
   int post = nd - ax - 1; /* dims after ax */
   /* v[] = sh with dim ax replaced by the n given sizes */
-#define SET_V(n, ...)                                                      \
-  do {                                                                     \
-    const int64_t mid_[] = {__VA_ARGS__};                                  \
-    for (int q = 0; q < ax; q++) v[q] = sh[q];                             \
-    for (int q = 0; q < (n); q++) v[ax + q] = mid_[q];                     \
-    for (int q = 0; q < post; q++) v[ax + (n) + q] = sh[ax + 1 + q];       \
+#define SET_V(n, ...)                                                                              \
+  do {                                                                                             \
+    const int64_t mid_[] = {__VA_ARGS__};                                                          \
+    for (int q = 0; q < ax; q++) v[q] = sh[q];                                                     \
+    for (int q = 0; q < (n); q++) v[ax + q] = mid_[q];                                             \
+    for (int q = 0; q < post; q++) v[ax + (n) + q] = sh[ax + 1 + q];                               \
   } while (0)
   /* rg[] = the full range of every dim of a tensor of shape v with nd2 dims */
-#define FULL_RANGES(nd2)                                                   \
+#define FULL_RANGES(nd2)                                                                           \
   for (int q = 0; q < (nd2); q++) rg[q][0] = 0, rg[q][1] = v[q]
 
   if (d == 1 && k <= s) {
@@ -133,9 +133,9 @@ static tvk_tensor *check_window(const char *op, tvk_tensor *x, const int64_t k[2
   }
   for (int q = 0; q < 4; q++)
     if (pad[q] < 0)
-      return tensor_error(ctx, TVK_ERR_INVALID_ARG,
-                          "%s: padding (%lld, %lld, %lld, %lld) must be >= 0", op, (long long)pad[0],
-                          (long long)pad[1], (long long)pad[2], (long long)pad[3]);
+      return tensor_error(
+          ctx, TVK_ERR_INVALID_ARG, "%s: padding (%lld, %lld, %lld, %lld) must be >= 0", op,
+          (long long)pad[0], (long long)pad[1], (long long)pad[2], (long long)pad[3]);
   int nd = x->ndim;
   int64_t H = x->shape[nd - 2], W = x->shape[nd - 1];
   if (out_size(H, pad[0] + pad[1], k[0], s[0], dil[0]) < 1 ||
@@ -166,10 +166,11 @@ tvk_tensor *tvk_conv2d(tvk_tensor *x, tvk_tensor *w, tvk_tensor *bias, const int
   bc_shape_str(x->ndim, x->shape, sx, sizeof sx);
   bc_shape_str(w->ndim, w->shape, sw, sizeof sw);
   if (x->ndim != 4)
-    return tensor_error(ctx, TVK_ERR_SHAPE, "%s: x has shape %s: expected 4 dims (N, Cin, H, W)", op, sx);
+    return tensor_error(ctx, TVK_ERR_SHAPE, "%s: x has shape %s: expected 4 dims (N, Cin, H, W)",
+                        op, sx);
   if (w->ndim != 4)
-    return tensor_error(ctx, TVK_ERR_SHAPE, "%s: w has shape %s: expected 4 dims (Cout, Cin / groups, kh, kw)",
-                        op, sw);
+    return tensor_error(ctx, TVK_ERR_SHAPE,
+                        "%s: w has shape %s: expected 4 dims (Cout, Cin / groups, kh, kw)", op, sw);
   int64_t N = x->shape[0], Cin = x->shape[1], Cout = w->shape[0], Cg = w->shape[1];
   if (groups < 1 || Cin % groups || Cout % groups)
     return tensor_error(ctx, TVK_ERR_INVALID_ARG,
@@ -177,8 +178,8 @@ tvk_tensor *tvk_conv2d(tvk_tensor *x, tvk_tensor *w, tvk_tensor *bias, const int
                         (long long)groups, (long long)Cin, (long long)Cout);
   if (Cg * groups != Cin)
     return tensor_error(ctx, TVK_ERR_SHAPE,
-                        "%s: x has shape %s and w %s: w's dim 1 must be Cin / groups = %lld", op, sx,
-                        sw, (long long)(Cin / groups));
+                        "%s: x has shape %s and w %s: w's dim 1 must be Cin / groups = %lld", op,
+                        sx, sw, (long long)(Cin / groups));
   if (bias && !(bias->ndim == 1 && bias->shape[0] == Cout))
     return tensor_error(ctx, TVK_ERR_SHAPE, "%s: bias has shape %s: expected (%lld,)", op,
                         bc_shape_str(bias->ndim, bias->shape, sb, sizeof sb), (long long)Cout);
@@ -230,8 +231,9 @@ static tvk_tensor *pool_args(const char *op, tvk_tensor *x, const int64_t kernel
   if (!kernel) return tensor_error(x->ctx, TVK_ERR_INVALID_ARG, "%s: kernel is NULL", op);
   if (x->ndim < 2) {
     char sx[BC_SHAPE_STR_MAX];
-    return tensor_error(x->ctx, TVK_ERR_SHAPE, "%s: x has shape %s: expected at least 2 dims (..., H, W)",
-                        op, bc_shape_str(x->ndim, x->shape, sx, sizeof sx));
+    return tensor_error(x->ctx, TVK_ERR_SHAPE,
+                        "%s: x has shape %s: expected at least 2 dims (..., H, W)", op,
+                        bc_shape_str(x->ndim, x->shape, sx, sizeof sx));
   }
   return check_window(op, x, kernel, *st, *pd, one);
 }

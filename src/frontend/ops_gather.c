@@ -101,12 +101,11 @@ tvk_tensor *tvk_eye(tvk_ctx *ctx, tvk_dtype dt, int64_t n, int64_t m) {
   if (!tvk_dtype_valid(dt))
     return tensor_error(ctx, TVK_ERR_DTYPE, "eye: dtype %d is not a tvk_dtype", (int)dt);
   if (m < 0) m = n;
-  if (n < 0)
-    return tensor_error(ctx, TVK_ERR_INVALID_ARG, "eye: n %" PRId64 " is negative", n);
+  if (n < 0) return tensor_error(ctx, TVK_ERR_INVALID_ARG, "eye: n %" PRId64 " is negative", n);
   int64_t full[2] = {n, m};
   if (bc_numel(2, full) < 0)
-    return tensor_error(ctx, TVK_ERR_SHAPE,
-                        "eye: %" PRId64 " x %" PRId64 " has too many elements", n, m);
+    return tensor_error(ctx, TVK_ERR_SHAPE, "eye: %" PRId64 " x %" PRId64 " has too many elements",
+                        n, m);
   size_t sc = tvk_scope_begin(ctx);
   tvk_dtype at = arange_dtype(TVK_INT32, n > m ? n : m);
   tvk_tensor *rows = tvk_arange(ctx, at, 0, (double)n, 1);
@@ -153,8 +152,7 @@ tvk_tensor *tvk_gather(tvk_tensor *t, int axis, tvk_tensor *index) {
   for (int d = 0; d < nd; d++) full[d] = index->shape[d];
   full[nd] = dim;
   if (bc_numel(nd + 1, full) < 0)
-    return tensor_error(t->ctx, TVK_ERR_SHAPE, "gather: index %s and t %s are too large", is,
-                        ts);
+    return tensor_error(t->ctx, TVK_ERR_SHAPE, "gather: index %s and t %s are too large", is, ts);
   for (int d = 0, k = 0; d < nd; d++) {
     ranges[d][0] = 0;
     ranges[d][1] = d == ax ? dim : index->shape[d];
@@ -195,8 +193,7 @@ tvk_tensor *tvk_embedding(tvk_tensor *weight, tvk_tensor *index) {
   int nd = index->ndim;
   if (nd + 2 > TVK_MAX_DIMS)
     return tensor_error(weight->ctx, TVK_ERR_SHAPE,
-                        "embedding: index has %d dims: expected at most %d", nd,
-                        TVK_MAX_DIMS - 2);
+                        "embedding: index has %d dims: expected at most %d", nd, TVK_MAX_DIMS - 2);
   int64_t V = weight->shape[0], D = weight->shape[1], full[TVK_MAX_DIMS], lead[TVK_MAX_DIMS];
   for (int d = 0; d < nd; d++) full[d] = index->shape[d];
   full[nd] = D;

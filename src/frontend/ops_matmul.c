@@ -63,7 +63,7 @@ static tvk_tensor *matmul_body(tvk_tensor *a, tvk_tensor *b, ScalarType res) {
   if (tvk_dtype_of(ax) != ct) ax = tvk_cast(ax, ct);
   if (tvk_dtype_of(bx) != ct) bx = tvk_cast(bx, ct);
   int last = -1;
-  tvk_tensor *r = tvk_sum(tvk_mul(ax, bx), 1, &last, false); /* (B..., M, N) */
+  tvk_tensor *r = tvk_sum(tvk_mul(ax, bx), 1, &last, false);              /* (B..., M, N) */
   if (tvk_dtype_of(r) != dt_to_tvk(res)) r = tvk_cast(r, dt_to_tvk(res)); /* narrow ints, halves */
 
   /* drop the dims the vectors added */
@@ -84,8 +84,8 @@ static tvk_tensor *check_matmul(const char *op, tvk_tensor *a, tvk_tensor *b) {
   bc_shape_str(a->ndim, a->shape, sa, sizeof sa);
   bc_shape_str(b->ndim, b->shape, sb, sizeof sb);
   if (a->ndim == 0 || b->ndim == 0)
-    return tensor_error(a->ctx, TVK_ERR_SHAPE, "%s: shapes %s and %s: both operands need at least 1 dim",
-                        op, sa, sb);
+    return tensor_error(a->ctx, TVK_ERR_SHAPE,
+                        "%s: shapes %s and %s: both operands need at least 1 dim", op, sa, sb);
   int64_t ka = a->shape[a->ndim - 1], kb = b->shape[b->ndim == 1 ? 0 : b->ndim - 2];
   if (ka != kb)
     return tensor_error(a->ctx, TVK_ERR_SHAPE,
@@ -129,7 +129,8 @@ tvk_tensor *tvk_linear(tvk_tensor *x, tvk_tensor *w, tvk_tensor *bias) {
   bc_shape_str(x->ndim, x->shape, sx, sizeof sx);
   bc_shape_str(w->ndim, w->shape, sw, sizeof sw);
   if (w->ndim != 2)
-    return tensor_error(x->ctx, TVK_ERR_SHAPE, "linear: w has shape %s: expected 2 dims (out, in)", sw);
+    return tensor_error(x->ctx, TVK_ERR_SHAPE, "linear: w has shape %s: expected 2 dims (out, in)",
+                        sw);
   if (x->ndim < 1 || x->shape[x->ndim - 1] != w->shape[1])
     return tensor_error(x->ctx, TVK_ERR_SHAPE,
                         "linear: x has shape %s and w %s: x's last dim must be w's in (%lld)", sx,

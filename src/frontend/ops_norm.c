@@ -61,10 +61,10 @@ static tvk_tensor *check_shape(const char *op, const char *name, tvk_tensor *p, 
   for (int d = 0; ok && d < nd; d++) ok = p->shape[d] == shape[d];
   if (ok) return NULL;
   char ps[BC_SHAPE_STR_MAX], want[BC_SHAPE_STR_MAX], xs[BC_SHAPE_STR_MAX];
-  return tensor_error(x->ctx, TVK_ERR_SHAPE, "%s: %s has shape %s: expected %s (%s) for x of shape %s",
-                      op, name, bc_shape_str(p->ndim, p->shape, ps, sizeof ps),
-                      bc_shape_str(nd, shape, want, sizeof want), what,
-                      bc_shape_str(x->ndim, x->shape, xs, sizeof xs));
+  return tensor_error(
+      x->ctx, TVK_ERR_SHAPE, "%s: %s has shape %s: expected %s (%s) for x of shape %s", op, name,
+      bc_shape_str(p->ndim, p->shape, ps, sizeof ps), bc_shape_str(nd, shape, want, sizeof want),
+      what, bc_shape_str(x->ndim, x->shape, xs, sizeof xs));
 }
 
 /* The result dtype of a normalisation: x's float dtype promoted with the
@@ -95,8 +95,9 @@ tvk_tensor *tvk_layernorm(tvk_tensor *x, int nlast, tvk_tensor *weight, tvk_tens
   if (bad) return err;
   if (!x) return tensor_error(given[0]->ctx, TVK_ERR_INVALID_ARG, "%s: x is NULL", op);
   if (nlast < 1 || nlast > x->ndim)
-    return tensor_error(x->ctx, TVK_ERR_INVALID_ARG, "%s: nlast %d is outside 1..%d for x of %d dims",
-                        op, nlast, x->ndim, x->ndim);
+    return tensor_error(x->ctx, TVK_ERR_INVALID_ARG,
+                        "%s: nlast %d is outside 1..%d for x of %d dims", op, nlast, x->ndim,
+                        x->ndim);
   if (!isfinite(eps) || eps < 0)
     return tensor_error(x->ctx, TVK_ERR_INVALID_ARG, "%s: eps %g must be finite and >= 0", op, eps);
   const int64_t *ns = x->shape + (x->ndim - nlast);
@@ -143,11 +144,15 @@ tvk_tensor *tvk_batchnorm(tvk_tensor *x, tvk_tensor *weight, tvk_tensor *bias, t
   tvk_ctx *ctx = given[0]->ctx;
   if (!x || !mean || !var)
     return tensor_error(ctx, TVK_ERR_INVALID_ARG, "%s: %s is NULL (x, mean and var are required)",
-                        op, !x ? "x" : !mean ? "mean" : "var");
+                        op,
+                        !x      ? "x"
+                        : !mean ? "mean"
+                                : "var");
   char xs[BC_SHAPE_STR_MAX];
   if (x->ndim < 2)
-    return tensor_error(ctx, TVK_ERR_SHAPE, "%s: x has shape %s: expected (N, C, ...), 2 dims or more",
-                        op, bc_shape_str(x->ndim, x->shape, xs, sizeof xs));
+    return tensor_error(ctx, TVK_ERR_SHAPE,
+                        "%s: x has shape %s: expected (N, C, ...), 2 dims or more", op,
+                        bc_shape_str(x->ndim, x->shape, xs, sizeof xs));
   if (!isfinite(eps) || eps < 0)
     return tensor_error(ctx, TVK_ERR_INVALID_ARG, "%s: eps %g must be finite and >= 0", op, eps);
   const char *names[5] = {"x", "weight", "bias", "mean", "var"};

@@ -27,7 +27,6 @@ static bool is_float(tvk_dtype d) { return dt_is_float(dt_make(dt_from_tvk(d)));
 /* tvk_sum's result dtype. */
 static tvk_dtype sum_dtype(tvk_dtype d) { return dt_to_tvk(dt_sum_result(dt_from_tvk(d))); }
 
-
 /* ---------------------------------------------------------------- cumsum */
 
 /* Sum over the last dim (halves summed in float32: the sum keeps float32). */

@@ -19,8 +19,7 @@ tvk_tensor *tvk_squeeze(tvk_tensor *a, int naxes, const int *axes) {
   if (naxes < 0)
     return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "squeeze: naxes %d is negative", naxes);
   if (naxes > 0 && !axes)
-    return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "squeeze: axes is NULL for %d axes",
-                        naxes);
+    return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "squeeze: axes is NULL for %d axes", naxes);
   bool drop[TVK_MAX_DIMS] = {false};
   char s[BC_SHAPE_STR_MAX];
   if (naxes == 0) {
@@ -29,8 +28,8 @@ tvk_tensor *tvk_squeeze(tvk_tensor *a, int naxes, const int *axes) {
   for (int i = 0; i < naxes; i++) {
     int d = bc_axis(axes[i], a->ndim);
     if (d < 0)
-      return tensor_error(a->ctx, TVK_ERR_INVALID_ARG,
-                          "squeeze: axis %d out of range for %d dims", axes[i], a->ndim);
+      return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "squeeze: axis %d out of range for %d dims",
+                          axes[i], a->ndim);
     if (drop[d])
       return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "squeeze: dim %d is listed twice", d);
     if (a->shape[d] != 1)
@@ -56,8 +55,8 @@ tvk_tensor *tvk_unsqueeze(tvk_tensor *a, int axis) {
   int at = axis < 0 ? axis + a->ndim + 1 : axis;
   if (at < 0 || at > a->ndim)
     return tensor_error(a->ctx, TVK_ERR_INVALID_ARG,
-                        "unsqueeze: axis %d is outside [%d, %d] for %d dims", axis,
-                        -a->ndim - 1, a->ndim, a->ndim);
+                        "unsqueeze: axis %d is outside [%d, %d] for %d dims", axis, -a->ndim - 1,
+                        a->ndim, a->ndim);
   int64_t out[TVK_MAX_DIMS];
   for (int d = 0, k = 0; d <= a->ndim; d++) out[d] = d == at ? 1 : a->shape[k++];
   return tvk_reshape(a, a->ndim + 1, out);
@@ -72,8 +71,7 @@ static tvk_tensor *cat_check(const char *op, int n, tvk_tensor *const *ts, int a
   tvk_tensor *a = ts[0];
   char s0[BC_SHAPE_STR_MAX], si[BC_SHAPE_STR_MAX];
   if (a->ndim == 0)
-    return tensor_error(a->ctx, TVK_ERR_SHAPE, "%s: tensors are 0-d: there is no axis to join",
-                        op);
+    return tensor_error(a->ctx, TVK_ERR_SHAPE, "%s: tensors are 0-d: there is no axis to join", op);
   *ax = bc_axis(axis, a->ndim);
   if (*ax < 0)
     return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: axis %d out of range for %d dims", op,
@@ -205,15 +203,14 @@ tvk_tensor *tvk_repeat(tvk_tensor *a, int nrep, const int64_t *repeats) {
                         "repeat: nrep %d is outside [%d, %d] (a has %d dims)", nrep, a->ndim,
                         TVK_MAX_DIMS, a->ndim);
   if (nrep > 0 && !repeats)
-    return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "repeat: repeats is NULL for %d dims",
-                        nrep);
+    return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "repeat: repeats is NULL for %d dims", nrep);
   int64_t cur[TVK_MAX_DIMS], out[TVK_MAX_DIMS];
   int lead = nrep - a->ndim;
   for (int d = 0; d < nrep; d++) {
     cur[d] = d < lead ? 1 : a->shape[d - lead];
     if (repeats[d] < 0)
-      return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "repeat: repeats[%d] = %" PRId64 " is negative",
-                          d, repeats[d]);
+      return tensor_error(a->ctx, TVK_ERR_INVALID_ARG,
+                          "repeat: repeats[%d] = %" PRId64 " is negative", d, repeats[d]);
     if (cur[d] > 0 && repeats[d] > INT64_MAX / cur[d])
       return tensor_error(a->ctx, TVK_ERR_SHAPE, "repeat: dim %d is too large", d);
     out[d] = cur[d] * repeats[d];
@@ -225,9 +222,10 @@ tvk_tensor *tvk_repeat(tvk_tensor *a, int nrep, const int64_t *repeats) {
   int need = 0;
   for (int d = 0; d < nrep; d++) need += repeats[d] != 1 && cur[d] != 1;
   if (need > 0 && nrep == TVK_MAX_DIMS)
-    return tensor_error(a->ctx, TVK_ERR_SHAPE,
-                        "repeat: tiling a dim of size > 1 in %d dims needs a spare dim (at most %d)",
-                        nrep, TVK_MAX_DIMS - 1);
+    return tensor_error(
+        a->ctx, TVK_ERR_SHAPE,
+        "repeat: tiling a dim of size > 1 in %d dims needs a spare dim (at most %d)", nrep,
+        TVK_MAX_DIMS - 1);
 
   tvk_ctx *ctx = a->ctx;
   size_t sc = tvk_scope_begin(ctx);

@@ -26,7 +26,6 @@ static bool is_int(tvk_dtype d) {
 static tvk_dtype res_dtype(tvk_dtype d) { return dt_to_tvk(dt_float_result(dt_from_tvk(d))); }
 static tvk_dtype comp_dtype(tvk_dtype d) { return dt_to_tvk(dt_acc(dt_from_tvk(res_dtype(d)))); }
 
-
 /* a as a compute-dtype tensor of at least one dim (0-d becomes (1,)). */
 static tvk_tensor *prepare(tvk_tensor *a) {
   tvk_tensor *x = tvk_cast(a, comp_dtype(a->dtype));
@@ -107,11 +106,15 @@ static tvk_dtype class_dtype(tvk_dtype ld, int64_t c) {
 /* 0 <= label < c as bool (n, 1), compared in the labels' own dtype (another
  * would promote uint64 with int64 to a float); no reduction over the classes. */
 static tvk_tensor *in_range(tvk_tensor *labels, int64_t n, int64_t c) {
-  static const struct { tvk_dtype dt; bool is_signed; double max; } lim[] = {
-      {TVK_INT8, true, INT8_MAX},     {TVK_UINT8, false, UINT8_MAX},
-      {TVK_INT16, true, INT16_MAX},   {TVK_UINT16, false, UINT16_MAX},
-      {TVK_INT32, true, INT32_MAX},   {TVK_UINT32, false, UINT32_MAX},
-      {TVK_INT64, true, 0x1p63},      {TVK_UINT64, false, 0x1p64},
+  static const struct {
+    tvk_dtype dt;
+    bool is_signed;
+    double max;
+  } lim[] = {
+      {TVK_INT8, true, INT8_MAX},   {TVK_UINT8, false, UINT8_MAX},
+      {TVK_INT16, true, INT16_MAX}, {TVK_UINT16, false, UINT16_MAX},
+      {TVK_INT32, true, INT32_MAX}, {TVK_UINT32, false, UINT32_MAX},
+      {TVK_INT64, true, 0x1p63},    {TVK_UINT64, false, 0x1p64},
   };
   tvk_ctx *ctx = labels->ctx;
   tvk_dtype ld = labels->dtype;
@@ -121,7 +124,7 @@ static tvk_tensor *in_range(tvk_tensor *labels, int64_t n, int64_t c) {
     if (lim[i].dt == ld) is_signed = lim[i].is_signed, max = lim[i].max;
   tvk_tensor *lab = tvk_reshape(labels, 2, (const int64_t[]){n, 1});
   tvk_tensor *ok = is_signed ? tvk_ge(lab, tvk_scalar(ctx, ld, 0))
-                            : tvk_full(ctx, TVK_BOOL, 2, (const int64_t[]){n, 1}, 1);
+                             : tvk_full(ctx, TVK_BOOL, 2, (const int64_t[]){n, 1}, 1);
   if ((double)c <= max) ok = tvk_logical_and(ok, tvk_lt(lab, tvk_scalar(ctx, ld, (double)c)));
   return ok;
 }
@@ -159,10 +162,10 @@ tvk_tensor *tvk_cross_entropy(tvk_tensor *logits, tvk_tensor *labels) {
   /* the label selection: labels and the class index, both leaves, expanded to
    * (N, C) and compared; no one-hot tensor is materialised */
   tvk_tensor *lab = tvk_expand(tvk_reshape(labels, 2, (const int64_t[]){n, 1}), 2, nc);
-  tvk_tensor *cls = tvk_expand(
-      tvk_reshape(tvk_arange(ctx, class_dtype(labels->dtype, c), 0, (double)c, 1), 2,
-                  (const int64_t[]){1, c}),
-      2, nc);
+  tvk_tensor *cls =
+      tvk_expand(tvk_reshape(tvk_arange(ctx, class_dtype(labels->dtype, c), 0, (double)c, 1), 2,
+                             (const int64_t[]){1, c}),
+                 2, nc);
   tvk_tensor *hit = tvk_eq(lab, cls);
   tvk_tensor *picked = tvk_sum(tvk_where(hit, x, tvk_scalar(ctx, x->dtype, 0)), 1, &one, true);
   tvk_tensor *loss = tvk_sub(lse, tvk_sub(picked, m));

@@ -24,7 +24,7 @@ static bool is_data(const UOp *u) {
 /* What each node the schedule computed (or aliased) becomes: a VIEW of memory. */
 typedef struct {
   PtrMap index; /* node -> index in with[] */
-  UOp **with; /* autoreleased */
+  UOp **with;   /* autoreleased */
 } Repl;
 
 enum { X = 1, V };
@@ -61,7 +61,8 @@ static UOp *buffer_view(tvk_ctx *ctx, const SchedBuf *b) {
 
 static bool repl_build(tvk_ctx *ctx, const Schedule *s, Repl *r) {
   int n = s->nbufs + s->naliases;
-  if (!(r->with = calloc((size_t)(n ? n : 1), sizeof *r->with)) || !ptrmap_init(&r->index, (size_t)n))
+  if (!(r->with = calloc((size_t)(n ? n : 1), sizeof *r->with)) ||
+      !ptrmap_init(&r->index, (size_t)n))
     return false;
   for (int i = 0; i < s->nbufs; i++) {
     if (!s->bufs[i].node) continue;
@@ -116,7 +117,8 @@ static tvk_status replace_realized(tvk_ctx *ctx, const Schedule *s) {
  * read of the old value) when into_assign or when the ASSIGN is u itself (a
  * pending assign computes its value from what it reads); otherwise nothing
  * below it: a reader of an ASSIGN reads the new value. false on out of memory. */
-static bool walk_graph(UOp *u, PtrMap *seen, bool into_assign, bool (*f)(UOp *, void *), void *arg) {
+static bool walk_graph(UOp *u, PtrMap *seen, bool into_assign, bool (*f)(UOp *, void *),
+                       void *arg) {
   UStack st = {0};
   bool ok = ustack_push(&st, u);
   while (ok && st.n) {
@@ -134,7 +136,7 @@ typedef struct {
   PtrMap assigns; /* ASSIGN nodes under the roots: computed by this schedule */
   PtrMap targets; /* BUFFER UOps those ASSIGNs write */
   PtrMap copy_of; /* target -> index of its copy in copy_old_values' copies */
-  bool hit;     /* the walked graph reads a target */
+  bool hit;       /* the walked graph reads a target */
 } Assigns;
 
 static bool find_assign(UOp *u, void *arg) {
@@ -194,7 +196,8 @@ static tvk_status copy_old_values(tvk_ctx *ctx, UOp ***roots, int *nr) {
   bool ok = true;
   PtrMap is_root = {0}; /* the tensors being realized: computed now, before any write */
   for (int i = 0; ok && i < *nr; i++)
-    ok = walk_graph((*roots)[i], &seen, true, find_assign, &a) && ptrmap_put(&is_root, (*roots)[i], i);
+    ok = walk_graph((*roots)[i], &seen, true, find_assign, &a) &&
+         ptrmap_put(&is_root, (*roots)[i], i);
   ptrmap_free(&seen);
   for (tvk_tensor *t = ctx->head; ok && a.targets.n && t; t = t->next) {
     if (!t->uop || is_data(t->uop) || ptrmap_get(&is_root, t->uop) >= 0) continue;
@@ -210,8 +213,8 @@ static tvk_status copy_old_values(tvk_ctx *ctx, UOp ***roots, int *nr) {
       for (size_t k = 0; ok && k < a.targets.cap; k++) {
         const UOp *b = a.targets.keys[k];
         if (!b) continue;
-        UOp *v = graph_buffer_view(ctx, graph_buffer_id(b), 1,
-                                   (const int64_t[]){graph_buffer_numel(b)});
+        UOp *v =
+            graph_buffer_view(ctx, graph_buffer_id(b), 1, (const int64_t[]){graph_buffer_numel(b)});
         UOp *c = v ? uop_new(ctx->u, OP_CONTIGUOUS, b->dtype, 1, &v, arg_none()) : NULL;
         ok = c && ptrmap_put(&a.copy_of, b, ncopies);
         if (ok) (*roots)[(*nr)++] = copies[ncopies++] = c;
@@ -240,7 +243,8 @@ static tvk_status find_kept(tvk_ctx *ctx, const Schedule *s, bool *keep) {
   bool ok = ptrmap_init(&computed, (size_t)(s->nbufs + s->naliases));
   for (int i = 0; ok && i < s->nbufs; i++)
     if (s->bufs[i].node) ok = ptrmap_put(&computed, s->bufs[i].node, i);
-  for (int a = 0; ok && a < s->naliases; a++) ok = ptrmap_put(&computed, s->aliases[a].node, -2 - a);
+  for (int a = 0; ok && a < s->naliases; a++)
+    ok = ptrmap_put(&computed, s->aliases[a].node, -2 - a);
   for (tvk_tensor *t = ctx->head; ok && t; t = t->next) {
     if (t->uop) ok = ustack_push(&st, t->uop);
     while (ok && st.n) {
@@ -290,7 +294,8 @@ static tvk_status run(tvk_ctx *ctx, const Schedule *s) {
   DevBuffer **bufs = calloc((size_t)(s->nbufs ? s->nbufs : 1), sizeof *bufs);
   if (!bufs) return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
   for (int i = 0; i < s->nbufs; i++) {
-    const Buffer *rec = s->bufs[i].buffer ? ctx_buffer(ctx, graph_buffer_id(s->bufs[i].buffer)) : NULL;
+    const Buffer *rec =
+        s->bufs[i].buffer ? ctx_buffer(ctx, graph_buffer_id(s->bufs[i].buffer)) : NULL;
     bufs[i] = rec ? rec->dev : NULL;
   }
   Runner r = {.dev = ctx->dev,
@@ -329,7 +334,8 @@ tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts) {
     SchedCtx sc = {ctx->u, ctx->dev->limits.max_kernel_buffers, &ctx->err};
     st = schedule_create(&sc, nr, roots, &s);
     bool *keep = st == TVK_OK ? calloc((size_t)(s.nbufs ? s.nbufs : 1), sizeof *keep) : NULL;
-    if (st == TVK_OK && !keep) st = err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
+    if (st == TVK_OK && !keep)
+      st = err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
     if (st == TVK_OK) st = find_kept(ctx, &s, keep);
     if (st == TVK_OK) schedule_plan(&s, keep);
     free(keep);
@@ -342,6 +348,6 @@ tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts) {
   free(roots);
   if (first_bad) /* the tensor's own error wins over what happened after it */
     return err_set(&ctx->err, first_bad->status != TVK_OK ? first_bad->status : TVK_ERR_INVALID_ARG,
-                    "%s", first_bad->msg ? first_bad->msg : "realize: a tensor has no graph");
+                   "%s", first_bad->msg ? first_bad->msg : "realize: a tensor has no graph");
   return st;
 }

@@ -218,7 +218,9 @@ static EvalSlot *eval_slot(EvalMemo *m, UOp *u) {
   return &m->slots[*i];
 }
 
-static CVal eval_value(const EvalMemo *m, const UOp *u) { return m->slots[ptrmap_get(&m->index, u)].v; }
+static CVal eval_value(const EvalMemo *m, const UOp *u) {
+  return m->slots[ptrmap_get(&m->index, u)].v;
+}
 
 static bool eval_scalar(DType d) {
   return d.count == 1 && d.addr == ADDR_NONE && d.scalar != DT_VOID;

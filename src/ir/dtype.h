@@ -26,10 +26,11 @@ typedef enum {
 } ScalarType;
 
 #define DT_BIT(s) (1u << (s))
-#define DT_BITS_INT                                                                   \
-  (DT_BIT(DT_INT8) | DT_BIT(DT_UINT8) | DT_BIT(DT_INT16) | DT_BIT(DT_UINT16) |      \
-   DT_BIT(DT_INT32) | DT_BIT(DT_UINT32) | DT_BIT(DT_INT64) | DT_BIT(DT_UINT64))
-#define DT_BITS_FLOAT (DT_BIT(DT_FLOAT16) | DT_BIT(DT_BFLOAT16) | DT_BIT(DT_FLOAT32) | DT_BIT(DT_FLOAT64))
+#define DT_BITS_INT                                                                                \
+  (DT_BIT(DT_INT8) | DT_BIT(DT_UINT8) | DT_BIT(DT_INT16) | DT_BIT(DT_UINT16) | DT_BIT(DT_INT32) |  \
+   DT_BIT(DT_UINT32) | DT_BIT(DT_INT64) | DT_BIT(DT_UINT64))
+#define DT_BITS_FLOAT                                                                              \
+  (DT_BIT(DT_FLOAT16) | DT_BIT(DT_BFLOAT16) | DT_BIT(DT_FLOAT32) | DT_BIT(DT_FLOAT64))
 
 enum { ADDR_NONE = 0, ADDR_GLOBAL = 1, ADDR_LOCAL = 2 };
 
@@ -44,10 +45,16 @@ typedef struct {
 
 static inline DType dt_make(ScalarType s) { return (DType){(uint8_t)s, 1, ADDR_NONE, 0}; }
 #define DT(s) ((DType){DT_##s, 1, ADDR_NONE, 0})
-static inline DType dt_vec(DType d, int count) { return (DType){d.scalar, (uint8_t)count, d.addr, 0}; }
-static inline DType dt_ptr(DType d, int addr) { return (DType){d.scalar, d.count, (uint8_t)addr, 0}; }
-static inline DType dt_base(DType d) { return (DType){d.scalar, d.count, ADDR_NONE, 0}; }   /* pointee */
-static inline DType dt_scalar(DType d) { return (DType){d.scalar, 1, ADDR_NONE, 0}; }       /* element */
+static inline DType dt_vec(DType d, int count) {
+  return (DType){d.scalar, (uint8_t)count, d.addr, 0};
+}
+static inline DType dt_ptr(DType d, int addr) {
+  return (DType){d.scalar, d.count, (uint8_t)addr, 0};
+}
+static inline DType dt_base(DType d) {
+  return (DType){d.scalar, d.count, ADDR_NONE, 0};
+} /* pointee */
+static inline DType dt_scalar(DType d) { return (DType){d.scalar, 1, ADDR_NONE, 0}; } /* element */
 static inline bool dt_eq(DType a, DType b) {
   return a.scalar == b.scalar && a.count == b.count && a.addr == b.addr;
 }
@@ -57,7 +64,7 @@ static inline uint32_t dt_key(DType d) {
 
 static inline bool dt_is_ptr(DType d) { return d.addr != ADDR_NONE; }
 static inline bool dt_is_float(DType d) { return (DT_BITS_FLOAT >> d.scalar) & 1u; }
-static inline bool dt_is_int(DType d) { return (DT_BITS_INT >> d.scalar) & 1u; }   /* bool excluded */
+static inline bool dt_is_int(DType d) { return (DT_BITS_INT >> d.scalar) & 1u; } /* bool excluded */
 static inline bool dt_is_bool(DType d) { return d.scalar == DT_BOOL; }
 bool dt_is_unsigned(DType d);
 

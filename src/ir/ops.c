@@ -15,8 +15,8 @@ static const char *const names[OP_COUNT] = {
 /* The derived facts (ops.def): ALU ops are elementwise, elementwise ops are
  * kernel-AST values, values may appear in a kernel AST. */
 #define WITH_ALU(g) ((g) | (((g) & (G_UNARY | G_BINARY | G_TERNARY)) ? G_ALU | G_ELEMENTWISE : 0u))
-#define WITH_VALUE(g) ((g) | ((g) & G_ELEMENTWISE ? G_AST_VALUE : 0u))
-#define WITH_AST(g) ((g) | ((g) & G_AST_VALUE ? G_AST : 0u))
+#define WITH_VALUE(g) ((g) | ((g)&G_ELEMENTWISE ? G_AST_VALUE : 0u))
+#define WITH_AST(g) ((g) | ((g)&G_AST_VALUE ? G_AST : 0u))
 static const uint32_t groups_of[OP_COUNT] = {
 #define OP(name, facts) [OP_##name] = WITH_AST(WITH_VALUE(WITH_ALU(facts))),
 #include "ops.def"

@@ -34,15 +34,15 @@ typedef enum {
 
 typedef struct UPat UPat;
 struct UPat {
-  const uint8_t *ops;   /* OP_NONE-terminated list of accepted ops */
-  uint32_t groups;      /* op groups (G_*) also accepted; ops == NULL && groups == 0: any op */
-  uint32_t dtypes;      /* DT_BIT set of accepted scalar types; 0: any dtype */
-  const Arg *arg;       /* NULL: any arg; else compared by value */
-  const CVal *cval;     /* for CONST: NULL any; else value compared after conversion */
-  uint8_t slot;         /* capture slot, 0: none. Same slot twice must be the same UOp */
-  uint8_t kind;         /* UPatSrcKind */
+  const uint8_t *ops; /* OP_NONE-terminated list of accepted ops */
+  uint32_t groups;    /* op groups (G_*) also accepted; ops == NULL && groups == 0: any op */
+  uint32_t dtypes;    /* DT_BIT set of accepted scalar types; 0: any dtype */
+  const Arg *arg;     /* NULL: any arg; else compared by value */
+  const CVal *cval;   /* for CONST: NULL any; else value compared after conversion */
+  uint8_t slot;       /* capture slot, 0: none. Same slot twice must be the same UOp */
+  uint8_t kind;       /* UPatSrcKind */
   uint8_t nsrc;
-  bool any_len;         /* TUPLE: the UOp may have more sources than nsrc */
+  bool any_len; /* TUPLE: the UOp may have more sources than nsrc */
   const UPat *const *src;
 };
 
@@ -66,10 +66,12 @@ typedef struct {
 #define PAT_CONST(s) UPAT(.ops = P_OPS(OP_CONST), .slot = (s))
 #define PAT_CONST_VAL(v) UPAT(.ops = P_OPS(OP_CONST), .cval = &(const CVal){.f = (v)})
 /* op `o` with sources in order / in any order (commutative) */
-#define PAT_OP(o, s, ...) \
-  UPAT(.ops = P_OPS(o), .slot = (s), .kind = UPAT_SRC_TUPLE, .src = P_SRC(__VA_ARGS__), .nsrc = P_NSRC(__VA_ARGS__))
-#define PAT_COMM(o, s, ...) \
-  UPAT(.ops = P_OPS(o), .slot = (s), .kind = UPAT_SRC_PERM, .src = P_SRC(__VA_ARGS__), .nsrc = P_NSRC(__VA_ARGS__))
+#define PAT_OP(o, s, ...)                                                                          \
+  UPAT(.ops = P_OPS(o), .slot = (s), .kind = UPAT_SRC_TUPLE, .src = P_SRC(__VA_ARGS__),            \
+       .nsrc = P_NSRC(__VA_ARGS__))
+#define PAT_COMM(o, s, ...)                                                                        \
+  UPAT(.ops = P_OPS(o), .slot = (s), .kind = UPAT_SRC_PERM, .src = P_SRC(__VA_ARGS__),             \
+       .nsrc = P_NSRC(__VA_ARGS__))
 /* one of several patterns */
 #define PAT_ALT(...) UPAT(.kind = UPAT_ALT, .src = P_SRC(__VA_ARGS__), .nsrc = P_NSRC(__VA_ARGS__))
 

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 
 #include "alu.h"
-#include "symbolic.h"
 #include "ir/vec.h"
+#include "symbolic.h"
 
 enum { MM_UNKNOWN = 0, MM_EXACT = 1, MM_LOOSE = 2 };
 

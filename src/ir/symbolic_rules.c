@@ -115,7 +115,8 @@ static UOp *fdiv_zero(void *ctx, UOp **c) {
   UOp *k = c[C1];
   if (!scalar(c[R]) || !dt_is_float(k->dtype)) return NULL;
   double z = uop_const_double(k);
-  return uop_alu2(OP_MUL, c[X], uop_const_float(k->ctx, k->dtype, signbit(z) ? -INFINITY : INFINITY));
+  return uop_alu2(OP_MUL, c[X],
+                  uop_const_float(k->ctx, k->dtype, signbit(z) ? -INFINITY : INFINITY));
 }
 
 static const Rule simple_rules[] = {
@@ -144,7 +145,8 @@ static const Rule simple_rules[] = {
               UPAT(.ops = P_OPS(OP_NEG), .kind = UPAT_SRC_TUPLE, .nsrc = 1, .src = P_SRC(V(X))))),
      ret_x},
     /* x / 0 -> x * inf   (floats) */
-    {OP2(OP_FDIV, 0, V(X), UPAT(.ops = P_OPS(OP_CONST), .cval = &(const CVal){.f = 0}, .slot = C1)), fdiv_zero},
+    {OP2(OP_FDIV, 0, V(X), UPAT(.ops = P_OPS(OP_CONST), .cval = &(const CVal){.f = 0}, .slot = C1)),
+     fdiv_zero},
     /* x // 1 -> x   (int) */
     {OP2(OP_IDIV, INTS, V(X), PAT_CONST_VAL(1)), ret_x},
     /* x // -1 -> x*-1   (int; both wrap the same way at the minimum) */

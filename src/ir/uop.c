@@ -67,8 +67,10 @@ bool arg_eq(const Arg *a, const Arg *b) {
   case ARG_FLOAT: return memcmp(&a->f, &b->f, sizeof a->f) == 0; /* NaN == NaN, 0.0 != -0.0 */
   case ARG_INTS: return ints_eq(a->ints.n, a->ints.v, b->ints.n, b->ints.v);
   case ARG_VAR:
-    return strcmp(a->var.name, b->var.name) == 0 && a->var.lo == b->var.lo && a->var.hi == b->var.hi;
-  case ARG_REDUCE: return a->red.op == b->red.op && ints_eq(a->red.n, a->red.axes, b->red.n, b->red.axes);
+    return strcmp(a->var.name, b->var.name) == 0 && a->var.lo == b->var.lo &&
+           a->var.hi == b->var.hi;
+  case ARG_REDUCE:
+    return a->red.op == b->red.op && ints_eq(a->red.n, a->red.axes, b->red.n, b->red.axes);
   case ARG_ST: return st_eq(a->st, b->st);
   }
   return false;
@@ -77,8 +79,10 @@ bool arg_eq(const Arg *a, const Arg *b) {
 static int64_t *dup_ints(int n, const int64_t *v, bool *ok) {
   if (n == 0) return NULL;
   int64_t *r = malloc((size_t)n * sizeof *r);
-  if (!r) *ok = false;
-  else memcpy(r, v, (size_t)n * sizeof *r);
+  if (!r)
+    *ok = false;
+  else
+    memcpy(r, v, (size_t)n * sizeof *r);
   return r;
 }
 
@@ -96,7 +100,10 @@ static bool arg_copy(Arg *dst, const Arg *src) {
   case ARG_INTS: dst->ints.v = dup_ints(src->ints.n, src->ints.v, &ok); break;
   case ARG_VAR: dst->var.name = dup_str(src->var.name, &ok); break;
   case ARG_REDUCE: dst->red.axes = dup_ints(src->red.n, src->red.axes, &ok); break;
-  case ARG_ST: dst->st = st_clone(src->st); ok = dst->st != NULL; break;
+  case ARG_ST:
+    dst->st = st_clone(src->st);
+    ok = dst->st != NULL;
+    break;
   default: break;
   }
   return ok;
@@ -128,7 +135,8 @@ int arg_str_render(const Arg *a, char *buf, size_t n) {
   case ARG_INT: return snprintf(buf, n, "%" PRId64, a->i);
   case ARG_FLOAT: return snprintf(buf, n, "%.9g", a->f);
   case ARG_INTS: return render_ints(buf, n, a->ints.n, a->ints.v);
-  case ARG_VAR: return snprintf(buf, n, "('%s', %" PRId64 ", %" PRId64 ")", a->var.name, a->var.lo, a->var.hi);
+  case ARG_VAR:
+    return snprintf(buf, n, "('%s', %" PRId64 ", %" PRId64 ")", a->var.name, a->var.lo, a->var.hi);
   case ARG_REDUCE: {
     int len = snprintf(buf, n, "(%s, ", op_name((Op)a->red.op));
     size_t at = (size_t)len < n ? (size_t)len : n;
@@ -288,7 +296,8 @@ UOp *uop_new(UCtx *ctx, Op op, DType dtype, int nsrc, UOp *const *src, Arg arg) 
   for (int i = 0; i < nsrc; i++) assert(src[i] && src[i]->ctx == ctx);
   uint64_t h = node_hash(op, dtype, nsrc, src, &arg);
   for (UOp *u = ctx->buckets[h & (ctx->nbuckets - 1)]; u; u = u->chain)
-    if (u->hash == h && node_eq(u, op, dtype, nsrc, src, &arg)) return uop_autorelease(uop_retain(u));
+    if (u->hash == h && node_eq(u, op, dtype, nsrc, src, &arg))
+      return uop_autorelease(uop_retain(u));
 
   UOp *u = calloc(1, sizeof *u + (size_t)nsrc * sizeof(UOp *));
   if (!u) return NULL;
@@ -431,8 +440,8 @@ UOp **uop_toposort(UOp *root, size_t *n) {
 
 /* Per-node print state for the pretty printer. */
 typedef struct {
-  int uses;    /* how many edges point at the node (1 for the root) */
-  int id;      /* order of first discovery, printed as x<id> */
+  int uses; /* how many edges point at the node (1 for the root) */
+  int id;   /* order of first discovery, printed as x<id> */
   bool printed;
 } PState;
 
@@ -460,7 +469,8 @@ static void print_node(Printer *p, Str *s, UOp *u, int depth) {
   arg_str_render(&u->arg, arg, sizeof arg);
   str_printf(s, "%*s", depth, "");
   if (ps->uses > 1) str_printf(s, "x%d:=", ps->id);
-  str_printf(s, "UOp(Ops.%s, dtypes.%s, arg=%s, src=(", op_name((Op)u->op), dt_str(u->dtype, dt), arg);
+  str_printf(s, "UOp(Ops.%s, dtypes.%s, arg=%s, src=(", op_name((Op)u->op), dt_str(u->dtype, dt),
+             arg);
   for (uint32_t i = 0; i < u->nsrc; i++) {
     str_printf(s, "\n");
     print_node(p, s, u->src[i], depth + 2);
@@ -477,7 +487,8 @@ char *uop_pretty(UOp *root) {
   Str s = {0};
   bool ok = p.st && ptrmap_init(&p.index, p.n);
   for (size_t i = 0; ok && i < p.n; i++) ok = ptrmap_put(&p.index, p.nodes[i], (int64_t)i);
-  if (!ok) s.oom = true;
+  if (!ok)
+    s.oom = true;
   else {
     /* ids in order of first discovery from the root, as the seed numbers them */
     p.st[p.n - 1].uses = 1;

@@ -66,7 +66,9 @@ typedef struct {
 static inline Arg arg_none(void) { return (Arg){.kind = ARG_NONE}; }
 static inline Arg arg_int(int64_t i) { return (Arg){.kind = ARG_INT, .i = i}; }
 static inline Arg arg_float(double f) { return (Arg){.kind = ARG_FLOAT, .f = f}; }
-static inline Arg arg_ints(int n, const int64_t *v) { return (Arg){.kind = ARG_INTS, .ints = {n, v}}; }
+static inline Arg arg_ints(int n, const int64_t *v) {
+  return (Arg){.kind = ARG_INTS, .ints = {n, v}};
+}
 static inline Arg arg_var(const char *name, int64_t lo, int64_t hi) {
   return (Arg){.kind = ARG_VAR, .var = {name, lo, hi}};
 }
@@ -82,15 +84,15 @@ int arg_str_render(const Arg *a, char *buf, size_t n);
 /* ---- the node ---- */
 
 struct UOp {
-  uint8_t op;   /* Op */
+  uint8_t op; /* Op */
   DType dtype;
   uint32_t nsrc;
   Arg arg;
-  UOp **src;    /* nsrc sources, stored after the struct */
+  UOp **src; /* nsrc sources, stored after the struct */
   UCtx *ctx;
   uint64_t hash;
   int64_t refs;
-  UOp *chain;   /* intern table bucket chain */
+  UOp *chain; /* intern table bucket chain */
   /* cached derived facts; not part of identity (see symbolic.h) */
   uint8_t mm_state; /* 0 unknown, 1 vmin/vmax valid */
   int64_t vmin, vmax;
@@ -98,8 +100,8 @@ struct UOp {
 
 /* ---- context ---- */
 
-UCtx *uctx_new(void);            /* NULL on out of memory */
-void uctx_free(UCtx *ctx);       /* drains every pool and frees every UOp left; NULL ok */
+UCtx *uctx_new(void);              /* NULL on out of memory */
+void uctx_free(UCtx *ctx);         /* drains every pool and frees every UOp left; NULL ok */
 size_t uctx_live(const UCtx *ctx); /* number of UOps alive (for leak tests) */
 /* Called with each BUFFER UOp as it is freed (not at uctx_free), so whoever
  * owns the storage a BUFFER names can free it with the last reference. */
@@ -128,11 +130,11 @@ UOp *uop_replace_dtype(UOp *u, DType dt);
 /* Constants are truncated to the dtype (dt_truncate_*); vector dtypes are not
  * allowed here. */
 UOp *uop_const(UCtx *ctx, DType dt, CVal v);
-UOp *uop_const_int(UCtx *ctx, DType dt, int64_t v);     /* converts for float dtypes */
-UOp *uop_const_float(UCtx *ctx, DType dt, double v);    /* converts for int dtypes */
-UOp *uop_const_like(UOp *u, int64_t v);                 /* const of u's scalar dtype */
+UOp *uop_const_int(UCtx *ctx, DType dt, int64_t v);  /* converts for float dtypes */
+UOp *uop_const_float(UCtx *ctx, DType dt, double v); /* converts for int dtypes */
+UOp *uop_const_like(UOp *u, int64_t v);              /* const of u's scalar dtype */
 static inline bool uop_is_const(const UOp *u) { return u->op == OP_CONST; }
-CVal uop_const_val(const UOp *u); /* of a CONST */
+CVal uop_const_val(const UOp *u);      /* of a CONST */
 double uop_const_double(const UOp *u); /* of a CONST, as double */
 
 /* Variables: an int32 DEFINE_VAR with bounds lo <= v <= hi. */
@@ -164,8 +166,8 @@ UOp *uop_mul_c(UOp *a, int64_t c);
 UOp *uop_idiv_c(UOp *a, int64_t c);
 UOp *uop_mod_c(UOp *a, int64_t c);
 UOp *uop_lt_c(UOp *a, int64_t c);
-UOp *uop_sub(UOp *a, UOp *b); /* a + (-1)*b for ints (as the seed), SUB kept for floats */
-UOp *uop_cast(UOp *a, DType dt);   /* returns a when already dt */
+UOp *uop_sub(UOp *a, UOp *b);    /* a + (-1)*b for ints (as the seed), SUB kept for floats */
+UOp *uop_cast(UOp *a, DType dt); /* returns a when already dt */
 UOp *uop_sink(UCtx *ctx, int nsrc, UOp *const *src);
 
 /* ---- traversal and printing ---- */

@@ -45,7 +45,8 @@ void strides_for_shape(int ndim, const sint *shape, sint *strides);
 /* Canonical view: drops strides of size-1 dims, normalises the mask, sets contiguous.
  * strides NULL: row-major; mask NULL: no mask. Arguments are not validated (dims
  * >= 0, ndim <= TVK_MAX_DIMS); st_from_view validates a view built from user input. */
-View view_make(int ndim, const sint *shape, const sint *strides, sint offset, const sint (*mask)[2]);
+View view_make(int ndim, const sint *shape, const sint *strides, sint offset,
+               const sint (*mask)[2]);
 
 ShapeTracker *st_from_shape(int ndim, const sint *shape);
 ShapeTracker *st_from_view(const View *v); /* canonicalised; NULL if it reaches below 0 */
@@ -57,7 +58,7 @@ bool st_eq(const ShapeTracker *a, const ShapeTracker *b);
 static inline const View *st_top(const ShapeTracker *st) { return &st->views[st->nviews - 1]; }
 static inline int st_ndim(const ShapeTracker *st) { return st_top(st)->ndim; }
 static inline const sint *st_shape(const ShapeTracker *st) { return st_top(st)->shape; }
-sint st_numel(const ShapeTracker *st); /* product of the visible shape */
+sint st_numel(const ShapeTracker *st);      /* product of the visible shape */
 bool st_contiguous(const ShapeTracker *st); /* one view, contiguous */
 /* Number of elements of the underlying buffer the tracker can address
  * (max reachable offset + 1 of views[0]; 0 when no element is valid). Exact for
@@ -68,8 +69,8 @@ sint st_real_size(const ShapeTracker *st);
 /* Movement ops (the seed's View/ShapeTracker methods). */
 ShapeTracker *st_reshape(const ShapeTracker *st, int ndim, const sint *shape);
 ShapeTracker *st_permute(const ShapeTracker *st, const int *order);
-ShapeTracker *st_expand(const ShapeTracker *st, const sint *shape);    /* same ndim; 1 -> n */
-ShapeTracker *st_pad(const ShapeTracker *st, const sint (*pads)[2]);   /* (before, after) >= 0 */
+ShapeTracker *st_expand(const ShapeTracker *st, const sint *shape);       /* same ndim; 1 -> n */
+ShapeTracker *st_pad(const ShapeTracker *st, const sint (*pads)[2]);      /* (before, after) >= 0 */
 ShapeTracker *st_shrink(const ShapeTracker *st, const sint (*ranges)[2]); /* 0 <= lo <= hi <= dim */
 ShapeTracker *st_flip(const ShapeTracker *st, const bool *flip);
 /* Composition: a tracker `b` applied on top of the result of `a` (seed's a + b).

@@ -45,11 +45,12 @@ typedef struct {
   tvk_status (*copy_out)(Device *d, DevBuffer *b, size_t offset, void *dst, size_t n);
   /* Compile kernel `name` from source, through the on-disk cache. `*cache_hit`
    * tells whether a compiled result was reused. */
-  tvk_status (*compile)(Device *d, const char *name, const char *src, DevProgram **out, bool *cache_hit);
+  tvk_status (*compile)(Device *d, const char *name, const char *src, DevProgram **out,
+                        bool *cache_hit);
   void (*program_free)(Device *d, DevProgram *p); /* NULL ok */
   /* Enqueue a launch; it may run before this returns or at the next sync. */
-  tvk_status (*launch)(Device *d, DevProgram *p, DevBuffer *const *bufs, int nbufs, const int32_t *vals,
-                       int nvals, const LaunchDims *dims);
+  tvk_status (*launch)(Device *d, DevProgram *p, DevBuffer *const *bufs, int nbufs,
+                       const int32_t *vals, int nvals, const LaunchDims *dims);
   tvk_status (*sync)(Device *d); /* wait for everything enqueued */
   void (*destroy)(Device *d);    /* frees everything of the device */
 } DeviceOps;
@@ -67,14 +68,13 @@ struct Device {
   int codegen_mode;
 };
 
-
 /* Options common to backends, filled from the context (environment or options). */
 typedef struct {
   const char *cache_dir; /* NULL: $TVK_CACHE_DIR, else $XDG_CACHE_HOME/tvk, else ~/.cache/tvk */
   const char *cc;        /* CPU: C compiler; NULL: $CC, else "cc" */
   int threads;           /* CPU: 0 = one per core */
   int debug;             /* TVK_DEBUG level */
-  int validate;          /* Vulkan: VK_LAYER_KHRONOS_validation + a counting messenger ($TVK_VALIDATE) */
+  int validate; /* Vulkan: VK_LAYER_KHRONOS_validation + a counting messenger ($TVK_VALIDATE) */
 } DeviceOptions;
 
 /* The device called `name` (devices.c): "CPU", "VK" (the best Vulkan device),

@@ -21,7 +21,8 @@ tvk_status device_open(const char *name, const DeviceOptions *opt, Device **out,
     if (vk_device_create(opt, -1, out, err) == TVK_OK) return TVK_OK;
     err_clear(err);
   }
-  if (!name || !strcmp(name, "CPU") || !strcmp(name, "cpu")) return cpu_device_create(opt, out, err);
+  if (!name || !strcmp(name, "CPU") || !strcmp(name, "cpu"))
+    return cpu_device_create(opt, out, err);
   if (parse_vk(name, &index)) return vk_device_create(opt, index, out, err);
   *out = NULL;
   return err_set(err, TVK_ERR_DEVICE,

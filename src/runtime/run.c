@@ -63,10 +63,10 @@ static tvk_status get_program(const Runner *r, const KernelSource *ks, DevProgra
   ProgCache *c = *r->programs;
   if (!c && !(c = *r->programs = calloc(1, sizeof *c)))
     return err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache",
-                    ks->name);
+                   ks->name);
   if ((c->n + 1) * 2 > c->cap && !cache_grow(c))
     return err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache",
-                    ks->name);
+                   ks->name);
   uint64_t h = fnv1a(ks->src);
   ProgEntry *e = cache_slot(c->e, c->cap, h, ks->src);
   if (e->src) {
@@ -82,7 +82,7 @@ static tvk_status get_program(const Runner *r, const KernelSource *ks, DevProgra
   if (!key) {
     r->dev->ops->program_free(r->dev, p);
     return err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache",
-                    ks->name);
+                   ks->name);
   }
   *e = (ProgEntry){key, h, p};
   c->n++;
@@ -133,7 +133,7 @@ static tvk_status prepare(const Runner *r, const Schedule *s, int i, Prepared *p
   }
   if (p->ks.nvars > 0) /* the scheduler makes no DEFINE_VARs yet: nothing could bind them */
     return err_set(r->err, TVK_ERR_INTERNAL, "kernel %s: has %d symbolic values and none are bound",
-                    p->ks.name, p->ks.nvars);
+                   p->ks.name, p->ks.nvars);
   return get_program(r, &p->ks, &p->prog);
 }
 

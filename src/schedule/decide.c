@@ -98,7 +98,8 @@ static bool view_expands(UOp *v) {
   if (st_numel(st) <= base) return false;
   if (st->nviews != 1 || !st->views[0].has_mask) return true;
   int64_t valid = 1;
-  for (int d = 0; d < st->views[0].ndim; d++) valid *= st->views[0].mask[d][1] - st->views[0].mask[d][0];
+  for (int d = 0; d < st->views[0].ndim; d++)
+    valid *= st->views[0].mask[d][1] - st->views[0].mask[d][0];
   return valid > base;
 }
 
@@ -122,7 +123,8 @@ bool sched_contiguous_noop(const UOp *u) {
   if (graph_is_leaf(y) && y->op != OP_BUFFER) return false; /* a constant has no memory to view */
   if (!st_contiguous(v->arg.st)) return false;
   if (y->op == OP_BUFFER) return true; /* a row-major prefix of memory: plain already */
-  return st_numel(v->arg.st) == graph_numel((UOp *)y); /* all of y: computing y is computing the CONTIGUOUS */
+  return st_numel(v->arg.st) ==
+         graph_numel((UOp *)y); /* all of y: computing y is computing the CONTIGUOUS */
 }
 
 /* Every assign is materialised (into its target). Every explicit CONTIGUOUS is
@@ -258,7 +260,7 @@ bool sched_same_reduce(UOp *a, UOp *b) {
 typedef struct {
   struct SharedReduce {
     int64_t owner, root, reduce; /* the kernel owning it, the other kernel, the reduce */
-  } *v;
+  } * v;
   size_t n, cap;
 } Shared;
 
@@ -308,7 +310,8 @@ static bool mark_direct(SchedGraph *g, int64_t root) {
     g->info[i].direct = stamp;
     UOp *u = g->topo[i];
     if (i != root && (sched_realized(g, i) || !is_elementwise((Op)u->op))) continue;
-    for (uint32_t k = 0; ok && k < u->nsrc; k++) ok = sstack_push(&st, sched_index(g, u->src[k]), 0);
+    for (uint32_t k = 0; ok && k < u->nsrc; k++)
+      ok = sstack_push(&st, sched_index(g, u->src[k]), 0);
   }
   sstack_free(&st);
   return ok;
@@ -417,7 +420,8 @@ static int64_t inputs_under(SchedGraph *g, int64_t x, int64_t *cand, size_t *nca
     }
     if (graph_is_leaf(u)) continue;
     if (cand && i != x && is_elementwise((Op)u->op) && g->info[i].mem) cand[(*ncand)++] = i;
-    for (uint32_t k = 0; ok && k < u->nsrc; k++) ok = sstack_push(&st, sched_index(g, u->src[k]), 0);
+    for (uint32_t k = 0; ok && k < u->nsrc; k++)
+      ok = sstack_push(&st, sched_index(g, u->src[k]), 0);
   }
   int64_t n = ok ? (int64_t)in.n : -1;
   sstack_free(&st);

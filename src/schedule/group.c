@@ -93,7 +93,8 @@ static int64_t group_buffers(SchedGraph *g, int64_t ga, int64_t gb) {
         continue;
       }
       if (graph_is_leaf(u)) continue;
-      for (uint32_t k = 0; ok && k < u->nsrc; k++) ok = sstack_push(&st, sched_index(g, u->src[k]), 0);
+      for (uint32_t k = 0; ok && k < u->nsrc; k++)
+        ok = sstack_push(&st, sched_index(g, u->src[k]), 0);
     }
   }
   int64_t n = ok ? outs + (int64_t)in.n : INT64_MAX;
@@ -125,7 +126,8 @@ bool sched_try_group(SchedGraph *g, int64_t a, int64_t b) {
       ok = g->info[mem[i]].level == g->info[mem[j]].level ||
            (!depends_on(g, mem[i], mem[j]) && !depends_on(g, mem[j], mem[i]));
   free(mem);
-  if (!ok || group_buffers(g, ga, gb) > sched_buffer_limit(g)) return false; /* the kernel could not bind it */
+  if (!ok || group_buffers(g, ga, gb) > sched_buffer_limit(g))
+    return false; /* the kernel could not bind it */
   int64_t lo = ga < gb ? ga : gb;
   g->info[ga].group = g->info[gb].group = (int32_t)lo;
   return true;

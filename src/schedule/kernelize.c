@@ -25,7 +25,7 @@ typedef struct {
   SchedGraph *g;
   Schedule *s;
   int64_t group; /* the kernel's group (sched_group): its outputs are computed here, not loaded */
-  int *bufs;    /* Schedule.bufs indices by DEFINE_GLOBAL index */
+  int *bufs;     /* Schedule.bufs indices by DEFINE_GLOBAL index */
   int nbufs;
   size_t cap;
   tvk_status err;
@@ -73,8 +73,7 @@ static UOp *make_load(Kern *k, int b, const ShapeTracker *st) {
   UOp *v = kview(k, st);
   if (!v) return kern_oom(k);
   if (sb->numel == 0) {
-    UOp *c =
-        uop_new(k->g->sc->u, OP_CONST, dt, 1, &v, dt_is_float(dt) ? arg_float(0) : arg_int(0));
+    UOp *c = uop_new(k->g->sc->u, OP_CONST, dt, 1, &v, dt_is_float(dt) ? arg_float(0) : arg_int(0));
     return c ? c : kern_oom(k);
   }
   int i = kern_buf(k, b);
@@ -224,7 +223,8 @@ static tvk_status check_ast(SchedGraph *g, UOp *ast) {
     Op op = (Op)u->op;
     bool ok = op_in(op, G_AST) && (op != OP_VIEW || u->nsrc == 0);
     if (!ok)
-      s = err_set(g->sc->err, TVK_ERR_INTERNAL,
+      s = err_set(
+          g->sc->err, TVK_ERR_INTERNAL,
           "schedule: a %s%s%s is left in a kernel AST (a view could not be pushed to the loads)",
           op_name(op), u->nsrc ? " over a " : "", u->nsrc ? op_name((Op)u->src[0]->op) : "");
   }
@@ -250,9 +250,9 @@ static tvk_status check_assign(Kern *k, UOp *ast) {
   }
   free(topo);
   return bad ? err_set(k->g->sc->err, TVK_ERR_INVALID_ARG,
-                        "assign: the value reads the target's buffer through another view "
-                        "than the target's own in the kernel that overwrites it (e.g. a reduce "
-                        "over a transpose of the target); realize that operand first")
+                       "assign: the value reads the target's buffer through another view "
+                       "than the target's own in the kernel that overwrites it (e.g. a reduce "
+                       "over a transpose of the target); realize that operand first")
              : TVK_OK;
 }
 
@@ -268,7 +268,8 @@ static UOp *make_store(Kern *k, int64_t root, int gi) {
   UCtx *u = g->sc->u;
   UOp *node = g->topo[root];
   const SchedBuf *ob = &k->s->bufs[g->info[root].buf];
-  UOp *value = node->op == OP_CONTIGUOUS || node->op == OP_ASSIGN ? node->src[node->nsrc - 1] : node;
+  UOp *value =
+      node->op == OP_CONTIGUOUS || node->op == OP_ASSIGN ? node->src[node->nsrc - 1] : node;
   /* A kernel in the shape of a reduce behind a reshape or, for a contiguous
    * child, a permutation (decide.c): `st` views the output buffer in the
    * reduce's shape. The value is viewed through it too, which the rewrite
@@ -292,7 +293,8 @@ static UOp *make_store(Kern *k, int64_t root, int gi) {
     st_free(st);
     st = ks;
   }
-  UOp *glob = uop_new(u, OP_DEFINE_GLOBAL, dt_ptr(dt_make(ob->dtype), ADDR_GLOBAL), 0, NULL, arg_int(gi));
+  UOp *glob =
+      uop_new(u, OP_DEFINE_GLOBAL, dt_ptr(dt_make(ob->dtype), ADDR_GLOBAL), 0, NULL, arg_int(gi));
   UOp *view = st ? kview(k, st) : NULL;
   st_free(st);
   UOp *store = glob && view && value ? uop_new(u, OP_STORE, dt_make(DT_VOID), 3,

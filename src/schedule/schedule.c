@@ -58,7 +58,7 @@ static tvk_status add_outputs(SchedGraph *g, Schedule *s) {
 typedef struct {
   struct Edge {
     int from, to;
-  } *e;
+  } * e;
   size_t n, cap;
 } Edges;
 
@@ -100,7 +100,8 @@ static tvk_status order_items(Error *err, const Schedule *s, const ScheduleItem 
                               int *order) {
   Edges E = {0};
   int *indeg = calloc((size_t)n + 1, sizeof *indeg);
-  int *first = calloc((size_t)n + 2, sizeof *first); /* item p's successors: succ[first[p]..first[p+1]) */
+  int *first =
+      calloc((size_t)n + 2, sizeof *first); /* item p's successors: succ[first[p]..first[p+1]) */
   int *succ = NULL;
   tvk_status st = TVK_OK;
   if (!indeg || !first || !collect_edges(s, items, n, &E) ||
@@ -121,10 +122,10 @@ static tvk_status order_items(Error *err, const Schedule *s, const ScheduleItem 
   }
   if (tail != n)
     st = err_set(err, TVK_ERR_INVALID_ARG,
-                  "schedule: the kernels form a cycle (%d of %d could be ordered): assigns in "
-                  "this realize each read a buffer that another one overwrites (e.g. a and b "
-                  "swapped by two assigns); realize one of the values first",
-                  tail, n);
+                 "schedule: the kernels form a cycle (%d of %d could be ordered): assigns in "
+                 "this realize each read a buffer that another one overwrites (e.g. a and b "
+                 "swapped by two assigns); realize one of the values first",
+                 tail, n);
 done:
   free(E.e), free(indeg), free(first), free(succ);
   return st;
@@ -147,7 +148,8 @@ static tvk_status build_items(SchedGraph *g, Schedule *s) {
     if (sched_group(g, (int64_t)i) != (int64_t)i) continue; /* stored by its group's kernel */
     int nr = 0;
     for (size_t j = i; j < g->n; j++) /* the group: its first node, then the others in order */
-      if (g->info[j].buf >= 0 && s->bufs[g->info[j].buf].numel && sched_group(g, (int64_t)j) == (int64_t)i)
+      if (g->info[j].buf >= 0 && s->bufs[g->info[j].buf].numel &&
+          sched_group(g, (int64_t)j) == (int64_t)i)
         roots[nr++] = (int64_t)j;
     st = sched_kernelize(g, s, roots, nr, &tmp[n]);
     if (st == TVK_OK) n++;
@@ -204,8 +206,8 @@ int schedule_owner(const Schedule *s, int i) {
 
 void schedule_buf_str(const Schedule *s, int i, char *buf, size_t n) {
   const SchedBuf *b = &s->bufs[i];
-  int at =
-      b->buffer ? snprintf(buf, n, "buf %" PRId64, graph_buffer_id(b->buffer)) : snprintf(buf, n, "buf ?");
+  int at = b->buffer ? snprintf(buf, n, "buf %" PRId64, graph_buffer_id(b->buffer))
+                     : snprintf(buf, n, "buf ?");
   at += snprintf(buf + at, n > (size_t)at ? n - (size_t)at : 0, " %s ", dt_scalar_name(b->dtype));
   if (!b->node) {
     snprintf(buf + at, n > (size_t)at ? n - (size_t)at : 0, "[%" PRId64 "]", b->numel);

@@ -32,12 +32,12 @@
 /* Why a node is materialised (printed at TVK_DEBUG >= 2). */
 typedef enum {
   WHY_NONE = 0,
-  WHY_OUTPUT,         /* a tensor asked for (tvk_realize, tvk_to_host) */
-  WHY_CONTIGUOUS,     /* an explicit contiguous */
-  WHY_VIEW_BLOCKED,   /* a view over it cannot be pushed through it to the loads */
-  WHY_UNSAFE_PAD,     /* a padded view over it, and an op below does not keep f(0) = 0 */
-  WHY_REDUCE_NESTED,  /* a reduce inside another reduce's input */
-  WHY_REDUCE_SHARED,  /* a reduce read by two kernels: computed once, not twice */
+  WHY_OUTPUT,          /* a tensor asked for (tvk_realize, tvk_to_host) */
+  WHY_CONTIGUOUS,      /* an explicit contiguous */
+  WHY_VIEW_BLOCKED,    /* a view over it cannot be pushed through it to the loads */
+  WHY_UNSAFE_PAD,      /* a padded view over it, and an op below does not keep f(0) = 0 */
+  WHY_REDUCE_NESTED,   /* a reduce inside another reduce's input */
+  WHY_REDUCE_SHARED,   /* a reduce read by two kernels: computed once, not twice */
   WHY_REDUCE_MISMATCH, /* a reduce of other axes than the kernel's first reduce */
   WHY_EXPAND,          /* a view expands it: computed once, not once per copy */
   WHY_ASSIGN,          /* tvk_assign: written into the target's own buffer */

@@ -7,8 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "schedule/schedule.h"
 #include "ir/ptrmap.h"
+#include "schedule/schedule.h"
 
 /* What the passes know about one node of the graph. */
 typedef struct {
