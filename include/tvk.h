@@ -105,6 +105,11 @@ tvk_status tvk_ctx_create(const char *device, tvk_ctx **out);
 tvk_status tvk_ctx_create_opts(const tvk_ctx_options *opts, tvk_ctx **out);
 /* Message of the last failed tvk_ctx_create in this thread; "" if none. */
 const char *tvk_last_create_error(void);
+/* Message of the last call in this thread that failed with no context to keep
+ * its message: a failed tvk_ctx_create, or a call whose arguments name no
+ * context (tvk_realize with n < 0, a NULL array, or only NULL tensors); "" if
+ * none. Errors of calls that have a context go to tvk_ctx_error instead. */
+const char *tvk_last_error(void);
 /* Frees the context, every tensor still alive in it and every buffer. NULL ok. */
 void tvk_ctx_destroy(tvk_ctx *ctx);
 /* The device the context runs on, e.g. "CPU (AMD EPYC 7B13, 2 threads)". Owned by ctx. */
@@ -126,15 +131,15 @@ typedef struct {
   uint64_t validation_messages; /* Vulkan validation messages so far (TVK_VALIDATE); 0 elsewhere */
 } tvk_stats;
 
-/* Copies the counters into *out. */
+/* Copies the counters into *out (all zero for a NULL ctx). */
 void tvk_stats_get(const tvk_ctx *ctx, tvk_stats *out);
 /* Zeroes the counters; bytes_peak restarts from bytes_now. */
 void tvk_stats_reset(tvk_ctx *ctx);
 
 /* Scopes: every tensor created after tvk_scope_begin and still alive at
  * tvk_scope_end is released there, except those listed in keep (which then
- * belong to the enclosing scope). Scopes nest; ending an outer scope ends the
- * inner ones. */
+ * belong to the enclosing scope; keep may be NULL, which keeps none). Scopes
+ * nest; ending an outer scope ends the inner ones. */
 size_t tvk_scope_begin(tvk_ctx *ctx);
 void tvk_scope_end(tvk_ctx *ctx, size_t scope, int nkeep, tvk_tensor *const *keep);
 
@@ -410,7 +415,9 @@ tvk_status tvk_assign(tvk_tensor *target, tvk_tensor *value);
 /* Computes all n tensors in one schedule (shared work is done once). Tensors
  * already realized cost nothing. Returns TVK_OK, or the status of the first
  * tensor in an error state, or of a failure to compile or run (the message is
- * then tvk_ctx_error's). n == 0 is TVK_OK. */
+ * then tvk_ctx_error's). n == 0 is TVK_OK. n < 0, a NULL ts or only NULL
+ * tensors give TVK_ERR_INVALID_ARG with the message in tvk_last_error (there is
+ * no context to hold it). */
 tvk_status tvk_realize(int n, tvk_tensor *const *ts);
 /* Waits until every kernel the context has submitted has finished. tvk_realize
  * may return before the device is done (on Vulkan); tvk_to_host waits by itself.

@@ -525,6 +525,51 @@ static void test_pool_errors(void **state) {
   nn_finish();
 }
 
+/* Window arguments near 2^62: every size is checked without overflow (the
+ * sanitizer build aborts on a signed overflow), the error names the op the
+ * user called and the argument, and a huge stride is a valid call. */
+static bool names(tvk_tensor *t, const char *op, const char *arg) {
+  const char *m = tvk_error_of(t);
+  return strncmp(m, op, strlen(op)) == 0 && m[strlen(op)] == ':' && strstr(m, arg) != NULL;
+}
+
+static void test_window_huge_args(void **state) {
+  (void)state;
+  const int64_t big = (int64_t)1 << 62;
+  double z[512] = {0};
+  tvk_tensor *x = nn_tensor(TVK_FLOAT32, 4, (int64_t[]){1, 2, 5, 6}, z);
+  tvk_tensor *w = nn_tensor(TVK_FLOAT32, 4, (int64_t[]){3, 2, 3, 2}, z);
+  struct {
+    const char *what, *op, *arg;
+    tvk_tensor *t;
+  } cases[] = {
+      {"conv2d padding 2^62 + 2^62", "conv2d", "padding",
+       tvk_conv2d(x, w, NULL, NULL, (int64_t[]){big, big, 0, 0}, NULL, 1)},
+      {"conv2d dilation 2^62", "conv2d", "dilation",
+       tvk_conv2d(x, w, NULL, NULL, NULL, (int64_t[]){big, 1}, 1)},
+      {"conv2d padding 2^62 on W", "conv2d", "padding",
+       tvk_conv2d(x, w, NULL, NULL, (int64_t[]){0, 0, big, 3}, NULL, 1)},
+      {"max_pool2d padding 2^62", "max_pool2d", "padding",
+       tvk_max_pool2d(x, (int64_t[]){2, 2}, NULL, (int64_t[]){big, big, 0, 0})},
+      {"avg_pool2d kernel 2^62", "avg_pool2d", "kernel",
+       tvk_avg_pool2d(x, (int64_t[]){big, 2}, NULL, NULL)},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    nn_expect(tvk_status_of(cases[i].t) == TVK_ERR_SHAPE, "%s: status %s (%s)", cases[i].what,
+              tvk_status_name(tvk_status_of(cases[i].t)), tvk_error_of(cases[i].t));
+    nn_expect(names(cases[i].t, cases[i].op, cases[i].arg), "%s: message '%s' should name %s's %s",
+              cases[i].what, tvk_error_of(cases[i].t), cases[i].op, cases[i].arg);
+  }
+  /* the context still works: a stride of 2^62 gives one window per dim */
+  check_conv("stride 2^62", (ConvCase){1, 2, 5, 6, 3, 3, 2, {big, big}, ZERO4, ONE2, 1, true});
+  check_conv("stride 2^62, dilation 2",
+             (ConvCase){1, 2, 7, 6, 2, 3, 2, {big, big}, {1, 0, 0, 1}, {2, 3}, 1, false});
+  int64_t s3[3] = {2, 5, 6};
+  check_pool("max (2, 5, 6) k (2, 3) s 2^62", TVK_FLOAT32, 3, s3, (int64_t[]){2, 3},
+             (int64_t[]){big, big}, NULL);
+  nn_finish();
+}
+
 /* ---------------------------------------------------------------- attention */
 
 /* softmax(q k^T / sqrt(E) + mask) v for q (B, L, E), k (B, S, E), v (B, S, Ev);
@@ -670,6 +715,7 @@ const struct CMUnitTest nn_linalg_tests[] = {
     NN_TEST(test_conv2d_errors),
     NN_TEST(test_pools),
     NN_TEST(test_pool_errors),
+    NN_TEST(test_window_huge_args),
     NN_TEST(test_attention),
     NN_TEST(test_attention_broadcast),
 };

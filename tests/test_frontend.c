@@ -1139,6 +1139,49 @@ static void test_scope_nested_same_mark(void **state) {
   tvk_release(x);
 }
 
+/* Bad calls found by trying tvk as a user would: each gives a clear status
+ * and message, and the context works afterwards. */
+static void test_bad_call_regressions(void **state) {
+  (void)state;
+  tvk_tensor *x = tvk_full(C, TVK_FLOAT32, 1, SHAPE(4), 2);
+  int before = 0;
+  for (tvk_tensor *t = C->head; t; t = t->next) before++;
+  /* keep NULL with nkeep > 0 keeps nothing (it was read as an array) */
+  size_t sc = tvk_scope_begin(C);
+  tvk_add(x, x);
+  tvk_mul(x, x);
+  tvk_scope_end(C, sc, 2, NULL);
+  int after = 0;
+  for (tvk_tensor *t = C->head; t; t = t->next) after++;
+  assert_int_equal(after, before);
+  /* realize with no context to report to: the message is tvk_last_error's */
+  tvk_tensor *none[2] = {NULL, NULL};
+  assert_int_equal(tvk_realize(-1, none), TVK_ERR_INVALID_ARG);
+  assert_non_null(strstr(tvk_last_error(), "n is -1"));
+  assert_int_equal(tvk_realize(2, NULL), TVK_ERR_INVALID_ARG);
+  assert_non_null(strstr(tvk_last_error(), "ts is NULL"));
+  assert_int_equal(tvk_realize(2, none), TVK_ERR_INVALID_ARG);
+  assert_non_null(strstr(tvk_last_error(), "all 2 tensors are NULL"));
+  /* tvk_scalar's errors name scalar, not the full it is built on */
+  tvk_tensor *bad = tvk_scalar(C, (tvk_dtype)99, 1);
+  assert_int_equal(tvk_status_of(bad), TVK_ERR_DTYPE);
+  assert_int_equal(strncmp(tvk_error_of(bad), "scalar: ", 8), 0);
+  tvk_release(bad);
+  /* stats of no context are zero, not left as they were */
+  tvk_stats st;
+  memset(&st, 0xff, sizeof st);
+  tvk_stats_get(NULL, &st);
+  assert_int_equal(st.kernels_run, 0);
+  assert_int_equal(st.bytes_peak, 0);
+  assert_int_equal(st.validation_messages, 0);
+  /* the context still builds graphs (this suite runs no kernel) */
+  tvk_tensor *y = tvk_add(x, x);
+  assert_int_equal(tvk_status_of(y), TVK_OK);
+  assert_int_equal(tvk_shape(y)[0], 4);
+  tvk_release(y);
+  tvk_release(x);
+}
+
 static void test_flat_memory(void **state) {
   (void)state;
   float data[12] = {0};
@@ -1194,6 +1237,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_null_inputs, setup, teardown),
       cmocka_unit_test_setup_teardown(test_two_contexts, setup, teardown),
       cmocka_unit_test_setup_teardown(test_scope_nested_same_mark, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bad_call_regressions, setup, teardown),
       cmocka_unit_test_setup_teardown(test_flat_memory, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

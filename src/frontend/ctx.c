@@ -38,10 +38,12 @@ size_t tvk_dtype_size(tvk_dtype dt) {
 
 /* ---------------------------------------------------------------- errors */
 
-/* tvk_last_create_error: per thread, since there is no context to hold it. */
-static _Thread_local Error create_err;
+/* Errors with no context to hold them (tvk_last_create_error, tvk_last_error):
+ * per thread. A failed create records in both. */
+static _Thread_local Error create_err, no_ctx_err;
 
 const char *tvk_last_create_error(void) { return create_err.msg; }
+const char *tvk_last_error(void) { return no_ctx_err.msg; }
 
 const char *tvk_ctx_error(const tvk_ctx *ctx) { return ctx ? ctx->err.msg : ""; }
 void tvk_ctx_clear_error(tvk_ctx *ctx) {
@@ -175,7 +177,7 @@ void tvk_scope_end(tvk_ctx *ctx, size_t scope, int nkeep, tvk_tensor *const *kee
   for (tvk_tensor *t = ctx->tail, *prev; t && t->seq >= scope; t = prev) {
     prev = t->prev;
     bool kept = false;
-    for (int i = 0; i < nkeep && !kept; i++) kept = keep[i] == t;
+    for (int i = 0; keep && i < nkeep && !kept; i++) kept = keep[i] == t;
     if (!kept) tensor_unlink_free(t);
   }
   uop_pool_drain(ctx->u, m);
@@ -184,14 +186,18 @@ void tvk_scope_end(tvk_ctx *ctx, size_t scope, int nkeep, tvk_tensor *const *kee
    * equal when this scope began first thing in it) releases them unless kept
    * again, and a later sibling scope (a higher mark) does not. The list stays
    * ordered by seq: everything after them in it was just released. */
-  for (int i = 0; i < nkeep; i++) {
+  for (int i = 0; keep && i < nkeep; i++) {
     tvk_tensor *t = keep[i];
     if (t && t->ctx == ctx && t->seq >= scope) t->seq = scope;
   }
 }
 
 void tvk_stats_get(const tvk_ctx *ctx, tvk_stats *out) {
-  if (!ctx || !out) return;
+  if (!out) return;
+  if (!ctx) {
+    memset(out, 0, sizeof *out);
+    return;
+  }
   *out = ctx->stats;
   out->validation_messages = vk_validation_messages(ctx->dev);
 }
@@ -349,31 +355,38 @@ tvk_tensor *tvk_from_data(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *s
   return FRONT_END(ctx, m, t);
 }
 
-tvk_tensor *tvk_full(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape, double value) {
+/* tvk_full and tvk_scalar: errors name the op the user called. */
+static tvk_tensor *full_op(tvk_ctx *ctx, const char *op, tvk_dtype dt, int ndim,
+                           const int64_t *shape, double value) {
   if (!ctx) return NULL;
   int64_t numel;
-  tvk_status st = check_shape(ctx, "full", ndim, shape, &numel);
+  tvk_status st = check_shape(ctx, op, ndim, shape, &numel);
   if (st != TVK_OK) return error_tensor_from_ctx(ctx, st);
   if (!tvk_dtype_valid(dt))
-    return tensor_error(ctx, TVK_ERR_DTYPE, "full: dtype %d is not a tvk_dtype", (int)dt);
+    return tensor_error(ctx, TVK_ERR_DTYPE, "%s: dtype %d is not a tvk_dtype", op, (int)dt);
   size_t m = FRONT_BEGIN(ctx);
   UOp *c = graph_const(ctx, dt_from_tvk(dt), value, ndim, shape);
   return FRONT_END(ctx, m, tensor_new(ctx, c, dt, ndim, shape));
 }
 
+tvk_tensor *tvk_full(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape, double value) {
+  return full_op(ctx, "full", dt, ndim, shape, value);
+}
+
 tvk_tensor *tvk_scalar(tvk_ctx *ctx, tvk_dtype dt, double value) {
-  return tvk_full(ctx, dt, 0, NULL, value);
+  return full_op(ctx, "scalar", dt, 0, NULL, value);
 }
 
 /* ---------------------------------------------------------------- running */
 
 tvk_status tvk_realize(int n, tvk_tensor *const *ts) {
   if (n == 0) return TVK_OK;
-  if (n < 0 || !ts) return TVK_ERR_INVALID_ARG;
+  if (n < 0) return err_set(&no_ctx_err, TVK_ERR_INVALID_ARG, "realize: n is %d (must be >= 0)", n);
+  if (!ts) return err_set(&no_ctx_err, TVK_ERR_INVALID_ARG, "realize: ts is NULL with n %d", n);
   tvk_ctx *ctx = NULL;
   for (int i = 0; i < n && !ctx; i++)
     if (ts[i]) ctx = ts[i]->ctx;
-  if (!ctx) return TVK_ERR_INVALID_ARG;
+  if (!ctx) return err_set(&no_ctx_err, TVK_ERR_INVALID_ARG, "realize: all %d tensors are NULL", n);
   for (int i = 0; i < n; i++) {
     if (!ts[i])
       return err_set(&ctx->err, TVK_ERR_INVALID_ARG, "realize: tensor %d of %d is NULL", i, n);
@@ -458,7 +471,7 @@ static tvk_status open_device(tvk_ctx *ctx, const char *name) {
   return device_open(name, &dopt, &ctx->dev, &create_err);
 }
 
-tvk_status tvk_ctx_create_opts(const tvk_ctx_options *opts, tvk_ctx **out) {
+static tvk_status ctx_create(const tvk_ctx_options *opts, tvk_ctx **out) {
   err_clear(&create_err);
   if (!out) return err_set(&create_err, TVK_ERR_INVALID_ARG, "tvk_ctx_create: out is NULL");
   *out = NULL;
@@ -488,6 +501,12 @@ tvk_status tvk_ctx_create_opts(const tvk_ctx_options *opts, tvk_ctx **out) {
   uctx_set_buffer_hook(ctx->u, on_buffer_freed, ctx);
   *out = ctx;
   return TVK_OK;
+}
+
+tvk_status tvk_ctx_create_opts(const tvk_ctx_options *opts, tvk_ctx **out) {
+  tvk_status st = ctx_create(opts, out);
+  if (st != TVK_OK) no_ctx_err = create_err;
+  return st;
 }
 
 tvk_status tvk_ctx_create(const char *device, tvk_ctx **out) {

@@ -11,21 +11,69 @@
 
 /* ---------------------------------------------------------------- windows */
 
+/* How window_axis makes (o, k) windows of a dim of size i (stride s, dilation
+ * d): the sizes it passes through, so check_window can refuse what would not
+ * fit before anything is built. */
+typedef enum {
+  WIN_ONE,   /* o == 1: the k elements t[j*d], a strided slice */
+  WIN_SPLIT, /* d == 1, k <= s: windows do not overlap; cut or pad to o*s, reshape (o, s) */
+  WIN_TILE,  /* otherwise: the dim repeated R times and read as (k, L) rows */
+} WinPath;
+
+typedef struct {
+  WinPath path;
+  int64_t o;   /* windows: (i - d*(k-1) - 1) / s + 1 >= 1 */
+  int64_t len; /* the longest the dim gets on the way (k*d, o*s or R*i) */
+  int64_t L, R;
+} WinPlan;
+
+/* The plan for a dim, or false when a size on the way does not fit in int64
+ * (the caller has checked that the window fits in i: d*(k-1) < i). */
+static bool win_plan(int64_t i, int64_t k, int64_t s, int64_t d, WinPlan *p) {
+  p->o = (i - d * (k - 1) - 1) / s + 1;
+  if (p->o == 1) {
+    p->path = WIN_ONE;
+    if (__builtin_mul_overflow(k, d, &p->len)) return false;
+    if (p->len < i) p->len = i;
+    return true;
+  }
+  /* o >= 2 means s <= i - d*(k-1) - 1 < i, so o*s < 2*i below */
+  if (d == 1 && k <= s) {
+    p->path = WIN_SPLIT;
+    p->len = p->o * s > i ? p->o * s : i;
+    return true;
+  }
+  p->path = WIN_TILE;
+  int64_t m = (p->o * s - d + i - 1) / i; /* rows of L >= o*s */
+  if (m < 1) m = 1;
+  int64_t ki;
+  if (__builtin_mul_overflow(m, i, &p->L) || __builtin_add_overflow(p->L, d, &p->L) ||
+      __builtin_mul_overflow(k, p->L, &ki) || __builtin_add_overflow(ki, i - 1, &ki))
+    return false;
+  p->R = ki / i;
+  return !__builtin_mul_overflow(p->R, i, &p->len);
+}
+
 /* Replaces dim `ax` (size i) of t by two dims (o, k):
  *   out[..., p, j, ...] = t[..., p*s + j*d, ...],  o = (i - d*(k-1) - 1) / s + 1 >= 1.
- * When d == 1 and k <= s the windows do not overlap: cut t to o*s elements,
- * reshape to (o, s) and keep the first k of each row. Otherwise the dim is
- * tiled: repeated R times (an expand of a new dim, then a reshape) and read as
- * rows of length L = d + m*i; element (j, b) of that (k, L) matrix is
- * t[(j*L + b) mod i] = t[(b + j*d) mod i] = t[b + j*d] for the b + j*d < i we
- * keep. Rows are then cut to o*s, reshaped to (o, s) and the first of each s
- * kept: (k, o) holding t[p*s + j*d]; a permute makes it (o, k). */
+ * One window (o == 1): the elements j*d, j < k, are a strided slice: cut or
+ * pad the dim to k*d, reshape to (k, d) and keep column 0. When d == 1 and
+ * k <= s the windows do not overlap: cut t to o*s elements, reshape to (o, s)
+ * and keep the first k of each row. Otherwise the dim is tiled: repeated R
+ * times (an expand of a new dim, then a reshape) and read as rows of length
+ * L = d + m*i; element (j, b) of that (k, L) matrix is t[(j*L + b) mod i] =
+ * t[(b + j*d) mod i] = t[b + j*d] for the b + j*d < i we keep. Rows are then
+ * cut to o*s, reshaped to (o, s) and the first of each s kept: (k, o) holding
+ * t[p*s + j*d]; a permute makes it (o, k). */
 static tvk_tensor *window_axis(tvk_tensor *t, int ax, int64_t k, int64_t s, int64_t d) {
   int nd = tvk_ndim(t);
   int64_t sh[TVK_MAX_DIMS];
   for (int q = 0; q < nd; q++) sh[q] = tvk_shape(t)[q];
-  int64_t i = sh[ax], o = (i - d * (k - 1) - 1) / s + 1;
-  int64_t v[TVK_MAX_DIMS], rg[TVK_MAX_DIMS][2];
+  int64_t i = sh[ax];
+  WinPlan p;
+  if (!win_plan(i, k, s, d, &p)) /* check_window refused such sizes */
+    return tensor_error(t->ctx, TVK_ERR_INTERNAL, "windows: sizes overflow");
+  int64_t o = p.o, v[TVK_MAX_DIMS], rg[TVK_MAX_DIMS][2];
   int post = nd - ax - 1; /* dims after ax */
   /* v[] = sh with dim ax replaced by the n given sizes */
 #define SET_V(n, ...)                                                                              \
@@ -38,19 +86,33 @@ static tvk_tensor *window_axis(tvk_tensor *t, int ax, int64_t k, int64_t s, int6
   /* rg[] = the full range of every dim of a tensor of shape v with nd2 dims */
 #define FULL_RANGES(nd2)                                                                           \
   for (int q = 0; q < (nd2); q++) rg[q][0] = 0, rg[q][1] = v[q]
+  /* the dim cut or padded (the pad is never read) to n elements */
+#define CUT_OR_PAD(n)                                                                              \
+  do {                                                                                             \
+    SET_V(1, i);                                                                                   \
+    if ((n) > i) {                                                                                 \
+      int64_t pads[TVK_MAX_DIMS][2] = {{0}};                                                       \
+      pads[ax][1] = (n)-i;                                                                         \
+      t = tvk_pad(t, pads, 0);                                                                     \
+    } else if ((n) < i) {                                                                          \
+      FULL_RANGES(nd);                                                                             \
+      rg[ax][1] = (n);                                                                             \
+      t = tvk_shrink(t, rg);                                                                       \
+    }                                                                                              \
+  } while (0)
 
-  if (d == 1 && k <= s) {
-    /* length exactly o*s: pad (the pad is never read) or cut */
-    SET_V(1, i);
-    if (o * s > i) {
-      int64_t pads[TVK_MAX_DIMS][2] = {{0}};
-      pads[ax][1] = o * s - i;
-      t = tvk_pad(t, pads, 0);
-    } else {
-      FULL_RANGES(nd);
-      rg[ax][1] = o * s;
-      t = tvk_shrink(t, rg);
-    }
+  if (p.path == WIN_ONE) {
+    CUT_OR_PAD(k * d);
+    SET_V(2, k, d);
+    t = tvk_reshape(t, nd + 1, v);
+    FULL_RANGES(nd + 1);
+    rg[ax + 1][1] = 1;
+    t = tvk_shrink(t, rg);
+    SET_V(2, 1, k);
+    return tvk_reshape(t, nd + 1, v); /* (..., 1, k, ...) */
+  }
+  if (p.path == WIN_SPLIT) {
+    CUT_OR_PAD(o * s);
     SET_V(2, o, s);
     t = tvk_reshape(t, nd + 1, v);
     FULL_RANGES(nd + 1);
@@ -58,9 +120,7 @@ static tvk_tensor *window_axis(tvk_tensor *t, int ax, int64_t k, int64_t s, int6
     return tvk_shrink(t, rg); /* (..., o, k, ...) */
   }
 
-  int64_t m = (o * s - d + i - 1) / i; /* rows of L >= o*s */
-  if (m < 1) m = 1;
-  int64_t L = d + m * i, R = (k * L + i - 1) / i;
+  int64_t L = p.L, R = p.R;
   SET_V(2, 1, i);
   t = tvk_reshape(t, nd + 1, v);
   SET_V(2, R, i);
@@ -88,6 +148,7 @@ static tvk_tensor *window_axis(tvk_tensor *t, int ax, int64_t k, int64_t s, int6
   return tvk_permute(t, order); /* (..., o, k, ...) */
 #undef SET_V
 #undef FULL_RANGES
+#undef CUT_OR_PAD
 }
 
 /* The windows of x (..., H, W) padded with zeros by pad {top, bottom, left,
@@ -110,15 +171,20 @@ static tvk_tensor *windows(tvk_tensor *x, const int64_t k[2], const int64_t s[2]
   return tvk_permute(x, order);
 }
 
-/* Output size of one dim; < 1 when the kernel does not fit. */
-static int64_t out_size(int64_t i, int64_t pad, int64_t k, int64_t s, int64_t d) {
-  int64_t span = i + pad - d * (k - 1) - 1;
-  return span < 0 ? 0 : span / s + 1;
+/* a * b, or -1 when it does not fit in int64 (the most elements a tensor has). */
+static int64_t mul_fit(int64_t a, int64_t b) {
+  int64_t r;
+  return a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r) ? -1 : r;
 }
 
-/* Checks the window arguments shared by conv and pools; NULL or an error. */
+/* Checks the window arguments shared by conv and pools, with every size
+ * computed without overflow, and reports what does not fit as `op` with the
+ * argument's values: the ops the windows are built from never see a bad
+ * size. `per_window` multiplies the windows' element count for what the
+ * caller expands them to (conv: Cout / groups). NULL or an error tensor. */
 static tvk_tensor *check_window(const char *op, tvk_tensor *x, const int64_t k[2],
-                                const int64_t s[2], const int64_t pad[4], const int64_t dil[2]) {
+                                const int64_t s[2], const int64_t pad[4], const int64_t dil[2],
+                                int64_t per_window) {
   tvk_ctx *ctx = x->ctx;
   for (int q = 0; q < 2; q++) {
     if (k[q] < 1)
@@ -137,18 +203,50 @@ static tvk_tensor *check_window(const char *op, tvk_tensor *x, const int64_t k[2
           ctx, TVK_ERR_INVALID_ARG, "%s: padding (%lld, %lld, %lld, %lld) must be >= 0", op,
           (long long)pad[0], (long long)pad[1], (long long)pad[2], (long long)pad[3]);
   int nd = x->ndim;
-  int64_t H = x->shape[nd - 2], W = x->shape[nd - 1];
-  if (out_size(H, pad[0] + pad[1], k[0], s[0], dil[0]) < 1 ||
-      out_size(W, pad[2] + pad[3], k[1], s[1], dil[1]) < 1) {
-    char sx[BC_SHAPE_STR_MAX];
-    return tensor_error(ctx, TVK_ERR_SHAPE,
-                        "%s: x has shape %s: the kernel (%lld, %lld) with dilation (%lld, %lld) "
-                        "spans (%lld, %lld), larger than the padded input (%lld, %lld)",
-                        op, bc_shape_str(nd, x->shape, sx, sizeof sx), (long long)k[0],
-                        (long long)k[1], (long long)dil[0], (long long)dil[1],
-                        (long long)(dil[0] * (k[0] - 1) + 1), (long long)(dil[1] * (k[1] - 1) + 1),
-                        (long long)(H + pad[0] + pad[1]), (long long)(W + pad[2] + pad[3]));
+  char sx[BC_SHAPE_STR_MAX];
+  bc_shape_str(nd, x->shape, sx, sizeof sx);
+  int64_t lead = bc_numel(nd - 2, x->shape), in[2], out[2];
+  WinPlan plan[2];
+  for (int q = 0; q < 2; q++) {
+    int64_t i = x->shape[nd - 2 + q];
+    if (__builtin_add_overflow(i, pad[2 * q], &in[q]) ||
+        __builtin_add_overflow(in[q], pad[2 * q + 1], &in[q]))
+      return tensor_error(ctx, TVK_ERR_SHAPE,
+                          "%s: x has shape %s: padding (%lld, %lld, %lld, %lld) makes dim %d "
+                          "larger than 2^63",
+                          op, sx, (long long)pad[0], (long long)pad[1], (long long)pad[2],
+                          (long long)pad[3], nd - 2 + q);
   }
+  for (int q = 0; q < 2; q++) {
+    int64_t span; /* d*(k-1): the window reaches span + 1 elements */
+    if (__builtin_mul_overflow(dil[q], k[q] - 1, &span) || span >= in[q])
+      return tensor_error(ctx, TVK_ERR_SHAPE,
+                          "%s: x has shape %s: the kernel (%lld, %lld) with dilation (%lld, %lld) "
+                          "spans more than the padded input (%lld, %lld)",
+                          op, sx, (long long)k[0], (long long)k[1], (long long)dil[0],
+                          (long long)dil[1], (long long)in[0], (long long)in[1]);
+    if (!win_plan(in[q], k[q], s[q], dil[q], &plan[q])) plan[q].len = -1; /* too many */
+    out[q] = plan[q].o;
+  }
+  /* What the windows pass through, in order: the padded input, dim W made
+   * windows (its longest form), then dim H; and the windows themselves,
+   * times what the caller expands them by. */
+  int64_t sizes[] = {
+      mul_fit(mul_fit(lead, in[0]), in[1]),
+      plan[1].len < 0 ? -1 : mul_fit(mul_fit(lead, in[0]), plan[1].len),
+      plan[0].len < 0 ? -1 : mul_fit(mul_fit(mul_fit(lead, plan[0].len), out[1]), k[1]),
+      mul_fit(mul_fit(mul_fit(mul_fit(mul_fit(lead, out[0]), out[1]), k[0]), k[1]), per_window),
+  };
+  for (size_t q = 0; q < sizeof sizes / sizeof *sizes; q++)
+    if (sizes[q] < 0)
+      return tensor_error(ctx, TVK_ERR_SHAPE,
+                          "%s: x has shape %s: with kernel (%lld, %lld), stride (%lld, %lld), "
+                          "padding (%lld, %lld, %lld, %lld) and dilation (%lld, %lld) the %s "
+                          "has more than 2^63 elements",
+                          op, sx, (long long)k[0], (long long)k[1], (long long)s[0],
+                          (long long)s[1], (long long)pad[0], (long long)pad[1], (long long)pad[2],
+                          (long long)pad[3], (long long)dil[0], (long long)dil[1],
+                          q == 0 ? "padded input" : "window view");
   return NULL;
 }
 
@@ -186,7 +284,7 @@ tvk_tensor *tvk_conv2d(tvk_tensor *x, tvk_tensor *w, tvk_tensor *bias, const int
   const int64_t one[2] = {1, 1}, zero[4] = {0, 0, 0, 0};
   const int64_t *st = stride ? stride : one, *pd = padding ? padding : zero,
                 *dl = dilation ? dilation : one, k[2] = {w->shape[2], w->shape[3]};
-  if ((err = check_window(op, x, k, st, pd, dl))) return err;
+  if ((err = check_window(op, x, k, st, pd, dl, Cout / groups))) return err;
 
   ScalarType res = bc_promote(2, (tvk_tensor *[]){x, w});
   tvk_dtype rt = dt_to_tvk(res), ct = dt_to_tvk(dt_acc(res));
@@ -235,7 +333,7 @@ static tvk_tensor *pool_args(const char *op, tvk_tensor *x, const int64_t kernel
                         "%s: x has shape %s: expected at least 2 dims (..., H, W)", op,
                         bc_shape_str(x->ndim, x->shape, sx, sizeof sx));
   }
-  return check_window(op, x, kernel, *st, *pd, one);
+  return check_window(op, x, kernel, *st, *pd, one, 1);
 }
 
 /* The windows of x (..., H, W) as (B, Ho, Wo, kh, kw); out[] gets the
