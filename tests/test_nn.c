@@ -26,7 +26,7 @@
 NnSuite nn;
 static Rng rng; /* ref.h's xorshift64*, reseeded for every test */
 
-#define NN_GROUPS(X) X(linalg) X(norm) X(index) X(random)
+#define NN_GROUPS(X) X(linalg) X(norm) X(index) X(random) X(precision)
 #define DECL(g)                                                                                    \
   extern const struct CMUnitTest nn_##g##_tests[];                                                 \
   extern const size_t nn_##g##_count;

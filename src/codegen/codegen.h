@@ -89,17 +89,33 @@ bool st_to_indexed_uops(const ShapeTracker *st, UCtx *ctx, UOp *const *idxs, UOp
  * core_id and n_cores SPECIALs). */
 #define CG_MAX_CORES 4096
 
+/* Float sums accumulate in blocks (lower.c): a reduce axis longer than
+ * CG_SUM_BLOCK is split into nested loops ("digits") of at most that many
+ * iterations, the innermost loop is unrolled into a balanced tree of its
+ * elements, and the other loops are grouped, innermost first, into levels of
+ * at most CG_SUM_BLOCK iterations, each with an accumulator of its own that
+ * is added to the next level's when its loops close. A sum of N float32
+ * values then rounds like a few short sums, not one of N terms: 2^25 ones sum
+ * exactly and same-sign data keeps a few 1e-7 relative accuracy at any
+ * length. Exact reduces (integers, max) keep one accumulator. Both lowerings
+ * add in the same order, so sums agree bit for bit across devices. */
+#define CG_SUM_BLOCK 16
+#define CG_MAX_DIGITS 16 /* loops one reduce axis may be split into (16^16 = 2^64) */
+
 /* Lowers a verified AST (kernel_verify's *norm) to the graph described above.
  * The outermost output axis of size other than 1 is split across cores (with
  * no such axis, a one-iteration loop that only core 0 runs). Autoreleased. */
 tvk_status lower_kernel(UOp *ast, const KernelDesc *ks, UOp **out, Error *err);
 
 /* Grid mode: the loop iterations one invocation may run in its reduces (their
- * sizes multiplied). Past it a reduce axis is unrolled, into at most
- * CG_GRID_MAX_UNROLL copies of its body (lower.c): lavapipe ends an
- * invocation's loops after 65535 iterations in all. */
+ * trips multiplied). Past it the innermost reduce loops are unrolled, into at
+ * most CG_GRID_MAX_UNROLL copies of the body and CG_GRID_MAX_BODY UOps of
+ * copies in all (lower.c): lavapipe ends an invocation's loops after 65535
+ * iterations in all. A kernel still over the budget is refused, never cut
+ * short. The frontend splits long reduces (ops_reduce.c), so few need it. */
 #define CG_GRID_LOOP_BUDGET 16384
 #define CG_GRID_MAX_UNROLL 1024 /* copies of a reduce body at most */
+#define CG_GRID_MAX_BODY 65536  /* UOps in all the copies of a body */
 
 /* The launch of a grid-mode kernel: work groups and their size per dimension. */
 typedef struct {

@@ -8,16 +8,27 @@
 #include "codegen/codegen.h"
 #include "ir/pattern.h"
 
+/* The most reduce loops one kernel has (digits of every reduced axis). */
+#define MAX_LOOPS (CG_MAX_DIGITS * TVK_MAX_DIMS)
+
 typedef struct {
   UCtx *ctx;
   const KernelDesc *ks;
   UOp *axis[TVK_MAX_DIMS];      /* the index of each axis: a RANGE, split start + RANGE, or 0 */
   UOp *outer[TVK_MAX_DIMS + 1]; /* the output (non-reduce) RANGEs, outermost first */
-  UOp *red[TVK_MAX_DIMS];       /* the RANGE of each reduced axis (of o when unrolled) */
-  /* Grid mode: the unrolled reduce axis (grid_reduce_axis), by `unroll` (1: none) */
-  int64_t unroll;
-  int unroll_axis;
-  UOp *unroll_q, *unroll_base; /* the placeholder of the element in the body, o * unroll */
+  /* Each reduced axis: its loops (the digits of its index, innermost first; one
+   * RANGE unless split), and, when the digits cover more than the axis, its
+   * unclamped index (the axis index is clamped for the loads, and what lies
+   * past the end becomes the reduce's identity). */
+  UOp *dig[TVK_MAX_DIMS][CG_MAX_DIGITS];
+  int ndig[TVK_MAX_DIMS];
+  UOp *past[TVK_MAX_DIMS];
+  uint32_t split;   /* bit d: a long axis d is split into digits */
+  int64_t range_id; /* the next axis id for a digit RANGE */
+  /* Grid mode: the innermost reduce loops of the kernel whose bodies are
+   * copied instead of looped (choose_unrolled), to stay in the loop budget. */
+  UOp *unrolled[MAX_LOOPS];
+  int nunrolled;
   int nouter;
   UOp *zero; /* int32 0, the index of size-1 dims */
   int nacc;  /* accumulators made so far */
@@ -51,6 +62,43 @@ static UOp *split_axis(LowerCtx *lc, int64_t n, int64_t axis_id) {
   return b2(OP_ADD, lo, r);
 }
 
+/* s^k, or something above cap once it passes cap (no overflow). */
+static int64_t pow_sat(int64_t s, int k, int64_t cap) {
+  int64_t p = 1;
+  for (int j = 0; j < k && p <= cap; j++) p *= s;
+  return p;
+}
+
+/* The loops of a reduce axis of n iterations: one RANGE (axis id `id`), or
+ * when split and n > CG_SUM_BLOCK, k nested RANGEs of at most
+ * CG_SUM_BLOCK iterations whose digits make the index: inner digits of
+ * ceil(n^(1/k)) and an outer one of what remains, so the loops waste little
+ * past n. Fills lc->dig / ndig / past of axis d; returns the index (clamped to
+ * n - 1 when the digits cover more). */
+static UOp *reduce_loops(LowerCtx *lc, int d, int64_t n, int64_t id) {
+  if (!(lc->split >> d & 1) || n <= CG_SUM_BLOCK) {
+    lc->ndig[d] = 1;
+    return lc->dig[d][0] = uop_range_n(lc->ctx, n, id);
+  }
+  int k = 1;
+  for (int64_t cover = CG_SUM_BLOCK; cover < n; cover *= CG_SUM_BLOCK) k++;
+  int64_t s = 2; /* the smallest digit size with s^k >= n (at most CG_SUM_BLOCK) */
+  while (pow_sat(s, k, n) < n) s++;
+  int64_t inner = 1;
+  for (int j = 0; j < k - 1; j++) inner *= s;
+  int64_t top = (n + inner - 1) / inner;
+  UOp *idx = NULL;
+  lc->ndig[d] = k;
+  for (int j = k - 1; j >= 0; j--) { /* outermost digit first: idx = (... top) * s + d_j */
+    UOp *r = uop_range_n(lc->ctx, j == k - 1 ? top : s, j == 0 ? id : lc->range_id++);
+    lc->dig[d][j] = r;
+    idx = !idx ? r : b2(OP_ADD, b2(OP_MUL, idx, b_c(lc, s)), r);
+  }
+  if (top * inner == n) return idx;
+  lc->past[d] = idx;
+  return b_min(idx, b_c(lc, n - 1));
+}
+
 /* Sets lc->axis: the first output axis of size other than 1 is split across
  * cores, the other output axes and the reduced axes get a RANGE each (axis id =
  * the dim), size-1 axes the constant 0. With no output axis to split, a
@@ -64,11 +112,10 @@ static bool make_axes(LowerCtx *lc) {
       lc->axis[d] = lc->zero;
     else if (!red && !split)
       lc->axis[d] = split_axis(lc, ks->full[d], d), split = true;
-    else {
-      lc->axis[d] = uop_range_n(lc->ctx, ks->full[d], d);
-      if (!red) lc->outer[lc->nouter++] = lc->axis[d];
-      if (red) lc->red[d] = lc->axis[d];
-    }
+    else if (red)
+      lc->axis[d] = reduce_loops(lc, d, ks->full[d], d);
+    else
+      lc->outer[lc->nouter++] = lc->axis[d] = uop_range_n(lc->ctx, ks->full[d], d);
     if (!lc->axis[d]) return false;
   }
   if (!split) {
@@ -84,45 +131,36 @@ static bool make_axes(LowerCtx *lc) {
 }
 
 /* Grid mode: the reduce loops of one invocation may run CG_GRID_LOOP_BUDGET
- * iterations in all (their sizes multiplied). Past that one reduce axis is
- * unrolled by U, a power of two up to CG_GRID_MAX_UNROLL: a loop o over
- * ceil(n / U) whose body takes the elements o U + j, j < U, in order
- * (lower_reduce). The innermost reduce axis is chosen when that is enough, as
- * the sums then add in the order of plain loops; else the longest. */
-static void choose_unroll(LowerCtx *lc) {
+ * iterations in all (their trips multiplied). Past that the kernel's reduce
+ * loops are unrolled, innermost first (the digits of the last reduced axis
+ * first): their bodies are copied, in the order the loop would run them, so a
+ * sum adds exactly what the CPU's loops add. The copies are capped by the
+ * body's size and CG_GRID_MAX_UNROLL; a kernel still over the budget is
+ * refused (it would be cut short, not slow). */
+static tvk_status choose_unrolled(LowerCtx *lc, int64_t body) {
   const KernelDesc *ks = lc->ks;
+  UOp *loops[MAX_LOOPS];
+  int n = 0;
   int64_t total = 1;
-  int inner = -1, longest = -1;
-  for (int d = 0; d < ks->ndim; d++) {
-    if (!(ks->reduce_axes >> d & 1) || ks->full[d] <= 1) continue;
-    total = total > INT64_MAX / ks->full[d] ? INT64_MAX : total * ks->full[d];
-    inner = d;
-    if (longest < 0 || ks->full[d] > ks->full[longest]) longest = d;
-  }
-  lc->unroll = 1;
-  if (total <= CG_GRID_LOOP_BUDGET) return;
-  for (int pass = 0; pass < 2; pass++) {
-    int d = pass == 0 ? inner : longest;
-    int64_t n = ks->full[d], rest = total / n, u = 2;
-    while (rest * ((n + u - 1) / u) > CG_GRID_LOOP_BUDGET && u < CG_GRID_MAX_UNROLL && u < n)
-      u *= 2;
-    if (pass == 1 || rest * ((n + u - 1) / u) <= CG_GRID_LOOP_BUDGET) {
-      lc->unroll = u, lc->unroll_axis = d;
-      return;
+  for (int d = ks->ndim - 1; d >= 0; d--)
+    for (int j = 0; ks->reduce_axes >> d & 1 && j < lc->ndig[d]; j++) {
+      loops[n++] = lc->dig[d][j];
+      int64_t t = lc->dig[d][j]->src[0]->arg.i;
+      total = total > INT64_MAX / (t ? t : 1) ? INT64_MAX : total * t;
     }
+  int64_t copies = 1;
+  lc->nunrolled = 0;
+  for (int i = 0; i < n && total > CG_GRID_LOOP_BUDGET; i++) {
+    int64_t t = loops[i]->src[0]->arg.i;
+    if (copies * t > CG_GRID_MAX_UNROLL || copies * t * body > CG_GRID_MAX_BODY) break;
+    copies *= t, total /= t;
+    lc->unrolled[lc->nunrolled++] = loops[i];
   }
-}
-
-/* The index of reduce axis d in grid mode: a RANGE, or for the unrolled axis
- * min(o U + q, n - 1), q a placeholder SPECIAL that lower_reduce substitutes. */
-static UOp *grid_reduce_axis(LowerCtx *lc, int d) {
-  int64_t n = lc->ks->full[d], u = lc->unroll;
-  if (u == 1 || d != lc->unroll_axis) return lc->red[d] = uop_range_n(lc->ctx, n, d);
-  UOp *o = uop_range_n(lc->ctx, (n + u - 1) / u, d);
-  lc->unroll_q = uop_new(lc->ctx, OP_SPECIAL, DT(INT32), 0, NULL, arg_var("unroll", 0, u - 1));
-  lc->unroll_base = b2(OP_MUL, o, b_c(lc, u));
-  lc->red[d] = o;
-  return b_min(b2(OP_ADD, lc->unroll_base, lc->unroll_q), b_c(lc, n - 1));
+  if (total <= CG_GRID_LOOP_BUDGET) return TVK_OK;
+  return err_first(lc->err, TVK_ERR_INVALID_ARG,
+                   "lowering: a work item would run %lld reduce iterations (at most %d per "
+                   "invocation; unrolling stops at %d copies of a body of %lld UOps)",
+                   (long long)total, CG_GRID_LOOP_BUDGET, CG_GRID_MAX_UNROLL, (long long)body);
 }
 
 /* Grid mode (codegen.h, lower_kernel_grid): the output elements numbered
@@ -151,14 +189,13 @@ static bool make_axes_grid(LowerCtx *lc, int local_size, CgLaunch *launch) {
     lc->outer[lc->nouter++] = r;
   }
   if (!flat) return false;
-  choose_unroll(lc);
   int64_t stride = 1; /* of axis d in the numbering: the output axes after it */
   for (int d = ks->ndim - 1; d >= 0; d--) {
     bool red = ks->reduce_axes >> d & 1;
     if (ks->full[d] == 1)
       lc->axis[d] = lc->zero;
     else if (red)
-      lc->axis[d] = grid_reduce_axis(lc, d);
+      lc->axis[d] = reduce_loops(lc, d, ks->full[d], d);
     else {
       lc->axis[d] = b2(OP_MOD, b2(OP_IDIV, flat, b_c(lc, stride)), b_c(lc, ks->full[d]));
       stride *= ks->full[d];
@@ -262,44 +299,112 @@ static bool has_acc(UOp *x) {
   return found;
 }
 
-/* x for element o U + k of the unrolled axis (k a CONST or a RANGE), or the
- * identity past the axis's end, where the loads were clamped to n - 1. */
-static UOp *unrolled_elem(LowerCtx *lc, UOp *x, UOp *k, UOp *ident) {
-  UOp *xk = k ? uop_substitute(x, 1, &lc->unroll_q, &k) : NULL;
-  UOp *in = b2(OP_CMPLT, b2(OP_ADD, lc->unroll_base, k), b_c(lc, lc->ks->full[lc->unroll_axis]));
-  return xk && in ? uop_where(in, xk, ident) : NULL;
+/* Iterations of a reduce loop (its end is a constant). */
+static int64_t trips(const UOp *range) {
+  const UOp *end = range->src[0];
+  return end->op == OP_CONST ? end->arg.i : INT64_MAX / CG_SUM_BLOCK;
 }
 
-/* REDUCE_AXIS(x) -> ASSIGN(acc, acc op x), acc = DEFINE_ACC(identity, RANGEs of the axes).
- * Over the unrolled axis (grid_reduce_axis): acc op x_0 op ... op x_{U-1}, in
- * the order of a plain loop; a body holding a nested reduce cannot be copied,
- * so it runs in an inner RANGE(U) instead (axis id ndim + 1 + d). */
+/* The sum of v[0..n) as a balanced tree: each term passes through about
+ * log2(n) roundings instead of up to n. */
+static UOp *tree_sum(Op op, UOp **v, int n) {
+  if (n == 1) return v[0];
+  UOp *a = tree_sum(op, v, n / 2), *b = tree_sum(op, v + n / 2, n - n / 2);
+  return b2(op, a, b);
+}
+
+/* Copies of v, one per iteration of loops[0..n) in the order the loops run
+ * them (loops[0] innermost, fastest), each with the RANGEs replaced by the
+ * iteration's constants; appended to out (*nout grows). */
+static bool copy_iterations(LowerCtx *lc, UOp *v, UOp *const *loops, int n, UOp **out, int *nout) {
+  int64_t idx[MAX_LOOPS] = {0}, total = 1;
+  for (int i = 0; i < n; i++) total *= trips(loops[i]);
+  for (int64_t c = 0; c < total; c++) {
+    UOp *k[MAX_LOOPS];
+    for (int i = 0; i < n; i++)
+      if (!(k[i] = b_c(lc, idx[i]))) return false;
+    if (!(out[(*nout)++] = uop_substitute(v, n, loops, k))) return false;
+    for (int i = 0; i < n && ++idx[i] == trips(loops[i]); i++) idx[i] = 0;
+  }
+  return true;
+}
+
+/* ident op v[0] op v[1] ...: what a loop over them adds, in its order. */
+static UOp *fold(Op op, UOp *ident, UOp *const *v, int n) {
+  UOp *r = ident;
+  for (int i = 0; r && i < n; i++) r = b2(op, r, v[i]);
+  return r;
+}
+
+/* REDUCE_AXIS(x) -> ASSIGN(acc, acc op x), acc = DEFINE_ACC(identity, the reduce's loops).
+ *
+ * A float sum accumulates in levels (CG_SUM_BLOCK): its loops, innermost
+ * first, are grouped into levels of at most CG_SUM_BLOCK iterations; level 0
+ * is the innermost loop alone, unrolled into a balanced tree of its elements
+ * (independent adds, pairwise rounding); level L + 1 adds level L's total each
+ * time level L's loops close, with an accumulator of its own. An exact reduce
+ * (integers, max, product) has one level over every loop. Elements past an
+ * axis's end (its digits cover more) are the identity.
+ *
+ * Grid mode unrolls the kernel's innermost loops (choose_unrolled): a level
+ * whose loops are all unrolled is the fold of its copies, with no
+ * accumulator; a level partly unrolled folds the copies into its update. The
+ * order of every addition is the one the loops give, so both lowerings add
+ * the same numbers in the same order. A body holding a nested reduce (an
+ * accumulator) is not copied. */
 static UOp *lower_reduce(void *ctx, UOp **c) {
   LowerCtx *lc = ctx;
-  UOp *r = c[X], *x = r->src[0], *src[2 + TVK_MAX_DIMS], *inner = NULL;
+  UOp *r = c[X], *x = r->src[0], *loops[MAX_LOOPS];
   Op op = (Op)r->arg.red.op;
-  bool unrolled = false;
-  int n = 0;
-  src[n++] = identity(lc, op, r->dtype);
-  for (int i = 0; i < r->arg.red.n; i++) {
+  bool sum = op == OP_ADD && dt_is_float(r->dtype);
+  int nl = 0; /* loops, innermost first */
+  UOp *ident = identity(lc, op, r->dtype);
+  if (!ident) return oom(lc);
+  for (int i = r->arg.red.n - 1; i >= 0; i--) {
     int d = (int)r->arg.red.axes[i];
-    src[n++] = lc->red[d];
-    unrolled |= lc->unroll > 1 && d == lc->unroll_axis;
+    for (int j = 0; j < lc->ndig[d]; j++) loops[nl++] = lc->dig[d][j];
+    if (lc->past[d]) { /* past the axis's end: the identity */
+      UOp *in = b2(OP_CMPLT, lc->past[d], b_c(lc, lc->ks->full[d]));
+      if (!in || !(x = uop_where(in, x, ident))) return oom(lc);
+    }
   }
-  if (!src[0]) return oom(lc);
-  if (unrolled && has_acc(x)) {
-    inner = uop_range_n(lc->ctx, lc->unroll, lc->ks->ndim + 1 + lc->unroll_axis);
-    if (!inner || !(x = unrolled_elem(lc, x, inner, src[0]))) return oom(lc);
-    src[n++] = inner, unrolled = false;
+  /* how many of the innermost loops are copied rather than looped */
+  int nu = 0;
+  bool nested = has_acc(x);
+  while (!nested && nu < nl && nu < lc->nunrolled && loops[nu] == lc->unrolled[nu]) nu++;
+  bool tree = sum && !nested && nl > 0 && trips(loops[0]) >= 2 && trips(loops[0]) <= CG_SUM_BLOCK;
+  if (tree && nu == 0) nu = 1;
+
+  UOp *v = x; /* the value of the levels so far, once their loops close */
+  for (int at = 0; at < nl;) {
+    /* the level: loops [at, end), as many as multiply to at most the block
+     * (at least one; level 0 of a tree is its loop alone); exact: all */
+    int end = at + 1;
+    if (!sum) {
+      end = nl;
+    } else if (!(tree && at == 0)) {
+      for (int64_t it = trips(loops[at]); end < nl && it * trips(loops[end]) <= CG_SUM_BLOCK;)
+        it *= trips(loops[end++]);
+    }
+    int ncopy = nu < at ? 0 : (nu < end ? nu : end) - at; /* this level's unrolled loops */
+    UOp *copies[CG_GRID_MAX_UNROLL]; /* per level: at most CG_SUM_BLOCK for a sum, the cap else */
+    int n = 0;
+    if (ncopy > 0 && !copy_iterations(lc, v, loops + at, ncopy, copies, &n)) return oom(lc);
+    if (ncopy == end - at) { /* every loop copied: no accumulator */
+      v = tree && at == 0 ? tree_sum(op, copies, n) : fold(op, ident, copies, n);
+    } else {
+      UOp *src[1 + MAX_LOOPS];
+      int ns = 0;
+      src[ns++] = ident;
+      for (int q = end - 1; q >= at + ncopy; q--) src[ns++] = loops[q]; /* outermost first */
+      UOp *acc = uop_new(lc->ctx, OP_DEFINE_ACC, r->dtype, ns, src, arg_int(lc->nacc++));
+      UOp *upd = !acc ? NULL : ncopy ? fold(op, acc, copies, n) : b2(op, acc, v);
+      v = upd ? uop_new(lc->ctx, OP_ASSIGN, r->dtype, 2, (UOp *[]){acc, upd}, arg_none()) : NULL;
+    }
+    if (!v) return oom(lc);
+    at = end;
   }
-  UOp *acc = uop_new(lc->ctx, OP_DEFINE_ACC, r->dtype, n, src, arg_int(lc->nacc++));
-  UOp *upd = acc;
-  for (int64_t k = 0; upd && k < (unrolled ? lc->unroll : 1); k++) {
-    UOp *xk = unrolled ? unrolled_elem(lc, x, b_c(lc, k), src[0]) : x;
-    upd = xk ? uop_alu2(op, upd, xk) : NULL;
-  }
-  if (!upd) return oom(lc);
-  return uop_new(lc->ctx, OP_ASSIGN, r->dtype, 2, (UOp *[]){acc, upd}, arg_none());
+  return v;
 }
 
 #define P_GLOBAL PAT_OP0(OP_DEFINE_GLOBAL, B)
@@ -330,11 +435,41 @@ static tvk_status lower_rewrite(UOp *ast, LowerCtx *lc, UOp **out, Error *err) {
   return TVK_OK;
 }
 
+/* What lowering needs to know of the AST's reduces before making the axes:
+ * the axes float sums reduce (split into digits), and the UOps of the largest
+ * reduce body (what a copy of it costs). */
+static bool scan_reduces(UOp *ast, uint32_t *sum_axes, int64_t *body) {
+  size_t n = 0;
+  UOp **t = uop_toposort(ast, &n);
+  if (!t) return false;
+  *sum_axes = 0, *body = 0;
+  bool ok = true;
+  for (size_t i = 0; ok && i < n; i++) {
+    if (t[i]->op != OP_REDUCE_AXIS) continue;
+    if (t[i]->arg.red.op == OP_ADD && dt_is_float(t[i]->dtype))
+      for (int k = 0; k < t[i]->arg.red.n; k++) *sum_axes |= 1u << t[i]->arg.red.axes[k];
+    size_t m = 0;
+    UOp **b = uop_toposort(t[i]->src[0], &m);
+    ok = b != NULL;
+    free(b);
+    if ((int64_t)m > *body) *body = (int64_t)m;
+  }
+  free(t);
+  return ok;
+}
+
+static bool lower_init(LowerCtx *lc, UOp *ast, const KernelDesc *ks, Error *err, int64_t *body) {
+  *lc = (LowerCtx){.ctx = ast->ctx, .ks = ks, .err = err};
+  lc->range_id = 2 * ks->ndim + 2; /* after the axes and the bounds range */
+  lc->zero = b_c(lc, 0);
+  return lc->zero && scan_reduces(ast, &lc->split, body);
+}
+
 tvk_status lower_kernel(UOp *ast, const KernelDesc *ks, UOp **out, Error *err) {
   *out = NULL;
-  LowerCtx lc = {.ctx = ast->ctx, .ks = ks, .err = err};
-  lc.zero = b_c(&lc, 0);
-  if (!lc.zero || !make_axes(&lc))
+  LowerCtx lc;
+  int64_t body;
+  if (!lower_init(&lc, ast, ks, err, &body) || !make_axes(&lc))
     return err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
   return lower_rewrite(ast, &lc, out, err);
 }
@@ -344,9 +479,13 @@ tvk_status lower_kernel_grid(UOp *ast, const KernelDesc *ks, int local_size, UOp
   *out = NULL;
   if (local_size < 1)
     return err_first(err, TVK_ERR_INVALID_ARG, "lowering: work-group size %d", local_size);
-  LowerCtx lc = {.ctx = ast->ctx, .ks = ks, .err = err};
-  lc.zero = b_c(&lc, 0);
-  if (!lc.zero || !make_axes_grid(&lc, local_size, launch))
+  LowerCtx lc;
+  int64_t body;
+  if (!lower_init(&lc, ast, ks, err, &body))
     return err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
+  lc.split = ks->reduce_axes; /* every long axis: the budget may need to unroll part of it */
+  if (!make_axes_grid(&lc, local_size, launch))
+    return err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
+  if (choose_unrolled(&lc, body) != TVK_OK) return err->status;
   return lower_rewrite(ast, &lc, out, err);
 }

@@ -4,6 +4,7 @@
  * and after the REDUCE_AXIS fuses with it. See docs/frontend.md. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "frontend/ops_common.h"
 
@@ -37,10 +38,58 @@ static UOp *identity(const Ew *e, RKind k, ScalarType s) {
   return ew_const_val(e, s, (CVal){.i = u ? -1 : dt_max_i(dt_make(s))});
 }
 
+/* A long reduce with few outputs is split in two (the seed's split_reduceop):
+ * reduced axis i of size n = q * (n / q) becomes the dims (n / q, ..., q), the
+ * reduce runs over the original axes into q partial results per output, and
+ * a second reduce combines the q of them. The scheduler gives the inner
+ * reduce a kernel of its own (a reduce inside another reduce's input), which
+ * has q times as many outputs to spread over cores and work groups, and each
+ * partial reduces q times fewer elements. q is the largest divisor of some
+ * reduced axis in 8..256 with at most 2^22 partials. Unlike the seed, an axis
+ * a view broadcasts is split too: it reads no memory, but its work still
+ * needs spreading (a GPU invocation may only loop so long). */
+enum { SPLIT_THRESHOLD = 32768, SPLIT_MAX = 256, SPLIT_MIN = 8, SPLIT_MAX_PARTIALS = 1 << 22 };
+
 static UOp *reduce_op(UOp *x, Op op, const BcAxes *ax) {
   if (!x) return NULL;
   if (ax->n == 0) return x; /* nothing to reduce: a 0-d tensor or no axes */
-  return uop_new(x->ctx, OP_REDUCE_AXIS, x->dtype, 1, &x, arg_reduce(op, ax->n, ax->axes));
+  int64_t shape[TVK_MAX_DIMS + 1];
+  int nd = graph_shape(x, shape);
+  int64_t outs = bc_numel(nd, ax->keep);
+  int split = -1;
+  int64_t q = 0;
+  if (ax->count >= SPLIT_THRESHOLD && nd < TVK_MAX_DIMS && outs > 0) {
+    int64_t most = SPLIT_MAX_PARTIALS / outs < SPLIT_MAX ? SPLIT_MAX_PARTIALS / outs : SPLIT_MAX;
+    for (int k = 0; k < ax->n && split < 0; k++) {
+      int i = (int)ax->axes[k];
+      for (int64_t c = most; c >= SPLIT_MIN && split < 0; c--)
+        if (shape[i] % c == 0 && shape[i] / c > 1) split = i, q = c;
+    }
+  }
+  if (split < 0)
+    return uop_new(x->ctx, OP_REDUCE_AXIS, x->dtype, 1, &x, arg_reduce(op, ax->n, ax->axes));
+  /* (..., n, ...) -> (..., q, n / q, ...) -> (..., n / q, ..., q): the axes
+   * keep their numbers and the partials are the last dim */
+  int64_t split_shape[TVK_MAX_DIMS + 1];
+  int order[TVK_MAX_DIMS + 1];
+  for (int d = 0, o = 0; d <= nd; d++) {
+    split_shape[d] = d < split        ? shape[d]
+                     : d == split     ? q
+                     : d == split + 1 ? shape[split] / q
+                                      : shape[d - 1];
+    if (d != split) order[o++] = d;
+  }
+  order[nd] = split;
+  UOp *y = bc_permute(bc_reshape(x, nd, shape, nd + 1, split_shape), nd + 1, split_shape, order);
+  UOp *part =
+      y ? uop_new(x->ctx, OP_REDUCE_AXIS, x->dtype, 1, &y, arg_reduce(op, ax->n, ax->axes)) : NULL;
+  const int64_t last = nd;
+  UOp *all =
+      part ? uop_new(x->ctx, OP_REDUCE_AXIS, x->dtype, 1, &part, arg_reduce(op, 1, &last)) : NULL;
+  int64_t kept[TVK_MAX_DIMS + 1];
+  memcpy(kept, ax->keep, (size_t)nd * sizeof *kept);
+  kept[nd] = 1;
+  return bc_reshape(all, nd + 1, kept, nd, ax->keep);
 }
 
 /* MAX of floats lets a NaN through only when it comes first, so a second
