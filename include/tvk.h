@@ -93,6 +93,11 @@ typedef struct {
   int threads;           /* CPU: threads per kernel; 0 = one per core */
   int validate;          /* $TVK_VALIDATE: Vulkan validation layer on */
   int noopt;             /* $TVK_NOOPT: no kernel optimisations */
+  /* CPU: $TVK_CC_TIMEOUT, else 120: the seconds one run of the C compiler may
+   * take; a compiler still running then is killed and the kernel fails with
+   * TVK_ERR_COMPILE. A negative value, or a $TVK_CC_TIMEOUT that is not a whole
+   * number of seconds, makes tvk_ctx_create fail with TVK_ERR_INVALID_ARG. */
+  int cc_timeout;
 } tvk_ctx_options;
 
 /* Creates a context on a device: "CPU", "VK" (the first Vulkan device) or "VK:n";

@@ -6,6 +6,7 @@
 #define _XOPEN_SOURCE 700 /* POSIX 2008 and realpath */
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <setjmp.h>
@@ -16,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -632,6 +635,140 @@ static void test_destroy_with_live_programs(void **state) {
   assert_int_equal(mapped_files_under(real), 0);
 }
 
+/* ---- a compiler that fails or hangs ---- */
+
+/* An executable shell script in the suite's directory, path into out. */
+static void write_script(const Suite *s, const char *name, const char *body, char *out,
+                         size_t outn) {
+  snprintf(out, outn, "%s/%s", s->root, name);
+  FILE *f = fopen(out, "w");
+  assert_non_null(f);
+  fprintf(f, "#!/bin/sh\n%s", body);
+  fclose(f);
+  assert_int_equal(chmod(out, 0755), 0);
+}
+
+/* A compiler that fails --version with a screenful: the message keeps the
+ * first line and the exit status, not all of it. */
+static void test_cc_version_fails(void **state) {
+  Suite *s = *state;
+  char cc[512];
+  write_script(s, "fail-version-cc",
+               "echo 'fake-cc: licence expired'\n"
+               "echo 'second line of the explanation'\n"
+               "echo 'third line'\n"
+               "exit 1\n",
+               cc, sizeof cc);
+  DeviceOptions opt = {.threads = 1, .cc = cc, .cache_dir = s->cache};
+  char msg[1024];
+  assert_int_equal(compile_once(&opt, 1, msg, sizeof msg), TVK_ERR_DEVICE);
+  assert_contains(msg, cc);
+  assert_contains(msg, "--version");
+  assert_contains(msg, "exit status 1");
+  assert_contains(msg, "fake-cc: licence expired");
+  if (strstr(msg, "second line") || strchr(msg, '\n')) fail_msg("more than one line: %s", msg);
+}
+
+static double seconds_since(const struct timespec *t0) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
+/* True once process pid is gone or a zombie (a killed grandchild is reaped by
+ * init, not by us), waiting up to 5 s. */
+static bool process_dead(long pid) {
+  for (int i = 0; i < 500; i++) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return true;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *paren = strrchr(buf, ')'); /* the state follows the command's name */
+    if (paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X')) return true;
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  return false;
+}
+
+/* A hung compiler blocked tvk_realize forever. With a timeout of 1 s the
+ * compile returns TVK_ERR_COMPILE naming the compiler, the kernel and the
+ * timeout, within a few seconds; the compiler and the process it started are
+ * killed, the compiler is reaped (no child of ours is left), and no temp file
+ * stays in the cache. */
+static void test_cc_timeout(void **state) {
+  Suite *s = *state;
+  char cc[512], pids[512], body[1400], dir[512];
+  snprintf(pids, sizeof pids, "%s/hung-cc.pids", s->root);
+  snprintf(body, sizeof body,
+           "if [ \"$1\" = --version ]; then echo 'hung-cc 1.0'; exit 0; fi\n"
+           "echo $$ > '%s'\n"
+           "sleep 1000 &\n"
+           "echo $! >> '%s'\n"
+           "wait\n",
+           pids, pids);
+  write_script(s, "hung-cc", body, cc, sizeof cc);
+  snprintf(dir, sizeof dir, "%s/hung-cache", s->root);
+  DeviceOptions opt = {.threads = 1, .cc = cc, .cache_dir = dir, .cc_timeout = 1};
+  Device *d = NULL;
+  Error err;
+  assert_int_equal(cpu_device_create(&opt, &d, &err), TVK_OK);
+  char src[512];
+  tagged_src(src, sizeof src, "hangs", 1);
+  DevProgram *p = (DevProgram *)d;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  assert_int_equal(d->ops->compile(d, "hangs", src, &p, NULL), TVK_ERR_COMPILE);
+  double took = seconds_since(&t0);
+  assert_null(p);
+  assert_contains(d->err.msg, cc);
+  assert_contains(d->err.msg, "'hangs'");
+  assert_contains(d->err.msg, "1 s");
+  assert_contains(d->err.msg, "TVK_CC_TIMEOUT");
+  if (took < 0.9 || took > 10) fail_msg("the compile took %.2f s with a 1 s timeout", took);
+  /* No child of ours left, running or a zombie. */
+  assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+  assert_int_equal(errno, ECHILD);
+  FILE *f = fopen(pids, "r");
+  assert_non_null(f);
+  long sh = 0, sleeper = 0;
+  assert_int_equal(fscanf(f, "%ld %ld", &sh, &sleeper), 2);
+  fclose(f);
+  assert_true(process_dead(sh));
+  assert_true(process_dead(sleeper));          /* the compiler's own child too */
+  assert_int_equal(count_files(dir, NULL), 0); /* no temp source or output left */
+  d->ops->destroy(d);
+
+  /* One that hangs on --version, with the timeout from the environment. */
+  write_script(s, "hung-version-cc", "sleep 1000\n", cc, sizeof cc);
+  char *saved = env_save("TVK_CC_TIMEOUT");
+  setenv("TVK_CC_TIMEOUT", "1", 1);
+  opt.cc_timeout = 0;
+  char msg[1024];
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  assert_int_equal(compile_once(&opt, 2, msg, sizeof msg), TVK_ERR_COMPILE);
+  took = seconds_since(&t0);
+  assert_contains(msg, cc);
+  assert_contains(msg, "--version");
+  assert_contains(msg, "1 s");
+  if (took > 10) fail_msg("the probe took %.2f s with a 1 s timeout", took);
+  assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+
+  /* A timeout that is not a number of seconds is refused, naming it. */
+  setenv("TVK_CC_TIMEOUT", "2m", 1);
+  assert_int_equal(cpu_device_create(&opt, &d, &err), TVK_ERR_INVALID_ARG);
+  assert_null(d);
+  assert_contains(err.msg, "TVK_CC_TIMEOUT");
+  assert_contains(err.msg, "'2m'");
+  env_restore("TVK_CC_TIMEOUT", saved);
+  opt.cc_timeout = -1;
+  assert_int_equal(cpu_device_create(&opt, &d, &err), TVK_ERR_INVALID_ARG);
+  assert_contains(err.msg, "-1");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_create),
@@ -650,6 +787,8 @@ int main(void) {
       cmocka_unit_test(test_no_compiler),
       cmocka_unit_test(test_cache_locations),
       cmocka_unit_test(test_destroy_with_live_programs),
+      cmocka_unit_test(test_cc_version_fails),
+      cmocka_unit_test(test_cc_timeout),
   };
   return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
 }
