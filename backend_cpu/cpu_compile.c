@@ -299,7 +299,7 @@ static bool valid_name(const char *s) {
 static void cache_key(const CpuToolchain *t, const char *src, char key[33]) {
   CacheHash h;
   cache_hash_init(&h);
-  cache_hash_field(&h, "tvk-cpu-v1");
+  cache_hash_field(&h, "tvk-cpu-v2"); /* v2: the .so is sealed (cache_file_write_sealed) */
   cache_hash_field(&h, src);
   cache_hash_field(&h, t->cc);
   cache_hash_field(&h, t->cc_version);
@@ -337,10 +337,25 @@ static tvk_status compile_failed(Device *d, const CpuToolchain *t, const char *n
   return TVK_ERR_COMPILE;
 }
 
+/* Publishes the compiler's output p->tmp_so as p->so, sealed, so that a later
+ * load can tell a complete file from one cut short or damaged. */
+static tvk_status publish_so(Device *d, const char *name, CpuPaths *p) {
+  void *data;
+  size_t n;
+  int rc = cache_file_read(p->tmp_so, &data, &n);
+  if (rc == 0) {
+    rc = cache_file_write_sealed(p->so, data, n, 0755);
+    free(data);
+  }
+  if (rc != 0)
+    return err_set(&d->err, rc == ENOMEM ? TVK_ERR_OUT_OF_MEMORY : TVK_ERR_DEVICE,
+                   "cannot publish kernel '%s' as '%s': %s", name, p->so, strerror(rc));
+  return TVK_OK;
+}
+
 /* Compiles src into p->so: source to a temp file, output to a temp name, then
- * rename, so a reader (or a racing process) only ever sees a complete .so.
- * The output temp starts as mkstemp's 0600 file; it is made 0755 like any
- * library before it is published. */
+ * published sealed by rename, so a reader (or a racing process) only ever sees
+ * a complete .so. The file is made 0755 like any library. */
 static tvk_status build_so(Device *d, const CpuToolchain *t, const char *name, const char *src,
                            CpuPaths *p) {
   int sfd = mkstemp(p->src);
@@ -383,13 +398,12 @@ static tvk_status build_so(Device *d, const CpuToolchain *t, const char *name, c
                    t->cc, name, t->timeout_s);
     else if (r->status != 0)
       st = compile_failed(d, t, name, r);
-    else if (chmod(p->tmp_so, 0755) != 0 || rename(p->tmp_so, p->so) != 0)
-      st = err_set(&d->err, TVK_ERR_DEVICE, "cannot rename '%s' to '%s': %s", p->tmp_so, p->so,
-                   strerror(errno));
+    else
+      st = publish_so(d, name, p);
   }
   free(r);
   unlink(p->src);
-  if (st != TVK_OK) unlink(p->tmp_so);
+  unlink(p->tmp_so);
   return st;
 }
 
@@ -419,6 +433,33 @@ static tvk_status load(Device *d, const char *name, const char *path, void **han
   return find_symbol(d, name, path, h, handle, fn);
 }
 
+/* Loads the cached object at path if its seal holds and dlopen takes it; then
+ * *found is true and the status is find_symbol's. Anything else -- no file, a
+ * file cut short (which dlopen would map past its end and die of SIGBUS), a
+ * changed byte, a file dlopen rejects -- leaves *found false: it is rebuilt. */
+static tvk_status load_cached(Device *d, const char *name, const char *path, void **handle,
+                              CpuKernelFn *fn, bool *found) {
+  *found = false;
+  void *data;
+  size_t n;
+  if (cache_file_read_sealed(path, &data, &n) != 0) return TVK_OK;
+  free(data);
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) return TVK_OK;
+  *found = true;
+  return find_symbol(d, name, path, h, handle, fn);
+}
+
+/* The paths of kernel `key` in dir. */
+static tvk_status set_paths(Device *d, CpuPaths *p, const char *dir, const char *key) {
+  int n1 = snprintf(p->so, sizeof p->so, "%s/%s.so", dir, key);
+  int n2 = snprintf(p->src, sizeof p->src, "%s/%s.c-XXXXXX", dir, key);
+  int n3 = snprintf(p->tmp_so, sizeof p->tmp_so, "%s/%s.so-XXXXXX", dir, key);
+  if (n1 < 0 || n2 < 0 || n3 < 0 || (size_t)n3 >= sizeof p->tmp_so)
+    return err_set(&d->err, TVK_ERR_DEVICE, "kernel cache path too long: '%s'", dir);
+  return TVK_OK;
+}
+
 tvk_status cpu_compile(Device *d, CpuToolchain *t, const char *name, const char *src, void **handle,
                        CpuKernelFn *fn, bool *cache_hit) {
   *handle = NULL;
@@ -436,24 +477,14 @@ tvk_status cpu_compile(Device *d, CpuToolchain *t, const char *name, const char 
   CpuPaths *p = malloc(sizeof *p);
   if (!p)
     return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
-  int n1 = snprintf(p->so, sizeof p->so, "%s/%s.so", t->cache_dir, key);
-  int n2 = snprintf(p->src, sizeof p->src, "%s/%s.c-XXXXXX", t->cache_dir, key);
-  int n3 = snprintf(p->tmp_so, sizeof p->tmp_so, "%s/%s.so-XXXXXX", t->cache_dir, key);
-  if (n1 < 0 || n2 < 0 || n3 < 0 || (size_t)n3 >= sizeof p->tmp_so) {
-    free(p);
-    return err_set(&d->err, TVK_ERR_DEVICE, "kernel cache path too long: '%s'", t->cache_dir);
+  bool found = false;
+  st = set_paths(d, p, t->cache_dir, key);
+  if (st == TVK_OK) st = load_cached(d, name, p->so, handle, fn, &found);
+  if (st == TVK_OK && found && cache_hit) *cache_hit = true;
+  if (st == TVK_OK && !found) {
+    st = build_so(d, t, name, src, p);
+    if (st == TVK_OK) st = load(d, name, p->so, handle, fn);
   }
-  /* A cached .so that does not load (truncated by a crash, wrong format) is
-   * rebuilt rather than reported. */
-  void *h = access(p->so, R_OK) == 0 ? dlopen(p->so, RTLD_NOW | RTLD_LOCAL) : NULL;
-  if (h) {
-    st = find_symbol(d, name, p->so, h, handle, fn);
-    if (st == TVK_OK && cache_hit) *cache_hit = true;
-    free(p);
-    return st;
-  }
-  st = build_so(d, t, name, src, p);
-  if (st == TVK_OK) st = load(d, name, p->so, handle, fn);
   free(p);
   return st;
 }

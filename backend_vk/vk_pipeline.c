@@ -378,7 +378,7 @@ static char *cache_file_path(const VkDev *v, const char *dir) {
   CacheHash h;
   char key[33], buf[64];
   cache_hash_init(&h);
-  cache_hash_field(&h, "tvk-vk-pipelines-v1");
+  cache_hash_field(&h, "tvk-vk-pipelines-v2"); /* v2: the file is sealed */
   snprintf(buf, sizeof buf, "%u:%u:%u", v->props.vendorID, v->props.deviceID,
            v->props.driverVersion);
   cache_hash_field(&h, buf);
@@ -408,7 +408,9 @@ tvk_status vk_pipeline_init(VkDev *v) {
   Error saved = v->base.err;
   if (vk_cache_dir(v, &dir) == TVK_OK) ps->cache_path = cache_file_path(v, dir);
   v->base.err = saved;
-  if (ps->cache_path && cache_file_read(ps->cache_path, &data, &n) == 0 &&
+  /* The seal drops a file cut short: its header would still match, and data
+   * that is not what vkGetPipelineCacheData returned is invalid usage. */
+  if (ps->cache_path && cache_file_read_sealed(ps->cache_path, &data, &n) == 0 &&
       !cache_data_matches(v, data, n)) {
     free(data);
     data = NULL;
@@ -437,7 +439,7 @@ static void save_cache(VkDev *v, VkPipelineState *ps) {
   if (r == VK_SUCCESS) blob_key(data, n, key);
   /* Pipelines that all came from the loaded cache leave its data as it was. */
   bool same = r == VK_SUCCESS && strcmp(key, ps->loaded_key) == 0;
-  int rc = r == VK_SUCCESS && !same ? cache_file_write(ps->cache_path, data, n) : 0;
+  int rc = r == VK_SUCCESS && !same ? cache_file_write_sealed(ps->cache_path, data, n, 0600) : 0;
   if (rc != 0 && v->debug >= 1)
     fprintf(stderr, "tvk: cannot save the pipeline cache '%s': %s\n", ps->cache_path, strerror(rc));
   free(data);

@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "runtime/cache.h"
 #include "runtime/device.h"
 #include "test_util.h"
 
@@ -635,6 +636,128 @@ static void test_destroy_with_live_programs(void **state) {
   assert_int_equal(mapped_files_under(real), 0);
 }
 
+/* ---- damaged cache files ---- */
+
+/* cache.c's seal: a sealed file reads back as written; cut to any shorter
+ * length, or with any one byte changed, or written without a seal, it is
+ * refused (EBADMSG), never returned. */
+static void test_cache_seal(void **state) {
+  Suite *s = *state;
+  char path[512];
+  enum { N = 1000 };
+  unsigned char data[N];
+  uint64_t rng = 0x2545f4914f6cdd1du;
+  for (int i = 0; i < N; i++) data[i] = (unsigned char)xorshift64(&rng);
+  snprintf(path, sizeof path, "%s/seal-test", s->root);
+  assert_int_equal(cache_file_write_sealed(path, data, N, 0755), 0);
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_size, N + CACHE_SEAL_BYTES);
+  assert_int_equal(st.st_mode & 0777, 0755);
+  void *back;
+  size_t n;
+  assert_int_equal(cache_file_read_sealed(path, &back, &n), 0);
+  assert_int_equal(n, N);
+  assert_memory_equal(back, data, N);
+  free(back);
+
+  void *whole;
+  size_t wn;
+  assert_int_equal(cache_file_read(path, &whole, &wn), 0);
+  unsigned char *w = whole;
+  for (size_t len = 0; len < wn; len++) { /* every truncation */
+    assert_int_equal(truncate(path, (off_t)len), 0);
+    back = (void *)1;
+    if (cache_file_read_sealed(path, &back, &n) != EBADMSG) fail_msg("cut to %zu: accepted", len);
+    assert_null(back);
+  }
+  for (size_t i = 0; i < wn; i++) { /* every flipped byte, payload and seal */
+    w[i] ^= 0x10;
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(w, 1, wn, f), wn);
+    fclose(f);
+    w[i] ^= 0x10;
+    if (cache_file_read_sealed(path, &back, &n) != EBADMSG)
+      fail_msg("byte %zu flipped: accepted", i);
+  }
+  FILE *f = fopen(path, "wb"); /* the payload alone: no seal */
+  assert_non_null(f);
+  assert_int_equal(fwrite(data, 1, N, f), N);
+  fclose(f);
+  assert_int_equal(cache_file_read_sealed(path, &back, &n), EBADMSG);
+  free(whole);
+  unlink(path);
+  assert_int_equal(cache_file_read_sealed(path, &back, &n), ENOENT);
+  assert_int_equal(cache_file_write_sealed(path, data, 0, 0600), 0); /* empty payloads too */
+  assert_int_equal(cache_file_read_sealed(path, &back, &n), 0);
+  assert_int_equal(n, 0);
+  free(back);
+  unlink(path);
+}
+
+/* Damages the one .so of dir: `cut` truncates it to half its size (what a full
+ * disk or a copy cut short leaves), else one byte in its middle is flipped.
+ * Returns the inode of the damaged file. */
+static ino_t damage_so(const char *dir, bool cut, off_t *size) {
+  char so[256], path[1024];
+  struct stat st;
+  assert_true(find_so(dir, so, sizeof so));
+  snprintf(path, sizeof path, "%s/%s", dir, so);
+  assert_int_equal(stat(path, &st), 0);
+  *size = st.st_size;
+  if (cut) {
+    assert_int_equal(truncate(path, st.st_size / 2), 0);
+  } else {
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    unsigned char c;
+    assert_int_equal(pread(fd, &c, 1, st.st_size / 2), 1);
+    c ^= 0x01;
+    assert_int_equal(pwrite(fd, &c, 1, st.st_size / 2), 1);
+    close(fd);
+  }
+  return st.st_ino;
+}
+
+/* A cached .so cut to half its size made every later run die of SIGBUS inside
+ * dlopen (it maps the file past its end). Now the seal refuses it: the kernel
+ * is rebuilt (a miss), runs, and the file is replaced by a whole one. The same
+ * for a byte flipped in the middle, which dlopen might have taken. */
+static void test_cache_damaged_so_rebuilt(void **state) {
+  Suite *s = *state;
+  for (int cut = 1; cut >= 0; cut--) {
+    char src[512], dir[512], so[256], path[1024];
+    snprintf(dir, sizeof dir, "%s/damaged-%d", s->root, cut);
+    tagged_src(src, sizeof src, "damaged", 40 + cut);
+    Device *d = make_dev_in(1, dir);
+    DevProgram *p = must_compile(d, "damaged", src, NULL);
+    d->ops->destroy(d); /* the .so is unloaded, so the next dlopen reads the file */
+    off_t size;
+    ino_t old = damage_so(dir, cut, &size);
+
+    d = make_dev_in(1, dir); /* as the next run of the program would */
+    bool hit = true;
+    p = must_compile(d, "damaged", src, &hit);
+    assert_false(hit);
+    assert_int_equal(run_tagged(d, p), 40 + cut);
+    d->ops->destroy(d);
+    assert_true(find_so(dir, so, sizeof so));
+    snprintf(path, sizeof path, "%s/%s", dir, so);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(st.st_ino != old);      /* published anew */
+    assert_int_equal(st.st_size, size); /* whole again */
+    assert_int_equal(count_files(dir, NULL), 1);
+
+    d = make_dev_in(1, dir); /* and the new file is a hit */
+    p = must_compile(d, "damaged", src, &hit);
+    assert_true(hit);
+    assert_int_equal(run_tagged(d, p), 40 + cut);
+    d->ops->destroy(d);
+  }
+}
+
 /* ---- a compiler that fails or hangs ---- */
 
 /* An executable shell script in the suite's directory, path into out. */
@@ -787,6 +910,8 @@ int main(void) {
       cmocka_unit_test(test_no_compiler),
       cmocka_unit_test(test_cache_locations),
       cmocka_unit_test(test_destroy_with_live_programs),
+      cmocka_unit_test(test_cache_seal),
+      cmocka_unit_test(test_cache_damaged_so_rebuilt),
       cmocka_unit_test(test_cc_version_fails),
       cmocka_unit_test(test_cc_timeout),
   };

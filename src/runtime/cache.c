@@ -189,7 +189,10 @@ static int write_all(int fd, const char *s, size_t n) {
   return 0;
 }
 
-int cache_file_write(const char *path, const void *data, size_t n) {
+/* Writes data, then tail, to a mkstemp name next to path, gives it `mode` and
+ * renames it to path, so a reader sees no file or a complete one. */
+static int publish(const char *path, const void *data, size_t n, const void *tail, size_t tn,
+                   unsigned mode) {
   char *tmp = str_printf("%s-XXXXXX", path);
   if (!tmp) return ENOMEM;
   int fd = mkstemp(tmp);
@@ -199,9 +202,58 @@ int cache_file_write(const char *path, const void *data, size_t n) {
     return rc;
   }
   int rc = write_all(fd, data, n);
+  if (rc == 0) rc = write_all(fd, tail, tn);
+  if (rc == 0 && fchmod(fd, (mode_t)mode) != 0) rc = errno;
   if (close(fd) != 0 && rc == 0) rc = errno;
   if (rc == 0 && rename(tmp, path) != 0) rc = errno;
   if (rc != 0) unlink(tmp);
   free(tmp);
   return rc;
+}
+
+/* ---- sealed files ---- */
+
+static const char seal_magic[8] = {'t', 'v', 'k', 's', 'e', 'a', 'l', '1'};
+
+/* The seal of n bytes: the magic, n as 8 little-endian bytes, and the 32 hex
+ * digits of the content hash. */
+static void make_seal(const void *data, size_t n, unsigned char seal[CACHE_SEAL_BYTES]) {
+  CacheHash h;
+  char hex[33];
+  cache_hash_init(&h);
+  cache_hash_bytes(&h, data, n);
+  cache_hash_hex(&h, hex);
+  memcpy(seal, seal_magic, sizeof seal_magic);
+  for (int i = 0; i < 8; i++) seal[8 + i] = (unsigned char)((uint64_t)n >> (8 * i));
+  memcpy(seal + 16, hex, 32);
+}
+
+int cache_file_write_sealed(const char *path, const void *data, size_t n, unsigned mode) {
+  unsigned char seal[CACHE_SEAL_BYTES];
+  make_seal(data, n, seal);
+  return publish(path, data, n, seal, sizeof seal, mode);
+}
+
+int cache_file_read_sealed(const char *path, void **data, size_t *n) {
+  int rc = cache_file_read(path, data, n);
+  if (rc != 0) return rc;
+  unsigned char want[CACHE_SEAL_BYTES];
+  const unsigned char *buf = *data;
+  size_t payload = *n >= CACHE_SEAL_BYTES ? *n - CACHE_SEAL_BYTES : 0;
+  /* A file cut short loses its seal or the length in it disagrees; a changed
+   * byte changes the hash. The magic is compared first, so that a file of
+   * another format is refused without hashing it. */
+  bool ok = *n >= CACHE_SEAL_BYTES && !memcmp(buf + payload, seal_magic, sizeof seal_magic);
+  if (ok) {
+    make_seal(buf, payload, want);
+    ok = !memcmp(buf + payload, want, CACHE_SEAL_BYTES);
+  }
+  if (!ok) {
+    free(*data);
+    *data = NULL;
+    *n = 0;
+    return EBADMSG;
+  }
+  *n = payload;
+  return 0;
 }

@@ -46,9 +46,27 @@ tvk_status cache_dir_open(const char *explicit_dir, char **out, Error *err);
  * *data and *n, or an errno value (ENOENT when the file does not exist). */
 int cache_file_read(const char *path, void **data, size_t *n);
 
-/* Publishes n bytes as the file at path atomically: written to a mkstemp name
- * next to it, then renamed, so a reader sees no file or a complete one. Returns
- * 0 or an errno value; on failure nothing is left behind. */
-int cache_file_write(const char *path, const void *data, size_t n);
+/* Sealed files: what a backend writes into the cache and loads from it.
+ * Publishing is atomic (a mkstemp name next to the file, then rename), so a
+ * reader never sees a half-written file; but that does not protect a file cut
+ * short or damaged afterwards (a full disk, an interrupted copy of the
+ * directory, a bad sector), and loading such a file can crash the process
+ * (dlopen maps a .so past its end: SIGBUS) or hand the driver invalid data.
+ * So the payload is followed by a seal of CACHE_SEAL_BYTES: a magic tag, the
+ * payload's length and its content hash, and a file is used only when all
+ * three match. */
+enum { CACHE_SEAL_BYTES = 48 };
+
+/* Publishes n bytes of data, then their seal, as the file at path, atomically,
+ * with the given mode (0600 for data, 0755 for a shared object). Returns 0 or
+ * an errno value; on failure nothing is left behind. */
+int cache_file_write_sealed(const char *path, const void *data, size_t n, unsigned mode);
+
+/* Reads a file written by cache_file_write_sealed. Returns 0 with the payload
+ * (seal removed) in a malloc'ed *data of *n bytes; ENOENT when there is no
+ * file; EBADMSG when the seal is missing or does not match (truncated,
+ * changed, or not written by cache_file_write_sealed); another errno value
+ * when it cannot be read. */
+int cache_file_read_sealed(const char *path, void **data, size_t *n);
 
 #endif
