@@ -5,6 +5,7 @@
  * so paths with spaces and odd environment values cannot be misread. */
 #include "cpu_internal.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -86,10 +87,28 @@ tvk_status cpu_toolchain_init(CpuToolchain *t, const DeviceOptions *opt, Error *
       !dup_setting(&t->cache_request, opt ? opt->cache_dir : NULL, "TVK_CACHE_DIR")) {
     return err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory reading the CPU device options");
   }
+  t->want_ro = cache_readonly_wanted(opt ? opt->cache_readonly : 0);
   return read_timeout(t, opt, err);
 }
 
+/* Removes the private build directory of a read-only cache and what is in it
+ * (the device's programs are closed by now). Only regular files are there:
+ * the .so files and the temp files of a build. */
+static void remove_private_dir(const char *dir) {
+  DIR *dd = opendir(dir);
+  struct dirent *e;
+  while (dd && (e = readdir(dd))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path) unlink(path);
+  }
+  if (dd) closedir(dd);
+  rmdir(dir);
+}
+
 void cpu_toolchain_free(CpuToolchain *t) {
+  if (t->private_dir) remove_private_dir(t->private_dir);
+  free(t->private_dir);
   free(t->cc_request);
   free(t->cache_request);
   free(t->cpu_id);
@@ -275,10 +294,42 @@ static tvk_status probe(Device *d, CpuToolchain *t, const char *kernel) {
     st = r ? TVK_OK
            : err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory probing the C compiler");
     if (st == TVK_OK && !t->cc) st = find_cc(d, t, r, kernel);
-    if (st == TVK_OK) st = cache_dir_open(t->cache_request, &t->cache_dir, &d->err);
+    if (st == TVK_OK)
+      st = cache_dir_open(t->cache_request, t->want_ro, &t->cache_dir, &t->cache_ro, &d->err);
     t->probed = st == TVK_OK;
     free(r);
   }
+  pthread_mutex_unlock(&t->mu);
+  return st;
+}
+
+/* A read-only cache cannot take new kernels, so a device builds them in a
+ * directory of its own, made at its first miss: private (mkdtemp, 0700), since
+ * what is in it gets loaded, and removed when the device is destroyed. */
+static tvk_status private_dir(Device *d, CpuToolchain *t, const char *kernel, const char **dir) {
+  pthread_mutex_lock(&t->mu);
+  tvk_status st = TVK_OK;
+  if (!t->private_dir) {
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !*tmp) tmp = "/tmp";
+    size_t n = strlen(tmp) + 32;
+    char *path = malloc(n);
+    if (!path) {
+      st = err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", kernel);
+    } else {
+      snprintf(path, n, "%s/tvk-build-XXXXXX", tmp);
+      if (mkdtemp(path)) {
+        t->private_dir = path;
+      } else {
+        st = err_set(&d->err, TVK_ERR_DEVICE,
+                     "kernel cache '%s' is read-only, and no directory to build kernel '%s' in "
+                     "could be made: '%s': %s",
+                     t->cache_dir, kernel, path, strerror(errno));
+        free(path);
+      }
+    }
+  }
+  *dir = t->private_dir;
   pthread_mutex_unlock(&t->mu);
   return st;
 }
@@ -480,6 +531,14 @@ tvk_status cpu_compile(Device *d, CpuToolchain *t, const char *name, const char 
   bool found = false;
   st = set_paths(d, p, t->cache_dir, key);
   if (st == TVK_OK) st = load_cached(d, name, p->so, handle, fn, &found);
+  /* What a read-only cache lacks is built in the device's own directory,
+   * where an earlier compile of this device may have put it already. */
+  if (st == TVK_OK && !found && t->cache_ro) {
+    const char *dir;
+    st = private_dir(d, t, name, &dir);
+    if (st == TVK_OK) st = set_paths(d, p, dir, key);
+    if (st == TVK_OK) st = load_cached(d, name, p->so, handle, fn, &found);
+  }
   if (st == TVK_OK && found && cache_hit) *cache_hit = true;
   if (st == TVK_OK && !found) {
     st = build_so(d, t, name, src, p);

@@ -49,10 +49,13 @@ typedef struct {
   char cpu_model[128]; /* for the device name */
   char *cpu_id;        /* identity lines of /proc/cpuinfo; NULL if unknown */
   int timeout_s;       /* opt->cc_timeout, $TVK_CC_TIMEOUT or 120: one compiler run at most */
-  bool probed;         /* cc, cc_version and cache_dir below are set */
+  bool want_ro;        /* opt->cache_readonly or $TVK_CACHE_READONLY */
+  bool probed;         /* cc, cc_version, cache_dir and cache_ro below are set */
   char *cc;            /* the compiler that answered --version */
   char *cc_version;    /* its --version output */
   char *cache_dir;
+  bool cache_ro;     /* cache_dir is only read: misses go to private_dir */
+  char *private_dir; /* mkdtemp'ed at the first miss of a read-only cache; removed by free */
 } CpuToolchain;
 
 /* Reads options, environment and /proc/cpuinfo; starts no process. Returns TVK_OK,

@@ -113,8 +113,9 @@ static tvk_status run_shaderc(VkDev *v, const char *name, const char *src, void 
 }
 
 /* The SPIR-V of src: from <dir>/<key>.spv when it is there, else from shaderc
- * (and then published there). A cache file that cannot be written is not an
- * error: the kernel still runs, it is just compiled again next time. */
+ * (and then published there, unless the cache is read-only). A cache file that
+ * cannot be written is not an error: the kernel still runs, it is just
+ * compiled again next time. */
 static tvk_status get_spirv(VkDev *v, const char *name, const char *src, void **spv, size_t *n,
                             bool *hit) {
   const char *dir;
@@ -134,6 +135,7 @@ static tvk_status get_spirv(VkDev *v, const char *name, const char *src, void **
   }
   st = run_shaderc(v, name, src, spv, n);
   if (st != TVK_OK) return st;
+  if (v->pipelines->cache_ro) return TVK_OK;
   int rc = cache_file_write_sealed(path, *spv, *n, 0600);
   if (rc != 0 && v->debug >= 1)
     fprintf(stderr, "tvk: cannot write '%s' into the kernel cache: %s\n", path, strerror(rc));

@@ -354,7 +354,8 @@ tvk_status vk_cache_dir(VkDev *v, const char **dir) {
   VkPipelineState *ps = v->pipelines;
   if (!ps->cache_dir) {
     const char *req = v->cache_dir ? v->cache_dir : getenv("TVK_CACHE_DIR");
-    tvk_status st = cache_dir_open(req, &ps->cache_dir, &v->base.err);
+    tvk_status st = cache_dir_open(req, cache_readonly_wanted(v->cache_readonly), &ps->cache_dir,
+                                   &ps->cache_ro, &v->base.err);
     if (st != TVK_OK) return st;
   }
   *dir = ps->cache_dir;
@@ -431,7 +432,7 @@ tvk_status vk_pipeline_init(VkDev *v) {
 
 static void save_cache(VkDev *v, VkPipelineState *ps) {
   size_t n = 0;
-  if (!ps->cache || !ps->cache_path || !ps->cache_dirty) return;
+  if (!ps->cache || !ps->cache_path || !ps->cache_dirty || ps->cache_ro) return;
   if (v->vk.vkGetPipelineCacheData(v->device, ps->cache, &n, NULL) != VK_SUCCESS || n == 0) return;
   void *data = malloc(n);
   VkResult r = data ? v->vk.vkGetPipelineCacheData(v->device, ps->cache, &n, data) : VK_INCOMPLETE;

@@ -3,12 +3,13 @@
  * is checked against a plain loop here. Kernels go to the build tree's cache
  * (test_cache_dir), so a second run compiles none, except in the tests of the
  * cache itself: those use a fresh directory (mkdtemp), removed at the end. */
-#define _XOPEN_SOURCE 700 /* POSIX 2008 and realpath */
+#define _GNU_SOURCE /* POSIX 2008, realpath, and unshare for the read-only mount test */
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -758,6 +760,186 @@ static void test_cache_damaged_so_rebuilt(void **state) {
   }
 }
 
+/* ---- read-only caches ---- */
+
+/* Fills dir with the kernel of tag `have` (a normal, writable device). */
+static void fill_cache(const char *dir, int have) {
+  char src[512];
+  tagged_src(src, sizeof src, "ro", have);
+  Device *d = make_dev_in(1, dir);
+  bool hit = true;
+  must_compile(d, "ro", src, &hit);
+  assert_false(hit);
+  d->ops->destroy(d);
+}
+
+/* The checks of a read-only cache dir that holds kernel `have` and not
+ * `lacks`, on a device made with `opt` (its cache_dir is dir): the hit is
+ * served, the miss compiles and runs, a second compile of the miss is served
+ * from the device's own build directory, and nothing in dir changes. The
+ * build directory goes under tmpdir and is gone after destroy. Returns NULL or
+ * what went wrong: it runs in a child process too, where cmocka cannot. */
+static const char *readonly_checks(const DeviceOptions *opt, const char *tmpdir, int have,
+                                   int lacks) {
+  static char why[1200];
+  char src_have[512], src_lacks[512];
+  tagged_src(src_have, sizeof src_have, "ro", have);
+  tagged_src(src_lacks, sizeof src_lacks, "ro", lacks);
+  uint64_t before = dir_state(opt->cache_dir);
+  char *saved = env_save("TMPDIR");
+  setenv("TMPDIR", tmpdir, 1);
+  Device *d = NULL;
+  Error err;
+  const char *bad = NULL;
+  if (cpu_device_create(opt, &d, &err) != TVK_OK) {
+    snprintf(why, sizeof why, "create: %s", err.msg);
+    env_restore("TMPDIR", saved);
+    return why;
+  }
+  DevProgram *p[3] = {NULL, NULL, NULL};
+  const bool hit[3] = {true, false, true}; /* served, built, served from the build dir */
+  const char *srcs[3] = {src_have, src_lacks, src_lacks};
+  const int tags[3] = {have, lacks, lacks};
+  for (int i = 0; i < 3 && !bad; i++) {
+    bool h = !hit[i];
+    if (d->ops->compile(d, "ro", srcs[i], &p[i], &h) != TVK_OK) {
+      snprintf(why, sizeof why, "compile %d: %s", i, d->err.msg);
+      bad = why;
+    } else if (h != hit[i]) {
+      snprintf(why, sizeof why, "compile %d: cache_hit %d, expected %d", i, h, hit[i]);
+      bad = why;
+    } else {
+      DevBuffer *b = NULL;
+      int32_t v = -1;
+      if (d->ops->alloc(d, 4, &b) != TVK_OK || d->ops->copy_in(d, b, 0, &v, 4) != TVK_OK ||
+          d->ops->launch(d, p[i], &b, 1, NULL, 0, NULL) != TVK_OK ||
+          d->ops->copy_out(d, b, 0, &v, 4) != TVK_OK || v != tags[i]) {
+        snprintf(why, sizeof why, "run %d: got %d, expected %d (%s)", i, v, tags[i], d->err.msg);
+        bad = why;
+      }
+      if (b) d->ops->free(d, b);
+    }
+  }
+  if (!bad && count_files(tmpdir, NULL) != 1) {
+    snprintf(why, sizeof why, "expected one build directory in '%s', found %d", tmpdir,
+             count_files(tmpdir, NULL));
+    bad = why;
+  }
+  d->ops->destroy(d);
+  env_restore("TMPDIR", saved);
+  if (!bad && count_files(tmpdir, NULL) != 0) bad = "the build directory outlived the device";
+  if (!bad && dir_state(opt->cache_dir) != before) bad = "the read-only cache was written";
+  return bad;
+}
+
+/* A read-only cache through the option (DeviceOptions.cache_readonly, what
+ * $TVK_CACHE_READONLY sets): served, never written, even where the directory
+ * could be written; and a damaged file in it is not replaced but worked around. */
+static void test_cache_readonly_option(void **state) {
+  Suite *s = *state;
+  char dir[512], tmp[512];
+  snprintf(dir, sizeof dir, "%s/ro-option", s->root);
+  snprintf(tmp, sizeof tmp, "%s/ro-option-tmp", s->root);
+  assert_int_equal(mkdir(tmp, 0700), 0);
+  fill_cache(dir, 501);
+  DeviceOptions opt = {.threads = 1, .cache_dir = dir, .cache_readonly = 1};
+  const char *bad = readonly_checks(&opt, tmp, 501, 502);
+  if (bad) fail_msg("%s", bad);
+
+  /* The same through the environment. */
+  char *saved = env_save("TVK_CACHE_READONLY");
+  setenv("TVK_CACHE_READONLY", "1", 1);
+  opt.cache_readonly = 0;
+  bad = readonly_checks(&opt, tmp, 501, 503);
+  env_restore("TVK_CACHE_READONLY", saved);
+  if (bad) fail_msg("%s", bad);
+
+  /* A damaged file is a miss that is built privately; the file stays as it was. */
+  off_t size;
+  damage_so(dir, true, &size);
+  uint64_t damaged = dir_state(dir);
+  char src[512];
+  tagged_src(src, sizeof src, "ro", 501);
+  opt.cache_readonly = 1;
+  Device *d = make_dev_in(1, dir);
+  d->ops->destroy(d);
+  Error err;
+  assert_int_equal(cpu_device_create(&opt, &d, &err), TVK_OK);
+  bool hit = true;
+  DevProgram *p = must_compile(d, "ro", src, &hit);
+  assert_false(hit);
+  assert_int_equal(run_tagged(d, p), 501);
+  d->ops->destroy(d);
+  assert_true(dir_state(dir) == damaged);
+
+  /* Read-only and missing: nothing to serve, and nothing is created. */
+  snprintf(dir, sizeof dir, "%s/ro-missing", s->root);
+  char msg[1024];
+  assert_int_equal(compile_once(&opt, 504, msg, sizeof msg), TVK_ERR_DEVICE);
+  assert_contains(msg, dir);
+  assert_contains(msg, "read-only");
+  assert_int_equal(access(dir, F_OK), -1);
+}
+
+/* Makes dir read-only in a new mount namespace of this (child) process: a
+ * read-only bind mount of dir onto itself. Root ignores permission bits but
+ * not a read-only mount. False when not permitted. */
+static bool mount_read_only(const char *dir) {
+  if (unshare(CLONE_NEWNS) != 0) return false;
+  /* Private first, so that the bind mount does not propagate to the parent's
+   * namespace (on systemd machines / is shared). */
+  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) return false;
+  if (mount(dir, dir, NULL, MS_BIND, NULL) != 0) return false;
+  return mount(NULL, dir, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) == 0;
+}
+
+/* A cache directory the process cannot write, with no option set: the reported
+ * defect (`cannot use kernel cache directory ...: Permission denied`). Such a
+ * directory is now detected (access(W_OK) fails) and used read-only. For a
+ * user other than root, permission bits make it read-only; root, who ignores
+ * them, gets a read-only bind mount in a child process with its own mount
+ * namespace, which needs CAP_SYS_ADMIN: without it the test says so and
+ * checks the permission-bit case only where it applies. */
+static void test_cache_readonly_dir(void **state) {
+  Suite *s = *state;
+  char dir[512], tmp[512];
+  snprintf(dir, sizeof dir, "%s/ro-dir", s->root);
+  snprintf(tmp, sizeof tmp, "%s/ro-dir-tmp", s->root);
+  assert_int_equal(mkdir(tmp, 0700), 0);
+  fill_cache(dir, 601);
+  DeviceOptions opt = {.threads = 1, .cache_dir = dir};
+  if (geteuid() != 0) {
+    assert_int_equal(chmod(dir, 0555), 0);
+    assert_int_not_equal(access(dir, W_OK), 0);
+    const char *bad = readonly_checks(&opt, tmp, 601, 602);
+    chmod(dir, 0700);
+    if (bad) fail_msg("%s", bad);
+    return;
+  }
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    if (!mount_read_only(dir)) _exit(77);
+    if (access(dir, W_OK) == 0) {
+      fprintf(stderr, "the read-only mount of '%s' is writable\n", dir);
+      _exit(1);
+    }
+    const char *bad = readonly_checks(&opt, tmp, 601, 602);
+    if (bad) fprintf(stderr, "read-only mount: %s\n", bad);
+    fflush(stderr);
+    _exit(bad ? 1 : 0);
+  }
+  int ws;
+  assert_int_equal(waitpid(pid, &ws, 0), pid);
+  assert_true(WIFEXITED(ws));
+  if (WEXITSTATUS(ws) == 77)
+    fprintf(stderr, "test_cache_readonly_dir: no read-only bind mount possible "
+                    "(needs CAP_SYS_ADMIN); that case was not run\n");
+  else
+    assert_int_equal(WEXITSTATUS(ws), 0);
+}
+
 /* ---- a compiler that fails or hangs ---- */
 
 /* An executable shell script in the suite's directory, path into out. */
@@ -912,6 +1094,8 @@ int main(void) {
       cmocka_unit_test(test_destroy_with_live_programs),
       cmocka_unit_test(test_cache_seal),
       cmocka_unit_test(test_cache_damaged_so_rebuilt),
+      cmocka_unit_test(test_cache_readonly_option),
+      cmocka_unit_test(test_cache_readonly_dir),
       cmocka_unit_test(test_cc_version_fails),
       cmocka_unit_test(test_cc_timeout),
   };

@@ -946,6 +946,52 @@ static void test_pipeline_cache_truncated(void **state) {
   assert_int_equal(find_file(c->dir, ".bin", path, sizeof path), whole);
 }
 
+/* A read-only cache ($TVK_CACHE_READONLY=1, DeviceOptions.cache_readonly):
+ * hits are served from it, a miss is compiled and runs, and nothing in the
+ * directory changes -- no new .spv, and no pipeline cache written back at
+ * destroy although a pipeline was created. (A directory that cannot be written
+ * is detected by the shared cache_dir_open: the cpu_device suite tests that.) */
+static void test_spirv_cache_readonly(void **state) {
+  CacheDir *c = *state;
+  Device *d = open_vk_sync(0);
+  run_axpb(d);
+  close_vk(d);
+  uint64_t before = dir_state(c->dir);
+  for (int how = 0; how < 2; how++) {
+    char *saved = env_save("TVK_CACHE_READONLY");
+    if (how == 0) setenv("TVK_CACHE_READONLY", "1", 1);
+    DeviceOptions opt = {.validate = 2, .cache_readonly = how};
+    Error err;
+    d = NULL;
+    assert_int_equal(vk_device_create(&opt, -1, &d, &err), TVK_OK);
+    bool hit = false;
+    DevProgram *p = compile_ok(d, "axpb", k_axpb, &hit);
+    assert_true(hit);
+    assert_int_equal(shaderc_calls(d), 0);
+    d->ops->program_free(d, p);
+    for (int again = 0; again < 2; again++) { /* not in the cache, and not kept there */
+      p = compile_ok(d, "inc", k_inc, &hit);
+      assert_false(hit);
+      assert_int_equal(shaderc_calls(d), 1 + again);
+      enum { N = 100 };
+      int32_t host[N], out[N], n = N;
+      for (int i = 0; i < N; i++) host[i] = i * 3 - 50;
+      DevBuffer *b[2] = {alloc_ok(d, sizeof out), alloc_ok(d, sizeof host)};
+      assert_int_equal(d->ops->copy_in(d, b[1], 0, host, sizeof host), TVK_OK);
+      LaunchDims dims = dims_for(N, 64);
+      launch_ok(d, p, b, 2, &n, 1, &dims);
+      assert_int_equal(d->ops->copy_out(d, b[0], 0, out, sizeof out), TVK_OK);
+      for (int i = 0; i < N; i++) assert_int_equal(out[i], host[i] + 1);
+      d->ops->free(d, b[0]);
+      d->ops->free(d, b[1]);
+      d->ops->program_free(d, p);
+    }
+    close_vk(d);
+    env_restore("TVK_CACHE_READONLY", saved);
+    assert_true(dir_state(c->dir) == before);
+  }
+}
+
 static void test_dependent_chain(void **state) {
   (void)state;
   Device *d = open_vk_sync(0);
@@ -1183,6 +1229,7 @@ static void test_timestamps(void **state) {
       cmocka_unit_test_setup_teardown(test_spirv_cache, setup_cache, teardown_cache),              \
       cmocka_unit_test_setup_teardown(test_spirv_cache_damaged, setup_cache, teardown_cache),      \
       cmocka_unit_test_setup_teardown(test_pipeline_cache_truncated, setup_cache, teardown_cache), \
+      cmocka_unit_test_setup_teardown(test_spirv_cache_readonly, setup_cache, teardown_cache),     \
       cmocka_unit_test(test_dependent_chain), cmocka_unit_test(test_barriers_only_where_needed),   \
       cmocka_unit_test(test_group_split), cmocka_unit_test(test_compile_error),                    \
       cmocka_unit_test(test_launch_checks), cmocka_unit_test(test_timestamps)

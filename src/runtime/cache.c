@@ -123,18 +123,49 @@ static tvk_status open_tmp_fallback(char **out, Error *err) {
   return TVK_OK;
 }
 
-tvk_status cache_dir_open(const char *explicit_dir, char **out, Error *err) {
-  *out = NULL;
-  if (explicit_dir && *explicit_dir) {
-    int rc = mkdir_p(explicit_dir);
-    if (rc != 0) {
-      return err_set(err, TVK_ERR_DEVICE, "cannot use kernel cache directory '%s': %s",
-                     explicit_dir, strerror(rc));
-    }
-    *out = strdup(explicit_dir);
-    if (!*out) goto oom;
-    return TVK_OK;
+/* 0 when path is a directory whose entries can be listed and read, else an
+ * errno value (ENOENT when it does not exist). */
+static int readable_dir(const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0) return errno;
+  if (!S_ISDIR(st.st_mode)) return ENOTDIR;
+  if (access(path, R_OK | X_OK) != 0) return errno;
+  return 0;
+}
+
+bool cache_readonly_wanted(int opt) {
+  if (opt > 0) return true;
+  const char *v = getenv("TVK_CACHE_READONLY");
+  return v && *v && strcmp(v, "0") != 0;
+}
+
+/* The explicit directory: used as it is when it exists (read-only when it
+ * cannot be written, which is how a prebuilt cache is shipped), created when it
+ * does not and may be written. access() asks the kernel, so a read-only mount
+ * counts as read-only even for root, who ignores permission bits. */
+static tvk_status open_explicit(const char *dir, bool want_read_only, char **out, bool *read_only,
+                                Error *err) {
+  int rc = readable_dir(dir);
+  bool ro = want_read_only;
+  if (rc == 0 && !ro) ro = access(dir, W_OK) != 0;
+  if (rc == ENOENT && !want_read_only) rc = mkdir_p(dir);
+  if (rc != 0) {
+    return err_set(err, TVK_ERR_DEVICE, "cannot use kernel cache directory '%s': %s%s", dir,
+                   strerror(rc),
+                   want_read_only && rc == ENOENT ? " (a read-only cache is not created)" : "");
   }
+  *out = strdup(dir);
+  if (!*out) return err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory building the cache path");
+  *read_only = ro;
+  return TVK_OK;
+}
+
+tvk_status cache_dir_open(const char *explicit_dir, bool want_read_only, char **out,
+                          bool *read_only, Error *err) {
+  *out = NULL;
+  *read_only = want_read_only;
+  if (explicit_dir && *explicit_dir)
+    return open_explicit(explicit_dir, want_read_only, out, read_only, err);
   const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
   char *cand = NULL;
   if (xdg && *xdg) {
@@ -143,6 +174,20 @@ tvk_status cache_dir_open(const char *explicit_dir, char **out, Error *err) {
   } else if (home && *home) {
     cand = str_printf("%s/.cache/tvk", home);
     if (!cand) goto oom;
+  }
+  if (want_read_only) {
+    /* Only the home cache can hold prebuilt kernels; the temp fallback is
+     * never shipped, so it is not looked for. */
+    int rc = cand ? readable_dir(cand) : ENOENT;
+    if (rc == 0) {
+      *out = cand;
+      return TVK_OK;
+    }
+    err_set(err, TVK_ERR_DEVICE, "no kernel cache to read (the cache is read-only): %s%s%s%s",
+            cand ? "'" : "neither XDG_CACHE_HOME nor HOME is set", cand ? cand : "",
+            cand ? "': " : "", cand ? strerror(rc) : "");
+    free(cand);
+    return TVK_ERR_DEVICE;
   }
   if (cand && mkdir_p(cand) == 0) {
     *out = cand;

@@ -9,6 +9,7 @@
 #ifndef TVK_RUNTIME_CACHE_H
 #define TVK_RUNTIME_CACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,13 +35,26 @@ void cache_hash_bytes(CacheHash *h, const void *p, size_t n);
 /* Writes 32 lowercase hex digits and a NUL into out. */
 void cache_hash_hex(const CacheHash *h, char out[33]);
 
+/* True when the cache is to be used read-only: `opt` (DeviceOptions.cache_readonly)
+ * is > 0, or it is 0 and $TVK_CACHE_READONLY is set to anything but "" or "0". */
+bool cache_readonly_wanted(int opt);
+
 /* Where the cache lives. `explicit_dir` is opt->cache_dir or $TVK_CACHE_DIR:
  * when set it is used or fails; otherwise $XDG_CACHE_HOME/tvk, ~/.cache/tvk and
  * finally ${TMPDIR:-/tmp}/tvk-<uid> are tried in turn. On success *out is a
- * malloc'ed path of an existing, writable directory. On failure returns
- * TVK_ERR_DEVICE (or TVK_ERR_OUT_OF_MEMORY) with a message in err naming the
- * directory and the reason. */
-tvk_status cache_dir_open(const char *explicit_dir, char **out, Error *err);
+ * malloc'ed path of an existing directory and *read_only says whether files
+ * may be published in it.
+ *
+ * With `want_read_only` nothing is created or written: the directory (the
+ * explicit one, else the home cache) must already exist. Without it, an
+ * explicit directory that exists and can be read but not written (a prebuilt
+ * cache on a read-only mount, or owned by someone else) is used read-only too;
+ * a default place that cannot be written is skipped for the next one.
+ *
+ * On failure returns TVK_ERR_DEVICE (or TVK_ERR_OUT_OF_MEMORY) with a message
+ * in err naming the directory and the reason. */
+tvk_status cache_dir_open(const char *explicit_dir, bool want_read_only, char **out,
+                          bool *read_only, Error *err);
 
 /* Reads the whole file at path into a malloc'ed buffer. Returns 0 and sets
  * *data and *n, or an errno value (ENOENT when the file does not exist). */
