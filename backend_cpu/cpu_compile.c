@@ -5,9 +5,12 @@
  * so paths with spaces and odd environment values cannot be misread. */
 #include "cpu_internal.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -16,12 +19,20 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
 
 /* What the compiler said is kept up to this size; the rest is drained. */
 enum { CC_OUTPUT_CAP = 16 * 1024 };
+/* Seconds one compiler run may take unless TVK_CC_TIMEOUT says otherwise:
+ * far more than any kernel needs (about 0.1 s), so only a hung compiler (a
+ * wrapper waiting on a lock or a licence server) ever reaches it. */
+enum { CC_TIMEOUT_DEFAULT = 120, CC_TIMEOUT_MAX = 1000000 };
+/* After SIGTERM a timed-out compiler gets this long to remove its own
+ * temporary files before SIGKILL. */
+enum { CC_KILL_GRACE_MS = 2000 };
 
 /* Always passed; -march=native is added only when the CPU is part of the key. */
 static const char *const cc_flags[] = {"-O2", "-fPIC", "-shared", "-ffp-contract=off"};
@@ -41,6 +52,33 @@ static bool dup_setting(char **dst, const char *opt, const char *env) {
   return *dst != NULL;
 }
 
+/* The timeout of a compiler run: opt->cc_timeout, else $TVK_CC_TIMEOUT, else
+ * the default. A value that is not a whole number of seconds is an error rather
+ * than silently the default, since a typo would otherwise go unnoticed. */
+static tvk_status read_timeout(CpuToolchain *t, const DeviceOptions *opt, Error *err) {
+  t->timeout_s = CC_TIMEOUT_DEFAULT;
+  if (opt && opt->cc_timeout < 0)
+    return err_set(err, TVK_ERR_INVALID_ARG,
+                   "cpu_device_create: cc_timeout is %d (seconds; 0 means $TVK_CC_TIMEOUT, "
+                   "else %d)",
+                   opt->cc_timeout, CC_TIMEOUT_DEFAULT);
+  if (opt && opt->cc_timeout > 0) {
+    t->timeout_s = opt->cc_timeout < CC_TIMEOUT_MAX ? opt->cc_timeout : CC_TIMEOUT_MAX;
+    return TVK_OK;
+  }
+  const char *v = getenv("TVK_CC_TIMEOUT");
+  if (!v || !*v) return TVK_OK;
+  char *end;
+  errno = 0;
+  long secs = strtol(v, &end, 10);
+  if (errno || end == v || *end || secs <= 0 || secs > CC_TIMEOUT_MAX)
+    return err_set(err, TVK_ERR_INVALID_ARG,
+                   "TVK_CC_TIMEOUT is '%s': expected a whole number of seconds from 1 to %d", v,
+                   CC_TIMEOUT_MAX);
+  t->timeout_s = (int)secs;
+  return TVK_OK;
+}
+
 tvk_status cpu_toolchain_init(CpuToolchain *t, const DeviceOptions *opt, Error *err) {
   memset(t, 0, sizeof *t);
   pthread_mutex_init(&t->mu, NULL);
@@ -49,10 +87,28 @@ tvk_status cpu_toolchain_init(CpuToolchain *t, const DeviceOptions *opt, Error *
       !dup_setting(&t->cache_request, opt ? opt->cache_dir : NULL, "TVK_CACHE_DIR")) {
     return err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory reading the CPU device options");
   }
-  return TVK_OK;
+  t->want_ro = cache_readonly_wanted(opt ? opt->cache_readonly : 0);
+  return read_timeout(t, opt, err);
+}
+
+/* Removes the private build directory of a read-only cache and what is in it
+ * (the device's programs are closed by now). Only regular files are there:
+ * the .so files and the temp files of a build. */
+static void remove_private_dir(const char *dir) {
+  DIR *dd = opendir(dir);
+  struct dirent *e;
+  while (dd && (e = readdir(dd))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path) unlink(path);
+  }
+  if (dd) closedir(dd);
+  rmdir(dir);
 }
 
 void cpu_toolchain_free(CpuToolchain *t) {
+  if (t->private_dir) remove_private_dir(t->private_dir);
+  free(t->private_dir);
   free(t->cc_request);
   free(t->cache_request);
   free(t->cpu_id);
@@ -66,30 +122,66 @@ void cpu_toolchain_free(CpuToolchain *t) {
 
 typedef struct {
   int status;              /* exit status; 128 + signal number when killed */
+  bool timed_out;          /* it ran past the timeout and was killed */
   size_t len;              /* bytes kept in out */
   char out[CC_OUTPUT_CAP]; /* stdout and stderr interleaved, NUL-terminated */
 } CpuRun;
 
-static void read_all(int fd, CpuRun *r) {
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Reads fd into r until end of file; false when the deadline comes first. */
+static bool read_until(int fd, CpuRun *r, int64_t deadline) {
   char sink[4096];
   for (;;) {
+    int64_t left = deadline - now_ms();
+    if (left <= 0) return false;
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    int k = poll(&pfd, 1, left > INT_MAX ? INT_MAX : (int)left);
+    if (k < 0 && errno == EINTR) continue;
+    if (k == 0) return false;
+    if (k < 0) return true; /* the pipe cannot be watched: leave it to the wait */
     size_t room = sizeof r->out - 1 - r->len;
-    char *dst = room ? r->out + r->len : sink;
-    ssize_t n = read(fd, dst, room ? room : sizeof sink);
+    ssize_t n = read(fd, room ? r->out + r->len : sink, room ? room : sizeof sink);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n <= 0) return true;
     if (room) r->len += (size_t)n;
   }
-  r->out[r->len] = '\0';
+}
+
+/* Waits until the child pid has exited, up to the deadline; true if it has.
+ * It is not reaped (WNOWAIT): while it is a zombie its pid, which is also its
+ * process group's ID, cannot be reused, so killing the group stays safe. The
+ * sleeps start short because a compiler that closed its output usually exits
+ * a moment later. */
+static bool exited_by(pid_t pid, int64_t deadline) {
+  for (long us = 50;; us = us < 20000 ? us * 2 : us) {
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    int rc = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT);
+    if (rc == 0 && si.si_pid == pid) return true;
+    if (rc != 0 && errno != EINTR) return true; /* not waitable: waitpid will say */
+    if (now_ms() >= deadline) return false;
+    struct timespec ts = {0, us * 1000};
+    nanosleep(&ts, NULL);
+  }
 }
 
 /* Runs argv (argv[0] looked up in PATH unless it has a '/') with stdin from
- * /dev/null and stdout+stderr captured into r. Returns 0 when the process ran,
- * else the errno of the failure to start it. */
-static int run_process(char *const argv[], CpuRun *r) {
+ * /dev/null and stdout+stderr captured into r, for at most timeout_s seconds.
+ * The child leads a process group of its own, so that on a timeout the whole
+ * group (cc and the cc1, as and ld it started) is killed: SIGTERM first, so a
+ * compiler can remove its temporary files, then SIGKILL. The child is always
+ * reaped. Returns 0 when the process ran (r->timed_out says whether it was
+ * killed), else the errno of the failure to start it. */
+static int run_process(char *const argv[], int timeout_s, CpuRun *r) {
   r->len = 0;
   r->out[0] = '\0';
   r->status = -1;
+  r->timed_out = false;
   int fds[2];
   if (pipe(fds) != 0) return errno;
   fcntl(fds[0], F_SETFD, FD_CLOEXEC);
@@ -104,32 +196,44 @@ static int run_process(char *const argv[], CpuRun *r) {
   sigset_t none;
   sigemptyset(&none);
   posix_spawnattr_setsigmask(&attr, &none); /* the caller's blocked signals are not the child's */
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
   pid_t pid;
+  int64_t deadline = now_ms() + (int64_t)timeout_s * 1000;
   int rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
   close(fds[1]);
-  if (rc == 0) read_all(fds[0], r);
+  bool done = rc == 0 && read_until(fds[0], r, deadline);
+  r->out[r->len] = '\0';
   close(fds[0]);
   if (rc != 0) return rc;
+  if (done) done = exited_by(pid, deadline);
+  if (!done) {
+    r->timed_out = true;
+    kill(-pid, SIGTERM);
+    exited_by(pid, now_ms() + CC_KILL_GRACE_MS);
+    kill(-pid, SIGKILL); /* also whatever of the group outlived the leader */
+  }
   int ws;
   while (waitpid(pid, &ws, 0) < 0) {
     if (errno != EINTR) return errno;
   }
   r->status = WIFEXITED(ws) ? WEXITSTATUS(ws) : WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : -1;
   /* A libc that reports a failed exec only through the child says 127. */
-  if (r->status == 127 && r->len == 0) return ENOENT;
+  if (r->status == 127 && r->len == 0 && !r->timed_out) return ENOENT;
   return 0;
 }
 
 /* ---- probing the compiler and the cache directory ---- */
 
 /* Asks `cc --version`. Returns 0 and sets t->cc / t->cc_version when it
- * answered, else the errno of the failed start (or EINVAL for a nonzero exit). */
+ * answered, else the errno of the failed start, EINVAL for a nonzero exit, or
+ * ETIMEDOUT when it did not answer in time (and was killed). */
 static int probe_cc(CpuToolchain *t, const char *cc, CpuRun *r) {
   char *argv[] = {(char *)cc, "--version", NULL};
-  int rc = run_process(argv, r);
+  int rc = run_process(argv, t->timeout_s, r);
+  if (rc == 0 && r->timed_out) rc = ETIMEDOUT;
   if (rc == 0 && r->status != 0) rc = EINVAL;
   if (rc != 0) return rc;
   t->cc = strdup(cc);
@@ -142,13 +246,28 @@ static int probe_cc(CpuToolchain *t, const char *cc, CpuRun *r) {
   return 0;
 }
 
-static tvk_status find_cc(Device *d, CpuToolchain *t, CpuRun *r) {
+/* A compiler that hangs on --version is reported at once, not skipped for the
+ * next candidate: each would cost a whole timeout, and the user has to know. */
+static tvk_status probe_timed_out(Device *d, const CpuToolchain *t, const char *cc,
+                                  const char *kernel) {
+  return err_set(&d->err, TVK_ERR_COMPILE,
+                 "C compiler '%s' did not answer --version within %d s (TVK_CC_TIMEOUT) while "
+                 "compiling kernel '%s'; it was killed",
+                 cc, t->timeout_s, kernel);
+}
+
+static tvk_status find_cc(Device *d, CpuToolchain *t, CpuRun *r, const char *kernel) {
   if (t->cc_request) {
     int rc = probe_cc(t, t->cc_request, r);
+    /* Only the first line: that is where a compiler (or a wrapper) says what
+     * is wrong; the rest would bury it. */
+    int first = (int)strcspn(r->out, "\r\n");
+    const char *line = first ? r->out : "(no output)";
     if (rc == EINVAL)
       return err_set(&d->err, TVK_ERR_DEVICE,
-                     "C compiler '%s' failed on --version (exit status %d): %s", t->cc_request,
-                     r->status, r->out);
+                     "C compiler '%s' failed on --version (exit status %d): %.*s", t->cc_request,
+                     r->status, first ? first : (int)strlen(line), line);
+    if (rc == ETIMEDOUT) return probe_timed_out(d, t, t->cc_request, kernel);
     if (rc != 0)
       return err_set(&d->err, TVK_ERR_DEVICE,
                      "no C compiler found: tried '%s' (%s) (set CC or install gcc)", t->cc_request,
@@ -158,6 +277,7 @@ static tvk_status find_cc(Device *d, CpuToolchain *t, CpuRun *r) {
   for (size_t i = 0; i < sizeof cc_defaults / sizeof cc_defaults[0]; i++) {
     int rc = probe_cc(t, cc_defaults[i], r);
     if (rc == 0) return TVK_OK;
+    if (rc == ETIMEDOUT) return probe_timed_out(d, t, cc_defaults[i], kernel);
     if (rc == ENOMEM)
       return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory probing '%s'", cc_defaults[i]);
   }
@@ -166,18 +286,50 @@ static tvk_status find_cc(Device *d, CpuToolchain *t, CpuRun *r) {
 }
 
 /* First compile of a device: find the compiler and the cache directory. */
-static tvk_status probe(Device *d, CpuToolchain *t) {
+static tvk_status probe(Device *d, CpuToolchain *t, const char *kernel) {
   pthread_mutex_lock(&t->mu);
   tvk_status st = TVK_OK;
   if (!t->probed) {
     CpuRun *r = malloc(sizeof *r);
     st = r ? TVK_OK
            : err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory probing the C compiler");
-    if (st == TVK_OK && !t->cc) st = find_cc(d, t, r);
-    if (st == TVK_OK) st = cache_dir_open(t->cache_request, &t->cache_dir, &d->err);
+    if (st == TVK_OK && !t->cc) st = find_cc(d, t, r, kernel);
+    if (st == TVK_OK)
+      st = cache_dir_open(t->cache_request, t->want_ro, &t->cache_dir, &t->cache_ro, &d->err);
     t->probed = st == TVK_OK;
     free(r);
   }
+  pthread_mutex_unlock(&t->mu);
+  return st;
+}
+
+/* A read-only cache cannot take new kernels, so a device builds them in a
+ * directory of its own, made at its first miss: private (mkdtemp, 0700), since
+ * what is in it gets loaded, and removed when the device is destroyed. */
+static tvk_status private_dir(Device *d, CpuToolchain *t, const char *kernel, const char **dir) {
+  pthread_mutex_lock(&t->mu);
+  tvk_status st = TVK_OK;
+  if (!t->private_dir) {
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !*tmp) tmp = "/tmp";
+    size_t n = strlen(tmp) + 32;
+    char *path = malloc(n);
+    if (!path) {
+      st = err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", kernel);
+    } else {
+      snprintf(path, n, "%s/tvk-build-XXXXXX", tmp);
+      if (mkdtemp(path)) {
+        t->private_dir = path;
+      } else {
+        st = err_set(&d->err, TVK_ERR_DEVICE,
+                     "kernel cache '%s' is read-only, and no directory to build kernel '%s' in "
+                     "could be made: '%s': %s",
+                     t->cache_dir, kernel, path, strerror(errno));
+        free(path);
+      }
+    }
+  }
+  *dir = t->private_dir;
   pthread_mutex_unlock(&t->mu);
   return st;
 }
@@ -198,7 +350,7 @@ static bool valid_name(const char *s) {
 static void cache_key(const CpuToolchain *t, const char *src, char key[33]) {
   CacheHash h;
   cache_hash_init(&h);
-  cache_hash_field(&h, "tvk-cpu-v1");
+  cache_hash_field(&h, "tvk-cpu-v2"); /* v2: the .so is sealed (cache_file_write_sealed) */
   cache_hash_field(&h, src);
   cache_hash_field(&h, t->cc);
   cache_hash_field(&h, t->cc_version);
@@ -236,10 +388,25 @@ static tvk_status compile_failed(Device *d, const CpuToolchain *t, const char *n
   return TVK_ERR_COMPILE;
 }
 
+/* Publishes the compiler's output p->tmp_so as p->so, sealed, so that a later
+ * load can tell a complete file from one cut short or damaged. */
+static tvk_status publish_so(Device *d, const char *name, CpuPaths *p) {
+  void *data;
+  size_t n;
+  int rc = cache_file_read(p->tmp_so, &data, &n);
+  if (rc == 0) {
+    rc = cache_file_write_sealed(p->so, data, n, 0755);
+    free(data);
+  }
+  if (rc != 0)
+    return err_set(&d->err, rc == ENOMEM ? TVK_ERR_OUT_OF_MEMORY : TVK_ERR_DEVICE,
+                   "cannot publish kernel '%s' as '%s': %s", name, p->so, strerror(rc));
+  return TVK_OK;
+}
+
 /* Compiles src into p->so: source to a temp file, output to a temp name, then
- * rename, so a reader (or a racing process) only ever sees a complete .so.
- * The output temp starts as mkstemp's 0600 file; it is made 0755 like any
- * library before it is published. */
+ * published sealed by rename, so a reader (or a racing process) only ever sees
+ * a complete .so. The file is made 0755 like any library. */
 static tvk_status build_so(Device *d, const CpuToolchain *t, const char *name, const char *src,
                            CpuPaths *p) {
   int sfd = mkstemp(p->src);
@@ -272,18 +439,22 @@ static tvk_status build_so(Device *d, const CpuToolchain *t, const char *name, c
   if (!r) {
     st = err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
   } else {
-    int rc = run_process((char *const *)argv, r);
+    int rc = run_process((char *const *)argv, t->timeout_s, r);
     if (rc != 0)
       st = err_set(&d->err, TVK_ERR_DEVICE, "cannot run C compiler '%s': %s", t->cc, strerror(rc));
+    else if (r->timed_out)
+      st = err_set(&d->err, TVK_ERR_COMPILE,
+                   "C compiler '%s' timed out on kernel '%s': still running after %d s "
+                   "(TVK_CC_TIMEOUT), so it was killed",
+                   t->cc, name, t->timeout_s);
     else if (r->status != 0)
       st = compile_failed(d, t, name, r);
-    else if (chmod(p->tmp_so, 0755) != 0 || rename(p->tmp_so, p->so) != 0)
-      st = err_set(&d->err, TVK_ERR_DEVICE, "cannot rename '%s' to '%s': %s", p->tmp_so, p->so,
-                   strerror(errno));
+    else
+      st = publish_so(d, name, p);
   }
   free(r);
   unlink(p->src);
-  if (st != TVK_OK) unlink(p->tmp_so);
+  unlink(p->tmp_so);
   return st;
 }
 
@@ -313,6 +484,33 @@ static tvk_status load(Device *d, const char *name, const char *path, void **han
   return find_symbol(d, name, path, h, handle, fn);
 }
 
+/* Loads the cached object at path if its seal holds and dlopen takes it; then
+ * *found is true and the status is find_symbol's. Anything else -- no file, a
+ * file cut short (which dlopen would map past its end and die of SIGBUS), a
+ * changed byte, a file dlopen rejects -- leaves *found false: it is rebuilt. */
+static tvk_status load_cached(Device *d, const char *name, const char *path, void **handle,
+                              CpuKernelFn *fn, bool *found) {
+  *found = false;
+  void *data;
+  size_t n;
+  if (cache_file_read_sealed(path, &data, &n) != 0) return TVK_OK;
+  free(data);
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) return TVK_OK;
+  *found = true;
+  return find_symbol(d, name, path, h, handle, fn);
+}
+
+/* The paths of kernel `key` in dir. */
+static tvk_status set_paths(Device *d, CpuPaths *p, const char *dir, const char *key) {
+  int n1 = snprintf(p->so, sizeof p->so, "%s/%s.so", dir, key);
+  int n2 = snprintf(p->src, sizeof p->src, "%s/%s.c-XXXXXX", dir, key);
+  int n3 = snprintf(p->tmp_so, sizeof p->tmp_so, "%s/%s.so-XXXXXX", dir, key);
+  if (n1 < 0 || n2 < 0 || n3 < 0 || (size_t)n3 >= sizeof p->tmp_so)
+    return err_set(&d->err, TVK_ERR_DEVICE, "kernel cache path too long: '%s'", dir);
+  return TVK_OK;
+}
+
 tvk_status cpu_compile(Device *d, CpuToolchain *t, const char *name, const char *src, void **handle,
                        CpuKernelFn *fn, bool *cache_hit) {
   *handle = NULL;
@@ -322,7 +520,7 @@ tvk_status cpu_compile(Device *d, CpuToolchain *t, const char *name, const char 
   if (!valid_name(name))
     return err_set(&d->err, TVK_ERR_INVALID_ARG, "compile: kernel name '%s' is not a C identifier",
                    name ? name : "(null)");
-  tvk_status st = probe(d, t);
+  tvk_status st = probe(d, t, name);
   if (st != TVK_OK) return st;
 
   char key[33];
@@ -330,24 +528,22 @@ tvk_status cpu_compile(Device *d, CpuToolchain *t, const char *name, const char 
   CpuPaths *p = malloc(sizeof *p);
   if (!p)
     return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
-  int n1 = snprintf(p->so, sizeof p->so, "%s/%s.so", t->cache_dir, key);
-  int n2 = snprintf(p->src, sizeof p->src, "%s/%s.c-XXXXXX", t->cache_dir, key);
-  int n3 = snprintf(p->tmp_so, sizeof p->tmp_so, "%s/%s.so-XXXXXX", t->cache_dir, key);
-  if (n1 < 0 || n2 < 0 || n3 < 0 || (size_t)n3 >= sizeof p->tmp_so) {
-    free(p);
-    return err_set(&d->err, TVK_ERR_DEVICE, "kernel cache path too long: '%s'", t->cache_dir);
+  bool found = false;
+  st = set_paths(d, p, t->cache_dir, key);
+  if (st == TVK_OK) st = load_cached(d, name, p->so, handle, fn, &found);
+  /* What a read-only cache lacks is built in the device's own directory,
+   * where an earlier compile of this device may have put it already. */
+  if (st == TVK_OK && !found && t->cache_ro) {
+    const char *dir;
+    st = private_dir(d, t, name, &dir);
+    if (st == TVK_OK) st = set_paths(d, p, dir, key);
+    if (st == TVK_OK) st = load_cached(d, name, p->so, handle, fn, &found);
   }
-  /* A cached .so that does not load (truncated by a crash, wrong format) is
-   * rebuilt rather than reported. */
-  void *h = access(p->so, R_OK) == 0 ? dlopen(p->so, RTLD_NOW | RTLD_LOCAL) : NULL;
-  if (h) {
-    st = find_symbol(d, name, p->so, h, handle, fn);
-    if (st == TVK_OK && cache_hit) *cache_hit = true;
-    free(p);
-    return st;
+  if (st == TVK_OK && found && cache_hit) *cache_hit = true;
+  if (st == TVK_OK && !found) {
+    st = build_so(d, t, name, src, p);
+    if (st == TVK_OK) st = load(d, name, p->so, handle, fn);
   }
-  st = build_so(d, t, name, src, p);
-  if (st == TVK_OK) st = load(d, name, p->so, handle, fn);
   free(p);
   return st;
 }

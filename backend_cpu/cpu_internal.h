@@ -48,21 +48,27 @@ typedef struct {
   char *cache_request; /* opt->cache_dir or $TVK_CACHE_DIR; NULL: default places */
   char cpu_model[128]; /* for the device name */
   char *cpu_id;        /* identity lines of /proc/cpuinfo; NULL if unknown */
-  bool probed;         /* cc, cc_version and cache_dir below are set */
+  int timeout_s;       /* opt->cc_timeout, $TVK_CC_TIMEOUT or 120: one compiler run at most */
+  bool want_ro;        /* opt->cache_readonly or $TVK_CACHE_READONLY */
+  bool probed;         /* cc, cc_version, cache_dir and cache_ro below are set */
   char *cc;            /* the compiler that answered --version */
   char *cc_version;    /* its --version output */
   char *cache_dir;
+  bool cache_ro;     /* cache_dir is only read: misses go to private_dir */
+  char *private_dir; /* mkdtemp'ed at the first miss of a read-only cache; removed by free */
 } CpuToolchain;
 
-/* Reads options, environment and /proc/cpuinfo; starts no process. Returns TVK_ERR_OUT_OF_MEMORY
- * or TVK_OK. */
+/* Reads options, environment and /proc/cpuinfo; starts no process. Returns TVK_OK,
+ * TVK_ERR_OUT_OF_MEMORY, or TVK_ERR_INVALID_ARG for a timeout that is not a
+ * whole number of seconds > 0 (the message names the value). */
 tvk_status cpu_toolchain_init(CpuToolchain *t, const DeviceOptions *opt, Error *err);
 void cpu_toolchain_free(CpuToolchain *t);
 
 /* Compiles `src` (or finds it in the cache) and loads it. On success *handle is
  * a dlopen handle and *fn the kernel `name` in it. Errors (in d->err):
  * TVK_ERR_DEVICE (no compiler, unusable cache directory, dlopen failure),
- * TVK_ERR_COMPILE (the compiler rejected the source, or `name` is not in it). */
+ * TVK_ERR_COMPILE (the compiler rejected the source or ran past the timeout and
+ * was killed, or `name` is not in it). */
 tvk_status cpu_compile(Device *d, CpuToolchain *t, const char *name, const char *src, void **handle,
                        CpuKernelFn *fn, bool *cache_hit);
 

@@ -41,7 +41,7 @@ static void cache_key(const VkDev *v, const char *src, char key[33]) {
   snprintf(env, sizeof env, "vulkan-env-%u", (unsigned)target_env(v));
   CacheHash h;
   cache_hash_init(&h);
-  cache_hash_field(&h, "tvk-vk-spirv-v1");
+  cache_hash_field(&h, "tvk-vk-spirv-v2"); /* v2: the file is sealed */
   cache_hash_field(&h, src);
   cache_hash_field(&h, glslang_version);
   cache_hash_field(&h, env);
@@ -59,8 +59,10 @@ static bool valid_name(const char *s) {
   return true;
 }
 
-/* A cached file is used only if it looks like SPIR-V; anything else (a file cut
- * short by a crash) is recompiled and overwritten. */
+/* A cached file is used only if its seal holds (cache_file_read_sealed: not cut
+ * short, not changed) and it looks like SPIR-V; anything else is recompiled
+ * and overwritten. The check here is the last guard against handing the driver
+ * something that is not SPIR-V at all. */
 static bool plausible_spirv(const void *data, size_t n) {
   uint32_t magic;
   if (n < 20 || n % 4 != 0) return false;
@@ -111,8 +113,9 @@ static tvk_status run_shaderc(VkDev *v, const char *name, const char *src, void 
 }
 
 /* The SPIR-V of src: from <dir>/<key>.spv when it is there, else from shaderc
- * (and then published there). A cache file that cannot be written is not an
- * error: the kernel still runs, it is just compiled again next time. */
+ * (and then published there, unless the cache is read-only). A cache file that
+ * cannot be written is not an error: the kernel still runs, it is just
+ * compiled again next time. */
 static tvk_status get_spirv(VkDev *v, const char *name, const char *src, void **spv, size_t *n,
                             bool *hit) {
   const char *dir;
@@ -122,7 +125,7 @@ static tvk_status get_spirv(VkDev *v, const char *name, const char *src, void **
   cache_key(v, src, key);
   if (snprintf(path, sizeof path, "%s/%s.spv", dir, key) >= (int)sizeof path)
     return err_set(&v->base.err, TVK_ERR_DEVICE, "kernel cache path too long: '%s'", dir);
-  if (cache_file_read(path, spv, n) == 0) {
+  if (cache_file_read_sealed(path, spv, n) == 0) {
     if (plausible_spirv(*spv, *n)) {
       *hit = true;
       return TVK_OK;
@@ -132,7 +135,8 @@ static tvk_status get_spirv(VkDev *v, const char *name, const char *src, void **
   }
   st = run_shaderc(v, name, src, spv, n);
   if (st != TVK_OK) return st;
-  int rc = cache_file_write(path, *spv, *n);
+  if (v->pipelines->cache_ro) return TVK_OK;
+  int rc = cache_file_write_sealed(path, *spv, *n, 0600);
   if (rc != 0 && v->debug >= 1)
     fprintf(stderr, "tvk: cannot write '%s' into the kernel cache: %s\n", path, strerror(rc));
   return TVK_OK;

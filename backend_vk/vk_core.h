@@ -121,6 +121,7 @@ typedef struct VkDev {
   bool validate;                                    /* VK_LAYER_KHRONOS_validation is on */
   bool sync_validation; /* and synchronization validation (TVK_VALIDATE=2) */
   char *cache_dir;      /* opt->cache_dir (malloc'ed); NULL: the default places */
+  int cache_readonly;   /* opt->cache_readonly (0: $TVK_CACHE_READONLY decides) */
 
   VkInstance instance;
   VkInstanceFns vki;

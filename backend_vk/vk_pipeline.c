@@ -354,7 +354,8 @@ tvk_status vk_cache_dir(VkDev *v, const char **dir) {
   VkPipelineState *ps = v->pipelines;
   if (!ps->cache_dir) {
     const char *req = v->cache_dir ? v->cache_dir : getenv("TVK_CACHE_DIR");
-    tvk_status st = cache_dir_open(req, &ps->cache_dir, &v->base.err);
+    tvk_status st = cache_dir_open(req, cache_readonly_wanted(v->cache_readonly), &ps->cache_dir,
+                                   &ps->cache_ro, &v->base.err);
     if (st != TVK_OK) return st;
   }
   *dir = ps->cache_dir;
@@ -378,7 +379,7 @@ static char *cache_file_path(const VkDev *v, const char *dir) {
   CacheHash h;
   char key[33], buf[64];
   cache_hash_init(&h);
-  cache_hash_field(&h, "tvk-vk-pipelines-v1");
+  cache_hash_field(&h, "tvk-vk-pipelines-v2"); /* v2: the file is sealed */
   snprintf(buf, sizeof buf, "%u:%u:%u", v->props.vendorID, v->props.deviceID,
            v->props.driverVersion);
   cache_hash_field(&h, buf);
@@ -408,7 +409,9 @@ tvk_status vk_pipeline_init(VkDev *v) {
   Error saved = v->base.err;
   if (vk_cache_dir(v, &dir) == TVK_OK) ps->cache_path = cache_file_path(v, dir);
   v->base.err = saved;
-  if (ps->cache_path && cache_file_read(ps->cache_path, &data, &n) == 0 &&
+  /* The seal drops a file cut short: its header would still match, and data
+   * that is not what vkGetPipelineCacheData returned is invalid usage. */
+  if (ps->cache_path && cache_file_read_sealed(ps->cache_path, &data, &n) == 0 &&
       !cache_data_matches(v, data, n)) {
     free(data);
     data = NULL;
@@ -429,7 +432,7 @@ tvk_status vk_pipeline_init(VkDev *v) {
 
 static void save_cache(VkDev *v, VkPipelineState *ps) {
   size_t n = 0;
-  if (!ps->cache || !ps->cache_path || !ps->cache_dirty) return;
+  if (!ps->cache || !ps->cache_path || !ps->cache_dirty || ps->cache_ro) return;
   if (v->vk.vkGetPipelineCacheData(v->device, ps->cache, &n, NULL) != VK_SUCCESS || n == 0) return;
   void *data = malloc(n);
   VkResult r = data ? v->vk.vkGetPipelineCacheData(v->device, ps->cache, &n, data) : VK_INCOMPLETE;
@@ -437,7 +440,7 @@ static void save_cache(VkDev *v, VkPipelineState *ps) {
   if (r == VK_SUCCESS) blob_key(data, n, key);
   /* Pipelines that all came from the loaded cache leave its data as it was. */
   bool same = r == VK_SUCCESS && strcmp(key, ps->loaded_key) == 0;
-  int rc = r == VK_SUCCESS && !same ? cache_file_write(ps->cache_path, data, n) : 0;
+  int rc = r == VK_SUCCESS && !same ? cache_file_write_sealed(ps->cache_path, data, n, 0600) : 0;
   if (rc != 0 && v->debug >= 1)
     fprintf(stderr, "tvk: cannot save the pipeline cache '%s': %s\n", ps->cache_path, strerror(rc));
   free(data);

@@ -37,6 +37,7 @@ struct shaderc_compiler;
 struct VkPipelineState {
   struct shaderc_compiler *shaderc; /* made at the first cache miss (~200 ms), then kept */
   char *cache_dir;                  /* resolved at the first compile; NULL until then */
+  bool cache_ro;                    /* cache_dir is only read: nothing is written there */
   VkPipelineCache cache;
   char *cache_path;    /* the pipeline cache's file; NULL: not saved */
   bool cache_dirty;    /* pipelines were created since it was loaded */
@@ -55,7 +56,7 @@ tvk_status vk_pipeline_init(VkDev *v);
 tvk_status vk_pipeline_build(VkDev *v, DevProgram *p, const uint32_t *spirv, size_t nwords);
 /* Destroys p's Vulkan objects and frees p (not the list links). NULL ok. */
 void vk_pipeline_release(VkDev *v, DevProgram *p);
-/* The cache directory, opened at the first call. */
+/* The cache directory, opened at the first call (which sets ps->cache_ro). */
 tvk_status vk_cache_dir(VkDev *v, const char **dir);
 /* Frees every program, pipeline and layout; saves the pipeline cache. Device
  * idle. NULL-safe on v->pipelines. */

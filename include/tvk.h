@@ -93,6 +93,17 @@ typedef struct {
   int threads;           /* CPU: threads per kernel; 0 = one per core */
   int validate;          /* $TVK_VALIDATE: Vulkan validation layer on */
   int noopt;             /* $TVK_NOOPT: no kernel optimisations */
+  /* $TVK_CACHE_READONLY: use the kernel cache without writing to it (a prebuilt
+   * cache shipped with an application). Hits are served from it; a kernel it
+   * lacks is compiled into a private temporary place and not kept; the
+   * directory must exist. A cache_dir / $TVK_CACHE_DIR that exists but cannot
+   * be written is used this way without being asked. */
+  int cache_readonly;
+  /* CPU: $TVK_CC_TIMEOUT, else 120: the seconds one run of the C compiler may
+   * take; a compiler still running then is killed and the kernel fails with
+   * TVK_ERR_COMPILE. A negative value, or a $TVK_CC_TIMEOUT that is not a whole
+   * number of seconds, makes tvk_ctx_create fail with TVK_ERR_INVALID_ARG. */
+  int cc_timeout;
 } tvk_ctx_options;
 
 /* Creates a context on a device: "CPU", "VK" (the first Vulkan device) or "VK:n";

@@ -3,11 +3,13 @@
  * is checked against a plain loop here. Kernels go to the build tree's cache
  * (test_cache_dir), so a second run compiles none, except in the tests of the
  * cache itself: those use a fresh directory (mkdtemp), removed at the end. */
-#define _XOPEN_SOURCE 700 /* POSIX 2008 and realpath */
+#define _GNU_SOURCE /* POSIX 2008, realpath, and unshare for the read-only mount test */
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,11 +17,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "runtime/cache.h"
 #include "runtime/device.h"
 #include "test_util.h"
 
@@ -632,6 +638,442 @@ static void test_destroy_with_live_programs(void **state) {
   assert_int_equal(mapped_files_under(real), 0);
 }
 
+/* ---- damaged cache files ---- */
+
+/* cache.c's seal: a sealed file reads back as written; cut to any shorter
+ * length, or with any one byte changed, or written without a seal, it is
+ * refused (EBADMSG), never returned. */
+static void test_cache_seal(void **state) {
+  Suite *s = *state;
+  char path[512];
+  enum { N = 1000 };
+  unsigned char data[N];
+  uint64_t rng = 0x2545f4914f6cdd1du;
+  for (int i = 0; i < N; i++) data[i] = (unsigned char)xorshift64(&rng);
+  snprintf(path, sizeof path, "%s/seal-test", s->root);
+  assert_int_equal(cache_file_write_sealed(path, data, N, 0755), 0);
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_size, N + CACHE_SEAL_BYTES);
+  assert_int_equal(st.st_mode & 0777, 0755);
+  void *back;
+  size_t n;
+  assert_int_equal(cache_file_read_sealed(path, &back, &n), 0);
+  assert_int_equal(n, N);
+  assert_memory_equal(back, data, N);
+  free(back);
+
+  void *whole;
+  size_t wn;
+  assert_int_equal(cache_file_read(path, &whole, &wn), 0);
+  unsigned char *w = whole;
+  for (size_t len = 0; len < wn; len++) { /* every truncation */
+    assert_int_equal(truncate(path, (off_t)len), 0);
+    back = (void *)1;
+    if (cache_file_read_sealed(path, &back, &n) != EBADMSG) fail_msg("cut to %zu: accepted", len);
+    assert_null(back);
+  }
+  for (size_t i = 0; i < wn; i++) { /* every flipped byte, payload and seal */
+    w[i] ^= 0x10;
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(w, 1, wn, f), wn);
+    fclose(f);
+    w[i] ^= 0x10;
+    if (cache_file_read_sealed(path, &back, &n) != EBADMSG)
+      fail_msg("byte %zu flipped: accepted", i);
+  }
+  FILE *f = fopen(path, "wb"); /* the payload alone: no seal */
+  assert_non_null(f);
+  assert_int_equal(fwrite(data, 1, N, f), N);
+  fclose(f);
+  assert_int_equal(cache_file_read_sealed(path, &back, &n), EBADMSG);
+  free(whole);
+  unlink(path);
+  assert_int_equal(cache_file_read_sealed(path, &back, &n), ENOENT);
+  assert_int_equal(cache_file_write_sealed(path, data, 0, 0600), 0); /* empty payloads too */
+  assert_int_equal(cache_file_read_sealed(path, &back, &n), 0);
+  assert_int_equal(n, 0);
+  free(back);
+  unlink(path);
+}
+
+/* Damages the one .so of dir: `cut` truncates it to half its size (what a full
+ * disk or a copy cut short leaves), else one byte in its middle is flipped.
+ * Returns the inode of the damaged file. */
+static ino_t damage_so(const char *dir, bool cut, off_t *size) {
+  char so[256], path[1024];
+  struct stat st;
+  assert_true(find_so(dir, so, sizeof so));
+  snprintf(path, sizeof path, "%s/%s", dir, so);
+  assert_int_equal(stat(path, &st), 0);
+  *size = st.st_size;
+  if (cut) {
+    assert_int_equal(truncate(path, st.st_size / 2), 0);
+  } else {
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    unsigned char c;
+    assert_int_equal(pread(fd, &c, 1, st.st_size / 2), 1);
+    c ^= 0x01;
+    assert_int_equal(pwrite(fd, &c, 1, st.st_size / 2), 1);
+    close(fd);
+  }
+  return st.st_ino;
+}
+
+/* A cached .so cut to half its size made every later run die of SIGBUS inside
+ * dlopen (it maps the file past its end). Now the seal refuses it: the kernel
+ * is rebuilt (a miss), runs, and the file is replaced by a whole one. The same
+ * for a byte flipped in the middle, which dlopen might have taken. */
+static void test_cache_damaged_so_rebuilt(void **state) {
+  Suite *s = *state;
+  for (int cut = 1; cut >= 0; cut--) {
+    char src[512], dir[512], so[256], path[1024];
+    snprintf(dir, sizeof dir, "%s/damaged-%d", s->root, cut);
+    tagged_src(src, sizeof src, "damaged", 40 + cut);
+    Device *d = make_dev_in(1, dir);
+    DevProgram *p = must_compile(d, "damaged", src, NULL);
+    d->ops->destroy(d); /* the .so is unloaded, so the next dlopen reads the file */
+    off_t size;
+    ino_t old = damage_so(dir, cut, &size);
+
+    d = make_dev_in(1, dir); /* as the next run of the program would */
+    bool hit = true;
+    p = must_compile(d, "damaged", src, &hit);
+    assert_false(hit);
+    assert_int_equal(run_tagged(d, p), 40 + cut);
+    d->ops->destroy(d);
+    assert_true(find_so(dir, so, sizeof so));
+    snprintf(path, sizeof path, "%s/%s", dir, so);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(st.st_ino != old);      /* published anew */
+    assert_int_equal(st.st_size, size); /* whole again */
+    assert_int_equal(count_files(dir, NULL), 1);
+
+    d = make_dev_in(1, dir); /* and the new file is a hit */
+    p = must_compile(d, "damaged", src, &hit);
+    assert_true(hit);
+    assert_int_equal(run_tagged(d, p), 40 + cut);
+    d->ops->destroy(d);
+  }
+}
+
+/* ---- read-only caches ---- */
+
+/* Fills dir with the kernel of tag `have` (a normal, writable device). */
+static void fill_cache(const char *dir, int have) {
+  char src[512];
+  tagged_src(src, sizeof src, "ro", have);
+  Device *d = make_dev_in(1, dir);
+  bool hit = true;
+  must_compile(d, "ro", src, &hit);
+  assert_false(hit);
+  d->ops->destroy(d);
+}
+
+/* The checks of a read-only cache dir that holds kernel `have` and not
+ * `lacks`, on a device made with `opt` (its cache_dir is dir): the hit is
+ * served, the miss compiles and runs, a second compile of the miss is served
+ * from the device's own build directory, and nothing in dir changes. The
+ * build directory goes under tmpdir and is gone after destroy. Returns NULL or
+ * what went wrong: it runs in a child process too, where cmocka cannot. */
+static const char *readonly_checks(const DeviceOptions *opt, const char *tmpdir, int have,
+                                   int lacks) {
+  static char why[1200];
+  char src_have[512], src_lacks[512];
+  tagged_src(src_have, sizeof src_have, "ro", have);
+  tagged_src(src_lacks, sizeof src_lacks, "ro", lacks);
+  uint64_t before = dir_state(opt->cache_dir);
+  char *saved = env_save("TMPDIR");
+  setenv("TMPDIR", tmpdir, 1);
+  Device *d = NULL;
+  Error err;
+  const char *bad = NULL;
+  if (cpu_device_create(opt, &d, &err) != TVK_OK) {
+    snprintf(why, sizeof why, "create: %s", err.msg);
+    env_restore("TMPDIR", saved);
+    return why;
+  }
+  DevProgram *p[3] = {NULL, NULL, NULL};
+  const bool hit[3] = {true, false, true}; /* served, built, served from the build dir */
+  const char *srcs[3] = {src_have, src_lacks, src_lacks};
+  const int tags[3] = {have, lacks, lacks};
+  for (int i = 0; i < 3 && !bad; i++) {
+    bool h = !hit[i];
+    if (d->ops->compile(d, "ro", srcs[i], &p[i], &h) != TVK_OK) {
+      snprintf(why, sizeof why, "compile %d: %s", i, d->err.msg);
+      bad = why;
+    } else if (h != hit[i]) {
+      snprintf(why, sizeof why, "compile %d: cache_hit %d, expected %d", i, h, hit[i]);
+      bad = why;
+    } else {
+      DevBuffer *b = NULL;
+      int32_t v = -1;
+      if (d->ops->alloc(d, 4, &b) != TVK_OK || d->ops->copy_in(d, b, 0, &v, 4) != TVK_OK ||
+          d->ops->launch(d, p[i], &b, 1, NULL, 0, NULL) != TVK_OK ||
+          d->ops->copy_out(d, b, 0, &v, 4) != TVK_OK || v != tags[i]) {
+        snprintf(why, sizeof why, "run %d: got %d, expected %d (%s)", i, v, tags[i], d->err.msg);
+        bad = why;
+      }
+      if (b) d->ops->free(d, b);
+    }
+  }
+  if (!bad && count_files(tmpdir, NULL) != 1) {
+    snprintf(why, sizeof why, "expected one build directory in '%s', found %d", tmpdir,
+             count_files(tmpdir, NULL));
+    bad = why;
+  }
+  d->ops->destroy(d);
+  env_restore("TMPDIR", saved);
+  if (!bad && count_files(tmpdir, NULL) != 0) bad = "the build directory outlived the device";
+  if (!bad && dir_state(opt->cache_dir) != before) bad = "the read-only cache was written";
+  return bad;
+}
+
+/* A read-only cache through the option (DeviceOptions.cache_readonly, what
+ * $TVK_CACHE_READONLY sets): served, never written, even where the directory
+ * could be written; and a damaged file in it is not replaced but worked around. */
+static void test_cache_readonly_option(void **state) {
+  Suite *s = *state;
+  char dir[512], tmp[512];
+  snprintf(dir, sizeof dir, "%s/ro-option", s->root);
+  snprintf(tmp, sizeof tmp, "%s/ro-option-tmp", s->root);
+  assert_int_equal(mkdir(tmp, 0700), 0);
+  fill_cache(dir, 501);
+  DeviceOptions opt = {.threads = 1, .cache_dir = dir, .cache_readonly = 1};
+  const char *bad = readonly_checks(&opt, tmp, 501, 502);
+  if (bad) fail_msg("%s", bad);
+
+  /* The same through the environment. */
+  char *saved = env_save("TVK_CACHE_READONLY");
+  setenv("TVK_CACHE_READONLY", "1", 1);
+  opt.cache_readonly = 0;
+  bad = readonly_checks(&opt, tmp, 501, 503);
+  env_restore("TVK_CACHE_READONLY", saved);
+  if (bad) fail_msg("%s", bad);
+
+  /* A damaged file is a miss that is built privately; the file stays as it was. */
+  off_t size;
+  damage_so(dir, true, &size);
+  uint64_t damaged = dir_state(dir);
+  char src[512];
+  tagged_src(src, sizeof src, "ro", 501);
+  opt.cache_readonly = 1;
+  Device *d = make_dev_in(1, dir);
+  d->ops->destroy(d);
+  Error err;
+  assert_int_equal(cpu_device_create(&opt, &d, &err), TVK_OK);
+  bool hit = true;
+  DevProgram *p = must_compile(d, "ro", src, &hit);
+  assert_false(hit);
+  assert_int_equal(run_tagged(d, p), 501);
+  d->ops->destroy(d);
+  assert_true(dir_state(dir) == damaged);
+
+  /* Read-only and missing: nothing to serve, and nothing is created. */
+  snprintf(dir, sizeof dir, "%s/ro-missing", s->root);
+  char msg[1024];
+  assert_int_equal(compile_once(&opt, 504, msg, sizeof msg), TVK_ERR_DEVICE);
+  assert_contains(msg, dir);
+  assert_contains(msg, "read-only");
+  assert_int_equal(access(dir, F_OK), -1);
+}
+
+/* Makes dir read-only in a new mount namespace of this (child) process: a
+ * read-only bind mount of dir onto itself. Root ignores permission bits but
+ * not a read-only mount. False when not permitted. */
+static bool mount_read_only(const char *dir) {
+  if (unshare(CLONE_NEWNS) != 0) return false;
+  /* Private first, so that the bind mount does not propagate to the parent's
+   * namespace (on systemd machines / is shared). */
+  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) return false;
+  if (mount(dir, dir, NULL, MS_BIND, NULL) != 0) return false;
+  return mount(NULL, dir, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) == 0;
+}
+
+/* A cache directory the process cannot write, with no option set: the reported
+ * defect (`cannot use kernel cache directory ...: Permission denied`). Such a
+ * directory is now detected (access(W_OK) fails) and used read-only. For a
+ * user other than root, permission bits make it read-only; root, who ignores
+ * them, gets a read-only bind mount in a child process with its own mount
+ * namespace, which needs CAP_SYS_ADMIN: without it the test says so and
+ * checks the permission-bit case only where it applies. */
+static void test_cache_readonly_dir(void **state) {
+  Suite *s = *state;
+  char dir[512], tmp[512];
+  snprintf(dir, sizeof dir, "%s/ro-dir", s->root);
+  snprintf(tmp, sizeof tmp, "%s/ro-dir-tmp", s->root);
+  assert_int_equal(mkdir(tmp, 0700), 0);
+  fill_cache(dir, 601);
+  DeviceOptions opt = {.threads = 1, .cache_dir = dir};
+  if (geteuid() != 0) {
+    assert_int_equal(chmod(dir, 0555), 0);
+    assert_int_not_equal(access(dir, W_OK), 0);
+    const char *bad = readonly_checks(&opt, tmp, 601, 602);
+    chmod(dir, 0700);
+    if (bad) fail_msg("%s", bad);
+    return;
+  }
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    if (!mount_read_only(dir)) _exit(77);
+    if (access(dir, W_OK) == 0) {
+      fprintf(stderr, "the read-only mount of '%s' is writable\n", dir);
+      _exit(1);
+    }
+    const char *bad = readonly_checks(&opt, tmp, 601, 602);
+    if (bad) fprintf(stderr, "read-only mount: %s\n", bad);
+    fflush(stderr);
+    _exit(bad ? 1 : 0);
+  }
+  int ws;
+  assert_int_equal(waitpid(pid, &ws, 0), pid);
+  assert_true(WIFEXITED(ws));
+  if (WEXITSTATUS(ws) == 77)
+    fprintf(stderr, "test_cache_readonly_dir: no read-only bind mount possible "
+                    "(needs CAP_SYS_ADMIN); that case was not run\n");
+  else
+    assert_int_equal(WEXITSTATUS(ws), 0);
+}
+
+/* ---- a compiler that fails or hangs ---- */
+
+/* An executable shell script in the suite's directory, path into out. */
+static void write_script(const Suite *s, const char *name, const char *body, char *out,
+                         size_t outn) {
+  snprintf(out, outn, "%s/%s", s->root, name);
+  FILE *f = fopen(out, "w");
+  assert_non_null(f);
+  fprintf(f, "#!/bin/sh\n%s", body);
+  fclose(f);
+  assert_int_equal(chmod(out, 0755), 0);
+}
+
+/* A compiler that fails --version with a screenful: the message keeps the
+ * first line and the exit status, not all of it. */
+static void test_cc_version_fails(void **state) {
+  Suite *s = *state;
+  char cc[512];
+  write_script(s, "fail-version-cc",
+               "echo 'fake-cc: licence expired'\n"
+               "echo 'second line of the explanation'\n"
+               "echo 'third line'\n"
+               "exit 1\n",
+               cc, sizeof cc);
+  DeviceOptions opt = {.threads = 1, .cc = cc, .cache_dir = s->cache};
+  char msg[1024];
+  assert_int_equal(compile_once(&opt, 1, msg, sizeof msg), TVK_ERR_DEVICE);
+  assert_contains(msg, cc);
+  assert_contains(msg, "--version");
+  assert_contains(msg, "exit status 1");
+  assert_contains(msg, "fake-cc: licence expired");
+  if (strstr(msg, "second line") || strchr(msg, '\n')) fail_msg("more than one line: %s", msg);
+}
+
+static double seconds_since(const struct timespec *t0) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
+/* True once process pid is gone or a zombie (a killed grandchild is reaped by
+ * init, not by us), waiting up to 5 s. */
+static bool process_dead(long pid) {
+  for (int i = 0; i < 500; i++) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return true;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *paren = strrchr(buf, ')'); /* the state follows the command's name */
+    if (paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X')) return true;
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  return false;
+}
+
+/* A hung compiler blocked tvk_realize forever. With a timeout of 1 s the
+ * compile returns TVK_ERR_COMPILE naming the compiler, the kernel and the
+ * timeout, within a few seconds; the compiler and the process it started are
+ * killed, the compiler is reaped (no child of ours is left), and no temp file
+ * stays in the cache. */
+static void test_cc_timeout(void **state) {
+  Suite *s = *state;
+  char cc[512], pids[512], body[1400], dir[512];
+  snprintf(pids, sizeof pids, "%s/hung-cc.pids", s->root);
+  snprintf(body, sizeof body,
+           "if [ \"$1\" = --version ]; then echo 'hung-cc 1.0'; exit 0; fi\n"
+           "echo $$ > '%s'\n"
+           "sleep 1000 &\n"
+           "echo $! >> '%s'\n"
+           "wait\n",
+           pids, pids);
+  write_script(s, "hung-cc", body, cc, sizeof cc);
+  snprintf(dir, sizeof dir, "%s/hung-cache", s->root);
+  DeviceOptions opt = {.threads = 1, .cc = cc, .cache_dir = dir, .cc_timeout = 1};
+  Device *d = NULL;
+  Error err;
+  assert_int_equal(cpu_device_create(&opt, &d, &err), TVK_OK);
+  char src[512];
+  tagged_src(src, sizeof src, "hangs", 1);
+  DevProgram *p = (DevProgram *)d;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  assert_int_equal(d->ops->compile(d, "hangs", src, &p, NULL), TVK_ERR_COMPILE);
+  double took = seconds_since(&t0);
+  assert_null(p);
+  assert_contains(d->err.msg, cc);
+  assert_contains(d->err.msg, "'hangs'");
+  assert_contains(d->err.msg, "1 s");
+  assert_contains(d->err.msg, "TVK_CC_TIMEOUT");
+  if (took < 0.9 || took > 10) fail_msg("the compile took %.2f s with a 1 s timeout", took);
+  /* No child of ours left, running or a zombie. */
+  assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+  assert_int_equal(errno, ECHILD);
+  FILE *f = fopen(pids, "r");
+  assert_non_null(f);
+  long sh = 0, sleeper = 0;
+  assert_int_equal(fscanf(f, "%ld %ld", &sh, &sleeper), 2);
+  fclose(f);
+  assert_true(process_dead(sh));
+  assert_true(process_dead(sleeper));          /* the compiler's own child too */
+  assert_int_equal(count_files(dir, NULL), 0); /* no temp source or output left */
+  d->ops->destroy(d);
+
+  /* One that hangs on --version, with the timeout from the environment. */
+  write_script(s, "hung-version-cc", "sleep 1000\n", cc, sizeof cc);
+  char *saved = env_save("TVK_CC_TIMEOUT");
+  setenv("TVK_CC_TIMEOUT", "1", 1);
+  opt.cc_timeout = 0;
+  char msg[1024];
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  assert_int_equal(compile_once(&opt, 2, msg, sizeof msg), TVK_ERR_COMPILE);
+  took = seconds_since(&t0);
+  assert_contains(msg, cc);
+  assert_contains(msg, "--version");
+  assert_contains(msg, "1 s");
+  if (took > 10) fail_msg("the probe took %.2f s with a 1 s timeout", took);
+  assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+
+  /* A timeout that is not a number of seconds is refused, naming it. */
+  setenv("TVK_CC_TIMEOUT", "2m", 1);
+  assert_int_equal(cpu_device_create(&opt, &d, &err), TVK_ERR_INVALID_ARG);
+  assert_null(d);
+  assert_contains(err.msg, "TVK_CC_TIMEOUT");
+  assert_contains(err.msg, "'2m'");
+  env_restore("TVK_CC_TIMEOUT", saved);
+  opt.cc_timeout = -1;
+  assert_int_equal(cpu_device_create(&opt, &d, &err), TVK_ERR_INVALID_ARG);
+  assert_contains(err.msg, "-1");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_create),
@@ -650,6 +1092,12 @@ int main(void) {
       cmocka_unit_test(test_no_compiler),
       cmocka_unit_test(test_cache_locations),
       cmocka_unit_test(test_destroy_with_live_programs),
+      cmocka_unit_test(test_cache_seal),
+      cmocka_unit_test(test_cache_damaged_so_rebuilt),
+      cmocka_unit_test(test_cache_readonly_option),
+      cmocka_unit_test(test_cache_readonly_dir),
+      cmocka_unit_test(test_cc_version_fails),
+      cmocka_unit_test(test_cc_timeout),
   };
   return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
 }

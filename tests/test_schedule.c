@@ -247,6 +247,41 @@ static void test_second_run_compiles_nothing(void **state) {
   rm_rf(dir);
 }
 
+/* A read-only cache through tvk_ctx_options.cache_readonly, as a packaged
+ * application ships one: a kernel it holds is a hit, one it lacks is compiled
+ * and runs, and the directory is left exactly as it was. */
+static void test_readonly_cache_option(void **state) {
+  (void)state;
+  char dir[256];
+  assert_true(temp_dir(dir, sizeof dir, "sched-ro"));
+  int64_t sh[2] = {4, 7};
+  float a[28], b[28], out[28];
+  tvk_ctx *ctx = open_ctx_in(dir, 0);
+  tvk_tensor *y = tvk_mul(rand_tensor(ctx, 2, sh, a), rand_tensor(ctx, 2, sh, b));
+  read_f32(y, out);
+  close_ctx_clean(ctx);
+  uint64_t before = dir_state(dir);
+
+  tvk_ctx_options o = {.device = "CPU", .cache_dir = dir, .cache_readonly = 1};
+  assert_int_equal(tvk_ctx_create_opts(&o, &ctx), TVK_OK);
+  for (int op = 0; op < 2; op++) {
+    tvk_stats_reset(ctx);
+    tvk_tensor *A = rand_tensor(ctx, 2, sh, a), *B = rand_tensor(ctx, 2, sh, b);
+    read_f32(op == 0 ? tvk_mul(A, B) : tvk_sub(A, B), out);
+    tvk_stats s;
+    tvk_stats_get(ctx, &s);
+    assert_int_equal(s.kernels_compiled, op); /* mul: in the cache; sub: not */
+    assert_int_equal(s.cache_hits, 1 - op);
+    for (int i = 0; i < 28; i++) {
+      double w = op == 0 ? (double)a[i] * b[i] : (double)a[i] - b[i];
+      check_close(op == 0 ? "a*b" : "a-b", &out[i], &w, 1, 1e-6);
+    }
+  }
+  close_ctx_clean(ctx);
+  assert_true(dir_state(dir) == before);
+  rm_rf(dir);
+}
+
 /* sum(x) + x is two kernels: the reduce is materialised, not recomputed per
  * element of the expand. */
 static void test_sum_plus_x_two_kernels(void **state) {
@@ -1660,6 +1695,7 @@ int main(void) {
       cmocka_unit_test(test_sum_mul_one_kernel),
       cmocka_unit_test(test_chain20_one_kernel),
       cmocka_unit_test(test_second_run_compiles_nothing),
+      cmocka_unit_test(test_readonly_cache_option),
       cmocka_unit_test(test_sum_plus_x_two_kernels),
       cmocka_unit_test(test_views_fuse_one_kernel),
       cmocka_unit_test(test_pad_safe_and_unsafe),

@@ -96,6 +96,33 @@ static inline int count_files(const char *dir, const char *suffix) {
   return n;
 }
 
+/* A fingerprint of what dir holds: every entry's name, inode, size and
+ * modification time, in any order. Two equal answers mean nothing was added,
+ * removed, replaced (a rename gives a new inode) or written in between. 0 when
+ * dir cannot be read. */
+static inline uint64_t dir_state(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  uint64_t sum = 1;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    char path[1024];
+    struct stat st;
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    uint64_t h = 0xcbf29ce484222325u; /* FNV-1a of the name, then the facts */
+    for (const char *c = e->d_name; *c; c++) h = (h ^ (unsigned char)*c) * 0x100000001b3u;
+    if (lstat(path, &st) == 0) {
+      uint64_t facts[4] = {(uint64_t)st.st_ino, (uint64_t)st.st_size, (uint64_t)st.st_mtim.tv_sec,
+                           (uint64_t)st.st_mtim.tv_nsec};
+      for (int i = 0; i < 4; i++) h = (h ^ facts[i]) * 0x100000001b3u;
+    }
+    sum += h * 0x9e3779b97f4a7c15u; /* order-free: a sum of mixed entries */
+  }
+  closedir(d);
+  return sum;
+}
+
 /* ---- the build tree's kernel cache ---- */
 
 #ifndef TVK_TEST_CACHE_DIR /* CMake defines it: <build tree>/test-cache */

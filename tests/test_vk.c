@@ -25,6 +25,7 @@
 #include "../backend_vk/vk_dispatch.h"
 #include "../backend_vk/vk_memory.h"
 #include "../backend_vk/vk_pipeline.h"
+#include "runtime/cache.h"
 #include "test_util.h"
 
 /* ---- shared helpers ---- */
@@ -848,6 +849,149 @@ static void dependent_chain(Device *d) {
   d->ops->program_free(d, p);
 }
 
+/* The path of the one file of dir ending with `suffix` into out, and its size. */
+static off_t find_file(const char *dir, const char *suffix, char *out, size_t outn) {
+  DIR *dd = opendir(dir);
+  struct dirent *e;
+  off_t size = -1;
+  size_t k = strlen(suffix);
+  while (dd && (e = readdir(dd))) {
+    size_t l = strlen(e->d_name);
+    if (l < k || strcmp(e->d_name + l - k, suffix)) continue;
+    struct stat st;
+    snprintf(out, outn, "%s/%s", dir, e->d_name);
+    if (stat(out, &st) == 0) size = st.st_size;
+  }
+  if (dd) closedir(dd);
+  assert_true(size >= 0);
+  return size;
+}
+
+/* Flips one bit of the byte at offset `at` of path. */
+static void flip_byte(const char *path, off_t at) {
+  int fd = open(path, O_RDWR);
+  assert_true(fd >= 0);
+  unsigned char c;
+  assert_int_equal(pread(fd, &c, 1, at), 1);
+  c ^= 0x20;
+  assert_int_equal(pwrite(fd, &c, 1, at), 1);
+  close(fd);
+}
+
+/* A damaged .spv is never handed to the driver. The magic and whole-words check
+ * alone let through a file cut at a word boundary past the header, and any
+ * changed byte; the seal catches both (and a cut to any length, see the
+ * cpu_device suite's test_cache_seal). Each is a miss that writes a whole
+ * file again, and the kernel runs right with no validation message. */
+static void test_spirv_cache_damaged(void **state) {
+  CacheDir *c = *state;
+  Device *d = open_vk_sync(0);
+  run_axpb(d);
+  close_vk(d);
+  char path[512];
+  off_t whole = find_file(c->dir, ".spv", path, sizeof path);
+  for (int kind = 0; kind < 2; kind++) {
+    if (kind == 0)
+      assert_int_equal(truncate(path, (whole / 2) & ~(off_t)3), 0); /* magic kept, whole words */
+    else
+      flip_byte(path, whole / 2);
+    ino_t damaged = file_inode(c->dir, ".spv");
+    d = open_vk_sync(0);
+    bool hit = true;
+    DevProgram *p = compile_ok(d, "axpb", k_axpb, &hit);
+    assert_false(hit);
+    assert_int_equal(shaderc_calls(d), 1);
+    d->ops->program_free(d, p);
+    run_axpb(d);
+    close_vk(d);
+    assert_true(file_inode(c->dir, ".spv") != damaged);
+    assert_int_equal(find_file(c->dir, ".spv", path, sizeof path), whole);
+  }
+}
+
+/* A pipeline cache file cut short keeps its header, which is all the device
+ * check looks at, and data that is not what vkGetPipelineCacheData returned is
+ * invalid usage. The seal drops it, at every length (every one up to 256
+ * bytes, then 32 spread over the rest), and the device starts with an empty
+ * cache; a run then writes a whole file again. */
+static void test_pipeline_cache_truncated(void **state) {
+  CacheDir *c = *state;
+  Device *d = open_vk_sync(0);
+  run_axpb(d);
+  close_vk(d);
+  char path[512];
+  off_t whole = find_file(c->dir, ".bin", path, sizeof path);
+  void *data;
+  size_t n;
+  assert_int_equal(cache_file_read(path, &data, &n), 0);
+  assert_int_equal(n, whole);
+  d = open_vk_sync(0);
+  VkDev *v = vk_of(d);
+  assert_true(v->pipelines->loaded_key[0] != 0); /* the whole file loads */
+  for (off_t len = 0; len < whole; len += len < 256 ? 1 : (whole - 256) / 32 + 1) {
+    vk_pipeline_cleanup(v); /* no pipeline was made since init: nothing is saved */
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, (size_t)len, f), (size_t)len);
+    fclose(f);
+    assert_int_equal(vk_pipeline_init(v), TVK_OK);
+    if (v->pipelines->loaded_key[0])
+      fail_msg("cut to %lld of %lld bytes: loaded", (long long)len, (long long)whole);
+  }
+  free(data);
+  ino_t cut = file_inode(c->dir, ".bin");
+  run_axpb(d);
+  close_vk(d);
+  assert_true(file_inode(c->dir, ".bin") != cut);
+  assert_int_equal(find_file(c->dir, ".bin", path, sizeof path), whole);
+}
+
+/* A read-only cache ($TVK_CACHE_READONLY=1, DeviceOptions.cache_readonly):
+ * hits are served from it, a miss is compiled and runs, and nothing in the
+ * directory changes -- no new .spv, and no pipeline cache written back at
+ * destroy although a pipeline was created. (A directory that cannot be written
+ * is detected by the shared cache_dir_open: the cpu_device suite tests that.) */
+static void test_spirv_cache_readonly(void **state) {
+  CacheDir *c = *state;
+  Device *d = open_vk_sync(0);
+  run_axpb(d);
+  close_vk(d);
+  uint64_t before = dir_state(c->dir);
+  for (int how = 0; how < 2; how++) {
+    char *saved = env_save("TVK_CACHE_READONLY");
+    if (how == 0) setenv("TVK_CACHE_READONLY", "1", 1);
+    DeviceOptions opt = {.validate = 2, .cache_readonly = how};
+    Error err;
+    d = NULL;
+    assert_int_equal(vk_device_create(&opt, -1, &d, &err), TVK_OK);
+    bool hit = false;
+    DevProgram *p = compile_ok(d, "axpb", k_axpb, &hit);
+    assert_true(hit);
+    assert_int_equal(shaderc_calls(d), 0);
+    d->ops->program_free(d, p);
+    for (int again = 0; again < 2; again++) { /* not in the cache, and not kept there */
+      p = compile_ok(d, "inc", k_inc, &hit);
+      assert_false(hit);
+      assert_int_equal(shaderc_calls(d), 1 + again);
+      enum { N = 100 };
+      int32_t host[N], out[N], n = N;
+      for (int i = 0; i < N; i++) host[i] = i * 3 - 50;
+      DevBuffer *b[2] = {alloc_ok(d, sizeof out), alloc_ok(d, sizeof host)};
+      assert_int_equal(d->ops->copy_in(d, b[1], 0, host, sizeof host), TVK_OK);
+      LaunchDims dims = dims_for(N, 64);
+      launch_ok(d, p, b, 2, &n, 1, &dims);
+      assert_int_equal(d->ops->copy_out(d, b[0], 0, out, sizeof out), TVK_OK);
+      for (int i = 0; i < N; i++) assert_int_equal(out[i], host[i] + 1);
+      d->ops->free(d, b[0]);
+      d->ops->free(d, b[1]);
+      d->ops->program_free(d, p);
+    }
+    close_vk(d);
+    env_restore("TVK_CACHE_READONLY", saved);
+    assert_true(dir_state(c->dir) == before);
+  }
+}
+
 static void test_dependent_chain(void **state) {
   (void)state;
   Device *d = open_vk_sync(0);
@@ -1083,6 +1227,9 @@ static void test_timestamps(void **state) {
 #define DISPATCH_TESTS                                                                             \
   , cmocka_unit_test(test_compile_and_run),                                                        \
       cmocka_unit_test_setup_teardown(test_spirv_cache, setup_cache, teardown_cache),              \
+      cmocka_unit_test_setup_teardown(test_spirv_cache_damaged, setup_cache, teardown_cache),      \
+      cmocka_unit_test_setup_teardown(test_pipeline_cache_truncated, setup_cache, teardown_cache), \
+      cmocka_unit_test_setup_teardown(test_spirv_cache_readonly, setup_cache, teardown_cache),     \
       cmocka_unit_test(test_dependent_chain), cmocka_unit_test(test_barriers_only_where_needed),   \
       cmocka_unit_test(test_group_split), cmocka_unit_test(test_compile_error),                    \
       cmocka_unit_test(test_launch_checks), cmocka_unit_test(test_timestamps)

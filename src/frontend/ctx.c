@@ -462,12 +462,16 @@ static const char *env_str(const char *name, const char *given) {
   return v && *v ? v : NULL;
 }
 
+/* $TVK_CACHE_READONLY and $TVK_CC_TIMEOUT are read by the devices, for a
+ * field left 0, as $CC is. */
 static tvk_status open_device(tvk_ctx *ctx, const char *name) {
   DeviceOptions dopt = {.cache_dir = ctx->cache_dir,
                         .cc = ctx->cc,
                         .threads = ctx->opt.threads,
                         .debug = ctx->opt.debug,
-                        .validate = ctx->opt.validate};
+                        .validate = ctx->opt.validate,
+                        .cache_readonly = ctx->opt.cache_readonly,
+                        .cc_timeout = ctx->opt.cc_timeout};
   return device_open(name, &dopt, &ctx->dev, &create_err);
 }
 

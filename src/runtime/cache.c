@@ -123,18 +123,49 @@ static tvk_status open_tmp_fallback(char **out, Error *err) {
   return TVK_OK;
 }
 
-tvk_status cache_dir_open(const char *explicit_dir, char **out, Error *err) {
-  *out = NULL;
-  if (explicit_dir && *explicit_dir) {
-    int rc = mkdir_p(explicit_dir);
-    if (rc != 0) {
-      return err_set(err, TVK_ERR_DEVICE, "cannot use kernel cache directory '%s': %s",
-                     explicit_dir, strerror(rc));
-    }
-    *out = strdup(explicit_dir);
-    if (!*out) goto oom;
-    return TVK_OK;
+/* 0 when path is a directory whose entries can be listed and read, else an
+ * errno value (ENOENT when it does not exist). */
+static int readable_dir(const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0) return errno;
+  if (!S_ISDIR(st.st_mode)) return ENOTDIR;
+  if (access(path, R_OK | X_OK) != 0) return errno;
+  return 0;
+}
+
+bool cache_readonly_wanted(int opt) {
+  if (opt > 0) return true;
+  const char *v = getenv("TVK_CACHE_READONLY");
+  return v && *v && strcmp(v, "0") != 0;
+}
+
+/* The explicit directory: used as it is when it exists (read-only when it
+ * cannot be written, which is how a prebuilt cache is shipped), created when it
+ * does not and may be written. access() asks the kernel, so a read-only mount
+ * counts as read-only even for root, who ignores permission bits. */
+static tvk_status open_explicit(const char *dir, bool want_read_only, char **out, bool *read_only,
+                                Error *err) {
+  int rc = readable_dir(dir);
+  bool ro = want_read_only;
+  if (rc == 0 && !ro) ro = access(dir, W_OK) != 0;
+  if (rc == ENOENT && !want_read_only) rc = mkdir_p(dir);
+  if (rc != 0) {
+    return err_set(err, TVK_ERR_DEVICE, "cannot use kernel cache directory '%s': %s%s", dir,
+                   strerror(rc),
+                   want_read_only && rc == ENOENT ? " (a read-only cache is not created)" : "");
   }
+  *out = strdup(dir);
+  if (!*out) return err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory building the cache path");
+  *read_only = ro;
+  return TVK_OK;
+}
+
+tvk_status cache_dir_open(const char *explicit_dir, bool want_read_only, char **out,
+                          bool *read_only, Error *err) {
+  *out = NULL;
+  *read_only = want_read_only;
+  if (explicit_dir && *explicit_dir)
+    return open_explicit(explicit_dir, want_read_only, out, read_only, err);
   const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
   char *cand = NULL;
   if (xdg && *xdg) {
@@ -143,6 +174,20 @@ tvk_status cache_dir_open(const char *explicit_dir, char **out, Error *err) {
   } else if (home && *home) {
     cand = str_printf("%s/.cache/tvk", home);
     if (!cand) goto oom;
+  }
+  if (want_read_only) {
+    /* Only the home cache can hold prebuilt kernels; the temp fallback is
+     * never shipped, so it is not looked for. */
+    int rc = cand ? readable_dir(cand) : ENOENT;
+    if (rc == 0) {
+      *out = cand;
+      return TVK_OK;
+    }
+    err_set(err, TVK_ERR_DEVICE, "no kernel cache to read (the cache is read-only): %s%s%s%s",
+            cand ? "'" : "neither XDG_CACHE_HOME nor HOME is set", cand ? cand : "",
+            cand ? "': " : "", cand ? strerror(rc) : "");
+    free(cand);
+    return TVK_ERR_DEVICE;
   }
   if (cand && mkdir_p(cand) == 0) {
     *out = cand;
@@ -189,7 +234,10 @@ static int write_all(int fd, const char *s, size_t n) {
   return 0;
 }
 
-int cache_file_write(const char *path, const void *data, size_t n) {
+/* Writes data, then tail, to a mkstemp name next to path, gives it `mode` and
+ * renames it to path, so a reader sees no file or a complete one. */
+static int publish(const char *path, const void *data, size_t n, const void *tail, size_t tn,
+                   unsigned mode) {
   char *tmp = str_printf("%s-XXXXXX", path);
   if (!tmp) return ENOMEM;
   int fd = mkstemp(tmp);
@@ -199,9 +247,58 @@ int cache_file_write(const char *path, const void *data, size_t n) {
     return rc;
   }
   int rc = write_all(fd, data, n);
+  if (rc == 0) rc = write_all(fd, tail, tn);
+  if (rc == 0 && fchmod(fd, (mode_t)mode) != 0) rc = errno;
   if (close(fd) != 0 && rc == 0) rc = errno;
   if (rc == 0 && rename(tmp, path) != 0) rc = errno;
   if (rc != 0) unlink(tmp);
   free(tmp);
   return rc;
+}
+
+/* ---- sealed files ---- */
+
+static const char seal_magic[8] = {'t', 'v', 'k', 's', 'e', 'a', 'l', '1'};
+
+/* The seal of n bytes: the magic, n as 8 little-endian bytes, and the 32 hex
+ * digits of the content hash. */
+static void make_seal(const void *data, size_t n, unsigned char seal[CACHE_SEAL_BYTES]) {
+  CacheHash h;
+  char hex[33];
+  cache_hash_init(&h);
+  cache_hash_bytes(&h, data, n);
+  cache_hash_hex(&h, hex);
+  memcpy(seal, seal_magic, sizeof seal_magic);
+  for (int i = 0; i < 8; i++) seal[8 + i] = (unsigned char)((uint64_t)n >> (8 * i));
+  memcpy(seal + 16, hex, 32);
+}
+
+int cache_file_write_sealed(const char *path, const void *data, size_t n, unsigned mode) {
+  unsigned char seal[CACHE_SEAL_BYTES];
+  make_seal(data, n, seal);
+  return publish(path, data, n, seal, sizeof seal, mode);
+}
+
+int cache_file_read_sealed(const char *path, void **data, size_t *n) {
+  int rc = cache_file_read(path, data, n);
+  if (rc != 0) return rc;
+  unsigned char want[CACHE_SEAL_BYTES];
+  const unsigned char *buf = *data;
+  size_t payload = *n >= CACHE_SEAL_BYTES ? *n - CACHE_SEAL_BYTES : 0;
+  /* A file cut short loses its seal or the length in it disagrees; a changed
+   * byte changes the hash. The magic is compared first, so that a file of
+   * another format is refused without hashing it. */
+  bool ok = *n >= CACHE_SEAL_BYTES && !memcmp(buf + payload, seal_magic, sizeof seal_magic);
+  if (ok) {
+    make_seal(buf, payload, want);
+    ok = !memcmp(buf + payload, want, CACHE_SEAL_BYTES);
+  }
+  if (!ok) {
+    free(*data);
+    *data = NULL;
+    *n = 0;
+    return EBADMSG;
+  }
+  *n = payload;
+  return 0;
 }

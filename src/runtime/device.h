@@ -74,7 +74,10 @@ typedef struct {
   const char *cc;        /* CPU: C compiler; NULL: $CC, else "cc" */
   int threads;           /* CPU: 0 = one per core */
   int debug;             /* TVK_DEBUG level */
-  int validate; /* Vulkan: VK_LAYER_KHRONOS_validation + a counting messenger ($TVK_VALIDATE) */
+  int validate;   /* Vulkan: VK_LAYER_KHRONOS_validation + a counting messenger ($TVK_VALIDATE) */
+  int cc_timeout; /* CPU: seconds one compiler run may take; 0: $TVK_CC_TIMEOUT, else 120 */
+  /* > 0: serve hits from the cache and never write to it; 0: $TVK_CACHE_READONLY decides */
+  int cache_readonly;
 } DeviceOptions;
 
 /* The device called `name` (devices.c): "CPU", "VK" (the best Vulkan device),
