@@ -1006,6 +1006,29 @@ static void test_hand_buffer_limit(void **state) {
   hand_free(h);
 }
 
+/* A chain of 10,000 fused elementwise ops is split into kernels of at most
+ * SCHED_MAX_KERNEL_OPS nodes: compilers take superlinear time on one huge
+ * function. */
+static void test_hand_kernel_size(void **state) {
+  (void)state;
+  Hand *h = hand_new(0);
+  UOp *r = hbuf(h, 0, 2, 3), *one = uop_const_float(h->u, DT(FLOAT32), 1);
+  ShapeTracker *st0 = st_from_shape(0, NULL), *st1 = st_reshape(st0, 2, (const int64_t[]){1, 1});
+  UOp *ones = hview(one, st_expand(st1, (const int64_t[]){2, 3}));
+  st_free(st0), st_free(st1);
+  for (int i = 0; i < 10000; i++) r = i % 2 ? uop_mul(r, ones) : uop_add(r, ones);
+  hschedule(h, 1, &r);
+  assert_true(h->s.nitems >= 10000 / SCHED_MAX_KERNEL_OPS + 1);
+  for (int i = 0; i < h->s.nitems; i++) {
+    size_t n = 0;
+    UOp **t = uop_toposort(h->s.items[i].ast, &n);
+    free(t);
+    assert_true(n <= SCHED_MAX_KERNEL_OPS + 16); /* the chain's part, its loads and store */
+    if (i + 1 < h->s.nitems) assert_int_equal(out_of(&h->s, i)->why, WHY_KERNEL_SIZE);
+  }
+  hand_free(h);
+}
+
 /* ---------------------------------------------------------------- random graphs */
 
 /* A reference array next to the tensor it should equal. */
@@ -1691,6 +1714,7 @@ int main(void) {
       cmocka_unit_test(test_hand_reduce_expand),
       cmocka_unit_test(test_hand_pad),
       cmocka_unit_test(test_hand_buffer_limit),
+      cmocka_unit_test(test_hand_kernel_size),
       cmocka_unit_test(test_add_mul_one_kernel),
       cmocka_unit_test(test_sum_mul_one_kernel),
       cmocka_unit_test(test_chain20_one_kernel),

@@ -457,16 +457,54 @@ static tvk_status rule_buffer_limit(SchedGraph *g, bool *changed) {
   return s;
 }
 
+/* ---------------------------------------------------------------- rule: kernel size */
+
+/* A kernel fusing more than SCHED_MAX_KERNEL_OPS nodes (a chain of 100,000
+ * elementwise ops) is split: compilers take superlinear time on huge
+ * functions (gcc ran 463 s on one, then crashed). The elementwise node met
+ * halfway through the walk of the kernel is materialised, so each part is
+ * about half; the rule runs to its fixed point. */
+static tvk_status rule_kernel_size(SchedGraph *g, bool *changed) {
+  SStack st = {0};
+  bool ok = true;
+  for (size_t r = 0; ok && r < g->n; r++) {
+    if (!sched_realized(g, (int64_t)r)) continue;
+    ok = sstack_push(&st, (int64_t)r, 0);
+    sched_new_walk(g);
+    int64_t i, count = 0, half = -1;
+    int unused;
+    while (ok && sstack_pop(&st, &i, &unused)) {
+      if (!sched_visit(g, i, 0)) continue;
+      UOp *u = g->topo[i];
+      if (graph_is_leaf(u) || ((size_t)i != r && sched_realized(g, i))) continue;
+      if (++count >= SCHED_MAX_KERNEL_OPS / 2 && half < 0 && (size_t)i != r &&
+          is_elementwise((Op)u->op))
+        half = i;
+      for (uint32_t k = 0; ok && k < u->nsrc; k++)
+        ok = sstack_push(&st, sched_index(g, u->src[k]), 0);
+    }
+    st.n = 0;
+    if (count > SCHED_MAX_KERNEL_OPS && half >= 0)
+      *changed |= sched_mark(g, half, WHY_KERNEL_SIZE, (Op)g->topo[half]->op);
+  }
+  sstack_free(&st);
+  return ok ? TVK_OK : err_set(g->sc->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+}
+
 /* ---------------------------------------------------------------- the passes */
 
-typedef tvk_status (*DecidePass)(SchedGraph *g, bool *changed);
+typedef struct {
+  tvk_status (*run)(SchedGraph *g, bool *changed);
+  bool splits; /* it cuts kernels apart: the passes before it must look again */
+} DecidePass;
 
 /* In order; each to its fixed point. Views come first: materialising for a
  * view can only shorten the kernels the reduce rule then looks at. */
 static const DecidePass passes[] = {
-    rule_views,
-    rule_reduces,
-    rule_buffer_limit,
+    {rule_views, false},
+    {rule_reduces, false},
+    {rule_buffer_limit, true},
+    {rule_kernel_size, true},
 };
 
 /* The passes, then the grouping of siblings into multi-output kernels
@@ -474,9 +512,10 @@ static const DecidePass passes[] = {
 tvk_status sched_decide(SchedGraph *g, int n, UOp *const *roots) {
   mark_mem(g);
   tvk_status s = rule_outputs(g, n, roots);
-  /* The passes in order, each to its fixed point; all of them again when the
-   * buffer limit (last) split a kernel, since that changes which kernel fuses
-   * which reduce. Every change marks a node, so this ends. */
+  /* The passes in order, each to its fixed point; all of them again when a
+   * splitting pass (the buffer limit, the kernel size) cut a kernel, since that
+   * changes which kernel fuses which reduce. Every change marks a node, so
+   * this ends. */
   bool again = true;
   for (size_t outer = 0; s == TVK_OK && again && outer <= g->n; outer++) {
     again = false;
@@ -484,8 +523,8 @@ tvk_status sched_decide(SchedGraph *g, int n, UOp *const *roots) {
       bool changed = true;
       for (size_t round = 0; s == TVK_OK && changed && round <= g->n; round++) {
         changed = false;
-        s = passes[p](g, &changed);
-        again |= changed && p + 1 == sizeof passes / sizeof *passes;
+        s = passes[p].run(g, &changed);
+        again |= changed && passes[p].splits;
       }
     }
   }

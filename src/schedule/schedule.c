@@ -21,6 +21,7 @@ const char *sched_why_name(SchedWhy why) {
       [WHY_EXPAND] = "expanded by a view (computed once, not per copy)",
       [WHY_ASSIGN] = "assign (written in place)",
       [WHY_BUFFER_LIMIT] = "split off: one kernel would bind more buffers than the device allows",
+      [WHY_KERNEL_SIZE] = "split off: one kernel would fuse too many ops to compile well",
   };
   return (unsigned)why < sizeof names / sizeof *names ? names[why] : "?";
 }

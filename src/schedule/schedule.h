@@ -41,8 +41,13 @@ typedef enum {
   WHY_REDUCE_MISMATCH, /* a reduce of other axes than the kernel's first reduce */
   WHY_EXPAND,          /* a view expands it: computed once, not once per copy */
   WHY_ASSIGN,          /* tvk_assign: written into the target's own buffer */
-  WHY_BUFFER_LIMIT     /* its kernel's consumer would bind more buffers than the device allows */
+  WHY_BUFFER_LIMIT,    /* its kernel's consumer would bind more buffers than the device allows */
+  WHY_KERNEL_SIZE      /* its consumer's kernel would fuse more than SCHED_MAX_KERNEL_OPS nodes */
 } SchedWhy;
+
+/* The most tensor-graph nodes one kernel fuses: past it a kernel is split,
+ * since compile time grows faster than the kernel (decide.c). */
+#define SCHED_MAX_KERNEL_OPS 4096
 
 /* "output", "contiguous", ... */
 const char *sched_why_name(SchedWhy why);
