@@ -499,7 +499,9 @@ static void read_limits(VkDev *v, const Extensions *e, uint32_t ts_bits) {
   x->timestamp_period = l->timestampPeriod;
   if (ts_bits > 0 && l->timestampPeriod > 0) v->features |= VKFEAT_TIMESTAMPS;
 
+  /* The largest buffer a tensor may have: one a kernel can bind whole. */
   VkDeviceSize biggest = x->max_alloc < x->max_buffer ? x->max_alloc : x->max_buffer;
+  if (x->max_storage_range < biggest) biggest = x->max_storage_range;
   v->base.limits = (DeviceLimits){
       .max_buffer_bytes = biggest > SIZE_MAX ? SIZE_MAX : (size_t)biggest,
       .max_global = {x->max_wg_count[0], x->max_wg_count[1], x->max_wg_count[2]},

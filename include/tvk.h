@@ -160,7 +160,10 @@ void tvk_scope_end(tvk_ctx *ctx, size_t scope, int nkeep, tvk_tensor *const *kee
  * dt; bool is one byte 0/1, float16/bfloat16 are 16-bit patterns). ndim 0 is a
  * scalar. shape may be NULL when ndim is 0; data must not be NULL unless the
  * tensor has no elements. Errors: TVK_ERR_INVALID_ARG (NULL ctx/data, ndim out of
- * 0..TVK_MAX_DIMS), TVK_ERR_SHAPE (a negative dim). */
+ * 0..TVK_MAX_DIMS), TVK_ERR_SHAPE (a negative dim), TVK_ERR_DEVICE (more bytes
+ * than the device's kernels can address in one buffer: on Vulkan one binding,
+ * maxStorageBufferRange; the CPU takes any size memory allows, 2^31 elements
+ * and more included). */
 tvk_tensor *tvk_from_data(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape,
                           const void *data);
 /* A tensor of the given shape with every element `value` (converted to dt as by

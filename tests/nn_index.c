@@ -528,6 +528,44 @@ static void test_cat_many(void **state) {
   nn_finish();
 }
 
+/* A tensor of 2^31 + 300 elements: past int32 indices. On a device that can
+ * hold it (the CPU) kernels index it in int64: the 300-element slice at its
+ * end reads the right bytes. A device that cannot address one buffer that
+ * large (a Vulkan binding: maxStorageBufferRange) refuses it with a message
+ * when it is made, and the context works on. */
+static void test_past_int32_elements(void **state) {
+  (void)state;
+  const int64_t n = ((int64_t)1 << 31) + 512, tail[1][2] = {{n - 300, n}};
+  size_t sc = tvk_scope_begin(nn.ctx);
+  /* element i is i % 256 (a constant would not show which bytes are read):
+   * 0..255 repeated, made contiguous */
+  double pattern[256];
+  for (int k = 0; k < 256; k++) pattern[k] = k;
+  tvk_tensor *row = nn_tensor(TVK_UINT8, 2, (const int64_t[]){1, 256}, pattern);
+  tvk_tensor *rep = tvk_expand(row, 2, (const int64_t[]){n / 256, 256});
+  tvk_tensor *big = tvk_contiguous(tvk_reshape(rep, 1, &n));
+  tvk_status st = tvk_realize(1, &big);
+  if (st == TVK_OK) {
+    double *got = nn_fetch(tvk_cast(tvk_shrink(big, tail), TVK_INT32));
+    for (int64_t k = 0; got && k < 300; k++)
+      nn_expect(got[k] == (double)((n - 300 + k) % 256), "element %lld: %g, want %lld",
+                (long long)(n - 300 + k), got[k], (long long)((n - 300 + k) % 256));
+    free(got);
+  } else {
+    nn_expect(strcmp(nn.device, "CPU") != 0, "the CPU must hold 2^31 + 300 bytes: %s",
+              tvk_ctx_error(nn.ctx));
+    nn_expect(strstr(tvk_ctx_error(nn.ctx), "larger than") != NULL,
+              "the refusal names the limit: %s", tvk_ctx_error(nn.ctx));
+  }
+  tvk_scope_end(nn.ctx, sc, 0, NULL);
+  double one[1] = {3};
+  double *after = nn_fetch(tvk_add(nn_tensor(TVK_FLOAT32, 1, (const int64_t[]){1}, one),
+                                   nn_tensor(TVK_FLOAT32, 1, (const int64_t[]){1}, one)));
+  nn_expect(after && after[0] == 6, "the context works after it");
+  free(after);
+  nn_finish();
+}
+
 const struct CMUnitTest nn_index_tests[] = {
     NN_TEST(test_squeeze_unsqueeze),
     NN_TEST(test_cat_axes),
@@ -543,5 +581,6 @@ const struct CMUnitTest nn_index_tests[] = {
     NN_TEST(test_gather),
     NN_TEST(test_embedding),
     NN_TEST(test_embedding_memory),
+    NN_TEST(test_past_int32_elements),
 };
 const size_t nn_index_count = sizeof nn_index_tests / sizeof nn_index_tests[0];

@@ -1677,13 +1677,44 @@ static void test_int32_index_limits(void **state) {
   UOp *ast = sink1(store(c, 0, DT_FLOAT32, shp(3, n, n, (int64_t)1), mm));
   assert_int_equal(codegen_kernel(ast, NULL, &ks), TVK_OK);
   kernel_source_free(&ks);
+  /* Past int32, the kernel's index math is int64: a view reaching 2.5e9
+   * elements, and an output of 2.5e9 elements. */
   const int64_t big = 50000;
   UOp *far = ld(c, 1, DT_FLOAT32, shp(2, big, big));
-  expect_error(sink1(store(c, 0, DT_FLOAT32, shp(2, big, (int64_t)1), reduce(far, OP_ADD, 1, ax1))),
-               TVK_ERR_INVALID_ARG, "int32");
-  UOp *one =
-      uop_new(c, OP_CONST, DT(FLOAT32), 1, (UOp *[]){view(c, shp(2, big, big))}, arg_float(1));
-  expect_error(sink1(store(c, 0, DT_FLOAT32, shp(2, big, big), one)), TVK_ERR_INVALID_ARG, "int32");
+  UOp *asts[2] = {
+      sink1(store(c, 0, DT_FLOAT32, shp(2, big, (int64_t)1), reduce(far, OP_ADD, 1, ax1))),
+      sink1(store(c, 0, DT_FLOAT32, shp(2, big, big),
+                  uop_new(c, OP_CONST, DT(FLOAT32), 1, (UOp *[]){view(c, shp(2, big, big))},
+                          arg_float(1)))),
+  };
+  for (int k = 0; k < 2; k++) {
+    assert_int_equal(codegen_kernel(asts[k], NULL, &ks), TVK_OK);
+    assert_non_null(strstr(ks.src, "int64_t ridx"));
+    kernel_source_free(&ks);
+  }
+  /* past what int64 index math leaves room for: refused */
+  View hv = view_make(2, (const int64_t[]){4, 3}, NULL, INT64_MAX - 100, NULL);
+  ShapeTracker *huge = st_from_view(&hv);
+  expect_error(
+      sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)3), ld(c, 1, DT_FLOAT32, huge))),
+      TVK_ERR_INVALID_ARG, "2^63");
+}
+
+/* An int64 index computed and used: a view whose rows are 2^33 elements apart,
+ * of which only row 0 is valid (a pad), so no memory past the first row is
+ * touched, but the index of row 1 (2^33) must not wrap into row 0's. */
+static void test_int64_index_run(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  const int64_t far = (int64_t)1 << 33;
+  View w = view_make(2, (const int64_t[]){2, 5}, (const int64_t[]){far, 1}, 0,
+                     (const int64_t[][2]){{0, 1}, {0, 5}});
+  UOp *x = ld(c, 1, DT_FLOAT32, st_from_view(&w));
+  float in[5] = {1, 2, 3, 4, 5}, out[10];
+  HostBuf hb[2] = {{out, sizeof out}, {in, sizeof in}};
+  run(s, sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)2, (int64_t)5), uop_add(x, cf(c, 1)))), 2,
+      hb, 0, NULL);
+  for (int i = 0; i < 10; i++) check_close(out[i], i < 5 ? in[i] + 1 : 1, 0, "int64 view", i);
 }
 
 static void test_errors(void **state) {
@@ -1812,6 +1843,7 @@ int main(void) {
       T(test_deterministic),
       T(test_errors),
       T(test_int32_index_limits),
+      T(test_int64_index_run),
   };
   return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
 }

@@ -316,7 +316,7 @@ static bool agrees_uops(UCtx *ctx, const ShapeTracker *st, const Model *m) {
   UOp *rng[TVK_MAX_DIMS], *index, *valid;
   bool ok = true;
   for (int d = 0; d < m->ndim; d++) rng[d] = uop_range_n(ctx, m->shape[d], d);
-  assert_true(st_to_indexed_uops(st, ctx, rng, &index, &valid));
+  assert_true(st_to_indexed_uops(st, ctx, DT(INT32), rng, &index, &valid));
   assert_true(dt_eq(index->dtype, DT(INT32)) && dt_eq(valid->dtype, DT(BOOL)));
   for (sint j = 0; ok && j < m->n; j++) {
     sint idx[TVK_MAX_DIMS];
@@ -741,7 +741,7 @@ static void test_doc_example(void **state) {
   /* the simplified index math the page shows (a golden test: update the page too) */
   UCtx *ctx = uctx_new();
   UOp *r[2] = {uop_range_n(ctx, 3, 0), uop_range_n(ctx, 4, 1)}, *index, *valid;
-  assert_true(st_to_indexed_uops(st, ctx, r, &index, &valid));
+  assert_true(st_to_indexed_uops(st, ctx, DT(INT32), r, &index, &valid));
   char *is = uop_render(index), *vs = uop_render(valid);
   assert_string_equal(is, "ridx0+ridx1*3-3");
   assert_string_equal(vs, "(0<ridx1)&(ridx1<3)");
@@ -749,7 +749,7 @@ static void test_doc_example(void **state) {
   step(&st, st_reshape(st, 1, (sint[]){12}));
   assert_int_equal(st->nviews, 2);
   r[0] = uop_range_n(ctx, 12, 0);
-  assert_true(st_to_indexed_uops(st, ctx, r, &index, &valid));
+  assert_true(st_to_indexed_uops(st, ctx, DT(INT32), r, &index, &valid));
   is = uop_render(index), vs = uop_render(valid);
   assert_string_equal(is, "ridx0//4+ridx0%4*3-3");
   assert_string_equal(vs, "(0<ridx0%4)&(ridx0%4<3)");

@@ -64,6 +64,7 @@ typedef struct {
   KernelBuf bufs[CG_MAX_BUFS]; /* by DEFINE_GLOBAL index */
   int nvars;
   UOp *vars[CG_MAX_VARS]; /* the AST's DEFINE_VARs sorted by name: the vals[] order */
+  bool index64; /* some view or the output needs indices past int32: index math in int64 */
 } KernelDesc;
 
 /* Checks `ast` against the contract of kernel.h and describes it. On
@@ -76,11 +77,12 @@ void kernel_default_name(const KernelDesc *ks, char *buf, size_t n);
 
 /* ---- view_index.c ---- */
 
-/* A view's index arithmetic: given one index UOp per visible dim of st (int32),
- * the (index, valid) UOps of the element they address, simplified with
- * uop_simplify (autoreleased, in ctx). index is int32, valid is bool. false on
- * out of memory. */
-bool st_to_indexed_uops(const ShapeTracker *st, UCtx *ctx, UOp *const *idxs, UOp **index,
+/* A view's index arithmetic: given one index UOp per visible dim of st (of the
+ * index dtype idt: int32, or int64 where a kernel needs it), the (index,
+ * valid) UOps of the element they address, simplified with uop_simplify
+ * (autoreleased, in ctx). index is of idt, valid is bool. false on out of
+ * memory. */
+bool st_to_indexed_uops(const ShapeTracker *st, UCtx *ctx, DType idt, UOp *const *idxs, UOp **index,
                         UOp **valid);
 
 /* ---- lower.c ---- */

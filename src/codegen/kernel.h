@@ -37,7 +37,8 @@
  * bufs[i] is buffer i's data, vals[j] the value of vars[j]. Every core runs the
  * whole kernel; the outermost output loop is split into n_cores contiguous
  * chunks by core_id, so the calls write disjoint parts of the outputs.
- * Indices are int32: a view of 2^31 - 8192 elements or more is refused.
+ * Indices are int32, or int64 in a kernel where a view reaches 2^31 - 8192
+ * elements or more or the output has that many (KernelDesc.index64).
  *
  * Ownership: codegen never keeps or releases the caller's UOps; every UOp it
  * makes is dropped before it returns (uctx_live is back where it was).

@@ -26,9 +26,11 @@ typedef struct {
   Error *err;
 } Verify;
 
-/* Indices are int32, and splitting an axis across cores adds up to
+/* Indices are int32 unless a view or the output needs more (then int64:
+ * KernelDesc.index64), and splitting an axis across cores adds up to
  * CG_MAX_CORES to them. */
 #define INT32_LIMIT ((int64_t)INT32_MAX - 2 * CG_MAX_CORES)
+#define INT64_LIMIT (INT64_MAX - 2 * CG_MAX_CORES)
 
 static bool is_value_op(Op op) { return op_in(op, G_AST_VALUE); }
 
@@ -59,23 +61,22 @@ static void shape_fmt(int ndim, const int64_t *s, char *buf, size_t n) {
 
 /* The index math of a view takes, per view of the stack, values up to
  * |offset| + sum((shape[d] - 1) * |stride[d]|): the flat index into the view
- * below (or memory, for views[0]). Those must fit int32 — not the view's
- * element count: a matmul's (M, N, K) expand has stride 0 dims and is never
- * flattened. Loop counters are bounded by each dim. */
-static bool view_index_fits(const ShapeTracker *st) {
+ * below (or memory, for views[0]). Those must fit the index type (below
+ * `limit`) — not the view's element count: a matmul's (M, N, K) expand has
+ * stride 0 dims and is never flattened. Loop counters are bounded by each dim. */
+static bool view_index_fits(const ShapeTracker *st, int64_t limit) {
   for (int i = 0; i < st->nviews; i++) {
     const View *vw = &st->views[i];
     int64_t reach = vw->offset < 0 ? -vw->offset : vw->offset, term;
     for (int d = 0; d < vw->ndim; d++) {
       int64_t stride = vw->strides[d] < 0 ? -vw->strides[d] : vw->strides[d];
-      if (vw->shape[d] > INT32_LIMIT || vw->shape[d] == 0) continue;
+      if (vw->shape[d] > limit) return false;
+      if (vw->shape[d] == 0) continue;
       if (__builtin_mul_overflow(vw->shape[d] - 1, stride, &term) ||
           __builtin_add_overflow(reach, term, &reach))
         return false;
     }
-    for (int d = 0; d < vw->ndim; d++)
-      if (vw->shape[d] > INT32_LIMIT) return false;
-    if (reach > INT32_LIMIT) return false;
+    if (reach > limit) return false;
   }
   return true;
 }
@@ -85,9 +86,9 @@ static tvk_status check_view(Verify *v, UOp *u) {
   const ShapeTracker *st = u->arg.st;
   if (st_ndim(st) != v->ks->ndim)
     return bad(v, u, "has %d dims, the kernel %d", st_ndim(st), v->ks->ndim);
-  if (!view_index_fits(st))
-    return bad(v, u, "needs index values of 2^31 - %d or more; indices are int32",
-               2 * CG_MAX_CORES);
+  if (!view_index_fits(st, INT64_LIMIT))
+    return bad(v, u, "needs index values of 2^63 - %d or more", 2 * CG_MAX_CORES);
+  if (!view_index_fits(st, INT32_LIMIT)) v->ks->index64 = true;
   int64_t *full = v->ks->full;
   for (int d = 0; d < v->ks->ndim; d++) {
     int64_t s = st_shape(st)[d];
@@ -252,9 +253,9 @@ static tvk_status check_store(Verify *v, UOp *u) {
   int64_t numel = 1;
   bool over = false;
   for (int d = 0; d < v->ks->ndim && !over; d++)
-    over = __builtin_mul_overflow(numel, si->shape[d], &numel) || numel > INT32_LIMIT;
-  if (over) /* grid kernels number output elements with one int32 id */
-    return bad(v, u, "writes 2^31 - %d elements or more; indices are int32", 2 * CG_MAX_CORES);
+    over = __builtin_mul_overflow(numel, si->shape[d], &numel) || numel > INT64_LIMIT;
+  if (over) return bad(v, u, "writes 2^63 - %d elements or more", 2 * CG_MAX_CORES);
+  if (numel > INT32_LIMIT) v->ks->index64 = true; /* the elements are numbered in int64 */
   if (out[0] < 0)
     memcpy(out, si->shape, sizeof(int64_t) * TVK_MAX_DIMS);
   else if (memcmp(out, si->shape, (size_t)v->ks->ndim * sizeof(int64_t)) != 0) {

@@ -30,7 +30,8 @@ typedef struct {
   UOp *unrolled[MAX_LOOPS];
   int nunrolled;
   int nouter;
-  UOp *zero; /* int32 0, the index of size-1 dims */
+  DType idt; /* the index dtype: int32, or int64 when the kernel needs it (KernelDesc.index64) */
+  UOp *zero; /* 0 of idt, the index of size-1 dims */
   int nacc;  /* accumulators made so far */
   Error *err;
 } LowerCtx;
@@ -41,7 +42,17 @@ static UOp *b_min(UOp *a, UOp *b) {
   UOp *lt = b2(OP_CMPLT, a, b);
   return lt ? uop_where(lt, a, b) : NULL;
 }
-static UOp *b_c(LowerCtx *lc, int64_t v) { return uop_const_int(lc->ctx, DT(INT32), v); }
+static UOp *b_c(LowerCtx *lc, int64_t v) { return uop_const_int(lc->ctx, lc->idt, v); }
+/* A RANGE over [0, n) of the index dtype. */
+static UOp *b_range(LowerCtx *lc, int64_t n, int64_t id) {
+  UOp *end = b_c(lc, n);
+  return end ? uop_range(lc->ctx, end, id) : NULL;
+}
+/* A SPECIAL (int32 in every kernel ABI) as an index. */
+static UOp *b_special(LowerCtx *lc, Arg arg) {
+  UOp *s = uop_new(lc->ctx, OP_SPECIAL, DT(INT32), 0, NULL, arg);
+  return s ? uop_cast(s, lc->idt) : NULL;
+}
 
 /* ---------------------------------------------------------------- axes */
 
@@ -50,8 +61,8 @@ static UOp *b_c(LowerCtx *lc, int64_t v) { return uop_const_int(lc->ctx, DT(INT3
  * count = min(n - lo, chunk); no intermediate exceeds n + nc. */
 static UOp *split_axis(LowerCtx *lc, int64_t n, int64_t axis_id) {
   UCtx *c = lc->ctx;
-  UOp *cid = uop_new(c, OP_SPECIAL, DT(INT32), 0, NULL, arg_var("core_id", 0, CG_MAX_CORES - 1));
-  UOp *nc = uop_new(c, OP_SPECIAL, DT(INT32), 0, NULL, arg_var("n_cores", 1, CG_MAX_CORES));
+  UOp *cid = b_special(lc, arg_var("core_id", 0, CG_MAX_CORES - 1));
+  UOp *nc = b_special(lc, arg_var("n_cores", 1, CG_MAX_CORES));
   UOp *num = b_c(lc, n);
   UOp *chunk = b2(OP_ADD, b2(OP_IDIV, b_c(lc, n - 1), nc), b_c(lc, 1));
   UOp *lo = b_min(b2(OP_MUL, cid, chunk), num);
@@ -78,7 +89,7 @@ static int64_t pow_sat(int64_t s, int k, int64_t cap) {
 static UOp *reduce_loops(LowerCtx *lc, int d, int64_t n, int64_t id) {
   if (!(lc->split >> d & 1) || n <= CG_SUM_BLOCK) {
     lc->ndig[d] = 1;
-    return lc->dig[d][0] = uop_range_n(lc->ctx, n, id);
+    return lc->dig[d][0] = b_range(lc, n, id);
   }
   int k = 1;
   for (int64_t cover = CG_SUM_BLOCK; cover < n; cover *= CG_SUM_BLOCK) k++;
@@ -90,7 +101,7 @@ static UOp *reduce_loops(LowerCtx *lc, int d, int64_t n, int64_t id) {
   UOp *idx = NULL;
   lc->ndig[d] = k;
   for (int j = k - 1; j >= 0; j--) { /* outermost digit first: idx = (... top) * s + d_j */
-    UOp *r = uop_range_n(lc->ctx, j == k - 1 ? top : s, j == 0 ? id : lc->range_id++);
+    UOp *r = b_range(lc, j == k - 1 ? top : s, j == 0 ? id : lc->range_id++);
     lc->dig[d][j] = r;
     idx = !idx ? r : b2(OP_ADD, b2(OP_MUL, idx, b_c(lc, s)), r);
   }
@@ -115,7 +126,7 @@ static bool make_axes(LowerCtx *lc) {
     else if (red)
       lc->axis[d] = reduce_loops(lc, d, ks->full[d], d);
     else
-      lc->outer[lc->nouter++] = lc->axis[d] = uop_range_n(lc->ctx, ks->full[d], d);
+      lc->outer[lc->nouter++] = lc->axis[d] = b_range(lc, ks->full[d], d);
     if (!lc->axis[d]) return false;
   }
   if (!split) {
@@ -177,9 +188,8 @@ static bool make_axes_grid(LowerCtx *lc, int local_size, CgLaunch *launch) {
   int64_t local = total < local_size ? (total > 1 ? total : 1) : local_size;
   int64_t groups = (total + local - 1) / local; /* 0 for an empty output: nothing runs */
   *launch = (CgLaunch){{groups, 1, 1}, {local, 1, 1}};
-  UOp *grp = uop_new(c, OP_SPECIAL, DT(INT32), 0, NULL,
-                     arg_var("group_id", 0, groups > 1 ? groups - 1 : 0));
-  UOp *lane = uop_new(c, OP_SPECIAL, DT(INT32), 0, NULL, arg_var("local_id", 0, local - 1));
+  UOp *grp = b_special(lc, arg_var("group_id", 0, groups > 1 ? groups - 1 : 0));
+  UOp *lane = b_special(lc, arg_var("local_id", 0, local - 1));
   UOp *gid = b2(OP_ADD, b2(OP_MUL, grp, b_c(lc, local)), lane), *flat = gid;
   if (groups * local != total) { /* the last group runs past the end */
     flat = b_min(gid, b_c(lc, total > 1 ? total - 1 : 0));
@@ -210,7 +220,7 @@ static bool view_index(LowerCtx *lc, UOp *view, UOp **idx, UOp **valid) {
   const ShapeTracker *st = view->arg.st;
   UOp *idxs[TVK_MAX_DIMS];
   for (int d = 0; d < st_ndim(st); d++) idxs[d] = st_shape(st)[d] == 1 ? lc->zero : lc->axis[d];
-  return st_to_indexed_uops(st, lc->ctx, idxs, idx, valid);
+  return st_to_indexed_uops(st, lc->ctx, lc->idt, idxs, idx, valid);
 }
 
 static bool is_true(const UOp *u) { return u->op == OP_CONST && u->arg.i != 0; }
@@ -273,8 +283,9 @@ static UOp *lower_arange(void *ctx, UOp **c) {
   LowerCtx *lc = ctx;
   UOp *idx, *valid;
   if (!view_index(lc, c[V], &idx, &valid)) return oom(lc);
+  /* in an int64 kernel, back to the leaf's int32 (an arange has < 2^31 elements) */
   UOp *zero = uop_const_int(lc->ctx, c[X]->dtype, 0);
-  if (!zero) return oom(lc);
+  if (!zero || !(idx = uop_cast(idx, c[X]->dtype))) return oom(lc);
   if (is_true(valid)) return idx;
   if (is_false(valid)) return zero;
   return uop_where(valid, idx, zero);
@@ -460,6 +471,7 @@ static bool scan_reduces(UOp *ast, uint32_t *sum_axes, int64_t *body) {
 
 static bool lower_init(LowerCtx *lc, UOp *ast, const KernelDesc *ks, Error *err, int64_t *body) {
   *lc = (LowerCtx){.ctx = ast->ctx, .ks = ks, .err = err};
+  lc->idt = ks->index64 ? dt_make(DT_INT64) : dt_make(DT_INT32);
   lc->range_id = 2 * ks->ndim + 2; /* after the axes and the bounds range */
   lc->zero = b_c(lc, 0);
   return lc->zero && scan_reduces(ast, &lc->split, body);

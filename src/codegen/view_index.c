@@ -9,26 +9,26 @@ static UOp *b_and(UOp *acc, UOp *cond) { return !acc ? cond : b_alu2(OP_AND, acc
 
 /* idx = offset + sum idx[d]*stride[d]; valid &= lo <= idx[d] < hi for masked
  * dims (the seed's View.to_indexed_uops). *valid NULL means "true so far". */
-static bool view_uops(const View *v, UCtx *ctx, UOp *const *idxs, UOp **index, UOp **valid) {
+static bool view_uops(const View *v, UCtx *ctx, DType idt, UOp *const *idxs, UOp **index,
+                      UOp **valid) {
   UOp *sum = NULL;
   for (int d = 0; d < v->ndim; d++) {
     if (v->shape[d] == 1 || v->strides[d] == 0) continue;
     UOp *term = idxs[d];
-    if (v->strides[d] != 1)
-      term = b_alu2(OP_MUL, term, uop_const_int(ctx, DT(INT32), v->strides[d]));
+    if (v->strides[d] != 1) term = b_alu2(OP_MUL, term, uop_const_int(ctx, idt, v->strides[d]));
     sum = sum ? b_alu2(OP_ADD, sum, term) : term;
   }
-  UOp *off = uop_const_int(ctx, DT(INT32), v->offset);
+  UOp *off = uop_const_int(ctx, idt, v->offset);
   *index = !sum ? off : v->offset ? b_alu2(OP_ADD, sum, off) : sum;
   if (!*index) return false;
   for (int d = 0; v->has_mask && d < v->ndim; d++) {
     if (v->mask[d][0] != 0) { /* idx >= lo, written as the seed does: !(idx < lo) */
-      UOp *lt = b_alu2(OP_CMPLT, idxs[d], uop_const_int(ctx, DT(INT32), v->mask[d][0]));
+      UOp *lt = b_alu2(OP_CMPLT, idxs[d], uop_const_int(ctx, idt, v->mask[d][0]));
       if (!(*valid = b_and(*valid, b_alu2(OP_CMPNE, lt, uop_const_int(ctx, DT(BOOL), 1)))))
         return false;
     }
     if (v->mask[d][1] != v->shape[d]) {
-      UOp *lt = b_alu2(OP_CMPLT, idxs[d], uop_const_int(ctx, DT(INT32), v->mask[d][1]));
+      UOp *lt = b_alu2(OP_CMPLT, idxs[d], uop_const_int(ctx, idt, v->mask[d][1]));
       if (!(*valid = b_and(*valid, lt))) return false;
     }
   }
@@ -36,25 +36,26 @@ static bool view_uops(const View *v, UCtx *ctx, UOp *const *idxs, UOp **index, U
 }
 
 /* Digits of a flat index UOp in shape: (flat // acc) % shape[d]. */
-static bool unravel_uops(const View *v, UCtx *ctx, UOp *flat, UOp **out) {
+static bool unravel_uops(const View *v, UCtx *ctx, DType idt, UOp *flat, UOp **out) {
   sint acc = 1;
   for (int d = v->ndim - 1; d >= 0; d--) {
-    UOp *q = acc == 1 ? flat : b_alu2(OP_IDIV, flat, uop_const_int(ctx, DT(INT32), acc));
-    out[d] = v->shape[d] == 1 ? uop_const_int(ctx, DT(INT32), 0)
-                              : b_alu2(OP_MOD, q, uop_const_int(ctx, DT(INT32), v->shape[d]));
+    UOp *q = acc == 1 ? flat : b_alu2(OP_IDIV, flat, uop_const_int(ctx, idt, acc));
+    out[d] = v->shape[d] == 1 ? uop_const_int(ctx, idt, 0)
+                              : b_alu2(OP_MOD, q, uop_const_int(ctx, idt, v->shape[d]));
     if (!out[d]) return false;
     acc *= v->shape[d];
   }
   return true;
 }
 
-bool st_to_indexed_uops(const ShapeTracker *st, UCtx *ctx, UOp *const *idxs, UOp **index,
+bool st_to_indexed_uops(const ShapeTracker *st, UCtx *ctx, DType idt, UOp *const *idxs, UOp **index,
                         UOp **valid) {
   UOp *idx = NULL, *vld = NULL, *sub[TVK_MAX_DIMS];
-  if (!view_uops(st_top(st), ctx, idxs, &idx, &vld)) return false;
+  if (!view_uops(st_top(st), ctx, idt, idxs, &idx, &vld)) return false;
   for (int i = st->nviews - 2; i >= 0; i--) {
     View m = view_minify(&st->views[i]);
-    if (!unravel_uops(&m, ctx, idx, sub) || !view_uops(&m, ctx, sub, &idx, &vld)) return false;
+    if (!unravel_uops(&m, ctx, idt, idx, sub) || !view_uops(&m, ctx, idt, sub, &idx, &vld))
+      return false;
   }
   if (!vld) vld = uop_const_int(ctx, DT(BOOL), 1);
   *index = uop_simplify(idx);

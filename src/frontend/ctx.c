@@ -233,6 +233,17 @@ int64_t ctx_buffer_new(tvk_ctx *ctx, ScalarType s, int64_t numel, tvk_status *st
                   (long long)numel, dt_scalar_name(s));
     return -1;
   }
+  /* What the device cannot index is refused here, where the tensor is made,
+   * not in the first kernel that would read it. */
+  size_t most = ctx->dev->limits.max_buffer_bytes;
+  if ((size_t)numel * size > most) {
+    *st = err_set(&ctx->err, TVK_ERR_DEVICE,
+                  "a buffer of %lld %s elements (%zu bytes) is larger than %s's kernels can "
+                  "address (%zu bytes)",
+                  (long long)numel, dt_scalar_name(s), (size_t)numel * size,
+                  ctx->dev->ops->name(ctx->dev), most);
+    return -1;
+  }
   int64_t id = 0;
   while (id < ctx->nbufs && ctx->bufs[id]) id++;
   if (!VEC_RESERVE(ctx->bufs, ctx->capbufs, (size_t)id + 1)) {

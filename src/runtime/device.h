@@ -29,7 +29,7 @@ typedef struct {
 } LaunchDims;
 
 typedef struct {
-  size_t max_buffer_bytes;   /* largest single buffer */
+  size_t max_buffer_bytes;   /* largest single buffer (Vulkan: that one binding addresses whole) */
   int64_t max_global[3];     /* max work-group count per dimension */
   int64_t max_local_threads; /* max invocations per work group */
   size_t shared_mem_bytes;   /* per work group; 0 if none */
