@@ -37,14 +37,17 @@ static bool win_plan(int64_t i, int64_t k, int64_t s, int64_t d, WinPlan *p) {
     if (p->len < i) p->len = i;
     return true;
   }
-  /* o >= 2 means s <= i - d*(k-1) - 1 < i, so o*s < 2*i below */
+  /* o >= 2 means s <= i - d*(k-1) - 1 < i, so o*s < 2*i (which may still pass
+   * int64 when i is near 2^62) */
+  int64_t os;
+  if (__builtin_mul_overflow(p->o, s, &os)) return false;
   if (d == 1 && k <= s) {
     p->path = WIN_SPLIT;
-    p->len = p->o * s > i ? p->o * s : i;
+    p->len = os > i ? os : i;
     return true;
   }
   p->path = WIN_TILE;
-  int64_t m = (p->o * s - d + i - 1) / i; /* rows of L >= o*s */
+  int64_t t = os - d, m = t / i + (t % i != 0); /* rows of L >= o*s: ceil((o*s - d) / i) */
   if (m < 1) m = 1;
   int64_t ki;
   if (__builtin_mul_overflow(m, i, &p->L) || __builtin_add_overflow(p->L, d, &p->L) ||
