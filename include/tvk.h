@@ -155,6 +155,16 @@ tvk_tensor *tvk_scalar(tvk_ctx *ctx, tvk_dtype dt, double value);
 
 /* ------------------------------------------------------------------ elementwise */
 
+/* Floats are IEEE 754 values and keep IEEE's (and C's) answers for inf, NaN
+ * and signed zeros through every op: x - x and x * 0 are NaN for x = inf or
+ * NaN, 0 - 0 = +0, abs(-0.0) = +0.0, floor(-0.0) = ceil(-0.5) = -0.0. On
+ * Vulkan this needs the device property shaderSignedZeroInfNanPreserveFloat32
+ * (...Float64 for float64; VkPhysicalDeviceFloatControlsProperties, Vulkan 1.2
+ * or VK_KHR_shader_float_controls), which tvk then asks for in every kernel;
+ * on a device without it the shader compiler may fold x - x to 0 or 0 - x to
+ * -x, so inf, NaN and the sign of zero results are not promised there. The
+ * CPU and lavapipe have it. */
+
 /* Binary ops broadcast their operands and promote them to a common dtype.
  * - add sub mul maximum minimum: the promoted dtype. maximum/minimum of floats
  *   give NaN when either input is NaN. sub of bools is a != b (the difference

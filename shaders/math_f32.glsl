@@ -1,15 +1,17 @@
 // float32 math with the CPU backend's results at the edges (alu.c). GLSL leaves
 // these functions undefined on NaN, inf, zero or negative arguments, so each
 // tests those first, on the bits (a compiler may assume that no value is NaN).
+// The functions are precise (SPIR-V NoContraction): the range reductions below
+// rely on every operation being rounded as written, never fused or reassociated.
 bool tvk_isnan_f32(float x) { return (floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u; }
 bool tvk_isinf_f32(float x) { return (floatBitsToUint(x) & 0x7fffffffu) == 0x7f800000u; }
-float tvk_inf_f32(bool neg) { return uintBitsToFloat(neg ? 0xff800000u : 0x7f800000u); }
-float tvk_nan_f32() { return uintBitsToFloat(0x7fc00000u); }
+precise float tvk_inf_f32(bool neg) { return uintBitsToFloat(neg ? 0xff800000u : 0x7f800000u); }
+precise float tvk_nan_f32() { return uintBitsToFloat(0x7fc00000u); }
 bool tvk_signbit_f32(float x) { return (floatBitsToUint(x) >> 31) != 0u; }
 
 // 2^x; overflow gives inf. Results below 2^-126 are computed from 2^(x+32), so
 // a device that keeps denormals returns them correctly rounded.
-float tvk_exp2_f32(float x) {
+precise float tvk_exp2_f32(float x) {
   if (tvk_isnan_f32(x)) return x;
   if (x >= 128.0) return tvk_inf_f32(false);
   if (x < -151.0) return 0.0;
@@ -19,7 +21,7 @@ float tvk_exp2_f32(float x) {
 
 // log2: log2(0) = -inf, log2(x < 0) = NaN, log2(inf) = inf. A denormal x is
 // m * 2^-149 exactly, taken apart on the bits.
-float tvk_log2_f32(float x) {
+precise float tvk_log2_f32(float x) {
   uint b = floatBitsToUint(x);
   if (tvk_isnan_f32(x)) return x;
   if ((b & 0x7fffffffu) == 0u) return tvk_inf_f32(true);
@@ -31,7 +33,7 @@ float tvk_log2_f32(float x) {
 
 // sin(r + q pi/2) for |r| <= pi/4: Taylor polynomials of sin and cos (the
 // first terms left out are below half an ulp).
-float tvk_sin_quadrant_f32(float r, int q) {
+precise float tvk_sin_quadrant_f32(float r, int q) {
   float z = r * r;
   float s = r + r * z * (-0.16666666666666666 + z * (0.008333333333333333 +
             z * (-0.0001984126984126984 + z * 2.7557319223985893e-06)));
@@ -58,7 +60,7 @@ uint tvk_two_over_pi_bits(int s) {
 // modulo 2^96 and read as 2.94 fixed point: bits before contribute multiples
 // of 4, bits after less than 2^-70. The nearest quadrant, then the rest times
 // pi/2 through the polynomials.
-float tvk_sin_big_f32(float x) {
+precise float tvk_sin_big_f32(float x) {
   uint b = floatBitsToUint(x), m = (b & 0x7fffffu) | 0x800000u;
   int s = int(b >> 23) - 152;
   uint h0, l0, h1, l1, h2, l2;
@@ -83,7 +85,7 @@ float tvk_sin_big_f32(float x) {
 // sin to about an ulp (Vulkan only promises 2^-11 absolute): for |x| < 6433,
 // x - k pi/2 with pi/2 in three parts, the first two of 12 bits so that k times
 // them is exact for |k| < 4096; beyond, tvk_sin_big_f32. NaN and inf give NaN.
-float tvk_sin_f32(float x) {
+precise float tvk_sin_f32(float x) {
   if (tvk_isnan_f32(x) || tvk_isinf_f32(x)) return tvk_nan_f32();
   if (abs(x) > 6433.0) {
     float s = tvk_sin_big_f32(abs(x));
@@ -95,13 +97,13 @@ float tvk_sin_f32(float x) {
 }
 
 // sqrt: negative x gives NaN (sqrt(-0) = -0).
-float tvk_sqrt_f32(float x) {
+precise float tvk_sqrt_f32(float x) {
   return tvk_isnan_f32(x) ? x : x < 0.0 ? tvk_nan_f32() : sqrt(x);
 }
 
 // 1 / x: +-0 gives +-inf and +-inf gives +-0, which Vulkan's precision rules
 // leave undefined.
-float tvk_recip_f32(float x) {
+precise float tvk_recip_f32(float x) {
   if (x == 0.0 || tvk_isinf_f32(x)) {
     uint s = floatBitsToUint(x) & 0x80000000u;
     return uintBitsToFloat(s | (x == 0.0 ? 0x7f800000u : 0u));
@@ -111,7 +113,7 @@ float tvk_recip_f32(float x) {
 
 // a / b with IEEE's answers for b = 0 (a zero divisor is undefined in SPIR-V,
 // and software devices return 0): +-inf by the signs, NaN for 0/0 and NaN/0.
-float tvk_fdiv_f32(float a, float b) {
+precise float tvk_fdiv_f32(float a, float b) {
   if (b == 0.0) {
     if (a == 0.0 || isnan(a)) return uintBitsToFloat(0x7fc00000u);
     uint s = (floatBitsToUint(a) ^ floatBitsToUint(b)) & 0x80000000u;
@@ -123,7 +125,7 @@ float tvk_fdiv_f32(float a, float b) {
 // pow as C's pow (IEEE 754's special cases), except 0 ** negative = +inf
 // (alu.c, the seed's safe_pow); otherwise exp2(y * log2 |x|) with the sign of
 // an odd integer power of a negative base.
-float tvk_pow_f32(float x, float y) {
+precise float tvk_pow_f32(float x, float y) {
   if (y == 0.0 || x == 1.0) return 1.0;
   if (tvk_isnan_f32(x) || tvk_isnan_f32(y)) return tvk_nan_f32();
   float ax = abs(x);

@@ -50,15 +50,16 @@
  * part covers results near zero (sin near pi, tanh via sigmoid near 0). In
  * float16/bfloat16 a composed op may round every step to the 16-bit type, so
  * those allow a few of their (coarse) ulps and their domains are narrower. */
-static const Tol TOL_ARITH_F64 = {5e-16, 0};     /* 2 ulps of 2^-52 */
-static const Tol TOL_ARITH_F32 = {2.5e-7, 0};    /* 2 ulps of 2^-23 */
-static const Tol TOL_ARITH_F16 = {1e-3, 6e-8};   /* 1 ulp of 2^-10; atol: least subnormal */
-static const Tol TOL_ARITH_BF16 = {8e-3, 0};     /* 1 ulp of 2^-7 */
-static const Tol TOL_MATH_F64 = {1e-13, 1e-15};  /* a few hundred ulps: own polynomials */
-static const Tol TOL_MATH_F32 = {2e-6, 1e-6};    /* ~16 ulps; see exp above */
-static const Tol TOL_MATH_F16 = {4e-3, 2e-3};    /* ~4 ulps of float16, rounded per step */
-static const Tol TOL_MATH_BF16 = {2.5e-2, 2e-2}; /* ~3 ulps of bfloat16, rounded per step */
-static const Tol TOL_EXACT = {0, 0};             /* casts to floats from floats: RNE exactly */
+static const Tol TOL_ARITH_F64 = {5e-16, 0, false};     /* 2 ulps of 2^-52 */
+static const Tol TOL_ARITH_F32 = {2.5e-7, 0, false};    /* 2 ulps of 2^-23 */
+static const Tol TOL_ARITH_F16 = {1e-3, 6e-8, false};   /* 1 ulp of 2^-10; atol: least subnormal */
+static const Tol TOL_ARITH_BF16 = {8e-3, 0, false};     /* 1 ulp of 2^-7 */
+static const Tol TOL_MATH_F64 = {1e-13, 1e-15, false};  /* a few hundred ulps: own polynomials */
+static const Tol TOL_MATH_F32 = {2e-6, 1e-6, false};    /* ~16 ulps; see exp above */
+static const Tol TOL_MATH_F16 = {4e-3, 2e-3, false};    /* ~4 ulps of float16, rounded per step */
+static const Tol TOL_MATH_BF16 = {2.5e-2, 2e-2, false}; /* ~3 ulps of bfloat16, rounded per step */
+static const Tol TOL_EXACT = {0, 0, false}; /* casts to floats from floats: RNE exactly */
+static const Tol TOL_BITS = {0, 0, true};   /* exact, and a zero's sign too */
 
 static Tol tol_arith(tvk_dtype dt) {
   switch (dt) {
@@ -924,6 +925,85 @@ static void test_table_pow(void **state) {
   RArr want = arr_f(TVK_FLOAT32, 6, (double[]){-8, 4, 1, INFINITY, NAN, 1024});
   table_binary_tol(s, "pow", tvk_pow, &a, &b, &want, TOL_MATH_F32);
   ref_free(&a), ref_free(&b), ref_free(&want);
+  finish(s);
+}
+
+/* The sign of zero, inf and NaN through ops whose IEEE answer a compiler may
+ * "simplify" away: 0 - x is not -x at x = +0, x * 0 is not 0 at inf or NaN,
+ * x - x is not 0 there either, and rounding to zero keeps x's sign (C's floor,
+ * ceil, round, trunc). A Vulkan compiler gets them wrong without the
+ * SignedZeroInfNanPreserve execution mode, and lavapipe also with a literal
+ * +0.0 operand. Every float dtype (16-bit ones compute in float32 and round),
+ * zeros compared with their sign. */
+static tvk_tensor *e_self_sub(tvk_tensor *t) { return tvk_sub(t, t); }
+static tvk_tensor *e_mul_zero(tvk_tensor *t) {
+  return tvk_mul(t, tvk_scalar(tvk_ctx_of(t), tvk_dtype_of(t), 0.0));
+}
+static tvk_tensor *e_mul_negzero(tvk_tensor *t) {
+  return tvk_mul(t, tvk_scalar(tvk_ctx_of(t), tvk_dtype_of(t), -0.0));
+}
+static tvk_tensor *e_zero_sub(tvk_tensor *t) {
+  return tvk_sub(tvk_scalar(tvk_ctx_of(t), tvk_dtype_of(t), 0.0), t);
+}
+static tvk_tensor *e_log_self_sub(tvk_tensor *t) { return e_self_sub(tvk_log(t)); }
+static tvk_tensor *e_recip_round(tvk_tensor *t) { return tvk_recip(tvk_round(t)); }
+
+static void test_table_signed_zeros(void **state) {
+  Suite *s = *state;
+  static const struct {
+    const char *op;
+    tvk_tensor *(*fn)(tvk_tensor *);
+    int n;
+    double in[8], out[8];
+  } T[] = {
+      {"abs", tvk_abs, 6, {0.0, -0.0, -INFINITY, NAN, -2, 3}, {0.0, 0.0, INFINITY, NAN, 2, 3}},
+      {"neg", tvk_neg, 3, {0.0, -0.0, INFINITY}, {-0.0, 0.0, -INFINITY}},
+      {"floor", tvk_floor, 6, {-0.0, 0.0, -0.5, 0.5, 0.75, -1.5}, {-0.0, 0.0, -1, 0.0, 0.0, -2}},
+      {"ceil", tvk_ceil, 6, {-0.5, -0.0, 0.0, 0.5, -0.75, 1.5}, {-0.0, -0.0, 0.0, 1, -0.0, 2}},
+      {"round",
+       tvk_round,
+       7,
+       {-0.5, -0.25, 0.25, -0.0, 0.5, 0.0, -1.5},
+       {-0.0, -0.0, 0.0, -0.0, 0.0, 0.0, -2}},
+      {"trunc",
+       tvk_trunc,
+       6,
+       {-0.5, -0.75, 0.5, -0.0, 0.0, -1.5},
+       {-0.0, -0.0, 0.0, -0.0, 0.0, -1}},
+      {"sqrt", tvk_sqrt, 3, {-0.0, 0.0, INFINITY}, {-0.0, 0.0, INFINITY}},
+      {"recip", tvk_recip, 4, {0.0, -0.0, INFINITY, -INFINITY}, {INFINITY, -INFINITY, 0.0, -0.0}},
+      {"rsqrt", tvk_rsqrt, 5, {0.0, -0.0, INFINITY, -1, NAN}, {INFINITY, -INFINITY, 0.0, NAN, NAN}},
+      {"recip(round)",
+       e_recip_round,
+       4,
+       {-0.25, 0.25, -0.0, 0.5},
+       {-INFINITY, INFINITY, -INFINITY, INFINITY}},
+      {"x - x",
+       e_self_sub,
+       6,
+       {INFINITY, -INFINITY, NAN, 1, -0.0, 0.0},
+       {NAN, NAN, NAN, 0.0, 0.0, 0.0}},
+      {"x * 0",
+       e_mul_zero,
+       6,
+       {INFINITY, -INFINITY, NAN, -1, -0.0, 2},
+       {NAN, NAN, NAN, -0.0, -0.0, 0.0}},
+      {"x * -0", e_mul_negzero, 5, {INFINITY, NAN, -1, 0.0, 2}, {NAN, NAN, 0.0, -0.0, -0.0}},
+      {"0 - x",
+       e_zero_sub,
+       6,
+       {INFINITY, -INFINITY, NAN, 0.0, -0.0, 2},
+       {-INFINITY, INFINITY, NAN, 0.0, 0.0, -2}},
+      {"log(x) - log(x)", e_log_self_sub, 5, {0.0, 1, 2, -1, INFINITY}, {NAN, 0.0, 0.0, NAN, NAN}},
+  };
+  static const tvk_dtype fdt[] = {TVK_FLOAT32, TVK_FLOAT64, TVK_FLOAT16, TVK_BFLOAT16};
+  for (int k = 0; k < 4; k++) {
+    for (size_t j = 0; j < sizeof T / sizeof *T; j++) {
+      RArr in = arr_f(fdt[k], T[j].n, T[j].in), want = arr_f(fdt[k], T[j].n, T[j].out);
+      table_unary(s, T[j].op, T[j].fn, &in, &want, TOL_BITS);
+      ref_free(&in), ref_free(&want);
+    }
+  }
   finish(s);
 }
 
@@ -2096,6 +2176,7 @@ int main(int argc, char **argv) {
       T(test_table_float_specials),
       T(test_div_by_known_zero),
       T(test_table_pow),
+      T(test_table_signed_zeros),
       T(test_broadcast),
       T(test_promotion),
       T(test_where),
