@@ -170,7 +170,11 @@ tvk_tensor *tvk_scalar(tvk_ctx *ctx, tvk_dtype dt, double value);
  *   give NaN when either input is NaN. sub of bools is a != b (the difference
  *   truncated to bool).
  * - div: true division; integer operands give float32 (float64 stays).
- * - pow: a**b in floating point; integer operands give float32.
+ * - pow: a**b in floating point, with C's (IEEE 754's) special cases: a
+ *   negative base or a zero keeps its sign under an odd integer exponent
+ *   ((-0)**-1 = -inf, (-2)**3 = -8), 0**(negative) = +inf otherwise,
+ *   x**0 = 1**y = 1 (NaN too), (-1)**(+-inf) = 1, a negative base with a
+ *   non-integer exponent gives NaN; integer operands give float32.
  * - lt le gt ge eq ne: bool. NaN compares unequal to everything.
  * - logical_and logical_or: bool, operands tested != 0.
  * - bitwise_and bitwise_or bitwise_xor: integer and bool dtypes only.

@@ -122,16 +122,17 @@ precise float tvk_fdiv_f32(float a, float b) {
   return a / b;
 }
 
-// pow as C's pow (IEEE 754's special cases), except 0 ** negative = +inf
-// (alu.c, the seed's safe_pow); otherwise exp2(y * log2 |x|) with the sign of
-// an odd integer power of a negative base.
+// pow as C's pow, with IEEE 754's special cases (alu.c): a zero base keeps
+// its sign under an odd integer exponent ((-0) ** -1 = -inf, (-0) ** 3 = -0)
+// and gives +inf / +0 under other negative / positive ones; otherwise
+// exp2(y * log2 |x|) with the sign of an odd integer power of a negative base.
 precise float tvk_pow_f32(float x, float y) {
   if (y == 0.0 || x == 1.0) return 1.0;
   if (tvk_isnan_f32(x) || tvk_isnan_f32(y)) return tvk_nan_f32();
   float ax = abs(x);
   bool yint = floor(y) == y, yodd = yint && abs(y) < 16777216.0 && floor(y * 0.5) * 2.0 != y;
   if (tvk_isinf_f32(y)) return ax == 1.0 ? 1.0 : (ax < 1.0) == (y < 0.0) ? tvk_inf_f32(false) : 0.0;
-  if (x == 0.0) return y < 0.0 ? tvk_inf_f32(false) : yodd ? x : 0.0;
+  if (x == 0.0) return y < 0.0 ? tvk_inf_f32(yodd && tvk_signbit_f32(x)) : yodd ? x : 0.0;
   if (tvk_isinf_f32(x)) {
     float m = y < 0.0 ? 0.0 : tvk_inf_f32(false);
     return x < 0.0 && yodd ? -m : m;

@@ -113,7 +113,7 @@ precise double tvk_fdiv_f64(double a, double b) {
   return a / b;
 }
 
-// pow as tvk_pow_f32 (C's pow; 0 ** negative = +inf), through the polynomials.
+// pow as tvk_pow_f32 (C's pow), through the polynomials.
 precise double tvk_pow_f64(double x, double y) {
   if (y == 0.0lf || x == 1.0lf) return 1.0lf;
   if (tvk_isnan_f64(x) || tvk_isnan_f64(y)) return tvk_nan_f64();
@@ -122,7 +122,10 @@ precise double tvk_pow_f64(double x, double y) {
   bool yodd = yint && abs(y) < 9007199254740992.0lf && floor(y * 0.5lf) * 2.0lf != y;
   if (tvk_isinf_f64(y))
     return ax == 1.0lf ? 1.0lf : (ax < 1.0lf) == (y < 0.0lf) ? tvk_inf_f64(false) : 0.0lf;
-  if (x == 0.0lf) return y < 0.0lf ? tvk_inf_f64(false) : yodd ? x : 0.0lf;
+  if (x == 0.0lf) {
+    bool neg = (unpackDouble2x32(x).y >> 31) != 0u;
+    return y < 0.0lf ? tvk_inf_f64(yodd && neg) : yodd ? x : 0.0lf;
+  }
   if (tvk_isinf_f64(x)) {
     double m = y < 0.0lf ? 0.0lf : tvk_inf_f64(false);
     return x < 0.0lf && yodd ? -m : m;

@@ -925,6 +925,34 @@ static void test_table_pow(void **state) {
   RArr want = arr_f(TVK_FLOAT32, 6, (double[]){-8, 4, 1, INFINITY, NAN, 1024});
   table_binary_tol(s, "pow", tvk_pow, &a, &b, &want, TOL_MATH_F32);
   ref_free(&a), ref_free(&b), ref_free(&want);
+  /* IEEE 754's (and C's) special cases, exact with the sign of zeros: a zero
+   * or -inf keeps its sign under an odd integer exponent; 1**y and x**0 are 1
+   * even for NaN; |x| < 1 and |x| > 1 under +-inf; (-1)**(+-inf) = 1. */
+  static const double I = INFINITY;
+  static const double pa[] = {-0.0, 0.0,  -0.0, 0.0,  -0.0, -0.0, 0.0, -0.0, 0.0, -0.0,
+                              -0.0, -0.0, 0.0,  -0.0, -I,   -I,   -I,  -I,   -I,  I,
+                              I,    1,    1,    1,    NAN,  NAN,  -1,  -1,   0.5, 0.5,
+                              2,    2,    -0.5, -2,   NAN,  2,    -2,  -8,   -2,  -2};
+  static const double pb[] = {-1, -1, -2, -2, -0.5, -I,   -I, 1,   1,   2,       0.5, 3,    I, I,
+                              -1, -2, 3,  2,  0.5,  -0.5, 2,  NAN, I,   -I,      0.0, -0.0, I, -I,
+                              I,  -I, I,  -I, I,    -I,   1,  NAN, 0.5, 1.0 / 3, 3,   -3};
+  static const double pw[] = {
+      -I, I, I, I, I, I, I, -0.0, 0.0, 0.0, 0.0, -0.0, 0.0, 0.0, -0.0, 0.0, -I,  I,   I,  0.0,
+      I,  1, 1, 1, 1, 1, 1, 1,    0.0, I,   I,   0.0,  0.0, 0.0, NAN,  NAN, NAN, NAN, -8, -0.125};
+  int np = (int)(sizeof pa / sizeof *pa);
+  for (int i = 0; i < np; i++) /* the table agrees with C's pow */
+    if (!(isnan(pw[i])
+              ? isnan(pow(pa[i], pb[i]))
+              : pow(pa[i], pb[i]) == pw[i] && !signbit(pow(pa[i], pb[i])) == !signbit(pw[i])))
+      failf(s, "pow table row %d: C's pow(%g, %g) = %g, the table says %g", i, pa[i], pb[i],
+            pow(pa[i], pb[i]), pw[i]);
+  static const tvk_dtype pdt[] = {TVK_FLOAT32, TVK_FLOAT64, TVK_FLOAT16};
+  for (int k = 0; k < 3; k++) {
+    a = arr_f(pdt[k], np, pa), b = arr_f(pdt[k], np, pb), want = arr_f(pdt[k], np, pw);
+    if (pdt[k] == TVK_FLOAT16) a.v[37].f = -8, b.v[37].f = ref_round(TVK_FLOAT16, 1.0 / 3);
+    table_binary_tol(s, "pow", tvk_pow, &a, &b, &want, TOL_BITS);
+    ref_free(&a), ref_free(&b), ref_free(&want);
+  }
   finish(s);
 }
 
