@@ -1035,6 +1035,91 @@ static void test_table_signed_zeros(void **state) {
   finish(s);
 }
 
+/* ---------------------------------------------------------------- accuracy
+ *
+ * The error bounds tvk.h documents, asserted on sweeps that put the inputs
+ * where a formulation loses accuracy: log and log2 at 1 + k 2^-23 and
+ * 1 - k 2^-24 (the device's log2 alone is only accurate to an absolute 2^-21
+ * there), exp and sigmoid over their whole range. References are the C library's double functions
+ * of the float input; errors are relative to the reference. */
+
+/* fn(x) for n float values of x (as float32, or float64 when f64); NULL on a
+ * failure, which is recorded. */
+static double *eval_f(Suite *s, tvk_tensor *(*fn)(tvk_tensor *), const double *x, int64_t n,
+                      bool f64) {
+  tvk_dtype dt = f64 ? TVK_FLOAT64 : TVK_FLOAT32;
+  RArr in = ref_new(dt, 1, &n);
+  for (int64_t i = 0; i < n; i++) in.v[i].f = f64 ? x[i] : (double)(float)x[i];
+  tvk_tensor *a = mk(s, &in), *r = fn(a), *r64 = tvk_cast(r, TVK_FLOAT64);
+  double *out = malloc((size_t)n * sizeof *out);
+  tvk_status st = tvk_to_host(r64, out, (size_t)n * sizeof *out);
+  if (st != TVK_OK) {
+    failf(s, "accuracy: tvk_to_host: %s: %s", tvk_status_name(st), tvk_ctx_error(s->ctx));
+    free(out), out = NULL;
+  }
+  tvk_release(a), tvk_release(r), tvk_release(r64);
+  ref_free(&in);
+  return out;
+}
+
+/* Checks |fn(x) - ref(x)| <= (rel + per_x |x|) |ref(x)| + abs_ for every x;
+ * prints the worst ratio of the error to that bound either way. */
+static void check_accuracy(Suite *s, const char *name, tvk_tensor *(*fn)(tvk_tensor *),
+                           double (*ref)(double), const double *x, int64_t n, bool f64, double rel,
+                           double per_x, double abs_) {
+  double *got = eval_f(s, fn, x, n, f64);
+  if (!got) return;
+  double worst = 0, wx = 0, wg = 0, wr = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double xi = f64 ? x[i] : (double)(float)x[i], want = ref(xi);
+    double err = fabs(got[i] - want), bound = (rel + per_x * fabs(xi)) * fabs(want) + abs_;
+    double q = err / bound;
+    if (!(q <= worst)) worst = q, wx = xi, wg = got[i], wr = want;
+  }
+  printf("  %-34s %s: worst error %.3g of the bound (x %.17g: got %.17g, want %.17g)\n", name,
+         f64 ? "float64" : "float32", worst, wx, wg, wr);
+  if (!(worst <= 1))
+    failf(s,
+          "%s (%s): error %.3g times the bound %g + %g |x| relative + %g at x = %.17g: got "
+          "%.17g, want %.17g",
+          name, f64 ? "float64" : "float32", worst, rel, per_x, abs_, wx, wg, wr);
+  free(got);
+}
+
+static void test_accuracy_log(void **state) {
+  Suite *s = *state;
+  enum { K = 1 << 14 };
+  double *x = malloc(4 * K * sizeof *x);
+  for (int k = 0; k < K; k++) {
+    x[4 * k] = 1 + (k + 1) * 0x1p-23, x[4 * k + 1] = 1 - (k + 1) * 0x1p-24;
+    x[4 * k + 2] = 1 + (k + 1) * 0x1p-13, x[4 * k + 3] = ldexp(1 + k / (double)K, k % 250 - 125);
+  }
+  check_accuracy(s, "log near 1, and wide", tvk_log, log, x, 4 * K, false, 2e-7, 0, 0);
+  check_accuracy(s, "log2 near 1, and wide", tvk_log2, log2, x, 4 * K, false, 2e-7, 0, 0);
+  for (int k = 0; k < K; k++)
+    x[4 * k] = 1 + (k + 1) * 0x1p-52, x[4 * k + 1] = 1 - (k + 1) * 0x1p-53;
+  check_accuracy(s, "log near 1, and wide", tvk_log, log, x, 4 * K, true, 1e-14, 0, 0);
+  free(x);
+  finish(s);
+}
+
+static double ref_sigmoid(double x) { return 1 / (1 + exp(-x)); }
+
+/* exp and sigmoid over their range: the error of exp2 plus the rounding of
+ * x log2(e), which grows with |x| (tvk.h). */
+static void test_accuracy_exp(void **state) {
+  Suite *s = *state;
+  enum { N = 200001 };
+  double *x = malloc(N * sizeof *x);
+  for (int i = 0; i < N; i++) x[i] = -87.3 + 175.9 * i / (N - 1);
+  check_accuracy(s, "exp", tvk_exp, exp, x, N, false, 1e-7, 7.5e-8, 0);
+  check_accuracy(s, "sigmoid", tvk_sigmoid, ref_sigmoid, x, N, false, 2.2e-7, 7.5e-8, 0);
+  for (int i = 0; i < N; i++) x[i] = -125.9 + 253.8 * i / (N - 1);
+  check_accuracy(s, "exp2", tvk_exp2, exp2, x, N, false, 1e-7, 0, 0);
+  free(x);
+  finish(s);
+}
+
 /* ---------------------------------------------------------------- broadcasting */
 
 /* op on a of shape sa and b of shape sb, checked against the op on both
@@ -2205,6 +2290,8 @@ int main(int argc, char **argv) {
       T(test_div_by_known_zero),
       T(test_table_pow),
       T(test_table_signed_zeros),
+      T(test_accuracy_log),
+      T(test_accuracy_exp),
       T(test_broadcast),
       T(test_promotion),
       T(test_where),
