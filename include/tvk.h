@@ -224,7 +224,9 @@ tvk_tensor *tvk_where(tvk_tensor *cond, tvk_tensor *a, tvk_tensor *b);
  *   1e-7 relative; exp within 1e-7 + 7.5e-8 |x| relative (the second term is
  *   the rounding of x log2(e) before the exp2), sigmoid within 2.2e-7 +
  *   7.5e-8 |x|; log and log2 within 2e-7 relative for every x > 0, also near
- *   1. float64 log and log2 within 1e-14 relative. (A Vulkan device whose
+ *   1; cos within 2.4e-7 relative for |x| < 6433, also near its zeros, and 4e-7
+ *   absolute beyond. float64 log, log2 and cos (for |x| < 1.6e6) within 1e-14
+ *   relative. (A Vulkan device whose
  *   division is not correctly rounded, which Vulkan allows, adds up to 2.5
  *   ulps to recip, rsqrt and sigmoid; lavapipe's is.)
  * - floor ceil round trunc: floats round (round: halves to even); integers are

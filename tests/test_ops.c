@@ -1040,8 +1040,9 @@ static void test_table_signed_zeros(void **state) {
  * The error bounds tvk.h documents, asserted on sweeps that put the inputs
  * where a formulation loses accuracy: log and log2 at 1 + k 2^-23 and
  * 1 - k 2^-24 (the device's log2 alone is only accurate to an absolute 2^-21
- * there), exp and sigmoid over their whole range. References are the C library's double functions
- * of the float input; errors are relative to the reference. */
+ * there), cos at the floats nearest its zeros (k + 1/2) pi, exp and sigmoid
+ * over their whole range. References are the C library's double functions of
+ * the float input; errors are relative to the reference. */
 
 /* fn(x) for n float values of x (as float32, or float64 when f64); NULL on a
  * failure, which is recorded. */
@@ -1099,6 +1100,37 @@ static void test_accuracy_log(void **state) {
   for (int k = 0; k < K; k++)
     x[4 * k] = 1 + (k + 1) * 0x1p-52, x[4 * k + 1] = 1 - (k + 1) * 0x1p-53;
   check_accuracy(s, "log near 1, and wide", tvk_log, log, x, 4 * K, true, 1e-14, 0, 0);
+  free(x);
+  finish(s);
+}
+
+/* The floats nearest (j + 1/2) pi and two more on each side, for j up to the
+ * limit of the exact reduction (|x| < 6433 in float32), and their negatives;
+ * past it tvk.h promises an absolute error only. */
+static void test_accuracy_cos(void **state) {
+  Suite *s = *state;
+  enum { J = 2047, W = 5 };
+  double *x = malloc(2 * J * W * sizeof *x);
+  int64_t n = 0;
+  for (int j = 0; j < J; j++) {
+    float c = (float)((j + 0.5) * 3.14159265358979323846);
+    for (int w = -2; w <= 2; w++) {
+      float v = c;
+      for (int t = 0; t < abs(w); t++) v = nextafterf(v, w < 0 ? 0.0f : 1e9f);
+      x[n++] = v, x[n++] = -v;
+    }
+  }
+  check_accuracy(s, "cos near its zeros", tvk_cos, cos, x, n, false, 2.4e-7, 0, 0);
+  for (int64_t i = 0; i < n; i++) x[i] = -6433 + 12866.0 * (double)i / (double)n;
+  check_accuracy(s, "cos on [-6433, 6433]", tvk_cos, cos, x, n, false, 2.4e-7, 0, 0);
+  for (int64_t i = 0; i < n; i++) x[i] = 6433 + 1e7 * (double)i / (double)n;
+  check_accuracy(s, "cos on [6433, 1e7]", tvk_cos, cos, x, n, false, 0, 0, 4e-7);
+  n = 0;
+  for (int j = 0; j < J; j++) { /* float64: the nearest doubles, out to 1.6e6 */
+    double c = (j * 245 + 0.5) * 3.14159265358979323846;
+    for (int w = -2; w <= 2; w++) x[n++] = c + w * (c * 0x1p-52);
+  }
+  check_accuracy(s, "cos near its zeros", tvk_cos, cos, x, n, true, 1e-14, 0, 0);
   free(x);
   finish(s);
 }
@@ -2291,6 +2323,7 @@ int main(int argc, char **argv) {
       T(test_table_pow),
       T(test_table_signed_zeros),
       T(test_accuracy_log),
+      T(test_accuracy_cos),
       T(test_accuracy_exp),
       T(test_broadcast),
       T(test_promotion),
