@@ -314,9 +314,13 @@ tvk_tensor *tvk_arange(tvk_ctx *ctx, tvk_dtype dt, double start, double stop, do
 /* The n x m identity (1 on the diagonal, 0 elsewhere); m < 0 means m = n. */
 tvk_tensor *tvk_eye(tvk_ctx *ctx, tvk_dtype dt, int64_t n, int64_t m);
 /* Random tensors from a counter-based generator (threefry-2x32, 20 rounds) run
- * on the device: the same seed and shape give the same values on every device.
- * rand: uniform in [0, 1); randn: standard normal (Box-Muller). dt must be a
- * float dtype (TVK_ERR_DTYPE otherwise). */
+ * on the device: the same seed and shape give the same bits on every device
+ * (and so do tvk_dropout's masks). rand: uniform in [0, 1); randn: standard
+ * normal (Box-Muller, computed with + - * and sqrt only, so that it needs no
+ * device math: bit-identical where those are IEEE-correctly rounded, as on the
+ * CPU and lavapipe; Vulkan requires it of + - * but may approximate sqrt, by
+ * which randn could then differ in its last bits). dt must be a float dtype
+ * (TVK_ERR_DTYPE otherwise). */
 tvk_tensor *tvk_rand(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape, uint64_t seed);
 tvk_tensor *tvk_randn(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape, uint64_t seed);
 
