@@ -78,6 +78,38 @@ static tvk_status compile_failed(VkDev *v, const char *name, const char *msg) {
   return TVK_ERR_COMPILE;
 }
 
+/* SPIR-V opcodes and enums read by add_preserve64. */
+enum { SPV_OP_EXECUTION_MODE = 16, SPV_MODE_SIGNED_ZERO_INF_NAN_PRESERVE = 4461 };
+
+/* The GLSL header asks for SignedZeroInfNanPreserve on 32-bit floats, and on a
+ * device that also preserves them on 64-bit ones, vk_glsl_lang_new leaves the
+ * second width to this function: glslang keeps only one execution mode of an
+ * id. It inserts "OpExecutionMode %main SignedZeroInfNanPreserve 64" after the
+ * 32-bit one (the capability is the same). Returns false when out of memory. */
+static bool add_preserve64(const VkDev *v, void **spv, size_t *n) {
+  uint32_t f = v->features;
+  if (!(f & VKFEAT_PRESERVE32) || !(f & VKFEAT_PRESERVE64) || !(f & VKFEAT_FLOAT64)) return true;
+  uint32_t *w = *spv;
+  size_t nw = *n / 4;
+  for (size_t i = 5; i < nw;) { /* instructions follow the 5-word header */
+    uint32_t len = w[i] >> 16;
+    if (len == 0 || i + len > nw) return true; /* malformed: left to the validator */
+    if ((w[i] & 0xffffu) == SPV_OP_EXECUTION_MODE && len == 4 &&
+        w[i + 2] == SPV_MODE_SIGNED_ZERO_INF_NAN_PRESERVE && w[i + 3] == 32) {
+      uint32_t *g = realloc(w, (nw + 4) * 4);
+      if (!g) return false;
+      memmove(g + i + 8, g + i + 4, (nw - i - 4) * 4);
+      memcpy(g + i + 4, g + i, 3 * 4);
+      g[i + 7] = 64;
+      *spv = g;
+      *n = (nw + 4) * 4;
+      return true;
+    }
+    i += len;
+  }
+  return true;
+}
+
 /* Runs shaderc on src. On success *out is a malloc'ed copy of the SPIR-V. */
 static tvk_status run_shaderc(VkDev *v, const char *name, const char *src, void **out, size_t *n) {
   VkPipelineState *ps = v->pipelines;
@@ -103,10 +135,10 @@ static tvk_status run_shaderc(VkDev *v, const char *name, const char *src, void 
   } else {
     *n = shaderc_result_get_length(r);
     *out = malloc(*n ? *n : 1);
+    if (*out) memcpy(*out, shaderc_result_get_bytes(r), *n);
+    if (*out && !add_preserve64(v, out, n)) free(*out), *out = NULL;
     if (!*out)
       st = err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "out of memory for kernel '%s'", name);
-    else
-      memcpy(*out, shaderc_result_get_bytes(r), *n);
   }
   shaderc_result_release(r);
   return st;

@@ -62,6 +62,13 @@ enum {
   VKFEAT_TIMELINE = 1u << 7,        /* timelineSemaphore */
   VKFEAT_PUSH_DESCRIPTOR = 1u << 8, /* VK_KHR_push_descriptor enabled */
   VKFEAT_TIMESTAMPS = 1u << 9,      /* the compute queue has timestampValidBits > 0 */
+  /* shaderSignedZeroInfNanPreserveFloat32 / 64 (float controls): kernels declare the
+   * SignedZeroInfNanPreserve execution mode, so that the compiler keeps IEEE's
+   * answers for inf, NaN and -0 (x - x, x * 0, 0 - x) */
+  VKFEAT_PRESERVE32 = 1u << 10,
+  VKFEAT_PRESERVE64 = 1u << 11,
+  VKFEAT_FLOAT_CONTROLS_EXT = 1u << 12, /* VK_KHR_shader_float_controls enabled (Vulkan 1.1):
+                                           SPIR-V names SPV_KHR_float_controls */
 };
 
 /* The device's limits, as the backend needs them (DeviceLimits holds the subset

@@ -415,6 +415,30 @@ static void ext_enable(VkDev *v, Extensions *e, const char *name, bool core) {
   e->on[e->non++] = name;
 }
 
+/* Float controls (core in 1.2, VK_KHR_shader_float_controls in 1.1): whether
+ * shaders may ask for SignedZeroInfNanPreserve on 32- and 64-bit floats. It is a
+ * property, not a feature: nothing to enable but the extension on 1.1. Without
+ * it a compiler may fold x - x or x * 0 to 0 and 0 - x to -x (Mesa's NIR does),
+ * which is wrong for inf, NaN and signed zeros. */
+static uint32_t float_controls(VkDev *v, Extensions *e) {
+  bool v12 = v->api_version >= VK_API_VERSION_1_2;
+  if (!v12 && !ext_has(e, VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME)) return 0;
+  VkPhysicalDeviceFloatControlsProperties fc = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES};
+  VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                    .pNext = &fc};
+  v->vki.vkGetPhysicalDeviceProperties2(v->phys, &p2);
+  uint32_t f = fc.shaderSignedZeroInfNanPreserveFloat32 ? VKFEAT_PRESERVE32 : 0;
+  f |= fc.shaderSignedZeroInfNanPreserveFloat64 ? VKFEAT_PRESERVE64 : 0;
+  if (f && !v12) {
+    uint32_t before = e->non;
+    ext_enable(v, e, VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME, false);
+    if (e->non == before) return 0; /* no room left in the list: do without */
+    f |= VKFEAT_FLOAT_CONTROLS_EXT;
+  }
+  return f;
+}
+
 /* Queries the features, keeps in `want` only those we use, and sets v->features
  * and the extensions that carry them. */
 static void choose_features(VkDev *v, Extensions *e, FeatureChain *want) {
@@ -452,7 +476,7 @@ static void choose_features(VkDev *v, Extensions *e, FeatureChain *want) {
   }
   /* The spec requires enabling it where offered (MoltenVK). */
   ext_enable(v, e, "VK_KHR_portability_subset", false);
-  v->features = f;
+  v->features = f | float_controls(v, e);
 }
 
 static void read_limits(VkDev *v, const Extensions *e, uint32_t ts_bits) {

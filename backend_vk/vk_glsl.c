@@ -150,9 +150,22 @@ static const Lang glsl_base = {
     .inf = "$T(uintBitsToFloat(0x7f800000u))",
     .ninf = "$T(uintBitsToFloat(0xff800000u))",
     .nan = "$T(uintBitsToFloat(0x7fc00000u))",
+    /* lavapipe (gallivm) builds x * 0.0 as 0, x + 0.0 as x and 0.0 - x as -x
+     * whenever an operand is the constant +0.0, whatever the execution modes:
+     * wrong for inf, NaN and -0. A zero read from the push constants is not a
+     * constant to it (func_open; grid_x < 2^31, as kernels have fewer than 2^31
+     * elements, so its top bit is 0). */
+    .pos_zero = "$T(tvk_zero)",
     .storage_lit = "$T($0)",
 
-    .buf_decl_file = "layout(set = 0, binding = $I, std430) $Rbuffer tvk_buf$I { $B $V[]; };\n",
+    /* precise (SPIR-V NoContraction, here and on every variable): the compiler
+     * must compute each float op as written, without fusing a * b + c into an
+     * fma or reassociating (a - b) - c, as the CPU backend's C is compiled
+     * (-ffp-contract=off): so the two agree bit for bit, and the exact range
+     * reductions of the math helpers stay exact. glslang marks every op whose
+     * value reaches a precise variable or buffer element. */
+    .buf_decl_file =
+        "layout(set = 0, binding = $I, std430) $Rbuffer tvk_buf$I { precise $B $V[]; };\n",
     .push_open = "layout(push_constant, std430) uniform tvk_push {\n"
                  "  uint grid_x, grid_y, grid_z;\n",
     .push_member = "  int $V;\n",
@@ -163,7 +176,8 @@ static const Lang glsl_base = {
     .func_open = "void main() {  // $K\n"
                  "  uint tvk_lin = gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y +\n"
                  "                 gl_NumWorkGroups.y * gl_WorkGroupID.z);\n"
-                 "  if (tvk_lin >= pc.grid_x * pc.grid_y * pc.grid_z) return;\n",
+                 "  if (tvk_lin >= pc.grid_x * pc.grid_y * pc.grid_z) return;\n"
+                 "  const float tvk_zero = uintBitsToFloat(pc.grid_x >> 31);\n",
     .buf_decl = "",
     .ro_qualifier = "readonly ",
     .var_decl = "  const int $V = pc.$V;\n",
@@ -175,7 +189,7 @@ static const Lang glsl_base = {
     .nspecials = 2,
     .indent = "  ",
 
-    .decl = "$T $V = $0;",
+    .decl = "precise $T $V = $0;",
     .assign = "$V = $0;",
     .range_open = "for ($T $V = 0; $V < $0; $V++) {",
     .range_close = "}",
@@ -277,10 +291,32 @@ static void pack_elems(Lang *L, uint32_t dts, int bytes) {
   if (b8) L->load_conv[DT_BOOL] = "(tvk_ld8u($0) != 0u)";
 }
 
+/* The execution modes that keep IEEE's inf, NaN and signed zeros: without them
+ * a compiler may fold x - x and x * 0 to 0 and 0 - x to -x (spirv-opt and
+ * Mesa's NIR do). 4461 is SignedZeroInfNanPreserve, 4466 its capability; the
+ * operand is the float width. A Vulkan 1.1 device has them through
+ * VK_KHR_shader_float_controls, whose SPIR-V extension the module then names. */
+#define PRESERVE(ext, w) "spirv_execution_mode(" ext "capabilities = [4466], 4461, " w ");\n"
+#define FC_EXT "extensions = [\"SPV_KHR_float_controls\"], "
+
 Lang *vk_glsl_lang_new(uint32_t features) {
   bool s8 = features & VKFEAT_STORAGE8, s16 = features & VKFEAT_STORAGE16;
+  bool p32 = features & VKFEAT_PRESERVE32;
+  bool p64 = (features & VKFEAT_PRESERVE64) && (features & VKFEAT_FLOAT64);
+  bool fc_ext = features & VKFEAT_FLOAT_CONTROLS_EXT;
   const char *parts[] = {
       "#version 450\n",
+      p32 || p64 ? "#extension GL_EXT_spirv_intrinsics : require\n" : "",
+      !p32     ? ""
+      : fc_ext ? PRESERVE(FC_EXT, "32")
+               : PRESERVE("", "32"),
+      /* glslang keeps one execution mode per id, the last: with both widths
+       * the 64-bit one is added to the SPIR-V by vk_compile.c, and this line
+       * (a comment) keeps such modules apart in the cache */
+      !p64     ? ""
+      : p32    ? "// SignedZeroInfNanPreserve 64: added to the SPIR-V\n"
+      : fc_ext ? PRESERVE(FC_EXT, "64")
+               : PRESERVE("", "64"),
       s8 ? "#extension GL_EXT_shader_8bit_storage : require\n" : "",
       s16 ? "#extension GL_EXT_shader_16bit_storage : require\n" : "",
       features & VKFEAT_INT64 ? "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : "

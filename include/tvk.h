@@ -174,12 +174,26 @@ tvk_tensor *tvk_scalar(tvk_ctx *ctx, tvk_dtype dt, double value);
 
 /* ------------------------------------------------------------------ elementwise */
 
+/* Floats are IEEE 754 values and keep IEEE's (and C's) answers for inf, NaN
+ * and signed zeros through every op: x - x and x * 0 are NaN for x = inf or
+ * NaN, 0 - 0 = +0, abs(-0.0) = +0.0, floor(-0.0) = ceil(-0.5) = -0.0. On
+ * Vulkan this needs the device property shaderSignedZeroInfNanPreserveFloat32
+ * (...Float64 for float64; VkPhysicalDeviceFloatControlsProperties, Vulkan 1.2
+ * or VK_KHR_shader_float_controls), which tvk then asks for in every kernel;
+ * on a device without it the shader compiler may fold x - x to 0 or 0 - x to
+ * -x, so inf, NaN and the sign of zero results are not promised there. The
+ * CPU and lavapipe have it. */
+
 /* Binary ops broadcast their operands and promote them to a common dtype.
  * - add sub mul maximum minimum: the promoted dtype. maximum/minimum of floats
  *   give NaN when either input is NaN. sub of bools is a != b (the difference
  *   truncated to bool).
  * - div: true division; integer operands give float32 (float64 stays).
- * - pow: a**b in floating point; integer operands give float32.
+ * - pow: a**b in floating point, with C's (IEEE 754's) special cases: a
+ *   negative base or a zero keeps its sign under an odd integer exponent
+ *   ((-0)**-1 = -inf, (-2)**3 = -8), 0**(negative) = +inf otherwise,
+ *   x**0 = 1**y = 1 (NaN too), (-1)**(+-inf) = 1, a negative base with a
+ *   non-integer exponent gives NaN; integer operands give float32.
  * - lt le gt ge eq ne: bool. NaN compares unequal to everything.
  * - logical_and logical_or: bool, operands tested != 0.
  * - bitwise_and bitwise_or bitwise_xor: integer and bool dtypes only.
@@ -223,9 +237,17 @@ tvk_tensor *tvk_where(tvk_tensor *cond, tvk_tensor *a, tvk_tensor *b);
  *   and keeps NaN as NaN.
  * - exp exp2 log log2 sqrt rsqrt recip sin cos sigmoid tanh gelu silu: floating
  *   point; integer and bool inputs give float32. log(0) = -inf, log(<0) = NaN,
- *   sqrt(<0) = NaN, recip(0) = inf. gelu is the tanh approximation. For
- *   float32, exp and sigmoid have a relative error of about 6e-8 * |x|;
- *   sigmoid is 0 below x = -88.7.
+ *   sqrt(<0) = NaN, recip(0) = inf. gelu is the tanh approximation; sigmoid
+ *   is 0 below x = -88.7. Accuracy in float32, the same on the CPU and on
+ *   Vulkan (float16/bfloat16 compute in float32 and round once): exp2 within
+ *   1e-7 relative; exp within 1e-7 + 7.5e-8 |x| relative (the second term is
+ *   the rounding of x log2(e) before the exp2), sigmoid within 2.2e-7 +
+ *   7.5e-8 |x|; log and log2 within 2e-7 relative for every x > 0, also near
+ *   1; cos within 2.4e-7 relative for |x| < 6433, also near its zeros, and 4e-7
+ *   absolute beyond. float64 log, log2 and cos (for |x| < 1.6e6) within 1e-14
+ *   relative. (A Vulkan device whose
+ *   division is not correctly rounded, which Vulkan allows, adds up to 2.5
+ *   ulps to recip, rsqrt and sigmoid; lavapipe's is.)
  * - floor ceil round trunc: floats round (round: halves to even); integers are
  *   returned unchanged.
  * - logical_not: bool, x == 0. */
@@ -318,9 +340,13 @@ tvk_tensor *tvk_arange(tvk_ctx *ctx, tvk_dtype dt, double start, double stop, do
 /* The n x m identity (1 on the diagonal, 0 elsewhere); m < 0 means m = n. */
 tvk_tensor *tvk_eye(tvk_ctx *ctx, tvk_dtype dt, int64_t n, int64_t m);
 /* Random tensors from a counter-based generator (threefry-2x32, 20 rounds) run
- * on the device: the same seed and shape give the same values on every device.
- * rand: uniform in [0, 1); randn: standard normal (Box-Muller). dt must be a
- * float dtype (TVK_ERR_DTYPE otherwise). */
+ * on the device: the same seed and shape give the same bits on every device
+ * (and so do tvk_dropout's masks). rand: uniform in [0, 1); randn: standard
+ * normal (Box-Muller, computed with + - * and sqrt only, so that it needs no
+ * device math: bit-identical where those are IEEE-correctly rounded, as on the
+ * CPU and lavapipe; Vulkan requires it of + - * but may approximate sqrt, by
+ * which randn could then differ in its last bits). dt must be a float dtype
+ * (TVK_ERR_DTYPE otherwise). */
 tvk_tensor *tvk_rand(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape, uint64_t seed);
 tvk_tensor *tvk_randn(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape, uint64_t seed);
 

@@ -3,7 +3,7 @@
 // arithmetic, so that denormals survive devices that flush them.
 
 // The float32 value of float16 bits h (exact).
-float tvk_f16_to_f32(uint h) {
+precise float tvk_f16_to_f32(uint h) {
   uint e = (h >> 10) & 31u, m = h & 1023u, s = (h >> 15) << 31;
   if (e == 0u) {
     float v = float(m) * 5.9604644775390625e-8;
@@ -38,7 +38,7 @@ uint tvk_round_small(uint b, uint eb, uint mb) {
 // An integer as a float32 rounded to odd: exact when it fits in 24 bits, else
 // truncated with the last bit set when bits were lost. Rounding that again to
 // 16 bits (tvk_round_small) gives the integer rounded once, as dtype.c does.
-float tvk_u32_odd(uint m) {
+precise float tvk_u32_odd(uint m) {
   int msb = findMSB(m);
   if (msb < 24) return float(m);
   int sh = msb - 23;
@@ -46,7 +46,7 @@ float tvk_u32_odd(uint m) {
   if ((m & ((1u << sh) - 1u)) != 0u) q |= 1u;
   return ldexp(float(q), sh);
 }
-float tvk_i32_odd(int x) {
+precise float tvk_i32_odd(int x) {
   float f = tvk_u32_odd(x < 0 ? 0u - uint(x) : uint(x));
   return x < 0 ? -f : f;
 }

@@ -1,6 +1,6 @@
 // IDIV on floats as alu.c (Python's //): the quotient of the magnitudes rounded
 // down, with the sign of a * b; x // 0 = 0; NaN or an infinite dividend gives NaN.
-$T tvk_fidiv_$N($T a, $T b) {
+precise $T tvk_fidiv_$N($T a, $T b) {
   if (b == $T(0)) return $T(0);
   if (isnan(a) || isnan(b) || isinf(a)) return $T(uintBitsToFloat(0x7fc00000u));
   $T x = abs(a), y = abs(b), r = $T(0);

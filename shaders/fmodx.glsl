@@ -2,7 +2,7 @@
 // largest k that fits, each subtraction exact (the operands are within a factor
 // of two of each other), halving x at least every step. The bound on the steps
 // only guards against devices that flush denormals.
-$T tvk_fmodx_$N($T x, $T y) {
+precise $T tvk_fmodx_$N($T x, $T y) {
   for (int i = 0; i < 2200 && x >= y; i++) {
     int ex, ey;
     frexp(x, ex);

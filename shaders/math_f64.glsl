@@ -1,6 +1,7 @@
 // float64 math. GLSL has no double exp2, log2, sin or pow, so these are
 // polynomials, to a few ulps over the reduced ranges; the edges are alu.c's.
-// The tests are on the bits (a compiler may assume that no value is NaN).
+// The tests are on the bits (a compiler may assume that no value is NaN). The
+// functions are precise, as in math_f32.glsl.
 bool tvk_isnan_f64(double x) {
   uvec2 w = unpackDouble2x32(x);
   uint hi = w.y & 0x7fffffffu;
@@ -10,13 +11,13 @@ bool tvk_isinf_f64(double x) {
   uvec2 w = unpackDouble2x32(x);
   return (w.y & 0x7fffffffu) == 0x7ff00000u && w.x == 0u;
 }
-double tvk_inf_f64(bool neg) { return packDouble2x32(uvec2(0u, neg ? 0xfff00000u : 0x7ff00000u)); }
-double tvk_nan_f64() { return packDouble2x32(uvec2(0u, 0x7ff80000u)); }
+precise double tvk_inf_f64(bool neg) { return packDouble2x32(uvec2(0u, neg ? 0xfff00000u : 0x7ff00000u)); }
+precise double tvk_nan_f64() { return packDouble2x32(uvec2(0u, 0x7ff80000u)); }
 
 // 2^x = 2^n e^(f ln 2) with n the nearest integer and |f| <= 1/2 (exact), e^t
 // by its Taylor series to t^13 (|t| < 0.35: the rest is below 2^-60). 2^n is
 // applied in two steps, as it may not be a double itself.
-double tvk_exp2_f64(double x) {
+precise double tvk_exp2_f64(double x) {
   if (tvk_isnan_f64(x)) return x;
   if (x >= 1024.0lf) return tvk_inf_f64(false);
   if (x < -1080.0lf) return 0.0lf;
@@ -41,7 +42,7 @@ double tvk_exp2_f64(double x) {
 
 // log2 x = e + ln(m) / ln 2 with x = m 2^e, m in [sqrt(1/2), sqrt(2)), and
 // ln m = 2 atanh(s), s = (m - 1) / (m + 1), |s| < 0.172, summed to s^23.
-double tvk_log2_f64(double x) {
+precise double tvk_log2_f64(double x) {
   if (tvk_isnan_f64(x)) return x;
   if (x == 0.0lf) return tvk_inf_f64(true);
   if (x < 0.0lf) return tvk_nan_f64();
@@ -60,7 +61,7 @@ double tvk_log2_f64(double x) {
 // to r^19 and r^20. Accurate for |x| < 1.3e7; larger x is first taken modulo
 // 2 pi in double, which loses the low bits of the result (the CPU's libm
 // reduces exactly).
-double tvk_sin_f64(double x) {
+precise double tvk_sin_f64(double x) {
   if (tvk_isnan_f64(x) || tvk_isinf_f64(x)) return tvk_nan_f64();
   if (abs(x) > 1.3e7lf) x = mod(x, 6.283185307179586lf);
   double k = floor(x * 0.6366197723675814lf + 0.5lf);
@@ -90,11 +91,11 @@ double tvk_sin_f64(double x) {
   return q == 0 ? s : q == 1 ? c : q == 2 ? -s : -c;
 }
 
-double tvk_sqrt_f64(double x) {
+precise double tvk_sqrt_f64(double x) {
   return tvk_isnan_f64(x) ? x : x < 0.0lf ? tvk_nan_f64() : sqrt(x);
 }
 
-double tvk_recip_f64(double x) {
+precise double tvk_recip_f64(double x) {
   if (x == 0.0lf || tvk_isinf_f64(x)) {
     bool neg = (unpackDouble2x32(x).y >> 31) != 0u;
     return x == 0.0lf ? tvk_inf_f64(neg) : neg ? -0.0lf : 0.0lf;
@@ -103,7 +104,7 @@ double tvk_recip_f64(double x) {
 }
 
 // a / b as tvk_fdiv_f32.
-double tvk_fdiv_f64(double a, double b) {
+precise double tvk_fdiv_f64(double a, double b) {
   if (b == 0.0lf) {
     if (a == 0.0lf || isnan(a)) return tvk_nan_f64();
     bool neg = ((unpackDouble2x32(a).y ^ unpackDouble2x32(b).y) >> 31) != 0u;
@@ -112,8 +113,8 @@ double tvk_fdiv_f64(double a, double b) {
   return a / b;
 }
 
-// pow as tvk_pow_f32 (C's pow; 0 ** negative = +inf), through the polynomials.
-double tvk_pow_f64(double x, double y) {
+// pow as tvk_pow_f32 (C's pow), through the polynomials.
+precise double tvk_pow_f64(double x, double y) {
   if (y == 0.0lf || x == 1.0lf) return 1.0lf;
   if (tvk_isnan_f64(x) || tvk_isnan_f64(y)) return tvk_nan_f64();
   double ax = abs(x);
@@ -121,7 +122,10 @@ double tvk_pow_f64(double x, double y) {
   bool yodd = yint && abs(y) < 9007199254740992.0lf && floor(y * 0.5lf) * 2.0lf != y;
   if (tvk_isinf_f64(y))
     return ax == 1.0lf ? 1.0lf : (ax < 1.0lf) == (y < 0.0lf) ? tvk_inf_f64(false) : 0.0lf;
-  if (x == 0.0lf) return y < 0.0lf ? tvk_inf_f64(false) : yodd ? x : 0.0lf;
+  if (x == 0.0lf) {
+    bool neg = (unpackDouble2x32(x).y >> 31) != 0u;
+    return y < 0.0lf ? tvk_inf_f64(yodd && neg) : yodd ? x : 0.0lf;
+  }
   if (tvk_isinf_f64(x)) {
     double m = y < 0.0lf ? 0.0lf : tvk_inf_f64(false);
     return x < 0.0lf && yodd ? -m : m;

@@ -366,6 +366,20 @@ static void test_var_std(void **state) {
   check_var(t, x, 2, s2, 1, a1, true, 5, TVK_FLOAT32, 0);  /* max(0, 2 - 5) = 0 */
   check_var(t, x, 2, s2, 1, a0, false, 1.5, TVK_FLOAT32, 0);
   free(x);
+  /* one element and correction 1: 0 / 0 = NaN (as torch), which a compiler
+   * that folds x - x or x * 0 to 0 loses; an inf among the elements: NaN */
+  const int64_t s3[2] = {3, 1}, s4[1] = {1};
+  const double v3[3] = {1.5, -2, 7}, v4[3] = {1, INFINITY, 2};
+  t = input(TVK_FLOAT32, 2, s3, v3, &x);
+  check_var(t, x, 2, s3, 1, a1, false, 1, TVK_FLOAT32, 0);
+  check_var(t, x, 2, s3, 1, a1, true, 1, TVK_FLOAT32, 0);
+  free(x);
+  t = input(TVK_FLOAT32, 1, s4, v3, &x);
+  check_var(t, x, 1, s4, 0, NULL, false, 1, TVK_FLOAT32, 0);
+  free(x);
+  t = input(TVK_FLOAT32, 2, s3, v4, &x);
+  check_var(t, x, 2, s3, 1, a0, false, 1, TVK_FLOAT32, 0);
+  free(x);
   /* float16 in and out (float32 inside); int32 gives float32 */
   double *hv = nn_rand_vals(60, -2, 2);
   t = input(TVK_FLOAT16, 3, sh, hv, &x);

@@ -522,6 +522,7 @@ double rng_unif(Rng *r, double lo, double hi) {
 static bool close_enough(double got, double exp, Tol tol, double extra) {
   if (isnan(exp) || isnan(got)) return isnan(exp) && isnan(got);
   if (isinf(exp) || isinf(got)) return got == exp;
+  if (tol.zero_sign && exp == 0 && got == 0) return signbit(got) == signbit(exp);
   return fabs(got - exp) <= tol.atol + tol.rtol * fabs(exp) + extra;
 }
 

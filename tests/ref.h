@@ -135,9 +135,11 @@ double rng_unif(Rng *r, double lo, double hi);
 
 /* |got - exp| <= atol + rtol * |exp| (+ extra[i] when extra is not NULL: a
  * per-element allowance, e.g. for summation error). NaN matches only NaN, an
- * infinity only itself. Integers and bool compare exactly whatever the tol. */
+ * infinity only itself; with zero_sign a zero only a zero of the same sign.
+ * Integers and bool compare exactly whatever the tol. */
 typedef struct {
   double rtol, atol;
+  bool zero_sign;
 } Tol;
 
 /* Compares got with exp element by element. On a mismatch prints

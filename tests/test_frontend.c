@@ -447,8 +447,7 @@ static void test_binary_values_float(void **state) {
         expect_same("sub", a, ev2(tvk_sub, dt, a, b), R(a - b));
         expect_same("mul", a, ev2(tvk_mul, dt, a, b), R(a * b));
         expect_same("div", a, ev2(tvk_div, dt, a, b), R(a / b));
-        double p = (a == 0 && b < 0) ? INFINITY : pow(a, b);
-        expect_same("pow", a, ev2(tvk_pow, dt, a, b), R(p));
+        expect_same("pow", a, ev2(tvk_pow, dt, a, b), R(pow(a, b))); /* C's: (-0)**-1 = -inf */
         double mx = ev2(tvk_maximum, dt, a, b), mn = ev2(tvk_minimum, dt, a, b);
         bool zeros = a == 0 && b == 0; /* max(-0, 0): either zero */
         if (zeros) {

@@ -50,15 +50,16 @@
  * part covers results near zero (sin near pi, tanh via sigmoid near 0). In
  * float16/bfloat16 a composed op may round every step to the 16-bit type, so
  * those allow a few of their (coarse) ulps and their domains are narrower. */
-static const Tol TOL_ARITH_F64 = {5e-16, 0};     /* 2 ulps of 2^-52 */
-static const Tol TOL_ARITH_F32 = {2.5e-7, 0};    /* 2 ulps of 2^-23 */
-static const Tol TOL_ARITH_F16 = {1e-3, 6e-8};   /* 1 ulp of 2^-10; atol: least subnormal */
-static const Tol TOL_ARITH_BF16 = {8e-3, 0};     /* 1 ulp of 2^-7 */
-static const Tol TOL_MATH_F64 = {1e-13, 1e-15};  /* a few hundred ulps: own polynomials */
-static const Tol TOL_MATH_F32 = {2e-6, 1e-6};    /* ~16 ulps; see exp above */
-static const Tol TOL_MATH_F16 = {4e-3, 2e-3};    /* ~4 ulps of float16, rounded per step */
-static const Tol TOL_MATH_BF16 = {2.5e-2, 2e-2}; /* ~3 ulps of bfloat16, rounded per step */
-static const Tol TOL_EXACT = {0, 0};             /* casts to floats from floats: RNE exactly */
+static const Tol TOL_ARITH_F64 = {5e-16, 0, false};     /* 2 ulps of 2^-52 */
+static const Tol TOL_ARITH_F32 = {2.5e-7, 0, false};    /* 2 ulps of 2^-23 */
+static const Tol TOL_ARITH_F16 = {1e-3, 6e-8, false};   /* 1 ulp of 2^-10; atol: least subnormal */
+static const Tol TOL_ARITH_BF16 = {8e-3, 0, false};     /* 1 ulp of 2^-7 */
+static const Tol TOL_MATH_F64 = {1e-13, 1e-15, false};  /* a few hundred ulps: own polynomials */
+static const Tol TOL_MATH_F32 = {2e-6, 1e-6, false};    /* ~16 ulps; see exp above */
+static const Tol TOL_MATH_F16 = {4e-3, 2e-3, false};    /* ~4 ulps of float16, rounded per step */
+static const Tol TOL_MATH_BF16 = {2.5e-2, 2e-2, false}; /* ~3 ulps of bfloat16, rounded per step */
+static const Tol TOL_EXACT = {0, 0, false}; /* casts to floats from floats: RNE exactly */
+static const Tol TOL_BITS = {0, 0, true};   /* exact, and a zero's sign too */
 
 static Tol tol_arith(tvk_dtype dt) {
   switch (dt) {
@@ -924,6 +925,230 @@ static void test_table_pow(void **state) {
   RArr want = arr_f(TVK_FLOAT32, 6, (double[]){-8, 4, 1, INFINITY, NAN, 1024});
   table_binary_tol(s, "pow", tvk_pow, &a, &b, &want, TOL_MATH_F32);
   ref_free(&a), ref_free(&b), ref_free(&want);
+  /* IEEE 754's (and C's) special cases, exact with the sign of zeros: a zero
+   * or -inf keeps its sign under an odd integer exponent; 1**y and x**0 are 1
+   * even for NaN; |x| < 1 and |x| > 1 under +-inf; (-1)**(+-inf) = 1. */
+  static const double I = INFINITY;
+  static const double pa[] = {-0.0, 0.0,  -0.0, 0.0,  -0.0, -0.0, 0.0, -0.0, 0.0, -0.0,
+                              -0.0, -0.0, 0.0,  -0.0, -I,   -I,   -I,  -I,   -I,  I,
+                              I,    1,    1,    1,    NAN,  NAN,  -1,  -1,   0.5, 0.5,
+                              2,    2,    -0.5, -2,   NAN,  2,    -2,  -8,   -2,  -2};
+  static const double pb[] = {-1, -1, -2, -2, -0.5, -I,   -I, 1,   1,   2,       0.5, 3,    I, I,
+                              -1, -2, 3,  2,  0.5,  -0.5, 2,  NAN, I,   -I,      0.0, -0.0, I, -I,
+                              I,  -I, I,  -I, I,    -I,   1,  NAN, 0.5, 1.0 / 3, 3,   -3};
+  static const double pw[] = {
+      -I, I, I, I, I, I, I, -0.0, 0.0, 0.0, 0.0, -0.0, 0.0, 0.0, -0.0, 0.0, -I,  I,   I,  0.0,
+      I,  1, 1, 1, 1, 1, 1, 1,    0.0, I,   I,   0.0,  0.0, 0.0, NAN,  NAN, NAN, NAN, -8, -0.125};
+  int np = (int)(sizeof pa / sizeof *pa);
+  for (int i = 0; i < np; i++) /* the table agrees with C's pow */
+    if (!(isnan(pw[i])
+              ? isnan(pow(pa[i], pb[i]))
+              : pow(pa[i], pb[i]) == pw[i] && !signbit(pow(pa[i], pb[i])) == !signbit(pw[i])))
+      failf(s, "pow table row %d: C's pow(%g, %g) = %g, the table says %g", i, pa[i], pb[i],
+            pow(pa[i], pb[i]), pw[i]);
+  static const tvk_dtype pdt[] = {TVK_FLOAT32, TVK_FLOAT64, TVK_FLOAT16};
+  for (int k = 0; k < 3; k++) {
+    a = arr_f(pdt[k], np, pa), b = arr_f(pdt[k], np, pb), want = arr_f(pdt[k], np, pw);
+    if (pdt[k] == TVK_FLOAT16) a.v[37].f = -8, b.v[37].f = ref_round(TVK_FLOAT16, 1.0 / 3);
+    table_binary_tol(s, "pow", tvk_pow, &a, &b, &want, TOL_BITS);
+    ref_free(&a), ref_free(&b), ref_free(&want);
+  }
+  finish(s);
+}
+
+/* The sign of zero, inf and NaN through ops whose IEEE answer a compiler may
+ * "simplify" away: 0 - x is not -x at x = +0, x * 0 is not 0 at inf or NaN,
+ * x - x is not 0 there either, and rounding to zero keeps x's sign (C's floor,
+ * ceil, round, trunc). A Vulkan compiler gets them wrong without the
+ * SignedZeroInfNanPreserve execution mode, and lavapipe also with a literal
+ * +0.0 operand. Every float dtype (16-bit ones compute in float32 and round),
+ * zeros compared with their sign. */
+static tvk_tensor *e_self_sub(tvk_tensor *t) { return tvk_sub(t, t); }
+static tvk_tensor *e_mul_zero(tvk_tensor *t) {
+  return tvk_mul(t, tvk_scalar(tvk_ctx_of(t), tvk_dtype_of(t), 0.0));
+}
+static tvk_tensor *e_mul_negzero(tvk_tensor *t) {
+  return tvk_mul(t, tvk_scalar(tvk_ctx_of(t), tvk_dtype_of(t), -0.0));
+}
+static tvk_tensor *e_zero_sub(tvk_tensor *t) {
+  return tvk_sub(tvk_scalar(tvk_ctx_of(t), tvk_dtype_of(t), 0.0), t);
+}
+static tvk_tensor *e_log_self_sub(tvk_tensor *t) { return e_self_sub(tvk_log(t)); }
+static tvk_tensor *e_recip_round(tvk_tensor *t) { return tvk_recip(tvk_round(t)); }
+
+static void test_table_signed_zeros(void **state) {
+  Suite *s = *state;
+  static const struct {
+    const char *op;
+    tvk_tensor *(*fn)(tvk_tensor *);
+    int n;
+    double in[8], out[8];
+  } T[] = {
+      {"abs", tvk_abs, 6, {0.0, -0.0, -INFINITY, NAN, -2, 3}, {0.0, 0.0, INFINITY, NAN, 2, 3}},
+      {"neg", tvk_neg, 3, {0.0, -0.0, INFINITY}, {-0.0, 0.0, -INFINITY}},
+      {"floor", tvk_floor, 6, {-0.0, 0.0, -0.5, 0.5, 0.75, -1.5}, {-0.0, 0.0, -1, 0.0, 0.0, -2}},
+      {"ceil", tvk_ceil, 6, {-0.5, -0.0, 0.0, 0.5, -0.75, 1.5}, {-0.0, -0.0, 0.0, 1, -0.0, 2}},
+      {"round",
+       tvk_round,
+       7,
+       {-0.5, -0.25, 0.25, -0.0, 0.5, 0.0, -1.5},
+       {-0.0, -0.0, 0.0, -0.0, 0.0, 0.0, -2}},
+      {"trunc",
+       tvk_trunc,
+       6,
+       {-0.5, -0.75, 0.5, -0.0, 0.0, -1.5},
+       {-0.0, -0.0, 0.0, -0.0, 0.0, -1}},
+      {"sqrt", tvk_sqrt, 3, {-0.0, 0.0, INFINITY}, {-0.0, 0.0, INFINITY}},
+      {"recip", tvk_recip, 4, {0.0, -0.0, INFINITY, -INFINITY}, {INFINITY, -INFINITY, 0.0, -0.0}},
+      {"rsqrt", tvk_rsqrt, 5, {0.0, -0.0, INFINITY, -1, NAN}, {INFINITY, -INFINITY, 0.0, NAN, NAN}},
+      {"recip(round)",
+       e_recip_round,
+       4,
+       {-0.25, 0.25, -0.0, 0.5},
+       {-INFINITY, INFINITY, -INFINITY, INFINITY}},
+      {"x - x",
+       e_self_sub,
+       6,
+       {INFINITY, -INFINITY, NAN, 1, -0.0, 0.0},
+       {NAN, NAN, NAN, 0.0, 0.0, 0.0}},
+      {"x * 0",
+       e_mul_zero,
+       6,
+       {INFINITY, -INFINITY, NAN, -1, -0.0, 2},
+       {NAN, NAN, NAN, -0.0, -0.0, 0.0}},
+      {"x * -0", e_mul_negzero, 5, {INFINITY, NAN, -1, 0.0, 2}, {NAN, NAN, 0.0, -0.0, -0.0}},
+      {"0 - x",
+       e_zero_sub,
+       6,
+       {INFINITY, -INFINITY, NAN, 0.0, -0.0, 2},
+       {-INFINITY, INFINITY, NAN, 0.0, 0.0, -2}},
+      {"log(x) - log(x)", e_log_self_sub, 5, {0.0, 1, 2, -1, INFINITY}, {NAN, 0.0, 0.0, NAN, NAN}},
+  };
+  static const tvk_dtype fdt[] = {TVK_FLOAT32, TVK_FLOAT64, TVK_FLOAT16, TVK_BFLOAT16};
+  for (int k = 0; k < 4; k++) {
+    for (size_t j = 0; j < sizeof T / sizeof *T; j++) {
+      RArr in = arr_f(fdt[k], T[j].n, T[j].in), want = arr_f(fdt[k], T[j].n, T[j].out);
+      table_unary(s, T[j].op, T[j].fn, &in, &want, TOL_BITS);
+      ref_free(&in), ref_free(&want);
+    }
+  }
+  finish(s);
+}
+
+/* ---------------------------------------------------------------- accuracy
+ *
+ * The error bounds tvk.h documents, asserted on sweeps that put the inputs
+ * where a formulation loses accuracy: log and log2 at 1 + k 2^-23 and
+ * 1 - k 2^-24 (the device's log2 alone is only accurate to an absolute 2^-21
+ * there), cos at the floats nearest its zeros (k + 1/2) pi, exp and sigmoid
+ * over their whole range. References are the C library's double functions of
+ * the float input; errors are relative to the reference. */
+
+/* fn(x) for n float values of x (as float32, or float64 when f64); NULL on a
+ * failure, which is recorded. */
+static double *eval_f(Suite *s, tvk_tensor *(*fn)(tvk_tensor *), const double *x, int64_t n,
+                      bool f64) {
+  tvk_dtype dt = f64 ? TVK_FLOAT64 : TVK_FLOAT32;
+  RArr in = ref_new(dt, 1, &n);
+  for (int64_t i = 0; i < n; i++) in.v[i].f = f64 ? x[i] : (double)(float)x[i];
+  tvk_tensor *a = mk(s, &in), *r = fn(a), *r64 = tvk_cast(r, TVK_FLOAT64);
+  double *out = malloc((size_t)n * sizeof *out);
+  tvk_status st = tvk_to_host(r64, out, (size_t)n * sizeof *out);
+  if (st != TVK_OK) {
+    failf(s, "accuracy: tvk_to_host: %s: %s", tvk_status_name(st), tvk_ctx_error(s->ctx));
+    free(out), out = NULL;
+  }
+  tvk_release(a), tvk_release(r), tvk_release(r64);
+  ref_free(&in);
+  return out;
+}
+
+/* Checks |fn(x) - ref(x)| <= (rel + per_x |x|) |ref(x)| + abs_ for every x;
+ * prints the worst ratio of the error to that bound either way. */
+static void check_accuracy(Suite *s, const char *name, tvk_tensor *(*fn)(tvk_tensor *),
+                           double (*ref)(double), const double *x, int64_t n, bool f64, double rel,
+                           double per_x, double abs_) {
+  double *got = eval_f(s, fn, x, n, f64);
+  if (!got) return;
+  double worst = 0, wx = 0, wg = 0, wr = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double xi = f64 ? x[i] : (double)(float)x[i], want = ref(xi);
+    double err = fabs(got[i] - want), bound = (rel + per_x * fabs(xi)) * fabs(want) + abs_;
+    double q = err / bound;
+    if (!(q <= worst)) worst = q, wx = xi, wg = got[i], wr = want;
+  }
+  printf("  %-34s %s: worst error %.3g of the bound (x %.17g: got %.17g, want %.17g)\n", name,
+         f64 ? "float64" : "float32", worst, wx, wg, wr);
+  if (!(worst <= 1))
+    failf(s,
+          "%s (%s): error %.3g times the bound %g + %g |x| relative + %g at x = %.17g: got "
+          "%.17g, want %.17g",
+          name, f64 ? "float64" : "float32", worst, rel, per_x, abs_, wx, wg, wr);
+  free(got);
+}
+
+static void test_accuracy_log(void **state) {
+  Suite *s = *state;
+  enum { K = 1 << 14 };
+  double *x = malloc(4 * K * sizeof *x);
+  for (int k = 0; k < K; k++) {
+    x[4 * k] = 1 + (k + 1) * 0x1p-23, x[4 * k + 1] = 1 - (k + 1) * 0x1p-24;
+    x[4 * k + 2] = 1 + (k + 1) * 0x1p-13, x[4 * k + 3] = ldexp(1 + k / (double)K, k % 250 - 125);
+  }
+  check_accuracy(s, "log near 1, and wide", tvk_log, log, x, 4 * K, false, 2e-7, 0, 0);
+  check_accuracy(s, "log2 near 1, and wide", tvk_log2, log2, x, 4 * K, false, 2e-7, 0, 0);
+  for (int k = 0; k < K; k++)
+    x[4 * k] = 1 + (k + 1) * 0x1p-52, x[4 * k + 1] = 1 - (k + 1) * 0x1p-53;
+  check_accuracy(s, "log near 1, and wide", tvk_log, log, x, 4 * K, true, 1e-14, 0, 0);
+  free(x);
+  finish(s);
+}
+
+/* The floats nearest (j + 1/2) pi and two more on each side, for j up to the
+ * limit of the exact reduction (|x| < 6433 in float32), and their negatives;
+ * past it tvk.h promises an absolute error only. */
+static void test_accuracy_cos(void **state) {
+  Suite *s = *state;
+  enum { J = 2047, W = 5 };
+  double *x = malloc(2 * J * W * sizeof *x);
+  int64_t n = 0;
+  for (int j = 0; j < J; j++) {
+    float c = (float)((j + 0.5) * 3.14159265358979323846);
+    for (int w = -2; w <= 2; w++) {
+      float v = c;
+      for (int t = 0; t < abs(w); t++) v = nextafterf(v, w < 0 ? 0.0f : 1e9f);
+      x[n++] = v, x[n++] = -v;
+    }
+  }
+  check_accuracy(s, "cos near its zeros", tvk_cos, cos, x, n, false, 2.4e-7, 0, 0);
+  for (int64_t i = 0; i < n; i++) x[i] = -6433 + 12866.0 * (double)i / (double)n;
+  check_accuracy(s, "cos on [-6433, 6433]", tvk_cos, cos, x, n, false, 2.4e-7, 0, 0);
+  for (int64_t i = 0; i < n; i++) x[i] = 6433 + 1e7 * (double)i / (double)n;
+  check_accuracy(s, "cos on [6433, 1e7]", tvk_cos, cos, x, n, false, 0, 0, 4e-7);
+  n = 0;
+  for (int j = 0; j < J; j++) { /* float64: the nearest doubles, out to 1.6e6 */
+    double c = (j * 245 + 0.5) * 3.14159265358979323846;
+    for (int w = -2; w <= 2; w++) x[n++] = c + w * (c * 0x1p-52);
+  }
+  check_accuracy(s, "cos near its zeros", tvk_cos, cos, x, n, true, 1e-14, 0, 0);
+  free(x);
+  finish(s);
+}
+
+static double ref_sigmoid(double x) { return 1 / (1 + exp(-x)); }
+
+/* exp and sigmoid over their range: the error of exp2 plus the rounding of
+ * x log2(e), which grows with |x| (tvk.h). */
+static void test_accuracy_exp(void **state) {
+  Suite *s = *state;
+  enum { N = 200001 };
+  double *x = malloc(N * sizeof *x);
+  for (int i = 0; i < N; i++) x[i] = -87.3 + 175.9 * i / (N - 1);
+  check_accuracy(s, "exp", tvk_exp, exp, x, N, false, 1e-7, 7.5e-8, 0);
+  check_accuracy(s, "sigmoid", tvk_sigmoid, ref_sigmoid, x, N, false, 2.2e-7, 7.5e-8, 0);
+  for (int i = 0; i < N; i++) x[i] = -125.9 + 253.8 * i / (N - 1);
+  check_accuracy(s, "exp2", tvk_exp2, exp2, x, N, false, 1e-7, 0, 0);
+  free(x);
   finish(s);
 }
 
@@ -2096,6 +2321,10 @@ int main(int argc, char **argv) {
       T(test_table_float_specials),
       T(test_div_by_known_zero),
       T(test_table_pow),
+      T(test_table_signed_zeros),
+      T(test_accuracy_log),
+      T(test_accuracy_cos),
+      T(test_accuracy_exp),
       T(test_broadcast),
       T(test_promotion),
       T(test_where),

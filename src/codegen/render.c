@@ -286,6 +286,7 @@ static char *render_float(const Lang *L, DType dt, double f) {
   Subst s = {.t = dt};
   if (isnan(f)) return expand_new(L, L->nan, &s);
   if (isinf(f)) return expand_new(L, f > 0 ? L->inf : L->ninf, &s);
+  if (f == 0 && !signbit(f) && L->pos_zero) return expand_new(L, L->pos_zero, &s);
   char num[64];
   snprintf(num, sizeof num, "%.*g", L->float_digits[dt.scalar] ? L->float_digits[dt.scalar] : 17,
            f);

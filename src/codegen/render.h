@@ -81,7 +81,10 @@ struct Lang {
   int float_digits[DT_COUNT];       /* significant digits that round-trip (9 for float32) */
   const char *true_lit, *false_lit;
   const char *inf, *ninf, *nan; /* templates ($T: the float type) */
-  const char *storage_lit;      /* a storage-only constant: $0 is its bits in hex */
+  /* +0.0 ($T: the float type); NULL: the literal. GLSL names a zero the shader
+   * compiler cannot see, as lavapipe folds x * 0.0 to 0 and 0.0 - x to -x. */
+  const char *pos_zero;
+  const char *storage_lit; /* a storage-only constant: $0 is its bits in hex */
 
   /* ---- the kernel ---- */
   const char *file_header;   /* once, before the helpers */

@@ -59,9 +59,9 @@ static const char h_fmod[] =
     "static inline double tvk_fmod(double a, double b) {\n"
     "  double m = trunc(fabs(b)), q = m == 0 ? 0.0 : fmod(trunc(fabs(a)), m);\n"
     "  return a < 0 && q != 0 ? -q : q;\n}\n";
-/* 0 ** negative = +inf (the seed's safe_pow). */
-static const char h_fpow[] = "static inline double tvk_pow(double x, double y) { return x == 0 && "
-                             "y < 0 ? INFINITY : pow(x, y); }\n";
+/* C's pow in double, as alu.c: IEEE 754's special cases ((-0) ** -1 = -inf). */
+static const char h_fpow[] =
+    "static inline double tvk_pow(double x, double y) { return pow(x, y); }\n";
 /* Truncate toward zero, wrap modulo 2^64; NaN and inf give 0. */
 static const char h_f2i[] =
     "static inline uint64_t tvk_f2i(double x) {\n"

@@ -56,8 +56,8 @@ static UOp *b_div(const Ew *e, UOp *a, UOp *b) {
   return ew_alu2(OP_FDIV, a, b);
 }
 
-/* POW is C's pow with 0**negative = +inf: negative bases with integer
- * exponents get their sign from the parity, 0**0 = 1. */
+/* POW is C's pow with its IEEE 754 special cases: negative bases with integer
+ * exponents get their sign from the parity, (-0) ** -1 = -inf, 0**0 = 1. */
 static UOp *b_pow(const Ew *e, UOp *a, UOp *b) {
   (void)e;
   return ew_alu2(OP_POW, a, b);

@@ -114,11 +114,131 @@ tvk_tensor *tvk_rand(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape,
   return r;
 }
 
-/* Box-Muller: sqrt(-2 ln(1 - u1)) cos(2 pi u2). u1 < 1 on its grid, so 1 - u1
- * (exact) is at least 2^-24 (2^-53 in float64): the log is finite and |z| is
- * at most 5.8 (8.6). float32 and narrower draw u1 and u2 from the two words of
- * one block and compute in float32, rounding once to float16/bfloat16; float64
- * draws them from streams 0 and 1. */
+/* Box-Muller, z = sqrt(-2 ln v) cos(2 pi u2) with v = 1 - u1, computed from
+ * + - * and sqrt alone, in one fixed order, so that every device gives the
+ * same bits: those are correctly rounded on the CPU (C, -ffp-contract=off)
+ * and on Vulkan kernels (precise: no fma, no reassociation; lavapipe's sqrt
+ * is IEEE), where the devices' log2 and sin differ in the last bits.
+ *
+ * ln v: v = 1 - u1 (exact) is in [2^-24, 1] (float64: [2^-53, 1]). Halvings
+ * of the exponent range by comparisons (w < 2^-s: w *= 2^s, e -= s, for s =
+ * 32 .. 1, all exact) and one doubling below sqrt(1/2) give v = w 2^e with w
+ * in [sqrt(1/2), sqrt(2)); w near 1 is never scaled, so f = w - 1 is exact
+ * and ln v keeps its relative accuracy for u1 near 0. float64 then takes
+ * w into [2^-1/8, 2^1/8) by multiplying by 2^(+-1/2) and 2^(+-1/4) (the
+ * rounded constants M, whose -ln M is added: the rounding of w M costs
+ * 2^-53). ln(1 + f) = f H(f), H the polynomial through ln(1 + f) / f at the
+ * Chebyshev nodes of that interval (mpmath; relative error 4.7e-9 for
+ * float32 at degree 9, 7e-18 for float64 at degree 11), and ln v = e ln2_hi
+ * + (e ln2_lo + ...) with ln2_hi short enough that e ln2_hi is exact.
+ *
+ * cos(2 pi u2): u2 = k 2^-m is fixed point, so the octant comes from its top
+ * bits: q = (top 3 bits + 1) >> 1 in 0..4 and t = 8 u2 - 2q in [-1, 1) are
+ * exact, and 2 pi u2 = q pi/2 + t pi/4. cos and sin of t pi/4 are Taylor
+ * polynomials in t (float32 to t^10 and t^9, float64 to t^18 and t^17: the
+ * first terms left out are below 2e-9 and 5e-20), and q mod 4 picks cos, -sin,
+ * -cos or sin. float32 and narrower draw u1 and u2 from the two words of one
+ * block and compute in float32, rounding once to float16/bfloat16; float64
+ * draws them from streams 0 and 1. |z| is at most 5.8 (8.6). */
+
+/* Horner: c[n-1] t^(n-1) + ... + c[0]. Call inside a scope. */
+static tvk_tensor *poly(tvk_ctx *ctx, tvk_tensor *t, const double *c, int n, tvk_dtype dt) {
+  tvk_tensor *p = tvk_scalar(ctx, dt, c[n - 1]);
+  for (int i = n - 2; i >= 0; i--) p = tvk_add(tvk_mul(p, t), tvk_scalar(ctx, dt, c[i]));
+  return p;
+}
+
+/* ln(1 - u1) as described above. Call inside a scope. */
+static tvk_tensor *box_muller_log(tvk_ctx *ctx, tvk_tensor *u1, tvk_dtype dt) {
+  static const double h32[10] = {0.99999999938325501,  -0.49999988496142866, 0.33333345349807464,
+                                 -0.2500157909915946,  0.20000939440373094,  -0.16608369414088409,
+                                 0.14199650097916022,  -0.1326603136091708,  0.12806610435006952,
+                                 -0.074511862267575085};
+  static const double h64[12] = {1,
+                                 -0.50000000000000044,
+                                 0.33333333333338938,
+                                 -0.24999999999862388,
+                                 0.19999999991141634,
+                                 -0.1666666678066395,
+                                 0.14285719442154779,
+                                 -0.1249996265596437,
+                                 0.11109745528933665,
+                                 -0.10005023318854862,
+                                 0.092584075996957241,
+                                 -0.081498289626931675};
+  /* (threshold, multiplier M, -ln M) of the float64 steps, above and below 1 */
+  static const double steps[2][2][3] = {
+      {{1.189207115002721, 0.70710678118654757, 0.34657359027997259},
+       {0.8408964152537145, 1.4142135623730951, -0.3465735902799727}},
+      {{1.0905077326652577, 0.8408964152537145, 0.17328679513998638},
+       {0.91700404320467122, 1.189207115002721, -0.17328679513998629}}};
+  bool f64 = dt == TVK_FLOAT64;
+  tvk_tensor *w = tvk_sub(tvk_scalar(ctx, dt, 1), u1), *e = tvk_scalar(ctx, dt, 0), *c;
+  for (int sh = f64 ? 32 : 16; sh >= 1; sh /= 2) {
+    c = tvk_lt(w, tvk_scalar(ctx, dt, ldexp(1, -sh)));
+    w = tvk_where(c, tvk_mul(w, tvk_scalar(ctx, dt, ldexp(1, sh))), w);
+    e = tvk_where(c, tvk_add(e, tvk_scalar(ctx, dt, -sh)), e);
+  }
+  c = tvk_lt(w, tvk_scalar(ctx, dt, 0.70710678118654757)); /* sqrt(1/2) */
+  w = tvk_where(c, tvk_mul(w, tvk_scalar(ctx, dt, 2)), w);
+  e = tvk_where(c, tvk_add(e, tvk_scalar(ctx, dt, -1)), e);
+  tvk_tensor *acc = tvk_scalar(ctx, dt, 0);
+  for (int k = 0; f64 && k < 2; k++) {
+    tvk_tensor *hi = tvk_ge(w, tvk_scalar(ctx, dt, steps[k][0][0]));
+    tvk_tensor *lo = tvk_lt(w, tvk_scalar(ctx, dt, steps[k][1][0]));
+    w = tvk_where(hi, tvk_mul(w, tvk_scalar(ctx, dt, steps[k][0][1])),
+                  tvk_where(lo, tvk_mul(w, tvk_scalar(ctx, dt, steps[k][1][1])), w));
+    acc = tvk_where(hi, tvk_add(acc, tvk_scalar(ctx, dt, steps[k][0][2])),
+                    tvk_where(lo, tvk_add(acc, tvk_scalar(ctx, dt, steps[k][1][2])), acc));
+  }
+  tvk_tensor *f = tvk_sub(w, tvk_scalar(ctx, dt, 1));
+  tvk_tensor *ln1p = tvk_mul(f, f64 ? poly(ctx, f, h64, 12, dt) : poly(ctx, f, h32, 10, dt));
+  /* ln 2 = hi + lo, hi with 16 (44) bits: e hi is exact for |e| <= 24 (53) */
+  double hi = f64 ? 0.69314718055994717 : 0.693145751953125;
+  double lo = f64 ? -1.8641886737243033e-15 : 1.4286068203094173e-06;
+  tvk_tensor *rest = tvk_add(tvk_mul(e, tvk_scalar(ctx, dt, lo)), tvk_add(acc, ln1p));
+  return tvk_add(tvk_mul(e, tvk_scalar(ctx, dt, hi)), rest);
+}
+
+/* cos(2 pi u2) for u2 = k 2^-m, oct its top three bits (uint32). Call inside a
+ * scope. */
+static tvk_tensor *box_muller_cos(tvk_ctx *ctx, tvk_tensor *u2, tvk_tensor *oct, tvk_dtype dt) {
+  /* (pi/4)^n / n! */
+  static const double q[19] = {1,
+                               0.78539816339744828,
+                               0.30842513753404244,
+                               0.080745512188280785,
+                               0.015854344243815502,
+                               0.0024903945701927202,
+                               0.00032599188692739001,
+                               3.6576204182177253e-05,
+                               3.5908604485915101e-06,
+                               3.1336168903781217e-07,
+                               2.4611369504941999e-08,
+                               1.757247673443401e-09,
+                               1.1501159127974052e-10,
+                               6.9484532738866292e-12,
+                               3.8980731712596753e-13,
+                               2.0410263396641442e-14,
+                               1.0018864616362721e-15,
+                               4.6287046288346829e-17,
+                               2.0196533968866819e-18};
+  bool f64 = dt == TVK_FLOAT64;
+  int nc = f64 ? 10 : 6, ns = f64 ? 9 : 5; /* terms of cos (t^0 .. t^18) and sin (t^1 ..) */
+  double cc[10], sc[9];
+  for (int i = 0; i < nc; i++) cc[i] = i % 2 ? -q[2 * i] : q[2 * i];
+  for (int i = 0; i < ns; i++) sc[i] = i % 2 ? -q[2 * i + 1] : q[2 * i + 1];
+  tvk_tensor *qi = tvk_shr(tvk_add(oct, u32(ctx, 1)), u32(ctx, 1)); /* 0 .. 4 */
+  tvk_tensor *t = tvk_sub(tvk_mul(u2, tvk_scalar(ctx, dt, 8)),
+                          tvk_mul(tvk_cast(qi, dt), tvk_scalar(ctx, dt, 2)));
+  tvk_tensor *t2 = tvk_mul(t, t);
+  tvk_tensor *cs = poly(ctx, t2, cc, nc, dt), *sn = tvk_mul(t, poly(ctx, t2, sc, ns, dt));
+  tvk_tensor *odd = tvk_ne(tvk_bitwise_and(qi, u32(ctx, 1)), u32(ctx, 0));
+  tvk_tensor *v = tvk_where(odd, sn, cs);
+  tvk_tensor *negate = tvk_ne(tvk_bitwise_and(tvk_add(qi, u32(ctx, 1)), u32(ctx, 2)), u32(ctx, 0));
+  return tvk_where(negate, tvk_neg(v), v);
+}
+
 tvk_tensor *tvk_randn(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape, uint64_t seed) {
   if (!ctx) return NULL;
   int64_t n;
@@ -126,20 +246,21 @@ tvk_tensor *tvk_randn(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape
   if (err) return err;
   if (n == 0) return tvk_full(ctx, dt, ndim, shape, 0);
   size_t sc = tvk_scope_begin(ctx);
-  tvk_tensor *x0, *x1, *u1, *u2;
+  tvk_tensor *x0, *x1, *u1, *u2, *oct;
   tvk_dtype cdt = dt == TVK_FLOAT64 ? dt : TVK_FLOAT32;
   bits(ctx, n, seed, 0, &x0, &x1);
   if (dt == TVK_FLOAT64) {
     u1 = uniform(ctx, x0, x1, dt);
     bits(ctx, n, seed, 1, &x0, &x1);
     u2 = uniform(ctx, x0, x1, dt);
+    oct = tvk_shr(x0, u32(ctx, 29)); /* u2's top bits are x0's */
   } else {
     u1 = top_bits(ctx, x0, 24, cdt);
     u2 = top_bits(ctx, x1, 24, cdt);
+    oct = tvk_shr(x1, u32(ctx, 29));
   }
-  tvk_tensor *lg = tvk_log(tvk_sub(tvk_scalar(ctx, cdt, 1), u1));
-  tvk_tensor *rad = tvk_sqrt(tvk_mul(lg, tvk_scalar(ctx, cdt, -2)));
-  tvk_tensor *z = tvk_mul(rad, tvk_cos(tvk_mul(u2, tvk_scalar(ctx, cdt, 6.283185307179586))));
+  tvk_tensor *rad = tvk_sqrt(tvk_mul(box_muller_log(ctx, u1, cdt), tvk_scalar(ctx, cdt, -2)));
+  tvk_tensor *z = tvk_mul(rad, box_muller_cos(ctx, u2, oct, cdt));
   tvk_tensor *r = tvk_reshape(tvk_cast(z, dt), ndim, shape);
   tvk_scope_end(ctx, sc, 1, &r);
   return r;

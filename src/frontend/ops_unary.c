@@ -91,11 +91,48 @@ static UOp *u_sin(const Ew *e, UOp *x) {
   return ew_alu1(OP_SIN, x);
 }
 
-/* cos x = 1 - 2 sin^2(x/2): x/2 is exact, so the error stays a few ulps for
- * every x (sin(pi/2 - x) loses |x| * ulp(1) to the rounding of pi/2 - x). */
+/* cos x with relative accuracy also near its zeros, where 1 - 2 sin^2(x/2)
+ * cancels (cos(1.5704) was 1e-4 off) and sin(pi/2 - x) loses the rounding of
+ * pi/2 - x. The quadrant k = round(x 2/pi) and r = x - k pi/2, with pi/2 in
+ * four parts (Cody-Waite): the first three have few enough bits that k times
+ * them is exact for |k| < 2^12 (float32) or 2^20 (float64), so r keeps its
+ * relative accuracy down to the smallest |cos| of those x (4.2e-9 at x =
+ * 252.898209 in float32). Then cos x = cos(r + k pi/2) is, by k mod 4,
+ * cos r, -sin r, -cos r, sin r: sin r is SIN(r) and cos r = 1 - 2 sin^2(r/2),
+ * which does not cancel for |r| <= pi/4 (cos r >= 0.7), both from one SIN of
+ * r or r/2 (both exact). Past the limit (|x| >= 6433 float32, 1.6e6 float64),
+ * and for inf and NaN, k = 0 and the branch is 1 - 2 sin^2(x/2): absolute
+ * accuracy there, as the reduction would need more bits of pi/2. k comes from
+ * an int cast of x 2/pi + 1/2 + a bias that keeps the truncation a floor; a k
+ * off by one near a half only moves r slightly past pi/4. */
+typedef struct {
+  double limit, bias, c[4]; /* pi/2 = c[0] + c[1] + c[2] + c[3] (+ 2e-21, 7e-49) */
+} CosReduce;
+static const CosReduce cos_f32 = {
+    6433,
+    8192,
+    {1.57080078125, -4.4535845518112183e-06, -8.7061380327213556e-10, 6.2233719696699885e-14}};
+static const CosReduce cos_f64 = {
+    1.6e6,
+    2097152,
+    {1.5707963267341256, 6.077100506303966e-11, 2.0222662487111665e-21, 8.4784276603688996e-32}};
+
 static UOp *u_cos(const Ew *e, UOp *x) {
-  UOp *s = ew_alu1(OP_SIN, ew_mulc(e, x, 0.5));
-  return ew_alu2(OP_SUB, ew_like(e, x, 1), ew_mulc(e, ew_mul(s, s), 2));
+  const CosReduce *c = x->dtype.scalar == DT_FLOAT64 ? &cos_f64 : &cos_f32;
+  ScalarType s = (ScalarType)x->dtype.scalar;
+  UOp *ax = ew_where(ew_lt(x, ew_like(e, x, 0)), neg(x), x);
+  UOp *near = ew_lt(ax, ew_like(e, x, c->limit)); /* false for inf and NaN */
+  UOp *y = ew_addc(e, ew_mulc(e, x, 0.63661977236758138), c->bias + 0.5); /* 2/pi */
+  UOp *i = ew_cast(ew_where(near, y, ew_like(e, x, c->bias)), DT_INT32);
+  i = ew_addc(e, i, -c->bias);
+  UOp *k = ew_cast(i, s), *r = x;
+  for (int j = 0; j < 4; j++) r = ew_alu2(OP_SUB, r, ew_mulc(e, k, c->c[j]));
+  UOp *izero = ew_const(e, DT_INT32, 0);
+  UOp *odd = ew_ne(ew_alu2(OP_AND, i, ew_const(e, DT_INT32, 1)), izero);
+  UOp *sn = ew_alu1(OP_SIN, ew_where(odd, r, ew_mulc(e, r, 0.5)));
+  UOp *v = ew_where(odd, sn, ew_alu2(OP_SUB, ew_like(e, x, 1), ew_mulc(e, ew_mul(sn, sn), 2)));
+  UOp *negate = ew_ne(ew_alu2(OP_AND, ew_addc(e, i, 1), ew_const(e, DT_INT32, 2)), izero);
+  return ew_where(negate, neg(v), v);
 }
 
 /* 1 / (1 + 2^(-x log2 e)): 0 at -inf (1/inf), 1 at +inf. */

@@ -93,10 +93,10 @@ static double alu_sqrt(double x) { return x >= 0 ? sqrt(x) : NAN; }
 static double alu_recip(double x) { return x != 0 ? 1.0 / x : copysign(INFINITY, x); }
 static double alu_sin(double x) { return isinf(x) ? NAN : sin(x); }
 
-static double alu_pow_f(double x, double y) {
-  if (x == 0 && y < 0) return INFINITY; /* ZeroDivisionError -> inf in safe_pow */
-  return pow(x, y); /* negative ** non-integer: NaN, as Python's complex result */
-}
+/* C's pow, which has IEEE 754's special cases: (+-0)**y for a negative odd
+ * integer y is +-inf (the sign of the zero survives, as in torch), +inf for
+ * other negative y; negative ** non-integer is NaN; 1**y and x**0 are 1. */
+static double alu_pow_f(double x, double y) { return pow(x, y); }
 
 static bool alu_float(Op op, const double *s, double *r) {
   double a = s[0], b = op_in(op, G_UNARY) ? 0 : s[1];

@@ -28,7 +28,8 @@
  *                  RECIP: 1/x, 0 -> copysign(inf, x). SIN: inf -> NaN.
  *                  These and FDIV need float operands and output.
  *   FDIV           IEEE x/y (x/0 = +-inf, 0/0 = NaN), as the generated code does.
- *   POW            floats: C pow, except 0**negative = +inf (the seed's safe_pow);
+ *   POW            floats: C pow (IEEE 754's special cases: (-0)**-1 = -inf,
+ *                  0**-2 = +inf, (-1)**inf = 1, 1**NaN = 1);
  *                  negative**non-integer = NaN. Ints: exact power wrapped
  *                  (0**0 = 1); a negative exponent is not evaluated.
  *   WHERE          src[0] (bool) ? src[1] : src[2].
