@@ -1,26 +1,48 @@
 /* bench: times a few cases on one device and prints a table.
  *
- *   build/samples/bench [DEVICE] [--quick]
+ *   build/samples/bench [DEVICE] [--quick] [--case TEXT]
  *
- * Each case builds its expression from realized inputs, realizes it and waits
- * for the device (tvk_sync); the first run (which compiles) is a warm-up, then
- * the median of several runs is reported. Every case is checked once against a
- * reference computed here in double precision, so a fast wrong answer shows.
- * The "ref ms" column times the same computation as plain single-threaded C
- * loops in this program (matmul in i-k-j order, softmax in three row passes),
- * compiled with the bench; "x ref" is ref time / tvk time (above 1: tvk is
- * faster). The reference runs once for cases over a second, else 3 times.
- * FLOP counts: matmul 2*M*N*K; conv2d 2 per multiply-add of the direct
- * definition; softmax 5 per element (max, sub, exp, sum, div);
- * a*b+c 2 per element; sum 1 per element. Bytes: what the operation must read
- * and write at least (inputs once, output once).
+ * --quick runs the smaller cases with 3 runs each; --case TEXT runs only the
+ * cases whose name contains TEXT. Each case builds its expression from
+ * realized inputs, realizes it and waits for the device (tvk_sync); the first
+ * run (which compiles) is a warm-up, then the median of several runs is
+ * reported. Every case is checked once against a reference computed here in
+ * double precision, so a fast wrong answer shows.
+ *
+ * Columns: "ms (med)", "GFLOP/s", "GB/s" are tvk's. Then a reference timed in
+ * the same run, right after the tvk runs of the case, with its name, its time
+ * and its rates over the same FLOP and byte counts ("n/a" when it is missing):
+ *  - matmul (and the batched matmul): OpenBLAS cblas_sgemm, loaded at run time
+ *    from libopenblas.so.0 (Debian's libopenblas0-pthread, which
+ *    scripts/install-deps.sh installs; its threads: all cores unless
+ *    $OPENBLAS_NUM_THREADS says otherwise), one call per matrix; warm-up once,
+ *    then the median of as many runs as tvk had. Its result is compared with
+ *    tvk's, element by element, and checked like tvk's.
+ *  - conv, softmax: plain single-threaded C loops in this program ("C 1-thr";
+ *    softmax in three row passes), compiled with the bench; once for cases
+ *    over a second, else the median of 3 runs.
+ *  - a*b+c and sum: a memory-bandwidth probe in plain C on all cores (one
+ *    thread per online CPU, each on its own slice, over its own arrays as
+ *    large as the case's): a triad a[i] = b[i] * s + c[i] ("triad") for
+ *    a*b+c, a read-only sum ("read") for sum; median of as many runs as tvk
+ *    had, the result checked. Its GB/s counts what it reads and writes (12 and
+ *    4 bytes per element).
+ * "tvk/ref" is tvk's rate over the reference's: GFLOP/s for OpenBLAS and C
+ * (= ref time / tvk time), GB/s for the probes. Above 1: tvk is faster.
+ * FLOP counts: matmul 2*M*N*K (per matrix of a batch); conv2d 2 per
+ * multiply-add of the direct definition; softmax 5 per element (max, sub, exp,
+ * sum, div); a*b+c 2 per element; sum 1 per element. Bytes: what the operation
+ * must read and write at least (inputs once, output once).
  */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, pthread_barrier, dlopen */
+#include <dlfcn.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "tvk.h"
 
@@ -51,7 +73,7 @@ static float *rand_floats(size_t n) {
 /* A case builds its output from the inputs; check compares it with a reference. */
 typedef struct {
   tvk_ctx *ctx;
-  int64_t m, n, k;
+  int64_t batch, m, n, k; /* batch: matrices in a batched matmul, else 1 */
   tvk_tensor *in[3];
   float *host[3];
 } Case;
@@ -61,14 +83,24 @@ typedef double (*CheckFn)(Case *c, const float *out); /* returns max error */
 
 static tvk_tensor *build_matmul(Case *c) { return tvk_matmul(c->in[0], c->in[1]); }
 
+/* The batched matmul's inputs are stored 2-D, (batch*m, k) and (batch*k, n),
+ * and viewed 3-D (free). */
+static tvk_tensor *build_bmm(Case *c) {
+  tvk_tensor *a = tvk_reshape(c->in[0], 3, (const int64_t[]){c->batch, c->m, c->k});
+  tvk_tensor *b = tvk_reshape(c->in[1], 3, (const int64_t[]){c->batch, c->k, c->n});
+  tvk_tensor *r = tvk_matmul(a, b);
+  tvk_release(a), tvk_release(b);
+  return r;
+}
+
 static double check_matmul(Case *c, const float *out) {
   double worst = 0;
   for (int s = 0; s < 64; s++) { /* 64 sampled entries: the full product costs too much here */
-    int64_t i = (s * 7919) % c->m, j = (s * 104729) % c->n;
+    int64_t b = s % c->batch, i = (s * 7919) % c->m, j = (s * 104729) % c->n;
+    const float *a0 = c->host[0] + b * c->m * c->k, *b0 = c->host[1] + b * c->k * c->n;
     double ref = 0;
-    for (int64_t k = 0; k < c->k; k++)
-      ref += (double)c->host[0][i * c->k + k] * c->host[1][k * c->n + j];
-    double e = fabs(ref - out[i * c->n + j]) / (1 + fabs(ref));
+    for (int64_t k = 0; k < c->k; k++) ref += (double)a0[i * c->k + k] * b0[k * c->n + j];
+    double e = fabs(ref - out[(b * c->m + i) * c->n + j]) / (1 + fabs(ref));
     if (e > worst) worst = e;
   }
   return worst;
@@ -152,21 +184,91 @@ static double check_sum(Case *c, const float *out) {
   return fabs(ref - out[0]) / sqrt((double)c->n); /* error of a float32 sum grows ~ sqrt(n) */
 }
 
-/* ---- plain C references, timed for the "x ref" column ---- */
+/* ---- references, timed in the same run as tvk ---- */
+
+/* The result of a reference and how it went: ms and rates are NAN when it is
+ * missing or failed. */
+typedef struct {
+  const char *name;
+  double s;    /* median seconds */
+  double gbps; /* for the probes: GB/s over the bytes the probe moves, else NAN */
+  int ok;      /* 0: the reference ran and gave a wrong result */
+} RefResult;
+
+/* -- OpenBLAS, loaded at run time: the bench builds and runs without it -- */
+
+enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111 };
+typedef void (*SgemmFn)(int order, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                        const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                        int ldc);
+static SgemmFn blas_sgemm;
+
+static void *sym(void *lib, const char *name) { return lib ? dlsym(lib, name) : NULL; }
+
+/* Loads libopenblas.so.0 and prints which one, or why there is none. */
+static void load_openblas(void) {
+  void *lib = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL); /* never closed */
+  void *f = sym(lib, "cblas_sgemm");
+  if (!f) {
+    const char *why = dlerror();
+    printf("matmul reference: none (%s): n/a\n", why ? why : "no cblas_sgemm");
+    return;
+  }
+  memcpy(&blas_sgemm, &f, sizeof f); /* object pointer to function pointer, as POSIX allows */
+  char *(*config)(void) = NULL;
+  int (*threads)(void) = NULL;
+  void *g = sym(lib, "openblas_get_config"), *t = sym(lib, "openblas_get_num_threads");
+  if (g) memcpy(&config, &g, sizeof g);
+  if (t) memcpy(&threads, &t, sizeof t);
+  printf("matmul reference: libopenblas.so.0 cblas_sgemm (%s, %d threads)\n",
+         config ? config() : "OpenBLAS", threads ? threads() : -1);
+}
+
+/* Runs cblas_sgemm on the case once per matrix of the batch, into out. */
+static void blas_run(const Case *c, float *out) {
+  for (int64_t b = 0; b < c->batch; b++)
+    blas_sgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_NO_TRANS, (int)c->m, (int)c->n, (int)c->k,
+               1.0f, c->host[0] + b * c->m * c->k, (int)c->k, c->host[1] + b * c->k * c->n,
+               (int)c->n, 0.0f, out + b * c->m * c->n, (int)c->n);
+}
+
+/* Warm-up once, then the median of reps runs; the result is compared with
+ * tvk's (every element) and checked against the double-precision reference
+ * the same way as tvk's. */
+static RefResult ref_openblas(const char *name, Case *c, const float *tvk_out, CheckFn check,
+                              double tol, int reps) {
+  RefResult r = {"OpenBLAS", NAN, NAN, 1};
+  if (!blas_sgemm) return r;
+  size_t numel = (size_t)(c->batch * c->m * c->n);
+  float *out = malloc(numel * sizeof *out);
+  if (!out) return r;
+  double times[32];
+  for (int i = 0; i <= reps; i++) {
+    double t0 = now_s();
+    blas_run(c, out);
+    if (i) times[i - 1] = now_s() - t0;
+  }
+  double diff = 0; /* relative to the magnitude, as check_matmul */
+  for (size_t i = 0; i < numel; i++) {
+    double e = fabs((double)out[i] - tvk_out[i]) / (1 + fabs((double)out[i]));
+    if (e > diff) diff = e;
+  }
+  double err = check(c, out);
+  if (err > tol || diff > 2 * tol) {
+    fprintf(stderr, "%s: OpenBLAS's result: error %.3g (tolerance %.3g), up to %.3g from tvk's\n",
+            name, err, tol, diff);
+    r.ok = 0;
+  } else {
+    qsort(times, (size_t)reps, sizeof *times, cmp_double);
+    r.s = times[reps / 2];
+  }
+  free(out);
+  return r;
+}
+
+/* -- plain single-threaded C loops -- */
 
 static float *ref_out; /* sink for the reference results, so nothing is optimised away */
-
-static void ref_matmul(Case *c) {
-  const float *restrict a = c->host[0], *restrict b = c->host[1];
-  for (int64_t i = 0; i < c->m; i++) {
-    float *restrict row = ref_out + i * c->n;
-    for (int64_t j = 0; j < c->n; j++) row[j] = 0;
-    for (int64_t k = 0; k < c->k; k++) {
-      float aik = a[i * c->k + k];
-      for (int64_t j = 0; j < c->n; j++) row[j] += aik * b[k * c->n + j];
-    }
-  }
-}
 
 static void ref_conv(Case *c) { /* direct loops, float accumulation */
   for (int64_t n = 0; n < CN; n++)
@@ -199,24 +301,173 @@ static void ref_softmax(Case *c) {
   }
 }
 
-static void ref_fma(Case *c) {
-  const float *restrict a = c->host[0], *restrict b = c->host[1], *restrict d = c->host[2];
-  float *restrict y = ref_out;
-  for (int64_t i = 0; i < c->n; i++) y[i] = a[i] * b[i] + d[i];
+/* -- the memory-bandwidth probe: plain C, one thread per online CPU -- */
+
+enum { PROBE_READ, PROBE_TRIAD };
+enum { PROBE_MAX_THREADS = 1024 };
+
+typedef struct Probe Probe;
+typedef struct {
+  Probe *p;
+  size_t lo, hi; /* its slice */
+  double sum;    /* PROBE_READ: the slice's sum, used by the check */
+  pthread_t tid;
+} ProbeThread;
+
+struct Probe {
+  int kind, stop;
+  float *a, *b, *c, s; /* PROBE_READ sums b; PROBE_TRIAD: a = b * s + c */
+  pthread_barrier_t go, done;
+  /* The gate holds the threads until all are started (gate_open 1), or
+   * sends them home (stop) when one could not be. */
+  pthread_mutex_t gate;
+  pthread_cond_t gate_cv;
+  int gate_open;
+};
+
+/* Inputs as a function of the index, so that the check can recompute them. */
+static float probe_value(size_t i, unsigned salt) {
+  return (float)((i * 2654435761u + salt) % 2048u) / 1024.0f - 1.0f;
 }
 
-static void ref_sum(Case *c) {
+/* Blocks of 16 written as four loops of 4 so that gcc and clang at -O2 (the
+ * bench's flags) keep four vector accumulators in registers. */
+static float probe_sum(const float *restrict x, size_t n) {
+  float acc[16] = {0};
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const float *p = x + i;
+    for (int j = 0; j < 4; j++) acc[j] += p[j];
+    for (int j = 4; j < 8; j++) acc[j] += p[j];
+    for (int j = 8; j < 12; j++) acc[j] += p[j];
+    for (int j = 12; j < 16; j++) acc[j] += p[j];
+  }
   float s = 0;
-  for (int64_t i = 0; i < c->n; i++) s += c->host[0][i];
-  ref_out[0] = s;
+  for (; i < n; i++) s += x[i];
+  for (int j = 0; j < 16; j++) s += acc[j];
+  return s;
+}
+
+static void probe_triad(float *restrict a, const float *restrict b, const float *restrict c,
+                        float s, size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    for (int j = 0; j < 4; j++) a[i + j] = b[i + j] * s + c[i + j];
+    for (int j = 4; j < 8; j++) a[i + j] = b[i + j] * s + c[i + j];
+    for (int j = 8; j < 12; j++) a[i + j] = b[i + j] * s + c[i + j];
+    for (int j = 12; j < 16; j++) a[i + j] = b[i + j] * s + c[i + j];
+  }
+  for (; i < n; i++) a[i] = b[i] * s + c[i];
+}
+
+static void *probe_main(void *arg) {
+  ProbeThread *t = arg;
+  Probe *p = t->p;
+  pthread_mutex_lock(&p->gate);
+  while (!p->gate_open && !p->stop) pthread_cond_wait(&p->gate_cv, &p->gate);
+  int stop = p->stop;
+  pthread_mutex_unlock(&p->gate);
+  if (stop) return NULL;
+  for (size_t i = t->lo; i < t->hi; i++) { /* first touch: each slice's pages near its thread */
+    p->b[i] = probe_value(i, 1);
+    if (p->kind == PROBE_TRIAD) p->c[i] = probe_value(i, 2), p->a[i] = 0;
+  }
+  pthread_barrier_wait(&p->done);
+  for (;;) {
+    pthread_barrier_wait(&p->go);
+    if (p->stop) break;
+    size_t n = t->hi - t->lo;
+    if (p->kind == PROBE_READ)
+      t->sum = probe_sum(p->b + t->lo, n);
+    else
+      probe_triad(p->a + t->lo, p->b + t->lo, p->c + t->lo, p->s, n);
+    pthread_barrier_wait(&p->done);
+  }
+  return NULL;
+}
+
+/* Warm-up once, then the median of reps runs over n floats per array; the
+ * result of the last run is checked. */
+static RefResult ref_probe(int kind, size_t n, int reps) {
+  RefResult r = {kind == PROBE_READ ? "read" : "triad", NAN, NAN, 1};
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  int nt = ncpu < 1 ? 1 : ncpu > PROBE_MAX_THREADS ? PROBE_MAX_THREADS : (int)ncpu;
+  Probe p = {.kind = kind, .s = 1.5f};
+  ProbeThread *th = calloc((size_t)nt, sizeof *th);
+  p.b = malloc(n * sizeof *p.b);
+  if (kind == PROBE_TRIAD) p.a = malloc(n * sizeof *p.a), p.c = malloc(n * sizeof *p.c);
+  if (!th || !p.b || (kind == PROBE_TRIAD && (!p.a || !p.c))) {
+    free(th), free(p.a), free(p.b), free(p.c);
+    return r;
+  }
+  pthread_mutex_init(&p.gate, NULL);
+  pthread_cond_init(&p.gate_cv, NULL);
+  pthread_barrier_init(&p.go, NULL, (unsigned)nt + 1);
+  pthread_barrier_init(&p.done, NULL, (unsigned)nt + 1);
+  size_t per = (n / (size_t)nt + 15) / 16 * 16; /* slices start on 64-byte boundaries */
+  int started = 0;
+  for (int i = 0; i < nt; i++) {
+    size_t lo = (size_t)i * per;
+    size_t hi = i < nt - 1 && lo + per < n ? lo + per : n;
+    th[i] = (ProbeThread){.p = &p, .lo = lo < n ? lo : n, .hi = hi};
+    if (pthread_create(&th[i].tid, NULL, probe_main, &th[i])) break;
+    started++;
+  }
+  pthread_mutex_lock(&p.gate);
+  if (started < nt)
+    p.stop = 1;
+  else
+    p.gate_open = 1;
+  pthread_cond_broadcast(&p.gate_cv);
+  pthread_mutex_unlock(&p.gate);
+  if (started < nt) { /* cannot run on all cores: no reference */
+    fprintf(stderr, "bench: probe: cannot start %d threads\n", nt);
+    for (int i = 0; i < started; i++) pthread_join(th[i].tid, NULL);
+  } else {
+    pthread_barrier_wait(&p.done); /* the arrays are filled */
+    double times[32];
+    for (int i = 0; i <= reps; i++) {
+      double t0 = now_s();
+      pthread_barrier_wait(&p.go);
+      pthread_barrier_wait(&p.done);
+      if (i) times[i - 1] = now_s() - t0;
+    }
+    p.stop = 1;
+    pthread_barrier_wait(&p.go);
+    for (int i = 0; i < nt; i++) pthread_join(th[i].tid, NULL);
+    double err = 0, got = 0, ref = 0;
+    if (kind == PROBE_READ) { /* the sum is used: compared with a double one */
+      for (int i = 0; i < nt; i++) got += th[i].sum;
+      for (size_t i = 0; i < n; i++) ref += p.b[i];
+      err = fabs(got - ref) / sqrt((double)n);
+    } else {
+      for (size_t i = 0; i < n; i++) {
+        double e = fabs(p.a[i] - ((double)p.b[i] * p.s + p.c[i]));
+        if (e > err) err = e;
+      }
+    }
+    if (err > 1e-3) {
+      fprintf(stderr, "bench: probe %s: wrong result (error %.3g)\n", r.name, err);
+      r.ok = 0;
+    } else {
+      qsort(times, (size_t)reps, sizeof *times, cmp_double);
+      r.s = times[reps / 2];
+      r.gbps = (kind == PROBE_READ ? 4.0 : 12.0) * (double)n / r.s * 1e-9;
+    }
+  }
+  pthread_barrier_destroy(&p.go), pthread_barrier_destroy(&p.done);
+  pthread_mutex_destroy(&p.gate), pthread_cond_destroy(&p.gate_cv);
+  free(th), free(p.a), free(p.b), free(p.c);
+  return r;
 }
 
 typedef void (*RefFn)(Case *c);
 
 /* Median seconds of the reference (1 run when one takes over a second). */
-static double time_ref(RefFn ref, Case *c, size_t out_numel) {
+static RefResult time_ref(RefFn ref, Case *c, size_t out_numel) {
+  RefResult r = {"C 1-thr", NAN, NAN, 1};
   ref_out = malloc(out_numel * sizeof *ref_out);
-  if (!ref_out) return NAN;
+  if (!ref_out) return r;
   double t[3];
   int n = 0;
   for (; n < 3; n++) {
@@ -230,23 +481,35 @@ static double time_ref(RefFn ref, Case *c, size_t out_numel) {
   }
   free(ref_out);
   qsort(t, (size_t)n, sizeof *t, cmp_double);
-  return t[n / 2];
+  r.s = t[n / 2];
+  return r;
 }
+
+enum { REF_OPENBLAS, REF_C, REF_READ, REF_TRIAD };
 
 typedef struct {
   const char *name;
   BuildFn build;
   CheckFn check;
-  RefFn ref;
+  int refkind;
+  RefFn ref;  /* REF_C */
   double tol; /* max error accepted by the check */
-  int64_t m, n, k;
+  int quick;  /* in the --quick set */
+  int64_t batch, m, n, k;
   int ninputs;
   int64_t shapes[3][2];
   double flops, bytes;
 } Spec;
 
+static void print_na(double x, const char *fmt) {
+  if (isnan(x))
+    printf(" %8s", "n/a");
+  else
+    printf(fmt, x);
+}
+
 static int run_case(tvk_ctx *ctx, const Spec *sp, int reps) {
-  Case c = {ctx, sp->m, sp->n, sp->k, {0}, {0}};
+  Case c = {ctx, sp->batch ? sp->batch : 1, sp->m, sp->n, sp->k, {0}, {0}};
   for (int i = 0; i < sp->ninputs; i++) {
     int nd = sp->shapes[i][1] ? 2 : 1;
     size_t numel = (size_t)sp->shapes[i][0] * (size_t)(sp->shapes[i][1] ? sp->shapes[i][1] : 1);
@@ -254,6 +517,7 @@ static int run_case(tvk_ctx *ctx, const Spec *sp, int reps) {
     c.in[i] = tvk_from_data(ctx, TVK_FLOAT32, nd, sp->shapes[i], c.host[i]);
   }
   double times[32];
+  float *host = NULL; /* tvk's result, kept for the comparison with OpenBLAS */
   int ok = 1;
   for (int r = 0; r <= reps && ok; r++) { /* run 0 is the warm-up */
     double t0 = now_s();
@@ -266,14 +530,13 @@ static int run_case(tvk_ctx *ctx, const Spec *sp, int reps) {
       ok = 0;
     } else if (r == 0) {
       size_t numel = (size_t)tvk_numel(out);
-      float *host = malloc(numel * sizeof *host);
+      host = malloc(numel * sizeof *host);
       if (!host || tvk_to_host(out, host, numel * sizeof *host) != TVK_OK) ok = 0;
       double err = ok ? sp->check(&c, host) : INFINITY;
       if (err > sp->tol) {
         fprintf(stderr, "%s: wrong result (error %.3g > %.3g)\n", sp->name, err, sp->tol);
         ok = 0;
       }
-      free(host);
     } else {
       times[r - 1] = t1 - t0;
     }
@@ -282,22 +545,59 @@ static int run_case(tvk_ctx *ctx, const Spec *sp, int reps) {
   if (ok) {
     qsort(times, (size_t)reps, sizeof *times, cmp_double);
     double med = times[reps / 2];
-    size_t out_numel = sp->m ? (size_t)sp->m * (size_t)sp->n : (size_t)sp->n;
-    double ref = time_ref(sp->ref, &c, out_numel);
-    printf("%-24s %10.3f %10.2f %10.2f %10.3f %8.2f\n", sp->name, med * 1e3, sp->flops / med * 1e-9,
-           sp->bytes / med * 1e-9, ref * 1e3, ref / med);
+    RefResult ref;
+    switch (sp->refkind) {
+    case REF_OPENBLAS: ref = ref_openblas(sp->name, &c, host, sp->check, sp->tol, reps); break;
+    case REF_READ: ref = ref_probe(PROBE_READ, (size_t)sp->n, reps); break;
+    case REF_TRIAD: ref = ref_probe(PROBE_TRIAD, (size_t)sp->n, reps); break;
+    default: ref = time_ref(sp->ref, &c, (size_t)(sp->m ? c.batch * sp->m * sp->n : sp->n)); break;
+    }
+    ok = ref.ok;
+    double gflops = sp->flops / med * 1e-9, gbps = sp->bytes / med * 1e-9;
+    double ref_gflops = sp->flops / ref.s * 1e-9;
+    double ref_gbps = isnan(ref.gbps) ? sp->bytes / ref.s * 1e-9 : ref.gbps;
+    double ratio = isnan(ref.gbps) ? ref.s / med : gbps / ref.gbps;
+    printf("%-26s %9.3f %9.2f %8.2f | %-8s", sp->name, med * 1e3, gflops, gbps, ref.name);
+    print_na(ref.s * 1e3, " %8.3f");
+    if (isnan(ref.gbps))
+      print_na(ref_gflops, " %8.2f");
+    else
+      printf(" %8s", "-"); /* a probe does no FLOPs to speak of */
+    print_na(ref_gbps, " %8.2f");
+    print_na(ratio, " %8.3g");
+    printf("\n");
     fflush(stdout);
   }
+  free(host);
   for (int i = 0; i < sp->ninputs; i++) tvk_release(c.in[i]), free(c.host[i]);
   return ok;
 }
 
+static Spec matmul_spec(const char *name, int64_t sz, int quick) {
+  return (Spec){.name = name,
+                .build = build_matmul,
+                .check = check_matmul,
+                .refkind = REF_OPENBLAS,
+                .tol = 1e-4,
+                .quick = quick,
+                .batch = 1,
+                .m = sz,
+                .n = sz,
+                .k = sz,
+                .ninputs = 2,
+                .shapes = {{sz, sz}, {sz, sz}},
+                .flops = 2.0 * (double)(sz * sz * sz),
+                .bytes = 3.0 * (double)(sz * sz) * 4};
+}
+
 int main(int argc, char **argv) {
-  const char *dev = NULL;
+  const char *dev = NULL, *only = NULL;
   int quick = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick"))
       quick = 1;
+    else if (!strcmp(argv[i], "--case") && i + 1 < argc)
+      only = argv[++i];
     else
       dev = argv[i];
   }
@@ -307,51 +607,37 @@ int main(int argc, char **argv) {
     return 1;
   }
   printf("device: %s\n", tvk_ctx_device(ctx));
-  printf("%-24s %10s %10s %10s %10s %8s\n", "case", "ms (med)", "GFLOP/s", "GB/s", "ref ms",
-         "x ref");
-  const int64_t big = 16 << 20;
+  load_openblas();
+  printf("%-26s %9s %9s %8s | %-8s %8s %8s %8s %8s\n", "case", "ms (med)", "GFLOP/s", "GB/s", "ref",
+         "ms", "GFLOP/s", "GB/s", "tvk/ref");
+  const int64_t big = 16 << 20, bb = 16, bs = 256; /* batched: bb matrices of bs x bs */
   Spec specs[] = {
-      {"matmul 512 f32",
-       build_matmul,
+      matmul_spec("matmul 512 f32", 512, 1),
+      matmul_spec("matmul 1024 f32", 1024, 0),
+      matmul_spec("matmul 2048 f32", 2048, 0),
+      {"matmul 16x256x256 f32",
+       build_bmm,
        check_matmul,
-       ref_matmul,
+       REF_OPENBLAS,
+       NULL,
        1e-4,
-       512,
-       512,
-       512,
+       1,
+       bb,
+       bs,
+       bs,
+       bs,
        2,
-       {{512, 512}, {512, 512}},
-       2.0 * 512 * 512 * 512,
-       3.0 * 512 * 512 * 4},
-      {"matmul 1024 f32",
-       build_matmul,
-       check_matmul,
-       ref_matmul,
-       1e-4,
-       1024,
-       1024,
-       1024,
-       2,
-       {{1024, 1024}, {1024, 1024}},
-       2.0 * 1024 * 1024 * 1024,
-       3.0 * 1024 * 1024 * 4},
-      {"matmul 2048 f32",
-       build_matmul,
-       check_matmul,
-       ref_matmul,
-       1e-4,
-       2048,
-       2048,
-       2048,
-       2,
-       {{2048, 2048}, {2048, 2048}},
-       2.0 * 2048 * 2048 * 2048,
-       3.0 * 2048 * 2048 * 4},
+       {{bb * bs, bs}, {bb * bs, bs}},
+       2.0 * bb * bs * bs * bs,
+       3.0 * bb * bs * bs * 4},
       {"conv 3x3 8x32x32, 64 out",
        build_conv,
        check_conv,
+       REF_C,
        ref_conv,
        1e-4,
+       1,
+       1,
        CN * CK,
        CH * CW,
        0,
@@ -362,8 +648,11 @@ int main(int argc, char **argv) {
       {"softmax 4096x4096 f32",
        build_softmax,
        check_softmax,
+       REF_C,
        ref_softmax,
        1e-3,
+       0,
+       1,
        4096,
        4096,
        0,
@@ -374,8 +663,11 @@ int main(int argc, char **argv) {
       {"a*b+c 16M f32",
        build_fma,
        check_fma,
-       ref_fma,
+       REF_TRIAD,
+       NULL,
        1e-6,
+       1,
+       1,
        0,
        big,
        0,
@@ -386,8 +678,11 @@ int main(int argc, char **argv) {
       {"sum 16M f32",
        build_sum,
        check_sum,
-       ref_sum,
+       REF_READ,
+       NULL,
        1e-3,
+       1,
+       1,
        0,
        big,
        0,
@@ -398,7 +693,7 @@ int main(int argc, char **argv) {
   };
   int nspecs = (int)(sizeof specs / sizeof specs[0]), bad = 0;
   for (int i = 0; i < nspecs; i++) {
-    if (quick && specs[i].m >= 1024) continue;
+    if ((quick && !specs[i].quick) || (only && !strstr(specs[i].name, only))) continue;
     bad += !run_case(ctx, &specs[i], quick ? 3 : (specs[i].m >= 2048 ? 3 : 7));
   }
   tvk_ctx_destroy(ctx);

@@ -10,6 +10,7 @@ packages=(
   libshaderc-dev glslc glslang-dev spirv-tools  # GLSL -> SPIR-V
   libcmocka-dev                             # tests
   mesa-vulkan-drivers vulkan-validationlayers vulkan-tools  # lavapipe + validation for tests
+  libopenblas0-pthread                      # samples/bench's matmul reference (dlopen'ed; nothing links it)
 )
 
 missing=()
