@@ -243,6 +243,22 @@ static int thread_count(const DeviceOptions *opt) {
   return n > CPU_MAX_THREADS ? CPU_MAX_THREADS : (int)n;
 }
 
+/* The widest SIMD register the kernels are compiled for: -march=native's
+ * (cpu_compile.c: only with a known CPU), else the baseline of the ISA. */
+static int vector_bytes(const CpuToolchain *tc) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (tc->cpu_id) {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return 64;
+    if (__builtin_cpu_supports("avx")) return 32;
+  }
+  return 16;
+#else
+  (void)tc;
+  return 16; /* NEON and the like */
+#endif
+}
+
 tvk_status cpu_device_create(const DeviceOptions *opt, Device **out, Error *err) {
   err_clear(err);
   if (!out) return err_set(err, TVK_ERR_INVALID_ARG, "cpu_device_create: out is NULL");
@@ -267,6 +283,7 @@ tvk_status cpu_device_create(const DeviceOptions *opt, Device **out, Error *err)
       .max_local_threads = 1,
       .shared_mem_bytes = 0,
       .cores = c->threads,
+      .vector_bytes = vector_bytes(&c->tc),
   };
   snprintf(c->name, sizeof c->name, "CPU (%s, %d thread%s)", c->tc.cpu_model, c->threads,
            c->threads == 1 ? "" : "s");

@@ -1028,11 +1028,12 @@ static const char golden_r_2_3[] =
     "                 gl_NumWorkGroups.y * gl_WorkGroupID.z);\n"
     "  if (tvk_lin >= pc.grid_x * pc.grid_y * pc.grid_z) return;\n"
     "  const float tvk_zero = uintBitsToFloat(pc.grid_x >> 31);\n"
-    "  precise float val0 = data1[int(gl_LocalInvocationID.x)];\n"
-    "  precise float val1 = data1[(int(gl_LocalInvocationID.x)+2)];\n"
-    "  precise float val2 = data1[(int(gl_LocalInvocationID.x)+4)];\n"
-    "  precise float alu0 = (val0+(val1+val2));\n"
-    "  data0[int(gl_LocalInvocationID.x)] = (float(tvk_zero)>alu0?float(tvk_zero):alu0);\n"
+    "  precise float acc0 = float(tvk_zero);\n"
+    "  for (int ridx1 = 0; ridx1 < 3; ridx1++) {\n"
+    "    precise float val0 = data1[(int(gl_LocalInvocationID.x)+(ridx1*2))];\n"
+    "    acc0 = (acc0+val0);\n"
+    "  }\n"
+    "  data0[int(gl_LocalInvocationID.x)] = (float(tvk_zero)>acc0?float(tvk_zero):acc0);\n"
     "}\n";
 
 static const char golden_E_3_25[] =

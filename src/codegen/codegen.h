@@ -93,10 +93,9 @@ bool st_to_indexed_uops(const ShapeTracker *st, UCtx *ctx, DType idt, UOp *const
 
 /* Float sums accumulate in blocks (lower.c): a reduce axis longer than
  * CG_SUM_BLOCK is split into nested loops ("digits") of at most that many
- * iterations, the innermost loop is unrolled into a balanced tree of its
- * elements, and the other loops are grouped, innermost first, into levels of
- * at most CG_SUM_BLOCK iterations, each with an accumulator of its own that
- * is added to the next level's when its loops close. A sum of N float32
+ * iterations (factors of the length where it has them), and the loops are
+ * grouped, innermost first, into levels of at most CG_SUM_BLOCK iterations, each with an
+ * accumulator of its own that is added to the next level's when its loops close. A sum of N float32
  * values then rounds like a few short sums, not one of N terms: 2^25 ones sum
  * exactly and same-sign data keeps a few 1e-7 relative accuracy at any
  * length. Exact reduces (integers, max) keep one accumulator. Both lowerings
@@ -104,10 +103,12 @@ bool st_to_indexed_uops(const ShapeTracker *st, UCtx *ctx, DType idt, UOp *const
 #define CG_SUM_BLOCK 16
 #define CG_MAX_DIGITS 16 /* loops one reduce axis may be split into (16^16 = 2^64) */
 
-/* Lowers a verified AST (kernel_verify's *norm) to the graph described above.
+/* Lowers a verified AST (kernel_verify's *norm) to the graph described above,
+ * following `plan` (opt.h; checked here, TVK_ERR_INVALID_ARG if it does not
+ * fit the kernel).
  * The outermost output axis of size other than 1 is split across cores (with
  * no such axis, a one-iteration loop that only core 0 runs). Autoreleased. */
-tvk_status lower_kernel(UOp *ast, const KernelDesc *ks, UOp **out, Error *err);
+tvk_status lower_kernel(UOp *ast, const KernelDesc *ks, const OptPlan *plan, UOp **out, Error *err);
 
 /* Grid mode: the loop iterations one invocation may run in its reduces (their
  * trips multiplied). Past it the innermost reduce loops are unrolled, into at
@@ -132,8 +133,8 @@ typedef struct {
  * last work group runs past the elements, is the one output RANGE, of (gid <
  * elements ? 1 : 0) iterations (axis id ndim), which holds the stores and the
  * reduce loops. Fills *launch. Autoreleased. */
-tvk_status lower_kernel_grid(UOp *ast, const KernelDesc *ks, int local_size, UOp **out,
-                             CgLaunch *launch, Error *err);
+tvk_status lower_kernel_grid(UOp *ast, const KernelDesc *ks, const OptPlan *plan, int local_size,
+                             UOp **out, CgLaunch *launch, Error *err);
 
 /* ---- legalize.c ---- */
 

@@ -69,6 +69,26 @@ typedef struct {
   int64_t lo, hi;
 } KernelVar;
 
+/* An optimisation plan: steps applied to the kernel's axes before lowering
+ * (opt.h says what each kind does). */
+typedef enum { OPT_UPCAST, OPT_KINDS } OptKind;
+
+typedef struct {
+  uint8_t kind; /* OptKind */
+  uint8_t axis; /* a dim of the kernel's full shape */
+  int32_t amount;
+} OptStep;
+
+#define OPT_MAX_STEPS 8
+/* Copies of the kernel body one plan may make (the upcast amounts multiplied):
+ * more would only spill registers and grow the source. */
+#define OPT_MAX_COPIES 256
+
+typedef struct {
+  int n;
+  OptStep step[OPT_MAX_STEPS];
+} OptPlan;
+
 typedef struct {
   char *name; /* kernel function name (a C identifier) */
   char *src;  /* the complete source text */
@@ -83,7 +103,8 @@ typedef struct {
   /* The launch (LaunchDims): work-group count and size per dimension. Cores
    * mode: all 1 (the device picks its cores). */
   int64_t global[3], local[3];
-  Error err; /* the status and message when a call returned an error; empty otherwise */
+  OptPlan plan; /* the plan the kernel was made with */
+  Error err;    /* the status and message when a call returned an error; empty otherwise */
 } KernelSource;
 
 /* How a kernel's work is spread over parallel invocations (lower.c). */
@@ -98,6 +119,11 @@ typedef struct {
   bool want_uops;   /* fill KernelSource.uops (TVK_DEBUG >= 4) */
   CgMode mode;
   int local_size; /* GRID: invocations per work group (0: 64); fewer for small kernels */
+  /* The plan: `plan` when not NULL (checked; a bad one is TVK_ERR_INVALID_ARG),
+   * else none when noopt, else the heuristic's for this target. */
+  const OptPlan *plan;
+  bool noopt;
+  int vector_floats; /* CPU: float32 lanes of its widest SIMD (0: 8) */
 } CodegenOpts;
 
 /* Generates the kernel for `ast` (a SINK as above) in C. `name` is the function

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "codegen/opt.h"
 #include "ir/pattern.h"
 
 /* The most reduce loops one kernel has (digits of every reduced axis). */
@@ -14,7 +15,12 @@
 typedef struct {
   UCtx *ctx;
   const KernelDesc *ks;
-  UOp *axis[TVK_MAX_DIMS];      /* the index of each axis: a RANGE, split start + RANGE, or 0 */
+  UOp *axis[TVK_MAX_DIMS]; /* the index of each axis: a RANGE, split start + RANGE, or 0 */
+  /* The plan's upcasts (opt.h): amount per axis (1: none) and, for an
+   * upcast axis, the index of its block; each copy of the body sets axis[d]
+   * to block * amount + its lane. */
+  int64_t up[TVK_MAX_DIMS];
+  UOp *block[TVK_MAX_DIMS];
   UOp *outer[TVK_MAX_DIMS + 1]; /* the output (non-reduce) RANGEs, outermost first */
   /* Each reduced axis: its loops (the digits of its index, innermost first; one
    * RANGE unless split), and, when the digits cover more than the axis, its
@@ -81,53 +87,71 @@ static int64_t pow_sat(int64_t s, int k, int64_t cap) {
 }
 
 /* The loops of a reduce axis of n iterations: one RANGE (axis id `id`), or
- * when split and n > CG_SUM_BLOCK, k nested RANGEs of at most
- * CG_SUM_BLOCK iterations whose digits make the index: inner digits of
- * ceil(n^(1/k)) and an outer one of what remains, so the loops waste little
- * past n. Fills lc->dig / ndig / past of axis d; returns the index (clamped to
+ * when split and n > CG_SUM_BLOCK, nested RANGEs of at most CG_SUM_BLOCK
+ * iterations whose digits make the index: factors of n where it has them,
+ * else k digits of ceil(n^(1/k)) with an outer one of what remains, so the
+ * loops waste little past n. Fills lc->dig / ndig / past of axis d; returns the index (clamped to
  * n - 1 when the digits cover more). */
 static UOp *reduce_loops(LowerCtx *lc, int d, int64_t n, int64_t id) {
   if (!(lc->split >> d & 1) || n <= CG_SUM_BLOCK) {
     lc->ndig[d] = 1;
     return lc->dig[d][0] = b_range(lc, n, id);
   }
-  int k = 1;
-  for (int64_t cover = CG_SUM_BLOCK; cover < n; cover *= CG_SUM_BLOCK) k++;
-  int64_t s = 2; /* the smallest digit size with s^k >= n (at most CG_SUM_BLOCK) */
-  while (pow_sat(s, k, n) < n) s++;
-  int64_t inner = 1;
-  for (int j = 0; j < k - 1; j++) inner *= s;
-  int64_t top = (n + inner - 1) / inner;
-  UOp *idx = NULL;
-  lc->ndig[d] = k;
-  for (int j = k - 1; j >= 0; j--) { /* outermost digit first: idx = (... top) * s + d_j */
-    UOp *r = b_range(lc, j == k - 1 ? top : s, j == 0 ? id : lc->range_id++);
-    lc->dig[d][j] = r;
-    idx = !idx ? r : b2(OP_ADD, b2(OP_MUL, idx, b_c(lc, s)), r);
+  /* digits that multiply to n exactly, innermost first, each the largest
+   * divisor of what remains up to the block: no clamp, no wasted iteration */
+  int64_t f[CG_MAX_DIGITS], rest = n;
+  int k = 0;
+  while (rest > CG_SUM_BLOCK && k < CG_MAX_DIGITS - 1) {
+    int64_t s = CG_SUM_BLOCK;
+    while (s > 1 && rest % s) s--;
+    if (s < 2) break;
+    f[k++] = s, rest /= s;
   }
-  if (top * inner == n) return idx;
+  if (rest <= CG_SUM_BLOCK) {
+    f[k++] = rest;
+  } else { /* no such digits (a large prime factor): equal ones, the index clamped */
+    k = 1;
+    for (int64_t cover = CG_SUM_BLOCK; cover < n; cover *= CG_SUM_BLOCK) k++;
+    int64_t s = 2; /* the smallest digit size with s^k >= n (at most CG_SUM_BLOCK) */
+    while (pow_sat(s, k, n) < n) s++;
+    int64_t inner = 1;
+    for (int j = 0; j < k - 1; j++) f[j] = s, inner *= s;
+    f[k - 1] = (n + inner - 1) / inner;
+  }
+  UOp *idx = NULL;
+  int64_t cover = 1;
+  lc->ndig[d] = k;
+  for (int j = k - 1; j >= 0; j--) { /* outermost digit first: idx = (... d_k-1) * f_j + d_j */
+    UOp *r = b_range(lc, f[j], j == 0 ? id : lc->range_id++);
+    lc->dig[d][j] = r;
+    idx = !idx ? r : b2(OP_ADD, b2(OP_MUL, idx, b_c(lc, f[j])), r);
+    cover *= f[j];
+  }
+  if (cover == n) return idx;
   lc->past[d] = idx;
   return b_min(idx, b_c(lc, n - 1));
 }
 
 /* Sets lc->axis: the first output axis of size other than 1 is split across
  * cores, the other output axes and the reduced axes get a RANGE each (axis id =
- * the dim), size-1 axes the constant 0. With no output axis to split, a
+ * the dim), size-1 axes the constant 0. An upcast axis is this over its
+ * blocks (lc->block), its lanes set per copy. With no output axis to split, a
  * one-iteration range (axis id ndim) keeps every core but the first idle. */
 static bool make_axes(LowerCtx *lc) {
   const KernelDesc *ks = lc->ks;
   bool split = false;
   for (int d = 0; d < ks->ndim; d++) {
     bool red = ks->reduce_axes >> d & 1;
-    if (ks->full[d] == 1)
+    int64_t n = red ? ks->full[d] : ks->full[d] / lc->up[d]; /* blocks of an upcast axis */
+    if (n == 1)
       lc->axis[d] = lc->zero;
     else if (!red && !split)
-      lc->axis[d] = split_axis(lc, ks->full[d], d), split = true;
+      lc->axis[d] = split_axis(lc, n, d), split = true;
     else if (red)
-      lc->axis[d] = reduce_loops(lc, d, ks->full[d], d);
+      lc->axis[d] = reduce_loops(lc, d, n, d);
     else
-      lc->outer[lc->nouter++] = lc->axis[d] = b_range(lc, ks->full[d], d);
-    if (!lc->axis[d]) return false;
+      lc->outer[lc->nouter++] = lc->axis[d] = b_range(lc, n, d);
+    if (!(lc->block[d] = lc->axis[d])) return false;
   }
   if (!split) {
     split_axis(lc, 1, ks->ndim);
@@ -174,17 +198,16 @@ static tvk_status choose_unrolled(LowerCtx *lc, int64_t body) {
                    (long long)total, CG_GRID_LOOP_BUDGET, CG_GRID_MAX_UNROLL, (long long)body);
 }
 
-/* Grid mode (codegen.h, lower_kernel_grid): the output elements numbered
- * row-major, one per invocation gid = group_id * local + local_id; the output
- * axes are the digits of min(gid, total - 1); when the last group runs past the
- * end, a RANGE of (gid < total ? 1 : 0) iterations is the bounds check that
- * holds the stores and the reduces. */
+/* Grid mode (codegen.h, lower_kernel_grid): the output elements (the blocks
+ * of upcast axes) numbered row-major, one per invocation gid = group_id * local + local_id; the
+ * output axes are the digits of min(gid, total - 1); when the last group runs past the end, a RANGE
+ * of (gid < total ? 1 : 0) iterations is the bounds check that holds the stores and the reduces. */
 static bool make_axes_grid(LowerCtx *lc, int local_size, CgLaunch *launch) {
   const KernelDesc *ks = lc->ks;
   UCtx *c = lc->ctx;
-  int64_t total = 1;
+  int64_t total = 1; /* invocations: the output's blocks */
   for (int d = 0; d < ks->ndim; d++)
-    if (!(ks->reduce_axes >> d & 1)) total *= ks->full[d];
+    if (!(ks->reduce_axes >> d & 1)) total *= ks->full[d] / lc->up[d];
   int64_t local = total < local_size ? (total > 1 ? total : 1) : local_size;
   int64_t groups = (total + local - 1) / local; /* 0 for an empty output: nothing runs */
   *launch = (CgLaunch){{groups, 1, 1}, {local, 1, 1}};
@@ -202,15 +225,16 @@ static bool make_axes_grid(LowerCtx *lc, int local_size, CgLaunch *launch) {
   int64_t stride = 1; /* of axis d in the numbering: the output axes after it */
   for (int d = ks->ndim - 1; d >= 0; d--) {
     bool red = ks->reduce_axes >> d & 1;
-    if (ks->full[d] == 1)
+    int64_t n = red ? ks->full[d] : ks->full[d] / lc->up[d];
+    if (n == 1)
       lc->axis[d] = lc->zero;
     else if (red)
-      lc->axis[d] = reduce_loops(lc, d, ks->full[d], d);
+      lc->axis[d] = reduce_loops(lc, d, n, d);
     else {
-      lc->axis[d] = b2(OP_MOD, b2(OP_IDIV, flat, b_c(lc, stride)), b_c(lc, ks->full[d]));
-      stride *= ks->full[d];
+      lc->axis[d] = b2(OP_MOD, b2(OP_IDIV, flat, b_c(lc, stride)), b_c(lc, n));
+      stride *= n;
     }
-    if (!lc->axis[d]) return false;
+    if (!(lc->block[d] = lc->axis[d])) return false;
   }
   return true;
 }
@@ -316,14 +340,6 @@ static int64_t trips(const UOp *range) {
   return end->op == OP_CONST ? end->arg.i : INT64_MAX / CG_SUM_BLOCK;
 }
 
-/* The sum of v[0..n) as a balanced tree: each term passes through about
- * log2(n) roundings instead of up to n. */
-static UOp *tree_sum(Op op, UOp **v, int n) {
-  if (n == 1) return v[0];
-  UOp *a = tree_sum(op, v, n / 2), *b = tree_sum(op, v + n / 2, n - n / 2);
-  return b2(op, a, b);
-}
-
 /* Copies of v, one per iteration of loops[0..n) in the order the loops run
  * them (loops[0] innermost, fastest), each with the RANGEs replaced by the
  * iteration's constants; appended to out (*nout grows). */
@@ -350,10 +366,10 @@ static UOp *fold(Op op, UOp *ident, UOp *const *v, int n) {
 /* REDUCE_AXIS(x) -> ASSIGN(acc, acc op x), acc = DEFINE_ACC(identity, the reduce's loops).
  *
  * A float sum accumulates in levels (CG_SUM_BLOCK): its loops, innermost
- * first, are grouped into levels of at most CG_SUM_BLOCK iterations; level 0
- * is the innermost loop alone, unrolled into a balanced tree of its elements
- * (independent adds, pairwise rounding); level L + 1 adds level L's total each
- * time level L's loops close, with an accumulator of its own. An exact reduce
+ * first, are grouped into levels of at most CG_SUM_BLOCK iterations, each
+ * with an accumulator of its own; level L + 1 adds level L's total each time
+ * level L's loops close. (Level 0 is a plain loop, not a tree of adds: a
+ * register tile of loop-carried accumulators is what compilers vectorise.) An exact reduce
  * (integers, max, product) has one level over every loop. Elements past an
  * axis's end (its digits cover more) are the identity.
  *
@@ -383,17 +399,15 @@ static UOp *lower_reduce(void *ctx, UOp **c) {
   int nu = 0;
   bool nested = has_acc(x);
   while (!nested && nu < nl && nu < lc->nunrolled && loops[nu] == lc->unrolled[nu]) nu++;
-  bool tree = sum && !nested && nl > 0 && trips(loops[0]) >= 2 && trips(loops[0]) <= CG_SUM_BLOCK;
-  if (tree && nu == 0) nu = 1;
 
   UOp *v = x; /* the value of the levels so far, once their loops close */
   for (int at = 0; at < nl;) {
     /* the level: loops [at, end), as many as multiply to at most the block
-     * (at least one; level 0 of a tree is its loop alone); exact: all */
+     * (at least one); exact: all */
     int end = at + 1;
     if (!sum) {
       end = nl;
-    } else if (!(tree && at == 0)) {
+    } else {
       for (int64_t it = trips(loops[at]); end < nl && it * trips(loops[end]) <= CG_SUM_BLOCK;)
         it *= trips(loops[end++]);
     }
@@ -402,7 +416,7 @@ static UOp *lower_reduce(void *ctx, UOp **c) {
     int n = 0;
     if (ncopy > 0 && !copy_iterations(lc, v, loops + at, ncopy, copies, &n)) return oom(lc);
     if (ncopy == end - at) { /* every loop copied: no accumulator */
-      v = tree && at == 0 ? tree_sum(op, copies, n) : fold(op, ident, copies, n);
+      v = fold(op, ident, copies, n);
     } else {
       UOp *src[1 + MAX_LOOPS];
       int ns = 0;
@@ -446,6 +460,39 @@ static tvk_status lower_rewrite(UOp *ast, LowerCtx *lc, UOp **out, Error *err) {
   return TVK_OK;
 }
 
+/* The rewrite once per copy of the body (the lanes of the upcast axes,
+ * row-major: the last axis's lanes fastest), the stores of every copy in one
+ * SINK. Copies share the loops and whatever does not depend on a lane
+ * (hash-consing); each has accumulators of its own (lc->nacc goes on). */
+static tvk_status lower_copies(UOp *ast, LowerCtx *lc, UOp **out, Error *err) {
+  const KernelDesc *ks = lc->ks;
+  int64_t copies = 1;
+  for (int d = 0; d < ks->ndim; d++) copies *= lc->up[d];
+  if (copies == 1) return lower_rewrite(ast, lc, out, err);
+  size_t cap = (size_t)copies * ast->nsrc, n = 0;
+  UOp **stores = malloc(cap * sizeof *stores);
+  if (!stores) return err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
+  tvk_status st = TVK_OK;
+  for (int64_t c = 0; c < copies && st == TVK_OK; c++) {
+    int64_t rest = c;
+    for (int d = ks->ndim - 1; d >= 0; d--) {
+      if (lc->up[d] == 1) continue;
+      int64_t lane = rest % lc->up[d];
+      rest /= lc->up[d];
+      UOp *k = b_c(lc, lane), *a = b_c(lc, lc->up[d]);
+      lc->axis[d] = b2(OP_ADD, b2(OP_MUL, lc->block[d], a), k);
+      if (!lc->axis[d]) st = err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
+    }
+    UOp *res;
+    if (st == TVK_OK && (st = lower_rewrite(ast, lc, &res, err)) == TVK_OK)
+      for (uint32_t i = 0; i < res->nsrc && n < cap; i++) stores[n++] = res->src[i];
+  }
+  if (st == TVK_OK && !(*out = uop_sink(lc->ctx, (int)n, stores)))
+    st = err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
+  free(stores);
+  return st;
+}
+
 /* What lowering needs to know of the AST's reduces before making the axes:
  * the axes float sums reduce (split into digits), and the UOps of the largest
  * reduce body (what a copy of it costs). */
@@ -469,35 +516,40 @@ static bool scan_reduces(UOp *ast, uint32_t *sum_axes, int64_t *body) {
   return ok;
 }
 
-static bool lower_init(LowerCtx *lc, UOp *ast, const KernelDesc *ks, Error *err, int64_t *body) {
+static bool lower_init(LowerCtx *lc, UOp *ast, const KernelDesc *ks, const OptPlan *plan,
+                       Error *err, int64_t *body) {
   *lc = (LowerCtx){.ctx = ast->ctx, .ks = ks, .err = err};
+  opt_upcasts(ks, plan, lc->up);
   lc->idt = ks->index64 ? dt_make(DT_INT64) : dt_make(DT_INT32);
   lc->range_id = 2 * ks->ndim + 2; /* after the axes and the bounds range */
   lc->zero = b_c(lc, 0);
   return lc->zero && scan_reduces(ast, &lc->split, body);
 }
 
-tvk_status lower_kernel(UOp *ast, const KernelDesc *ks, UOp **out, Error *err) {
+tvk_status lower_kernel(UOp *ast, const KernelDesc *ks, const OptPlan *plan, UOp **out,
+                        Error *err) {
   *out = NULL;
   LowerCtx lc;
   int64_t body;
-  if (!lower_init(&lc, ast, ks, err, &body) || !make_axes(&lc))
+  if (opt_check(ks, plan, err) != TVK_OK) return err->status;
+  if (!lower_init(&lc, ast, ks, plan, err, &body) || !make_axes(&lc))
     return err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
-  return lower_rewrite(ast, &lc, out, err);
+  return lower_copies(ast, &lc, out, err);
 }
 
-tvk_status lower_kernel_grid(UOp *ast, const KernelDesc *ks, int local_size, UOp **out,
-                             CgLaunch *launch, Error *err) {
+tvk_status lower_kernel_grid(UOp *ast, const KernelDesc *ks, const OptPlan *plan, int local_size,
+                             UOp **out, CgLaunch *launch, Error *err) {
   *out = NULL;
   if (local_size < 1)
     return err_first(err, TVK_ERR_INVALID_ARG, "lowering: work-group size %d", local_size);
   LowerCtx lc;
   int64_t body;
-  if (!lower_init(&lc, ast, ks, err, &body))
+  if (opt_check(ks, plan, err) != TVK_OK) return err->status;
+  if (!lower_init(&lc, ast, ks, plan, err, &body))
     return err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
   lc.split = ks->reduce_axes; /* every long axis: the budget may need to unroll part of it */
   if (!make_axes_grid(&lc, local_size, launch))
     return err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
   if (choose_unrolled(&lc, body) != TVK_OK) return err->status;
-  return lower_rewrite(ast, &lc, out, err);
+  return lower_copies(ast, &lc, out, err);
 }

@@ -7,6 +7,7 @@
 
 #include "codegen/codegen.h"
 #include "codegen/kernel.h"
+#include "codegen/opt.h"
 #include "codegen/render.h"
 #include "ir/symbolic.h"
 
@@ -48,15 +49,29 @@ static tvk_status describe(const KernelDesc *kd, const char *name, KernelSource 
   return TVK_OK;
 }
 
+/* The plan of the kernel (CodegenOpts.plan / noopt / the heuristic). */
+static void choose_plan(UOp *norm, const KernelDesc *kd, const CodegenOpts *opts, OptPlan *plan) {
+  if (opts && opts->plan) {
+    *plan = *opts->plan;
+    return;
+  }
+  plan->n = 0;
+  if (!opts || opts->noopt) return;
+  OptTarget t = {.mode = opts->mode,
+                 .vector_floats = opts->vector_floats ? opts->vector_floats : 8};
+  opt_heuristic(norm, kd, &t, plan);
+}
+
 /* The passes from a verified AST to the linear program; *launch is the grid. */
-static tvk_status passes(UOp *norm, const KernelDesc *kd, const CodegenOpts *opts, const Lang *lang,
-                         LinearProgram *lp, CgLaunch *launch, Error *err) {
+static tvk_status passes(UOp *norm, const KernelDesc *kd, const CodegenOpts *opts,
+                         const OptPlan *plan, const Lang *lang, LinearProgram *lp, CgLaunch *launch,
+                         Error *err) {
   UOp *low, *legal;
   *launch = (CgLaunch){{1, 1, 1}, {1, 1, 1}};
   if (opts && opts->mode == CG_MODE_GRID) {
     int local = opts->local_size > 0 ? opts->local_size : 64;
-    if (lower_kernel_grid(norm, kd, local, &low, launch, err) != TVK_OK) return err->status;
-  } else if (lower_kernel(norm, kd, &low, err) != TVK_OK) {
+    if (lower_kernel_grid(norm, kd, plan, local, &low, launch, err) != TVK_OK) return err->status;
+  } else if (lower_kernel(norm, kd, plan, &low, err) != TVK_OK) {
     return err->status;
   }
   UOp *simple = uop_simplify(low);
@@ -83,10 +98,12 @@ tvk_status codegen_kernel_opts(UOp *ast, const char *name, const CodegenOpts *op
   LinearProgram lp = {0};
   CgLaunch launch;
   UOp *norm;
-  char auto_name[4 + 21 * TVK_MAX_DIMS]; /* "r" and "_<int64>" per dim: never cut short */
-  if (kernel_verify(ast, &norm, kd, &err) == TVK_OK &&
-      passes(norm, kd, opts, lang, &lp, &launch, &err) == TVK_OK) {
-    if (!name) kernel_default_name(kd, auto_name, sizeof auto_name), name = auto_name;
+  OptPlan plan = {0};
+  char auto_name[4 + 42 * TVK_MAX_DIMS]; /* "r" and "_<int64>u<int64>" per dim: never cut short */
+  if (kernel_verify(ast, &norm, kd, &err) == TVK_OK && (choose_plan(norm, kd, opts, &plan), true) &&
+      passes(norm, kd, opts, &plan, lang, &lp, &launch, &err) == TVK_OK) {
+    if (!name) opt_kernel_name(kd, &plan, auto_name, sizeof auto_name), name = auto_name;
+    out->plan = plan;
     RenderInfo info = {name, kd->nbufs, kd->bufs, kd->nvars, kd->vars, {0}};
     memcpy(info.local, launch.local, sizeof info.local);
     memcpy(out->global, launch.global, sizeof out->global);

@@ -301,6 +301,7 @@ static tvk_status run(tvk_ctx *ctx, const Schedule *s) {
   Runner r = {.dev = ctx->dev,
               .programs = &ctx->programs,
               .debug = ctx->opt.debug,
+              .noopt = ctx->opt.noopt != 0,
               .stats = &ctx->stats,
               .err = &ctx->err};
   tvk_status st = run_schedule(&r, s, bufs);

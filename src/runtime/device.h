@@ -35,6 +35,7 @@ typedef struct {
   size_t shared_mem_bytes;   /* per work group; 0 if none */
   int cores;                 /* CPU: threads used per launch */
   int max_kernel_buffers;    /* most buffers one kernel may bind; 0: no limit */
+  int vector_bytes;          /* CPU: the widest SIMD register its kernels may use; 0: unknown */
 } DeviceLimits;
 
 typedef struct {

@@ -123,7 +123,9 @@ static tvk_status prepare(const Runner *r, const Schedule *s, int i, Prepared *p
   CodegenOpts o = {.lang = d->lang,
                    .want_uops = r->debug >= 4,
                    .mode = d->codegen_mode == CG_MODE_GRID ? CG_MODE_GRID : CG_MODE_CORES,
-                   .local_size = most > 0 && most < 64 ? (int)most : 64};
+                   .local_size = most > 0 && most < 64 ? (int)most : 64,
+                   .noopt = r->noopt,
+                   .vector_floats = d->limits.vector_bytes / 4};
   tvk_status st = codegen_kernel_opts(s->items[i].ast, NULL, &o, &p->ks);
   if (st != TVK_OK) {
     char out[160];

@@ -23,6 +23,7 @@ typedef struct {
   Device *dev;
   ProgCache **programs; /* the cache, made at the first compile (*programs NULL before) */
   int debug;            /* TVK_DEBUG level */
+  bool noopt;           /* TVK_NOOPT: kernels without optimisation plans */
   tvk_stats *stats;     /* kernels compiled, cache hits, kernels run, schedules are counted */
   Error *err;           /* where a failure is reported */
 } Runner;

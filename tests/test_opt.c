@@ -1,0 +1,514 @@
+/* Optimisation plans (src/codegen/opt.h): random valid plans applied to random
+ * kernels must give the unoptimised kernel's result bit for bit (an upcast
+ * changes where work runs, never the order of a reduce's additions), and
+ * both must match a reference evaluated here in double precision from the
+ * views' own definition (st_index_int). Runs on the CPU and, when there is
+ * one, on a Vulkan device (with the validation layer under ctest: any message
+ * fails the suite). Also: what opt_check refuses, and the heuristic's plans
+ * for the shapes it is meant for. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "codegen/codegen.h"
+#include "codegen/kernel.h"
+#include "codegen/opt.h"
+#include "ir/view.h"
+#include "runtime/device.h"
+#include "test_util.h"
+
+typedef struct {
+  Device *dev[2]; /* CPU, Vulkan (NULL: none) */
+  UCtx *c;
+} Suite;
+
+static uint64_t rng = 0x6a09e667f3bcc909ull;
+static int64_t pick(int64_t n) { return (int64_t)(xorshift64(&rng) % (uint64_t)n); }
+
+/* ---------------------------------------------------------------- random kernels */
+
+enum { ND = 3 };
+
+/* One input: a buffer of `numel` elements seen through `st` (full shape). */
+typedef struct {
+  ShapeTracker *st;
+  int64_t numel;
+  double *host;
+} Input;
+
+typedef struct {
+  int kind; /* 0 elementwise, 1 reduce, 2 matmul */
+  ScalarType t;
+  int64_t full[ND];
+  uint32_t red; /* reduced axes */
+  Op rop;
+  Input in[2];
+  UOp *sink;
+} Case;
+
+/* A view of the full shape over a smaller buffer: some dims broadcast, one
+ * maybe padded, one maybe flipped. */
+static Input random_input(const int64_t *full) {
+  int64_t base[ND];
+  sint pads[ND][2] = {{0, 0}};
+  bool flip[ND] = {false};
+  for (int d = 0; d < ND; d++) base[d] = full[d] > 1 && pick(4) == 0 ? 1 : full[d];
+  int pd = (int)pick(ND);
+  if (base[pd] > 2 && pick(2)) { /* pad: the buffer is shorter along pd */
+    int64_t p = 1 + pick(2);
+    pads[pd][0] = pick(p + 1), pads[pd][1] = p - pads[pd][0];
+    base[pd] -= p;
+  }
+  if (pick(2)) flip[pick(ND)] = true;
+  ShapeTracker *a = st_from_shape(ND, base), *b = st_pad(a, pads), *c = st_flip(b, flip);
+  ShapeTracker *e = st_expand(c, full);
+  assert_non_null(e);
+  st_free(a), st_free(b), st_free(c);
+  Input in = {e, base[0] * base[1] * base[2], NULL};
+  in.host = malloc((size_t)in.numel * sizeof *in.host);
+  return in;
+}
+
+static const int64_t sizes[] = {1, 2, 3, 4, 5, 6, 8, 12, 16, 7, 24, 32};
+
+static void random_case(UCtx *c, Case *k) {
+  memset(k, 0, sizeof *k);
+  k->kind = (int)pick(3);
+  k->t = pick(3) == 0 ? DT_INT32 : DT_FLOAT32;
+  for (int d = 0; d < ND; d++) k->full[d] = sizes[pick(sizeof sizes / sizeof *sizes)];
+  if (k->kind == 1)
+    while (!k->red) k->red = (uint32_t)pick(1 << ND);
+  k->rop = k->kind == 1 && pick(3) == 0 ? OP_MAX : OP_ADD;
+  if (k->kind == 2) { /* (M, N, K): a (M, K) times a (K, N) read transposed */
+    k->red = 1u << 2;
+    k->full[2] = 1 + pick(40);
+    ShapeTracker *a0 = shp(3, k->full[0], (int64_t)1, k->full[2]);
+    ShapeTracker *b0 = shp(3, k->full[2], k->full[1], (int64_t)1);
+    ShapeTracker *b1 = st_permute(b0, (const int[]){2, 1, 0});
+    k->in[0] = (Input){st_expand(a0, k->full), k->full[0] * k->full[2], NULL};
+    k->in[1] = (Input){st_expand(b1, k->full), k->full[1] * k->full[2], NULL};
+    st_free(a0), st_free(b0), st_free(b1);
+    for (int i = 0; i < 2; i++) k->in[i].host = malloc((size_t)k->in[i].numel * sizeof(double));
+  } else {
+    k->in[0] = random_input(k->full), k->in[1] = random_input(k->full);
+  }
+  for (int i = 0; i < 2; i++)
+    for (int64_t e = 0; e < k->in[i].numel; e++)
+      k->in[i].host[e] =
+          k->t == DT_INT32 ? (double)(pick(11) - 5) : (double)(pick(2001) - 1000) / 512;
+  UOp *x = ld(c, 1, k->t, st_clone(k->in[0].st)), *y = ld(c, 2, k->t, st_clone(k->in[1].st));
+  UOp *v = uop_mul(x, y);
+  int64_t out[ND];
+  for (int d = 0; d < ND; d++) out[d] = k->red >> d & 1 ? 1 : k->full[d];
+  if (k->red) {
+    int64_t axes[ND];
+    int n = 0;
+    for (int d = 0; d < ND; d++)
+      if (k->red >> d & 1) axes[n++] = d;
+    v = reduce(v, k->rop, n, axes);
+  } else {
+    v = uop_add(v, x);
+  }
+  k->sink = sink1(store(c, 0, k->t, st_from_shape(ND, out), v));
+}
+
+static void case_free(Case *k) {
+  for (int i = 0; i < 2; i++) st_free(k->in[i].st), free(k->in[i].host);
+}
+
+static double input_at(const Input *in, const int64_t *idx) {
+  sint off;
+  return st_index_int(in->st, idx, &off) ? in->host[off] : 0;
+}
+
+/* The reference of output element o (row-major over the output shape). */
+static double reference(const Case *k, const int64_t *oidx) {
+  int64_t idx[ND], n[ND];
+  for (int d = 0; d < ND; d++) n[d] = k->red >> d & 1 ? k->full[d] : 1;
+  double acc = k->rop == OP_MAX ? -INFINITY : 0;
+  for (int64_t r = 0; r < n[0] * n[1] * n[2]; r++) {
+    int64_t rest = r;
+    for (int d = ND - 1; d >= 0; d--) {
+      idx[d] = k->red >> d & 1 ? rest % n[d] : oidx[d];
+      rest /= n[d];
+    }
+    double x = input_at(&k->in[0], idx), v = x * input_at(&k->in[1], idx);
+    if (!k->red) return v + x;
+    acc = k->rop == OP_MAX ? fmax(acc, v) : acc + v;
+  }
+  return acc;
+}
+
+/* The bound on the error of the float32 result: the sum of |terms| times
+ * 2^-24 per rounding, of which a product and a blocked sum of up to a few
+ * hundred terms make under 64. */
+static double tolerance(const Case *k, const int64_t *oidx) {
+  if (k->t == DT_INT32 || k->rop == OP_MAX) return 0;
+  Case a = *k;
+  Input abs_in[2];
+  for (int i = 0; i < 2; i++) {
+    abs_in[i] = k->in[i];
+    abs_in[i].host = malloc((size_t)k->in[i].numel * sizeof(double));
+    for (int64_t e = 0; e < k->in[i].numel; e++) abs_in[i].host[e] = fabs(k->in[i].host[e]);
+    a.in[i] = abs_in[i];
+  }
+  double mag = reference(&a, oidx);
+  for (int i = 0; i < 2; i++) free(abs_in[i].host);
+  return 64 * 0x1p-24 * mag;
+}
+
+/* ---------------------------------------------------------------- running */
+
+/* Codegen under `plan` (NULL: no optimisation) for device d, compile, run;
+ * the output (float or int32 as the case's dtype) into out. */
+static void run_plan(Device *d, const Case *k, const OptPlan *plan, void *out, size_t out_bytes) {
+  CodegenOpts o = {.lang = d->lang,
+                   .mode = d->codegen_mode == CG_MODE_GRID ? CG_MODE_GRID : CG_MODE_CORES,
+                   .local_size = 32,
+                   .plan = plan,
+                   .noopt = plan == NULL};
+  KernelSource ks;
+  if (codegen_kernel_opts(k->sink, NULL, &o, &ks) != TVK_OK) fail_msg("codegen: %s", ks.err.msg);
+  DevProgram *p = NULL;
+  bool hit;
+  if (d->ops->compile(d, ks.name, ks.src, &p, &hit) != TVK_OK)
+    fail_msg("compile: %s\n%s", d->err.msg, ks.src);
+  DevBuffer *bufs[3];
+  assert_int_equal(d->ops->alloc(d, out_bytes, &bufs[0]), TVK_OK);
+  memset(out, 0xAB, out_bytes); /* what the kernel fails to write shows */
+  assert_int_equal(d->ops->copy_in(d, bufs[0], 0, out, out_bytes), TVK_OK);
+  for (int i = 0; i < 2; i++) {
+    size_t n = (size_t)k->in[i].numel;
+    void *h = malloc(n * 4);
+    for (size_t e = 0; e < n; e++) {
+      if (k->t == DT_INT32)
+        ((int32_t *)h)[e] = (int32_t)k->in[i].host[e];
+      else
+        ((float *)h)[e] = (float)k->in[i].host[e];
+    }
+    assert_int_equal(d->ops->alloc(d, n * 4, &bufs[i + 1]), TVK_OK);
+    assert_int_equal(d->ops->copy_in(d, bufs[i + 1], 0, h, n * 4), TVK_OK);
+    free(h);
+  }
+  LaunchDims dims;
+  memcpy(dims.global, ks.global, sizeof dims.global);
+  memcpy(dims.local, ks.local, sizeof dims.local);
+  if (d->ops->launch(d, p, bufs, 3, NULL, 0, &dims) != TVK_OK) fail_msg("launch: %s", d->err.msg);
+  assert_int_equal(d->ops->sync(d), TVK_OK);
+  assert_int_equal(d->ops->copy_out(d, bufs[0], 0, out, out_bytes), TVK_OK);
+  for (int i = 0; i < 3; i++) d->ops->free(d, bufs[i]);
+  d->ops->program_free(d, p);
+  kernel_source_free(&ks);
+}
+
+/* A random valid plan: each output axis upcast by a random divisor of its
+ * size, or not, within OPT_MAX_COPIES. */
+static OptPlan random_plan(const Case *k) {
+  OptPlan p = {0};
+  int64_t copies = 1;
+  int order[ND] = {0, 1, 2};
+  for (int i = ND - 1; i > 0; i--) { /* steps in a random order */
+    int j = (int)pick(i + 1), t = order[i];
+    order[i] = order[j], order[j] = t;
+  }
+  for (int i = 0; i < ND; i++) {
+    int d = order[i];
+    if (k->red >> d & 1 || k->full[d] == 1 || pick(3) == 0) continue;
+    int64_t divs[32], nd = 0;
+    for (int64_t a = 2; a <= k->full[d]; a++)
+      if (k->full[d] % a == 0 && copies * a <= OPT_MAX_COPIES) divs[nd++] = a;
+    if (!nd) continue;
+    int64_t a = divs[pick(nd)];
+    copies *= a;
+    p.step[p.n++] = (OptStep){OPT_UPCAST, (uint8_t)d, (int32_t)a};
+  }
+  return p;
+}
+
+static void describe(const Case *k, const OptPlan *p, char *buf, size_t n) {
+  char ps[128];
+  opt_plan_str(p, ps, sizeof ps);
+  snprintf(buf, n, "kind %d %s full (%lld,%lld,%lld) red %u plan [%s]", k->kind,
+           k->t == DT_INT32 ? "int32" : "float32", (long long)k->full[0], (long long)k->full[1],
+           (long long)k->full[2], k->red, ps);
+}
+
+static void check_case(Device *d, const Case *k) {
+  int64_t out[ND], n = 1;
+  for (int e = 0; e < ND; e++) n *= out[e] = k->red >> e & 1 ? 1 : k->full[e];
+  size_t bytes = (size_t)n * 4;
+  void *base = malloc(bytes), *opt = malloc(bytes);
+  run_plan(d, k, NULL, base, bytes);
+  for (int trial = 0; trial < 3; trial++) {
+    OptPlan p = random_plan(k);
+    if (trial == 2) { /* and the heuristic's */
+      KernelDesc *kd = calloc(1, sizeof *kd);
+      UOp *norm;
+      Error err = {0};
+      assert_int_equal(kernel_verify(k->sink, &norm, kd, &err), TVK_OK);
+      OptTarget t = {.mode = d->codegen_mode == CG_MODE_GRID ? CG_MODE_GRID : CG_MODE_CORES,
+                     .vector_floats = 16};
+      opt_heuristic(norm, kd, &t, &p);
+      free(kd);
+    }
+    run_plan(d, k, &p, opt, bytes);
+    char what[200];
+    describe(k, &p, what, sizeof what);
+    if (memcmp(base, opt, bytes) != 0) fail_msg("%s: the plan changes the result", what);
+  }
+  for (int64_t o = 0; o < n; o++) {
+    int64_t idx[ND], rest = o;
+    for (int e = ND - 1; e >= 0; e--) idx[e] = rest % out[e], rest /= out[e];
+    double want = reference(k, idx), tol = tolerance(k, idx);
+    double got = k->t == DT_INT32 ? ((int32_t *)base)[o] : ((float *)base)[o];
+    if (!(fabs(got - want) <= tol)) {
+      char what[200];
+      describe(k, &(OptPlan){0}, what, sizeof what);
+      fail_msg("%s: element %lld is %.9g, the reference %.9g", what, (long long)o, got, want);
+    }
+  }
+  free(base), free(opt);
+}
+
+static void test_random_plans(void **state) {
+  Suite *s = *state;
+  for (int i = 0; i < 40; i++) {
+    Case k;
+    random_case(s->c, &k);
+    for (int d = 0; d < 2; d++)
+      if (s->dev[d]) check_case(s->dev[d], &k);
+    case_free(&k);
+    uop_pool_drain(s->c, 0);
+  }
+}
+
+/* ---------------------------------------------------------------- checks and heuristic */
+
+static void desc_of(UOp *sink, KernelDesc *kd, UOp **norm) {
+  Error err = {0};
+  assert_int_equal(kernel_verify(sink, norm, kd, &err), TVK_OK);
+}
+
+static void test_check_refuses(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  const int64_t ax[] = {1};
+  UOp *r = reduce(ld(c, 1, DT_FLOAT32, shp(2, (int64_t)12, (int64_t)5)), OP_ADD, 1, ax);
+  UOp *sink = sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)12, (int64_t)1), r));
+  KernelDesc *kd = calloc(1, sizeof *kd);
+  UOp *norm;
+  desc_of(sink, kd, &norm);
+  const struct {
+    OptPlan p;
+    const char *msg;
+  } bad[] = {
+      {{1, {{OPT_UPCAST, 0, 5}}}, "must divide"},
+      {{1, {{OPT_UPCAST, 0, 0}}}, "must divide"},
+      {{1, {{OPT_UPCAST, 1, 5}}}, "reduced"},
+      {{1, {{OPT_UPCAST, 2, 2}}}, "2-dim kernel"},
+      {{2, {{OPT_UPCAST, 0, 2}, {OPT_UPCAST, 0, 3}}}, "split twice"},
+      {{1, {{OPT_KINDS, 0, 2}}}, "kind"},
+      {{OPT_MAX_STEPS + 1, {{0}}}, "steps"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    Error err = {0};
+    assert_int_equal(opt_check(kd, &bad[i].p, &err), TVK_ERR_INVALID_ARG);
+    if (!strstr(err.msg, bad[i].msg)) fail_msg("plan %zu: '%s' lacks '%s'", i, err.msg, bad[i].msg);
+    /* and codegen reports it instead of lowering */
+    CodegenOpts o = {.plan = &bad[i].p};
+    KernelSource ks;
+    assert_int_equal(codegen_kernel_opts(sink, NULL, &o, &ks), TVK_ERR_INVALID_ARG);
+  }
+  Error err = {0};
+  OptPlan ok = {1, {{OPT_UPCAST, 0, 12}}};
+  assert_int_equal(opt_check(kd, &ok, &err), TVK_OK);
+  char name[64];
+  opt_kernel_name(kd, &ok, name, sizeof name);
+  assert_string_equal(name, "r_1u12_5");
+  free(kd);
+  uop_pool_drain(c, 0);
+}
+
+/* A matmul gets a register tile on the CPU (the contiguous output axis by the
+ * SIMD lanes, the other by 4), and the kernel's name says so. */
+static void test_heuristic_matmul(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  const int64_t ax[] = {2}, full[] = {64, 48, 32};
+  ShapeTracker *a0 = shp(3, (int64_t)64, (int64_t)1, (int64_t)32),
+               *b0 = shp(3, (int64_t)1, (int64_t)48, (int64_t)32);
+  UOp *mm = reduce(
+      uop_mul(ld(c, 1, DT_FLOAT32, st_expand(a0, full)), ld(c, 2, DT_FLOAT32, st_expand(b0, full))),
+      OP_ADD, 1, ax);
+  st_free(a0), st_free(b0);
+  UOp *sink = sink1(store(c, 0, DT_FLOAT32, shp(3, (int64_t)64, (int64_t)48, (int64_t)1), mm));
+  KernelDesc *kd = calloc(1, sizeof *kd);
+  UOp *norm;
+  desc_of(sink, kd, &norm);
+  OptTarget t = {.mode = CG_MODE_CORES, .vector_floats = 16};
+  OptPlan p;
+  opt_heuristic(norm, kd, &t, &p);
+  char str[64], name[64];
+  opt_plan_str(&p, str, sizeof str);
+  assert_string_equal(str, "UPCAST(1,16) UPCAST(0,4)");
+  opt_kernel_name(kd, &p, name, sizeof name);
+  assert_string_equal(name, "r_16u4_3u16_32");
+  /* no upcast without an axis it divides (47 is prime) */
+  const int64_t f2[] = {64, 47, 32};
+  ShapeTracker *c0 = shp(3, (int64_t)64, (int64_t)1, (int64_t)32),
+               *d0 = shp(3, (int64_t)1, (int64_t)47, (int64_t)32);
+  UOp *m2 = reduce(
+      uop_mul(ld(c, 1, DT_FLOAT32, st_expand(c0, f2)), ld(c, 2, DT_FLOAT32, st_expand(d0, f2))),
+      OP_ADD, 1, ax);
+  st_free(c0), st_free(d0);
+  UOp *s2 = sink1(store(c, 0, DT_FLOAT32, shp(3, (int64_t)64, (int64_t)47, (int64_t)1), m2));
+  desc_of(s2, kd, &norm);
+  opt_heuristic(norm, kd, &t, &p);
+  opt_plan_str(&p, str, sizeof str);
+  assert_string_equal(str, "UPCAST(0,4)");
+  free(kd);
+  uop_pool_drain(c, 0);
+}
+
+/* ---------------------------------------------------------------- golden source */
+
+/* The C of a 4x8 (K = 4) matmul under UPCAST(1,4) UPCAST(0,2): eight
+ * accumulators in one k loop, each row of A loaded once per k for the four
+ * columns, each element of B once for the two rows. Regenerate on purpose
+ * with TVK_GOLDEN_PRINT=1 ./test_opt and review. */
+static const char golden_mm[] =
+    "#include <math.h>\n"
+    "#include <stdbool.h>\n"
+    "#include <stdint.h>\n"
+    "void r_2u2_2u4_4(void *const *bufs, const int32_t *vals, int32_t core_id, int32_t n_cores) {\n"
+    "  float *data0 = (float *)bufs[0];\n"
+    "  const float *data1 = (const float *)bufs[1];\n"
+    "  const float *data2 = (const float *)bufs[2];\n"
+    "  (void)vals;\n"
+    "  int32_t alu0 = ((1/n_cores)+1);\n"
+    "  int32_t alu1 = (core_id*alu0);\n"
+    "  int32_t alu2 = ((alu1<2)?alu1:2);\n"
+    "  int32_t alu3 = (alu2*16);\n"
+    "  int32_t alu4 = (2-alu2);\n"
+    "  int32_t alu5 = ((alu4<alu0)?alu4:alu0);\n"
+    "  int32_t alu6 = (alu2*8);\n"
+    "  for (int32_t ridx0 = 0; ridx0 < alu5; ridx0++) {\n"
+    "    int32_t alu7 = (alu3+(ridx0*16));\n"
+    "    int32_t alu8 = (alu6+(ridx0*8));\n"
+    "    for (int32_t ridx1 = 0; ridx1 < 2; ridx1++) {\n"
+    "      int32_t alu9 = (alu7+(ridx1*4));\n"
+    "      float acc0 = 0.0f;\n"
+    "      int32_t alu10 = (ridx1*16);\n"
+    "      float acc1 = 0.0f;\n"
+    "      float acc2 = 0.0f;\n"
+    "      float acc3 = 0.0f;\n"
+    "      float acc4 = 0.0f;\n"
+    "      float acc5 = 0.0f;\n"
+    "      float acc6 = 0.0f;\n"
+    "      float acc7 = 0.0f;\n"
+    "      for (int32_t ridx2 = 0; ridx2 < 4; ridx2++) {\n"
+    "        int32_t alu11 = (alu8+ridx2);\n"
+    "        float val0 = data1[alu11];\n"
+    "        int32_t alu12 = (alu10+ridx2);\n"
+    "        float val1 = data2[alu12];\n"
+    "        acc0 = (acc0+(val0*val1));\n"
+    "        float val2 = data2[(alu12+4)];\n"
+    "        acc1 = (acc1+(val0*val2));\n"
+    "        float val3 = data2[(alu12+8)];\n"
+    "        acc2 = (acc2+(val0*val3));\n"
+    "        float val4 = data2[(alu12+12)];\n"
+    "        acc3 = (acc3+(val0*val4));\n"
+    "        float val5 = data1[(alu11+4)];\n"
+    "        acc4 = (acc4+(val5*val1));\n"
+    "        acc5 = (acc5+(val5*val2));\n"
+    "        acc6 = (acc6+(val5*val3));\n"
+    "        acc7 = (acc7+(val5*val4));\n"
+    "      }\n"
+    "      data0[alu9] = acc0;\n"
+    "      data0[(alu9+1)] = acc1;\n"
+    "      data0[(alu9+2)] = acc2;\n"
+    "      data0[(alu9+3)] = acc3;\n"
+    "      data0[(alu9+8)] = acc4;\n"
+    "      data0[(alu9+9)] = acc5;\n"
+    "      data0[(alu9+10)] = acc6;\n"
+    "      data0[(alu9+11)] = acc7;\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+static void test_golden_matmul(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  const int64_t ax[] = {2}, full[] = {4, 8, 4};
+  ShapeTracker *a0 = shp(3, (int64_t)4, (int64_t)1, (int64_t)4),
+               *b0 = shp(3, (int64_t)1, (int64_t)8, (int64_t)4);
+  UOp *mm = reduce(
+      uop_mul(ld(c, 1, DT_FLOAT32, st_expand(a0, full)), ld(c, 2, DT_FLOAT32, st_expand(b0, full))),
+      OP_ADD, 1, ax);
+  st_free(a0), st_free(b0);
+  UOp *sink = sink1(store(c, 0, DT_FLOAT32, shp(3, (int64_t)4, (int64_t)8, (int64_t)1), mm));
+  OptPlan p = {2, {{OPT_UPCAST, 1, 4}, {OPT_UPCAST, 0, 2}}};
+  CodegenOpts o = {.plan = &p};
+  KernelSource ks;
+  assert_int_equal(codegen_kernel_opts(sink, NULL, &o, &ks), TVK_OK);
+  if (getenv("TVK_GOLDEN_PRINT")) fprintf(stderr, "---- golden ----\n%s----\n", ks.src);
+  if (strcmp(ks.src, golden_mm) != 0) fail_msg("generated source changed:\n%s", ks.src);
+  kernel_source_free(&ks);
+  uop_pool_drain(c, 0);
+}
+
+/* ---------------------------------------------------------------- fixtures */
+
+static int suite_setup(void **state) {
+  Suite *s = calloc(1, sizeof *s);
+  if (!s) return -1;
+  Error err;
+  const char *validate = getenv("TVK_VALIDATE");
+  DeviceOptions o = {.cache_dir = test_cache_dir(), .validate = validate && atoi(validate) > 0};
+  if (cpu_device_create(&o, &s->dev[0], &err) != TVK_OK) {
+    fprintf(stderr, "cpu device: %s\n", err.msg);
+    return -1;
+  }
+  if (vk_device_create(&o, -1, &s->dev[1], &err) != TVK_OK) {
+    if (vk_required()) {
+      fprintf(stderr, "TVK_REQUIRE_VK is set and there is no Vulkan device: %s\n", err.msg);
+      return -1;
+    }
+    fprintf(stderr, "no Vulkan device (%s): the CPU only\n", err.msg);
+    s->dev[1] = NULL;
+  }
+  if (uctx_setup(&s->c) != 0) return -1;
+  *state = s;
+  return 0;
+}
+
+static int suite_teardown(void **state) {
+  Suite *s = *state;
+  int bad = uctx_teardown(&s->c);
+  if (s->dev[1]) {
+    uint64_t m = vk_validation_messages(s->dev[1]);
+    if (m) fprintf(stderr, "%llu validation messages\n", (unsigned long long)m), bad = -1;
+    s->dev[1]->ops->destroy(s->dev[1]);
+  }
+  s->dev[0]->ops->destroy(s->dev[0]);
+  free(s);
+  return bad;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_check_refuses),
+      cmocka_unit_test(test_heuristic_matmul),
+      cmocka_unit_test(test_golden_matmul),
+      cmocka_unit_test(test_random_plans),
+  };
+  return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
+}
