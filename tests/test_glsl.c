@@ -792,9 +792,9 @@ static HostBuf random_buf(ScalarType t, int64_t n, double lo, double hi) {
 }
 
 /* The error of a blocked float32 sum (codegen.h, CG_SUM_BLOCK) relative to the
- * sum of |x|: an element passes through a tree of at most 4 roundings, then
- * at most 16 additions in each level of at most 16 (log16(2^24) = 6 levels
- * here): under 4 + 6 * 16 = 100 roundings of 2^-24 each. */
+ * sum of |x|: an element passes through at most 16 additions in each level of
+ * at most 16 iterations (log16(2^24) = 6 levels here): under 6 * 16 = 96
+ * roundings of 2^-24 each. */
 #define SUM_BOUND (100 * 0x1p-24)
 
 /* Reduces over the first, middle, last and all axes of a (37, 129, 5) input,

@@ -21,7 +21,22 @@
 /* The product of two checked operands (ndim >= 1 each, inner dims equal,
  * batch dims broadcasting); the result has dtype `res`. Temporaries are left
  * to the caller's scope. */
+/* A large 2-D right operand is first copied into panels of MM_PANEL columns,
+ * (N / MM_PANEL, K, MM_PANEL) contiguous, and read back through a view as
+ * (K, N): a register tile then walks one contiguous panel down k instead of
+ * MM_PANEL columns a row apart, which cache sets alias when rows are a power
+ * of two apart. One pass over B against M passes of it. */
+#define MM_PANEL 16
+static tvk_tensor *packed(tvk_tensor *b) {
+  int64_t K = b->shape[0], N = b->shape[1];
+  if (N % MM_PANEL || K < 64 || N * K < (int64_t)1 << 18) return b;
+  tvk_tensor *t = tvk_reshape(b, 3, (int64_t[]){K, N / MM_PANEL, MM_PANEL});
+  tvk_tensor *p = tvk_contiguous(tvk_permute(t, (const int[]){1, 0, 2}));
+  return tvk_reshape(tvk_permute(p, (const int[]){1, 0, 2}), 2, (int64_t[]){K, N});
+}
+
 static tvk_tensor *matmul_body(tvk_tensor *a, tvk_tensor *b, ScalarType res) {
+  if (b->ndim == 2 && a->ndim >= 2 && a->shape[a->ndim - 2] >= 64) b = packed(b);
   int and_ = a->ndim, bnd = b->ndim;
   int64_t as[TVK_MAX_DIMS + 1] = {0}, bs[TVK_MAX_DIMS + 1] = {0};
   /* a vector becomes a matrix: (K) -> (1, K) for a, (K) -> (K, 1) for b */
