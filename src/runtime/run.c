@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "codegen/kernel.h"
+#include "codegen/opt.h"
 #include "runtime/run.h"
 
 /* ---------------------------------------------------------------- program cache */
@@ -187,7 +188,14 @@ tvk_status run_schedule(const Runner *r, const Schedule *s, DevBuffer *const *bu
     st = prepare(r, s, i, &p[i]);
     names[i] = p[i].ks.name;
   }
-  if (r->debug >= 2 && p && names) schedule_print(stderr, s, names);
+  if (r->debug >= 2 && p && names) {
+    schedule_print(stderr, s, names);
+    for (int i = 0; i < n && st == TVK_OK; i++) {
+      char plan[160];
+      opt_plan_str(&p[i].ks.plan, plan, sizeof plan);
+      fprintf(stderr, "  plan of [%d] %s: %s\n", i, p[i].ks.name, *plan ? plan : "(none)");
+    }
+  }
   for (int i = 0; i < n && st == TVK_OK; i++) {
     print_code(&p[i], r->debug);
     st = launch(r, s, bufs, i, &p[i]);
