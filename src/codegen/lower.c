@@ -483,9 +483,9 @@ static tvk_status lower_copies(UOp *ast, LowerCtx *lc, UOp **out, Error *err) {
       lc->axis[d] = b2(OP_ADD, b2(OP_MUL, lc->block[d], a), k);
       if (!lc->axis[d]) st = err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
     }
-    UOp *res;
+    UOp *res = NULL;
     if (st == TVK_OK && (st = lower_rewrite(ast, lc, &res, err)) == TVK_OK)
-      for (uint32_t i = 0; i < res->nsrc && n < cap; i++) stores[n++] = res->src[i];
+      for (uint32_t i = 0; res && i < res->nsrc && n < cap; i++) stores[n++] = res->src[i];
   }
   if (st == TVK_OK && !(*out = uop_sink(lc->ctx, (int)n, stores)))
     st = err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
