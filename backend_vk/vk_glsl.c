@@ -184,6 +184,8 @@ static const Lang glsl_base = {
     .no_vars = "",
     .var_unused = "",
     .func_close = "}\n",
+    .local_decl = "shared $T $V[$I];\n",
+    .barrier = "memoryBarrierShared(); barrier();",
     .specials = (const SpecialSpell[]){{"group_id", "int(tvk_lin)", ""},
                                        {"local_id", "int(gl_LocalInvocationID.x)", ""}},
     .nspecials = 2,

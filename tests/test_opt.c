@@ -18,6 +18,8 @@
 
 #include <cmocka.h>
 
+#include "../backend_vk/vk_core.h"
+#include "../backend_vk/vk_glsl.h"
 #include "codegen/codegen.h"
 #include "codegen/kernel.h"
 #include "codegen/opt.h"
@@ -167,16 +169,29 @@ static double tolerance(const Case *k, const int64_t *oidx) {
 
 /* ---------------------------------------------------------------- running */
 
+static OptTarget target_of(const Device *d) {
+  bool grid = d->codegen_mode == CG_MODE_GRID;
+  int64_t most = d->limits.max_local_threads;
+  return (OptTarget){.mode = grid ? CG_MODE_GRID : CG_MODE_CORES,
+                     .vector_floats = 16,
+                     .max_local = grid ? (int)(most < 1024 ? most : 1024) : 1,
+                     .shared_bytes = d->limits.shared_mem_bytes};
+}
+
 /* Codegen under `plan` (NULL: no optimisation) for device d, compile, run;
  * the output (float or int32 as the case's dtype) into out. */
 static void run_plan(Device *d, const Case *k, const OptPlan *plan, void *out, size_t out_bytes) {
+  OptTarget t = target_of(d);
   CodegenOpts o = {.lang = d->lang,
-                   .mode = d->codegen_mode == CG_MODE_GRID ? CG_MODE_GRID : CG_MODE_CORES,
+                   .mode = t.mode,
                    .local_size = 32,
                    .plan = plan,
-                   .noopt = plan == NULL};
+                   .noopt = plan == NULL,
+                   .max_local = t.max_local,
+                   .shared_bytes = t.shared_bytes};
   KernelSource ks;
   if (codegen_kernel_opts(k->sink, NULL, &o, &ks) != TVK_OK) fail_msg("codegen: %s", ks.err.msg);
+  if (getenv("TVK_OPT_PRINT")) fprintf(stderr, "%s\n", ks.src);
   DevProgram *p = NULL;
   bool hit;
   if (d->ops->compile(d, ks.name, ks.src, &p, &hit) != TVK_OK)
@@ -210,9 +225,21 @@ static void run_plan(Device *d, const Case *k, const OptPlan *plan, void *out, s
 }
 
 /* A random valid plan: each output axis upcast by a random divisor of its
- * size, or not, within OPT_MAX_COPIES. */
-static OptPlan random_plan(const Case *k) {
+ * size, or not, within OPT_MAX_COPIES; on a device with work groups, half
+ * the time instead a GROUP of a reduced axis by a power of two. */
+static OptPlan random_plan(const Case *k, const Device *d) {
   OptPlan p = {0};
+  int64_t most =
+      d->limits.max_local_threads < OPT_MAX_GROUP ? d->limits.max_local_threads : OPT_MAX_GROUP;
+  if (d->codegen_mode == CG_MODE_GRID && k->red && most >= 2 && pick(2)) {
+    int axis;
+    do axis = (int)pick(ND);
+    while (!(k->red >> axis & 1));
+    int64_t lanes = 2;
+    for (int64_t r = pick(8); r > 0 && lanes * 2 <= most; r--) lanes *= 2;
+    p.step[p.n++] = (OptStep){OPT_GROUP, (uint8_t)axis, (int32_t)lanes};
+    return p;
+  }
   int64_t copies = 1;
   int order[ND] = {0, 1, 2};
   for (int i = ND - 1; i > 0; i--) { /* steps in a random order */
@@ -248,21 +275,35 @@ static void check_case(Device *d, const Case *k) {
   void *base = malloc(bytes), *opt = malloc(bytes);
   run_plan(d, k, NULL, base, bytes);
   for (int trial = 0; trial < 3; trial++) {
-    OptPlan p = random_plan(k);
+    OptPlan p = random_plan(k, d);
     if (trial == 2) { /* and the heuristic's */
       KernelDesc *kd = calloc(1, sizeof *kd);
       UOp *norm;
       Error err = {0};
       assert_int_equal(kernel_verify(k->sink, &norm, kd, &err), TVK_OK);
-      OptTarget t = {.mode = d->codegen_mode == CG_MODE_GRID ? CG_MODE_GRID : CG_MODE_CORES,
-                     .vector_floats = 16};
+      OptTarget t = target_of(d);
       opt_heuristic(norm, kd, &t, &p);
       free(kd);
     }
     run_plan(d, k, &p, opt, bytes);
     char what[200];
     describe(k, &p, what, sizeof what);
-    if (memcmp(base, opt, bytes) != 0) fail_msg("%s: the plan changes the result", what);
+    int64_t lanes;
+    bool reorders = opt_group(&p, &lanes) >= 0 && k->t != DT_INT32 && k->rop == OP_ADD;
+    if (!reorders && memcmp(base, opt, bytes) != 0) {
+      for (int64_t o = 0; o < n; o++)
+        if (((int32_t *)base)[o] != ((int32_t *)opt)[o])
+          fprintf(stderr, "  [%lld] plain %08x, planned %08x\n", (long long)o,
+                  (unsigned)((int32_t *)base)[o], (unsigned)((int32_t *)opt)[o]);
+      fail_msg("%s on %s: the plan changes the result", what, d->ops->name(d));
+    }
+    for (int64_t o = 0; reorders && o < n; o++) { /* a grouped float sum adds in another order */
+      int64_t idx[ND], rest = o;
+      for (int e = ND - 1; e >= 0; e--) idx[e] = rest % out[e], rest /= out[e];
+      double a = ((float *)base)[o], b = ((float *)opt)[o];
+      if (!(fabs(a - b) <= 2 * tolerance(k, idx)))
+        fail_msg("%s: element %lld is %.9g grouped, %.9g plain", what, (long long)o, b, a);
+    }
   }
   for (int64_t o = 0; o < n; o++) {
     int64_t idx[ND], rest = o;
@@ -317,19 +358,45 @@ static void test_check_refuses(void **state) {
       {{2, {{OPT_UPCAST, 0, 2}, {OPT_UPCAST, 0, 3}}}, "split twice"},
       {{1, {{OPT_KINDS, 0, 2}}}, "kind"},
       {{OPT_MAX_STEPS + 1, {{0}}}, "steps"},
+      {{1, {{OPT_GROUP, 1, 4}}}, "no work groups"}, /* on the CPU */
+      {{1, {{OPT_GROUP, 0, 4}}}, "not reduced"},
+      {{1, {{OPT_GROUP, 1, 3}}}, "power of two"},
+      {{1, {{OPT_GROUP, 1, 512}}}, "power of two"},
+      {{1, {{OPT_GROUP, 1, 128}}}, "more invocations"},
+      {{2, {{OPT_GROUP, 1, 4}, {OPT_UPCAST, 0, 2}}}, "both groups and upcasts"},
   };
+  OptTarget cpu = {.mode = CG_MODE_CORES},
+            grid = {.mode = CG_MODE_GRID, .max_local = 64, .shared_bytes = 16384};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     Error err = {0};
-    assert_int_equal(opt_check(kd, &bad[i].p, &err), TVK_ERR_INVALID_ARG);
+    const OptTarget *t = i == 7 ? &cpu : &grid;
+    assert_int_equal(opt_check(norm, kd, &bad[i].p, t, &err), TVK_ERR_INVALID_ARG);
     if (!strstr(err.msg, bad[i].msg)) fail_msg("plan %zu: '%s' lacks '%s'", i, err.msg, bad[i].msg);
     /* and codegen reports it instead of lowering */
-    CodegenOpts o = {.plan = &bad[i].p};
+    CodegenOpts o = {.plan = &bad[i].p,
+                     .mode = t->mode,
+                     .max_local = t->max_local,
+                     .shared_bytes = t->shared_bytes};
     KernelSource ks;
-    assert_int_equal(codegen_kernel_opts(sink, NULL, &o, &ks), TVK_ERR_INVALID_ARG);
+    tvk_status cs = codegen_kernel_opts(sink, NULL, &o, &ks);
+    if (cs != TVK_ERR_INVALID_ARG) fail_msg("plan %zu: codegen gives %d: %s", i, cs, ks.err.msg);
   }
   Error err = {0};
   OptPlan ok = {1, {{OPT_UPCAST, 0, 12}}};
-  assert_int_equal(opt_check(kd, &ok, &err), TVK_OK);
+  assert_int_equal(opt_check(norm, kd, &ok, &cpu, &err), TVK_OK);
+  OptPlan g = {1, {{OPT_GROUP, 1, 4}}};
+  assert_int_equal(opt_check(norm, kd, &g, &grid, &err), TVK_OK);
+  char gname[64];
+  opt_kernel_name(kd, &g, gname, sizeof gname);
+  assert_string_equal(gname, "r_12_2g4");
+  /* reduces of a reduce are not grouped */
+  UOp *in = reduce(ld(c, 1, DT_FLOAT32, shp(2, (int64_t)12, (int64_t)5)), OP_MAX, 1, ax);
+  UOp *nest = reduce(in, OP_ADD, 1, (const int64_t[]){0});
+  UOp *s2 = sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)1, (int64_t)1), nest));
+  desc_of(s2, kd, &norm);
+  OptPlan g0 = {1, {{OPT_GROUP, 0, 4}}};
+  assert_int_equal(opt_check(norm, kd, &g0, &grid, &err), TVK_ERR_INVALID_ARG);
+  if (!strstr(err.msg, "different axes")) fail_msg("'%s'", err.msg);
   char name[64];
   opt_kernel_name(kd, &ok, name, sizeof name);
   assert_string_equal(name, "r_1u12_5");
@@ -468,6 +535,70 @@ static void test_golden_matmul(void **state) {
   uop_pool_drain(c, 0);
 }
 
+/* The GLSL of a sum over axis 1 of a (2, 8) float32 matrix under GROUP(1, 4):
+ * a work group of 4 per row, each lane adding 2 elements, the partials in
+ * work-group memory, a barrier, every lane combining the 4, lane 0 storing.
+ * Regenerate on purpose with TVK_GOLDEN_PRINT=1 ./test_opt and review. */
+static const char golden_group[] =
+    "#version 450\n"
+    "#extension GL_EXT_shader_8bit_storage : require\n"
+    "#extension GL_EXT_shader_16bit_storage : require\n"
+    "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n"
+    "layout(set = 0, binding = 0, std430) buffer tvk_buf0 { precise float data0[]; };\n"
+    "layout(set = 0, binding = 1, std430) readonly buffer tvk_buf1 { precise float data1[]; };\n"
+    "layout(push_constant, std430) uniform tvk_push {\n"
+    "  uint grid_x, grid_y, grid_z;\n"
+    "} pc;\n"
+    "shared float temp0[4];\n"
+    "layout(local_size_x = 4, local_size_y = 1, local_size_z = 1) in;\n"
+    "void main() {  // r_2_2g4\n"
+    "  uint tvk_lin = gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y +\n"
+    "                 gl_NumWorkGroups.y * gl_WorkGroupID.z);\n"
+    "  if (tvk_lin >= pc.grid_x * pc.grid_y * pc.grid_z) return;\n"
+    "  const float tvk_zero = uintBitsToFloat(pc.grid_x >> 31);\n"
+    "  precise float acc1 = float(tvk_zero);\n"
+    "  precise float acc0 = float(tvk_zero);\n"
+    "  precise int alu0 = (int(tvk_lin)*8);\n"
+    "  for (int ridx1 = 0; ridx1 < 2; ridx1++) {\n"
+    "    precise float val0 = data1[((alu0+(ridx1*4))+int(gl_LocalInvocationID.x))];\n"
+    "    acc0 = (acc0+val0);\n"
+    "  }\n"
+    "  temp0[int(gl_LocalInvocationID.x)] = acc0;\n"
+    "  memoryBarrierShared(); barrier();\n"
+    "  for (int ridx6 = 0; ridx6 < 4; ridx6++) {\n"
+    "    precise float val1 = temp0[ridx6];\n"
+    "    acc1 = (acc1+val1);\n"
+    "  }\n"
+    "  if ((int(gl_LocalInvocationID.x)<1)) data0[int(tvk_lin)] = acc1;\n"
+    "}\n";
+
+static void test_golden_group(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  const int64_t ax[] = {1};
+  UOp *r = reduce(ld(c, 1, DT_FLOAT32, shp(2, (int64_t)2, (int64_t)8)), OP_ADD, 1, ax);
+  UOp *sink = sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)2, (int64_t)1), r));
+  Lang *L = vk_glsl_lang_new(VKFEAT_STORAGE8 | VKFEAT_STORAGE16 | VKFEAT_INT64 | VKFEAT_FLOAT64);
+  assert_non_null(L);
+  OptPlan p = {1, {{OPT_GROUP, 1, 4}}};
+  CodegenOpts o = {.lang = L,
+                   .mode = CG_MODE_GRID,
+                   .local_size = 64,
+                   .plan = &p,
+                   .max_local = 64,
+                   .shared_bytes = 16384};
+  KernelSource ks;
+  tvk_status st = codegen_kernel_opts(sink, NULL, &o, &ks);
+  vk_glsl_lang_free(L);
+  if (st != TVK_OK) fail_msg("codegen: %s", ks.err.msg);
+  assert_int_equal(ks.global[0], 2);
+  assert_int_equal(ks.local[0], 4);
+  if (getenv("TVK_GOLDEN_PRINT")) fprintf(stderr, "---- golden ----\n%s----\n", ks.src);
+  if (strcmp(ks.src, golden_group) != 0) fail_msg("generated source changed:\n%s", ks.src);
+  kernel_source_free(&ks);
+  uop_pool_drain(c, 0);
+}
+
 /* ---------------------------------------------------------------- fixtures */
 
 static int suite_setup(void **state) {
@@ -508,9 +639,8 @@ static int suite_teardown(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_check_refuses),
-      cmocka_unit_test(test_heuristic_matmul),
-      cmocka_unit_test(test_golden_matmul),
+      cmocka_unit_test(test_check_refuses), cmocka_unit_test(test_heuristic_matmul),
+      cmocka_unit_test(test_golden_matmul), cmocka_unit_test(test_golden_group),
       cmocka_unit_test(test_random_plans),
   };
   return cmocka_run_group_tests(tests, suite_setup, suite_teardown);

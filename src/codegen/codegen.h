@@ -23,6 +23,10 @@
  *                                     before the loops over its RANGEs
  *   ASSIGN(acc, value)                acc = value inside those loops; users of the
  *                                     ASSIGN read the final value after the loops
+ *   DEFINE_LOCAL arg_ints(id, n)      grid mode: work-group memory of n elements
+ *   STORE(INDEX(local, i), value)     into it (no ranges, no gate)
+ *   BARRIER(STORE...)                 every invocation of the group has stored
+ *   LOAD(INDEX(local, i), BARRIER)    reads after the barrier
  *   ALU ops, CAST, CONST, DEFINE_VAR  as in the AST
  *
  * Loop nesting is implied by the graph (linearize.c): RANGEs that no
@@ -104,8 +108,7 @@ bool st_to_indexed_uops(const ShapeTracker *st, UCtx *ctx, DType idt, UOp *const
 #define CG_MAX_DIGITS 16 /* loops one reduce axis may be split into (16^16 = 2^64) */
 
 /* Lowers a verified AST (kernel_verify's *norm) to the graph described above,
- * following `plan` (opt.h; checked here, TVK_ERR_INVALID_ARG if it does not
- * fit the kernel).
+ * following `plan` (opt.h), which must have passed opt_check for the mode.
  * The outermost output axis of size other than 1 is split across cores (with
  * no such axis, a one-iteration loop that only core 0 runs). Autoreleased. */
 tvk_status lower_kernel(UOp *ast, const KernelDesc *ks, const OptPlan *plan, UOp **out, Error *err);

@@ -71,7 +71,7 @@ typedef struct {
 
 /* An optimisation plan: steps applied to the kernel's axes before lowering
  * (opt.h says what each kind does). */
-typedef enum { OPT_UPCAST, OPT_KINDS } OptKind;
+typedef enum { OPT_UPCAST, OPT_GROUP, OPT_KINDS } OptKind;
 
 typedef struct {
   uint8_t kind; /* OptKind */
@@ -123,7 +123,9 @@ typedef struct {
    * else none when noopt, else the heuristic's for this target. */
   const OptPlan *plan;
   bool noopt;
-  int vector_floats; /* CPU: float32 lanes of its widest SIMD (0: 8) */
+  int vector_floats;   /* CPU: float32 lanes of its widest SIMD (0: 8) */
+  int max_local;       /* GRID: the most invocations of one work group (0: local_size) */
+  size_t shared_bytes; /* GRID: work-group memory of one work group (0: none) */
 } CodegenOpts;
 
 /* Generates the kernel for `ast` (a SINK as above) in C. `name` is the function

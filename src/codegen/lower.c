@@ -21,6 +21,13 @@ typedef struct {
    * to block * amount + its lane. */
   int64_t up[TVK_MAX_DIMS];
   UOp *block[TVK_MAX_DIMS];
+  /* The plan's GROUP (grid mode): the reduce axis split across the work
+   * group (-1: none), its lanes, the invocation's lane, and the number of
+   * work-group arrays made so far. */
+  int gaxis;
+  int64_t glanes;
+  UOp *lane;
+  int nlocal;
   UOp *outer[TVK_MAX_DIMS + 1]; /* the output (non-reduce) RANGEs, outermost first */
   /* Each reduced axis: its loops (the digits of its index, innermost first; one
    * RANGE unless split), and, when the digits cover more than the axis, its
@@ -202,12 +209,52 @@ static tvk_status choose_unrolled(LowerCtx *lc, int64_t body) {
  * of upcast axes) numbered row-major, one per invocation gid = group_id * local + local_id; the
  * output axes are the digits of min(gid, total - 1); when the last group runs past the end, a RANGE
  * of (gid < total ? 1 : 0) iterations is the bounds check that holds the stores and the reduces. */
+/* Grid mode with a GROUP (opt.h): one work group per output element, the
+ * grouped axis d of n elements indexed lane + L * j by the loops j over
+ * ceil(n / L) (digits, as any reduce), what lies past n the identity. */
+static bool make_axes_group(LowerCtx *lc, int64_t total, CgLaunch *launch) {
+  const KernelDesc *ks = lc->ks;
+  int64_t L = lc->glanes;
+  *launch = (CgLaunch){{total, 1, 1}, {L, 1, 1}};
+  UOp *flat = b_special(lc, arg_var("group_id", 0, total > 1 ? total - 1 : 0));
+  lc->lane = b_special(lc, arg_var("local_id", 0, L - 1));
+  if (!flat || !lc->lane) return false;
+  int64_t stride = 1;
+  for (int d = ks->ndim - 1; d >= 0; d--) {
+    bool red = ks->reduce_axes >> d & 1;
+    int64_t n = ks->full[d];
+    if (d == lc->gaxis) {
+      int64_t m = (n + L - 1) / L;
+      UOp *j = m == 1 ? lc->zero : reduce_loops(lc, d, m, d);
+      if (m == 1) lc->ndig[d] = 0;
+      UOp *ju = lc->past[d] ? lc->past[d] : j;
+      UOp *iu = b2(OP_ADD, b2(OP_MUL, ju, b_c(lc, L)), lc->lane);
+      if (lc->past[d] || m * L != n) {
+        lc->past[d] = iu;
+        lc->axis[d] = b_min(iu, b_c(lc, n - 1));
+      } else {
+        lc->axis[d] = iu;
+      }
+    } else if (n == 1) {
+      lc->axis[d] = lc->zero;
+    } else if (red) {
+      lc->axis[d] = reduce_loops(lc, d, n, d);
+    } else {
+      lc->axis[d] = b2(OP_MOD, b2(OP_IDIV, flat, b_c(lc, stride)), b_c(lc, n));
+      stride *= n;
+    }
+    if (!(lc->block[d] = lc->axis[d])) return false;
+  }
+  return true;
+}
+
 static bool make_axes_grid(LowerCtx *lc, int local_size, CgLaunch *launch) {
   const KernelDesc *ks = lc->ks;
   UCtx *c = lc->ctx;
   int64_t total = 1; /* invocations: the output's blocks */
   for (int d = 0; d < ks->ndim; d++)
     if (!(ks->reduce_axes >> d & 1)) total *= ks->full[d] / lc->up[d];
+  if (lc->gaxis >= 0) return make_axes_group(lc, total, launch);
   int64_t local = total < local_size ? (total > 1 ? total : 1) : local_size;
   int64_t groups = (total + local - 1) / local; /* 0 for an empty output: nothing runs */
   *launch = (CgLaunch){{groups, 1, 1}, {local, 1, 1}};
@@ -281,6 +328,11 @@ static UOp *lower_store(void *ctx, UOp **c) {
   if (!view_index(lc, c[V], &idx, &valid)) return oom(lc);
   UOp *index = uop_new(lc->ctx, OP_INDEX, c[B]->dtype, 2, (UOp *[]){c[B], idx}, arg_none());
   if (!index) return oom(lc);
+  if (lc->lane) { /* a grouped kernel: every lane has the value, lane 0 stores it */
+    UOp *first = b2(OP_CMPLT, lc->lane, b_c(lc, 1));
+    valid = is_true(valid) ? first : b2(OP_AND, valid, first);
+    if (!valid) return oom(lc);
+  }
   int n = 0;
   src[n++] = index;
   src[n++] = c[Y];
@@ -363,6 +415,37 @@ static UOp *fold(Op op, UOp *ident, UOp *const *v, int n) {
   return r;
 }
 
+/* A grouped reduce's second stage (opt.h, OPT_GROUP): each lane's partial v
+ * goes to work-group memory; after a barrier every lane combines the L
+ * partials in lane order, a float sum in two levels of at most 16. */
+static UOp *group_combine(LowerCtx *lc, Op op, UOp *ident, UOp *v, bool sum) {
+  UCtx *c = lc->ctx;
+  int64_t L = lc->glanes, ids[2] = {lc->nlocal++, L};
+  DType dt = v->dtype;
+  UOp *mem = uop_new(c, OP_DEFINE_LOCAL, dt_ptr(dt, ADDR_LOCAL), 0, NULL, arg_ints(2, ids));
+  UOp *place =
+      mem ? uop_new(c, OP_INDEX, mem->dtype, 2, (UOp *[]){mem, lc->lane}, arg_none()) : NULL;
+  UOp *st =
+      place ? uop_new(c, OP_STORE, dt_make(DT_VOID), 2, (UOp *[]){place, v}, arg_none()) : NULL;
+  UOp *bar = st ? uop_new(c, OP_BARRIER, dt_make(DT_VOID), 1, &st, arg_none()) : NULL;
+  if (!bar) return NULL;
+  int64_t inner = sum && L > CG_SUM_BLOCK ? CG_SUM_BLOCK : L, outer = L / inner;
+  UOp *ri = b_range(lc, inner, lc->range_id++);
+  UOp *ro = outer > 1 ? b_range(lc, outer, lc->range_id++) : NULL;
+  if (!ri || (outer > 1 && !ro)) return NULL;
+  UOp *k = ro ? b2(OP_ADD, b2(OP_MUL, ro, b_c(lc, inner)), ri) : ri;
+  UOp *at = k ? uop_new(c, OP_INDEX, mem->dtype, 2, (UOp *[]){mem, k}, arg_none()) : NULL;
+  UOp *ld = at ? uop_new(c, OP_LOAD, dt, 2, (UOp *[]){at, bar}, arg_none()) : NULL;
+  UOp *acc =
+      ld ? uop_new(c, OP_DEFINE_ACC, dt, 2, (UOp *[]){ident, ri}, arg_int(lc->nacc++)) : NULL;
+  UOp *r = acc ? b2(op, acc, ld) : NULL;
+  r = r ? uop_new(c, OP_ASSIGN, dt, 2, (UOp *[]){acc, r}, arg_none()) : NULL;
+  if (!r || !ro) return r;
+  UOp *acc2 = uop_new(c, OP_DEFINE_ACC, dt, 2, (UOp *[]){ident, ro}, arg_int(lc->nacc++));
+  UOp *r2 = acc2 ? b2(op, acc2, r) : NULL;
+  return r2 ? uop_new(c, OP_ASSIGN, dt, 2, (UOp *[]){acc2, r2}, arg_none()) : NULL;
+}
+
 /* REDUCE_AXIS(x) -> ASSIGN(acc, acc op x), acc = DEFINE_ACC(identity, the reduce's loops).
  *
  * A float sum accumulates in levels (CG_SUM_BLOCK): its loops, innermost
@@ -429,6 +512,9 @@ static UOp *lower_reduce(void *ctx, UOp **c) {
     if (!v) return oom(lc);
     at = end;
   }
+  bool grouped = false;
+  for (int i = 0; i < r->arg.red.n; i++) grouped |= (int)r->arg.red.axes[i] == lc->gaxis;
+  if (grouped && !(v = group_combine(lc, op, ident, v, sum))) return oom(lc);
   return v;
 }
 
@@ -520,6 +606,7 @@ static bool lower_init(LowerCtx *lc, UOp *ast, const KernelDesc *ks, const OptPl
                        Error *err, int64_t *body) {
   *lc = (LowerCtx){.ctx = ast->ctx, .ks = ks, .err = err};
   opt_upcasts(ks, plan, lc->up);
+  lc->gaxis = opt_group(plan, &lc->glanes);
   lc->idt = ks->index64 ? dt_make(DT_INT64) : dt_make(DT_INT32);
   lc->range_id = 2 * ks->ndim + 2; /* after the axes and the bounds range */
   lc->zero = b_c(lc, 0);
@@ -531,7 +618,6 @@ tvk_status lower_kernel(UOp *ast, const KernelDesc *ks, const OptPlan *plan, UOp
   *out = NULL;
   LowerCtx lc;
   int64_t body;
-  if (opt_check(ks, plan, err) != TVK_OK) return err->status;
   if (!lower_init(&lc, ast, ks, plan, err, &body) || !make_axes(&lc))
     return err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
   return lower_copies(ast, &lc, out, err);
@@ -544,7 +630,6 @@ tvk_status lower_kernel_grid(UOp *ast, const KernelDesc *ks, const OptPlan *plan
     return err_first(err, TVK_ERR_INVALID_ARG, "lowering: work-group size %d", local_size);
   LowerCtx lc;
   int64_t body;
-  if (opt_check(ks, plan, err) != TVK_OK) return err->status;
   if (!lower_init(&lc, ast, ks, plan, err, &body))
     return err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
   lc.split = ks->reduce_axes; /* every long axis: the budget may need to unroll part of it */

@@ -7,16 +7,62 @@
 
 #include "codegen/opt.h"
 
-static const char *const kind_name[OPT_KINDS] = {"UPCAST"};
+static const char *const kind_name[OPT_KINDS] = {"UPCAST", "GROUP"};
 
 static bool is_output_axis(const KernelDesc *kd, int d) { return !(kd->reduce_axes >> d & 1); }
 
-tvk_status opt_check(const KernelDesc *kd, const OptPlan *plan, Error *err) {
+#define OPT_MAX_GROUP_STR "256"
+_Static_assert(OPT_MAX_GROUP == 256, "OPT_MAX_GROUP_STR spells it");
+/* A reduce with fewer outputs than this is grouped (its axis read with stride
+ * 1 or not): so few invocations cannot keep a device busy. Measured on
+ * lavapipe, grouping the 256 outputs of a 16M-element sum's first stage was
+ * 6x slower than an invocation per output, so more outputs are left alone
+ * until a timed search can tell per device. */
+#define OPT_GROUP_MAX_OUTPUTS 64
+
+typedef struct Shape Shape;
+static bool group_plan(UOp *norm, const KernelDesc *kd, const Shape *sh, const OptTarget *t,
+                       OptPlan *plan);
+
+/* What GROUP needs of the kernel's reduces: all reduce one axis set (returned
+ * in *axes; *nred counts them), none is nested in another, all of 32-bit
+ * dtypes. NULL when it can, else why not. */
+static const char *group_blocker(UOp *norm, uint32_t *axes, int *nred) {
+  size_t n = 0;
+  UOp **t = uop_toposort(norm, &n);
+  if (!t) return "out of memory";
+  const char *why = NULL;
+  *axes = 0, *nred = 0;
+  for (size_t i = 0; i < n && !why; i++) {
+    const UOp *u = t[i];
+    if (u->op != OP_REDUCE_AXIS) continue;
+    ++*nred;
+    uint32_t m = 0;
+    for (int k = 0; k < u->arg.red.n; k++) m |= 1u << u->arg.red.axes[k];
+    if (*axes && m != *axes) why = "its reduces reduce different axes";
+    *axes = m;
+    if (dt_bits(u->dtype) != 32) why = "a reduce is not of a 32-bit dtype";
+    size_t nb = 0;
+    UOp **b = uop_toposort(u->src[0], &nb);
+    for (size_t j = 0; b && j < nb && !why; j++)
+      if (b[j]->op == OP_REDUCE_AXIS) why = "a reduce is nested in another";
+    if (!b) why = "out of memory";
+    free(b);
+  }
+  free(t);
+  return why;
+}
+
+static bool pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const OptTarget *t,
+                     Error *err) {
   if (plan->n < 0 || plan->n > OPT_MAX_STEPS)
     return err_set(err, TVK_ERR_INVALID_ARG, "opt: a plan of %d steps (at most %d)", plan->n,
                    OPT_MAX_STEPS);
   int64_t copies = 1;
   uint32_t seen = 0;
+  int groups = 0, upcasts = 0;
   for (int i = 0; i < plan->n; i++) {
     const OptStep *s = &plan->step[i];
     if (s->kind >= OPT_KINDS)
@@ -25,12 +71,32 @@ tvk_status opt_check(const KernelDesc *kd, const OptPlan *plan, Error *err) {
     if (s->axis >= kd->ndim)
       return err_set(err, TVK_ERR_INVALID_ARG, "opt: step %d: %s of axis %d of a %d-dim kernel", i,
                      k, s->axis, kd->ndim);
+    if (seen >> s->axis & 1)
+      return err_set(err, TVK_ERR_INVALID_ARG, "opt: step %d: axis %d is split twice", i, s->axis);
+    seen |= 1u << s->axis;
+    int64_t n = kd->full[s->axis];
+    if (s->kind == OPT_GROUP) {
+      uint32_t axes = 0;
+      int nred = 0;
+      const char *why = t->mode != CG_MODE_GRID       ? "the device has no work groups"
+                        : is_output_axis(kd, s->axis) ? "the axis is not reduced"
+                        : groups                      ? "the plan groups another axis"
+                                                      : group_blocker(norm, &axes, &nred);
+      if (!why && !(axes >> s->axis & 1)) why = "the axis is not reduced";
+      if (!why && (!pow2(s->amount) || s->amount < 2 || s->amount > OPT_MAX_GROUP))
+        why = "the amount must be a power of two from 2 to " OPT_MAX_GROUP_STR;
+      if (!why && s->amount > t->max_local) why = "more invocations than a work group has";
+      if (!why && (size_t)s->amount * 4 * (size_t)nred > t->shared_bytes)
+        why = "the partials do not fit the work-group memory";
+      if (why)
+        return err_set(err, TVK_ERR_INVALID_ARG, "opt: step %d: GROUP(%d, %" PRId32 "): %s", i,
+                       s->axis, s->amount, why);
+      groups++;
+      continue;
+    }
     if (!is_output_axis(kd, s->axis))
       return err_set(err, TVK_ERR_INVALID_ARG, "opt: step %d: %s of axis %d, which is reduced", i,
                      k, s->axis);
-    if (seen >> s->axis & 1)
-      return err_set(err, TVK_ERR_INVALID_ARG, "opt: step %d: axis %d is split twice", i, s->axis);
-    int64_t n = kd->full[s->axis];
     if (s->amount < 1 || n % s->amount != 0)
       return err_set(err, TVK_ERR_INVALID_ARG,
                      "opt: step %d: %s(%d, %" PRId32 ") of an axis of size %" PRId64
@@ -41,9 +107,21 @@ tvk_status opt_check(const KernelDesc *kd, const OptPlan *plan, Error *err) {
       return err_set(err, TVK_ERR_INVALID_ARG,
                      "opt: step %d: the upcasts make %" PRId64 " copies of the body (at most %d)",
                      i, copies, OPT_MAX_COPIES);
-    seen |= 1u << s->axis;
+    upcasts += s->amount > 1;
   }
+  if (groups && upcasts)
+    return err_set(err, TVK_ERR_INVALID_ARG, "opt: a plan both groups and upcasts (not supported)");
   return TVK_OK;
+}
+
+int opt_group(const OptPlan *plan, int64_t *lanes) {
+  *lanes = 1;
+  for (int i = 0; i < plan->n; i++)
+    if (plan->step[i].kind == OPT_GROUP) {
+      *lanes = plan->step[i].amount;
+      return plan->step[i].axis;
+    }
+  return -1;
 }
 
 void opt_upcasts(const KernelDesc *kd, const OptPlan *plan, int64_t up[TVK_MAX_DIMS]) {
@@ -64,11 +142,15 @@ void opt_plan_str(const OptPlan *plan, char *buf, size_t n) {
 }
 
 void opt_kernel_name(const KernelDesc *kd, const OptPlan *plan, char *buf, size_t n) {
-  int64_t up[TVK_MAX_DIMS];
+  int64_t up[TVK_MAX_DIMS], lanes;
   opt_upcasts(kd, plan, up);
+  int g = opt_group(plan, &lanes);
   size_t at = (size_t)snprintf(buf, n, "%s", kd->reduce_axes ? "r" : "E");
   for (int d = 0; d < kd->ndim && at < n; d++) {
-    if (up[d] > 1)
+    if (d == g)
+      at += (size_t)snprintf(buf + at, n - at, "_%" PRId64 "g%" PRId64,
+                             (kd->full[d] + lanes - 1) / lanes, lanes);
+    else if (up[d] > 1)
       at += (size_t)snprintf(buf + at, n - at, "_%" PRId64 "u%" PRId64, kd->full[d] / up[d], up[d]);
     else
       at += (size_t)snprintf(buf + at, n - at, "_%" PRId64, kd->full[d]);
@@ -79,11 +161,12 @@ void opt_kernel_name(const KernelDesc *kd, const OptPlan *plan, char *buf, size_
 /* ---------------------------------------------------------------- the heuristic */
 
 /* What the heuristic looks at in the AST. */
-typedef struct {
-  bool reduce;      /* some REDUCE_AXIS */
-  bool matmul_like; /* some ADD reduce of a product of two loads */
-  int contiguous;   /* the output axis the first store's view walks with stride 1; -1: none */
-} Shape;
+struct Shape {
+  bool reduce;         /* some REDUCE_AXIS */
+  bool matmul_like;    /* some ADD reduce of a product of two loads */
+  int contiguous;      /* the output axis the first store's view walks with stride 1; -1: none */
+  uint32_t unit_loads; /* bit d: some load's view walks axis d with stride 1 */
+};
 
 static const UOp *skip_casts(const UOp *u) {
   while (u->op == OP_CAST) u = u->src[0];
@@ -102,6 +185,11 @@ static void scan(UOp *norm, const KernelDesc *kd, Shape *sh) {
       if (u->arg.red.op == OP_ADD && x->op == OP_MUL && skip_casts(x->src[0])->op == OP_LOAD &&
           skip_casts(x->src[1])->op == OP_LOAD)
         sh->matmul_like = true;
+    }
+    if (u->op == OP_LOAD && u->src[1]->op == OP_VIEW && u->src[1]->arg.st->nviews == 1) {
+      const View *v = st_top(u->src[1]->arg.st);
+      for (int d = 0; d < v->ndim && d < kd->ndim; d++)
+        if (v->strides[d] == 1) sh->unit_loads |= 1u << d;
     }
     if (u->op == OP_STORE && sh->contiguous < 0 && u->src[1]->op == OP_VIEW) {
       const ShapeTracker *st = u->src[1]->arg.st;
@@ -129,6 +217,8 @@ void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan 
   plan->n = 0;
   Shape sh;
   scan(norm, kd, &sh);
+  if (t->mode == CG_MODE_GRID && sh.reduce && !sh.matmul_like && group_plan(norm, kd, &sh, t, plan))
+    return;
   int last = -1; /* the last output axis of size > 1 */
   for (int d = 0; d < kd->ndim; d++)
     if (is_output_axis(kd, d) && kd->full[d] > 1) last = d;
@@ -148,4 +238,32 @@ void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan 
   /* elementwise, and reduces with outputs: fill the lanes along the
    * contiguous axis (the CPU's vectoriser packs the copies) */
   if (!grid) push(plan, OPT_UPCAST, vec, dividing(kd->full[vec], lanes));
+}
+
+/* Grid mode, a reduce with few outputs: its longest axis across a work group
+ * (OPT_GROUP), when the lanes get a few elements each and read neighbouring
+ * elements (a load walks the axis with stride 1) or the outputs are too few
+ * to keep the device busy any other way. Lanes of a strided axis would
+ * gather where invocations per output read in step. */
+static bool group_plan(UOp *norm, const KernelDesc *kd, const Shape *sh, const OptTarget *t,
+                       OptPlan *plan) {
+  int64_t outputs = 1;
+  int axis = -1;
+  for (int d = 0; d < kd->ndim; d++) {
+    if (is_output_axis(kd, d))
+      outputs *= kd->full[d];
+    else if (axis < 0 || kd->full[d] > kd->full[axis])
+      axis = d;
+  }
+  if (axis < 0 || outputs > OPT_GROUP_MAX_OUTPUTS) return false;
+  if (!(sh->unit_loads >> axis & 1) && outputs > 16) return false; /* lanes would gather */
+  int64_t lanes = 1;
+  while (lanes * 2 <= OPT_MAX_GROUP && lanes * 2 <= t->max_local && lanes * 2 * 4 <= kd->full[axis])
+    lanes *= 2;
+  if (lanes < 16) return false;
+  OptPlan p = {1, {{OPT_GROUP, (uint8_t)axis, (int32_t)lanes}}};
+  Error err = {0};
+  if (opt_check(norm, kd, &p, t, &err) != TVK_OK) return false;
+  *plan = p;
+  return true;
 }

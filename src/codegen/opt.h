@@ -12,8 +12,19 @@
  *               matmul is made once for the u columns of B), and each keeps
  *               its own accumulator, so two upcast axes make a register tile.
  *
+ *   OPT_GROUP   axis a, amount L (grid mode): a reduce axis is split across
+ *               the L invocations of a work group, one work group per output
+ *               element (of the kernel's output blocks). Invocation l reduces
+ *               elements l, l + L, l + 2L, ... (blocked, as any float sum),
+ *               stores its partial in work-group memory, and after a barrier
+ *               every invocation combines the L partials in order (in levels
+ *               of 16 for float sums); invocation 0 stores. A long reduce with
+ *               few outputs then runs on a work group instead of one
+ *               invocation, and an invocation's loops shrink by L.
+ *
  * Upcasting never changes what a kernel computes or the order in which a
  * reduce adds: an optimised kernel gives the same bits as the unoptimised one.
+ * Grouping changes the order of a float sum (not its accuracy class).
  */
 #ifndef TVK_CODEGEN_OPT_H
 #define TVK_CODEGEN_OPT_H
@@ -29,19 +40,31 @@
 /* What the heuristic may assume of the device. */
 typedef struct {
   CgMode mode;
-  int vector_floats; /* float32 lanes worth filling on the CPU (its widest SIMD) */
+  int vector_floats;   /* float32 lanes worth filling on the CPU (its widest SIMD) */
+  int max_local;       /* grid: invocations of one work group at most */
+  size_t shared_bytes; /* grid: work-group memory of one work group */
 } OptTarget;
+
+/* GROUP amounts: powers of two up to this (the combine is two levels of 16). */
+#define OPT_MAX_GROUP 256
 
 /* The plan the heuristic picks for a verified kernel (kernel_verify's norm and
  * desc) on target t. Always valid (opt_check passes); empty where nothing
  * pays. */
 void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan *plan);
 
-/* Whether `plan` can be applied to the kernel: known kinds, axes in range,
- * upcasts of output axes only, amounts >= 1 dividing the axis, no axis
- * upcast twice, at most OPT_MAX_COPIES copies. TVK_ERR_INVALID_ARG naming the
- * step otherwise. */
-tvk_status opt_check(const KernelDesc *kd, const OptPlan *plan, Error *err);
+/* Whether `plan` can be applied to the verified kernel (norm, kd) on target
+ * t: known kinds, axes in range, no axis split twice; UPCAST of output axes by
+ * amounts >= 1 dividing them, at most OPT_MAX_COPIES copies; one GROUP, in
+ * grid mode, of an axis every reduce of the kernel reduces (reduces not
+ * nested, of 32-bit dtypes), by a power of two in [2, OPT_MAX_GROUP] within
+ * the work-group size and memory, and no UPCAST with it.
+ * TVK_ERR_INVALID_ARG naming the step otherwise. */
+tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const OptTarget *t,
+                     Error *err);
+
+/* The grouped reduce axis of a checked plan and its lanes; -1 and 1 if none. */
+int opt_group(const OptPlan *plan, int64_t *lanes);
 
 /* The upcast amount of every axis (1: none) of a checked plan. */
 void opt_upcasts(const KernelDesc *kd, const OptPlan *plan, int64_t up[TVK_MAX_DIMS]);
@@ -50,7 +73,8 @@ void opt_upcasts(const KernelDesc *kd, const OptPlan *plan, int64_t up[TVK_MAX_D
 void opt_plan_str(const OptPlan *plan, char *buf, size_t n);
 
 /* The kernel's name under a plan: E_ or r_ and the full shape, an upcast
- * axis written <blocks>u<amount> (r_64u4_16u16_1024). */
+ * axis written <blocks>u<amount> (r_64u4_16u16_1024), a grouped one
+ * <per invocation>g<lanes> (r_256g256 for 65536 elements on 256 lanes). */
 void opt_kernel_name(const KernelDesc *kd, const OptPlan *plan, char *buf, size_t n);
 
 #endif

@@ -49,17 +49,20 @@ static tvk_status describe(const KernelDesc *kd, const char *name, KernelSource 
   return TVK_OK;
 }
 
-/* The plan of the kernel (CodegenOpts.plan / noopt / the heuristic). */
-static void choose_plan(UOp *norm, const KernelDesc *kd, const CodegenOpts *opts, OptPlan *plan) {
-  if (opts && opts->plan) {
-    *plan = *opts->plan;
-    return;
-  }
+/* The plan of the kernel (CodegenOpts.plan / noopt / the heuristic), checked. */
+static tvk_status choose_plan(UOp *norm, const KernelDesc *kd, const CodegenOpts *opts,
+                              OptPlan *plan, Error *err) {
+  int local = opts && opts->local_size > 0 ? opts->local_size : 64;
+  OptTarget t = {.mode = opts ? opts->mode : CG_MODE_CORES,
+                 .vector_floats = opts && opts->vector_floats ? opts->vector_floats : 8,
+                 .max_local = opts && opts->max_local > 0 ? opts->max_local : local,
+                 .shared_bytes = opts ? opts->shared_bytes : 0};
   plan->n = 0;
-  if (!opts || opts->noopt) return;
-  OptTarget t = {.mode = opts->mode,
-                 .vector_floats = opts->vector_floats ? opts->vector_floats : 8};
-  opt_heuristic(norm, kd, &t, plan);
+  if (opts && opts->plan)
+    *plan = *opts->plan;
+  else if (opts && !opts->noopt)
+    opt_heuristic(norm, kd, &t, plan);
+  return opt_check(norm, kd, plan, &t, err);
 }
 
 /* The passes from a verified AST to the linear program; *launch is the grid. */
@@ -100,7 +103,8 @@ tvk_status codegen_kernel_opts(UOp *ast, const char *name, const CodegenOpts *op
   UOp *norm;
   OptPlan plan = {0};
   char auto_name[4 + 42 * TVK_MAX_DIMS]; /* "r" and "_<int64>u<int64>" per dim: never cut short */
-  if (kernel_verify(ast, &norm, kd, &err) == TVK_OK && (choose_plan(norm, kd, opts, &plan), true) &&
+  if (kernel_verify(ast, &norm, kd, &err) == TVK_OK &&
+      choose_plan(norm, kd, opts, &plan, &err) == TVK_OK &&
       passes(norm, kd, opts, &plan, lang, &lp, &launch, &err) == TVK_OK) {
     if (!name) opt_kernel_name(kd, &plan, auto_name, sizeof auto_name), name = auto_name;
     out->plan = plan;

@@ -171,6 +171,7 @@ typedef struct {
   int nval, nalu, ncast;
   int depth;
   Str body;
+  Str locals; /* DEFINE_LOCAL declarations, at file scope */
   char **helpers;
   size_t nhelpers, caphelpers;
   Error *err;
@@ -371,9 +372,15 @@ static char *convert(const Lang *L, const char *tmpl, const char *x, DType t) {
   return tmpl ? expand_new(L, tmpl, &(Subst){.op = {x}, .t = t}) : printf_new("%s", x);
 }
 
+/* Work-group memory holds values, not buffer elements: no conversions. */
+static bool is_local_place(const UOp *index) {
+  return index->op == OP_INDEX && index->src[0]->op == OP_DEFINE_LOCAL;
+}
+
 static bool render_load(Walker *w, size_t p, UOp *u) {
   const Lang *L = w->L;
-  char *val = convert(L, L->load_conv[u->dtype.scalar], ex(w, u->src[0]), u->dtype), *rhs = val;
+  const char *conv = is_local_place(u->src[0]) ? NULL : L->load_conv[u->dtype.scalar];
+  char *val = convert(L, conv, ex(w, u->src[0]), u->dtype), *rhs = val;
   if (val && u->nsrc == 3)
     rhs = expand_new(L, L->load_gated,
                      &(Subst){.op = {val, ex(w, u->src[1]), ex(w, u->src[2])}, .t = u->dtype});
@@ -388,13 +395,15 @@ static bool render_load(Walker *w, size_t p, UOp *u) {
 static bool render_store(Walker *w, UOp *u) {
   bool gated = u->nsrc > 2 && u->src[2]->op != OP_RANGE;
   DType t = u->src[1]->dtype;
-  char *val = convert(w->L, w->L->store_conv[t.scalar], ex(w, u->src[1]), t);
+  bool local = is_local_place(u->src[0]);
+  char *val = convert(w->L, local ? NULL : w->L->store_conv[t.scalar], ex(w, u->src[1]), t);
   if (!val) return fail_oom(w);
   Subst s = {.op = {ex(w, u->src[0]), val, gated ? ex(w, u->src[2]) : NULL}, .t = t};
   const Lang *L = w->L;
   line(w,
-       gated ? elem_tmpl(L->store_gated_elem, u->src[0], L->store_gated)
-             : elem_tmpl(L->store_elem, u->src[0], L->store),
+       local   ? L->store
+       : gated ? elem_tmpl(L->store_gated_elem, u->src[0], L->store_gated)
+               : elem_tmpl(L->store_elem, u->src[0], L->store),
        &s);
   free(val);
   return true;
@@ -429,6 +438,20 @@ static bool render_one(Walker *w, size_t p) {
   const Lang *L = w->L;
   switch ((Op)u->op) {
   case OP_DEFINE_GLOBAL: w->expr[p] = printf_new("data%" PRId64, u->arg.i); break;
+  case OP_DEFINE_LOCAL:
+    if (!L->local_decl)
+      return err_first(w->err, TVK_ERR_DTYPE, "render: %s has no work-group memory", L->name),
+             false;
+    w->expr[p] = printf_new("temp%" PRId64, u->arg.ints.v[0]);
+    expand(L, &w->locals, L->local_decl,
+           &(Subst){.t = dt_scalar(u->dtype), .v = w->expr[p], .i = u->arg.ints.v[1]});
+    break;
+  case OP_BARRIER:
+    if (!L->barrier)
+      return err_first(w->err, TVK_ERR_DTYPE, "render: %s has no barrier", L->name), false;
+    line(w, L->barrier, &(Subst){0});
+    w->expr[p] = printf_new("%s", "");
+    break;
   case OP_DEFINE_VAR: {
     int i = var_number(w, u);
     if (i < 0)
@@ -503,6 +526,7 @@ static void file_scope_tail(Walker *w, Str *out) {
     }
     str_add(out, or_empty(L->push_close));
   }
+  str_addn(out, w->locals.p ? w->locals.p : "", w->locals.len);
   if (L->launch_decl) {
     char n[3][24];
     for (int k = 0; k < 3; k++) snprintf(n[k], sizeof n[k], "%" PRId64, in->local[k]);
@@ -573,13 +597,14 @@ tvk_status render_program(const LinearProgram *lp, const Lang *lang, const Rende
   if (ok) {
     Str out = {0};
     assemble(&w, &out);
-    if (w.body.oom || !(*src = str_take(&out))) fail_oom(&w);
+    if (w.body.oom || w.locals.oom || !(*src = str_take(&out))) fail_oom(&w);
   }
   for (size_t p = 0; w.expr && p < lp->n; p++) free(w.expr[p]);
   for (size_t i = 0; i < w.nhelpers; i++) free(w.helpers[i]);
   free(w.helpers);
   free(w.expr), free(w.users), free(w.user), free(w.block), free(w.named);
   free(w.body.p);
+  free(w.locals.p);
   ptrmap_free(&w.pos);
   return err->status;
 }

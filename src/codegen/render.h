@@ -93,7 +93,11 @@ struct Lang {
    * constants): push_open, push_member per DEFINE_VAR ($V $I), push_close.
    * NULL push_open: none. */
   const char *push_open, *push_member, *push_close;
-  const char *launch_decl;  /* before func_open: the work-group size $0 x $1 x $2 ($K); or NULL */
+  const char *launch_decl; /* before func_open: the work-group size $0 x $1 x $2 ($K); or NULL */
+  /* Work-group memory (DEFINE_LOCAL), at file scope: $V of $I elements of $T;
+   * NULL: the language has none (a kernel using it is refused). */
+  const char *local_decl;
+  const char *barrier;      /* the statement of a BARRIER */
   const char *func_open;    /* $K */
   const char *buf_decl;     /* per buffer, inside the function ($I $V $B $R) */
   const char *ro_qualifier; /* $R of a buffer that is only read */

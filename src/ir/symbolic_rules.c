@@ -60,6 +60,25 @@ static UOp *fold_consts(void *ctx, UOp **c) {
 }
 
 static UOp *ret_x(void *ctx, UOp **c) { return (void)ctx, c[X]; }
+/* x + c -> x when c is -0.0 (x + -0.0 is x for every x, -0.0 included) */
+static UOp *ret_x_plus_neg_zero(void *ctx, UOp **c) {
+  (void)ctx;
+  const UOp *k = c[R]->src[0] == c[X] ? c[R]->src[1] : c[R]->src[0];
+  return k->op == OP_CONST && signbit(k->arg.f) ? c[X] : NULL;
+}
+/* Whether every loop of accumulator acc runs at least once (constant ends). */
+static bool acc_loops_run(const UOp *acc) {
+  for (uint32_t i = 1; i < acc->nsrc; i++) {
+    const UOp *end = acc->src[i]->nsrc ? acc->src[i]->src[0] : NULL;
+    if (acc->src[i]->op != OP_RANGE || !end || end->op != OP_CONST || end->arg.i < 1) return false;
+  }
+  return true;
+}
+static UOp *assign_noop(void *ctx, UOp **c) { return (void)ctx, c[X]->src[0]; }
+static UOp *assign_max_const(void *ctx, UOp **c) {
+  (void)ctx;
+  return acc_loops_run(c[X]) ? uop_alu2(OP_MAX, c[X]->src[0], c[C1]) : NULL;
+}
 static UOp *ret_zero(void *ctx, UOp **c) {
   return (void)ctx, scalar(c[R]) ? uop_const_like(c[R], 0) : NULL;
 }
@@ -127,8 +146,9 @@ static const Rule simple_rules[] = {
     {UPAT(.groups = G_COMMUTATIVE, .slot = R, .kind = UPAT_SRC_TUPLE, .src = P_SRC(K(0), V(0)),
           .nsrc = 2),
      const_second},
-    /* x + 0 -> x */
-    {COMM2(OP_ADD, 0, V(X), PAT_CONST_VAL(0)), ret_x},
+    /* x + 0 -> x   (int, bool; a float x + 0.0 is +0.0 for x = -0.0: only x + -0.0 is x) */
+    {COMM2(OP_ADD, INTB, V(X), PAT_CONST_VAL(0)), ret_x},
+    {COMM2(OP_ADD, DT_BITS_FLOAT, V(X), PAT_CONST_VAL(0)), ret_x_plus_neg_zero},
     /* x * 1 -> x */
     {COMM2(OP_MUL, 0, V(X), PAT_CONST_VAL(1)), ret_x},
     /* x * 0 -> 0   (int, bool; not floats: NaN * 0 is NaN) */
@@ -162,6 +182,12 @@ static const Rule simple_rules[] = {
     /* max(x, x) -> x, x & x -> x, x | x -> x */
     {UPAT(.groups = G_IDEMPOTENT, .kind = UPAT_SRC_TUPLE, .src = P_SRC(V(X), V(X)), .nsrc = 2),
      ret_x},
+    /* an accumulator whose update is idempotent in its loops: acc = acc -> its
+     * start, acc = max(acc, c) -> max(start, c) (lavapipe miscompiles the
+     * loop form of the second into the start value) */
+    {PAT_OP(OP_ASSIGN, 0, PAT_OP0(OP_DEFINE_ACC, X), V(X)), assign_noop},
+    {PAT_OP(OP_ASSIGN, 0, PAT_OP0(OP_DEFINE_ACC, X), COMM2(OP_MAX, 0, V(X), K(C1))),
+     assign_max_const},
     /* x < x -> false   (floats too: NaN < NaN is false) */
     {OP2(OP_CMPLT, 0, V(X), V(X)), ret_false},
     /* x != x -> false   (int, bool; not floats: NaN != NaN) */

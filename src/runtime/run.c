@@ -126,6 +126,8 @@ static tvk_status prepare(const Runner *r, const Schedule *s, int i, Prepared *p
                    .mode = d->codegen_mode == CG_MODE_GRID ? CG_MODE_GRID : CG_MODE_CORES,
                    .local_size = most > 0 && most < 64 ? (int)most : 64,
                    .noopt = r->noopt,
+                   .max_local = most > 0 && most < 1024 ? (int)most : 1024,
+                   .shared_bytes = d->limits.shared_mem_bytes,
                    .vector_floats = d->limits.vector_bytes / 4};
   tvk_status st = codegen_kernel_opts(s->items[i].ast, NULL, &o, &p->ks);
   if (st != TVK_OK) {
