@@ -412,6 +412,11 @@ static void test_bounds_logic(void **state) {
   CHECK_BOUNDS(uop_alu2(OP_XOR, bt, bf), 1, 1);
   CHECK_BOUNDS(uop_where(bu, x, y), 0, 9);
   CHECK_BOUNDS(uop_where(bt, x, y), 0, 5); /* condition known */
+  /* min and max spelled as where: tighter than the hull of the branches */
+  UOp *w = var(&t, "w", 0, 1000), *k = ci(&t, 256);
+  CHECK_BOUNDS(uop_where(uop_lt(w, k), w, k), 0, 256);    /* min(w, 256) */
+  CHECK_BOUNDS(uop_where(uop_lt(w, k), k, w), 256, 1000); /* max(w, 256) */
+  CHECK_BOUNDS(uop_where(uop_lt(k, w), w, k), 256, 1000); /* max(k, w) */
   CHECK_BOUNDS(uop_and(x, ci(&t, 3)), 0, 3);
   CHECK_BOUNDS(uop_alu2(OP_OR, x, ci(&t, 8)), 8, 15);
   /* comparisons of floats know nothing */

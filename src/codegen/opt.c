@@ -166,6 +166,9 @@ struct Shape {
   bool matmul_like;    /* some ADD reduce of a product of two loads */
   int contiguous;      /* the output axis the first store's view walks with stride 1; -1: none */
   uint32_t unit_loads; /* bit d: some load's view walks axis d with stride 1 */
+  /* The two loads of the first matmul-like product: per axis, whether each
+   * walks it (a stride other than 0). */
+  uint32_t walks[2];
 };
 
 static const UOp *skip_casts(const UOp *u) {
@@ -182,9 +185,16 @@ static void scan(UOp *norm, const KernelDesc *kd, Shape *sh) {
     if (u->op == OP_REDUCE_AXIS) {
       sh->reduce = true;
       const UOp *x = skip_casts(u->src[0]);
-      if (u->arg.red.op == OP_ADD && x->op == OP_MUL && skip_casts(x->src[0])->op == OP_LOAD &&
-          skip_casts(x->src[1])->op == OP_LOAD)
+      if (!sh->matmul_like && u->arg.red.op == OP_ADD && x->op == OP_MUL &&
+          skip_casts(x->src[0])->op == OP_LOAD && skip_casts(x->src[1])->op == OP_LOAD) {
         sh->matmul_like = true;
+        for (int k = 0; k < 2; k++) {
+          const UOp *ld = skip_casts(x->src[k]);
+          const View *v = ld->src[1]->op == OP_VIEW ? st_top(ld->src[1]->arg.st) : NULL;
+          for (int d = 0; v && d < v->ndim && d < kd->ndim; d++)
+            if (v->strides[d] != 0 || v->shape[d] == 1) sh->walks[k] |= 1u << d;
+        }
+      }
     }
     if (u->op == OP_LOAD && u->src[1]->op == OP_VIEW && u->src[1]->arg.st->nviews == 1) {
       const View *v = st_top(u->src[1]->arg.st);
@@ -227,11 +237,19 @@ void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan 
   bool grid = t->mode == CG_MODE_GRID;
   int32_t lanes = grid ? 4 : (t->vector_floats >= 4 ? t->vector_floats : 4);
   if (sh.matmul_like) {
-    /* a register tile: lanes of the contiguous axis times 4 of another */
+    /* a register tile: lanes of the contiguous axis times 4 of another,
+     * preferably one the operand varying along the lanes does not walk (B of
+     * a matmul along its rows, a conv's input along its output channels), so
+     * each of its loads serves the 4 */
     push(plan, OPT_UPCAST, vec, dividing(kd->full[vec], lanes));
-    int other = -1;
-    for (int d = 0; d < kd->ndim; d++)
-      if (d != vec && is_output_axis(kd, d) && kd->full[d] % 4 == 0) other = d;
+    int other = -1, reuse = -1;
+    uint32_t along = sh.walks[0] >> vec & 1 ? sh.walks[0] : sh.walks[1];
+    for (int d = 0; d < kd->ndim; d++) {
+      if (d == vec || !is_output_axis(kd, d) || kd->full[d] % 4 != 0) continue;
+      other = d;
+      if (!(along >> d & 1)) reuse = d;
+    }
+    if (reuse >= 0) other = reuse;
     if (other >= 0) push(plan, OPT_UPCAST, other, 4);
     return;
   }

@@ -194,6 +194,14 @@ static Bounds b_alu(UOp *u) {
   if (op == OP_WHERE) {
     Bounds t = get(u->src[1]), f = get(u->src[2]);
     if (a.exact && a.lo == a.hi) return a.lo ? t : f;
+    /* (x < y ? x : y) is min(x, y), (x < y ? y : x) is max(x, y): tighter than the hull */
+    const UOp *c = u->src[0];
+    if (c->op == OP_CMPLT && t.exact && f.exact) {
+      if (c->src[0] == u->src[1] && c->src[1] == u->src[2])
+        return fit(d, true, min2(t.lo, f.lo), min2(t.hi, f.hi));
+      if (c->src[0] == u->src[2] && c->src[1] == u->src[1])
+        return fit(d, true, max2(t.lo, f.lo), max2(t.hi, f.hi));
+    }
     Bounds h = hull(t, f);
     return h.exact ? fit(d, true, h.lo, h.hi) : full_of(d);
   }
