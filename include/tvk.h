@@ -93,6 +93,10 @@ typedef struct {
   int threads;           /* CPU: threads per kernel; 0 = one per core */
   int validate;          /* $TVK_VALIDATE: Vulkan validation layer on */
   int noopt;             /* $TVK_NOOPT: no kernel optimisations */
+  /* $TVK_BEAM: > 0 times candidate optimisation plans of each new kernel on
+   * the device (beam width n) and keeps the fastest, stored next to the
+   * kernel cache so that later runs time nothing; 0: the heuristic's plan. */
+  int beam;
   /* $TVK_CACHE_READONLY: use the kernel cache without writing to it (a prebuilt
    * cache shipped with an application). Hits are served from it; a kernel it
    * lacks is compiled into a private temporary place and not kept; the
@@ -140,6 +144,8 @@ typedef struct {
   uint64_t bytes_now;           /* device bytes allocated now */
   uint64_t bytes_peak;          /* the most device bytes allocated at once */
   uint64_t validation_messages; /* Vulkan validation messages so far (TVK_VALIDATE); 0 elsewhere */
+  uint64_t plans_searched;      /* kernels whose plan a TVK_BEAM search timed on the device */
+  uint64_t plans_found;         /* kernels whose searched plan was found on disk */
 } tvk_stats;
 
 /* Copies the counters into *out (all zero for a NULL ctx). */

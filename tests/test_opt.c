@@ -7,6 +7,7 @@
  * fails the suite). Also: what opt_check refuses, and the heuristic's plans
  * for the shapes it is meant for. */
 #define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,6 +27,7 @@
 #include "ir/view.h"
 #include "runtime/device.h"
 #include "test_util.h"
+#include "tvk.h"
 
 typedef struct {
   Device *dev[2]; /* CPU, Vulkan (NULL: none) */
@@ -599,6 +601,92 @@ static void test_golden_group(void **state) {
   uop_pool_drain(c, 0);
 }
 
+/* ---------------------------------------------------------------- the search */
+
+/* C = A @ B (12 x 16 times 16 x 24) and s = sum of a 5000-element vector
+ * through tvk.h in a context with TVK_BEAM 2 on `dev` and the kernel cache
+ * (and choices) in dir; checked against double references. Returns the
+ * context's counters. */
+static tvk_stats beam_run(const char *dev, const char *dir) {
+  enum { M = 12, K = 16, N = 24, L = 5000 };
+  static float a[M * K], b[K * N], v[L];
+  for (int i = 0; i < M * K; i++) a[i] = (float)((i * 7) % 11 - 5);
+  for (int i = 0; i < K * N; i++) b[i] = (float)((i * 5) % 13 - 6);
+  for (int i = 0; i < L; i++) v[i] = (float)(i % 17) / 8;
+  tvk_ctx_options o = {.device = dev, .cache_dir = dir, .beam = 2};
+  tvk_ctx *ctx;
+  assert_int_equal(tvk_ctx_create_opts(&o, &ctx), TVK_OK);
+  tvk_tensor *A = tvk_from_data(ctx, TVK_FLOAT32, 2, (int64_t[]){M, K}, a);
+  tvk_tensor *B = tvk_from_data(ctx, TVK_FLOAT32, 2, (int64_t[]){K, N}, b);
+  tvk_tensor *V = tvk_from_data(ctx, TVK_FLOAT32, 1, (int64_t[]){L}, v);
+  float c[M * N], sum;
+  assert_int_equal(tvk_to_host(tvk_matmul(A, B), c, sizeof c), TVK_OK);
+  assert_int_equal(tvk_to_host(tvk_sum(V, 0, NULL, false), &sum, sizeof sum), TVK_OK);
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      double want = 0;
+      for (int k = 0; k < K; k++) want += (double)a[i * K + k] * b[k * N + j];
+      if (c[i * N + j] != want)
+        fail_msg("%s: C[%d][%d] = %g, want %g", dev, i, j, c[i * N + j], want);
+    }
+  double want = 0;
+  for (int i = 0; i < L; i++) want += v[i];
+  if (fabs(sum - want) > 1e-6 * want) fail_msg("%s: sum %.9g, want %.9g", dev, sum, want);
+  tvk_stats st;
+  tvk_stats_get(ctx, &st);
+  tvk_ctx_destroy(ctx);
+  return st;
+}
+
+/* Overwrites every choices file (dir/choices/<device>/<kernel>.plan) with
+ * bytes that are no plan; returns how many. */
+static int spoil_choices(const char *dir) {
+  char top[512], sub[800], file[1100];
+  snprintf(top, sizeof top, "%s/choices", dir);
+  DIR *d = opendir(top);
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    if (e->d_name[0] == '.') continue;
+    snprintf(sub, sizeof sub, "%s/%s", top, e->d_name);
+    DIR *d2 = opendir(sub);
+    for (struct dirent *f; d2 && (f = readdir(d2));) {
+      if (!strstr(f->d_name, ".plan")) continue;
+      snprintf(file, sizeof file, "%s/%s", sub, f->d_name);
+      FILE *w = fopen(file, "wb");
+      if (w) fputs("junk", w), fclose(w), n++;
+    }
+    if (d2) closedir(d2);
+  }
+  if (d) closedir(d);
+  return n;
+}
+
+/* TVK_BEAM: the first run times plans, a second run finds them on disk and
+ * times nothing, damaged choices are searched again without an error. */
+static void test_search(void **state) {
+  Suite *s = *state;
+  for (int k = 0; k < 2; k++) {
+    if (!s->dev[k]) continue;
+    const char *dev = k ? "VK" : "CPU";
+    char dir[256];
+    assert_true(temp_dir(dir, sizeof dir, "beam"));
+    tvk_stats first = beam_run(dev, dir);
+    if (first.plans_searched < 2 || first.plans_found != 0)
+      fail_msg("%s: first run searched %llu, found %llu", dev,
+               (unsigned long long)first.plans_searched, (unsigned long long)first.plans_found);
+    tvk_stats again = beam_run(dev, dir);
+    if (again.plans_searched != 0 || again.plans_found != first.plans_searched)
+      fail_msg("%s: second run searched %llu, found %llu", dev,
+               (unsigned long long)again.plans_searched, (unsigned long long)again.plans_found);
+    assert_int_equal(spoil_choices(dir), (int)first.plans_searched);
+    tvk_stats spoiled = beam_run(dev, dir);
+    if (spoiled.plans_searched != first.plans_searched || spoiled.plans_found != 0)
+      fail_msg("%s: after damage searched %llu, found %llu", dev,
+               (unsigned long long)spoiled.plans_searched, (unsigned long long)spoiled.plans_found);
+    rm_rf(dir);
+  }
+}
+
 /* ---------------------------------------------------------------- fixtures */
 
 static int suite_setup(void **state) {
@@ -641,7 +729,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_check_refuses), cmocka_unit_test(test_heuristic_matmul),
       cmocka_unit_test(test_golden_matmul), cmocka_unit_test(test_golden_group),
-      cmocka_unit_test(test_random_plans),
+      cmocka_unit_test(test_random_plans),  cmocka_unit_test(test_search),
   };
   return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
 }

@@ -496,6 +496,7 @@ static tvk_status ctx_create(const tvk_ctx_options *opts, tvk_ctx **out) {
   o.debug = env_int("TVK_DEBUG", o.debug);
   o.validate = env_int("TVK_VALIDATE", o.validate);
   o.noopt = env_int("TVK_NOOPT", o.noopt);
+  o.beam = env_int("TVK_BEAM", o.beam);
   const char *cache = env_str("TVK_CACHE_DIR", o.cache_dir),
              *cc = o.cc; /* CC: the CPU device reads it */
   ctx->cache_dir = cache ? strdup(cache) : NULL;

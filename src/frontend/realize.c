@@ -302,6 +302,8 @@ static tvk_status run(tvk_ctx *ctx, const Schedule *s) {
               .programs = &ctx->programs,
               .debug = ctx->opt.debug,
               .noopt = ctx->opt.noopt != 0,
+              .beam = ctx->opt.beam > 0 ? ctx->opt.beam : 0,
+              .cache_dir = ctx->cache_dir,
               .stats = &ctx->stats,
               .err = &ctx->err};
   tvk_status st = run_schedule(&r, s, bufs);

@@ -10,6 +10,7 @@
 #include "codegen/kernel.h"
 #include "codegen/opt.h"
 #include "runtime/run.h"
+#include "runtime/search.h"
 
 /* ---------------------------------------------------------------- program cache */
 
@@ -129,6 +130,13 @@ static tvk_status prepare(const Runner *r, const Schedule *s, int i, Prepared *p
                    .max_local = most > 0 && most < 1024 ? (int)most : 1024,
                    .shared_bytes = d->limits.shared_mem_bytes,
                    .vector_floats = d->limits.vector_bytes / 4};
+  OptPlan searched;
+  if (r->beam > 0 && !r->noopt) {
+    SearchCtx sc = {r->dev, r->beam, r->debug, r->cache_dir, r->stats, r->err};
+    tvk_status ss = search_plan(&sc, s, i, &o, &searched);
+    if (ss != TVK_OK) return ss;
+    o.plan = &searched;
+  }
   tvk_status st = codegen_kernel_opts(s->items[i].ast, NULL, &o, &p->ks);
   if (st != TVK_OK) {
     char out[160];

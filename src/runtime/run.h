@@ -21,11 +21,13 @@ void progcache_free(ProgCache *c, Device *dev);
 
 typedef struct {
   Device *dev;
-  ProgCache **programs; /* the cache, made at the first compile (*programs NULL before) */
-  int debug;            /* TVK_DEBUG level */
-  bool noopt;           /* TVK_NOOPT: kernels without optimisation plans */
-  tvk_stats *stats;     /* kernels compiled, cache hits, kernels run, schedules are counted */
-  Error *err;           /* where a failure is reported */
+  ProgCache **programs;  /* the cache, made at the first compile (*programs NULL before) */
+  int debug;             /* TVK_DEBUG level */
+  bool noopt;            /* TVK_NOOPT: kernels without optimisation plans */
+  int beam;              /* TVK_BEAM: > 0, plans are searched on the device (search.h) */
+  const char *cache_dir; /* the kernel cache directory asked for (NULL: the default) */
+  tvk_stats *stats;      /* kernels compiled, cache hits, kernels run, schedules are counted */
+  Error *err;            /* where a failure is reported */
 } Runner;
 
 /* Generates, compiles (through the program cache) and launches every item of
