@@ -227,22 +227,38 @@ static void run_plan(Device *d, const Case *k, const OptPlan *plan, void *out, s
 }
 
 /* A random valid plan: each output axis upcast by a random divisor of its
- * size, or not, within OPT_MAX_COPIES; on a device with work groups, half
- * the time instead a GROUP of a reduced axis by a power of two. */
+ * size, or not, within OPT_MAX_COPIES, after (a third of the time) an UNROLL
+ * of a reduced axis by a divisor; on a device with work groups, half the time
+ * instead a GROUP of a reduced axis by a power of two. */
 static OptPlan random_plan(const Case *k, const Device *d) {
   OptPlan p = {0};
+  int64_t copies = 1;
   int64_t most =
       d->limits.max_local_threads < OPT_MAX_GROUP ? d->limits.max_local_threads : OPT_MAX_GROUP;
-  if (d->codegen_mode == CG_MODE_GRID && k->red && most >= 2 && pick(2)) {
+  uint32_t red = 0; /* reduced axes of size > 1 (kernel_verify drops the others) */
+  for (int e = 0; e < ND; e++)
+    if (k->red >> e & 1 && k->full[e] > 1) red |= 1u << e;
+  if (d->codegen_mode == CG_MODE_GRID && red && most >= 2 && pick(2)) {
     int axis;
     do axis = (int)pick(ND);
-    while (!(k->red >> axis & 1));
+    while (!(red >> axis & 1));
     int64_t lanes = 2;
     for (int64_t r = pick(8); r > 0 && lanes * 2 <= most; r--) lanes *= 2;
     p.step[p.n++] = (OptStep){OPT_GROUP, (uint8_t)axis, (int32_t)lanes};
     return p;
   }
-  int64_t copies = 1;
+  if (red && pick(3) == 0) {
+    int axis;
+    do axis = (int)pick(ND);
+    while (!(red >> axis & 1));
+    int64_t divs[32], nd = 0;
+    for (int64_t a = 2; a <= k->full[axis] && a <= OPT_MAX_UNROLL; a++)
+      if (k->full[axis] % a == 0) divs[nd++] = a;
+    if (nd) {
+      copies = divs[pick(nd)];
+      p.step[p.n++] = (OptStep){OPT_UNROLL, (uint8_t)axis, (int32_t)copies};
+    }
+  }
   int order[ND] = {0, 1, 2};
   for (int i = ND - 1; i > 0; i--) { /* steps in a random order */
     int j = (int)pick(i + 1), t = order[i];
@@ -291,7 +307,8 @@ static void check_case(Device *d, const Case *k) {
     char what[200];
     describe(k, &p, what, sizeof what);
     int64_t lanes;
-    bool reorders = opt_group(&p, &lanes) >= 0 && k->t != DT_INT32 && k->rop == OP_ADD;
+    bool reorders = (opt_group(&p, &lanes) >= 0 || opt_unroll(&p, &lanes) >= 0) &&
+                    k->t != DT_INT32 && k->rop == OP_ADD;
     if (!reorders && memcmp(base, opt, bytes) != 0) {
       for (int64_t o = 0; o < n; o++)
         if (((int32_t *)base)[o] != ((int32_t *)opt)[o])

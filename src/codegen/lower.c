@@ -28,6 +28,12 @@ typedef struct {
   int64_t glanes;
   UOp *lane;
   int nlocal;
+  /* The plan's UNROLL: the reduce axis split into lanes (-1: none), their
+   * number, and the placeholder of the lane in its index (each lane's copy
+   * of the reduce body has it replaced by a constant). */
+  int uaxis;
+  int64_t ulanes;
+  UOp *ulane;
   UOp *outer[TVK_MAX_DIMS + 1]; /* the output (non-reduce) RANGEs, outermost first */
   /* Each reduced axis: its loops (the digits of its index, innermost first; one
    * RANGE unless split), and, when the digits cover more than the axis, its
@@ -139,6 +145,30 @@ static UOp *reduce_loops(LowerCtx *lc, int d, int64_t n, int64_t id) {
   return b_min(idx, b_c(lc, n - 1));
 }
 
+/* The UNROLL axis d of n elements (opt.h): loops over n / lanes (digits, as
+ * any reduce) and the lane, a placeholder each lane's copy of the reduce
+ * body replaces by its constant: index j * lanes + lane. */
+static UOp *unroll_axis(LowerCtx *lc, int d, int64_t n) {
+  int64_t u = lc->ulanes, m = n / u;
+  UOp *j = lc->zero;
+  if (m > 1)
+    j = reduce_loops(lc, d, m, d);
+  else
+    lc->ndig[d] = 0;
+  lc->ulane = uop_new(lc->ctx, OP_SPECIAL, lc->idt, 0, NULL, arg_var("unroll_lane", 0, u - 1));
+  if (!j || !lc->ulane) return NULL;
+  UOp *ju = lc->past[d] ? lc->past[d] : j;
+  UOp *iu = b2(OP_ADD, b2(OP_MUL, ju, b_c(lc, u)), lc->ulane);
+  if (!lc->past[d]) return iu;
+  lc->past[d] = iu;
+  return b_min(iu, b_c(lc, n - 1));
+}
+
+/* A reduce axis's index: its loops, or an UNROLL's. */
+static UOp *reduce_axis(LowerCtx *lc, int d, int64_t n) {
+  return d == lc->uaxis ? unroll_axis(lc, d, n) : reduce_loops(lc, d, n, d);
+}
+
 /* Sets lc->axis: the first output axis of size other than 1 is split across
  * cores, the other output axes and the reduced axes get a RANGE each (axis id =
  * the dim), size-1 axes the constant 0. An upcast axis is this over its
@@ -155,7 +185,7 @@ static bool make_axes(LowerCtx *lc) {
     else if (!red && !split)
       lc->axis[d] = split_axis(lc, n, d), split = true;
     else if (red)
-      lc->axis[d] = reduce_loops(lc, d, n, d);
+      lc->axis[d] = reduce_axis(lc, d, n);
     else
       lc->outer[lc->nouter++] = lc->axis[d] = b_range(lc, n, d);
     if (!(lc->block[d] = lc->axis[d])) return false;
@@ -276,7 +306,7 @@ static bool make_axes_grid(LowerCtx *lc, int local_size, CgLaunch *launch) {
     if (n == 1)
       lc->axis[d] = lc->zero;
     else if (red)
-      lc->axis[d] = reduce_loops(lc, d, n, d);
+      lc->axis[d] = reduce_axis(lc, d, n);
     else {
       lc->axis[d] = b2(OP_MOD, b2(OP_IDIV, flat, b_c(lc, stride)), b_c(lc, n));
       stride *= n;
@@ -446,6 +476,44 @@ static UOp *group_combine(LowerCtx *lc, Op op, UOp *ident, UOp *v, bool sum) {
   return r2 ? uop_new(c, OP_ASSIGN, dt, 2, (UOp *[]){acc2, r2}, arg_none()) : NULL;
 }
 
+/* The accumulation of x over loops[0..nl) (innermost first; the first nu of
+ * them copied rather than looped), in levels for a float sum: the ASSIGN (or
+ * fold) whose value is the reduce's once the loops close. NULL: out of memory. */
+static UOp *levels(LowerCtx *lc, Op op, UOp *ident, UOp *x, UOp *const *loops, int nl, int nu,
+                   bool sum) {
+  UOp *v = x; /* the value of the levels so far, once their loops close */
+  for (int at = 0; at < nl;) {
+    /* the level: loops [at, end), as many as multiply to at most the block
+     * (at least one); exact: all */
+    int end = at + 1;
+    if (!sum) {
+      end = nl;
+    } else {
+      for (int64_t it = trips(loops[at]); end < nl && it * trips(loops[end]) <= CG_SUM_BLOCK;)
+        it *= trips(loops[end++]);
+    }
+    int ncopy = nu < at ? 0 : (nu < end ? nu : end) - at; /* this level's unrolled loops */
+    UOp *copies[CG_GRID_MAX_UNROLL]; /* per level: at most CG_SUM_BLOCK for a sum, the cap else */
+    int n = 0;
+    if (ncopy > 0 && !copy_iterations(lc, v, loops + at, ncopy, copies, &n)) return NULL;
+    if (ncopy == end - at) { /* every loop copied: no accumulator */
+      v = fold(op, ident, copies, n);
+    } else {
+      UOp *src[1 + MAX_LOOPS];
+      int ns = 0;
+      src[ns++] = ident;
+      for (int q = end - 1; q >= at + ncopy; q--) src[ns++] = loops[q]; /* outermost first */
+      UOp *acc = uop_new(lc->ctx, OP_DEFINE_ACC, ident->dtype, ns, src, arg_int(lc->nacc++));
+      UOp *upd = !acc ? NULL : ncopy ? fold(op, acc, copies, n) : b2(op, acc, v);
+      v = upd ? uop_new(lc->ctx, OP_ASSIGN, ident->dtype, 2, (UOp *[]){acc, upd}, arg_none())
+              : NULL;
+    }
+    if (!v) return NULL;
+    at = end;
+  }
+  return v;
+}
+
 /* REDUCE_AXIS(x) -> ASSIGN(acc, acc op x), acc = DEFINE_ACC(identity, the reduce's loops).
  *
  * A float sum accumulates in levels (CG_SUM_BLOCK): its loops, innermost
@@ -482,36 +550,20 @@ static UOp *lower_reduce(void *ctx, UOp **c) {
   int nu = 0;
   bool nested = has_acc(x);
   while (!nested && nu < nl && nu < lc->nunrolled && loops[nu] == lc->unrolled[nu]) nu++;
-
-  UOp *v = x; /* the value of the levels so far, once their loops close */
-  for (int at = 0; at < nl;) {
-    /* the level: loops [at, end), as many as multiply to at most the block
-     * (at least one); exact: all */
-    int end = at + 1;
-    if (!sum) {
-      end = nl;
-    } else {
-      for (int64_t it = trips(loops[at]); end < nl && it * trips(loops[end]) <= CG_SUM_BLOCK;)
-        it *= trips(loops[end++]);
+  bool lanes = false;
+  for (int i = 0; i < r->arg.red.n; i++) lanes |= (int)r->arg.red.axes[i] == lc->uaxis;
+  UOp *v = NULL;
+  if (!lanes) {
+    v = levels(lc, op, ident, x, loops, nl, nu, sum);
+  } else { /* UNROLL: a chain of levels per lane, combined in lane order */
+    UOp *lane[OPT_MAX_UNROLL];
+    for (int64_t l = 0; l < lc->ulanes; l++) {
+      UOp *k = b_c(lc, l), *xl = k ? uop_substitute(x, 1, &lc->ulane, &k) : NULL;
+      if (!xl || !(lane[l] = levels(lc, op, ident, xl, loops, nl, nu, sum))) return oom(lc);
     }
-    int ncopy = nu < at ? 0 : (nu < end ? nu : end) - at; /* this level's unrolled loops */
-    UOp *copies[CG_GRID_MAX_UNROLL]; /* per level: at most CG_SUM_BLOCK for a sum, the cap else */
-    int n = 0;
-    if (ncopy > 0 && !copy_iterations(lc, v, loops + at, ncopy, copies, &n)) return oom(lc);
-    if (ncopy == end - at) { /* every loop copied: no accumulator */
-      v = fold(op, ident, copies, n);
-    } else {
-      UOp *src[1 + MAX_LOOPS];
-      int ns = 0;
-      src[ns++] = ident;
-      for (int q = end - 1; q >= at + ncopy; q--) src[ns++] = loops[q]; /* outermost first */
-      UOp *acc = uop_new(lc->ctx, OP_DEFINE_ACC, r->dtype, ns, src, arg_int(lc->nacc++));
-      UOp *upd = !acc ? NULL : ncopy ? fold(op, acc, copies, n) : b2(op, acc, v);
-      v = upd ? uop_new(lc->ctx, OP_ASSIGN, r->dtype, 2, (UOp *[]){acc, upd}, arg_none()) : NULL;
-    }
-    if (!v) return oom(lc);
-    at = end;
+    v = fold(op, lane[0], lane + 1, (int)lc->ulanes - 1);
   }
+  if (!v) return oom(lc);
   bool grouped = false;
   for (int i = 0; i < r->arg.red.n; i++) grouped |= (int)r->arg.red.axes[i] == lc->gaxis;
   if (grouped && !(v = group_combine(lc, op, ident, v, sum))) return oom(lc);
@@ -607,6 +659,7 @@ static bool lower_init(LowerCtx *lc, UOp *ast, const KernelDesc *ks, const OptPl
   *lc = (LowerCtx){.ctx = ast->ctx, .ks = ks, .err = err};
   opt_upcasts(ks, plan, lc->up);
   lc->gaxis = opt_group(plan, &lc->glanes);
+  lc->uaxis = opt_unroll(plan, &lc->ulanes);
   lc->idt = ks->index64 ? dt_make(DT_INT64) : dt_make(DT_INT32);
   lc->range_id = 2 * ks->ndim + 2; /* after the axes and the bounds range */
   lc->zero = b_c(lc, 0);

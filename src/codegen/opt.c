@@ -7,12 +7,14 @@
 
 #include "codegen/opt.h"
 
-static const char *const kind_name[OPT_KINDS] = {"UPCAST", "GROUP"};
+static const char *const kind_name[OPT_KINDS] = {"UPCAST", "GROUP", "UNROLL"};
 
 static bool is_output_axis(const KernelDesc *kd, int d) { return !(kd->reduce_axes >> d & 1); }
 
 #define OPT_MAX_GROUP_STR "256"
 _Static_assert(OPT_MAX_GROUP == 256, "OPT_MAX_GROUP_STR spells it");
+#define OPT_MAX_UNROLL_STR "64"
+_Static_assert(OPT_MAX_UNROLL == 64, "OPT_MAX_UNROLL_STR spells it");
 /* A reduce with fewer outputs than this is grouped (its axis read with stride
  * 1 or not): so few invocations cannot keep a device busy. Measured on
  * lavapipe, grouping the 256 outputs of a 16M-element sum's first stage was
@@ -23,11 +25,14 @@ _Static_assert(OPT_MAX_GROUP == 256, "OPT_MAX_GROUP_STR spells it");
 typedef struct Shape Shape;
 static bool group_plan(UOp *norm, const KernelDesc *kd, const Shape *sh, const OptTarget *t,
                        OptPlan *plan);
+static bool unroll_plan(UOp *norm, const KernelDesc *kd, const Shape *sh, const OptTarget *t,
+                        int32_t lanes, OptPlan *plan);
 
 /* What GROUP needs of the kernel's reduces: all reduce one axis set (returned
  * in *axes; *nred counts them), none is nested in another, all of 32-bit
- * dtypes. NULL when it can, else why not. */
-static const char *group_blocker(UOp *norm, uint32_t *axes, int *nred) {
+ * dtypes if need32 (work-group memory holds 32-bit values). NULL when it
+ * can, else why not. */
+static const char *group_blocker(UOp *norm, bool need32, uint32_t *axes, int *nred) {
   size_t n = 0;
   UOp **t = uop_toposort(norm, &n);
   if (!t) return "out of memory";
@@ -41,7 +46,7 @@ static const char *group_blocker(UOp *norm, uint32_t *axes, int *nred) {
     for (int k = 0; k < u->arg.red.n; k++) m |= 1u << u->arg.red.axes[k];
     if (*axes && m != *axes) why = "its reduces reduce different axes";
     *axes = m;
-    if (dt_bits(u->dtype) != 32) why = "a reduce is not of a 32-bit dtype";
+    if (need32 && dt_bits(u->dtype) != 32) why = "a reduce is not of a 32-bit dtype";
     size_t nb = 0;
     UOp **b = uop_toposort(u->src[0], &nb);
     for (size_t j = 0; b && j < nb && !why; j++)
@@ -62,7 +67,7 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
                    OPT_MAX_STEPS);
   int64_t copies = 1;
   uint32_t seen = 0;
-  int groups = 0, upcasts = 0;
+  int groups = 0, upcasts = 0, unrolls = 0;
   for (int i = 0; i < plan->n; i++) {
     const OptStep *s = &plan->step[i];
     if (s->kind >= OPT_KINDS)
@@ -81,7 +86,7 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
       const char *why = t->mode != CG_MODE_GRID       ? "the device has no work groups"
                         : is_output_axis(kd, s->axis) ? "the axis is not reduced"
                         : groups                      ? "the plan groups another axis"
-                                                      : group_blocker(norm, &axes, &nred);
+                                                      : group_blocker(norm, true, &axes, &nred);
       if (!why && !(axes >> s->axis & 1)) why = "the axis is not reduced";
       if (!why && (!pow2(s->amount) || s->amount < 2 || s->amount > OPT_MAX_GROUP))
         why = "the amount must be a power of two from 2 to " OPT_MAX_GROUP_STR;
@@ -92,6 +97,26 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
         return err_set(err, TVK_ERR_INVALID_ARG, "opt: step %d: GROUP(%d, %" PRId32 "): %s", i,
                        s->axis, s->amount, why);
       groups++;
+      continue;
+    }
+    if (s->kind == OPT_UNROLL) {
+      uint32_t axes = 0;
+      int nred = 0;
+      const char *why = is_output_axis(kd, s->axis) ? "the axis is not reduced"
+                        : unrolls                   ? "the plan unrolls another axis"
+                                                    : group_blocker(norm, false, &axes, &nred);
+      if (!why && !(axes >> s->axis & 1)) why = "the axis is not reduced";
+      if (!why && (s->amount < 2 || s->amount > OPT_MAX_UNROLL || n % s->amount != 0))
+        why = "the amount must divide the axis and be from 2 to " OPT_MAX_UNROLL_STR;
+      if (why)
+        return err_set(err, TVK_ERR_INVALID_ARG, "opt: step %d: UNROLL(%d, %" PRId32 "): %s", i,
+                       s->axis, s->amount, why);
+      copies *= s->amount;
+      if (copies > OPT_MAX_COPIES)
+        return err_set(err, TVK_ERR_INVALID_ARG,
+                       "opt: step %d: the plan makes %" PRId64 " copies of the body (at most %d)",
+                       i, copies, OPT_MAX_COPIES);
+      unrolls++;
       continue;
     }
     if (!is_output_axis(kd, s->axis))
@@ -109,20 +134,24 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
                      i, copies, OPT_MAX_COPIES);
     upcasts += s->amount > 1;
   }
-  if (groups && upcasts)
-    return err_set(err, TVK_ERR_INVALID_ARG, "opt: a plan both groups and upcasts (not supported)");
+  if (groups && (upcasts || unrolls))
+    return err_set(err, TVK_ERR_INVALID_ARG, "opt: a plan both groups and %s (not supported)",
+                   upcasts ? "upcasts" : "unrolls");
   return TVK_OK;
 }
 
-int opt_group(const OptPlan *plan, int64_t *lanes) {
-  *lanes = 1;
+static int step_of(const OptPlan *plan, OptKind kind, int64_t *amount) {
+  *amount = 1;
   for (int i = 0; i < plan->n; i++)
-    if (plan->step[i].kind == OPT_GROUP) {
-      *lanes = plan->step[i].amount;
+    if (plan->step[i].kind == kind) {
+      *amount = plan->step[i].amount;
       return plan->step[i].axis;
     }
   return -1;
 }
+
+int opt_group(const OptPlan *plan, int64_t *lanes) { return step_of(plan, OPT_GROUP, lanes); }
+int opt_unroll(const OptPlan *plan, int64_t *lanes) { return step_of(plan, OPT_UNROLL, lanes); }
 
 void opt_upcasts(const KernelDesc *kd, const OptPlan *plan, int64_t up[TVK_MAX_DIMS]) {
   for (int d = 0; d < TVK_MAX_DIMS; d++) up[d] = 1;
@@ -142,14 +171,17 @@ void opt_plan_str(const OptPlan *plan, char *buf, size_t n) {
 }
 
 void opt_kernel_name(const KernelDesc *kd, const OptPlan *plan, char *buf, size_t n) {
-  int64_t up[TVK_MAX_DIMS], lanes;
+  int64_t up[TVK_MAX_DIMS], lanes, ulanes;
   opt_upcasts(kd, plan, up);
-  int g = opt_group(plan, &lanes);
+  int g = opt_group(plan, &lanes), un = opt_unroll(plan, &ulanes);
   size_t at = (size_t)snprintf(buf, n, "%s", kd->reduce_axes ? "r" : "E");
   for (int d = 0; d < kd->ndim && at < n; d++) {
     if (d == g)
       at += (size_t)snprintf(buf + at, n - at, "_%" PRId64 "g%" PRId64,
                              (kd->full[d] + lanes - 1) / lanes, lanes);
+    else if (d == un)
+      at +=
+          (size_t)snprintf(buf + at, n - at, "_%" PRId64 "r%" PRId64, kd->full[d] / ulanes, ulanes);
     else if (up[d] > 1)
       at += (size_t)snprintf(buf + at, n - at, "_%" PRId64 "u%" PRId64, kd->full[d] / up[d], up[d]);
     else
@@ -253,9 +285,29 @@ void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan 
     if (other >= 0) push(plan, OPT_UPCAST, other, 4);
     return;
   }
+  /* a reduce along a contiguous axis on the CPU: that axis into lanes with
+   * accumulators of their own (vector loads, independent adds) */
+  if (!grid && sh.reduce && unroll_plan(norm, kd, &sh, t, lanes, plan)) return;
   /* elementwise, and reduces with outputs: fill the lanes along the
    * contiguous axis (the CPU's vectoriser packs the copies) */
   if (!grid) push(plan, OPT_UPCAST, vec, dividing(kd->full[vec], lanes));
+}
+
+/* The CPU, a reduce whose longest axis some load walks with stride 1: that
+ * axis unrolled into the SIMD lanes (OPT_UNROLL). */
+static bool unroll_plan(UOp *norm, const KernelDesc *kd, const Shape *sh, const OptTarget *t,
+                        int32_t lanes, OptPlan *plan) {
+  int axis = -1;
+  for (int d = 0; d < kd->ndim; d++)
+    if (!is_output_axis(kd, d) && (axis < 0 || kd->full[d] > kd->full[axis])) axis = d;
+  if (axis < 0 || !(sh->unit_loads >> axis & 1)) return false;
+  int32_t u = dividing(kd->full[axis], lanes);
+  if (u < 4 || kd->full[axis] / u < 4) return false;
+  OptPlan p = {1, {{OPT_UNROLL, (uint8_t)axis, u}}};
+  Error err = {0};
+  if (opt_check(norm, kd, &p, t, &err) != TVK_OK) return false;
+  *plan = p;
+  return true;
 }
 
 /* Grid mode, a reduce with few outputs: its longest axis across a work group

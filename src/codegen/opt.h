@@ -22,9 +22,18 @@
  *               few outputs then runs on a work group instead of one
  *               invocation, and an invocation's loops shrink by L.
  *
+ *   OPT_UNROLL  axis a, amount u: a reduce axis of size n (u divides n) is
+ *               split into u lanes, lane l taking elements l, l + u, ...,
+ *               each with accumulators of its own; after the loops the u
+ *               results are combined in lane order. The lanes are copies of
+ *               the reduce body at neighbouring elements, so a reduce along
+ *               a contiguous axis becomes vector loads and u independent
+ *               accumulators (the CPU's vectoriser packs them).
+ *
  * Upcasting never changes what a kernel computes or the order in which a
  * reduce adds: an optimised kernel gives the same bits as the unoptimised one.
- * Grouping changes the order of a float sum (not its accuracy class).
+ * Grouping and unrolling change the order of a float sum (not its accuracy
+ * class).
  */
 #ifndef TVK_CODEGEN_OPT_H
 #define TVK_CODEGEN_OPT_H
@@ -47,6 +56,8 @@ typedef struct {
 
 /* GROUP amounts: powers of two up to this (the combine is two levels of 16). */
 #define OPT_MAX_GROUP 256
+/* UNROLL amounts: up to this many lanes. */
+#define OPT_MAX_UNROLL 64
 
 /* The plan the heuristic picks for a verified kernel (kernel_verify's norm and
  * desc) on target t. Always valid (opt_check passes); empty where nothing
@@ -58,13 +69,17 @@ void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan 
  * amounts >= 1 dividing them, at most OPT_MAX_COPIES copies; one GROUP, in
  * grid mode, of an axis every reduce of the kernel reduces (reduces not
  * nested, of 32-bit dtypes), by a power of two in [2, OPT_MAX_GROUP] within
- * the work-group size and memory, and no UPCAST with it.
+ * the work-group size and memory, and no UPCAST with it; one UNROLL, of an
+ * axis every (non-nested) reduce reduces, by an amount from 2 to
+ * OPT_MAX_UNROLL dividing it, its lanes counted as copies.
  * TVK_ERR_INVALID_ARG naming the step otherwise. */
 tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const OptTarget *t,
                      Error *err);
 
 /* The grouped reduce axis of a checked plan and its lanes; -1 and 1 if none. */
 int opt_group(const OptPlan *plan, int64_t *lanes);
+/* The unrolled reduce axis of a checked plan and its lanes; -1 and 1 if none. */
+int opt_unroll(const OptPlan *plan, int64_t *lanes);
 
 /* The upcast amount of every axis (1: none) of a checked plan. */
 void opt_upcasts(const KernelDesc *kd, const OptPlan *plan, int64_t up[TVK_MAX_DIMS]);
@@ -74,7 +89,8 @@ void opt_plan_str(const OptPlan *plan, char *buf, size_t n);
 
 /* The kernel's name under a plan: E_ or r_ and the full shape, an upcast
  * axis written <blocks>u<amount> (r_64u4_16u16_1024), a grouped one
- * <per invocation>g<lanes> (r_256g256 for 65536 elements on 256 lanes). */
+ * <per invocation>g<lanes> (r_256g256 for 65536 elements on 256 lanes), an
+ * unrolled one <per lane>r<lanes> (r_16_256r16). */
 void opt_kernel_name(const KernelDesc *kd, const OptPlan *plan, char *buf, size_t n);
 
 #endif

@@ -144,6 +144,12 @@ static int extensions(const KernelDesc *kd, const CodegenOpts *base, const OptPl
       out[n].step[out[n].n++] = (OptStep){OPT_UPCAST, (uint8_t)d, a};
       n++;
     }
+    for (int32_t u = 4; red && u <= 32 && n < cap; u *= 2) {
+      if (kd->full[d] % u) continue;
+      out[n] = *from;
+      out[n].step[out[n].n++] = (OptStep){OPT_UNROLL, (uint8_t)d, u};
+      n++;
+    }
     for (int32_t l = 16; grid && red && l <= OPT_MAX_GROUP && l <= most && n < cap; l *= 2) {
       out[n] = *from;
       out[n].step[out[n].n++] = (OptStep){OPT_GROUP, (uint8_t)d, l};
