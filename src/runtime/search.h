@@ -4,10 +4,10 @@
  * the fastest of the candidates timed on the device itself: round one times
  * the empty plan, the heuristic's plan and every single step (an UPCAST of an
  * output axis or an UNROLL of a reduce axis by a power of two dividing it, a
- * GROUP of a reduce axis on devices with work groups); the n fastest are each extended by one more step
- * in round two; the fastest of all wins. Candidates that fail to generate,
- * compile or launch are skipped. Timing runs on scratch buffers of the
- * kernel's sizes (zero-filled), so the caller's data is never touched.
+ * GROUP of a reduce axis on devices with work groups); the n fastest are each extended by one more
+ * step in round two; the fastest of all wins. Candidates that fail to generate, compile or launch
+ * are skipped. Timing runs on scratch buffers of the kernel's sizes (zero-filled), so the caller's
+ * data is never touched.
  *
  * The choice is stored in the kernel cache directory, in choices/<device>/
  * <kernel>.plan (a sealed file, runtime/cache.h), keyed by the unoptimised
