@@ -224,12 +224,16 @@ static size_t item_under(Lin *l, size_t i, int L) {
   return l->n + (size_t)(b - 1);
 }
 
-/* Sort key: definitions first, then by toposort index (loops by their RANGE's). */
+/* Sort key: definitions first, stores last, the rest by toposort index
+ * (loops by their RANGE's). Stores last: the copies of an upcast body then
+ * load all their elements before storing any, so a C compiler can pack the
+ * loads and the stores into vectors without proving that an output does not
+ * alias an input (no store moves past a load it may hit: none follows). */
 static size_t item_key(const Lin *l, size_t t) {
   size_t i = t < l->n ? t : l->range_at[t - l->n];
   Op op = (Op)l->topo[i]->op;
-  bool def = t < l->n && op_in(op, G_DEFINE);
-  return (def ? 0 : l->n) + i;
+  bool def = t < l->n && op_in(op, G_DEFINE), store = t < l->n && op == OP_STORE;
+  return (def ? 0 : store ? 2 * l->n : l->n) + i;
 }
 
 static bool add_edge(Lin *l, size_t from, size_t to) {

@@ -84,7 +84,15 @@ static UOp *split_axis(LowerCtx *lc, int64_t n, int64_t axis_id) {
   UOp *nc = b_special(lc, arg_var("n_cores", 1, CG_MAX_CORES));
   UOp *num = b_c(lc, n);
   UOp *chunk = b2(OP_ADD, b2(OP_IDIV, b_c(lc, n - 1), nc), b_c(lc, 1));
-  UOp *lo = b_min(b2(OP_MUL, cid, chunk), num);
+  /* core_id * chunk in int64: bounds cannot see that core_id < n_cores, so
+   * in int32 the product may seem to overflow, and every index built on it
+   * would be rendered with wrap-around casts the vectorisers cannot see
+   * through; min(., n) brings it back in range */
+  DType i64 = dt_make(DT_INT64);
+  UOp *wide = cid && chunk ? b2(OP_MUL, uop_cast(cid, i64), uop_cast(chunk, i64)) : NULL;
+  UOp *n64 = uop_const_int(c, i64, n);
+  UOp *lo = wide && n64 ? b_min(wide, n64) : NULL;
+  lo = lo ? uop_cast(lo, lc->idt) : NULL;
   UOp *rest = lo && num ? uop_sub(num, lo) : NULL;
   UOp *count = b_min(rest, chunk);
   UOp *r = count ? uop_range(c, count, axis_id) : NULL;
