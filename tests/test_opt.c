@@ -423,19 +423,24 @@ static void test_check_refuses(void **state) {
   uop_pool_drain(c, 0);
 }
 
+/* The kernel of C = A @ B over the full shape (M, N, K): A (M, K) and B
+ * stored (N, K), both expanded over the axis they lack, summed over K. */
+static UOp *matmul_sink(UCtx *c, int64_t M, int64_t N, int64_t K) {
+  const int64_t ax[] = {2}, full[] = {M, N, K};
+  ShapeTracker *a0 = shp(3, M, (int64_t)1, K), *b0 = shp(3, (int64_t)1, N, K);
+  UOp *mm = reduce(
+      uop_mul(ld(c, 1, DT_FLOAT32, st_expand(a0, full)), ld(c, 2, DT_FLOAT32, st_expand(b0, full))),
+      OP_ADD, 1, ax);
+  st_free(a0), st_free(b0);
+  return sink1(store(c, 0, DT_FLOAT32, shp(3, M, N, (int64_t)1), mm));
+}
+
 /* A matmul gets a register tile on the CPU (the contiguous output axis by the
  * SIMD lanes, the other by 4), and the kernel's name says so. */
 static void test_heuristic_matmul(void **state) {
   Suite *s = *state;
   UCtx *c = s->c;
-  const int64_t ax[] = {2}, full[] = {64, 48, 32};
-  ShapeTracker *a0 = shp(3, (int64_t)64, (int64_t)1, (int64_t)32),
-               *b0 = shp(3, (int64_t)1, (int64_t)48, (int64_t)32);
-  UOp *mm = reduce(
-      uop_mul(ld(c, 1, DT_FLOAT32, st_expand(a0, full)), ld(c, 2, DT_FLOAT32, st_expand(b0, full))),
-      OP_ADD, 1, ax);
-  st_free(a0), st_free(b0);
-  UOp *sink = sink1(store(c, 0, DT_FLOAT32, shp(3, (int64_t)64, (int64_t)48, (int64_t)1), mm));
+  UOp *sink = matmul_sink(c, 64, 48, 32);
   KernelDesc *kd = calloc(1, sizeof *kd);
   UOp *norm;
   desc_of(sink, kd, &norm);
@@ -448,14 +453,7 @@ static void test_heuristic_matmul(void **state) {
   opt_kernel_name(kd, &p, name, sizeof name);
   assert_string_equal(name, "r_16u4_3u16_32");
   /* no upcast without an axis it divides (47 is prime) */
-  const int64_t f2[] = {64, 47, 32};
-  ShapeTracker *c0 = shp(3, (int64_t)64, (int64_t)1, (int64_t)32),
-               *d0 = shp(3, (int64_t)1, (int64_t)47, (int64_t)32);
-  UOp *m2 = reduce(
-      uop_mul(ld(c, 1, DT_FLOAT32, st_expand(c0, f2)), ld(c, 2, DT_FLOAT32, st_expand(d0, f2))),
-      OP_ADD, 1, ax);
-  st_free(c0), st_free(d0);
-  UOp *s2 = sink1(store(c, 0, DT_FLOAT32, shp(3, (int64_t)64, (int64_t)47, (int64_t)1), m2));
+  UOp *s2 = matmul_sink(c, 64, 47, 32);
   desc_of(s2, kd, &norm);
   opt_heuristic(norm, kd, &t, &p);
   opt_plan_str(&p, str, sizeof str);
@@ -535,15 +533,7 @@ static const char golden_mm[] =
 
 static void test_golden_matmul(void **state) {
   Suite *s = *state;
-  UCtx *c = s->c;
-  const int64_t ax[] = {2}, full[] = {4, 8, 4};
-  ShapeTracker *a0 = shp(3, (int64_t)4, (int64_t)1, (int64_t)4),
-               *b0 = shp(3, (int64_t)1, (int64_t)8, (int64_t)4);
-  UOp *mm = reduce(
-      uop_mul(ld(c, 1, DT_FLOAT32, st_expand(a0, full)), ld(c, 2, DT_FLOAT32, st_expand(b0, full))),
-      OP_ADD, 1, ax);
-  st_free(a0), st_free(b0);
-  UOp *sink = sink1(store(c, 0, DT_FLOAT32, shp(3, (int64_t)4, (int64_t)8, (int64_t)1), mm));
+  UOp *sink = matmul_sink(s->c, 4, 8, 4);
   OptPlan p = {2, {{OPT_UPCAST, 1, 4}, {OPT_UPCAST, 0, 2}}};
   CodegenOpts o = {.plan = &p};
   KernelSource ks;
@@ -551,7 +541,7 @@ static void test_golden_matmul(void **state) {
   if (getenv("TVK_GOLDEN_PRINT")) fprintf(stderr, "---- golden ----\n%s----\n", ks.src);
   if (strcmp(ks.src, golden_mm) != 0) fail_msg("generated source changed:\n%s", ks.src);
   kernel_source_free(&ks);
-  uop_pool_drain(c, 0);
+  uop_pool_drain(s->c, 0);
 }
 
 /* The GLSL of a sum over axis 1 of a (2, 8) float32 matrix under GROUP(1, 4):

@@ -153,23 +153,32 @@ static UOp *reduce_loops(LowerCtx *lc, int d, int64_t n, int64_t id) {
   return b_min(idx, b_c(lc, n - 1));
 }
 
-/* The UNROLL axis d of n elements (opt.h): loops over n / lanes (digits, as
- * any reduce) and the lane, a placeholder each lane's copy of the reduce
- * body replaces by its constant: index j * lanes + lane. */
-static UOp *unroll_axis(LowerCtx *lc, int d, int64_t n) {
-  int64_t u = lc->ulanes, m = n / u;
+/* A reduce axis d of n elements taken by `lanes` lanes (UNROLL's lane
+ * placeholder, GROUP's invocation): lane l takes elements l, l + lanes, ...
+ * over loops of ceil(n / lanes) iterations (digits, as any reduce), index
+ * j * lanes + lane; where that runs past n it is clamped for the loads and
+ * what lies past is the identity (lc->past). */
+static UOp *laned_axis(LowerCtx *lc, int d, int64_t n, int64_t lanes, UOp *lane) {
+  int64_t m = (n + lanes - 1) / lanes;
   UOp *j = lc->zero;
   if (m > 1)
     j = reduce_loops(lc, d, m, d);
   else
     lc->ndig[d] = 0;
-  lc->ulane = uop_new(lc->ctx, OP_SPECIAL, lc->idt, 0, NULL, arg_var("unroll_lane", 0, u - 1));
-  if (!j || !lc->ulane) return NULL;
+  if (!j || !lane) return NULL;
   UOp *ju = lc->past[d] ? lc->past[d] : j;
-  UOp *iu = b2(OP_ADD, b2(OP_MUL, ju, b_c(lc, u)), lc->ulane);
-  if (!lc->past[d]) return iu;
+  UOp *iu = b2(OP_ADD, b2(OP_MUL, ju, b_c(lc, lanes)), lane);
+  if (!lc->past[d] && m * lanes == n) return iu;
   lc->past[d] = iu;
   return b_min(iu, b_c(lc, n - 1));
+}
+
+/* The UNROLL axis (opt.h): its lane is a placeholder that each lane's copy of
+ * the reduce body replaces by its constant. */
+static UOp *unroll_axis(LowerCtx *lc, int d, int64_t n) {
+  lc->ulane =
+      uop_new(lc->ctx, OP_SPECIAL, lc->idt, 0, NULL, arg_var("unroll_lane", 0, lc->ulanes - 1));
+  return laned_axis(lc, d, n, lc->ulanes, lc->ulane);
 }
 
 /* A reduce axis's index: its loops, or an UNROLL's. */
@@ -248,8 +257,7 @@ static tvk_status choose_unrolled(LowerCtx *lc, int64_t body) {
  * output axes are the digits of min(gid, total - 1); when the last group runs past the end, a RANGE
  * of (gid < total ? 1 : 0) iterations is the bounds check that holds the stores and the reduces. */
 /* Grid mode with a GROUP (opt.h): one work group per output element, the
- * grouped axis d of n elements indexed lane + L * j by the loops j over
- * ceil(n / L) (digits, as any reduce), what lies past n the identity. */
+ * grouped axis taken by its invocations (laned_axis). */
 static bool make_axes_group(LowerCtx *lc, int64_t total, CgLaunch *launch) {
   const KernelDesc *ks = lc->ks;
   int64_t L = lc->glanes;
@@ -262,21 +270,11 @@ static bool make_axes_group(LowerCtx *lc, int64_t total, CgLaunch *launch) {
     bool red = ks->reduce_axes >> d & 1;
     int64_t n = ks->full[d];
     if (d == lc->gaxis) {
-      int64_t m = (n + L - 1) / L;
-      UOp *j = m == 1 ? lc->zero : reduce_loops(lc, d, m, d);
-      if (m == 1) lc->ndig[d] = 0;
-      UOp *ju = lc->past[d] ? lc->past[d] : j;
-      UOp *iu = b2(OP_ADD, b2(OP_MUL, ju, b_c(lc, L)), lc->lane);
-      if (lc->past[d] || m * L != n) {
-        lc->past[d] = iu;
-        lc->axis[d] = b_min(iu, b_c(lc, n - 1));
-      } else {
-        lc->axis[d] = iu;
-      }
+      lc->axis[d] = laned_axis(lc, d, n, L, lc->lane);
     } else if (n == 1) {
       lc->axis[d] = lc->zero;
     } else if (red) {
-      lc->axis[d] = reduce_loops(lc, d, n, d);
+      lc->axis[d] = reduce_axis(lc, d, n);
     } else {
       lc->axis[d] = b2(OP_MOD, b2(OP_IDIV, flat, b_c(lc, stride)), b_c(lc, n));
       stride *= n;

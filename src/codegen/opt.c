@@ -24,12 +24,6 @@ _Static_assert(OPT_MAX_UNROLL == 64, "OPT_MAX_UNROLL_STR spells it");
 /* Elements of an elementwise kernel per GPU invocation. */
 #define OPT_GRID_ELEMENTS 8
 
-typedef struct Shape Shape;
-static bool group_plan(UOp *norm, const KernelDesc *kd, const Shape *sh, const OptTarget *t,
-                       OptPlan *plan);
-static bool unroll_plan(UOp *norm, const KernelDesc *kd, const Shape *sh, const OptTarget *t,
-                        int32_t lanes, OptPlan *plan);
-
 /* What GROUP needs of the kernel's reduces: all reduce one axis set (returned
  * in *axes; *nred counts them), none is nested in another, all of 32-bit
  * dtypes if need32 (work-group memory holds 32-bit values). NULL when it
@@ -195,7 +189,7 @@ void opt_kernel_name(const KernelDesc *kd, const OptPlan *plan, char *buf, size_
 /* ---------------------------------------------------------------- the heuristic */
 
 /* What the heuristic looks at in the AST. */
-struct Shape {
+typedef struct {
   bool reduce;         /* some REDUCE_AXIS */
   bool matmul_like;    /* some ADD reduce of a product of two loads */
   int contiguous;      /* the output axis the first store's view walks with stride 1; -1: none */
@@ -203,7 +197,7 @@ struct Shape {
   /* The two loads of the first matmul-like product: per axis, whether each
    * walks it (a stride other than 0). */
   uint32_t walks[2];
-};
+} Shape;
 
 static const UOp *skip_casts(const UOp *u) {
   while (u->op == OP_CAST) u = u->src[0];
@@ -257,6 +251,53 @@ static void push(OptPlan *p, OptKind k, int axis, int32_t amount) {
     p->step[p->n++] = (OptStep){(uint8_t)k, (uint8_t)axis, amount};
 }
 
+/* The longest reduced axis (the first of equals), -1 if none. */
+static int longest_reduce_axis(const KernelDesc *kd) {
+  int axis = -1;
+  for (int d = 0; d < kd->ndim; d++)
+    if (!is_output_axis(kd, d) && (axis < 0 || kd->full[d] > kd->full[axis])) axis = d;
+  return axis;
+}
+
+/* The CPU, a reduce whose longest axis some load walks with stride 1: that
+ * axis unrolled into the SIMD lanes (OPT_UNROLL). */
+static bool unroll_plan(UOp *norm, const KernelDesc *kd, const Shape *sh, const OptTarget *t,
+                        int32_t lanes, OptPlan *plan) {
+  int axis = longest_reduce_axis(kd);
+  if (axis < 0 || !(sh->unit_loads >> axis & 1)) return false;
+  int32_t u = dividing(kd->full[axis], lanes);
+  if (u < 4 || kd->full[axis] / u < 4) return false;
+  OptPlan p = {1, {{OPT_UNROLL, (uint8_t)axis, u}}};
+  Error err = {0};
+  if (opt_check(norm, kd, &p, t, &err) != TVK_OK) return false;
+  *plan = p;
+  return true;
+}
+
+/* Grid mode, a reduce with few outputs: its longest axis across a work group
+ * (OPT_GROUP), when the lanes get a few elements each and read neighbouring
+ * elements (a load walks the axis with stride 1) or the outputs are too few
+ * to keep the device busy any other way. Lanes of a strided axis would
+ * gather where invocations per output read in step. */
+static bool group_plan(UOp *norm, const KernelDesc *kd, const Shape *sh, const OptTarget *t,
+                       OptPlan *plan) {
+  int64_t outputs = 1;
+  int axis = longest_reduce_axis(kd);
+  for (int d = 0; d < kd->ndim; d++)
+    if (is_output_axis(kd, d)) outputs *= kd->full[d];
+  if (axis < 0 || outputs > OPT_GROUP_MAX_OUTPUTS) return false;
+  if (!(sh->unit_loads >> axis & 1) && outputs > 16) return false; /* lanes would gather */
+  int64_t lanes = 1;
+  while (lanes * 2 <= OPT_MAX_GROUP && lanes * 2 <= t->max_local && lanes * 2 * 4 <= kd->full[axis])
+    lanes *= 2;
+  if (lanes < 16) return false;
+  OptPlan p = {1, {{OPT_GROUP, (uint8_t)axis, (int32_t)lanes}}};
+  Error err = {0};
+  if (opt_check(norm, kd, &p, t, &err) != TVK_OK) return false;
+  *plan = p;
+  return true;
+}
+
 void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan *plan) {
   plan->n = 0;
   Shape sh;
@@ -297,49 +338,4 @@ void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan 
    * (lavapipe, a*b+c over 16M: 106 -> 66 ms; reduces with outputs were
    * slower upcast, 11 -> 44 ms for a long sum's first kernel) */
   if (grid && !sh.reduce) push(plan, OPT_UPCAST, vec, dividing(kd->full[vec], OPT_GRID_ELEMENTS));
-}
-
-/* The CPU, a reduce whose longest axis some load walks with stride 1: that
- * axis unrolled into the SIMD lanes (OPT_UNROLL). */
-static bool unroll_plan(UOp *norm, const KernelDesc *kd, const Shape *sh, const OptTarget *t,
-                        int32_t lanes, OptPlan *plan) {
-  int axis = -1;
-  for (int d = 0; d < kd->ndim; d++)
-    if (!is_output_axis(kd, d) && (axis < 0 || kd->full[d] > kd->full[axis])) axis = d;
-  if (axis < 0 || !(sh->unit_loads >> axis & 1)) return false;
-  int32_t u = dividing(kd->full[axis], lanes);
-  if (u < 4 || kd->full[axis] / u < 4) return false;
-  OptPlan p = {1, {{OPT_UNROLL, (uint8_t)axis, u}}};
-  Error err = {0};
-  if (opt_check(norm, kd, &p, t, &err) != TVK_OK) return false;
-  *plan = p;
-  return true;
-}
-
-/* Grid mode, a reduce with few outputs: its longest axis across a work group
- * (OPT_GROUP), when the lanes get a few elements each and read neighbouring
- * elements (a load walks the axis with stride 1) or the outputs are too few
- * to keep the device busy any other way. Lanes of a strided axis would
- * gather where invocations per output read in step. */
-static bool group_plan(UOp *norm, const KernelDesc *kd, const Shape *sh, const OptTarget *t,
-                       OptPlan *plan) {
-  int64_t outputs = 1;
-  int axis = -1;
-  for (int d = 0; d < kd->ndim; d++) {
-    if (is_output_axis(kd, d))
-      outputs *= kd->full[d];
-    else if (axis < 0 || kd->full[d] > kd->full[axis])
-      axis = d;
-  }
-  if (axis < 0 || outputs > OPT_GROUP_MAX_OUTPUTS) return false;
-  if (!(sh->unit_loads >> axis & 1) && outputs > 16) return false; /* lanes would gather */
-  int64_t lanes = 1;
-  while (lanes * 2 <= OPT_MAX_GROUP && lanes * 2 <= t->max_local && lanes * 2 * 4 <= kd->full[axis])
-    lanes *= 2;
-  if (lanes < 16) return false;
-  OptPlan p = {1, {{OPT_GROUP, (uint8_t)axis, (int32_t)lanes}}};
-  Error err = {0};
-  if (opt_check(norm, kd, &p, t, &err) != TVK_OK) return false;
-  *plan = p;
-  return true;
 }

@@ -206,10 +206,6 @@ done:
 
 /* ---------------------------------------------------------------- search_plan */
 
-static size_t elem_bytes(ScalarType t) {
-  return dt_bits(dt_make(t)) <= 8 ? 1 : dt_bits(dt_make(t)) / 8;
-}
-
 tvk_status search_plan(const SearchCtx *r, const Schedule *s, int i, const CodegenOpts *base,
                        OptPlan *plan) {
   const ScheduleItem *it = &s->items[i];
@@ -263,7 +259,7 @@ tvk_status search_plan(const SearchCtx *r, const Schedule *s, int i, const Codeg
   bool ok = scratch != NULL;
   for (int k = 0; ok && k < it->nbufs; k++) {
     const SchedBuf *sb = &s->bufs[it->bufs[k]];
-    size_t bytes = (size_t)(sb->numel > 0 ? sb->numel : 1) * elem_bytes(sb->dtype);
+    size_t bytes = (size_t)(sb->numel > 0 ? sb->numel : 1) * dt_scalar_size(sb->dtype);
     void *zero = calloc(1, bytes);
     ok = zero && d->ops->alloc(d, bytes, &scratch[k]) == TVK_OK &&
          d->ops->copy_in(d, scratch[k], 0, zero, bytes) == TVK_OK;
