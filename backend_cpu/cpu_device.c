@@ -171,12 +171,25 @@ static void cpu_program_free(Device *d, DevProgram *p) {
 
 /* ---- launch ---- */
 
-/* The geometry is not used: every launch is one call per core, and the kernel
- * splits its outermost loop by core_id. */
+/* A kernel of fewer loop iterations than this runs on the launching thread
+ * alone: waking the other cores would cost more than they save. */
+#define CPU_SERIAL_WORK 32768
+
+/* How many cores a launch uses: as many as the split axis has indices (the
+ * geometry's global[0]), or one for a small kernel; all without a geometry. */
+static int launch_cores(int n, const LaunchDims *dims) {
+  if (!dims) return n;
+  int64_t chunks = dims->global[0] > 0 ? dims->global[0] : 1;
+  int64_t per = dims->global[1] > 0 ? dims->global[1] : 1;
+  if (chunks <= CPU_SERIAL_WORK / per && chunks * per < CPU_SERIAL_WORK) return 1;
+  return chunks < n ? (int)chunks : n;
+}
+
+/* Every launch is one call per core it uses, and the kernel splits its
+ * outermost loop by core_id. */
 static tvk_status cpu_launch(Device *d, DevProgram *p, DevBuffer *const *bufs, int nbufs,
                              const int32_t *vals, int nvals, const LaunchDims *dims) {
   static const int32_t no_vals[1] = {0};
-  (void)dims;
   if (!p || p->owner != d)
     return err_set(&d->err, TVK_ERR_INVALID_ARG, "launch: program is %s",
                    p ? "of another device" : "NULL");
@@ -196,7 +209,8 @@ static tvk_status cpu_launch(Device *d, DevProgram *p, DevBuffer *const *bufs, i
     }
     ptrs[i] = bufs[i]->data;
   }
-  cpu_pool_run(cpu_of(d)->pool, p->fn, ptrs, nvals > 0 ? vals : no_vals);
+  CpuDevice *c = cpu_of(d);
+  cpu_pool_run(c->pool, launch_cores(c->threads, dims), p->fn, ptrs, nvals > 0 ? vals : no_vals);
   if (ptrs != local) free(ptrs);
   return TVK_OK;
 }

@@ -30,10 +30,11 @@ typedef struct CpuPool CpuPool;
 /* Starts n-1 workers; the launching thread is core 0. n >= 1. On failure writes
  * a message into err and returns TVK_ERR_DEVICE or TVK_ERR_OUT_OF_MEMORY. */
 tvk_status cpu_pool_create(int n, CpuPool **out, Error *err);
-/* Calls fn(bufs, vals, core, n) for every core in 0..n-1, in parallel, and
- * returns when all calls have returned. Launches from several threads are
- * serialised. */
-void cpu_pool_run(CpuPool *p, CpuKernelFn fn, void *const *bufs, const int32_t *vals);
+/* Calls fn(bufs, vals, core, cores) for every core in 0..cores-1 (cores
+ * clamped to 1..n), in parallel, and returns when all calls have returned;
+ * with one core, directly on the calling thread. Launches from several
+ * threads are serialised. */
+void cpu_pool_run(CpuPool *p, int cores, CpuKernelFn fn, void *const *bufs, const int32_t *vals);
 /* Joins the workers; NULL ok. */
 void cpu_pool_destroy(CpuPool *p);
 

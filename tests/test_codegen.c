@@ -1020,7 +1020,8 @@ static int check_structure(UOp *sink) {
   UOp *norm, *low, *legal;
   LinearProgram lp;
   assert_int_equal(kernel_verify(sink, &norm, kd, &err), TVK_OK);
-  assert_int_equal(lower_kernel(norm, kd, &(OptPlan){0}, &low, &err), TVK_OK);
+  CgLaunch launch;
+  assert_int_equal(lower_kernel(norm, kd, &(OptPlan){0}, &low, &launch, &err), TVK_OK);
   assert_int_equal(legalize_dtypes(uop_simplify(low), &lang_c, &legal, &err), TVK_OK);
   if (linearize(legal, &lp, &err) != TVK_OK) fail_msg("linearize: %s", err.msg);
   Structure *st = calloc(1, sizeof *st);

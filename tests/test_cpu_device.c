@@ -307,7 +307,7 @@ static void test_kernel_mul_add(void **state) {
       assert_int_equal(d->ops->copy_in(d, bufs[1], 0, a, bytes), TVK_OK);
       assert_int_equal(d->ops->copy_in(d, bufs[2], 0, bv, bytes), TVK_OK);
       int32_t vals[2] = {n, 5};
-      LaunchDims dims = {{1, 1, 1}, {1, 1, 1}};
+      LaunchDims dims = {{n, 1, 1}, {1, 1, 1}}; /* n elements, each of work 1 */
       assert_int_equal(d->ops->launch(d, p, bufs, 3, vals, 2, &dims), TVK_OK);
       assert_int_equal(d->ops->sync(d), TVK_OK);
       assert_int_equal(d->ops->copy_out(d, bufs[0], 0, c, bytes), TVK_OK);
@@ -324,30 +324,46 @@ static void test_kernel_mul_add(void **state) {
   }
 }
 
-/* Every launch calls each core exactly once with the right n_cores, and
- * buffers are 64-byte aligned. Many launches stress the pool's hand-off. */
+/* Every launch calls each core it uses exactly once with the right n_cores,
+ * and buffers are 64-byte aligned. Many launches stress the pool's hand-off.
+ * The cores used: all without a geometry; as many as the split axis has
+ * indices (global[0]); one for a kernel of little work (global[0] *
+ * global[1] below CPU_SERIAL_WORK), without overflow for huge sizes. */
 static void test_each_core_once(void **state) {
   (void)state;
   enum { LAUNCHES = 300 };
   static const int threads[] = {1, 2, 7};
+  static const struct {
+    bool geometry;
+    int64_t chunks, per;
+    int most; /* cores it may use; 0: all */
+  } cases[] = {{false, 0, 0, 0},      {true, 1000, 1000, 0}, {true, 1, INT64_C(1) << 30, 1},
+               {true, 5, 1 << 20, 5}, {true, 100, 10, 1},    {true, 4, INT64_MAX / 2, 4}};
   for (size_t t = 0; t < 3; t++) {
     Device *d = make_dev(threads[t]);
     DevProgram *p = must_compile(d, "cores", cores_src, NULL);
-    int32_t hits[192] = {0};
-    DevBuffer *bufs[4] = {must_alloc(d, sizeof hits), must_alloc(d, 0), must_alloc(d, 3),
-                          must_alloc(d, 1001)};
-    assert_int_equal(d->ops->copy_in(d, bufs[0], 0, hits, sizeof hits), TVK_OK);
-    int32_t vals[1] = {3};
-    for (int i = 0; i < LAUNCHES; i++)
-      assert_int_equal(d->ops->launch(d, p, bufs, 4, vals, 1, NULL), TVK_OK);
-    assert_int_equal(d->ops->copy_out(d, bufs[0], 0, hits, sizeof hits), TVK_OK);
-    for (int c = 0; c < 64; c++) {
-      int want = c < threads[t] ? LAUNCHES : 0;
-      if (hits[c] != want) fail_msg("threads %d: core %d ran %d times", threads[t], c, hits[c]);
-      assert_int_equal(hits[64 + c], c < threads[t] ? threads[t] : 0);
-      assert_int_equal(hits[128 + c], 0); /* misalignment */
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+      int32_t hits[192] = {0};
+      DevBuffer *bufs[4] = {must_alloc(d, sizeof hits), must_alloc(d, 0), must_alloc(d, 3),
+                            must_alloc(d, 1001)};
+      assert_int_equal(d->ops->copy_in(d, bufs[0], 0, hits, sizeof hits), TVK_OK);
+      int32_t vals[1] = {3};
+      LaunchDims dims = {{cases[k].chunks, cases[k].per, 1}, {1, 1, 1}};
+      for (int i = 0; i < LAUNCHES; i++)
+        assert_int_equal(d->ops->launch(d, p, bufs, 4, vals, 1, cases[k].geometry ? &dims : NULL),
+                         TVK_OK);
+      assert_int_equal(d->ops->copy_out(d, bufs[0], 0, hits, sizeof hits), TVK_OK);
+      int used = cases[k].most && cases[k].most < threads[t] ? cases[k].most : threads[t];
+      for (int c = 0; c < 64; c++) {
+        int want = c < used ? LAUNCHES : 0;
+        if (hits[c] != want)
+          fail_msg("threads %d, case %zu: core %d ran %d times, want %d", threads[t], k, c, hits[c],
+                   want);
+        assert_int_equal(hits[64 + c], c < used ? used : 0);
+        assert_int_equal(hits[128 + c], 0); /* misalignment */
+      }
+      for (int b = 0; b < 4; b++) d->ops->free(d, bufs[b]);
     }
-    for (int k = 0; k < 4; k++) d->ops->free(d, bufs[k]);
     d->ops->program_free(d, p);
     d->ops->destroy(d);
   }

@@ -540,6 +540,10 @@ static void test_golden_matmul(void **state) {
   assert_int_equal(codegen_kernel_opts(sink, NULL, &o, &ks), TVK_OK);
   if (getenv("TVK_GOLDEN_PRINT")) fprintf(stderr, "---- golden ----\n%s----\n", ks.src);
   if (strcmp(ks.src, golden_mm) != 0) fail_msg("generated source changed:\n%s", ks.src);
+  /* cores mode's launch: the split axis (M = 4 in blocks of 2) has 2 indices,
+   * each of 128 / 2 loop iterations of the 4 x 8 x 4 kernel */
+  assert_int_equal(ks.global[0], 2);
+  assert_int_equal(ks.global[1], 64);
   kernel_source_free(&ks);
   uop_pool_drain(s->c, 0);
 }
@@ -639,8 +643,19 @@ static tvk_stats beam_run(const char *dev, const char *dir) {
   double want = 0;
   for (int i = 0; i < L; i++) want += v[i];
   if (fabs(sum - want) > 1e-6 * want) fail_msg("%s: sum %.9g, want %.9g", dev, sum, want);
-  tvk_stats st;
+  tvk_stats st, more;
   tvk_stats_get(ctx, &st);
+  /* the same kernels again in this context: no search, no lookup of choices */
+  float c2[M * N];
+  assert_int_equal(tvk_to_host(tvk_matmul(A, B), c2, sizeof c2), TVK_OK);
+  assert_memory_equal(c, c2, sizeof c);
+  tvk_stats_get(ctx, &more);
+  if (more.plans_searched != st.plans_searched || more.plans_found != st.plans_found ||
+      more.kernels_generated != st.kernels_generated)
+    fail_msg("%s: the matmul again searched %llu, found %llu, generated %llu", dev,
+             (unsigned long long)(more.plans_searched - st.plans_searched),
+             (unsigned long long)(more.plans_found - st.plans_found),
+             (unsigned long long)(more.kernels_generated - st.kernels_generated));
   tvk_ctx_destroy(ctx);
   return st;
 }

@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "frontend/frontend.h"
+#include "runtime/run.h"
 #include "schedule/schedule.h"
 #include "test_util.h"
 #include "tvk.h"
@@ -51,9 +52,11 @@ static tvk_ctx *open_ctx_in(const char *dir, int debug) {
 
 static tvk_ctx *open_ctx(void) { return open_ctx_in(g_dir, 0); }
 
-/* Every tensor released: no UOp and no device byte is left. */
+/* Every tensor released: no UOp and no device byte is left (once the program
+ * cache lets go of the kernel ASTs it keeps to skip codegen). */
 static void close_ctx_clean(tvk_ctx *ctx) {
   while (ctx->head) tvk_release(ctx->head);
+  progcache_forget_kernels(ctx->programs);
   assert_int_equal(uctx_live(ctx->u), 0);
   tvk_stats s;
   tvk_stats_get(ctx, &s);
@@ -235,6 +238,8 @@ static void test_second_run_compiles_nothing(void **state) {
         assert_int_equal(s.kernels_compiled, 0);
         assert_int_equal(s.cache_hits, 1);
       }
+      /* new tensors, the same kernel: its code is made once per context */
+      assert_int_equal(s.kernels_generated, again == 0 ? 1 : 0);
       for (int j = 0; j < 6; j++) {
         double w = 0;
         for (int i = 0; i < 5; i++)

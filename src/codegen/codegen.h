@@ -107,11 +107,21 @@ bool st_to_indexed_uops(const ShapeTracker *st, UCtx *ctx, DType idt, UOp *const
 #define CG_SUM_BLOCK 16
 #define CG_MAX_DIGITS 16 /* loops one reduce axis may be split into (16^16 = 2^64) */
 
+/* The launch of a kernel: work groups and their size per dimension (grid
+ * mode); in cores mode global[0] is the extent of the axis split across cores
+ * (at most that many have work), global[1] the kernel's loop iterations per
+ * index of it (its size as work, saturating), the rest 1. */
+typedef struct {
+  int64_t global[3], local[3];
+} CgLaunch;
+
 /* Lowers a verified AST (kernel_verify's *norm) to the graph described above,
  * following `plan` (opt.h), which must have passed opt_check for the mode.
  * The outermost output axis of size other than 1 is split across cores (with
- * no such axis, a one-iteration loop that only core 0 runs). Autoreleased. */
-tvk_status lower_kernel(UOp *ast, const KernelDesc *ks, const OptPlan *plan, UOp **out, Error *err);
+ * no such axis, a one-iteration loop that only core 0 runs). Fills *launch.
+ * Autoreleased. */
+tvk_status lower_kernel(UOp *ast, const KernelDesc *ks, const OptPlan *plan, UOp **out,
+                        CgLaunch *launch, Error *err);
 
 /* Grid mode: the loop iterations one invocation may run in its reduces (their
  * trips multiplied). Past it the innermost reduce loops are unrolled, into at
@@ -122,11 +132,6 @@ tvk_status lower_kernel(UOp *ast, const KernelDesc *ks, const OptPlan *plan, UOp
 #define CG_GRID_LOOP_BUDGET 16384
 #define CG_GRID_MAX_UNROLL 1024 /* copies of a reduce body at most */
 #define CG_GRID_MAX_BODY 65536  /* UOps in all the copies of a body */
-
-/* The launch of a grid-mode kernel: work groups and their size per dimension. */
-typedef struct {
-  int64_t global[3], local[3];
-} CgLaunch;
 
 /* Grid mode (CG_MODE_GRID): the output elements, numbered row-major over the
  * output axes, map to invocations gid = group_id * local + local_id of a 1-D

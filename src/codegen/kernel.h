@@ -100,8 +100,9 @@ typedef struct {
   int ndim;
   int64_t full_shape[TVK_MAX_DIMS];
   int64_t out_shape[TVK_MAX_DIMS];
-  /* The launch (LaunchDims): work-group count and size per dimension. Cores
-   * mode: all 1 (the device picks its cores). */
+  /* The launch (LaunchDims): work-group count and size per dimension; in
+   * cores mode the split axis's extent and the work per index of it
+   * (CgLaunch, codegen.h). */
   int64_t global[3], local[3];
   OptPlan plan; /* the plan the kernel was made with */
   Error err;    /* the status and message when a call returned an error; empty otherwise */

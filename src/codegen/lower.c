@@ -43,6 +43,7 @@ typedef struct {
   int ndig[TVK_MAX_DIMS];
   UOp *past[TVK_MAX_DIMS];
   uint32_t split;   /* bit d: a long axis d is split into digits */
+  int64_t split_n;  /* cores mode: the extent of the axis split across cores */
   int64_t range_id; /* the next axis id for a digit RANGE */
   /* Grid mode: the innermost reduce loops of the kernel whose bodies are
    * copied instead of looped (choose_unrolled), to stay in the loop budget. */
@@ -80,6 +81,7 @@ static UOp *b_special(LowerCtx *lc, Arg arg) {
  * count = min(n - lo, chunk); no intermediate exceeds n + nc. */
 static UOp *split_axis(LowerCtx *lc, int64_t n, int64_t axis_id) {
   UCtx *c = lc->ctx;
+  lc->split_n = n;
   UOp *cid = b_special(lc, arg_var("core_id", 0, CG_MAX_CORES - 1));
   UOp *nc = b_special(lc, arg_var("n_cores", 1, CG_MAX_CORES));
   UOp *num = b_c(lc, n);
@@ -672,13 +674,28 @@ static bool lower_init(LowerCtx *lc, UOp *ast, const KernelDesc *ks, const OptPl
   return lc->zero && scan_reduces(ast, &lc->split, body);
 }
 
+/* Cores mode's launch: how many cores can have work (the split axis's
+ * extent) and the loop iterations of the kernel per index of that axis, so
+ * a device can run a small kernel on one core rather than wake the others. */
+static void cores_launch(const LowerCtx *lc, CgLaunch *launch) {
+  const KernelDesc *ks = lc->ks;
+  int64_t total = 1;
+  for (int d = 0; d < ks->ndim && total > 0; d++)
+    total = ks->full[d] <= 0                  ? 0
+            : total > INT64_MAX / ks->full[d] ? INT64_MAX
+                                              : total * ks->full[d];
+  int64_t n = lc->split_n > 0 ? lc->split_n : 1;
+  *launch = (CgLaunch){{n, total / n, 1}, {1, 1, 1}};
+}
+
 tvk_status lower_kernel(UOp *ast, const KernelDesc *ks, const OptPlan *plan, UOp **out,
-                        Error *err) {
+                        CgLaunch *launch, Error *err) {
   *out = NULL;
   LowerCtx lc;
   int64_t body;
   if (!lower_init(&lc, ast, ks, plan, err, &body) || !make_axes(&lc))
     return err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
+  cores_launch(&lc, launch);
   return lower_copies(ast, &lc, out, err);
 }
 

@@ -74,7 +74,7 @@ static tvk_status passes(UOp *norm, const KernelDesc *kd, const CodegenOpts *opt
   if (opts && opts->mode == CG_MODE_GRID) {
     int local = opts->local_size > 0 ? opts->local_size : 64;
     if (lower_kernel_grid(norm, kd, plan, local, &low, launch, err) != TVK_OK) return err->status;
-  } else if (lower_kernel(norm, kd, plan, &low, err) != TVK_OK) {
+  } else if (lower_kernel(norm, kd, plan, &low, launch, err) != TVK_OK) {
     return err->status;
   }
   UOp *simple = uop_simplify(low);

@@ -541,9 +541,9 @@ void tvk_ctx_destroy(tvk_ctx *ctx) {
     uop_pool_drain(ctx->u, 0);
     uctx_set_buffer_hook(ctx->u, NULL, NULL); /* buffers are freed below, all at once */
   }
+  if (ctx->dev) progcache_free(ctx->programs, ctx->dev); /* holds kernel ASTs: before uctx_free */
   uctx_free(ctx->u);
   if (ctx->dev) {
-    progcache_free(ctx->programs, ctx->dev);
     for (int64_t i = 0; i < ctx->nbufs; i++) buffer_release(ctx, i);
     ctx->dev->ops->destroy(ctx->dev);
   }

@@ -21,8 +21,10 @@ typedef struct DevBuffer DevBuffer;   /* backend-defined */
 typedef struct DevProgram DevProgram; /* backend-defined */
 
 /* Launch geometry: global (work-group count) and local (work-group size) per
- * axis. The CPU backend runs global[0]*global[1]*global[2] as one call per core
- * and lets the kernel split its outermost loop. */
+ * axis. For a kernel of cores mode (the CPU backend's) global[0] is how many
+ * cores can have work and global[1] the loop iterations per one of them (a
+ * size, for running a small kernel on one core); the kernel splits its
+ * outermost loop by the n_cores it is called with. */
 typedef struct {
   int64_t global[3];
   int64_t local[3];

@@ -9,6 +9,7 @@
 
 #include "codegen/kernel.h"
 #include "codegen/opt.h"
+#include "ir/uop.h"
 #include "runtime/run.h"
 #include "runtime/search.h"
 
@@ -20,9 +21,23 @@ typedef struct {
   DevProgram *prog;
 } ProgEntry;
 
+/* A kernel AST already prepared: its generated source (with its plan and
+ * launch) and program. ASTs are hash-consed, so the same kernel in a later
+ * schedule is the same UOp; the entry holds a reference, so the pointer
+ * cannot be reused for another AST. This skips codegen (and a plan search)
+ * for every kernel seen before, which for a small kernel costs more than
+ * running it. */
+typedef struct {
+  UOp *ast;
+  KernelSource ks;
+  DevProgram *prog;
+} KernEntry;
+
 struct ProgCache {
   ProgEntry *e;
   size_t cap, n;
+  KernEntry **k; /* open addressing by AST pointer; NULL: empty slot */
+  size_t kcap, kn;
 };
 
 static uint64_t fnv1a(const char *s) {
@@ -48,8 +63,57 @@ static bool cache_grow(ProgCache *c) {
   return true;
 }
 
+static size_t kern_slot(KernEntry *const *k, size_t cap, const UOp *ast) {
+  size_t i = (size_t)(((uintptr_t)ast >> 4) * 0x9e3779b97f4a7c15ull) & (cap - 1);
+  while (k[i] && k[i]->ast != ast) i = (i + 1) & (cap - 1);
+  return i;
+}
+
+static bool kern_grow(ProgCache *c) {
+  size_t cap = c->kcap ? c->kcap * 2 : 64;
+  KernEntry **k = calloc(cap, sizeof *k);
+  if (!k) return false;
+  for (size_t i = 0; i < c->kcap; i++)
+    if (c->k[i]) k[kern_slot(k, cap, c->k[i]->ast)] = c->k[i];
+  free(c->k);
+  c->k = k, c->kcap = cap;
+  return true;
+}
+
+static const KernEntry *kern_find(const ProgCache *c, const UOp *ast) {
+  if (!c || !c->kcap) return NULL;
+  return c->k[kern_slot(c->k, c->kcap, ast)];
+}
+
+/* Moves ks into a new entry for ast; false (ks left to the caller) when out
+ * of memory. */
+static bool kern_add(ProgCache *c, UOp *ast, KernelSource *ks, DevProgram *prog) {
+  if ((c->kn + 1) * 2 > c->kcap && !kern_grow(c)) return false;
+  KernEntry *e = malloc(sizeof *e);
+  if (!e) return false;
+  *e = (KernEntry){uop_retain(ast), *ks, prog};
+  memset(ks, 0, sizeof *ks);
+  c->k[kern_slot(c->k, c->kcap, ast)] = e;
+  c->kn++;
+  return true;
+}
+
+void progcache_forget_kernels(ProgCache *c) {
+  if (!c) return;
+  for (size_t i = 0; i < c->kcap; i++) {
+    if (!c->k[i]) continue;
+    uop_release(c->k[i]->ast);
+    kernel_source_free(&c->k[i]->ks);
+    free(c->k[i]);
+    c->k[i] = NULL;
+  }
+  c->kn = 0;
+}
+
 void progcache_free(ProgCache *c, Device *dev) {
   if (!c) return;
+  progcache_forget_kernels(c);
+  free(c->k);
   for (size_t i = 0; i < c->cap; i++) {
     if (!c->e[i].src) continue;
     dev->ops->program_free(dev, c->e[i].prog);
@@ -113,14 +177,25 @@ static void shape_str(int ndim, const int64_t *shape, char *buf, size_t n) {
 
 /* ---------------------------------------------------------------- running */
 
+/* A kernel ready to launch: ks is the program cache's, or `own` when it
+ * could not be added there. */
 typedef struct {
-  KernelSource ks;
+  const KernelSource *ks;
+  KernelSource own;
   DevProgram *prog;
 } Prepared;
 
 /* Codegen and compile of item i, in the device's language and lowering. */
 static tvk_status prepare(const Runner *r, const Schedule *s, int i, Prepared *p) {
   const Device *d = r->dev;
+  UOp *ast = s->items[i].ast;
+  p->ks = &p->own;
+  const KernEntry *known = kern_find(*r->programs, ast);
+  if (known) {
+    r->stats->cache_hits++;
+    p->ks = &known->ks, p->prog = known->prog;
+    return TVK_OK;
+  }
   int64_t most = d->limits.max_local_threads; /* work-group size: 64 unless the device has less */
   CodegenOpts o = {.lang = d->lang,
                    .want_uops = r->debug >= 4,
@@ -137,54 +212,59 @@ static tvk_status prepare(const Runner *r, const Schedule *s, int i, Prepared *p
     if (ss != TVK_OK) return ss;
     o.plan = &searched;
   }
-  tvk_status st = codegen_kernel_opts(s->items[i].ast, NULL, &o, &p->ks);
+  tvk_status st = codegen_kernel_opts(ast, NULL, &o, &p->own);
+  if (st == TVK_OK) r->stats->kernels_generated++;
   if (st != TVK_OK) {
     char out[160];
     schedule_buf_str(s, s->items[i].bufs[0], out, sizeof out);
     return err_set(r->err, st, "kernel %d of %d (computing %s): %s", i, s->nitems, out,
-                   p->ks.err.msg);
+                   p->own.err.msg);
   }
-  if (p->ks.nvars > 0) /* the scheduler makes no DEFINE_VARs yet: nothing could bind them */
+  if (p->own.nvars > 0) /* the scheduler makes no DEFINE_VARs yet: nothing could bind them */
     return err_set(r->err, TVK_ERR_INTERNAL, "kernel %s: has %d symbolic values and none are bound",
-                   p->ks.name, p->ks.nvars);
-  return get_program(r, &p->ks, &p->prog);
+                   p->own.name, p->own.nvars);
+  st = get_program(r, &p->own, &p->prog);
+  /* get_program made the cache; out of memory here only costs the shortcut */
+  if (st == TVK_OK && kern_add(*r->programs, ast, &p->own, p->prog))
+    p->ks = &kern_find(*r->programs, ast)->ks;
+  return st;
 }
 
 static tvk_status launch(const Runner *r, const Schedule *s, DevBuffer *const *all, int i,
                          const Prepared *p) {
   const ScheduleItem *it = &s->items[i];
   DevBuffer *stack[16], **bufs = it->nbufs <= 16 ? stack : malloc((size_t)it->nbufs * sizeof *bufs);
-  if (!bufs) return err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory", p->ks.name);
+  if (!bufs) return err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory", p->ks->name);
   for (int k = 0; k < it->nbufs; k++) {
     if (!(bufs[k] = all[it->bufs[k]])) {
       if (bufs != stack) free(bufs);
       return err_set(r->err, TVK_ERR_INTERNAL, "kernel %s: buffer %d has no device memory",
-                     p->ks.name, k);
+                     p->ks->name, k);
     }
   }
   /* From codegen: the grid of a GPU kernel; all 1 for the CPU, which splits by cores. */
   LaunchDims dims;
-  memcpy(dims.global, p->ks.global, sizeof dims.global);
-  memcpy(dims.local, p->ks.local, sizeof dims.local);
+  memcpy(dims.global, p->ks->global, sizeof dims.global);
+  memcpy(dims.local, p->ks->local, sizeof dims.local);
   double t0 = r->debug >= 1 ? now_ms() : 0;
   tvk_status st = r->dev->ops->launch(r->dev, p->prog, bufs, it->nbufs, NULL, 0, &dims);
   if (st == TVK_OK && r->debug >= 1) st = r->dev->ops->sync(r->dev); /* time the kernel itself */
   if (st == TVK_OK)
     r->stats->kernels_run++;
   else
-    st = err_set(r->err, st, "kernel %s: %s", p->ks.name, r->dev->err.msg);
+    st = err_set(r->err, st, "kernel %s: %s", p->ks->name, r->dev->err.msg);
   if (st == TVK_OK && r->debug >= 1) {
     char shape[200];
-    shape_str(p->ks.ndim, p->ks.full_shape, shape, sizeof shape);
-    fprintf(stderr, "tvk kernel %3d  %-28s %-24s %9.3f ms\n", i, p->ks.name, shape, now_ms() - t0);
+    shape_str(p->ks->ndim, p->ks->full_shape, shape, sizeof shape);
+    fprintf(stderr, "tvk kernel %3d  %-28s %-24s %9.3f ms\n", i, p->ks->name, shape, now_ms() - t0);
   }
   if (bufs != stack) free(bufs);
   return st;
 }
 
 static void print_code(const Prepared *p, int debug) {
-  if (debug >= 3) fprintf(stderr, "tvk source of %s:\n%s\n", p->ks.name, p->ks.src);
-  if (debug >= 4 && p->ks.uops) fprintf(stderr, "tvk uops of %s:\n%s\n", p->ks.name, p->ks.uops);
+  if (debug >= 3) fprintf(stderr, "tvk source of %s:\n%s\n", p->ks->name, p->ks->src);
+  if (debug >= 4 && p->ks->uops) fprintf(stderr, "tvk uops of %s:\n%s\n", p->ks->name, p->ks->uops);
 }
 
 tvk_status run_schedule(const Runner *r, const Schedule *s, DevBuffer *const *bufs) {
@@ -196,14 +276,14 @@ tvk_status run_schedule(const Runner *r, const Schedule *s, DevBuffer *const *bu
   /* everything compiles before anything runs: a failed compile leaves the buffers untouched */
   for (int i = 0; i < n && st == TVK_OK; i++) {
     st = prepare(r, s, i, &p[i]);
-    names[i] = p[i].ks.name;
+    names[i] = p[i].ks->name;
   }
   if (r->debug >= 2 && p && names) {
     schedule_print(stderr, s, names);
     for (int i = 0; i < n && st == TVK_OK; i++) {
       char plan[160];
-      opt_plan_str(&p[i].ks.plan, plan, sizeof plan);
-      fprintf(stderr, "  plan of [%d] %s: %s\n", i, p[i].ks.name, *plan ? plan : "(none)");
+      opt_plan_str(&p[i].ks->plan, plan, sizeof plan);
+      fprintf(stderr, "  plan of [%d] %s: %s\n", i, p[i].ks->name, *plan ? plan : "(none)");
     }
   }
   for (int i = 0; i < n && st == TVK_OK; i++) {
@@ -216,7 +296,7 @@ tvk_status run_schedule(const Runner *r, const Schedule *s, DevBuffer *const *bu
     if (st != TVK_OK) st = err_set(r->err, st, "run: %s", r->dev->err.msg);
   }
   if (st == TVK_OK && n > 0) r->stats->schedules++;
-  for (int i = 0; p && i < n; i++) kernel_source_free(&p[i].ks);
+  for (int i = 0; p && i < n; i++) kernel_source_free(&p[i].own);
   free(p);
   free(names);
   return st;

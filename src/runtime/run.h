@@ -13,11 +13,14 @@
 #include "tvk.h"
 
 /* Compiled programs by source text, for one device (the device adds its
- * on-disk cache below it). */
+ * on-disk cache below it), and the kernels already prepared, by AST. */
 typedef struct ProgCache ProgCache;
 
 /* Frees every program (through dev) and the cache; NULL ok. */
 void progcache_free(ProgCache *c, Device *dev);
+/* Forgets the kernels prepared from ASTs (and their references to the ASTs);
+ * the programs stay, found again by source. NULL ok. */
+void progcache_forget_kernels(ProgCache *c);
 
 typedef struct {
   Device *dev;
