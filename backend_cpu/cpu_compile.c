@@ -34,8 +34,13 @@ enum { CC_TIMEOUT_DEFAULT = 120, CC_TIMEOUT_MAX = 1000000 };
  * temporary files before SIGKILL. */
 enum { CC_KILL_GRACE_MS = 2000 };
 
-/* Always passed; -march=native is added only when the CPU is part of the key. */
-static const char *const cc_flags[] = {"-O2", "-fPIC", "-shared", "-ffp-contract=off"};
+/* Always passed; -march=native is added only when the CPU is part of the key.
+ * No contraction: a*b+c is rounded twice, as written and as on Vulkan
+ * (`precise`). -fno-trapping-math changes no value (kernels never read the
+ * floating-point exception flags) but lets gcc if-convert compares and
+ * selects in loops and so vectorise them (softmax's exp: 6x). */
+static const char *const cc_flags[] = {"-O2", "-fPIC", "-shared", "-ffp-contract=off",
+                                       "-fno-trapping-math"};
 static const char *const cc_flag_native = "-march=native";
 /* Tried in order when neither the options nor $CC name a compiler. */
 static const char *const cc_defaults[] = {"cc", "gcc", "clang"};

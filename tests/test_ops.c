@@ -1148,6 +1148,10 @@ static void test_accuracy_exp(void **state) {
   check_accuracy(s, "sigmoid", tvk_sigmoid, ref_sigmoid, x, N, false, 2.2e-7, 7.5e-8, 0);
   for (int i = 0; i < N; i++) x[i] = -125.9 + 253.8 * i / (N - 1);
   check_accuracy(s, "exp2", tvk_exp2, exp2, x, N, false, 1e-7, 0, 0);
+  /* into the denormals and past them to 0: rounded once, to the nearest
+   * multiple of 2^-149 */
+  for (int i = 0; i < N; i++) x[i] = -160 + 34.1 * i / (N - 1);
+  check_accuracy(s, "exp2 to denormals and 0", tvk_exp2, exp2, x, N, false, 1e-7, 0, 0x1p-150);
   free(x);
   finish(s);
 }

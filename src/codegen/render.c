@@ -538,6 +538,7 @@ static void assemble(Walker *w, Str *out) {
   const Lang *L = w->L;
   const RenderInfo *in = w->info;
   str_add(out, or_empty(L->file_header));
+  if (in->register_tile) str_add(out, or_empty(L->tile_header));
   for (size_t i = 0; i < w->nhelpers; i++) str_add(out, w->helpers[i]);
   for (int pass = 0; pass < 2; pass++) {
     if (pass == 1) {

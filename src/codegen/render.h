@@ -87,7 +87,8 @@ struct Lang {
   const char *storage_lit; /* a storage-only constant: $0 is its bits in hex */
 
   /* ---- the kernel ---- */
-  const char *file_header;   /* once, before the helpers */
+  const char *file_header; /* once, before the helpers */
+  const char *tile_header; /* after it, in a kernel with a register tile (RenderInfo); NULL: none */
   const char *buf_decl_file; /* per buffer, at file scope ($I $V $B $R); "" for none */
   /* At file scope after the buffers: a block holding the vars (GLSL's push
    * constants): push_open, push_member per DEFINE_VAR ($V $I), push_close.
@@ -154,6 +155,9 @@ typedef struct {
   int nvars;
   UOp *const *vars; /* DEFINE_VARs in vals[] order */
   int64_t local[3]; /* work-group size (launch_decl) */
+  /* Output axes upcast into lanes around a reduce loop (a matmul's register
+   * tile, opt.h): the lanes are the code's parallelism, not the loops. */
+  bool register_tile;
 } RenderInfo;
 
 /* Renders the program; *src is malloc'd (caller frees). TVK_ERR_DTYPE when the

@@ -45,6 +45,32 @@ static const char h_upow[] = "static inline $T tvk_pow_$N($T a, $T b) {\n"
                              "  for ($U y = ($U)b; y; y >>= 1, x *= x) if (y & 1) r *= x;\n"
                              "  return ($T)r;\n}\n";
 
+/* float32 2^x without branches, so gcc's and clang's vectorisers can run it
+ * on every lane of a vector: shaders/math_f32.glsl's tvk_exp2_f32 (the same
+ * reduction and polynomial, about an ulp; the derivation is there), with its
+ * early returns turned into selects made last. libm's exp2f is a call per
+ * element that no vectoriser can widen. The argument is clamped first, so
+ * the float-to-int conversion never sees NaN or a value out of range. */
+static const char h_exp2_f32[] =
+    "static inline float tvk_exp2_f32(float x) {\n"
+    "  float c = x > -151.0f ? x : -151.0f;\n"
+    "  c = c < 128.0f ? c : 128.0f;\n"
+    "  float n = floorf(c + 0.5f), f = c - n;\n"
+    "  float r = 1.5444884343859824e-4f;\n"
+    "  r = r * f + 1.3381302547299695e-3f;\n"
+    "  r = r * f + 9.6181032523046569e-3f;\n"
+    "  r = r * f + 5.5503810137839864e-2f;\n"
+    "  r = r * f + 0.24022650695911564f;\n"
+    "  float p = 1.0f + (f * 0.693147181f + (f * f) * r);\n"
+    "  int32_t e = (int32_t)n;\n"
+    "  bool normal = e >= -125;\n"
+    "  union { float f; uint32_t u; } v = {p};\n"
+    "  v.u += (uint32_t)(normal ? e : e + 100) << 23;\n"
+    "  float y = normal ? v.f : v.f * 7.888609052210118e-31f;\n"
+    "  y = x >= 128.0f ? INFINITY : y;\n"
+    "  y = x < -151.0f ? 0.0f : y;\n"
+    "  return x != x ? x : y;\n}\n";
+
 /* Float floor division of magnitudes, signed (Python's // as alu.c computes
  * it, in double); x // 0 = 0. */
 static const char h_fidiv[] =
@@ -102,6 +128,11 @@ static const char h_round_small[] =
 
 #define S(e) {e, NULL, NULL}
 #define H(e, h) {e, h, NULL}
+
+/* float32 overrides of the float row below. */
+static const Spell c_f32_ops[OP_COUNT] = {
+    [OP_EXP2] = H("tvk_exp2_f32($0)", h_exp2_f32),
+};
 /* Integer math that may overflow goes through the unsigned wrap type. */
 #define WRAP2(o) S("(($T)(($U)$0" o "($U)$1))")
 
@@ -148,12 +179,14 @@ const Lang lang_c = {
     .nan = "(($T)NAN)",
     .storage_lit = "(($T)$0)",
 
+    .file_header = "#include <math.h>\n#include <stdbool.h>\n#include <stdint.h>\n",
     /* gcc's loop vectoriser would vectorise a register tile's k loop across k
      * (strided, with shuffles) instead of leaving the tile's lanes to the
      * basic-block vectoriser, which packs the upcast copies: 5 vs 23 GFLOP/s
-     * for a 4 x 16 matmul tile. clang's cost model picks the lanes itself. */
-    .file_header = "#include <math.h>\n#include <stdbool.h>\n#include <stdint.h>\n"
-                   "#if defined(__GNUC__) && !defined(__clang__)\n"
+     * for a 4 x 16 matmul tile. clang's cost model picks the lanes itself.
+     * Elsewhere the loop vectoriser is what widens selects and helpers like
+     * tvk_exp2_f32, which the basic-block one cannot. */
+    .tile_header = "#if defined(__GNUC__) && !defined(__clang__)\n"
                    "#pragma GCC optimize(\"no-tree-loop-vectorize\")\n"
                    "#endif\n",
     .buf_decl_file = "",
@@ -271,6 +304,7 @@ const Lang lang_c = {
             [OP_SHL] = S("($0<<$1)"),
             [OP_SHR] = S("($0>>$1)"),
         },
+    .alu_dt = {[DT_FLOAT32] = c_f32_ops},
     .casts = c_casts,
     .ncasts = (int)(sizeof c_casts / sizeof c_casts[0]),
 };
