@@ -257,6 +257,24 @@ static int thread_count(const DeviceOptions *opt) {
   return n > CPU_MAX_THREADS ? CPU_MAX_THREADS : (int)n;
 }
 
+/* How many registers of that width: AVX-512 and AArch64 have 32, AVX and
+ * SSE 16. */
+static int vector_regs(const CpuToolchain *tc) {
+#if defined(__x86_64__)
+  if (tc->cpu_id) {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return 32;
+  }
+  return 16;
+#elif defined(__aarch64__)
+  (void)tc;
+  return 32;
+#else
+  (void)tc;
+  return 8; /* 32-bit x86's SSE, and what we do not know */
+#endif
+}
+
 /* The widest SIMD register the kernels are compiled for: -march=native's
  * (cpu_compile.c: only with a known CPU), else the baseline of the ISA. */
 static int vector_bytes(const CpuToolchain *tc) {
@@ -298,6 +316,7 @@ tvk_status cpu_device_create(const DeviceOptions *opt, Device **out, Error *err)
       .shared_mem_bytes = 0,
       .cores = c->threads,
       .vector_bytes = vector_bytes(&c->tc),
+      .vector_regs = vector_regs(&c->tc),
   };
   snprintf(c->name, sizeof c->name, "CPU (%s, %d thread%s)", c->tc.cpu_model, c->threads,
            c->threads == 1 ? "" : "s");

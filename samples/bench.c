@@ -205,8 +205,15 @@ static SgemmFn blas_sgemm;
 
 static void *sym(void *lib, const char *name) { return lib ? dlsym(lib, name) : NULL; }
 
-/* Loads libopenblas.so.0 and prints which one, or why there is none. */
+/* Loads libopenblas.so.0 and prints which one, or why there is none.
+ * OpenBLAS starts its threads when loaded, and after each call they keep
+ * polling (sched_yield) for 2^28 cycles by default: on a 2-core machine that
+ * took a core from whatever ran next, tvk's runs of the following case (its
+ * matmul 512 timed 5.9 instead of 3.0 ms). OPENBLAS_THREAD_TIMEOUT=4, unless
+ * set already, makes them sleep as soon as a call is done; a call then wakes
+ * them, microseconds against its milliseconds. */
 static void load_openblas(void) {
+  setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
   void *lib = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL); /* never closed */
   void *f = sym(lib, "cblas_sgemm");
   if (!f) {

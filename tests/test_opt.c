@@ -458,6 +458,23 @@ static void test_heuristic_matmul(void **state) {
   opt_heuristic(norm, kd, &t, &p);
   opt_plan_str(&p, str, sizeof str);
   assert_string_equal(str, "UPCAST(0,4)");
+  /* 8 rows when their accumulators fit the registers: 8 rows x 1 vector x
+   * 2 levels (K = 32) + 4 = 20 of AVX-512's 32, not of AVX2's 16; a row
+   * count that does not divide M falls back to 4 (M = 36) */
+  desc_of(sink, kd, &norm);
+  t.vector_regs = 32;
+  opt_heuristic(norm, kd, &t, &p);
+  opt_plan_str(&p, str, sizeof str);
+  assert_string_equal(str, "UPCAST(1,16) UPCAST(0,8)");
+  t.vector_regs = 16;
+  opt_heuristic(norm, kd, &t, &p);
+  opt_plan_str(&p, str, sizeof str);
+  assert_string_equal(str, "UPCAST(1,16) UPCAST(0,4)");
+  t.vector_regs = 32;
+  desc_of(matmul_sink(c, 36, 48, 32), kd, &norm);
+  opt_heuristic(norm, kd, &t, &p);
+  opt_plan_str(&p, str, sizeof str);
+  assert_string_equal(str, "UPCAST(1,16) UPCAST(0,4)");
   free(kd);
   uop_pool_drain(c, 0);
 }

@@ -125,6 +125,7 @@ typedef struct {
   const OptPlan *plan;
   bool noopt;
   int vector_floats;   /* CPU: float32 lanes of its widest SIMD (0: 8) */
+  int vector_regs;     /* CPU: SIMD registers of that width (0: 16) */
   int max_local;       /* GRID: the most invocations of one work group (0: local_size) */
   size_t shared_bytes; /* GRID: work-group memory of one work group (0: none) */
 } CodegenOpts;

@@ -50,6 +50,7 @@
 typedef struct {
   CgMode mode;
   int vector_floats;   /* float32 lanes worth filling on the CPU (its widest SIMD) */
+  int vector_regs;     /* CPU: SIMD registers of that width, for a register tile's size */
   int max_local;       /* grid: invocations of one work group at most */
   size_t shared_bytes; /* grid: work-group memory of one work group */
 } OptTarget;

@@ -38,6 +38,7 @@ typedef struct {
   int cores;                 /* CPU: threads used per launch */
   int max_kernel_buffers;    /* most buffers one kernel may bind; 0: no limit */
   int vector_bytes;          /* CPU: the widest SIMD register its kernels may use; 0: unknown */
+  int vector_regs;           /* CPU: how many SIMD registers of that width; 0: unknown (16) */
 } DeviceLimits;
 
 typedef struct {

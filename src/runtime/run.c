@@ -204,7 +204,8 @@ static tvk_status prepare(const Runner *r, const Schedule *s, int i, Prepared *p
                    .noopt = r->noopt,
                    .max_local = most > 0 && most < 1024 ? (int)most : 1024,
                    .shared_bytes = d->limits.shared_mem_bytes,
-                   .vector_floats = d->limits.vector_bytes / 4};
+                   .vector_floats = d->limits.vector_bytes / 4,
+                   .vector_regs = d->limits.vector_regs};
   OptPlan searched;
   if (r->beam > 0 && !r->noopt) {
     SearchCtx sc = {r->dev, r->beam, r->debug, r->cache_dir, r->stats, r->err};
