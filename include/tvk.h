@@ -36,6 +36,23 @@
 extern "C" {
 #endif
 
+/* The version of this header. tvk_version() gives the library's, which is
+ * the same unless an app runs with another libtvk.so than it was built with. */
+#define TVK_VERSION_MAJOR 0
+#define TVK_VERSION_MINOR 1
+#define TVK_VERSION_PATCH 0
+/* MAJOR * 10000 + MINOR * 100 + PATCH, for comparisons: 100 is 0.1.0. */
+#define TVK_VERSION (TVK_VERSION_MAJOR * 10000 + TVK_VERSION_MINOR * 100 + TVK_VERSION_PATCH)
+
+/* What libtvk exports. The library is built with hidden visibility and
+ * TVK_BUILDING, so a shared libtvk exports these functions and nothing else;
+ * for an app including the header it is empty. */
+#if defined(TVK_BUILDING) && (defined(__GNUC__) || defined(__clang__))
+#define TVK_API __attribute__((visibility("default")))
+#else
+#define TVK_API
+#endif
+
 /* ------------------------------------------------------------------ basics */
 
 /* Every fallible call returns one of these; the message of the last error is
@@ -69,11 +86,15 @@ typedef enum {
 } tvk_dtype;
 
 /* A short constant name of a status ("TVK_ERR_SHAPE"); never NULL. */
-const char *tvk_status_name(tvk_status s);
+TVK_API const char *tvk_status_name(tvk_status s);
+/* The library's version as MAJOR * 10000 + MINOR * 100 + PATCH (TVK_VERSION
+ * is the header's), and as text ("0.1.0"; static storage). */
+TVK_API int tvk_version(void);
+TVK_API const char *tvk_version_string(void);
 /* "float32", ...; "invalid" for a value out of the enum. Never NULL. */
-const char *tvk_dtype_name(tvk_dtype dt);
+TVK_API const char *tvk_dtype_name(tvk_dtype dt);
 /* Bytes of one element (bool: 1); 0 for a value out of the enum. */
-size_t tvk_dtype_size(tvk_dtype dt);
+TVK_API size_t tvk_dtype_size(tvk_dtype dt);
 
 /* The most dims a tensor has. */
 #define TVK_MAX_DIMS 16
@@ -115,25 +136,25 @@ typedef struct {
  * context and TVK_OK is returned. On failure *out is NULL and the status says why
  * (TVK_ERR_DEVICE: no such device; the reason is printed by tvk_last_create_error).
  * out must not be NULL (TVK_ERR_INVALID_ARG). */
-tvk_status tvk_ctx_create(const char *device, tvk_ctx **out);
+TVK_API tvk_status tvk_ctx_create(const char *device, tvk_ctx **out);
 /* The same with options; opts may be NULL (all defaults). */
-tvk_status tvk_ctx_create_opts(const tvk_ctx_options *opts, tvk_ctx **out);
+TVK_API tvk_status tvk_ctx_create_opts(const tvk_ctx_options *opts, tvk_ctx **out);
 /* Message of the last failed tvk_ctx_create in this thread; "" if none. */
-const char *tvk_last_create_error(void);
+TVK_API const char *tvk_last_create_error(void);
 /* Message of the last call in this thread that failed with no context to keep
  * its message: a failed tvk_ctx_create, or a call whose arguments name no
  * context (tvk_realize with n < 0, a NULL array, or only NULL tensors); "" if
  * none. Errors of calls that have a context go to tvk_ctx_error instead. */
-const char *tvk_last_error(void);
+TVK_API const char *tvk_last_error(void);
 /* Frees the context, every tensor still alive in it and every buffer. NULL ok. */
-void tvk_ctx_destroy(tvk_ctx *ctx);
+TVK_API void tvk_ctx_destroy(tvk_ctx *ctx);
 /* The device the context runs on, e.g. "CPU (AMD EPYC 7B13, 2 threads)". Owned by ctx. */
-const char *tvk_ctx_device(const tvk_ctx *ctx);
+TVK_API const char *tvk_ctx_device(const tvk_ctx *ctx);
 /* Message of the last error in this context, "" if none. Owned by ctx; valid
  * until the next call on the context. */
-const char *tvk_ctx_error(const tvk_ctx *ctx);
+TVK_API const char *tvk_ctx_error(const tvk_ctx *ctx);
 /* Forgets the last error (tvk_ctx_error returns "" after). */
-void tvk_ctx_clear_error(tvk_ctx *ctx);
+TVK_API void tvk_ctx_clear_error(tvk_ctx *ctx);
 
 /* Counters of a context, for tests and tuning. */
 typedef struct {
@@ -150,16 +171,16 @@ typedef struct {
 } tvk_stats;
 
 /* Copies the counters into *out (all zero for a NULL ctx). */
-void tvk_stats_get(const tvk_ctx *ctx, tvk_stats *out);
+TVK_API void tvk_stats_get(const tvk_ctx *ctx, tvk_stats *out);
 /* Zeroes the counters; bytes_peak restarts from bytes_now. */
-void tvk_stats_reset(tvk_ctx *ctx);
+TVK_API void tvk_stats_reset(tvk_ctx *ctx);
 
 /* Scopes: every tensor created after tvk_scope_begin and still alive at
  * tvk_scope_end is released there, except those listed in keep (which then
  * belong to the enclosing scope; keep may be NULL, which keeps none). Scopes
  * nest; ending an outer scope ends the inner ones. */
-size_t tvk_scope_begin(tvk_ctx *ctx);
-void tvk_scope_end(tvk_ctx *ctx, size_t scope, int nkeep, tvk_tensor *const *keep);
+TVK_API size_t tvk_scope_begin(tvk_ctx *ctx);
+TVK_API void tvk_scope_end(tvk_ctx *ctx, size_t scope, int nkeep, tvk_tensor *const *keep);
 
 /* ------------------------------------------------------------------ creation */
 
@@ -171,13 +192,14 @@ void tvk_scope_end(tvk_ctx *ctx, size_t scope, int nkeep, tvk_tensor *const *kee
  * than the device's kernels can address in one buffer: on Vulkan one binding,
  * maxStorageBufferRange; the CPU takes any size memory allows, 2^31 elements
  * and more included). */
-tvk_tensor *tvk_from_data(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape,
-                          const void *data);
+TVK_API tvk_tensor *tvk_from_data(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape,
+                                  const void *data);
 /* A tensor of the given shape with every element `value` (converted to dt as by
  * tvk_cast). Costs no memory until used: it is a broadcast constant. */
-tvk_tensor *tvk_full(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape, double value);
+TVK_API tvk_tensor *tvk_full(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape,
+                             double value);
 /* A 0-d tensor. */
-tvk_tensor *tvk_scalar(tvk_ctx *ctx, tvk_dtype dt, double value);
+TVK_API tvk_tensor *tvk_scalar(tvk_ctx *ctx, tvk_dtype dt, double value);
 
 /* ------------------------------------------------------------------ elementwise */
 
@@ -211,32 +233,32 @@ tvk_tensor *tvk_scalar(tvk_ctx *ctx, tvk_dtype dt, double value);
  *   takes the dividend's sign (-7 idiv 2 = -3, -7 mod 2 = -1). Dividing by 0
  *   gives 0 for both, rather than a trap.
  * Integer arithmetic wraps around at the dtype's width. */
-tvk_tensor *tvk_add(tvk_tensor *a, tvk_tensor *b);
-tvk_tensor *tvk_sub(tvk_tensor *a, tvk_tensor *b);
-tvk_tensor *tvk_mul(tvk_tensor *a, tvk_tensor *b);
-tvk_tensor *tvk_div(tvk_tensor *a, tvk_tensor *b);
-tvk_tensor *tvk_pow(tvk_tensor *a, tvk_tensor *b);
-tvk_tensor *tvk_maximum(tvk_tensor *a, tvk_tensor *b);
-tvk_tensor *tvk_minimum(tvk_tensor *a, tvk_tensor *b);
-tvk_tensor *tvk_lt(tvk_tensor *a, tvk_tensor *b);
-tvk_tensor *tvk_le(tvk_tensor *a, tvk_tensor *b);
-tvk_tensor *tvk_gt(tvk_tensor *a, tvk_tensor *b);
-tvk_tensor *tvk_ge(tvk_tensor *a, tvk_tensor *b);
-tvk_tensor *tvk_eq(tvk_tensor *a, tvk_tensor *b);
-tvk_tensor *tvk_ne(tvk_tensor *a, tvk_tensor *b);
-tvk_tensor *tvk_logical_and(tvk_tensor *a, tvk_tensor *b);
-tvk_tensor *tvk_logical_or(tvk_tensor *a, tvk_tensor *b);
-tvk_tensor *tvk_bitwise_and(tvk_tensor *a, tvk_tensor *b);
-tvk_tensor *tvk_bitwise_or(tvk_tensor *a, tvk_tensor *b);
-tvk_tensor *tvk_bitwise_xor(tvk_tensor *a, tvk_tensor *b);
-tvk_tensor *tvk_shl(tvk_tensor *a, tvk_tensor *b);
-tvk_tensor *tvk_shr(tvk_tensor *a, tvk_tensor *b);
-tvk_tensor *tvk_idiv(tvk_tensor *a, tvk_tensor *b);
-tvk_tensor *tvk_mod(tvk_tensor *a, tvk_tensor *b);
+TVK_API tvk_tensor *tvk_add(tvk_tensor *a, tvk_tensor *b);
+TVK_API tvk_tensor *tvk_sub(tvk_tensor *a, tvk_tensor *b);
+TVK_API tvk_tensor *tvk_mul(tvk_tensor *a, tvk_tensor *b);
+TVK_API tvk_tensor *tvk_div(tvk_tensor *a, tvk_tensor *b);
+TVK_API tvk_tensor *tvk_pow(tvk_tensor *a, tvk_tensor *b);
+TVK_API tvk_tensor *tvk_maximum(tvk_tensor *a, tvk_tensor *b);
+TVK_API tvk_tensor *tvk_minimum(tvk_tensor *a, tvk_tensor *b);
+TVK_API tvk_tensor *tvk_lt(tvk_tensor *a, tvk_tensor *b);
+TVK_API tvk_tensor *tvk_le(tvk_tensor *a, tvk_tensor *b);
+TVK_API tvk_tensor *tvk_gt(tvk_tensor *a, tvk_tensor *b);
+TVK_API tvk_tensor *tvk_ge(tvk_tensor *a, tvk_tensor *b);
+TVK_API tvk_tensor *tvk_eq(tvk_tensor *a, tvk_tensor *b);
+TVK_API tvk_tensor *tvk_ne(tvk_tensor *a, tvk_tensor *b);
+TVK_API tvk_tensor *tvk_logical_and(tvk_tensor *a, tvk_tensor *b);
+TVK_API tvk_tensor *tvk_logical_or(tvk_tensor *a, tvk_tensor *b);
+TVK_API tvk_tensor *tvk_bitwise_and(tvk_tensor *a, tvk_tensor *b);
+TVK_API tvk_tensor *tvk_bitwise_or(tvk_tensor *a, tvk_tensor *b);
+TVK_API tvk_tensor *tvk_bitwise_xor(tvk_tensor *a, tvk_tensor *b);
+TVK_API tvk_tensor *tvk_shl(tvk_tensor *a, tvk_tensor *b);
+TVK_API tvk_tensor *tvk_shr(tvk_tensor *a, tvk_tensor *b);
+TVK_API tvk_tensor *tvk_idiv(tvk_tensor *a, tvk_tensor *b);
+TVK_API tvk_tensor *tvk_mod(tvk_tensor *a, tvk_tensor *b);
 
 /* cond ? a : b elementwise; cond is tested != 0, a and b promote together, all
  * three broadcast. */
-tvk_tensor *tvk_where(tvk_tensor *cond, tvk_tensor *a, tvk_tensor *b);
+TVK_API tvk_tensor *tvk_where(tvk_tensor *cond, tvk_tensor *a, tvk_tensor *b);
 
 /* Unary ops.
  * - neg abs sign relu: keep the dtype (integers too; neg of bool is an error,
@@ -258,34 +280,34 @@ tvk_tensor *tvk_where(tvk_tensor *cond, tvk_tensor *a, tvk_tensor *b);
  * - floor ceil round trunc: floats round (round: halves to even); integers are
  *   returned unchanged.
  * - logical_not: bool, x == 0. */
-tvk_tensor *tvk_neg(tvk_tensor *a);
-tvk_tensor *tvk_exp(tvk_tensor *a);
-tvk_tensor *tvk_exp2(tvk_tensor *a);
-tvk_tensor *tvk_log(tvk_tensor *a);
-tvk_tensor *tvk_log2(tvk_tensor *a);
-tvk_tensor *tvk_sqrt(tvk_tensor *a);
-tvk_tensor *tvk_rsqrt(tvk_tensor *a);
-tvk_tensor *tvk_recip(tvk_tensor *a);
-tvk_tensor *tvk_sin(tvk_tensor *a);
-tvk_tensor *tvk_cos(tvk_tensor *a);
-tvk_tensor *tvk_abs(tvk_tensor *a);
-tvk_tensor *tvk_sign(tvk_tensor *a);
-tvk_tensor *tvk_relu(tvk_tensor *a);
-tvk_tensor *tvk_sigmoid(tvk_tensor *a);
-tvk_tensor *tvk_tanh(tvk_tensor *a);
-tvk_tensor *tvk_gelu(tvk_tensor *a);
-tvk_tensor *tvk_silu(tvk_tensor *a);
-tvk_tensor *tvk_floor(tvk_tensor *a);
-tvk_tensor *tvk_ceil(tvk_tensor *a);
-tvk_tensor *tvk_round(tvk_tensor *a);
-tvk_tensor *tvk_trunc(tvk_tensor *a);
-tvk_tensor *tvk_logical_not(tvk_tensor *a);
+TVK_API tvk_tensor *tvk_neg(tvk_tensor *a);
+TVK_API tvk_tensor *tvk_exp(tvk_tensor *a);
+TVK_API tvk_tensor *tvk_exp2(tvk_tensor *a);
+TVK_API tvk_tensor *tvk_log(tvk_tensor *a);
+TVK_API tvk_tensor *tvk_log2(tvk_tensor *a);
+TVK_API tvk_tensor *tvk_sqrt(tvk_tensor *a);
+TVK_API tvk_tensor *tvk_rsqrt(tvk_tensor *a);
+TVK_API tvk_tensor *tvk_recip(tvk_tensor *a);
+TVK_API tvk_tensor *tvk_sin(tvk_tensor *a);
+TVK_API tvk_tensor *tvk_cos(tvk_tensor *a);
+TVK_API tvk_tensor *tvk_abs(tvk_tensor *a);
+TVK_API tvk_tensor *tvk_sign(tvk_tensor *a);
+TVK_API tvk_tensor *tvk_relu(tvk_tensor *a);
+TVK_API tvk_tensor *tvk_sigmoid(tvk_tensor *a);
+TVK_API tvk_tensor *tvk_tanh(tvk_tensor *a);
+TVK_API tvk_tensor *tvk_gelu(tvk_tensor *a);
+TVK_API tvk_tensor *tvk_silu(tvk_tensor *a);
+TVK_API tvk_tensor *tvk_floor(tvk_tensor *a);
+TVK_API tvk_tensor *tvk_ceil(tvk_tensor *a);
+TVK_API tvk_tensor *tvk_round(tvk_tensor *a);
+TVK_API tvk_tensor *tvk_trunc(tvk_tensor *a);
+TVK_API tvk_tensor *tvk_logical_not(tvk_tensor *a);
 
 /* Converts to dt. float -> int truncates toward zero (a value out of the target's
  * range, NaN or inf gives an unspecified value); int -> narrower int wraps; any
  * -> bool is x != 0; float -> float16/bfloat16 rounds to nearest even. A dt
  * that is not a tvk_dtype gives TVK_ERR_DTYPE. */
-tvk_tensor *tvk_cast(tvk_tensor *a, tvk_dtype dt);
+TVK_API tvk_tensor *tvk_cast(tvk_tensor *a, tvk_dtype dt);
 
 /* ------------------------------------------------------------------ reductions */
 
@@ -306,11 +328,11 @@ tvk_tensor *tvk_cast(tvk_tensor *a, tvk_dtype dt);
  *   same order and give the same bits. A long reduce with few outputs runs as
  *   two kernels (partial sums, then their sum), which spreads it over cores and
  *   work groups. */
-tvk_tensor *tvk_sum(tvk_tensor *a, int naxes, const int *axes, bool keepdim);
-tvk_tensor *tvk_prod(tvk_tensor *a, int naxes, const int *axes, bool keepdim);
-tvk_tensor *tvk_max(tvk_tensor *a, int naxes, const int *axes, bool keepdim);
-tvk_tensor *tvk_min(tvk_tensor *a, int naxes, const int *axes, bool keepdim);
-tvk_tensor *tvk_mean(tvk_tensor *a, int naxes, const int *axes, bool keepdim);
+TVK_API tvk_tensor *tvk_sum(tvk_tensor *a, int naxes, const int *axes, bool keepdim);
+TVK_API tvk_tensor *tvk_prod(tvk_tensor *a, int naxes, const int *axes, bool keepdim);
+TVK_API tvk_tensor *tvk_max(tvk_tensor *a, int naxes, const int *axes, bool keepdim);
+TVK_API tvk_tensor *tvk_min(tvk_tensor *a, int naxes, const int *axes, bool keepdim);
+TVK_API tvk_tensor *tvk_mean(tvk_tensor *a, int naxes, const int *axes, bool keepdim);
 
 /* ------------------------------------------------------------------ movement */
 
@@ -327,14 +349,14 @@ tvk_tensor *tvk_mean(tvk_tensor *a, int naxes, const int *axes, bool keepdim);
  *   flips nothing.
  * - transpose: swaps two dims (negative count from the end).
  * - contiguous: a copy in row-major order, materialised when realized. */
-tvk_tensor *tvk_reshape(tvk_tensor *a, int ndim, const int64_t *shape);
-tvk_tensor *tvk_permute(tvk_tensor *a, const int *order);
-tvk_tensor *tvk_expand(tvk_tensor *a, int ndim, const int64_t *shape);
-tvk_tensor *tvk_pad(tvk_tensor *a, const int64_t (*pads)[2], double value);
-tvk_tensor *tvk_shrink(tvk_tensor *a, const int64_t (*ranges)[2]);
-tvk_tensor *tvk_flip(tvk_tensor *a, int naxes, const int *axes);
-tvk_tensor *tvk_transpose(tvk_tensor *a, int dim0, int dim1);
-tvk_tensor *tvk_contiguous(tvk_tensor *a);
+TVK_API tvk_tensor *tvk_reshape(tvk_tensor *a, int ndim, const int64_t *shape);
+TVK_API tvk_tensor *tvk_permute(tvk_tensor *a, const int *order);
+TVK_API tvk_tensor *tvk_expand(tvk_tensor *a, int ndim, const int64_t *shape);
+TVK_API tvk_tensor *tvk_pad(tvk_tensor *a, const int64_t (*pads)[2], double value);
+TVK_API tvk_tensor *tvk_shrink(tvk_tensor *a, const int64_t (*ranges)[2]);
+TVK_API tvk_tensor *tvk_flip(tvk_tensor *a, int naxes, const int *axes);
+TVK_API tvk_tensor *tvk_transpose(tvk_tensor *a, int dim0, int dim1);
+TVK_API tvk_tensor *tvk_contiguous(tvk_tensor *a);
 
 /* ------------------------------------------------------------------ more creation */
 
@@ -343,9 +365,9 @@ tvk_tensor *tvk_contiguous(tvk_tensor *a);
  * computed in dt (ints: exactly; floats: in the dtype, so float32 rounds). Costs
  * no memory: it is computed inside the kernels that read it. Errors: step 0 or
  * a non-finite argument (TVK_ERR_INVALID_ARG), a non-numeric dt (TVK_ERR_DTYPE). */
-tvk_tensor *tvk_arange(tvk_ctx *ctx, tvk_dtype dt, double start, double stop, double step);
+TVK_API tvk_tensor *tvk_arange(tvk_ctx *ctx, tvk_dtype dt, double start, double stop, double step);
 /* The n x m identity (1 on the diagonal, 0 elsewhere); m < 0 means m = n. */
-tvk_tensor *tvk_eye(tvk_ctx *ctx, tvk_dtype dt, int64_t n, int64_t m);
+TVK_API tvk_tensor *tvk_eye(tvk_ctx *ctx, tvk_dtype dt, int64_t n, int64_t m);
 /* Random tensors from a counter-based generator (threefry-2x32, 20 rounds) run
  * on the device: the same seed and shape give the same bits on every device
  * (and so do tvk_dropout's masks). rand: uniform in [0, 1); randn: standard
@@ -354,33 +376,35 @@ tvk_tensor *tvk_eye(tvk_ctx *ctx, tvk_dtype dt, int64_t n, int64_t m);
  * CPU and lavapipe; Vulkan requires it of + - * but may approximate sqrt, by
  * which randn could then differ in its last bits). dt must be a float dtype
  * (TVK_ERR_DTYPE otherwise). */
-tvk_tensor *tvk_rand(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape, uint64_t seed);
-tvk_tensor *tvk_randn(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape, uint64_t seed);
+TVK_API tvk_tensor *tvk_rand(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape,
+                             uint64_t seed);
+TVK_API tvk_tensor *tvk_randn(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape,
+                              uint64_t seed);
 
 /* ------------------------------------------------------------------ shape and indexing */
 
 /* squeeze: removes the listed dims, which must have size 1 (naxes 0: every
  * size-1 dim). unsqueeze: inserts a size-1 dim at position axis (-1: at the end;
  * axis in [-ndim-1, ndim]). */
-tvk_tensor *tvk_squeeze(tvk_tensor *a, int naxes, const int *axes);
-tvk_tensor *tvk_unsqueeze(tvk_tensor *a, int axis);
+TVK_API tvk_tensor *tvk_squeeze(tvk_tensor *a, int naxes, const int *axes);
+TVK_API tvk_tensor *tvk_unsqueeze(tvk_tensor *a, int axis);
 /* cat: joins n >= 1 tensors along an existing axis (other dims equal; dtypes
  * promote). stack: joins along a new axis (all shapes equal). */
-tvk_tensor *tvk_cat(int n, tvk_tensor *const *ts, int axis);
-tvk_tensor *tvk_stack(int n, tvk_tensor *const *ts, int axis);
+TVK_API tvk_tensor *tvk_cat(int n, tvk_tensor *const *ts, int axis);
+TVK_API tvk_tensor *tvk_stack(int n, tvk_tensor *const *ts, int axis);
 /* Tiles a: nrep >= ndim repeat counts (>= 0), as numpy.tile / torch.repeat. */
-tvk_tensor *tvk_repeat(tvk_tensor *a, int nrep, const int64_t *repeats);
+TVK_API tvk_tensor *tvk_repeat(tvk_tensor *a, int nrep, const int64_t *repeats);
 /* out[i][j][k] = t[index[i][j][k]][j][k] for axis 0 (likewise for others), as
  * torch.gather: index is an integer tensor of t's ndim whose dims other than
  * axis are <= t's; the result has index's shape. An index out of [0, dim) gives
  * 0 (it selects nothing). */
-tvk_tensor *tvk_gather(tvk_tensor *t, int axis, tvk_tensor *index);
+TVK_API tvk_tensor *tvk_gather(tvk_tensor *t, int axis, tvk_tensor *index);
 /* Rows of weight (V, D) picked by an integer index tensor of any shape: the
  * result has shape index.shape + (D,). An index out of [0, V) gives zeros. */
-tvk_tensor *tvk_embedding(tvk_tensor *weight, tvk_tensor *index);
+TVK_API tvk_tensor *tvk_embedding(tvk_tensor *weight, tvk_tensor *index);
 /* index.shape + (num_classes,), int32: 1 where the last coordinate equals the
  * index, 0 elsewhere. */
-tvk_tensor *tvk_one_hot(tvk_tensor *index, int64_t num_classes);
+TVK_API tvk_tensor *tvk_one_hot(tvk_tensor *index, int64_t num_classes);
 
 /* ------------------------------------------------------------------ neural-network ops */
 
@@ -388,60 +412,63 @@ tvk_tensor *tvk_one_hot(tvk_tensor *index, int64_t num_classes);
  * and removed again), N-D operands are stacks of matrices whose batch dims
  * broadcast. Inner dims must agree (TVK_ERR_SHAPE naming both shapes). Operands
  * promote; sums accumulate in the promoted dtype (float16: in float32). */
-tvk_tensor *tvk_matmul(tvk_tensor *a, tvk_tensor *b);
+TVK_API tvk_tensor *tvk_matmul(tvk_tensor *a, tvk_tensor *b);
 /* x @ w^T + bias, as torch's linear: x (..., in), w (out, in), bias (out,) or NULL. */
-tvk_tensor *tvk_linear(tvk_tensor *x, tvk_tensor *w, tvk_tensor *bias);
+TVK_API tvk_tensor *tvk_linear(tvk_tensor *x, tvk_tensor *w, tvk_tensor *bias);
 /* 2-D convolution (cross-correlation, as torch): x (N, Cin, H, W), w (Cout,
  * Cin / groups, kh, kw), bias (Cout,) or NULL. stride {sh, sw}, padding {top,
  * bottom, left, right} (zeros), dilation {dh, dw}; NULL means 1s / 0s / 1s.
  * Result (N, Cout, Ho, Wo) with Ho = (H + top + bottom - dh * (kh - 1) - 1) / sh + 1. */
-tvk_tensor *tvk_conv2d(tvk_tensor *x, tvk_tensor *w, tvk_tensor *bias, const int64_t stride[2],
-                       const int64_t padding[4], const int64_t dilation[2], int64_t groups);
+TVK_API tvk_tensor *tvk_conv2d(tvk_tensor *x, tvk_tensor *w, tvk_tensor *bias,
+                               const int64_t stride[2], const int64_t padding[4],
+                               const int64_t dilation[2], int64_t groups);
 /* Pools over the last two dims of x (..., H, W) with a kernel {kh, kw}; stride
  * NULL means the kernel size, padding NULL means 0 ({top, bottom, left, right}).
  * max_pool2d pads with -inf; avg_pool2d counts padded elements (torch's
  * count_include_pad = true). */
-tvk_tensor *tvk_max_pool2d(tvk_tensor *x, const int64_t kernel[2], const int64_t stride[2],
-                           const int64_t padding[4]);
-tvk_tensor *tvk_avg_pool2d(tvk_tensor *x, const int64_t kernel[2], const int64_t stride[2],
-                           const int64_t padding[4]);
+TVK_API tvk_tensor *tvk_max_pool2d(tvk_tensor *x, const int64_t kernel[2], const int64_t stride[2],
+                                   const int64_t padding[4]);
+TVK_API tvk_tensor *tvk_avg_pool2d(tvk_tensor *x, const int64_t kernel[2], const int64_t stride[2],
+                                   const int64_t padding[4]);
 
 /* Along one axis (negative counts from the end); float results (integer inputs
  * give float32). Numerically stable: the max along the axis is subtracted first. */
-tvk_tensor *tvk_softmax(tvk_tensor *a, int axis);
-tvk_tensor *tvk_log_softmax(tvk_tensor *a, int axis);
-tvk_tensor *tvk_logsumexp(tvk_tensor *a, int axis, bool keepdim);
+TVK_API tvk_tensor *tvk_softmax(tvk_tensor *a, int axis);
+TVK_API tvk_tensor *tvk_log_softmax(tvk_tensor *a, int axis);
+TVK_API tvk_tensor *tvk_logsumexp(tvk_tensor *a, int axis, bool keepdim);
 /* Index (int32) of the first largest / smallest element along axis. */
-tvk_tensor *tvk_argmax(tvk_tensor *a, int axis, bool keepdim);
-tvk_tensor *tvk_argmin(tvk_tensor *a, int axis, bool keepdim);
+TVK_API tvk_tensor *tvk_argmax(tvk_tensor *a, int axis, bool keepdim);
+TVK_API tvk_tensor *tvk_argmin(tvk_tensor *a, int axis, bool keepdim);
 /* Running sum along axis (same shape; dtype as tvk_sum's). */
-tvk_tensor *tvk_cumsum(tvk_tensor *a, int axis);
+TVK_API tvk_tensor *tvk_cumsum(tvk_tensor *a, int axis);
 /* Variance and standard deviation over axes (as tvk_sum's axes) with
  * `correction` subtracted from the count (1: unbiased, 0: population). */
-tvk_tensor *tvk_var(tvk_tensor *a, int naxes, const int *axes, bool keepdim, double correction);
-tvk_tensor *tvk_std(tvk_tensor *a, int naxes, const int *axes, bool keepdim, double correction);
+TVK_API tvk_tensor *tvk_var(tvk_tensor *a, int naxes, const int *axes, bool keepdim,
+                            double correction);
+TVK_API tvk_tensor *tvk_std(tvk_tensor *a, int naxes, const int *axes, bool keepdim,
+                            double correction);
 /* Normalises over the last `nlast` dims: (x - mean) / sqrt(var + eps) (population
  * variance), then * weight + bias, each of the normalised shape or NULL. */
-tvk_tensor *tvk_layernorm(tvk_tensor *x, int nlast, tvk_tensor *weight, tvk_tensor *bias,
-                          double eps);
+TVK_API tvk_tensor *tvk_layernorm(tvk_tensor *x, int nlast, tvk_tensor *weight, tvk_tensor *bias,
+                                  double eps);
 /* Batch norm, inference form, channels on axis 1 of x (N, C, ...): (x - mean) /
  * sqrt(var + eps) * weight + bias; mean and var (C,) are required, weight and
  * bias (C,) may be NULL. */
-tvk_tensor *tvk_batchnorm(tvk_tensor *x, tvk_tensor *weight, tvk_tensor *bias, tvk_tensor *mean,
-                          tvk_tensor *var, double eps);
+TVK_API tvk_tensor *tvk_batchnorm(tvk_tensor *x, tvk_tensor *weight, tvk_tensor *bias,
+                                  tvk_tensor *mean, tvk_tensor *var, double eps);
 /* Dropout: with training false (inference) returns x unchanged; in training,
  * each element is zeroed with probability p (tvk_rand with seed) and the rest
  * scaled by 1 / (1 - p). p in [0, 1]. */
-tvk_tensor *tvk_dropout(tvk_tensor *x, double p, bool training, uint64_t seed);
+TVK_API tvk_tensor *tvk_dropout(tvk_tensor *x, double p, bool training, uint64_t seed);
 /* softmax(q @ k^T / sqrt(E) + mask) @ v: q (..., L, E), k (..., S, E), v (..., S,
  * Ev), batch dims broadcast. mask (NULL: none) broadcasts to (..., L, S): a bool
  * mask keeps the positions that are true, a float mask is added. is_causal
  * keeps position j <= i only (with a mask too, both apply). */
-tvk_tensor *tvk_scaled_dot_product_attention(tvk_tensor *q, tvk_tensor *k, tvk_tensor *v,
-                                             tvk_tensor *mask, bool is_causal);
+TVK_API tvk_tensor *tvk_scaled_dot_product_attention(tvk_tensor *q, tvk_tensor *k, tvk_tensor *v,
+                                                     tvk_tensor *mask, bool is_causal);
 /* Mean over the batch of -log softmax(logits)[label]: logits (N, C) float,
  * labels (N,) integer in [0, C). A 0-d result. */
-tvk_tensor *tvk_cross_entropy(tvk_tensor *logits, tvk_tensor *labels);
+TVK_API tvk_tensor *tvk_cross_entropy(tvk_tensor *logits, tvk_tensor *labels);
 
 /* ------------------------------------------------------------------ in-place update */
 
@@ -462,7 +489,7 @@ tvk_tensor *tvk_cross_entropy(tvk_tensor *logits, tvk_tensor *labels);
  *   (a += a^T: each element would read others already written).
  * Returns TVK_OK, or the error (the message is tvk_ctx_error's); on error target
  * is unchanged. */
-tvk_status tvk_assign(tvk_tensor *target, tvk_tensor *value);
+TVK_API tvk_status tvk_assign(tvk_tensor *target, tvk_tensor *value);
 
 /* ------------------------------------------------------------------ running */
 
@@ -472,34 +499,34 @@ tvk_status tvk_assign(tvk_tensor *target, tvk_tensor *value);
  * then tvk_ctx_error's). n == 0 is TVK_OK. n < 0, a NULL ts or only NULL
  * tensors give TVK_ERR_INVALID_ARG with the message in tvk_last_error (there is
  * no context to hold it). */
-tvk_status tvk_realize(int n, tvk_tensor *const *ts);
+TVK_API tvk_status tvk_realize(int n, tvk_tensor *const *ts);
 /* Waits until every kernel the context has submitted has finished. tvk_realize
  * may return before the device is done (on Vulkan); tvk_to_host waits by itself.
  * Use this to time work. */
-tvk_status tvk_sync(tvk_ctx *ctx);
+TVK_API tvk_status tvk_sync(tvk_ctx *ctx);
 /* Realizes t if needed and copies its elements, row-major, into dst. nbytes must
  * be at least numel * element size (TVK_ERR_INVALID_ARG otherwise, naming both);
  * exactly that many bytes are written. */
-tvk_status tvk_to_host(tvk_tensor *t, void *dst, size_t nbytes);
+TVK_API tvk_status tvk_to_host(tvk_tensor *t, void *dst, size_t nbytes);
 
 /* ------------------------------------------------------------------ inspection */
 
 /* Shape of t; on an error tensor, the shape is empty (ndim 0). The shape
  * pointer is owned by t. NULL t: 0 / NULL. */
-int tvk_ndim(const tvk_tensor *t);
-const int64_t *tvk_shape(const tvk_tensor *t);
-int64_t tvk_numel(const tvk_tensor *t);
-tvk_dtype tvk_dtype_of(const tvk_tensor *t);
+TVK_API int tvk_ndim(const tvk_tensor *t);
+TVK_API const int64_t *tvk_shape(const tvk_tensor *t);
+TVK_API int64_t tvk_numel(const tvk_tensor *t);
+TVK_API tvk_dtype tvk_dtype_of(const tvk_tensor *t);
 /* TVK_OK, or the error state of t (TVK_ERR_INVALID_ARG for NULL). */
-tvk_status tvk_status_of(const tvk_tensor *t);
+TVK_API tvk_status tvk_status_of(const tvk_tensor *t);
 /* The error message of t, "" if none. Owned by t. */
-const char *tvk_error_of(const tvk_tensor *t);
+TVK_API const char *tvk_error_of(const tvk_tensor *t);
 /* The context of t (NULL for NULL). */
-tvk_ctx *tvk_ctx_of(const tvk_tensor *t);
+TVK_API tvk_ctx *tvk_ctx_of(const tvk_tensor *t);
 
 /* Releases t: its memory is freed once nothing computed from it still needs
  * it. NULL ok. */
-void tvk_release(tvk_tensor *t);
+TVK_API void tvk_release(tvk_tensor *t);
 
 #ifdef __cplusplus
 }
