@@ -5,6 +5,7 @@
 #   scripts/test.sh sanitize   ASan + UBSan build (Debug) in build-asan/
 #   scripts/test.sh clang      clang Release build in build-clang-rel/
 #   scripts/test.sh release    gcc Release build in build-rel/
+#   scripts/test.sh cpu        CPU-only build (TVK_VULKAN=OFF) in build-cpu/: no Vulkan at all
 # Further arguments go to cmake, e.g. -DTVK_TEST_CACHE=DIR (the kernel cache
 # the tests share; default <build dir>/test-cache). With TVK_REQUIRE_VK=1 (as
 # in CI) a Vulkan test that finds no Vulkan device fails instead of skipping.
@@ -20,10 +21,14 @@ case "$mode" in
   clang)
     dir=build-clang-rel
     flags=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Release) ;;
+  cpu)
+    dir=build-cpu
+    flags=(-DTVK_VULKAN=OFF)
+    export TVK_REQUIRE_VK=0 ;; # a library without Vulkan has no Vulkan device to require
   release)
     dir=build-rel
     flags=(-DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=Release) ;;
-  *) echo "usage: $0 [plain|sanitize|clang|release] [cmake options]" >&2; exit 2 ;;
+  *) echo "usage: $0 [plain|sanitize|clang|release|cpu] [cmake options]" >&2; exit 2 ;;
 esac
 
 cmake -S . -B "$dir" -DTVK_WERROR=ON -DTVK_BUILD_TESTS=ON "${flags[@]}" "$@" >/dev/null

@@ -15,6 +15,21 @@ static bool parse_vk(const char *name, int *index) {
   return true;
 }
 
+#ifndef TVK_HAVE_VULKAN
+/* A library built with TVK_VULKAN=OFF: every Vulkan name is a clear error,
+ * and the default device is the CPU. */
+tvk_status vk_device_create(const DeviceOptions *opt, int index, Device **out, Error *err) {
+  (void)opt, (void)index;
+  *out = NULL;
+  return err_set(err, TVK_ERR_DEVICE, "this libtvk was built without Vulkan (TVK_VULKAN=OFF)");
+}
+
+uint64_t vk_validation_messages(Device *d) {
+  (void)d;
+  return 0;
+}
+#endif
+
 tvk_status device_open(const char *name, const DeviceOptions *opt, Device **out, Error *err) {
   int index;
   if (!name) { /* the best available: a Vulkan device, else the CPU */
