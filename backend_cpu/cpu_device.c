@@ -302,6 +302,7 @@ tvk_status cpu_device_create(const DeviceOptions *opt, Device **out, Error *err)
   if (!c) return err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory creating the CPU device");
   pthread_mutex_init(&c->programs_mu, NULL);
   c->base.ops = &cpu_ops;
+  if (opt) c->base.log = opt->log;
   c->threads = thread_count(opt);
   tvk_status st = cpu_toolchain_init(&c->tc, opt, err);
   if (st == TVK_OK) st = cpu_pool_create(c->threads, &c->pool, err);

@@ -170,7 +170,8 @@ static tvk_status get_spirv(VkDev *v, const char *name, const char *src, void **
   if (v->pipelines->cache_ro) return TVK_OK;
   int rc = cache_file_write_sealed(path, *spv, *n, 0600);
   if (rc != 0 && v->debug >= 1)
-    fprintf(stderr, "tvk: cannot write '%s' into the kernel cache: %s\n", path, strerror(rc));
+    log_msg(&v->base.log, TVK_LOG_WARN, "tvk: cannot write '%s' into the kernel cache: %s", path,
+            strerror(rc));
   return TVK_OK;
 }
 
@@ -185,7 +186,7 @@ tvk_status vk_compile(Device *d, const char *name, const char *src, DevProgram *
   if (!valid_name(name))
     return err_set(&d->err, TVK_ERR_INVALID_ARG, "compile: kernel name '%s' is not an identifier",
                    name ? name : "(null)");
-  if (v->debug >= 3) fprintf(stderr, "tvk: VK kernel %s:\n%s\n", name, src);
+  if (v->debug >= 3) log_msg(&v->base.log, TVK_LOG_DEBUG, "tvk: VK kernel %s:\n%s", name, src);
   void *spv = NULL;
   size_t n = 0;
   tvk_status st = get_spirv(v, name, src, &spv, &n, &hit);

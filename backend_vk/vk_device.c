@@ -73,10 +73,10 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlag
                                                  const VkDebugUtilsMessengerCallbackDataEXT *data,
                                                  void *user) {
   (void)types;
-  atomic_uint_fast64_t *count = user;
-  atomic_fetch_add(count, 1);
+  VkDev *v = user;
+  atomic_fetch_add(&v->validation_messages, 1);
   const char *what = severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning";
-  fprintf(stderr, "tvk: Vulkan validation %s: %s\n", what,
+  log_msg(&v->base.log, TVK_LOG_WARN, "tvk: Vulkan validation %s: %s", what,
           data && data->pMessage ? data->pMessage : "(no message)");
   return VK_FALSE; /* never abort the call that triggered it */
 }
@@ -90,7 +90,7 @@ static VkDebugUtilsMessengerCreateInfoEXT messenger_info(VkDev *v) {
                      VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
                      VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
       .pfnUserCallback = on_message,
-      .pUserData = &v->validation_messages,
+      .pUserData = v,
   };
 }
 
@@ -667,6 +667,7 @@ static tvk_status parse_memory_modes(VkDev *v) {
 static tvk_status create(VkDev *v, const DeviceOptions *opt, int index) {
   v->base.ops = &vk_ops;
   v->debug = opt ? opt->debug : 0;
+  if (opt) v->base.log = opt->log;
   v->validate = opt && opt->validate;
   v->sync_validation = opt && opt->validate >= 2;
   v->block_bytes = VK_DEFAULT_BLOCK_BYTES;

@@ -165,7 +165,7 @@ static void print_timings(VkDev *v, VkSlot *sl) {
                        (size_t)sl->ndispatch * 2 * sizeof *t, t, sizeof *t, VK_QUERY_RESULT_64_BIT)
                  : VK_ERROR_OUT_OF_HOST_MEMORY;
   if (r != VK_SUCCESS) {
-    fprintf(stderr, "tvk: VK timestamps unavailable: %s\n", vk_result_name(r));
+    log_msg(&v->base.log, TVK_LOG_WARN, "tvk: VK timestamps unavailable: %s", vk_result_name(r));
     free(t);
     return;
   }
@@ -174,7 +174,7 @@ static void print_timings(VkDev *v, VkSlot *sl) {
   for (int i = 0; i < sl->ndispatch; i++) {
     uint64_t ticks = (t[2 * i + 1] - t[2 * i]) & mask;
     double ms = (double)ticks * v->lim.timestamp_period * 1e-6;
-    fprintf(stderr, "tvk: VK kernel %s: %.3f ms\n", sl->names[i], ms);
+    log_msg(&v->base.log, TVK_LOG_INFO, "tvk: VK kernel %s: %.3f ms", sl->names[i], ms);
   }
   free(t);
 }

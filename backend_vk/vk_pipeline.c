@@ -442,7 +442,8 @@ static void save_cache(VkDev *v, VkPipelineState *ps) {
   bool same = r == VK_SUCCESS && strcmp(key, ps->loaded_key) == 0;
   int rc = r == VK_SUCCESS && !same ? cache_file_write_sealed(ps->cache_path, data, n, 0600) : 0;
   if (rc != 0 && v->debug >= 1)
-    fprintf(stderr, "tvk: cannot save the pipeline cache '%s': %s\n", ps->cache_path, strerror(rc));
+    log_msg(&v->base.log, TVK_LOG_WARN, "tvk: cannot save the pipeline cache '%s': %s",
+            ps->cache_path, strerror(rc));
   free(data);
 }
 

@@ -106,6 +106,17 @@ typedef struct tvk_tensor tvk_tensor;
 
 /* Options of a context. Zero-initialise, set what you need; every field has an
  * environment variable that is read when the field is left 0/NULL. */
+/* What tvk says about its work (TVK_DEBUG output, warnings such as a cache it
+ * cannot write). A log callback receives each message whole (it may span
+ * lines; no trailing newline), from the thread that called into tvk; without
+ * one, messages go to stderr. */
+typedef enum {
+  TVK_LOG_WARN = 1,  /* something did not work as asked, and tvk went on */
+  TVK_LOG_INFO = 2,  /* TVK_DEBUG output: kernels, times, schedules, plans */
+  TVK_LOG_DEBUG = 3, /* TVK_DEBUG >= 3: sources and UOps */
+} tvk_log_level;
+typedef void (*tvk_log_fn)(void *user, tvk_log_level level, const char *message);
+
 typedef struct {
   const char *device;    /* "CPU", "VK", "VK:1"; NULL: $TVK_DEVICE, else the best available */
   int debug;             /* $TVK_DEBUG: 1 kernels and timings, 2 + schedule, 3 + source, 4 + UOps */
@@ -129,6 +140,10 @@ typedef struct {
    * TVK_ERR_COMPILE. A negative value, or a $TVK_CC_TIMEOUT that is not a whole
    * number of seconds, makes tvk_ctx_create fail with TVK_ERR_INVALID_ARG. */
   int cc_timeout;
+  /* Where messages go (tvk_log_fn above): log(log_user, level, message);
+   * NULL: stderr. */
+  tvk_log_fn log;
+  void *log_user;
 } tvk_ctx_options;
 
 /* Creates a context on a device: "CPU", "VK" (the first Vulkan device) or "VK:n";

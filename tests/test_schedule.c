@@ -211,6 +211,64 @@ static void test_chain20_one_kernel(void **state) {
   close_ctx_clean(ctx);
 }
 
+/* What a log callback collected. */
+typedef struct {
+  int calls, info, debug;
+  bool kernel_line, schedule_line, source;
+  char last[64];
+} LogSeen;
+
+static void collect(void *user, tvk_log_level level, const char *message) {
+  LogSeen *ls = user;
+  ls->calls++;
+  ls->info += level == TVK_LOG_INFO;
+  ls->debug += level == TVK_LOG_DEBUG;
+  ls->kernel_line |= strncmp(message, "tvk kernel", 10) == 0;
+  ls->schedule_line |= strncmp(message, "tvk schedule", 12) == 0;
+  ls->source |= strncmp(message, "tvk source of", 13) == 0 && strstr(message, "void ") != NULL;
+  snprintf(ls->last, sizeof ls->last, "%s", message);
+}
+
+/* With a log callback, TVK_DEBUG's output (levels 1 to 3 here) reaches the
+ * callback as whole messages and nothing is written to stderr. */
+static void test_log_callback(void **state) {
+  (void)state;
+  LogSeen seen = {0};
+  tvk_ctx_options o = {
+      .device = "CPU", .cache_dir = g_dir, .debug = 3, .log = collect, .log_user = &seen};
+  fflush(stderr);
+  int saved = dup(2);
+  char path[] = "/tmp/tvk_log_XXXXXX";
+  int tmp = mkstemp(path);
+  assert_true(saved >= 0 && tmp >= 0);
+  dup2(tmp, 2);
+  tvk_ctx *ctx = NULL;
+  tvk_status st = tvk_ctx_create_opts(&o, &ctx);
+  float a[6], out[6];
+  if (st == TVK_OK) {
+    tvk_tensor *A = rand_tensor(ctx, 2, (int64_t[]){2, 3}, a);
+    st = tvk_to_host(tvk_exp(tvk_add(A, A)), out, sizeof out);
+    tvk_ctx_destroy(ctx);
+  }
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  off_t written = lseek(tmp, 0, SEEK_END);
+  close(tmp);
+  unlink(path);
+  assert_int_equal(st, TVK_OK);
+  for (int i = 0; i < 6; i++) {
+    double w = exp(2.0 * a[i]);
+    check_close("exp(a + a)", &out[i], &w, 1, 1e-6);
+  }
+  if (written != 0) fail_msg("%lld bytes went to stderr with a log callback", (long long)written);
+  if (!seen.kernel_line || !seen.schedule_line || !seen.source || seen.info < 2 || seen.debug < 1)
+    fail_msg("the callback saw %d messages (%d info, %d debug; kernel %d, schedule %d, source "
+             "%d), the last: %s",
+             seen.calls, seen.info, seen.debug, seen.kernel_line, seen.schedule_line, seen.source,
+             seen.last);
+}
+
 /* A second identical run compiles nothing: in the same context the program
  * cache hits, and in a new context the device's disk cache does. */
 static void test_second_run_compiles_nothing(void **state) {
@@ -1725,6 +1783,7 @@ int main(void) {
       cmocka_unit_test(test_chain20_one_kernel),
       cmocka_unit_test(test_second_run_compiles_nothing),
       cmocka_unit_test(test_readonly_cache_option),
+      cmocka_unit_test(test_log_callback),
       cmocka_unit_test(test_sum_plus_x_two_kernels),
       cmocka_unit_test(test_views_fuse_one_kernel),
       cmocka_unit_test(test_pad_safe_and_unsafe),

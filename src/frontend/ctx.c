@@ -482,7 +482,8 @@ static tvk_status open_device(tvk_ctx *ctx, const char *name) {
                         .debug = ctx->opt.debug,
                         .validate = ctx->opt.validate,
                         .cache_readonly = ctx->opt.cache_readonly,
-                        .cc_timeout = ctx->opt.cc_timeout};
+                        .cc_timeout = ctx->opt.cc_timeout,
+                        .log = ctx->log};
   return device_open(name, &dopt, &ctx->dev, &create_err);
 }
 
@@ -493,6 +494,7 @@ static tvk_status ctx_create(const tvk_ctx_options *opts, tvk_ctx **out) {
   tvk_ctx *ctx = calloc(1, sizeof *ctx);
   if (!ctx) return err_set(&create_err, TVK_ERR_OUT_OF_MEMORY, "tvk_ctx_create: out of memory");
   tvk_ctx_options o = opts ? *opts : (tvk_ctx_options){0};
+  ctx->log = (LogSink){o.log, o.log_user};
   o.debug = env_int("TVK_DEBUG", o.debug);
   o.validate = env_int("TVK_VALIDATE", o.validate);
   o.noopt = env_int("TVK_NOOPT", o.noopt);

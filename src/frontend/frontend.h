@@ -38,6 +38,7 @@ struct tvk_ctx {
   char *cache_dir, *cc; /* owned copies of the resolved strings */
   Error err;            /* tvk_ctx_error: the last failure (ir/error.h) */
   tvk_stats stats;
+  LogSink log; /* opt.log and opt.log_user: where messages go */
   /* buffers by id (the BUFFER UOp's arg); NULL slots are free */
   Buffer **bufs;
   int64_t nbufs;

@@ -305,6 +305,7 @@ static tvk_status run(tvk_ctx *ctx, const Schedule *s) {
               .beam = ctx->opt.beam > 0 ? ctx->opt.beam : 0,
               .cache_dir = ctx->cache_dir,
               .stats = &ctx->stats,
+              .log = &ctx->log,
               .err = &ctx->err};
   tvk_status st = run_schedule(&r, s, bufs);
   free(bufs);

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "ir/error.h"
+#include "ir/log.h"
 #include "tvk.h"
 
 typedef struct Device Device;
@@ -70,6 +71,7 @@ struct Device {
    * groups, whose size LaunchDims carries). A zeroed header is the CPU's. */
   const struct Lang *lang;
   int codegen_mode;
+  LogSink log; /* where the backend's messages go (DeviceOptions.log) */
 };
 
 /* Options common to backends, filled from the context (environment or options). */
@@ -82,6 +84,7 @@ typedef struct {
   int cc_timeout; /* CPU: seconds one compiler run may take; 0: $TVK_CC_TIMEOUT, else 120 */
   /* > 0: serve hits from the cache and never write to it; 0: $TVK_CACHE_READONLY decides */
   int cache_readonly;
+  LogSink log; /* the context's: its log callback, or stderr */
 } DeviceOptions;
 
 /* The device called `name` (devices.c): "CPU", "VK" (the best Vulkan device),

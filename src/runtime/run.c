@@ -208,7 +208,7 @@ static tvk_status prepare(const Runner *r, const Schedule *s, int i, Prepared *p
                    .vector_regs = d->limits.vector_regs};
   OptPlan searched;
   if (r->beam > 0 && !r->noopt) {
-    SearchCtx sc = {r->dev, r->beam, r->debug, r->cache_dir, r->stats, r->err};
+    SearchCtx sc = {r->dev, r->beam, r->debug, r->cache_dir, r->stats, r->err, r->log};
     tvk_status ss = search_plan(&sc, s, i, &o, &searched);
     if (ss != TVK_OK) return ss;
     o.plan = &searched;
@@ -257,15 +257,36 @@ static tvk_status launch(const Runner *r, const Schedule *s, DevBuffer *const *a
   if (st == TVK_OK && r->debug >= 1) {
     char shape[200];
     shape_str(p->ks->ndim, p->ks->full_shape, shape, sizeof shape);
-    fprintf(stderr, "tvk kernel %3d  %-28s %-24s %9.3f ms\n", i, p->ks->name, shape, now_ms() - t0);
+    log_msg(r->log, TVK_LOG_INFO, "tvk kernel %3d  %-28s %-24s %9.3f ms", i, p->ks->name, shape,
+            now_ms() - t0);
   }
   if (bufs != stack) free(bufs);
   return st;
 }
 
-static void print_code(const Prepared *p, int debug) {
-  if (debug >= 3) fprintf(stderr, "tvk source of %s:\n%s\n", p->ks->name, p->ks->src);
-  if (debug >= 4 && p->ks->uops) fprintf(stderr, "tvk uops of %s:\n%s\n", p->ks->name, p->ks->uops);
+static void print_code(const Runner *r, const Prepared *p) {
+  if (r->debug >= 3)
+    log_msg(r->log, TVK_LOG_DEBUG, "tvk source of %s:\n%s", p->ks->name, p->ks->src);
+  if (r->debug >= 4 && p->ks->uops)
+    log_msg(r->log, TVK_LOG_DEBUG, "tvk uops of %s:\n%s", p->ks->name, p->ks->uops);
+}
+
+/* The schedule (schedule_print's text) and, when p is not NULL (every kernel
+ * prepared), each kernel's plan, as one message. */
+static void print_schedule(const Runner *r, const Schedule *s, const char *const *names,
+                           const Prepared *p) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) return;
+  schedule_print(f, s, names);
+  for (int i = 0; p && i < s->nitems; i++) {
+    char plan[160];
+    opt_plan_str(&p[i].ks->plan, plan, sizeof plan);
+    fprintf(f, "  plan of [%d] %s: %s\n", i, p[i].ks->name, *plan ? plan : "(none)");
+  }
+  if (fclose(f) == 0 && text) log_msg(r->log, TVK_LOG_INFO, "%s", text);
+  free(text);
 }
 
 tvk_status run_schedule(const Runner *r, const Schedule *s, DevBuffer *const *bufs) {
@@ -279,16 +300,9 @@ tvk_status run_schedule(const Runner *r, const Schedule *s, DevBuffer *const *bu
     st = prepare(r, s, i, &p[i]);
     names[i] = p[i].ks->name;
   }
-  if (r->debug >= 2 && p && names) {
-    schedule_print(stderr, s, names);
-    for (int i = 0; i < n && st == TVK_OK; i++) {
-      char plan[160];
-      opt_plan_str(&p[i].ks->plan, plan, sizeof plan);
-      fprintf(stderr, "  plan of [%d] %s: %s\n", i, p[i].ks->name, *plan ? plan : "(none)");
-    }
-  }
+  if (r->debug >= 2 && p && names) print_schedule(r, s, names, st == TVK_OK ? p : NULL);
   for (int i = 0; i < n && st == TVK_OK; i++) {
-    print_code(&p[i], r->debug);
+    print_code(r, &p[i]);
     st = launch(r, s, bufs, i, &p[i]);
   }
   /* Launches may be queued: buffers the schedule alone holds are freed after this. */

@@ -249,10 +249,11 @@ tvk_status search_plan(const SearchCtx *r, const Schedule *s, int i, const Codeg
       goto out;
     }
     if (r->debug >= 1)
-      fprintf(stderr, "tvk search: ignoring the unreadable plan choice %s; searching again\n",
-              path);
+      log_msg(r->log, TVK_LOG_WARN,
+              "tvk search: ignoring the unreadable plan choice %s; searching again", path);
   } else if (rc != ENOENT && r->debug >= 1) {
-    fprintf(stderr, "tvk search: ignoring the damaged plan choice %s; searching again\n", path);
+    log_msg(r->log, TVK_LOG_WARN,
+            "tvk search: ignoring the damaged plan choice %s; searching again", path);
   }
   free(data);
   /* scratch buffers of the kernel's sizes, zeroed */
@@ -279,7 +280,7 @@ tvk_status search_plan(const SearchCtx *r, const Schedule *s, int i, const Codeg
     if (r->debug >= 2) {
       char str[160];
       opt_plan_str(plan, str, sizeof str);
-      fprintf(stderr, "tvk search: %s: %s\n", ks.name, *str ? str : "(none)");
+      log_msg(r->log, TVK_LOG_INFO, "tvk search: %s: %s", ks.name, *str ? str : "(none)");
     }
     char *text = plan_text(plan);
     if (text && path && !ro) cache_file_write_sealed(path, text, strlen(text), 0600);

@@ -32,6 +32,7 @@ typedef struct {
   const char *cache_dir; /* the kernel cache directory asked for (NULL: the default) */
   tvk_stats *stats;      /* plans_searched, plans_found */
   Error *err;
+  const LogSink *log; /* TVK_DEBUG messages (NULL: stderr) */
 } SearchCtx;
 
 /* The plan for item i of s: from the choices on disk, else searched (and
