@@ -93,6 +93,7 @@ tvk_status cpu_toolchain_init(CpuToolchain *t, const DeviceOptions *opt, Error *
     return err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory reading the CPU device options");
   }
   t->want_ro = cache_readonly_wanted(opt ? opt->cache_readonly : 0);
+  t->no_disk = opt && opt->no_disk_cache > 0;
   return read_timeout(t, opt, err);
 }
 
@@ -299,7 +300,9 @@ static tvk_status probe(Device *d, CpuToolchain *t, const char *kernel) {
     st = r ? TVK_OK
            : err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory probing the C compiler");
     if (st == TVK_OK && !t->cc) st = find_cc(d, t, r, kernel);
-    if (st == TVK_OK)
+    if (st == TVK_OK && t->no_disk)
+      t->cache_ro = true; /* no directory: what is built goes to the private one */
+    else if (st == TVK_OK)
       st = cache_dir_open(t->cache_request, t->want_ro, &t->cache_dir, &t->cache_ro, &d->err);
     t->probed = st == TVK_OK;
     free(r);
@@ -329,7 +332,8 @@ static tvk_status private_dir(Device *d, CpuToolchain *t, const char *kernel, co
         st = err_set(&d->err, TVK_ERR_DEVICE,
                      "kernel cache '%s' is read-only, and no directory to build kernel '%s' in "
                      "could be made: '%s': %s",
-                     t->cache_dir, kernel, path, strerror(errno));
+                     t->cache_dir ? t->cache_dir : "(none: no_disk_cache)", kernel, path,
+                     strerror(errno));
         free(path);
       }
     }
@@ -534,8 +538,8 @@ tvk_status cpu_compile(Device *d, CpuToolchain *t, const char *name, const char 
   if (!p)
     return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
   bool found = false;
-  st = set_paths(d, p, t->cache_dir, key);
-  if (st == TVK_OK) st = load_cached(d, name, p->so, handle, fn, &found);
+  if (t->cache_dir) st = set_paths(d, p, t->cache_dir, key);
+  if (st == TVK_OK && t->cache_dir) st = load_cached(d, name, p->so, handle, fn, &found);
   /* What a read-only cache lacks is built in the device's own directory,
    * where an earlier compile of this device may have put it already. */
   if (st == TVK_OK && !found && t->cache_ro) {

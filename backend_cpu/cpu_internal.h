@@ -51,6 +51,7 @@ typedef struct {
   char *cpu_id;        /* identity lines of /proc/cpuinfo; NULL if unknown */
   int timeout_s;       /* opt->cc_timeout, $TVK_CC_TIMEOUT or 120: one compiler run at most */
   bool want_ro;        /* opt->cache_readonly or $TVK_CACHE_READONLY */
+  bool no_disk;        /* opt->no_disk_cache: no cache directory, every kernel built privately */
   bool probed;         /* cc, cc_version, cache_dir and cache_ro below are set */
   char *cc;            /* the compiler that answered --version */
   char *cc_version;    /* its --version output */

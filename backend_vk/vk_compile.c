@@ -153,6 +153,7 @@ static tvk_status get_spirv(VkDev *v, const char *name, const char *src, void **
   const char *dir;
   tvk_status st = vk_cache_dir(v, &dir);
   if (st != TVK_OK) return st;
+  if (!dir) return run_shaderc(v, name, src, spv, n); /* no disk cache */
   char key[33], path[4096];
   cache_key(v, src, key);
   if (snprintf(path, sizeof path, "%s/%s.spv", dir, key) >= (int)sizeof path)

@@ -129,6 +129,7 @@ typedef struct VkDev {
   bool sync_validation; /* and synchronization validation (TVK_VALIDATE=2) */
   char *cache_dir;      /* opt->cache_dir (malloc'ed); NULL: the default places */
   int cache_readonly;   /* opt->cache_readonly (0: $TVK_CACHE_READONLY decides) */
+  bool no_disk_cache;   /* opt->no_disk_cache: no cache directory, kernels compiled in memory */
 
   VkInstance instance;
   VkInstanceFns vki;

@@ -673,6 +673,7 @@ static tvk_status create(VkDev *v, const DeviceOptions *opt, int index) {
   v->block_bytes = VK_DEFAULT_BLOCK_BYTES;
   snprintf(v->name, sizeof v->name, "Vulkan");
   v->cache_readonly = opt ? opt->cache_readonly : 0;
+  v->no_disk_cache = opt && opt->no_disk_cache > 0;
   if (opt && opt->cache_dir && !(v->cache_dir = strdup(opt->cache_dir)))
     return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "out of memory creating the Vulkan device");
   tvk_status st = parse_memory_modes(v);

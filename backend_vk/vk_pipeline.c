@@ -352,11 +352,21 @@ void vk_pipeline_release(VkDev *v, DevProgram *p) {
 
 tvk_status vk_cache_dir(VkDev *v, const char **dir) {
   VkPipelineState *ps = v->pipelines;
+  *dir = NULL;
+  if (v->no_disk_cache || ps->no_dir) return TVK_OK;
   if (!ps->cache_dir) {
     const char *req = v->cache_dir ? v->cache_dir : getenv("TVK_CACHE_DIR");
     tvk_status st = cache_dir_open(req, cache_readonly_wanted(v->cache_readonly), &ps->cache_dir,
                                    &ps->cache_ro, &v->base.err);
-    if (st != TVK_OK) return st;
+    if (st == TVK_ERR_OUT_OF_MEMORY) return st;
+    if (st != TVK_OK) { /* Vulkan compiles in-process: a missing disk costs only time */
+      log_msg(&v->base.log, TVK_LOG_WARN,
+              "tvk: %s; Vulkan kernels are compiled in memory, without a disk cache",
+              v->base.err.msg);
+      err_clear(&v->base.err);
+      ps->no_dir = true;
+      return TVK_OK;
+    }
   }
   *dir = ps->cache_dir;
   return TVK_OK;
@@ -402,12 +412,12 @@ tvk_status vk_pipeline_init(VkDev *v) {
   VkPipelineState *ps = calloc(1, sizeof *ps);
   if (!ps) return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "out of memory creating the device");
   v->pipelines = ps;
-  /* An unusable cache directory is reported by the first compile, not here. */
+  /* An unusable cache directory is a warning (vk_cache_dir), never an error. */
   const char *dir = NULL;
   void *data = NULL;
   size_t n = 0;
   Error saved = v->base.err;
-  if (vk_cache_dir(v, &dir) == TVK_OK) ps->cache_path = cache_file_path(v, dir);
+  if (vk_cache_dir(v, &dir) == TVK_OK && dir) ps->cache_path = cache_file_path(v, dir);
   v->base.err = saved;
   /* The seal drops a file cut short: its header would still match, and data
    * that is not what vkGetPipelineCacheData returned is invalid usage. */

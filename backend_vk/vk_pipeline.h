@@ -38,6 +38,7 @@ struct VkPipelineState {
   struct shaderc_compiler *shaderc; /* made at the first cache miss (~200 ms), then kept */
   char *cache_dir;                  /* resolved at the first compile; NULL until then */
   bool cache_ro;                    /* cache_dir is only read: nothing is written there */
+  bool no_dir; /* no usable directory: kernels are compiled in memory (said once, as a warning) */
   VkPipelineCache cache;
   char *cache_path;    /* the pipeline cache's file; NULL: not saved */
   bool cache_dirty;    /* pipelines were created since it was loaded */
@@ -56,7 +57,10 @@ tvk_status vk_pipeline_init(VkDev *v);
 tvk_status vk_pipeline_build(VkDev *v, DevProgram *p, const uint32_t *spirv, size_t nwords);
 /* Destroys p's Vulkan objects and frees p (not the list links). NULL ok. */
 void vk_pipeline_release(VkDev *v, DevProgram *p);
-/* The cache directory, opened at the first call (which sets ps->cache_ro). */
+/* The cache directory, opened at the first call (which sets ps->cache_ro).
+ * *dir is NULL when there is none: none wanted (no_disk_cache), or none
+ * usable, which is said once as a TVK_LOG_WARN and is no error: the kernels
+ * are then compiled in memory. Fails only when out of memory. */
 tvk_status vk_cache_dir(VkDev *v, const char **dir);
 /* Frees every program, pipeline and layout; saves the pipeline cache. Device
  * idle. NULL-safe on v->pipelines. */

@@ -135,6 +135,13 @@ typedef struct {
    * directory must exist. A cache_dir / $TVK_CACHE_DIR that exists but cannot
    * be written is used this way without being asked. */
   int cache_readonly;
+  /* $TVK_NO_DISK_CACHE: no kernel cache on disk at all: nothing is read from
+   * or written to a cache directory, and compiled kernels live as long as the
+   * context (the CPU's compiler still works in a private temporary
+   * directory, removed at tvk_ctx_destroy). Without it, a cache directory
+   * that cannot be used is no error for Vulkan either: its kernels are then
+   * compiled in memory, with one TVK_LOG_WARN message. */
+  int no_disk_cache;
   /* CPU: $TVK_CC_TIMEOUT, else 120: the seconds one run of the C compiler may
    * take; a compiler still running then is killed and the kernel fails with
    * TVK_ERR_COMPILE. A negative value, or a $TVK_CC_TIMEOUT that is not a whole

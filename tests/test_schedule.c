@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -214,7 +215,7 @@ static void test_chain20_one_kernel(void **state) {
 /* What a log callback collected. */
 typedef struct {
   int calls, info, debug;
-  bool kernel_line, schedule_line, source;
+  bool kernel_line, schedule_line, source, no_disk_warning;
   char last[64];
 } LogSeen;
 
@@ -226,6 +227,7 @@ static void collect(void *user, tvk_log_level level, const char *message) {
   ls->kernel_line |= strncmp(message, "tvk kernel", 10) == 0;
   ls->schedule_line |= strncmp(message, "tvk schedule", 12) == 0;
   ls->source |= strncmp(message, "tvk source of", 13) == 0 && strstr(message, "void ") != NULL;
+  ls->no_disk_warning |= level == TVK_LOG_WARN && strstr(message, "without a disk cache") != NULL;
   snprintf(ls->last, sizeof ls->last, "%s", message);
 }
 
@@ -267,6 +269,80 @@ static void test_log_callback(void **state) {
              "%d), the last: %s",
              seen.calls, seen.info, seen.debug, seen.kernel_line, seen.schedule_line, seen.source,
              seen.last);
+}
+
+/* Counts files under dir (recursively); -1 if it cannot be opened. */
+static int files_under(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    char sub[1024];
+    snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name);
+    struct stat sb;
+    int k = stat(sub, &sb) == 0 && S_ISDIR(sb.st_mode) ? files_under(sub) : 1;
+    n += k > 0 ? k : 0;
+  }
+  closedir(d);
+  return n;
+}
+
+/* exp(a + a) on `device` with the options o (device and log set here);
+ * checks the values. TVK_OK, or the status when the device is missing. */
+static tvk_status exp_run(tvk_ctx_options o, const char *device, LogSeen *seen) {
+  o.device = device;
+  o.log = collect, o.log_user = seen;
+  tvk_ctx *ctx = NULL;
+  tvk_status st = tvk_ctx_create_opts(&o, &ctx);
+  if (st != TVK_OK) return st;
+  float a[6], out[6];
+  tvk_tensor *A = rand_tensor(ctx, 2, (int64_t[]){2, 3}, a);
+  st = tvk_to_host(tvk_exp(tvk_add(A, A)), out, sizeof out);
+  if (st != TVK_OK) print_error("%s: %s\n", device, tvk_ctx_error(ctx));
+  tvk_ctx_destroy(ctx);
+  assert_int_equal(st, TVK_OK);
+  for (int i = 0; i < 6; i++) {
+    double w = exp(2.0 * a[i]);
+    check_close("exp(a + a)", &out[i], &w, 1, 1e-6);
+  }
+  return TVK_OK;
+}
+
+/* no_disk_cache: nothing lands in the cache directory, on either device; and
+ * a cache directory that cannot be made is no error for Vulkan (one warning),
+ * which compiles in memory. */
+static void test_no_disk_cache(void **state) {
+  (void)state;
+  char dir[256];
+  assert_true(temp_dir(dir, sizeof dir, "nodisk"));
+  for (int k = 0; k < 2; k++) {
+    const char *dev = k ? "VK" : "CPU";
+    LogSeen seen = {0};
+    tvk_status st = exp_run((tvk_ctx_options){.cache_dir = dir, .no_disk_cache = 1}, dev, &seen);
+    if (st != TVK_OK) { /* no Vulkan device */
+      if (vk_required()) fail_msg("TVK_REQUIRE_VK, but no Vulkan device");
+      continue;
+    }
+    if (files_under(dir) != 0)
+      fail_msg("%s: %d files in the cache directory", dev, files_under(dir));
+  }
+  rm_rf(dir);
+  /* a path under a regular file cannot be a directory */
+  char file[300], bad[320];
+  assert_true(temp_dir(dir, sizeof dir, "nodir"));
+  snprintf(file, sizeof file, "%s/file", dir);
+  FILE *f = fopen(file, "w");
+  assert_non_null(f);
+  fclose(f);
+  snprintf(bad, sizeof bad, "%s/cache", file);
+  LogSeen seen = {0};
+  tvk_status st = exp_run((tvk_ctx_options){.cache_dir = bad}, "VK", &seen);
+  if (st == TVK_OK && !seen.no_disk_warning)
+    fail_msg("Vulkan without a cache directory gave no warning (%d messages, the last: %s)",
+             seen.calls, seen.last);
+  if (st != TVK_OK && vk_required()) fail_msg("TVK_REQUIRE_VK, but no Vulkan device");
+  rm_rf(dir);
 }
 
 /* A second identical run compiles nothing: in the same context the program
@@ -1784,6 +1860,7 @@ int main(void) {
       cmocka_unit_test(test_second_run_compiles_nothing),
       cmocka_unit_test(test_readonly_cache_option),
       cmocka_unit_test(test_log_callback),
+      cmocka_unit_test(test_no_disk_cache),
       cmocka_unit_test(test_sum_plus_x_two_kernels),
       cmocka_unit_test(test_views_fuse_one_kernel),
       cmocka_unit_test(test_pad_safe_and_unsafe),

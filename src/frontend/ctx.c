@@ -482,6 +482,7 @@ static tvk_status open_device(tvk_ctx *ctx, const char *name) {
                         .debug = ctx->opt.debug,
                         .validate = ctx->opt.validate,
                         .cache_readonly = ctx->opt.cache_readonly,
+                        .no_disk_cache = ctx->opt.no_disk_cache,
                         .cc_timeout = ctx->opt.cc_timeout,
                         .log = ctx->log};
   return device_open(name, &dopt, &ctx->dev, &create_err);
@@ -499,6 +500,7 @@ static tvk_status ctx_create(const tvk_ctx_options *opts, tvk_ctx **out) {
   o.validate = env_int("TVK_VALIDATE", o.validate);
   o.noopt = env_int("TVK_NOOPT", o.noopt);
   o.beam = env_int("TVK_BEAM", o.beam);
+  o.no_disk_cache = env_int("TVK_NO_DISK_CACHE", o.no_disk_cache);
   const char *cache = env_str("TVK_CACHE_DIR", o.cache_dir),
              *cc = o.cc; /* CC: the CPU device reads it */
   ctx->cache_dir = cache ? strdup(cache) : NULL;

@@ -304,6 +304,7 @@ static tvk_status run(tvk_ctx *ctx, const Schedule *s) {
               .noopt = ctx->opt.noopt != 0,
               .beam = ctx->opt.beam > 0 ? ctx->opt.beam : 0,
               .cache_dir = ctx->cache_dir,
+              .no_disk = ctx->opt.no_disk_cache > 0,
               .stats = &ctx->stats,
               .log = &ctx->log,
               .err = &ctx->err};

@@ -84,7 +84,8 @@ typedef struct {
   int cc_timeout; /* CPU: seconds one compiler run may take; 0: $TVK_CC_TIMEOUT, else 120 */
   /* > 0: serve hits from the cache and never write to it; 0: $TVK_CACHE_READONLY decides */
   int cache_readonly;
-  LogSink log; /* the context's: its log callback, or stderr */
+  int no_disk_cache; /* > 0: no cache directory at all (tvk_ctx_options.no_disk_cache) */
+  LogSink log;       /* the context's: its log callback, or stderr */
 } DeviceOptions;
 
 /* The device called `name` (devices.c): "CPU", "VK" (the best Vulkan device),

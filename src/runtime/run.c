@@ -208,7 +208,7 @@ static tvk_status prepare(const Runner *r, const Schedule *s, int i, Prepared *p
                    .vector_regs = d->limits.vector_regs};
   OptPlan searched;
   if (r->beam > 0 && !r->noopt) {
-    SearchCtx sc = {r->dev, r->beam, r->debug, r->cache_dir, r->stats, r->err, r->log};
+    SearchCtx sc = {r->dev, r->beam, r->debug, r->cache_dir, r->no_disk, r->stats, r->err, r->log};
     tvk_status ss = search_plan(&sc, s, i, &o, &searched);
     if (ss != TVK_OK) return ss;
     o.plan = &searched;

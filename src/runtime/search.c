@@ -229,7 +229,7 @@ tvk_status search_plan(const SearchCtx *r, const Schedule *s, int i, const Codeg
             : err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "search: out of memory");
     goto out;
   }
-  if (cache_dir_open(r->cache_dir, false, &dir, &ro, &cerr) == TVK_OK)
+  if (!r->no_disk && cache_dir_open(r->cache_dir, false, &dir, &ro, &cerr) == TVK_OK)
     path = choice_path(dir, d, ks.src, !ro);
   void *data = NULL;
   size_t n = 0;

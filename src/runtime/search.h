@@ -30,6 +30,7 @@ typedef struct {
   int beam;              /* the beam width (> 0) */
   int debug;             /* TVK_DEBUG level */
   const char *cache_dir; /* the kernel cache directory asked for (NULL: the default) */
+  bool no_disk;          /* no cache directory: plans are searched and not stored */
   tvk_stats *stats;      /* plans_searched, plans_found */
   Error *err;
   const LogSink *log; /* TVK_DEBUG messages (NULL: stderr) */
