@@ -159,8 +159,16 @@ typedef struct {
  * (TVK_ERR_DEVICE: no such device; the reason is printed by tvk_last_create_error).
  * out must not be NULL (TVK_ERR_INVALID_ARG). */
 TVK_API tvk_status tvk_ctx_create(const char *device, tvk_ctx **out);
-/* The same with options; opts may be NULL (all defaults). */
-TVK_API tvk_status tvk_ctx_create_opts(const tvk_ctx_options *opts, tvk_ctx **out);
+/* The same with options; opts may be NULL (all defaults).
+ * tvk_ctx_options grows at its end from version to version. The macro passes
+ * the size the app was compiled with, so a libtvk newer than the app reads
+ * only the fields the app knows (the others are 0: their defaults), and an
+ * older one ignores fields it does not know. Callers that cannot use the
+ * macro (other languages' bindings) call tvk_ctx_create_sized with the size of
+ * the struct they pass. */
+TVK_API tvk_status tvk_ctx_create_sized(const tvk_ctx_options *opts, size_t opts_size,
+                                        tvk_ctx **out);
+#define tvk_ctx_create_opts(opts, out) tvk_ctx_create_sized((opts), sizeof(tvk_ctx_options), (out))
 /* Message of the last failed tvk_ctx_create in this thread; "" if none. */
 TVK_API const char *tvk_last_create_error(void);
 /* Message of the last call in this thread that failed with no context to keep

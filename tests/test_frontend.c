@@ -1112,6 +1112,34 @@ static void step(tvk_tensor *x, tvk_tensor *y) {
 /* A scope that begins first thing inside another and keeps its result (as the
  * NN ops do internally) hands it to the enclosing scope, whose end releases it;
  * it used to escape both, and stop the outer end from releasing anything older. */
+/* An app built with an older, shorter tvk_ctx_options: the library reads only
+ * the bytes it was given, whatever lies after them, and uses the defaults for
+ * the rest (the 0xff bytes past the end would be refused: threads -1). */
+static void test_options_size(void **state) {
+  (void)state;
+  union {
+    tvk_ctx_options o;
+    unsigned char bytes[sizeof(tvk_ctx_options)];
+  } u;
+  memset(u.bytes, 0xff, sizeof u.bytes);
+  u.o.device = "CPU";
+  u.o.debug = 0;
+  size_t old = offsetof(tvk_ctx_options, cache_dir);
+  tvk_ctx *ctx = NULL;
+  tvk_status st = tvk_ctx_create_sized(&u.o, old, &ctx);
+  if (st != TVK_OK) fail_msg("create: %s", tvk_last_create_error());
+  float x[3] = {1, 2, 3}, y[3];
+  tvk_tensor *t = tvk_from_data(ctx, TVK_FLOAT32, 1, (int64_t[]){3}, x);
+  assert_int_equal(tvk_to_host(tvk_add(t, t), y, sizeof y), TVK_OK);
+  for (int i = 0; i < 3; i++) assert_true(y[i] == 2 * x[i]);
+  tvk_ctx_destroy(ctx);
+  /* the whole struct with the same bytes is read, and refused */
+  u.o.cache_dir = NULL, u.o.cc = NULL, u.o.log = NULL;
+  st = tvk_ctx_create_sized(&u.o, sizeof u.o, &ctx);
+  assert_int_equal(st, TVK_ERR_INVALID_ARG);
+  assert_null(ctx);
+}
+
 static void test_scope_nested_same_mark(void **state) {
   (void)state;
   tvk_tensor *x = tvk_full(C, TVK_FLOAT32, 1, SHAPE(4), 1);
@@ -1236,6 +1264,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_null_inputs, setup, teardown),
       cmocka_unit_test_setup_teardown(test_two_contexts, setup, teardown),
       cmocka_unit_test_setup_teardown(test_scope_nested_same_mark, setup, teardown),
+      cmocka_unit_test(test_options_size),
       cmocka_unit_test_setup_teardown(test_bad_call_regressions, setup, teardown),
       cmocka_unit_test_setup_teardown(test_flat_memory, setup, teardown),
   };

@@ -523,8 +523,11 @@ static tvk_status ctx_create(const tvk_ctx_options *opts, tvk_ctx **out) {
   return TVK_OK;
 }
 
-tvk_status tvk_ctx_create_opts(const tvk_ctx_options *opts, tvk_ctx **out) {
-  tvk_status st = ctx_create(opts, out);
+tvk_status tvk_ctx_create_sized(const tvk_ctx_options *opts, size_t opts_size, tvk_ctx **out) {
+  /* the fields the caller knows; the rest keep their zero defaults */
+  tvk_ctx_options o = {0};
+  if (opts) memcpy(&o, opts, opts_size < sizeof o ? opts_size : sizeof o);
+  tvk_status st = ctx_create(opts ? &o : NULL, out);
   if (st != TVK_OK) no_ctx_err = create_err;
   return st;
 }
