@@ -34,7 +34,8 @@ enum { CC_TIMEOUT_DEFAULT = 120, CC_TIMEOUT_MAX = 1000000 };
  * temporary files before SIGKILL. */
 enum { CC_KILL_GRACE_MS = 2000 };
 
-/* Always passed; -march=native is added only when the CPU is part of the key.
+/* Always passed; -march=native is added only when the CPU is known (and part
+ * of the key) and the compiler builds for this machine (cc_is_native).
  * No contraction: a*b+c is rounded twice, as written and as on Vulkan
  * (`precise`). -fno-trapping-math changes no value (kernels never read the
  * floating-point exception flags) but lets gcc if-convert compares and
@@ -252,6 +253,30 @@ static int probe_cc(CpuToolchain *t, const char *cc, CpuRun *r) {
   return 0;
 }
 
+/* This library's architecture as the first word of a target triple. */
+#if defined(__x86_64__)
+#define CPU_ARCH "x86_64"
+#elif defined(__aarch64__)
+#define CPU_ARCH "aarch64"
+#elif defined(__riscv) && __riscv_xlen == 64
+#define CPU_ARCH "riscv64"
+#else
+#define CPU_ARCH NULL
+#endif
+
+/* Whether t->cc builds for this machine (`cc -dumpmachine` starts with its
+ * architecture), so -march=native means this CPU. A cross compiler (tests
+ * under qemu-user run with CC=aarch64-linux-gnu-gcc on an x86 host), or one
+ * that cannot say, gets its own default target instead. */
+static bool cc_is_native(CpuToolchain *t, CpuRun *r) {
+  const char *arch = CPU_ARCH;
+  if (!arch || !t->cc) return false;
+  char *argv[] = {t->cc, "-dumpmachine", NULL};
+  if (run_process(argv, t->timeout_s, r) != 0 || r->timed_out || r->status != 0) return false;
+  size_t n = strlen(arch);
+  return strncmp(r->out, arch, n) == 0 && (r->out[n] == '-' || r->out[n] == '\n');
+}
+
 /* A compiler that hangs on --version is reported at once, not skipped for the
  * next candidate: each would cost a whole timeout, and the user has to know. */
 static tvk_status probe_timed_out(Device *d, const CpuToolchain *t, const char *cc,
@@ -300,6 +325,7 @@ static tvk_status probe(Device *d, CpuToolchain *t, const char *kernel) {
     st = r ? TVK_OK
            : err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory probing the C compiler");
     if (st == TVK_OK && !t->cc) st = find_cc(d, t, r, kernel);
+    if (st == TVK_OK) t->native = t->cpu_id && cc_is_native(t, r);
     if (st == TVK_OK && t->no_disk)
       t->cache_ro = true; /* no directory: what is built goes to the private one */
     else if (st == TVK_OK)
@@ -365,7 +391,7 @@ static void cache_key(const CpuToolchain *t, const char *src, char key[33]) {
   cache_hash_field(&h, t->cc_version);
   for (size_t i = 0; i < sizeof cc_flags / sizeof cc_flags[0]; i++)
     cache_hash_field(&h, cc_flags[i]);
-  cache_hash_field(&h, t->cpu_id ? cc_flag_native : "");
+  cache_hash_field(&h, t->native ? cc_flag_native : "");
   cache_hash_field(&h, t->cpu_id);
   cache_hash_hex(&h, key);
 }
@@ -439,7 +465,7 @@ static tvk_status build_so(Device *d, const CpuToolchain *t, const char *name, c
   int n = 0;
   argv[n++] = t->cc;
   for (size_t i = 0; i < sizeof cc_flags / sizeof cc_flags[0]; i++) argv[n++] = cc_flags[i];
-  if (t->cpu_id) argv[n++] = cc_flag_native;
+  if (t->native) argv[n++] = cc_flag_native;
   const char *tail[] = {"-x", "c", p->src, "-x", "none", "-o", p->tmp_so, "-lm", NULL};
   for (size_t i = 0; i < sizeof tail / sizeof tail[0]; i++) argv[n++] = tail[i];
 

@@ -55,6 +55,7 @@ typedef struct {
   bool probed;         /* cc, cc_version, cache_dir and cache_ro below are set */
   char *cc;            /* the compiler that answered --version */
   char *cc_version;    /* its --version output */
+  bool native;         /* -march=native: the CPU is known and cc targets this machine */
   char *cache_dir;
   bool cache_ro;     /* cache_dir is only read: misses go to private_dir */
   char *private_dir; /* mkdtemp'ed at the first miss of a read-only cache; removed by free */

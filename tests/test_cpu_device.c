@@ -990,6 +990,47 @@ static void test_cc_version_fails(void **state) {
   if (strstr(msg, "second line") || strchr(msg, '\n')) fail_msg("more than one line: %s", msg);
 }
 
+/* -march=native only where the compiler builds for this machine: a wrapper
+ * of cc that claims another target in -dumpmachine (as a cross compiler
+ * does) is never given it; one that claims this machine's is (x86_64 and
+ * aarch64, where the CPU model is known). Every argument list is logged. */
+static void test_native_only_for_native_cc(void **state) {
+  Suite *s = *state;
+  for (int native = 0; native < 2; native++) {
+    char cc[512], log[600], body[1400], dir[600];
+    snprintf(log, sizeof log, "%s/cc-args-%d.log", s->root, native);
+    snprintf(dir, sizeof dir, "%s/native-cache-%d", s->root, native);
+    unlink(log);
+#if defined(__x86_64__)
+    const char *here = "x86_64-linux-gnu";
+#elif defined(__aarch64__)
+    const char *here = "aarch64-linux-gnu";
+#else
+    const char *here = NULL;
+#endif
+    if (native && !here) continue;
+    snprintf(body, sizeof body,
+             "if [ \"$1\" = -dumpmachine ]; then echo %s; exit 0; fi\n"
+             "echo \"$@\" >> %s\n"
+             "exec cc \"$@\"\n",
+             native ? here : "riscv32-unknown-elf", log);
+    write_script(s, native ? "native-cc" : "cross-cc", body, cc, sizeof cc);
+    DeviceOptions opt = {.threads = 1, .cc = cc, .cache_dir = dir};
+    char msg[1024];
+    assert_int_equal(compile_once(&opt, 40 + native, msg, sizeof msg), TVK_OK);
+    FILE *f = fopen(log, "r");
+    assert_non_null(f);
+    char args[4096] = {0};
+    size_t n = fread(args, 1, sizeof args - 1, f);
+    fclose(f);
+    args[n] = 0;
+    bool has = strstr(args, "-march=native") != NULL;
+    bool cpu_known = access("/proc/cpuinfo", R_OK) == 0;
+    if (!native && has) fail_msg("a cross compiler was given -march=native: %s", args);
+    if (native && cpu_known && !has) fail_msg("a native compiler lost -march=native: %s", args);
+  }
+}
+
 static double seconds_since(const struct timespec *t0) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -1113,6 +1154,7 @@ int main(void) {
       cmocka_unit_test(test_cache_readonly_option),
       cmocka_unit_test(test_cache_readonly_dir),
       cmocka_unit_test(test_cc_version_fails),
+      cmocka_unit_test(test_native_only_for_native_cc),
       cmocka_unit_test(test_cc_timeout),
   };
   return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
