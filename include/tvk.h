@@ -153,7 +153,8 @@ typedef struct {
   void *log_user;
 } tvk_ctx_options;
 
-/* Creates a context on a device: "CPU", "VK" (the first Vulkan device) or "VK:n";
+/* Creates a context on a device: "CPU", "VK" (the best Vulkan device: discrete
+ * before integrated before software) or "VK:n" (the n-th, as vulkaninfo lists them);
  * NULL picks $TVK_DEVICE, else the best available device. On success *out is the
  * context and TVK_OK is returned. On failure *out is NULL and the status says why
  * (TVK_ERR_DEVICE: no such device; the reason is printed by tvk_last_create_error).
