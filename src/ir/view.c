@@ -129,7 +129,7 @@ View view_make(int ndim, const sint *shape, const sint *strides, sint offset,
       }
     }
   }
-  sint rm[TVK_MAX_DIMS];
+  sint rm[TVK_MAX_DIMS] = {0}; /* gcc -O3 cannot see strides_for_shape fill ndim of them */
   strides_for_shape(ndim, shape, rm);
   v.contiguous =
       v.offset == 0 && !v.has_mask && memcmp(rm, v.strides, sizeof(sint) * (size_t)ndim) == 0;
