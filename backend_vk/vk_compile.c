@@ -70,6 +70,7 @@ static bool plausible_spirv(const void *data, size_t n) {
   return magic == SPIRV_MAGIC;
 }
 
+#ifdef TVK_HAVE_SHADERC
 /* Writes "shaderc failed on kernel NAME: <message>" into the device's error,
  * cut with " [...]" to fit. */
 static tvk_status compile_failed(VkDev *v, const char *name, const char *msg) {
@@ -110,6 +111,19 @@ static bool add_preserve64(const VkDev *v, void **spv, size_t *n) {
   return true;
 }
 
+#endif /* TVK_HAVE_SHADERC: shaderc's output is patched before it is cached */
+
+#ifndef TVK_HAVE_SHADERC
+/* A library built with TVK_SHADERC=OFF runs only SPIR-V from the cache. */
+static tvk_status run_shaderc(VkDev *v, const char *name, const char *src, void **out, size_t *n) {
+  (void)src, (void)out, (void)n;
+  return err_set(&v->base.err, TVK_ERR_COMPILE,
+                 "kernel '%s' is not in the SPIR-V cache, and this libtvk was built without "
+                 "shaderc (TVK_SHADERC=OFF): run it once with a libtvk that has shaderc (glslang "
+                 "%s) and the same cache directory",
+                 name, glslang_version);
+}
+#else
 /* Runs shaderc on src. On success *out is a malloc'ed copy of the SPIR-V. */
 static tvk_status run_shaderc(VkDev *v, const char *name, const char *src, void **out, size_t *n) {
   VkPipelineState *ps = v->pipelines;
@@ -143,6 +157,7 @@ static tvk_status run_shaderc(VkDev *v, const char *name, const char *src, void 
   shaderc_result_release(r);
   return st;
 }
+#endif
 
 /* The SPIR-V of src: from <dir>/<key>.spv when it is there, else from shaderc
  * (and then published there, unless the cache is read-only). A cache file that

@@ -467,7 +467,9 @@ void vk_pipeline_cleanup(VkDev *v) {
   }
   if (!v->lost) save_cache(v, ps);
   if (ps->cache) v->vk.vkDestroyPipelineCache(v->device, ps->cache, NULL);
+#ifdef TVK_HAVE_SHADERC
   if (ps->shaderc) shaderc_compiler_release(ps->shaderc);
+#endif
   free(ps->cache_dir);
   free(ps->cache_path);
   free(ps);
