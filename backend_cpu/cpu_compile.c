@@ -564,8 +564,10 @@ tvk_status cpu_compile(Device *d, CpuToolchain *t, const char *name, const char 
   if (!p)
     return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
   bool found = false;
-  if (t->cache_dir) st = set_paths(d, p, t->cache_dir, key);
-  if (st == TVK_OK && t->cache_dir) st = load_cached(d, name, p->so, handle, fn, &found);
+  if (t->cache_dir) { /* none with no_disk_cache: everything is built privately */
+    st = set_paths(d, p, t->cache_dir, key);
+    if (st == TVK_OK) st = load_cached(d, name, p->so, handle, fn, &found);
+  }
   /* What a read-only cache lacks is built in the device's own directory,
    * where an earlier compile of this device may have put it already. */
   if (st == TVK_OK && !found && t->cache_ro) {

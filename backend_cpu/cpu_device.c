@@ -257,24 +257,6 @@ static int thread_count(const DeviceOptions *opt) {
   return n > CPU_MAX_THREADS ? CPU_MAX_THREADS : (int)n;
 }
 
-/* How many registers of that width: AVX-512 and AArch64 have 32, AVX and
- * SSE 16. */
-static int vector_regs(const CpuToolchain *tc) {
-#if defined(__x86_64__)
-  if (tc->cpu_id) {
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return 32;
-  }
-  return 16;
-#elif defined(__aarch64__)
-  (void)tc;
-  return 32;
-#else
-  (void)tc;
-  return 8; /* 32-bit x86's SSE, and what we do not know */
-#endif
-}
-
 /* The widest SIMD register the kernels are compiled for: -march=native's
  * (cpu_compile.c: only with a known CPU), else the baseline of the ISA. */
 static int vector_bytes(const CpuToolchain *tc) {
@@ -288,6 +270,20 @@ static int vector_bytes(const CpuToolchain *tc) {
 #else
   (void)tc;
   return 16; /* NEON and the like */
+#endif
+}
+
+/* How many SIMD registers of that width there are: AVX-512 (64 bytes) and
+ * AArch64 have 32, AVX and SSE on x86-64 16. */
+static int vector_regs(int vector_bytes) {
+#if defined(__x86_64__)
+  return vector_bytes >= 64 ? 32 : 16;
+#elif defined(__aarch64__)
+  (void)vector_bytes;
+  return 32;
+#else
+  (void)vector_bytes;
+  return 8; /* 32-bit x86's SSE, and what we do not know */
 #endif
 }
 
@@ -310,14 +306,15 @@ tvk_status cpu_device_create(const DeviceOptions *opt, Device **out, Error *err)
     cpu_destroy(&c->base);
     return st;
   }
+  int simd = vector_bytes(&c->tc);
   c->base.limits = (DeviceLimits){
       .max_buffer_bytes = SIZE_MAX / 2,
       .max_global = {INT32_MAX, INT32_MAX, INT32_MAX},
       .max_local_threads = 1,
       .shared_mem_bytes = 0,
       .cores = c->threads,
-      .vector_bytes = vector_bytes(&c->tc),
-      .vector_regs = vector_regs(&c->tc),
+      .vector_bytes = simd,
+      .vector_regs = vector_regs(simd),
   };
   snprintf(c->name, sizeof c->name, "CPU (%s, %d thread%s)", c->tc.cpu_model, c->threads,
            c->threads == 1 ? "" : "s");

@@ -57,20 +57,24 @@ static int64_t now_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Spins until *gen differs from seen (or quit), for POOL_SPIN_NS at most. */
+/* One turn of a spin that lasts POOL_SPIN_NS: pauses, and on every 64th
+ * turn (i counts from 1) reads the clock; false once the time is up. *end
+ * starts at 0. */
+static bool spin_on(unsigned i, int64_t *end) {
+  cpu_relax();
+  if (i % 64) return true;
+  int64_t t = now_ns();
+  if (!*end) *end = t + POOL_SPIN_NS;
+  return t < *end;
+}
+
+/* Spins until the generation differs from seen (or quit), for POOL_SPIN_NS at most. */
 static void spin_for_generation(CpuPool *p, uint64_t seen) {
   int64_t end = 0;
-  for (unsigned i = 1;; i++) {
-    if (atomic_load_explicit(&p->generation, memory_order_acquire) != seen ||
-        atomic_load_explicit(&p->quit, memory_order_relaxed))
-      return;
-    cpu_relax();
-    if (i % 64 == 0) {
-      int64_t t = now_ns();
-      if (!end) end = t + POOL_SPIN_NS;
-      if (t >= end) return;
-    }
-  }
+  unsigned i = 0;
+  while (atomic_load_explicit(&p->generation, memory_order_acquire) == seen &&
+         !atomic_load_explicit(&p->quit, memory_order_relaxed) && spin_on(++i, &end))
+    continue;
 }
 
 static void *pool_worker(void *arg) {
@@ -176,14 +180,9 @@ void cpu_pool_run(CpuPool *p, int cores, CpuKernelFn fn, void *const *bufs, cons
   fn(bufs, vals, 0, cores);
 
   int64_t end = 0;
-  for (unsigned i = 1; atomic_load_explicit(&p->pending, memory_order_acquire) > 0; i++) {
-    cpu_relax();
-    if (i % 64 == 0) {
-      int64_t t = now_ns();
-      if (!end) end = t + POOL_SPIN_NS;
-      if (t >= end) break;
-    }
-  }
+  unsigned i = 0;
+  while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0 && spin_on(++i, &end))
+    continue;
   pthread_mutex_lock(&p->mu);
   while (atomic_load(&p->pending) > 0) pthread_cond_wait(&p->done, &p->mu);
   pthread_mutex_unlock(&p->mu);

@@ -111,19 +111,6 @@ static bool add_preserve64(const VkDev *v, void **spv, size_t *n) {
   return true;
 }
 
-#endif /* TVK_HAVE_SHADERC: shaderc's output is patched before it is cached */
-
-#ifndef TVK_HAVE_SHADERC
-/* A library built with TVK_SHADERC=OFF runs only SPIR-V from the cache. */
-static tvk_status run_shaderc(VkDev *v, const char *name, const char *src, void **out, size_t *n) {
-  (void)src, (void)out, (void)n;
-  return err_set(&v->base.err, TVK_ERR_COMPILE,
-                 "kernel '%s' is not in the SPIR-V cache, and this libtvk was built without "
-                 "shaderc (TVK_SHADERC=OFF): run it once with a libtvk that has shaderc (glslang "
-                 "%s) and the same cache directory",
-                 name, glslang_version);
-}
-#else
 /* Runs shaderc on src. On success *out is a malloc'ed copy of the SPIR-V. */
 static tvk_status run_shaderc(VkDev *v, const char *name, const char *src, void **out, size_t *n) {
   VkPipelineState *ps = v->pipelines;
@@ -156,6 +143,17 @@ static tvk_status run_shaderc(VkDev *v, const char *name, const char *src, void 
   }
   shaderc_result_release(r);
   return st;
+}
+#else /* TVK_SHADERC=OFF: no compiler; shaderc's output was patched before it was cached */
+
+/* A library built with TVK_SHADERC=OFF runs only SPIR-V from the cache. */
+static tvk_status run_shaderc(VkDev *v, const char *name, const char *src, void **out, size_t *n) {
+  (void)src, (void)out, (void)n;
+  return err_set(&v->base.err, TVK_ERR_COMPILE,
+                 "kernel '%s' is not in the SPIR-V cache, and this libtvk was built without "
+                 "shaderc (TVK_SHADERC=OFF): run it once with a libtvk that has shaderc (glslang "
+                 "%s) and the same cache directory",
+                 name, glslang_version);
 }
 #endif
 

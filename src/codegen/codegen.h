@@ -76,6 +76,9 @@ typedef struct {
  * other than 1 in its input (sorted; a reduce left with none is replaced by its
  * input), autoreleased. */
 tvk_status kernel_verify(UOp *ast, UOp **norm, KernelDesc *ks, Error *err);
+/* The product of ks->full over the axes in the mask (bit d: axis d): loop
+ * iterations, 0 when an axis is empty, INT64_MAX past it. */
+int64_t kernel_iterations(const KernelDesc *ks, uint32_t axes);
 /* E_<full shape> or r_<full shape> into buf (n bytes). */
 void kernel_default_name(const KernelDesc *ks, char *buf, size_t n);
 

@@ -389,3 +389,13 @@ void kernel_default_name(const KernelDesc *ks, char *buf, size_t n) {
     at += (size_t)snprintf(buf + at, n - at, "_%" PRId64, ks->full[d]);
   if (ks->ndim == 0 && at < n) snprintf(buf + at, n - at, "_1");
 }
+
+int64_t kernel_iterations(const KernelDesc *ks, uint32_t axes) {
+  int64_t n = 1;
+  for (int d = 0; d < ks->ndim; d++) {
+    if (!(axes >> d & 1)) continue;
+    if (ks->full[d] <= 0) return 0;
+    n = n > INT64_MAX / ks->full[d] ? INT64_MAX : n * ks->full[d];
+  }
+  return n;
+}

@@ -678,12 +678,7 @@ static bool lower_init(LowerCtx *lc, UOp *ast, const KernelDesc *ks, const OptPl
  * extent) and the loop iterations of the kernel per index of that axis, so
  * a device can run a small kernel on one core rather than wake the others. */
 static void cores_launch(const LowerCtx *lc, CgLaunch *launch) {
-  const KernelDesc *ks = lc->ks;
-  int64_t total = 1;
-  for (int d = 0; d < ks->ndim && total > 0; d++)
-    total = ks->full[d] <= 0                  ? 0
-            : total > INT64_MAX / ks->full[d] ? INT64_MAX
-                                              : total * ks->full[d];
+  int64_t total = kernel_iterations(lc->ks, ~0u);
   int64_t n = lc->split_n > 0 ? lc->split_n : 1;
   *launch = (CgLaunch){{n, total / n, 1}, {1, 1, 1}};
 }

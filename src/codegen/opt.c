@@ -307,9 +307,7 @@ static bool group_plan(UOp *norm, const KernelDesc *kd, const Shape *sh, const O
  * is 4 rows: its registers are per invocation and shared by many. */
 static int32_t tile_rows(const KernelDesc *kd, const OptTarget *t, int32_t cols) {
   if (t->mode == CG_MODE_GRID) return 4;
-  int64_t k = 1;
-  for (int d = 0; d < kd->ndim; d++)
-    if (kd->reduce_axes >> d & 1) k = k > INT64_MAX / kd->full[d] ? INT64_MAX : k * kd->full[d];
+  int64_t k = kernel_iterations(kd, kd->reduce_axes);
   int levels = 1;
   for (int64_t b = CG_SUM_BLOCK; b < k && levels < CG_MAX_DIGITS; b *= CG_SUM_BLOCK) levels++;
   int per_row = t->vector_floats > 0 && cols > t->vector_floats ? cols / t->vector_floats : 1;

@@ -9,7 +9,9 @@
 
 #include "codegen/kernel.h"
 #include "codegen/opt.h"
+#include "ir/ptrmap.h"
 #include "ir/uop.h"
+#include "ir/vec.h"
 #include "runtime/run.h"
 #include "runtime/search.h"
 
@@ -36,8 +38,9 @@ typedef struct {
 struct ProgCache {
   ProgEntry *e;
   size_t cap, n;
-  KernEntry **k; /* open addressing by AST pointer; NULL: empty slot */
-  size_t kcap, kn;
+  KernEntry **kern; /* malloc'd entries, so a Prepared may point into them */
+  size_t nkern, capkern;
+  PtrMap by_ast; /* AST -> index into kern */
 };
 
 static uint64_t fnv1a(const char *s) {
@@ -63,57 +66,42 @@ static bool cache_grow(ProgCache *c) {
   return true;
 }
 
-static size_t kern_slot(KernEntry *const *k, size_t cap, const UOp *ast) {
-  size_t i = (size_t)(((uintptr_t)ast >> 4) * 0x9e3779b97f4a7c15ull) & (cap - 1);
-  while (k[i] && k[i]->ast != ast) i = (i + 1) & (cap - 1);
-  return i;
-}
-
-static bool kern_grow(ProgCache *c) {
-  size_t cap = c->kcap ? c->kcap * 2 : 64;
-  KernEntry **k = calloc(cap, sizeof *k);
-  if (!k) return false;
-  for (size_t i = 0; i < c->kcap; i++)
-    if (c->k[i]) k[kern_slot(k, cap, c->k[i]->ast)] = c->k[i];
-  free(c->k);
-  c->k = k, c->kcap = cap;
-  return true;
-}
-
 static const KernEntry *kern_find(const ProgCache *c, const UOp *ast) {
-  if (!c || !c->kcap) return NULL;
-  return c->k[kern_slot(c->k, c->kcap, ast)];
+  int64_t i = c ? ptrmap_get(&c->by_ast, ast) : -1;
+  return i >= 0 ? c->kern[i] : NULL;
 }
 
-/* Moves ks into a new entry for ast; false (ks left to the caller) when out
- * of memory. */
-static bool kern_add(ProgCache *c, UOp *ast, KernelSource *ks, DevProgram *prog) {
-  if ((c->kn + 1) * 2 > c->kcap && !kern_grow(c)) return false;
+/* Moves ks into a new entry for ast and returns it; NULL (ks left to the
+ * caller) when out of memory. */
+static const KernEntry *kern_add(ProgCache *c, UOp *ast, KernelSource *ks, DevProgram *prog) {
   KernEntry *e = malloc(sizeof *e);
-  if (!e) return false;
+  if (!e || !VEC_RESERVE(c->kern, c->capkern, c->nkern + 1) ||
+      !ptrmap_put(&c->by_ast, ast, (int64_t)c->nkern)) {
+    free(e);
+    return NULL;
+  }
   *e = (KernEntry){uop_retain(ast), *ks, prog};
   memset(ks, 0, sizeof *ks);
-  c->k[kern_slot(c->k, c->kcap, ast)] = e;
-  c->kn++;
-  return true;
+  c->kern[c->nkern++] = e;
+  return e;
 }
 
 void progcache_forget_kernels(ProgCache *c) {
   if (!c) return;
-  for (size_t i = 0; i < c->kcap; i++) {
-    if (!c->k[i]) continue;
-    uop_release(c->k[i]->ast);
-    kernel_source_free(&c->k[i]->ks);
-    free(c->k[i]);
-    c->k[i] = NULL;
+  for (size_t i = 0; i < c->nkern; i++) {
+    uop_release(c->kern[i]->ast);
+    kernel_source_free(&c->kern[i]->ks);
+    free(c->kern[i]);
   }
-  c->kn = 0;
+  c->nkern = 0;
+  ptrmap_clear(&c->by_ast);
 }
 
 void progcache_free(ProgCache *c, Device *dev) {
   if (!c) return;
   progcache_forget_kernels(c);
-  free(c->k);
+  free(c->kern);
+  ptrmap_free(&c->by_ast);
   for (size_t i = 0; i < c->cap; i++) {
     if (!c->e[i].src) continue;
     dev->ops->program_free(dev, c->e[i].prog);
@@ -226,8 +214,8 @@ static tvk_status prepare(const Runner *r, const Schedule *s, int i, Prepared *p
                    p->own.name, p->own.nvars);
   st = get_program(r, &p->own, &p->prog);
   /* get_program made the cache; out of memory here only costs the shortcut */
-  if (st == TVK_OK && kern_add(*r->programs, ast, &p->own, p->prog))
-    p->ks = &kern_find(*r->programs, ast)->ks;
+  const KernEntry *e = st == TVK_OK ? kern_add(*r->programs, ast, &p->own, p->prog) : NULL;
+  if (e) p->ks = &e->ks;
   return st;
 }
 
