@@ -1564,10 +1564,7 @@ static void check_golden(UOp *sink, const char *want) {
   free(got);
 }
 
-static const char golden_add[] =
-    "#include <math.h>\n"
-    "#include <stdbool.h>\n"
-    "#include <stdint.h>\n"
+static const char golden_add[] = C_PRELUDE
     "void E_4(void *const *bufs, const int32_t *vals, int32_t core_id, int32_t n_cores) {\n"
     "  int32_t *data0 = (int32_t *)bufs[0];\n"
     "  const int32_t *data1 = (const int32_t *)bufs[1];\n"
@@ -1587,10 +1584,7 @@ static const char golden_add[] =
     "  }\n"
     "}\n";
 
-static const char golden_sum[] =
-    "#include <math.h>\n"
-    "#include <stdbool.h>\n"
-    "#include <stdint.h>\n"
+static const char golden_sum[] = C_PRELUDE
     "void r_2_3(void *const *bufs, const int32_t *vals, int32_t core_id, int32_t n_cores) {\n"
     "  float *data0 = (float *)bufs[0];\n"
     "  const float *data1 = (const float *)bufs[1];\n"

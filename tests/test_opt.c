@@ -487,10 +487,7 @@ static void test_heuristic_matmul(void **state) {
  * accumulators in one k loop, each row of A loaded once per k for the four
  * columns, each element of B once for the two rows. Regenerate on purpose
  * with TVK_GOLDEN_PRINT=1 ./test_opt and review. */
-static const char golden_mm[] =
-    "#include <math.h>\n"
-    "#include <stdbool.h>\n"
-    "#include <stdint.h>\n"
+static const char golden_mm[] = C_PRELUDE
     "#if defined(__GNUC__) && !defined(__clang__)\n"
     "#pragma GCC optimize(\"no-tree-loop-vectorize\")\n"
     "#endif\n"

@@ -249,4 +249,33 @@ static inline UOp *reduce(UOp *x, Op op, int n, const int64_t *axes) {
   return uop_new(x->ctx, OP_REDUCE_AXIS, x->dtype, 1, &x, arg_reduce(op, n, axes));
 }
 
+/* render_c.c's prelude: the golden C sources of test_codegen and test_opt
+ * start with it. */
+#define C_PRELUDE                                                                                  \
+  "typedef signed char int8_t;\n"                                                                  \
+  "typedef unsigned char uint8_t;\n"                                                               \
+  "typedef short int16_t;\n"                                                                       \
+  "typedef unsigned short uint16_t;\n"                                                             \
+  "typedef int int32_t;\n"                                                                         \
+  "typedef unsigned int uint32_t;\n"                                                               \
+  "typedef long long int64_t;\n"                                                                   \
+  "typedef unsigned long long uint64_t;\n"                                                         \
+  "#if !defined(__STDC_VERSION__) || __STDC_VERSION__ < 202311L\n"                                 \
+  "typedef _Bool bool;\n"                                                                          \
+  "#define true 1\n"                                                                               \
+  "#define false 0\n"                                                                              \
+  "#endif\n"                                                                                       \
+  "#if defined(__GNUC__) || defined(__clang__)\n"                                                  \
+  "#define TVK_INF __builtin_inf()\n"                                                              \
+  "#define TVK_NAN __builtin_nan(\"\")\n"                                                          \
+  "#else\n"                                                                                        \
+  "#define TVK_INF (1e300 * 1e300)\n"                                                              \
+  "#define TVK_NAN (((union { uint64_t u; double d; }){0x7ff8000000000000ull}).d)\n"               \
+  "#endif\n"                                                                                       \
+  "double exp2(double); float exp2f(float); double log2(double); float log2f(float);\n"            \
+  "double sin(double); float sinf(float); double sqrt(double); float sqrtf(float);\n"              \
+  "double floor(double); float floorf(float); double trunc(double); double rint(double);\n"        \
+  "double fabs(double); double fmod(double, double); double copysign(double, double);\n"           \
+  "double pow(double, double); double ldexp(double, int); double frexp(double, int *);\n"
+
 #endif

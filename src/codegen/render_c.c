@@ -10,6 +10,43 @@
 /* The helpers read as the C they generate, the tables as tables. */
 /* clang-format off */
 
+/* ---------------------------------------------------------------- prelude */
+
+/* What a kernel needs from <stdint.h>, <stdbool.h> and <math.h>, declared here
+ * instead of included: a kernel then compiles where no C library headers are
+ * installed (libtcc inside an application, on a machine without a compiler
+ * package), and every compiler sees the same text. The types are exact on
+ * every ABI tvk targets (LP64, LLP64, ILP32); a declaration that matches a
+ * libm builtin keeps it a builtin for gcc and clang. C23 has bool built in.
+ * The CPU backend's TinyCC tier resolves exactly these functions
+ * (backend_cpu/cpu_tcc.c): a new one goes into both lists. */
+static const char c_prelude[] =
+    "typedef signed char int8_t;\n"
+    "typedef unsigned char uint8_t;\n"
+    "typedef short int16_t;\n"
+    "typedef unsigned short uint16_t;\n"
+    "typedef int int32_t;\n"
+    "typedef unsigned int uint32_t;\n"
+    "typedef long long int64_t;\n"
+    "typedef unsigned long long uint64_t;\n"
+    "#if !defined(__STDC_VERSION__) || __STDC_VERSION__ < 202311L\n"
+    "typedef _Bool bool;\n"
+    "#define true 1\n"
+    "#define false 0\n"
+    "#endif\n"
+    "#if defined(__GNUC__) || defined(__clang__)\n"
+    "#define TVK_INF __builtin_inf()\n"
+    "#define TVK_NAN __builtin_nan(\"\")\n"
+    "#else\n"
+    "#define TVK_INF (1e300 * 1e300)\n"
+    "#define TVK_NAN (((union { uint64_t u; double d; }){0x7ff8000000000000ull}).d)\n"
+    "#endif\n"
+    "double exp2(double); float exp2f(float); double log2(double); float log2f(float);\n"
+    "double sin(double); float sinf(float); double sqrt(double); float sqrtf(float);\n"
+    "double floor(double); float floorf(float); double trunc(double); double rint(double);\n"
+    "double fabs(double); double fmod(double, double); double copysign(double, double);\n"
+    "double pow(double, double); double ldexp(double, int); double frexp(double, int *);\n";
+
 /* ---------------------------------------------------------------- helpers */
 
 /* x / 0 = 0; x / -1 = -x, wrapping (INT_MIN / -1 is INT_MIN). */
@@ -67,7 +104,7 @@ static const char h_exp2_f32[] =
     "  union { float f; uint32_t u; } v = {p};\n"
     "  v.u += (uint32_t)(normal ? e : e + 100) << 23;\n"
     "  float y = normal ? v.f : v.f * 7.888609052210118e-31f;\n"
-    "  y = x >= 128.0f ? INFINITY : y;\n"
+    "  y = x >= 128.0f ? (float)TVK_INF : y;\n"
     "  y = x < -151.0f ? 0.0f : y;\n"
     "  return x != x ? x : y;\n}\n";
 
@@ -92,7 +129,7 @@ static const char h_fpow[] =
 static const char h_f2i[] =
     "static inline uint64_t tvk_f2i(double x) {\n"
     "  if (x > -9.2e18 && x < 9.2e18) return (uint64_t)(int64_t)x;\n"
-    "  if (isnan(x) || isinf(x)) return 0;\n"
+    "  if (x != x || fabs(x) == TVK_INF) return 0;\n"
     "  uint64_t u = (uint64_t)fmod(trunc(fabs(x)), 18446744073709551616.0);\n"
     "  return x < 0 ? 0 - u : u;\n}\n";
 static const char h_f16_to_f32[] =
@@ -112,7 +149,7 @@ static const char h_round_small[] =
     "static inline uint16_t tvk_round_small(double x, int eb, int mb) {\n"
     "  union { double d; uint64_t u; } v = {x};\n"
     "  uint32_t sign = (uint32_t)(v.u >> 63) << (eb + mb), inf = sign | ((1u << eb) - 1) << mb;\n"
-    "  if (isnan(x)) {\n"
+    "  if (x != x) {\n"
     "    uint32_t p = (uint32_t)((v.u & 0xfffffffffffffull) >> (52 - mb));\n"
     "    return (uint16_t)(inf | (p ? p : 1u << (mb - 1)));\n"
     "  }\n"
@@ -174,12 +211,12 @@ const Lang lang_c = {
     .float_digits = {[DT_FLOAT32] = 9, [DT_FLOAT64] = 17},
     .true_lit = "true",
     .false_lit = "false",
-    .inf = "(($T)INFINITY)",
-    .ninf = "(-($T)INFINITY)",
-    .nan = "(($T)NAN)",
+    .inf = "(($T)TVK_INF)",
+    .ninf = "(-($T)TVK_INF)",
+    .nan = "(($T)TVK_NAN)",
     .storage_lit = "(($T)$0)",
 
-    .file_header = "#include <math.h>\n#include <stdbool.h>\n#include <stdint.h>\n",
+    .file_header = c_prelude,
     /* gcc's loop vectoriser would vectorise a register tile's k loop across k
      * (strided, with shuffles) instead of leaving the tile's lanes to the
      * basic-block vectoriser, which packs the upcast copies: 5 vs 23 GFLOP/s
