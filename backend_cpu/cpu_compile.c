@@ -121,6 +121,7 @@ void cpu_toolchain_free(CpuToolchain *t) {
   free(t->cpu_id);
   free(t->cc);
   free(t->cc_version);
+  free(t->cc_error);
   free(t->cache_dir);
   pthread_mutex_destroy(&t->mu);
 }
@@ -279,15 +280,15 @@ static bool cc_is_native(CpuToolchain *t, CpuRun *r) {
 
 /* A compiler that hangs on --version is reported at once, not skipped for the
  * next candidate: each would cost a whole timeout, and the user has to know. */
-static tvk_status probe_timed_out(Device *d, const CpuToolchain *t, const char *cc,
+static tvk_status probe_timed_out(Error *err, const CpuToolchain *t, const char *cc,
                                   const char *kernel) {
-  return err_set(&d->err, TVK_ERR_COMPILE,
+  return err_set(err, TVK_ERR_COMPILE,
                  "C compiler '%s' did not answer --version within %d s (TVK_CC_TIMEOUT) while "
                  "compiling kernel '%s'; it was killed",
                  cc, t->timeout_s, kernel);
 }
 
-static tvk_status find_cc(Device *d, CpuToolchain *t, CpuRun *r, const char *kernel) {
+static tvk_status find_cc(Error *err, CpuToolchain *t, CpuRun *r, const char *kernel) {
   if (t->cc_request) {
     int rc = probe_cc(t, t->cc_request, r);
     /* Only the first line: that is where a compiler (or a wrapper) says what
@@ -295,12 +296,12 @@ static tvk_status find_cc(Device *d, CpuToolchain *t, CpuRun *r, const char *ker
     int first = (int)strcspn(r->out, "\r\n");
     const char *line = first ? r->out : "(no output)";
     if (rc == EINVAL)
-      return err_set(&d->err, TVK_ERR_DEVICE,
+      return err_set(err, TVK_ERR_DEVICE,
                      "C compiler '%s' failed on --version (exit status %d): %.*s", t->cc_request,
                      r->status, first ? first : (int)strlen(line), line);
-    if (rc == ETIMEDOUT) return probe_timed_out(d, t, t->cc_request, kernel);
+    if (rc == ETIMEDOUT) return probe_timed_out(err, t, t->cc_request, kernel);
     if (rc != 0)
-      return err_set(&d->err, TVK_ERR_DEVICE,
+      return err_set(err, TVK_ERR_DEVICE,
                      "no C compiler found: tried '%s' (%s) (set CC or install gcc)", t->cc_request,
                      strerror(rc));
     return TVK_OK;
@@ -308,28 +309,38 @@ static tvk_status find_cc(Device *d, CpuToolchain *t, CpuRun *r, const char *ker
   for (size_t i = 0; i < sizeof cc_defaults / sizeof cc_defaults[0]; i++) {
     int rc = probe_cc(t, cc_defaults[i], r);
     if (rc == 0) return TVK_OK;
-    if (rc == ETIMEDOUT) return probe_timed_out(d, t, cc_defaults[i], kernel);
+    if (rc == ETIMEDOUT) return probe_timed_out(err, t, cc_defaults[i], kernel);
     if (rc == ENOMEM)
-      return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory probing '%s'", cc_defaults[i]);
+      return err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory probing '%s'", cc_defaults[i]);
   }
-  return err_set(&d->err, TVK_ERR_DEVICE,
+  return err_set(err, TVK_ERR_DEVICE,
                  "no C compiler found: tried 'cc', 'gcc', 'clang' in PATH (set CC or install gcc)");
 }
 
-/* First compile of a device: find the compiler and the cache directory. */
-static tvk_status probe(Device *d, CpuToolchain *t, const char *kernel) {
+/* First compile of a device: find the compiler and the cache directory. A
+ * compiler that is missing (or broken, or hung) is no error yet: kernels
+ * cached for this machine still load, and TinyCC may build the rest; its
+ * message is kept for the first kernel that needs it (need_cc). */
+static tvk_status probe(Error *err, CpuToolchain *t, const char *kernel) {
   pthread_mutex_lock(&t->mu);
   tvk_status st = TVK_OK;
   if (!t->probed) {
     CpuRun *r = malloc(sizeof *r);
-    st = r ? TVK_OK
-           : err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory probing the C compiler");
-    if (st == TVK_OK && !t->cc) st = find_cc(d, t, r, kernel);
-    if (st == TVK_OK) t->native = t->cpu_id && cc_is_native(t, r);
+    st = r ? TVK_OK : err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory probing the C compiler");
+    if (st == TVK_OK && !t->cc) {
+      Error found;
+      err_clear(&found);
+      tvk_status cs = find_cc(&found, t, r, kernel);
+      if (cs == TVK_ERR_OUT_OF_MEMORY)
+        st = err_set(err, cs, "%s", found.msg);
+      else if (cs != TVK_OK)
+        t->cc_status = cs, t->cc_error = strdup(found.msg);
+    }
+    if (st == TVK_OK) t->native = t->cc && t->cpu_id && cc_is_native(t, r);
     if (st == TVK_OK && t->no_disk)
       t->cache_ro = true; /* no directory: what is built goes to the private one */
     else if (st == TVK_OK)
-      st = cache_dir_open(t->cache_request, t->want_ro, &t->cache_dir, &t->cache_ro, &d->err);
+      st = cache_dir_open(t->cache_request, t->want_ro, &t->cache_dir, &t->cache_ro, err);
     t->probed = st == TVK_OK;
     free(r);
   }
@@ -337,10 +348,21 @@ static tvk_status probe(Device *d, CpuToolchain *t, const char *kernel) {
   return st;
 }
 
+/* The error of a build that needs the system compiler when there is none. */
+static tvk_status need_cc(Error *err, const CpuToolchain *t, const char *kernel) {
+  if (t->cc) return TVK_OK;
+  return err_set(err, t->cc_status ? t->cc_status : TVK_ERR_DEVICE,
+                 "kernel '%s' is not in the kernel cache and cannot be built: %s%s", kernel,
+                 t->cc_error ? t->cc_error : "no C compiler",
+                 cpu_tcc_available() ? ""
+                                     : "; or build tvk with libtcc (libtcc-dev) to compile "
+                                       "kernels in process");
+}
+
 /* A read-only cache cannot take new kernels, so a device builds them in a
  * directory of its own, made at its first miss: private (mkdtemp, 0700), since
  * what is in it gets loaded, and removed when the device is destroyed. */
-static tvk_status private_dir(Device *d, CpuToolchain *t, const char *kernel, const char **dir) {
+static tvk_status private_dir(Error *err, CpuToolchain *t, const char *kernel, const char **dir) {
   pthread_mutex_lock(&t->mu);
   tvk_status st = TVK_OK;
   if (!t->private_dir) {
@@ -349,13 +371,13 @@ static tvk_status private_dir(Device *d, CpuToolchain *t, const char *kernel, co
     size_t n = strlen(tmp) + 32;
     char *path = malloc(n);
     if (!path) {
-      st = err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", kernel);
+      st = err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", kernel);
     } else {
       snprintf(path, n, "%s/tvk-build-XXXXXX", tmp);
       if (mkdtemp(path)) {
         t->private_dir = path;
       } else {
-        st = err_set(&d->err, TVK_ERR_DEVICE,
+        st = err_set(err, TVK_ERR_DEVICE,
                      "kernel cache '%s' is read-only, and no directory to build kernel '%s' in "
                      "could be made: '%s': %s",
                      t->cache_dir ? t->cache_dir : "(none: no_disk_cache)", kernel, path,
@@ -381,19 +403,39 @@ static bool valid_name(const char *s) {
   return true;
 }
 
-/* The cache key of src as compiled by t: everything that changes the .so. */
-static void cache_key(const CpuToolchain *t, const char *src, char key[33]) {
+/* A kernel's file in the cache is "<machine>-<compiler>.so". The first part
+ * hashes what the .so must fit: the source, the flags, this CPU's identity
+ * and architecture; the second the compiler that built it (path, --version
+ * and -march=native). A device with a compiler loads only its own builds, so
+ * a new compiler version makes new entries; one without a compiler loads any
+ * build for this machine (find_any), since each of them runs here. */
+enum { KEY_MACHINE = 32, KEY_CC = 16, KEY_LEN = KEY_MACHINE + 1 + KEY_CC };
+
+static void machine_key(const CpuToolchain *t, const char *src, char key[KEY_MACHINE + 1]) {
   CacheHash h;
   cache_hash_init(&h);
-  cache_hash_field(&h, "tvk-cpu-v2"); /* v2: the .so is sealed (cache_file_write_sealed) */
+  cache_hash_field(&h, "tvk-cpu-v3"); /* v3: the key split into machine and compiler */
   cache_hash_field(&h, src);
-  cache_hash_field(&h, t->cc);
-  cache_hash_field(&h, t->cc_version);
   for (size_t i = 0; i < sizeof cc_flags / sizeof cc_flags[0]; i++)
     cache_hash_field(&h, cc_flags[i]);
-  cache_hash_field(&h, t->native ? cc_flag_native : "");
+  cache_hash_field(&h, CPU_ARCH ? CPU_ARCH : "unknown");
   cache_hash_field(&h, t->cpu_id);
   cache_hash_hex(&h, key);
+}
+
+/* machine-key "-" compiler-key of t's compiler (which must exist). */
+static void cache_key(const CpuToolchain *t, const char *src, char key[KEY_LEN + 1]) {
+  machine_key(t, src, key);
+  CacheHash h;
+  cache_hash_init(&h);
+  cache_hash_field(&h, t->cc);
+  cache_hash_field(&h, t->cc_version);
+  cache_hash_field(&h, t->native ? cc_flag_native : "");
+  char cc[33];
+  cache_hash_hex(&h, cc);
+  key[KEY_MACHINE] = '-';
+  memcpy(key + KEY_MACHINE + 1, cc, KEY_CC);
+  key[KEY_LEN] = '\0';
 }
 
 static bool write_all(int fd, const char *s, size_t n) {
@@ -415,17 +457,17 @@ typedef struct {
 } CpuPaths;
 
 /* Writes the error of a failed compile: the compiler's output, cut to fit. */
-static tvk_status compile_failed(Device *d, const CpuToolchain *t, const char *name,
+static tvk_status compile_failed(Error *err, const CpuToolchain *t, const char *name,
                                  const CpuRun *r) {
-  err_set(&d->err, TVK_ERR_COMPILE, "C compiler '%s' failed on kernel '%s' (exit status %d):\n",
-          t->cc, name, r->status);
-  err_append(&d->err, r->out);
+  err_set(err, TVK_ERR_COMPILE, "C compiler '%s' failed on kernel '%s' (exit status %d):\n", t->cc,
+          name, r->status);
+  err_append(err, r->out);
   return TVK_ERR_COMPILE;
 }
 
 /* Publishes the compiler's output p->tmp_so as p->so, sealed, so that a later
  * load can tell a complete file from one cut short or damaged. */
-static tvk_status publish_so(Device *d, const char *name, CpuPaths *p) {
+static tvk_status publish_so(Error *err, const char *name, CpuPaths *p) {
   void *data;
   size_t n;
   int rc = cache_file_read(p->tmp_so, &data, &n);
@@ -434,7 +476,7 @@ static tvk_status publish_so(Device *d, const char *name, CpuPaths *p) {
     free(data);
   }
   if (rc != 0)
-    return err_set(&d->err, rc == ENOMEM ? TVK_ERR_OUT_OF_MEMORY : TVK_ERR_DEVICE,
+    return err_set(err, rc == ENOMEM ? TVK_ERR_OUT_OF_MEMORY : TVK_ERR_DEVICE,
                    "cannot publish kernel '%s' as '%s': %s", name, p->so, strerror(rc));
   return TVK_OK;
 }
@@ -442,11 +484,11 @@ static tvk_status publish_so(Device *d, const char *name, CpuPaths *p) {
 /* Compiles src into p->so: source to a temp file, output to a temp name, then
  * published sealed by rename, so a reader (or a racing process) only ever sees
  * a complete .so. The file is made 0755 like any library. */
-static tvk_status build_so(Device *d, const CpuToolchain *t, const char *name, const char *src,
+static tvk_status build_so(Error *err, const CpuToolchain *t, const char *name, const char *src,
                            CpuPaths *p) {
   int sfd = mkstemp(p->src);
   if (sfd < 0)
-    return err_set(&d->err, TVK_ERR_DEVICE, "cannot create '%s': %s", p->src, strerror(errno));
+    return err_set(err, TVK_ERR_DEVICE, "cannot create '%s': %s", p->src, strerror(errno));
   /* Name the file after the kernel in the compiler's messages, which are
    * shorter and clearer than the temp path. */
   char line[160];
@@ -458,7 +500,7 @@ static tvk_status build_so(Device *d, const CpuToolchain *t, const char *name, c
   if (ofd >= 0) close(ofd);
   if (!ok || ofd < 0) {
     unlink(p->src);
-    return err_set(&d->err, TVK_ERR_DEVICE, "cannot write kernel '%s' into the cache: %s", name,
+    return err_set(err, TVK_ERR_DEVICE, "cannot write kernel '%s' into the cache: %s", name,
                    strerror(ok ? errno : werr));
   }
   const char *argv[16];
@@ -472,20 +514,20 @@ static tvk_status build_so(Device *d, const CpuToolchain *t, const char *name, c
   tvk_status st = TVK_OK;
   CpuRun *r = malloc(sizeof *r);
   if (!r) {
-    st = err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
+    st = err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
   } else {
     int rc = run_process((char *const *)argv, t->timeout_s, r);
     if (rc != 0)
-      st = err_set(&d->err, TVK_ERR_DEVICE, "cannot run C compiler '%s': %s", t->cc, strerror(rc));
+      st = err_set(err, TVK_ERR_DEVICE, "cannot run C compiler '%s': %s", t->cc, strerror(rc));
     else if (r->timed_out)
-      st = err_set(&d->err, TVK_ERR_COMPILE,
+      st = err_set(err, TVK_ERR_COMPILE,
                    "C compiler '%s' timed out on kernel '%s': still running after %d s "
                    "(TVK_CC_TIMEOUT), so it was killed",
                    t->cc, name, t->timeout_s);
     else if (r->status != 0)
-      st = compile_failed(d, t, name, r);
+      st = compile_failed(err, t, name, r);
     else
-      st = publish_so(d, name, p);
+      st = publish_so(err, name, p);
   }
   free(r);
   unlink(p->src);
@@ -494,13 +536,13 @@ static tvk_status build_so(Device *d, const CpuToolchain *t, const char *name, c
 }
 
 /* Looks up kernel `name` in the loaded object h; on failure closes h. */
-static tvk_status find_symbol(Device *d, const char *name, const char *path, void *h, void **handle,
-                              CpuKernelFn *fn) {
+static tvk_status find_symbol(Error *err, const char *name, const char *path, void *h,
+                              void **handle, CpuKernelFn *fn) {
   void *sym = dlsym(h, name);
   if (!sym) {
     dlclose(h);
-    return err_set(&d->err, TVK_ERR_COMPILE,
-                   "kernel '%s' compiled, but '%s' defines no function '%s'", name, path, name);
+    return err_set(err, TVK_ERR_COMPILE, "kernel '%s' compiled, but '%s' defines no function '%s'",
+                   name, path, name);
   }
   /* POSIX guarantees a dlsym'ed pointer converts to a function pointer. */
   memcpy(fn, &sym, sizeof *fn);
@@ -508,22 +550,22 @@ static tvk_status find_symbol(Device *d, const char *name, const char *path, voi
   return TVK_OK;
 }
 
-static tvk_status load(Device *d, const char *name, const char *path, void **handle,
+static tvk_status load(Error *err, const char *name, const char *path, void **handle,
                        CpuKernelFn *fn) {
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char *e = dlerror();
-    return err_set(&d->err, TVK_ERR_DEVICE, "cannot load kernel '%s' from '%s': %s", name, path,
+    return err_set(err, TVK_ERR_DEVICE, "cannot load kernel '%s' from '%s': %s", name, path,
                    e ? e : "unknown dlopen error");
   }
-  return find_symbol(d, name, path, h, handle, fn);
+  return find_symbol(err, name, path, h, handle, fn);
 }
 
 /* Loads the cached object at path if its seal holds and dlopen takes it; then
  * *found is true and the status is find_symbol's. Anything else -- no file, a
  * file cut short (which dlopen would map past its end and die of SIGBUS), a
  * changed byte, a file dlopen rejects -- leaves *found false: it is rebuilt. */
-static tvk_status load_cached(Device *d, const char *name, const char *path, void **handle,
+static tvk_status load_cached(Error *err, const char *name, const char *path, void **handle,
                               CpuKernelFn *fn, bool *found) {
   *found = false;
   void *data;
@@ -533,54 +575,108 @@ static tvk_status load_cached(Device *d, const char *name, const char *path, voi
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) return TVK_OK;
   *found = true;
-  return find_symbol(d, name, path, h, handle, fn);
+  return find_symbol(err, name, path, h, handle, fn);
 }
 
 /* The paths of kernel `key` in dir. */
-static tvk_status set_paths(Device *d, CpuPaths *p, const char *dir, const char *key) {
+static tvk_status set_paths(Error *err, CpuPaths *p, const char *dir, const char *key) {
   int n1 = snprintf(p->so, sizeof p->so, "%s/%s.so", dir, key);
   int n2 = snprintf(p->src, sizeof p->src, "%s/%s.c-XXXXXX", dir, key);
   int n3 = snprintf(p->tmp_so, sizeof p->tmp_so, "%s/%s.so-XXXXXX", dir, key);
   if (n1 < 0 || n2 < 0 || n3 < 0 || (size_t)n3 >= sizeof p->tmp_so)
-    return err_set(&d->err, TVK_ERR_DEVICE, "kernel cache path too long: '%s'", dir);
+    return err_set(err, TVK_ERR_DEVICE, "kernel cache path too long: '%s'", dir);
   return TVK_OK;
 }
 
-tvk_status cpu_compile(Device *d, CpuToolchain *t, const char *name, const char *src, void **handle,
-                       CpuKernelFn *fn, bool *cache_hit) {
+/* Any build of src for this machine in dir (a "<machine>-*.so" whose seal
+ * holds and that loads), for a device without a compiler. */
+static tvk_status find_any(Error *err, const CpuToolchain *t, const char *dir, const char *name,
+                           const char *src, void **handle, CpuKernelFn *fn, bool *found) {
+  *found = false;
+  char want[KEY_MACHINE + 2];
+  machine_key(t, src, want);
+  want[KEY_MACHINE] = '-';
+  want[KEY_MACHINE + 1] = '\0';
+  DIR *dd = opendir(dir);
+  if (!dd) return TVK_OK;
+  tvk_status st = TVK_OK;
+  struct dirent *e;
+  while (!*found && st == TVK_OK && (e = readdir(dd))) {
+    size_t n = strlen(e->d_name);
+    if (n != KEY_LEN + 3 || strncmp(e->d_name, want, KEY_MACHINE + 1) != 0 ||
+        strcmp(e->d_name + KEY_LEN, ".so") != 0)
+      continue;
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) continue;
+    st = load_cached(err, name, path, handle, fn, found);
+  }
+  closedir(dd);
+  return st;
+}
+
+static tvk_status check_request(Error *err, const char *name, const char *src) {
+  if (!src) return err_set(err, TVK_ERR_INVALID_ARG, "compile: kernel source is NULL");
+  if (!valid_name(name))
+    return err_set(err, TVK_ERR_INVALID_ARG, "compile: kernel name '%s' is not a C identifier",
+                   name ? name : "(null)");
+  return TVK_OK;
+}
+
+tvk_status cpu_cache_load(Error *err, CpuToolchain *t, const char *name, const char *src,
+                          void **handle, CpuKernelFn *fn, bool *found) {
   *handle = NULL;
   *fn = NULL;
-  if (cache_hit) *cache_hit = false;
-  if (!src) return err_set(&d->err, TVK_ERR_INVALID_ARG, "compile: kernel source is NULL");
-  if (!valid_name(name))
-    return err_set(&d->err, TVK_ERR_INVALID_ARG, "compile: kernel name '%s' is not a C identifier",
-                   name ? name : "(null)");
-  tvk_status st = probe(d, t, name);
+  *found = false;
+  tvk_status st = check_request(err, name, src);
+  if (st == TVK_OK) st = probe(err, t, name);
   if (st != TVK_OK) return st;
-
-  char key[33];
+  if (!t->cc)
+    return t->cache_dir ? find_any(err, t, t->cache_dir, name, src, handle, fn, found) : TVK_OK;
+  char key[KEY_LEN + 1];
   cache_key(t, src, key);
   CpuPaths *p = malloc(sizeof *p);
-  if (!p)
-    return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
-  bool found = false;
+  if (!p) return err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory loading kernel '%s'", name);
   if (t->cache_dir) { /* none with no_disk_cache: everything is built privately */
-    st = set_paths(d, p, t->cache_dir, key);
-    if (st == TVK_OK) st = load_cached(d, name, p->so, handle, fn, &found);
+    st = set_paths(err, p, t->cache_dir, key);
+    if (st == TVK_OK) st = load_cached(err, name, p->so, handle, fn, found);
   }
   /* What a read-only cache lacks is built in the device's own directory,
    * where an earlier compile of this device may have put it already. */
-  if (st == TVK_OK && !found && t->cache_ro) {
-    const char *dir;
-    st = private_dir(d, t, name, &dir);
-    if (st == TVK_OK) st = set_paths(d, p, dir, key);
-    if (st == TVK_OK) st = load_cached(d, name, p->so, handle, fn, &found);
-  }
-  if (st == TVK_OK && found && cache_hit) *cache_hit = true;
-  if (st == TVK_OK && !found) {
-    st = build_so(d, t, name, src, p);
-    if (st == TVK_OK) st = load(d, name, p->so, handle, fn);
+  if (st == TVK_OK && !*found && t->cache_ro && t->private_dir) {
+    st = set_paths(err, p, t->private_dir, key);
+    if (st == TVK_OK) st = load_cached(err, name, p->so, handle, fn, found);
   }
   free(p);
+  return st;
+}
+
+tvk_status cpu_cc_build(Error *err, CpuToolchain *t, const char *name, const char *src,
+                        void **handle, CpuKernelFn *fn) {
+  *handle = NULL;
+  *fn = NULL;
+  tvk_status st = check_request(err, name, src);
+  if (st == TVK_OK) st = probe(err, t, name);
+  if (st == TVK_OK) st = need_cc(err, t, name);
+  if (st != TVK_OK) return st;
+  char key[KEY_LEN + 1];
+  cache_key(t, src, key);
+  const char *dir = t->cache_dir;
+  if (t->cache_ro) st = private_dir(err, t, name, &dir);
+  CpuPaths *p = st == TVK_OK ? malloc(sizeof *p) : NULL;
+  if (st == TVK_OK && !p)
+    st = err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
+  if (st == TVK_OK) st = set_paths(err, p, dir, key);
+  if (st == TVK_OK) st = build_so(err, t, name, src, p);
+  if (st == TVK_OK) st = load(err, name, p->so, handle, fn);
+  free(p);
+  return st;
+}
+
+tvk_status cpu_compile(Error *err, CpuToolchain *t, const char *name, const char *src,
+                       void **handle, CpuKernelFn *fn, bool *cache_hit) {
+  bool found = false;
+  tvk_status st = cpu_cache_load(err, t, name, src, handle, fn, &found);
+  if (cache_hit) *cache_hit = found;
+  if (st == TVK_OK && !found) st = cpu_cc_build(err, t, name, src, handle, fn);
   return st;
 }

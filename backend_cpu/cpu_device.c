@@ -24,20 +24,12 @@ struct DevBuffer {
   size_t size;
 };
 
-struct DevProgram {
-  DevProgram *prev, *next; /* the device's list of live programs */
-  Device *owner;
-  void *handle; /* from dlopen */
-  CpuKernelFn fn;
-};
-
 typedef struct {
   Device base; /* first, so a Device * is a CpuDevice * */
   CpuToolchain tc;
   CpuPool *pool;
   int threads;
-  pthread_mutex_t programs_mu;
-  DevProgram *programs;
+  CpuPrograms *programs;
   DevBuffer *cache[CPU_CACHE_BLOCKS]; /* freed buffers, most recent last */
   int ncache;
   size_t cache_bytes;
@@ -127,46 +119,20 @@ static tvk_status cpu_copy_out(Device *d, DevBuffer *b, size_t offset, void *dst
   return st;
 }
 
-/* ---- programs ---- */
+/* ---- programs: cpu_program.c ---- */
 
 static tvk_status cpu_compile_op(Device *d, const char *name, const char *src, DevProgram **out,
                                  bool *cache_hit) {
-  CpuDevice *c = cpu_of(d);
-  *out = NULL;
-  DevProgram *p = calloc(1, sizeof *p);
-  if (!p)
-    return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
-  tvk_status st = cpu_compile(d, &c->tc, name, src, &p->handle, &p->fn, cache_hit);
-  if (st != TVK_OK) {
-    free(p);
-    return st;
-  }
-  p->owner = d;
-  pthread_mutex_lock(&c->programs_mu);
-  p->next = c->programs;
-  if (c->programs) c->programs->prev = p;
-  c->programs = p;
-  pthread_mutex_unlock(&c->programs_mu);
-  *out = p;
+  return cpu_program_build(cpu_of(d)->programs, d, name, src, out, cache_hit, &d->err);
+}
+
+static void cpu_program_free_op(Device *d, DevProgram *p) {
+  cpu_program_free(cpu_of(d)->programs, p);
+}
+
+static tvk_status cpu_wait_compiles(Device *d) {
+  cpu_programs_wait(cpu_of(d)->programs);
   return TVK_OK;
-}
-
-static void program_close(DevProgram *p) {
-  dlclose(p->handle);
-  free(p);
-}
-
-static void cpu_program_free(Device *d, DevProgram *p) {
-  CpuDevice *c = cpu_of(d);
-  if (!p) return;
-  pthread_mutex_lock(&c->programs_mu);
-  if (p->prev)
-    p->prev->next = p->next;
-  else
-    c->programs = p->next;
-  if (p->next) p->next->prev = p->prev;
-  pthread_mutex_unlock(&c->programs_mu);
-  program_close(p);
 }
 
 /* ---- launch ---- */
@@ -190,7 +156,7 @@ static int launch_cores(int n, const LaunchDims *dims) {
 static tvk_status cpu_launch(Device *d, DevProgram *p, DevBuffer *const *bufs, int nbufs,
                              const int32_t *vals, int nvals, const LaunchDims *dims) {
   static const int32_t no_vals[1] = {0};
-  if (!p || p->owner != d)
+  if (!p || cpu_program_owner(p) != d)
     return err_set(&d->err, TVK_ERR_INVALID_ARG, "launch: program is %s",
                    p ? "of another device" : "NULL");
   if (nbufs < 0 || nvals < 0 || (nbufs > 0 && !bufs) || (nvals > 0 && !vals))
@@ -210,7 +176,8 @@ static tvk_status cpu_launch(Device *d, DevProgram *p, DevBuffer *const *bufs, i
     ptrs[i] = bufs[i]->data;
   }
   CpuDevice *c = cpu_of(d);
-  cpu_pool_run(c->pool, launch_cores(c->threads, dims), p->fn, ptrs, nvals > 0 ? vals : no_vals);
+  cpu_pool_run(c->pool, launch_cores(c->threads, dims), cpu_program_fn(p), ptrs,
+               nvals > 0 ? vals : no_vals);
   if (ptrs != local) free(ptrs);
   return TVK_OK;
 }
@@ -226,15 +193,10 @@ static tvk_status cpu_sync(Device *d) {
 static void cpu_destroy(Device *d) {
   CpuDevice *c = cpu_of(d);
   if (!c) return;
-  while (c->programs) {
-    DevProgram *p = c->programs;
-    c->programs = p->next;
-    program_close(p);
-  }
+  cpu_programs_destroy(c->programs); /* first: its builders use the toolchain */
   while (c->ncache > 0) release_block(c->cache[--c->ncache]);
   cpu_pool_destroy(c->pool);
   cpu_toolchain_free(&c->tc);
-  pthread_mutex_destroy(&c->programs_mu);
   free(c);
 }
 
@@ -245,9 +207,10 @@ static const DeviceOps cpu_ops = {
     .copy_in = cpu_copy_in,
     .copy_out = cpu_copy_out,
     .compile = cpu_compile_op,
-    .program_free = cpu_program_free,
+    .program_free = cpu_program_free_op,
     .launch = cpu_launch,
     .sync = cpu_sync,
+    .wait_compiles = cpu_wait_compiles,
     .destroy = cpu_destroy,
 };
 
@@ -287,6 +250,33 @@ static int vector_regs(int vector_bytes) {
 #endif
 }
 
+/* The compile tiers: opt->cpu_tiers, else $TVK_CPU_TIERS, else fast then
+ * optimised. A value that names no tier is an error, not the default, so a
+ * typo shows. */
+static tvk_status read_tiers(const DeviceOptions *opt, int *tiers, Error *err) {
+  static const char *const names[] = {"fast-then-optimised", "optimised", "fast"};
+  *tiers = TVK_CPU_TIERS_FAST_THEN_OPTIMISED;
+  int given = opt ? opt->cpu_tiers : 0;
+  if (given < 0 || given > TVK_CPU_TIERS_FAST)
+    return err_set(err, TVK_ERR_INVALID_ARG,
+                   "cpu_device_create: cpu_tiers is %d (0 default, 1 fast then optimised, 2 "
+                   "optimised, 3 fast)",
+                   given);
+  if (given) {
+    *tiers = given;
+    return TVK_OK;
+  }
+  const char *v = getenv("TVK_CPU_TIERS");
+  if (!v || !*v) return TVK_OK;
+  for (int i = 0; i < 3; i++)
+    if (!strcmp(v, names[i])) {
+      *tiers = TVK_CPU_TIERS_FAST_THEN_OPTIMISED + i;
+      return TVK_OK;
+    }
+  return err_set(err, TVK_ERR_INVALID_ARG,
+                 "TVK_CPU_TIERS is '%s': expected fast-then-optimised, optimised or fast", v);
+}
+
 tvk_status cpu_device_create(const DeviceOptions *opt, Device **out, Error *err) {
   err_clear(err);
   if (!out) return err_set(err, TVK_ERR_INVALID_ARG, "cpu_device_create: out is NULL");
@@ -296,12 +286,15 @@ tvk_status cpu_device_create(const DeviceOptions *opt, Device **out, Error *err)
                    "cpu_device_create: threads is %d (0 means one per core)", opt->threads);
   CpuDevice *c = calloc(1, sizeof *c);
   if (!c) return err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory creating the CPU device");
-  pthread_mutex_init(&c->programs_mu, NULL);
   c->base.ops = &cpu_ops;
   if (opt) c->base.log = opt->log;
   c->threads = thread_count(opt);
+  int tiers;
   tvk_status st = cpu_toolchain_init(&c->tc, opt, err);
+  if (st == TVK_OK) st = read_tiers(opt, &tiers, err);
   if (st == TVK_OK) st = cpu_pool_create(c->threads, &c->pool, err);
+  if (st == TVK_OK)
+    st = cpu_programs_create(&c->tc, tiers, c->threads, c->base.log, &c->programs, err);
   if (st != TVK_OK) {
     cpu_destroy(&c->base);
     return st;

@@ -4,6 +4,8 @@
  *   cpu_pool.c     the persistent thread pool a launch runs on
  *   cpu_compile.c  the C compiler: finding it, running it, loading its output
  *   cpu_identity.c the CPU identity that goes into the cache key
+ *   cpu_program.c  programs: the compile tiers and the background builders
+ *   cpu_tcc.c      the fast tier: kernels compiled in memory by libtcc
  *
  * docs/cpu_backend.md describes the kernel ABI, the cache and the threading.
  */
@@ -45,17 +47,19 @@ void cpu_pool_destroy(CpuPool *p);
  * compile, under `mu`, so a device without a compiler can still be created. */
 typedef struct {
   pthread_mutex_t mu;
-  char *cc_request;    /* opt->cc or $CC; NULL: try cc, gcc, clang */
-  char *cache_request; /* opt->cache_dir or $TVK_CACHE_DIR; NULL: default places */
-  char cpu_model[128]; /* for the device name */
-  char *cpu_id;        /* identity lines of /proc/cpuinfo; NULL if unknown */
-  int timeout_s;       /* opt->cc_timeout, $TVK_CC_TIMEOUT or 120: one compiler run at most */
-  bool want_ro;        /* opt->cache_readonly or $TVK_CACHE_READONLY */
-  bool no_disk;        /* opt->no_disk_cache: no cache directory, every kernel built privately */
-  bool probed;         /* cc, cc_version, cache_dir and cache_ro below are set */
-  char *cc;            /* the compiler that answered --version */
-  char *cc_version;    /* its --version output */
-  bool native;         /* -march=native: the CPU is known and cc targets this machine */
+  char *cc_request;     /* opt->cc or $CC; NULL: try cc, gcc, clang */
+  char *cache_request;  /* opt->cache_dir or $TVK_CACHE_DIR; NULL: default places */
+  char cpu_model[128];  /* for the device name */
+  char *cpu_id;         /* identity lines of /proc/cpuinfo; NULL if unknown */
+  int timeout_s;        /* opt->cc_timeout, $TVK_CC_TIMEOUT or 120: one compiler run at most */
+  bool want_ro;         /* opt->cache_readonly or $TVK_CACHE_READONLY */
+  bool no_disk;         /* opt->no_disk_cache: no cache directory, every kernel built privately */
+  bool probed;          /* cc, cc_version, cache_dir and cache_ro below are set */
+  char *cc;             /* the compiler that answered --version; NULL: none works */
+  char *cc_error;       /* why there is none (for the first build that needs one) */
+  tvk_status cc_status; /* its status: TVK_ERR_DEVICE, or TVK_ERR_COMPILE for a hung one */
+  char *cc_version;     /* its --version output */
+  bool native;          /* -march=native: the CPU is known and cc targets this machine */
   char *cache_dir;
   bool cache_ro;     /* cache_dir is only read: misses go to private_dir */
   char *private_dir; /* mkdtemp'ed at the first miss of a read-only cache; removed by free */
@@ -67,13 +71,60 @@ typedef struct {
 tvk_status cpu_toolchain_init(CpuToolchain *t, const DeviceOptions *opt, Error *err);
 void cpu_toolchain_free(CpuToolchain *t);
 
-/* Compiles `src` (or finds it in the cache) and loads it. On success *handle is
- * a dlopen handle and *fn the kernel `name` in it. Errors (in d->err):
- * TVK_ERR_DEVICE (no compiler, unusable cache directory, dlopen failure),
- * TVK_ERR_COMPILE (the compiler rejected the source or ran past the timeout and
- * was killed, or `name` is not in it). */
-tvk_status cpu_compile(Device *d, CpuToolchain *t, const char *name, const char *src, void **handle,
-                       CpuKernelFn *fn, bool *cache_hit);
+/* Kernel `name` of `src` from the cache, if a build of it for this machine is
+ * there: *found, with *handle a dlopen handle and *fn the kernel. Runs no
+ * compiler (only `cc --version` once, to know whose builds to look for; a
+ * device without a compiler takes any build for this machine). Errors go to
+ * err (never the device's, so several threads may call at once):
+ * TVK_ERR_INVALID_ARG (no source, a name that is not a C identifier),
+ * TVK_ERR_DEVICE (an unusable cache directory), TVK_ERR_COMPILE (the cached
+ * object lacks `name`). */
+tvk_status cpu_cache_load(Error *err, CpuToolchain *t, const char *name, const char *src,
+                          void **handle, CpuKernelFn *fn, bool *found);
+/* Builds src with the system compiler into the cache (or a read-only cache's
+ * private directory) and loads it. Errors (in err): TVK_ERR_DEVICE (no
+ * compiler: the message says what to install; no usable directory; dlopen
+ * failed), TVK_ERR_COMPILE (the compiler rejected the source, or ran past the
+ * timeout and was killed, or `name` is not in its output). */
+tvk_status cpu_cc_build(Error *err, CpuToolchain *t, const char *name, const char *src,
+                        void **handle, CpuKernelFn *fn);
+/* cpu_cache_load, then cpu_cc_build on a miss; *cache_hit (NULL ok) tells which. */
+tvk_status cpu_compile(Error *err, CpuToolchain *t, const char *name, const char *src,
+                       void **handle, CpuKernelFn *fn, bool *cache_hit);
+
+/* ---- programs (cpu_program.c) ---- */
+
+typedef struct CpuPrograms CpuPrograms;
+
+/* tiers: a tvk_cpu_tiers other than DEFAULT; cores bounds the builder
+ * threads. Starts no thread (the first background build does). */
+tvk_status cpu_programs_create(CpuToolchain *tc, int tiers, int cores, LogSink log,
+                               CpuPrograms **out, Error *err);
+/* The program of kernel `name`: from the disk cache (*cache_hit), else as the
+ * tiers say. Errors in err; thread-safe. */
+tvk_status cpu_program_build(CpuPrograms *ps, Device *owner, const char *name, const char *src,
+                             DevProgram **out, bool *cache_hit, Error *err);
+/* The function a launch of p calls now. */
+CpuKernelFn cpu_program_fn(DevProgram *p);
+Device *cpu_program_owner(const DevProgram *p);
+/* Frees p (NULL ok); its pending background build is cancelled. */
+void cpu_program_free(CpuPrograms *ps, DevProgram *p);
+/* Returns when no background build is queued or running. */
+void cpu_programs_wait(CpuPrograms *ps);
+/* Stops the builders (waiting for a build in progress) and frees every
+ * program; NULL ok. */
+void cpu_programs_destroy(CpuPrograms *ps);
+
+/* ---- the fast tier (cpu_tcc.c) ---- */
+
+/* Whether this build has libtcc. */
+bool cpu_tcc_available(void);
+/* Compiles src in memory with TinyCC: *state (freed by cpu_tcc_free) holds
+ * the code of *fn, the kernel `name`. TVK_ERR_COMPILE with TinyCC's messages
+ * when it rejects the source; TVK_ERR_DEVICE without libtcc. Thread-safe. */
+tvk_status cpu_tcc_compile(const char *name, const char *src, void **state, CpuKernelFn *fn,
+                           Error *err);
+void cpu_tcc_free(void *state); /* NULL ok */
 
 /* The "model name" of /proc/cpuinfo (or "unknown CPU") into out; and, when id
  * is not NULL, a malloc'ed string of the lines that identify the CPU's

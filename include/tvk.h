@@ -117,6 +117,23 @@ typedef enum {
 } tvk_log_level;
 typedef void (*tvk_log_fn)(void *user, tvk_log_level level, const char *message);
 
+/* How the CPU device compiles a kernel that is not in its cache (docs/cpu_backend.md).
+ * FAST_THEN_OPTIMISED: TinyCC builds it in memory in about a millisecond and
+ * it runs at once; the system compiler (-O2) builds it in the background and
+ * takes over between launches when done (into the disk cache, so the next
+ * process starts optimised). OPTIMISED: the system compiler only (the first
+ * launch waits for it). FAST: TinyCC only (its kernels run 2-7x slower; a
+ * kernel it rejects fails with TVK_ERR_COMPILE). In the default mode, without
+ * libtcc in the build or when TinyCC rejects a kernel, the system compiler
+ * serves; without a system compiler, TinyCC does. Either way a kernel found in
+ * the disk cache is loaded, with no compiler at all. */
+typedef enum {
+  TVK_CPU_TIERS_DEFAULT = 0, /* $TVK_CPU_TIERS ("fast-then-optimised", "optimised", "fast"), else */
+  TVK_CPU_TIERS_FAST_THEN_OPTIMISED = 1,
+  TVK_CPU_TIERS_OPTIMISED = 2,
+  TVK_CPU_TIERS_FAST = 3,
+} tvk_cpu_tiers;
+
 typedef struct {
   const char *device;    /* "CPU", "VK", "VK:1"; NULL: $TVK_DEVICE, else the best available */
   int debug;             /* $TVK_DEBUG: 1 kernels and timings, 2 + schedule, 3 + source, 4 + UOps */
@@ -151,6 +168,10 @@ typedef struct {
    * NULL: stderr. */
   tvk_log_fn log;
   void *log_user;
+  /* CPU: how kernels are compiled (tvk_cpu_tiers above). A value outside the
+   * enum, or a $TVK_CPU_TIERS it does not name, makes tvk_ctx_create fail with
+   * TVK_ERR_INVALID_ARG. */
+  tvk_cpu_tiers cpu_tiers;
 } tvk_ctx_options;
 
 /* Creates a context on a device: "CPU", "VK" (the best Vulkan device: discrete
@@ -535,6 +556,12 @@ TVK_API tvk_status tvk_realize(int n, tvk_tensor *const *ts);
  * may return before the device is done (on Vulkan); tvk_to_host waits by itself.
  * Use this to time work. */
 TVK_API tvk_status tvk_sync(tvk_ctx *ctx);
+/* Waits until the kernels compiled so far run their final, optimised code. A
+ * kernel may first run from a quickly built version while its optimised build
+ * proceeds in the background (the CPU's compile tiers, tvk_ctx_options.tiers);
+ * results are the same either way. Returns at once when nothing is pending.
+ * For benchmarks and tests; an application need not call it. */
+TVK_API tvk_status tvk_ctx_wait_compiles(tvk_ctx *ctx);
 /* Realizes t if needed and copies its elements, row-major, into dst. nbytes must
  * be at least numel * element size (TVK_ERR_INVALID_ARG otherwise, naming both);
  * exactly that many bytes are written. */

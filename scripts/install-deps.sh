@@ -9,6 +9,7 @@ packages=(
   libvulkan-dev libvulkan-volk-dev         # Vulkan headers + loader, volk (compiled into libtvk)
   libshaderc-dev glslc glslang-dev spirv-tools  # GLSL -> SPIR-V
   libcmocka-dev                             # tests
+  libtcc-dev                                # the CPU backend's fast tier (optional: TVK_TCC)
   mesa-vulkan-drivers vulkan-validationlayers vulkan-tools  # lavapipe + validation for tests
   libopenblas0-pthread                      # samples/bench's matmul reference (dlopen'ed; nothing links it)
 )

@@ -25,6 +25,7 @@
 
 #include <cmocka.h>
 
+#include "backend_cpu/cpu_internal.h" /* cpu_program_fn, cpu_tcc_available */
 #include "runtime/cache.h"
 #include "runtime/device.h"
 #include "test_util.h"
@@ -56,9 +57,11 @@ static bool find_so(const char *dir, char *out, size_t outn) {
   return found;
 }
 
-/* A device with its kernel cache in cache_dir. */
+/* A device with its kernel cache in cache_dir. The system compiler only: most
+ * tests here are of it (the tiers have their own, below). */
 static Device *make_dev_in(int threads, const char *cache_dir) {
-  DeviceOptions opt = {.threads = threads, .cache_dir = cache_dir};
+  DeviceOptions opt = {
+      .threads = threads, .cache_dir = cache_dir, .cpu_tiers = TVK_CPU_TIERS_OPTIMISED};
   Device *d = NULL;
   Error err;
   tvk_status st = cpu_device_create(&opt, &d, &err);
@@ -465,7 +468,7 @@ static void test_cache_corrupt_rebuilt(void **state) {
   Error err;
   tagged_src(src, sizeof src, "corrupt", 7);
   snprintf(priv, sizeof priv, "%s/corrupt-dir", s->root);
-  DeviceOptions opt = {.threads = 1, .cache_dir = priv};
+  DeviceOptions opt = {.cpu_tiers = TVK_CPU_TIERS_OPTIMISED, .threads = 1, .cache_dir = priv};
   Device *d = NULL;
   assert_int_equal(cpu_device_create(&opt, &d, &err), TVK_OK);
   DevProgram *p = must_compile(d, "corrupt", src, NULL);
@@ -533,11 +536,13 @@ static void test_missing_symbol_and_bad_names(void **state) {
 }
 
 static void test_no_compiler(void **state) {
-  (void)state;
+  Suite *s = *state;
   static const char *const bad = "/nonexistent dir/no-such-cc";
   char *saved = env_save("CC");
   setenv("CC", bad, 1);
-  Device *d = make_dev(1); /* creating works; compiling says why not */
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/no-cc-cache", s->root); /* empty: nothing to load */
+  Device *d = make_dev_in(1, dir);                      /* creating works; compiling says why not */
   DevProgram *p = (DevProgram *)d;
   assert_int_equal(d->ops->compile(d, "mul_add", mul_add_src, &p, NULL), TVK_ERR_DEVICE);
   assert_null(p);
@@ -548,7 +553,8 @@ static void test_no_compiler(void **state) {
   env_restore("CC", saved);
 
   /* The option wins over $CC. */
-  DeviceOptions opt = {.threads = 1, .cc = bad, .cache_dir = test_cache_dir()};
+  DeviceOptions opt = {
+      .threads = 1, .cc = bad, .cache_dir = dir, .cpu_tiers = TVK_CPU_TIERS_OPTIMISED};
   Error err;
   assert_int_equal(cpu_device_create(&opt, &d, &err), TVK_OK);
   assert_int_equal(d->ops->compile(d, "mul_add", mul_add_src, &p, NULL), TVK_ERR_DEVICE);
@@ -582,7 +588,7 @@ static void test_cache_locations(void **state) {
   char *saved[4] = {env_save("TVK_CACHE_DIR"), env_save("XDG_CACHE_HOME"), env_save("HOME"),
                     env_save("TMPDIR")};
   char dir[512], msg[1024];
-  DeviceOptions opt = {.threads = 1};
+  DeviceOptions opt = {.cpu_tiers = TVK_CPU_TIERS_OPTIMISED, .threads = 1};
 
   snprintf(dir, sizeof dir, "%s/with space/nested dir", s->root);
   opt.cache_dir = dir; /* created with its parents; spaces are fine */
@@ -858,7 +864,8 @@ static void test_cache_readonly_option(void **state) {
   snprintf(tmp, sizeof tmp, "%s/ro-option-tmp", s->root);
   assert_int_equal(mkdir(tmp, 0700), 0);
   fill_cache(dir, 501);
-  DeviceOptions opt = {.threads = 1, .cache_dir = dir, .cache_readonly = 1};
+  DeviceOptions opt = {
+      .cpu_tiers = TVK_CPU_TIERS_OPTIMISED, .threads = 1, .cache_dir = dir, .cache_readonly = 1};
   const char *bad = readonly_checks(&opt, tmp, 501, 502);
   if (bad) fail_msg("%s", bad);
 
@@ -923,7 +930,7 @@ static void test_cache_readonly_dir(void **state) {
   snprintf(tmp, sizeof tmp, "%s/ro-dir-tmp", s->root);
   assert_int_equal(mkdir(tmp, 0700), 0);
   fill_cache(dir, 601);
-  DeviceOptions opt = {.threads = 1, .cache_dir = dir};
+  DeviceOptions opt = {.cpu_tiers = TVK_CPU_TIERS_OPTIMISED, .threads = 1, .cache_dir = dir};
   if (geteuid() != 0) {
     assert_int_equal(chmod(dir, 0555), 0);
     assert_int_not_equal(access(dir, W_OK), 0);
@@ -980,7 +987,8 @@ static void test_cc_version_fails(void **state) {
                "echo 'third line'\n"
                "exit 1\n",
                cc, sizeof cc);
-  DeviceOptions opt = {.threads = 1, .cc = cc, .cache_dir = s->cache};
+  DeviceOptions opt = {
+      .cpu_tiers = TVK_CPU_TIERS_OPTIMISED, .threads = 1, .cc = cc, .cache_dir = s->cache};
   char msg[1024];
   assert_int_equal(compile_once(&opt, 1, msg, sizeof msg), TVK_ERR_DEVICE);
   assert_contains(msg, cc);
@@ -1015,7 +1023,8 @@ static void test_native_only_for_native_cc(void **state) {
              "exec cc \"$@\"\n",
              native ? here : "riscv32-unknown-elf", log);
     write_script(s, native ? "native-cc" : "cross-cc", body, cc, sizeof cc);
-    DeviceOptions opt = {.threads = 1, .cc = cc, .cache_dir = dir};
+    DeviceOptions opt = {
+        .cpu_tiers = TVK_CPU_TIERS_OPTIMISED, .threads = 1, .cc = cc, .cache_dir = dir};
     char msg[1024];
     assert_int_equal(compile_once(&opt, 40 + native, msg, sizeof msg), TVK_OK);
     FILE *f = fopen(log, "r");
@@ -1074,7 +1083,11 @@ static void test_cc_timeout(void **state) {
            pids, pids);
   write_script(s, "hung-cc", body, cc, sizeof cc);
   snprintf(dir, sizeof dir, "%s/hung-cache", s->root);
-  DeviceOptions opt = {.threads = 1, .cc = cc, .cache_dir = dir, .cc_timeout = 1};
+  DeviceOptions opt = {.cpu_tiers = TVK_CPU_TIERS_OPTIMISED,
+                       .threads = 1,
+                       .cc = cc,
+                       .cache_dir = dir,
+                       .cc_timeout = 1};
   Device *d = NULL;
   Error err;
   assert_int_equal(cpu_device_create(&opt, &d, &err), TVK_OK);
@@ -1131,6 +1144,265 @@ static void test_cc_timeout(void **state) {
   assert_contains(err.msg, "-1");
 }
 
+/* ---- the compile tiers (cpu_program.c, cpu_tcc.c) ---- */
+
+/* o[i] = a[i] * 3 + vals[1] for i < vals[0], cores interleaved. No header:
+ * TinyCC's tier compiles with none (as render_c.c's prelude does). `tag`
+ * makes sources distinct for the cache. */
+static void fast_src(char *out, size_t n, const char *name, int tag) {
+  snprintf(out, n,
+           "typedef int int32_t;\n"
+           "void %s(void *const *bufs, const int32_t *vals, int32_t core_id, int32_t n_cores) {\n"
+           "  float *o = bufs[0];\n"
+           "  const float *a = bufs[1];\n"
+           "  for (int32_t i = core_id; i < vals[0]; i += n_cores) o[i] = a[i] * 3.0f + "
+           "(float)vals[1]; /* %d */\n"
+           "}\n",
+           name, tag);
+}
+
+/* Launches p on n elements and checks every one against a plain loop. */
+static void run_fast(Device *d, DevProgram *p, int32_t n, int32_t add) {
+  float *a = malloc((size_t)n * sizeof *a), *o = malloc((size_t)n * sizeof *o);
+  assert_non_null(a), assert_non_null(o);
+  for (int32_t i = 0; i < n; i++) a[i] = (float)(i % 97) - 40.5f;
+  DevBuffer *b[2] = {must_alloc(d, (size_t)n * 4), must_alloc(d, (size_t)n * 4)};
+  assert_int_equal(d->ops->copy_in(d, b[1], 0, a, (size_t)n * 4), TVK_OK);
+  const int32_t vals[2] = {n, add};
+  assert_int_equal(d->ops->launch(d, p, b, 2, vals, 2, NULL), TVK_OK);
+  assert_int_equal(d->ops->copy_out(d, b[0], 0, o, (size_t)n * 4), TVK_OK);
+  for (int32_t i = 0; i < n; i++)
+    if (o[i] != (float)((double)a[i] * 3.0 + add))
+      fail_msg("element %d: %g, expected %g", i, o[i], (double)a[i] * 3.0 + add);
+  d->ops->free(d, b[0]);
+  d->ops->free(d, b[1]);
+  free(a);
+  free(o);
+}
+
+typedef struct {
+  int warnings;
+  char last[1024];
+} Warned;
+
+static void on_log(void *user, tvk_log_level level, const char *msg) {
+  Warned *w = user;
+  if (level == TVK_LOG_WARN) w->warnings++;
+  snprintf(w->last, sizeof w->last, "%s", msg);
+}
+
+static Device *tier_dev(const char *dir, int tiers, const char *cc, Warned *w) {
+  DeviceOptions opt = {.threads = 2, .cache_dir = dir, .cpu_tiers = tiers, .cc = cc};
+  if (w) opt.log = (LogSink){on_log, w};
+  Device *d = NULL;
+  Error err;
+  if (cpu_device_create(&opt, &d, &err) != TVK_OK) fail_msg("cpu_device_create: %s", err.msg);
+  return d;
+}
+
+/* Fast then optimised: TinyCC's code runs at once, the system compiler's
+ * replaces it while launches go on (each checked), and lands in the cache,
+ * where a new device finds it. */
+static void test_tiers_fast_then_optimised(void **state) {
+  Suite *s = *state;
+  if (!cpu_tcc_available()) skip();
+  char dir[512], src[1024];
+  snprintf(dir, sizeof dir, "%s/tiers-cache", s->root);
+  fast_src(src, sizeof src, "tiered", 1);
+  Warned w = {0};
+  Device *d = tier_dev(dir, TVK_CPU_TIERS_FAST_THEN_OPTIMISED, NULL, &w);
+  bool hit = true;
+  DevProgram *p = must_compile(d, "tiered", src, &hit);
+  assert_false(hit);
+  CpuKernelFn fast = cpu_program_fn(p);
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int launches = 0;
+  while (cpu_program_fn(p) == fast && seconds_since(&t0) < 120) {
+    run_fast(d, p, 4099, launches % 7);
+    launches++;
+  }
+  if (cpu_program_fn(p) == fast) fail_msg("no optimised build after %d launches", launches);
+  run_fast(d, p, 4099, 5);
+  assert_int_equal(d->ops->wait_compiles(d), TVK_OK);
+  assert_int_equal(count_files(dir, ".so"), 1);
+  assert_int_equal(count_files(dir, NULL), 1); /* no temp file left */
+  assert_int_equal(w.warnings, 0);
+  d->ops->program_free(d, p);
+  d->ops->destroy(d);
+
+  Device *d2 = tier_dev(dir, TVK_CPU_TIERS_FAST_THEN_OPTIMISED, NULL, NULL);
+  p = must_compile(d2, "tiered", src, &hit);
+  assert_true(hit); /* the next process starts optimised */
+  run_fast(d2, p, 100, 1);
+  d2->ops->destroy(d2);
+}
+
+/* FAST writes nothing to the cache; OPTIMISED has its build there before
+ * compile returns; a destroyed device drops the builds it has not begun. */
+static void test_tiers_fast_and_optimised_only(void **state) {
+  Suite *s = *state;
+  if (!cpu_tcc_available()) skip();
+  char dir[512], src[1024];
+  snprintf(dir, sizeof dir, "%s/tiers-only", s->root);
+  fast_src(src, sizeof src, "only", 2);
+  Device *d = tier_dev(dir, TVK_CPU_TIERS_FAST, NULL, NULL);
+  DevProgram *p = must_compile(d, "only", src, NULL);
+  run_fast(d, p, 1000, 3);
+  assert_int_equal(d->ops->wait_compiles(d), TVK_OK);
+  assert_int_equal(count_files(dir, ".so"), 0);
+  d->ops->destroy(d);
+
+  d = tier_dev(dir, TVK_CPU_TIERS_OPTIMISED, NULL, NULL);
+  p = must_compile(d, "only", src, NULL);
+  assert_int_equal(count_files(dir, ".so"), 1);
+  run_fast(d, p, 1000, 3);
+  d->ops->destroy(d);
+
+  /* Many kernels queued for the background, then the device goes at once:
+   * no crash, no leak (the sanitizer build), and no temp files left. */
+  d = tier_dev(dir, TVK_CPU_TIERS_FAST_THEN_OPTIMISED, NULL, NULL);
+  for (int k = 0; k < 12; k++) {
+    fast_src(src, sizeof src, "many", 100 + k);
+    p = must_compile(d, "many", src, NULL);
+    run_fast(d, p, 64, k);
+    if (k % 3 == 0) d->ops->program_free(d, p); /* some freed while queued or building */
+  }
+  d->ops->destroy(d);
+  assert_int_equal(count_files(dir, NULL), count_files(dir, ".so"));
+}
+
+/* A warm cache needs no compiler: with none on PATH (and one that does not
+ * exist as the option) a device loads the build made for this machine. A
+ * kernel not in the cache is then TinyCC's, or, with the system compiler
+ * only, an error that says what is missing. */
+static void test_warm_cache_without_compiler(void **state) {
+  Suite *s = *state;
+  char dir[512], src[1024], other[1024];
+  snprintf(dir, sizeof dir, "%s/warm-no-cc", s->root);
+  fast_src(src, sizeof src, "warm", 3);
+  fast_src(other, sizeof other, "warm", 4);
+  Device *d = tier_dev(dir, TVK_CPU_TIERS_OPTIMISED, NULL, NULL);
+  d->ops->program_free(d, must_compile(d, "warm", src, NULL));
+  d->ops->destroy(d);
+
+  char *path = env_save("PATH"), *cc = env_save("CC");
+  setenv("PATH", "", 1);
+  unsetenv("CC");
+  for (int round = 0; round < 2; round++) {
+    d = tier_dev(dir, TVK_CPU_TIERS_OPTIMISED, round ? "/nonexistent/cc" : NULL, NULL);
+    bool hit = false;
+    DevProgram *p = must_compile(d, "warm", src, &hit);
+    assert_true(hit);
+    run_fast(d, p, 500, 2);
+    p = (DevProgram *)d;
+    assert_int_equal(d->ops->compile(d, "warm", other, &p, NULL), TVK_ERR_DEVICE);
+    assert_null(p);
+    assert_contains(d->err.msg, "'warm' is not in the kernel cache");
+    assert_contains(d->err.msg, "no C compiler found");
+    d->ops->destroy(d);
+  }
+  if (cpu_tcc_available()) {
+    Warned w = {0};
+    d = tier_dev(dir, TVK_CPU_TIERS_FAST_THEN_OPTIMISED, NULL, &w);
+    DevProgram *p = must_compile(d, "warm", other, NULL);
+    run_fast(d, p, 500, 4);
+    assert_int_equal(d->ops->wait_compiles(d), TVK_OK); /* nothing queued: no compiler */
+    assert_int_equal(w.warnings, 0);
+    d->ops->destroy(d);
+  }
+  env_restore("PATH", path);
+  env_restore("CC", cc);
+  assert_int_equal(count_files(dir, ".so"), 1);
+}
+
+/* A compiler whose --version says something new makes its own entries: the
+ * build of another compiler is not taken for its own. */
+static void test_new_compiler_new_entries(void **state) {
+  Suite *s = *state;
+  char dir[512], src[1024], cc[512];
+  snprintf(dir, sizeof dir, "%s/new-cc", s->root);
+  fast_src(src, sizeof src, "newcc", 5);
+  write_script(s, "newer-cc",
+               "if [ \"$1\" = --version ]; then echo 'newer-cc 99.1'; exit 0; fi\n"
+               "exec cc \"$@\"\n",
+               cc, sizeof cc);
+  bool hit = true;
+  for (int round = 0; round < 3; round++) {
+    Device *d = tier_dev(dir, TVK_CPU_TIERS_OPTIMISED, round == 1 ? cc : NULL, NULL);
+    DevProgram *p = must_compile(d, "newcc", src, &hit);
+    assert_int_equal(hit, round == 2); /* the first compiler's build is still there */
+    assert_int_equal(count_files(dir, ".so"), round == 0 ? 1 : 2);
+    run_fast(d, p, 300, round);
+    d->ops->destroy(d);
+  }
+}
+
+/* TinyCC rejects a kernel (here: it includes a header, and TinyCC compiles
+ * with none): the system compiler builds it, with one warning per device.
+ * An optimised build that fails leaves TinyCC's code running, with a
+ * warning that says so. */
+static void test_tiers_fallbacks(void **state) {
+  Suite *s = *state;
+  if (!cpu_tcc_available()) skip();
+  char dir[512], src[1024], cc[512];
+  snprintf(dir, sizeof dir, "%s/fallback", s->root);
+  Warned w = {0};
+  Device *d = tier_dev(dir, TVK_CPU_TIERS_FAST_THEN_OPTIMISED, NULL, &w);
+  for (int k = 0; k < 2; k++) {
+    tagged_src(src, sizeof src, "with_header", 40 + k);
+    DevProgram *p = must_compile(d, "with_header", src, NULL);
+    assert_int_equal(run_tagged(d, p), 40 + k);
+  }
+  assert_int_equal(w.warnings, 1);
+  assert_contains(w.last, "with_header");
+  assert_contains(w.last, "stdint.h");
+  assert_int_equal(count_files(dir, ".so"), 2); /* built at once, by the system compiler */
+  d->ops->destroy(d);
+
+  write_script(s, "broken-cc",
+               "if [ \"$1\" = --version ]; then echo 'broken-cc 1'; exit 0; fi\n"
+               "echo 'broken-cc: cannot build today' >&2; exit 1\n",
+               cc, sizeof cc);
+  memset(&w, 0, sizeof w);
+  d = tier_dev(dir, TVK_CPU_TIERS_FAST_THEN_OPTIMISED, cc, &w);
+  fast_src(src, sizeof src, "stays_fast", 6);
+  DevProgram *p = must_compile(d, "stays_fast", src, NULL);
+  CpuKernelFn fast = cpu_program_fn(p);
+  assert_int_equal(d->ops->wait_compiles(d), TVK_OK);
+  assert_true(cpu_program_fn(p) == fast);
+  assert_int_equal(w.warnings, 1);
+  assert_contains(w.last, "stays_fast");
+  assert_contains(w.last, "cannot build today");
+  run_fast(d, p, 700, 6);
+  d->ops->destroy(d);
+}
+
+/* The tiers from $TVK_CPU_TIERS, and the errors for values that name none. */
+static void test_tiers_setting(void **state) {
+  Suite *s = *state;
+  char dir[512], src[1024];
+  snprintf(dir, sizeof dir, "%s/tiers-env", s->root);
+  char *saved = env_save("TVK_CPU_TIERS");
+  setenv("TVK_CPU_TIERS", "optimised", 1);
+  Device *d = tier_dev(dir, 0, NULL, NULL);
+  fast_src(src, sizeof src, "envtier", 7);
+  d->ops->program_free(d, must_compile(d, "envtier", src, NULL));
+  assert_int_equal(count_files(dir, ".so"), 1); /* synchronous: the system compiler */
+  d->ops->destroy(d);
+  setenv("TVK_CPU_TIERS", "fastest", 1);
+  DeviceOptions opt = {.threads = 1, .cache_dir = dir};
+  Error err;
+  assert_int_equal(cpu_device_create(&opt, &d, &err), TVK_ERR_INVALID_ARG);
+  assert_null(d);
+  assert_contains(err.msg, "TVK_CPU_TIERS");
+  assert_contains(err.msg, "'fastest'");
+  env_restore("TVK_CPU_TIERS", saved);
+  opt.cpu_tiers = 9;
+  assert_int_equal(cpu_device_create(&opt, &d, &err), TVK_ERR_INVALID_ARG);
+  assert_contains(err.msg, "cpu_tiers is 9");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_create),
@@ -1156,6 +1428,12 @@ int main(void) {
       cmocka_unit_test(test_cc_version_fails),
       cmocka_unit_test(test_native_only_for_native_cc),
       cmocka_unit_test(test_cc_timeout),
+      cmocka_unit_test(test_tiers_fast_then_optimised),
+      cmocka_unit_test(test_tiers_fast_and_optimised_only),
+      cmocka_unit_test(test_warm_cache_without_compiler),
+      cmocka_unit_test(test_new_compiler_new_entries),
+      cmocka_unit_test(test_tiers_fallbacks),
+      cmocka_unit_test(test_tiers_setting),
   };
   return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
 }

@@ -419,6 +419,13 @@ tvk_status tvk_sync(tvk_ctx *ctx) {
   return st == TVK_OK ? st : err_set(&ctx->err, st, "sync: %s", ctx->dev->err.msg);
 }
 
+tvk_status tvk_ctx_wait_compiles(tvk_ctx *ctx) {
+  if (!ctx) return TVK_ERR_INVALID_ARG;
+  if (!ctx->dev->ops->wait_compiles) return TVK_OK;
+  tvk_status st = ctx->dev->ops->wait_compiles(ctx->dev);
+  return st == TVK_OK ? st : err_set(&ctx->err, st, "wait_compiles: %s", ctx->dev->err.msg);
+}
+
 /* A realized tensor is VIEW(BUFFER) with a contiguous tracker of its shape. */
 static bool is_plain_buffer(const tvk_tensor *t) {
   const UOp *u = t->uop;
@@ -473,7 +480,7 @@ static const char *env_str(const char *name, const char *given) {
   return v && *v ? v : NULL;
 }
 
-/* $TVK_CACHE_READONLY and $TVK_CC_TIMEOUT are read by the devices, for a
+/* $TVK_CACHE_READONLY, $TVK_CC_TIMEOUT and $TVK_CPU_TIERS are read by the devices, for a
  * field left 0, as $CC is. */
 static tvk_status open_device(tvk_ctx *ctx, const char *name) {
   DeviceOptions dopt = {.cache_dir = ctx->cache_dir,
@@ -484,7 +491,8 @@ static tvk_status open_device(tvk_ctx *ctx, const char *name) {
                         .cache_readonly = ctx->opt.cache_readonly,
                         .no_disk_cache = ctx->opt.no_disk_cache,
                         .cc_timeout = ctx->opt.cc_timeout,
-                        .log = ctx->log};
+                        .log = ctx->log,
+                        .cpu_tiers = (int)ctx->opt.cpu_tiers};
   return device_open(name, &dopt, &ctx->dev, &create_err);
 }
 

@@ -57,7 +57,10 @@ typedef struct {
   tvk_status (*launch)(Device *d, DevProgram *p, DevBuffer *const *bufs, int nbufs,
                        const int32_t *vals, int nvals, const LaunchDims *dims);
   tvk_status (*sync)(Device *d); /* wait for everything enqueued */
-  void (*destroy)(Device *d);    /* frees everything of the device */
+  /* Waits for the background builds that will replace programs compiled so
+   * far (the CPU's optimised tier); NULL: a device with none. */
+  tvk_status (*wait_compiles)(Device *d);
+  void (*destroy)(Device *d); /* frees everything of the device */
 } DeviceOps;
 
 /* Common header of every device; backends embed it first in their struct. */
@@ -86,6 +89,7 @@ typedef struct {
   int cache_readonly;
   int no_disk_cache; /* > 0: no cache directory at all (tvk_ctx_options.no_disk_cache) */
   LogSink log;       /* the context's: its log callback, or stderr */
+  int cpu_tiers;     /* CPU: a tvk_cpu_tiers; 0: $TVK_CPU_TIERS, else fast then optimised */
 } DeviceOptions;
 
 /* The device called `name` (devices.c): "CPU", "VK" (the best Vulkan device),
