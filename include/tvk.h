@@ -220,6 +220,7 @@ typedef struct {
   uint64_t plans_searched;      /* kernels whose plan a TVK_BEAM search timed on the device */
   uint64_t plans_found;         /* kernels whose searched plan was found on disk */
   uint64_t kernels_generated;   /* kernels whose code was generated: each distinct one once */
+  uint64_t kernels_stored;      /* kernels whose generated code was read from the disk cache */
 } tvk_stats;
 
 /* Copies the counters into *out (all zero for a NULL ctx). */

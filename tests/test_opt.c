@@ -701,8 +701,10 @@ static int spoil_choices(const char *dir) {
   return n;
 }
 
-/* TVK_BEAM: the first run times plans, a second run finds them on disk and
- * times nothing, damaged choices are searched again without an error. */
+/* TVK_BEAM: the first run times plans; a second run reads its kernels from
+ * the kernel store (kernel_store.h) and neither searches nor looks for
+ * choices; without the store's records it finds the choices and times
+ * nothing; damaged choices are searched again without an error. */
 static void test_search(void **state) {
   Suite *s = *state;
   for (int k = 0; k < 2; k++) {
@@ -714,10 +716,21 @@ static void test_search(void **state) {
     if (first.plans_searched < 2 || first.plans_found != 0)
       fail_msg("%s: first run searched %llu, found %llu", dev,
                (unsigned long long)first.plans_searched, (unsigned long long)first.plans_found);
+    char kernels[300];
+    snprintf(kernels, sizeof kernels, "%s/kernels", dir);
+    tvk_stats stored = beam_run(dev, dir);
+    if (stored.plans_searched != 0 || stored.plans_found != 0 || stored.kernels_generated != 0 ||
+        stored.kernels_stored != first.kernels_generated)
+      fail_msg("%s: second run searched %llu, found %llu, generated %llu, read %llu", dev,
+               (unsigned long long)stored.plans_searched, (unsigned long long)stored.plans_found,
+               (unsigned long long)stored.kernels_generated,
+               (unsigned long long)stored.kernels_stored);
+    rm_rf(kernels);
     tvk_stats again = beam_run(dev, dir);
     if (again.plans_searched != 0 || again.plans_found != first.plans_searched)
-      fail_msg("%s: second run searched %llu, found %llu", dev,
+      fail_msg("%s: third run searched %llu, found %llu", dev,
                (unsigned long long)again.plans_searched, (unsigned long long)again.plans_found);
+    rm_rf(kernels);
     assert_int_equal(spoil_choices(dir), (int)first.plans_searched);
     tvk_stats spoiled = beam_run(dev, dir);
     if (spoiled.plans_searched != first.plans_searched || spoiled.plans_found != 0)

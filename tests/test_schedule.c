@@ -12,6 +12,7 @@
  * directory. */
 #define _XOPEN_SOURCE 700
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <math.h>
 #include <setjmp.h>
@@ -27,6 +28,7 @@
 #include <cmocka.h>
 
 #include "frontend/frontend.h"
+#include "runtime/kernel_store.h"
 #include "runtime/run.h"
 #include "schedule/schedule.h"
 #include "test_util.h"
@@ -376,8 +378,10 @@ static void test_second_run_compiles_nothing(void **state) {
         assert_int_equal(s.kernels_compiled, 0);
         assert_int_equal(s.cache_hits, 1);
       }
-      /* new tensors, the same kernel: its code is made once per context */
-      assert_int_equal(s.kernels_generated, again == 0 ? 1 : 0);
+      /* new tensors, the same kernel: its code is made once per context, and
+       * the second context reads it from the disk (the kernel store) */
+      assert_int_equal(s.kernels_generated, round == 0 && again == 0 ? 1 : 0);
+      assert_int_equal(s.kernels_stored, round == 1 && again == 0 ? 1 : 0);
       for (int j = 0; j < 6; j++) {
         double w = 0;
         for (int i = 0; i < 5; i++)
@@ -1855,6 +1859,89 @@ static void test_wide_and_deep(void **state) {
   close_ctx_clean(ctx);
 }
 
+/* ---------------------------------------------------------------- the kernel store */
+
+/* The key is the AST's structure: the same kernel built in two contexts (other
+ * addresses) has one key; another constant, dtype, view or option, another. */
+static void test_kernel_store_key(void **state) {
+  (void)state;
+  CodegenOpts o = {.mode = CG_MODE_CORES};
+  char keys[6][KSTORE_KEY_LEN + 1];
+  UCtx *c[2] = {uctx_new(), uctx_new()};
+  for (int k = 0; k < 5; k++) {
+    UCtx *u = c[k == 1];
+    size_t m = uop_pool_mark(u);
+    int64_t cols = k == 3 ? 6 : 5;
+    UOp *x = ld(u, 1, DT_FLOAT32, shp(2, (int64_t)4, cols));
+    UOp *y = uop_mul(x, uop_const_float(u, DT(FLOAT32), k == 2 ? 3.0 : 2.0));
+    UOp *ast = sink1(store(u, 0, DT_FLOAT32, shp(2, (int64_t)4, cols), y));
+    CodegenOpts ok = o;
+    if (k == 4) ok.vector_floats = 4;
+    assert_true(kstore_key(ast, &ok, "CPU (test)", 0, keys[k]));
+    if (k == 0) assert_true(kstore_key(ast, &o, "CPU (other)", 0, keys[5]));
+    uop_pool_drain(u, m);
+  }
+  assert_string_equal(keys[0], keys[1]);
+  for (int k = 2; k < 6; k++) assert_string_not_equal(keys[0], keys[k]);
+  uctx_free(c[0]);
+  uctx_free(c[1]);
+}
+
+/* A new context on the same cache reads the kernels it generated before
+ * (none is generated again, results as before); a damaged record is
+ * generated again and rewritten; a read-only cache is read and not written. */
+static void test_kernel_store_across_contexts(void **state) {
+  (void)state;
+  char dir[256], kernels[300];
+  assert_true(temp_dir(dir, sizeof dir, "kstore"));
+  snprintf(kernels, sizeof kernels, "%s/kernels", dir);
+  int64_t sh[2] = {3, 9};
+  float a[27], b[27], out[27];
+  for (int round = 0; round < 4; round++) {
+    tvk_ctx_options opt = {.device = "CPU", .cache_dir = dir, .cache_readonly = round == 3};
+    tvk_ctx *ctx = NULL;
+    assert_int_equal(tvk_ctx_create_opts(&opt, &ctx), TVK_OK);
+    tvk_tensor *A = rand_tensor(ctx, 2, sh, a), *B = rand_tensor(ctx, 2, sh, b);
+    read_f32(tvk_sub(tvk_mul(A, B), A), out);
+    for (int i = 0; i < 27; i++) {
+      double w = (double)a[i] * b[i] - a[i];
+      check_close("a*b-a", &out[i], &w, 1, 1e-6);
+    }
+    tvk_stats st;
+    tvk_stats_get(ctx, &st);
+    /* 0: generated and stored; 1: read; 2: its record damaged, generated
+     * again; 3: read from the repaired record, read-only */
+    assert_int_equal(st.kernels_generated, round == 0 || round == 2);
+    assert_int_equal(st.kernels_stored, round == 1 || round == 3);
+    assert_int_equal(tvk_ctx_wait_compiles(ctx), TVK_OK);
+    close_ctx_clean(ctx);
+    assert_int_equal(count_files(kernels, ".kernel"), 1);
+    if (round == 1) { /* cut the record short */
+      DIR *dd = opendir(kernels);
+      struct dirent *e;
+      while ((e = readdir(dd)))
+        if (strstr(e->d_name, ".kernel")) {
+          char path[600];
+          snprintf(path, sizeof path, "%s/%s", kernels, e->d_name);
+          assert_int_equal(truncate(path, 20), 0);
+        }
+      closedir(dd);
+    }
+  }
+  /* no disk cache: no store either */
+  tvk_ctx_options opt = {.device = "CPU", .cache_dir = dir, .no_disk_cache = 1};
+  tvk_ctx *ctx = NULL;
+  assert_int_equal(tvk_ctx_create_opts(&opt, &ctx), TVK_OK);
+  read_f32(tvk_sub(tvk_mul(rand_tensor(ctx, 2, sh, a), rand_tensor(ctx, 2, sh, b)),
+                   rand_tensor(ctx, 2, sh, a)),
+           out);
+  tvk_stats st;
+  tvk_stats_get(ctx, &st);
+  assert_int_equal(st.kernels_stored, 0);
+  close_ctx_clean(ctx);
+  rm_rf(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_hand_elementwise),
@@ -1866,6 +1953,8 @@ int main(void) {
       cmocka_unit_test(test_sum_mul_one_kernel),
       cmocka_unit_test(test_chain20_one_kernel),
       cmocka_unit_test(test_second_run_compiles_nothing),
+      cmocka_unit_test(test_kernel_store_key),
+      cmocka_unit_test(test_kernel_store_across_contexts),
       cmocka_unit_test(test_readonly_cache_option),
       cmocka_unit_test(test_log_callback),
       cmocka_unit_test(test_no_disk_cache),

@@ -10,6 +10,7 @@
 #include "ir/pattern.h"
 #include "ir/ptrmap.h"
 #include "ir/ustack.h"
+#include "runtime/cache.h"
 #include "runtime/run.h"
 #include "schedule/schedule.h"
 
@@ -305,6 +306,7 @@ static tvk_status run(tvk_ctx *ctx, const Schedule *s) {
               .beam = ctx->opt.beam > 0 ? ctx->opt.beam : 0,
               .cache_dir = ctx->cache_dir,
               .no_disk = ctx->opt.no_disk_cache > 0,
+              .cache_readonly = cache_readonly_wanted(ctx->opt.cache_readonly),
               .stats = &ctx->stats,
               .log = &ctx->log,
               .err = &ctx->err};

@@ -12,6 +12,8 @@
 #include "ir/ptrmap.h"
 #include "ir/uop.h"
 #include "ir/vec.h"
+#include "runtime/cache.h"
+#include "runtime/kernel_store.h"
 #include "runtime/run.h"
 #include "runtime/search.h"
 
@@ -36,6 +38,10 @@ typedef struct {
 } KernEntry;
 
 struct ProgCache {
+  /* the kernel store's directory (kernel_store.h), found at the first kernel;
+   * NULL: none (no disk cache, or no usable directory) */
+  char *store_dir;
+  bool store_ro, store_tried;
   ProgEntry *e;
   size_t cap, n;
   KernEntry **kern; /* malloc'd entries, so a Prepared may point into them */
@@ -108,6 +114,7 @@ void progcache_free(ProgCache *c, Device *dev) {
     free(c->e[i].src);
   }
   free(c->e);
+  free(c->store_dir);
   free(c);
 }
 
@@ -173,6 +180,40 @@ typedef struct {
   DevProgram *prog;
 } Prepared;
 
+/* The program cache of r, made at the first kernel; NULL when out of memory. */
+static ProgCache *programs_of(const Runner *r) {
+  if (!*r->programs) *r->programs = calloc(1, sizeof **r->programs);
+  return *r->programs;
+}
+
+/* The kernel store's directory: the kernel cache's, resolved once per
+ * context; NULL without a disk cache or a usable directory (then every
+ * kernel is generated, as without the store). */
+static const char *store_dir(const Runner *r, ProgCache *c) {
+  if (!c->store_tried && !r->no_disk) {
+    Error ignored;
+    err_clear(&ignored);
+    if (cache_dir_open(r->cache_dir, r->cache_readonly, &c->store_dir, &c->store_ro, &ignored) !=
+        TVK_OK)
+      c->store_dir = NULL;
+  }
+  c->store_tried = true;
+  return c->store_dir;
+}
+
+/* The end of a prepare, with p->own generated or loaded: its program, and
+ * the prepared kernel kept by its AST. */
+static tvk_status finish_prepare(const Runner *r, UOp *ast, Prepared *p) {
+  if (p->own.nvars > 0) /* the scheduler makes no DEFINE_VARs yet: nothing could bind them */
+    return err_set(r->err, TVK_ERR_INTERNAL, "kernel %s: has %d symbolic values and none are bound",
+                   p->own.name, p->own.nvars);
+  tvk_status st = get_program(r, &p->own, &p->prog);
+  /* get_program made the cache; out of memory here only costs the shortcut */
+  const KernEntry *e = st == TVK_OK ? kern_add(*r->programs, ast, &p->own, p->prog) : NULL;
+  if (e) p->ks = &e->ks;
+  return st;
+}
+
 /* Codegen and compile of item i, in the device's language and lowering. */
 static tvk_status prepare(const Runner *r, const Schedule *s, int i, Prepared *p) {
   const Device *d = r->dev;
@@ -194,6 +235,16 @@ static tvk_status prepare(const Runner *r, const Schedule *s, int i, Prepared *p
                    .shared_bytes = d->limits.shared_mem_bytes,
                    .vector_floats = d->limits.vector_bytes / 4,
                    .vector_regs = d->limits.vector_regs};
+  /* A kernel generated before, in this or another process, with this tvk
+   * build: its record replaces codegen and any plan search. */
+  ProgCache *c = programs_of(r);
+  char key[KSTORE_KEY_LEN + 1];
+  const char *dir = c ? store_dir(r, c) : NULL;
+  bool keyed = dir && !o.want_uops && kstore_key(ast, &o, d->ops->name((Device *)d), r->beam, key);
+  if (keyed && kstore_load(dir, key, &p->own)) {
+    r->stats->kernels_stored++;
+    return finish_prepare(r, ast, p);
+  }
   OptPlan searched;
   if (r->beam > 0 && !r->noopt) {
     SearchCtx sc = {r->dev, r->beam, r->debug, r->cache_dir, r->no_disk, r->stats, r->err, r->log};
@@ -209,14 +260,8 @@ static tvk_status prepare(const Runner *r, const Schedule *s, int i, Prepared *p
     return err_set(r->err, st, "kernel %d of %d (computing %s): %s", i, s->nitems, out,
                    p->own.err.msg);
   }
-  if (p->own.nvars > 0) /* the scheduler makes no DEFINE_VARs yet: nothing could bind them */
-    return err_set(r->err, TVK_ERR_INTERNAL, "kernel %s: has %d symbolic values and none are bound",
-                   p->own.name, p->own.nvars);
-  st = get_program(r, &p->own, &p->prog);
-  /* get_program made the cache; out of memory here only costs the shortcut */
-  const KernEntry *e = st == TVK_OK ? kern_add(*r->programs, ast, &p->own, p->prog) : NULL;
-  if (e) p->ks = &e->ks;
-  return st;
+  if (keyed && !c->store_ro) kstore_save(dir, key, &p->own);
+  return finish_prepare(r, ast, p);
 }
 
 static tvk_status launch(const Runner *r, const Schedule *s, DevBuffer *const *all, int i,

@@ -30,6 +30,7 @@ typedef struct {
   int beam;              /* TVK_BEAM: > 0, plans are searched on the device (search.h) */
   const char *cache_dir; /* the kernel cache directory asked for (NULL: the default) */
   bool no_disk;          /* no cache directory at all: searched plans are not stored */
+  bool cache_readonly;   /* the cache is only read: nothing is stored in it */
   tvk_stats *stats;      /* kernels compiled, cache hits, kernels run, schedules are counted */
   const LogSink *log;    /* where TVK_DEBUG output goes (NULL: stderr) */
   Error *err;            /* where a failure is reported */
