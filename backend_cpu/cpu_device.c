@@ -122,8 +122,8 @@ static tvk_status cpu_copy_out(Device *d, DevBuffer *b, size_t offset, void *dst
 /* ---- programs: cpu_program.c ---- */
 
 static tvk_status cpu_compile_op(Device *d, const char *name, const char *src, DevProgram **out,
-                                 bool *cache_hit) {
-  return cpu_program_build(cpu_of(d)->programs, d, name, src, out, cache_hit, &d->err);
+                                 bool *cache_hit, Error *err) {
+  return cpu_program_build(cpu_of(d)->programs, d, name, src, out, cache_hit, err ? err : &d->err);
 }
 
 static void cpu_program_free_op(Device *d, DevProgram *p) {

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <glslang/build_info.h>
+#include <pthread.h>
 #include <shaderc/shaderc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,9 +74,9 @@ static bool plausible_spirv(const void *data, size_t n) {
 #ifdef TVK_HAVE_SHADERC
 /* Writes "shaderc failed on kernel NAME: <message>" into the device's error,
  * cut with " [...]" to fit. */
-static tvk_status compile_failed(VkDev *v, const char *name, const char *msg) {
-  err_set(&v->base.err, TVK_ERR_COMPILE, "shaderc failed on kernel '%s':\n", name);
-  err_append(&v->base.err, msg);
+static tvk_status compile_failed(Error *err, const char *name, const char *msg) {
+  err_set(err, TVK_ERR_COMPILE, "shaderc failed on kernel '%s':\n", name);
+  err_append(err, msg);
   return TVK_ERR_COMPILE;
 }
 
@@ -112,34 +113,38 @@ static bool add_preserve64(const VkDev *v, void **spv, size_t *n) {
 }
 
 /* Runs shaderc on src. On success *out is a malloc'ed copy of the SPIR-V. */
-static tvk_status run_shaderc(VkDev *v, const char *name, const char *src, void **out, size_t *n) {
+static tvk_status run_shaderc(VkDev *v, const char *name, const char *src, void **out, size_t *n,
+                              Error *err) {
   VkPipelineState *ps = v->pipelines;
-  if (!ps->shaderc && !(ps->shaderc = shaderc_compiler_initialize()))
-    return err_set(&v->base.err, TVK_ERR_DEVICE, "shaderc_compiler_initialize failed");
+  /* One compiler for every thread: shaderc_compile_into_spv takes it const. */
+  pthread_mutex_lock(&ps->mu);
+  if (!ps->shaderc) ps->shaderc = shaderc_compiler_initialize();
+  shaderc_compiler_t compiler = ps->shaderc;
+  if (compiler) ps->shaderc_calls++;
+  pthread_mutex_unlock(&ps->mu);
+  if (!compiler) return err_set(err, TVK_ERR_DEVICE, "shaderc_compiler_initialize failed");
   shaderc_compile_options_t o = shaderc_compile_options_initialize();
-  if (!o) return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "shaderc: out of memory for options");
+  if (!o) return err_set(err, TVK_ERR_OUT_OF_MEMORY, "shaderc: out of memory for options");
   shaderc_compile_options_set_source_language(o, shaderc_source_language_glsl);
   shaderc_compile_options_set_target_env(o, shaderc_target_env_vulkan, target_env(v));
   shaderc_compile_options_set_optimization_level(o, shaderc_optimization_level_performance);
   char file[96];
   snprintf(file, sizeof file, "%.80s.comp", name); /* messages say "NAME.comp:LINE: error" */
-  shaderc_compilation_result_t r = shaderc_compile_into_spv(
-      ps->shaderc, src, strlen(src), shaderc_compute_shader, file, "main", o);
+  shaderc_compilation_result_t r =
+      shaderc_compile_into_spv(compiler, src, strlen(src), shaderc_compute_shader, file, "main", o);
   shaderc_compile_options_release(o);
-  ps->shaderc_calls++;
   tvk_status st = TVK_OK;
   shaderc_compilation_status cs =
       r ? shaderc_result_get_compilation_status(r) : shaderc_compilation_status_internal_error;
   if (cs != shaderc_compilation_status_success) {
     const char *msg = r ? shaderc_result_get_error_message(r) : "no result (out of memory?)";
-    st = compile_failed(v, name, msg && *msg ? msg : "(shaderc gave no message)");
+    st = compile_failed(err, name, msg && *msg ? msg : "(shaderc gave no message)");
   } else {
     *n = shaderc_result_get_length(r);
     *out = malloc(*n ? *n : 1);
     if (*out) memcpy(*out, shaderc_result_get_bytes(r), *n);
     if (*out && !add_preserve64(v, out, n)) free(*out), *out = NULL;
-    if (!*out)
-      st = err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "out of memory for kernel '%s'", name);
+    if (!*out) st = err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory for kernel '%s'", name);
   }
   shaderc_result_release(r);
   return st;
@@ -147,9 +152,10 @@ static tvk_status run_shaderc(VkDev *v, const char *name, const char *src, void 
 #else /* TVK_SHADERC=OFF: no compiler; shaderc's output was patched before it was cached */
 
 /* A library built with TVK_SHADERC=OFF runs only SPIR-V from the cache. */
-static tvk_status run_shaderc(VkDev *v, const char *name, const char *src, void **out, size_t *n) {
-  (void)src, (void)out, (void)n;
-  return err_set(&v->base.err, TVK_ERR_COMPILE,
+static tvk_status run_shaderc(VkDev *v, const char *name, const char *src, void **out, size_t *n,
+                              Error *err) {
+  (void)v, (void)src, (void)out, (void)n;
+  return err_set(err, TVK_ERR_COMPILE,
                  "kernel '%s' is not in the SPIR-V cache, and this libtvk was built without "
                  "shaderc (TVK_SHADERC=OFF): run it once with a libtvk that has shaderc (glslang "
                  "%s) and the same cache directory",
@@ -162,15 +168,14 @@ static tvk_status run_shaderc(VkDev *v, const char *name, const char *src, void 
  * cannot be written is not an error: the kernel still runs, it is just
  * compiled again next time. */
 static tvk_status get_spirv(VkDev *v, const char *name, const char *src, void **spv, size_t *n,
-                            bool *hit) {
-  const char *dir;
-  tvk_status st = vk_cache_dir(v, &dir);
-  if (st != TVK_OK) return st;
-  if (!dir) return run_shaderc(v, name, src, spv, n); /* no disk cache */
+                            bool *hit, Error *err) {
+  /* vk_pipeline_init resolved the directory: only read here, on any thread */
+  const char *dir = v->pipelines->cache_dir;
+  if (!dir) return run_shaderc(v, name, src, spv, n, err); /* no disk cache */
   char key[33], path[4096];
   cache_key(v, src, key);
   if (snprintf(path, sizeof path, "%s/%s.spv", dir, key) >= (int)sizeof path)
-    return err_set(&v->base.err, TVK_ERR_DEVICE, "kernel cache path too long: '%s'", dir);
+    return err_set(err, TVK_ERR_DEVICE, "kernel cache path too long: '%s'", dir);
   if (cache_file_read_sealed(path, spv, n) == 0) {
     if (plausible_spirv(*spv, *n)) {
       *hit = true;
@@ -179,7 +184,7 @@ static tvk_status get_spirv(VkDev *v, const char *name, const char *src, void **
     free(*spv);
     *spv = NULL;
   }
-  st = run_shaderc(v, name, src, spv, n);
+  tvk_status st = run_shaderc(v, name, src, spv, n, err);
   if (st != TVK_OK) return st;
   if (v->pipelines->cache_ro) return TVK_OK;
   int rc = cache_file_write_sealed(path, *spv, *n, 0600);
@@ -190,39 +195,41 @@ static tvk_status get_spirv(VkDev *v, const char *name, const char *src, void **
 }
 
 tvk_status vk_compile(Device *d, const char *name, const char *src, DevProgram **out,
-                      bool *cache_hit) {
+                      bool *cache_hit, Error *err) {
   VkDev *v = vk_of(d);
   bool hit = false;
   if (cache_hit) *cache_hit = false;
-  if (!out) return err_set(&d->err, TVK_ERR_INVALID_ARG, "compile: out is NULL");
+  if (!out) return err_set(err, TVK_ERR_INVALID_ARG, "compile: out is NULL");
   *out = NULL;
-  if (!src) return err_set(&d->err, TVK_ERR_INVALID_ARG, "compile: kernel source is NULL");
+  if (!src) return err_set(err, TVK_ERR_INVALID_ARG, "compile: kernel source is NULL");
   if (!valid_name(name))
-    return err_set(&d->err, TVK_ERR_INVALID_ARG, "compile: kernel name '%s' is not an identifier",
+    return err_set(err, TVK_ERR_INVALID_ARG, "compile: kernel name '%s' is not an identifier",
                    name ? name : "(null)");
   if (v->debug >= 3) log_msg(&v->base.log, TVK_LOG_DEBUG, "tvk: VK kernel %s:\n%s", name, src);
   void *spv = NULL;
   size_t n = 0;
-  tvk_status st = get_spirv(v, name, src, &spv, &n, &hit);
+  tvk_status st = get_spirv(v, name, src, &spv, &n, &hit, err);
   if (st != TVK_OK) return st;
   DevProgram *p = calloc(1, sizeof *p);
   if (p) p->name = strdup(name);
   if (!p || !p->name) {
     free(p);
     free(spv);
-    return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
+    return err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
   }
   p->owner = v;
-  st = vk_pipeline_build(v, p, spv, n / 4);
+  st = vk_pipeline_build(v, p, spv, n / 4, err);
   free(spv);
   if (st != TVK_OK) {
     vk_pipeline_release(v, p);
     return st;
   }
   VkPipelineState *ps = v->pipelines;
+  pthread_mutex_lock(&ps->mu);
   p->next = ps->programs;
   if (ps->programs) ps->programs->prev = p;
   ps->programs = p;
+  pthread_mutex_unlock(&ps->mu);
   if (cache_hit) *cache_hit = hit;
   *out = p;
   return TVK_OK;
@@ -235,10 +242,12 @@ void vk_program_free(Device *d, DevProgram *p) {
    * nothing runs any more and the wait fails at once. */
   if (p->serial > v->serial_done) (void)vk_wait_serial(v, p->serial);
   VkPipelineState *ps = v->pipelines;
+  if (ps) pthread_mutex_lock(&ps->mu);
   if (p->prev)
     p->prev->next = p->next;
   else if (ps)
     ps->programs = p->next;
   if (p->next) p->next->prev = p->prev;
+  if (ps) pthread_mutex_unlock(&ps->mu);
   vk_pipeline_release(v, p);
 }

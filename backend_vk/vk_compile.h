@@ -8,9 +8,10 @@
 
 #include "vk_core.h"
 
-/* The compile and program_free entries of the ops table. */
+/* The compile and program_free entries of the ops table. vk_compile reports
+ * into err, and may run on several threads at once. */
 tvk_status vk_compile(Device *d, const char *name, const char *src, DevProgram **out,
-                      bool *cache_hit);
+                      bool *cache_hit, Error *err);
 void vk_program_free(Device *d, DevProgram *p); /* NULL ok */
 
 #endif

@@ -40,6 +40,10 @@ const char *vk_result_name(VkResult r) {
 }
 
 tvk_status vk_check(VkDev *v, VkResult r, const char *call) {
+  return vk_check_to(v, &v->base.err, r, call);
+}
+
+tvk_status vk_check_to(VkDev *v, Error *err, VkResult r, const char *call) {
   if (r == VK_SUCCESS) return TVK_OK;
   switch (r) {
   case VK_ERROR_OUT_OF_HOST_MEMORY:
@@ -48,17 +52,17 @@ tvk_status vk_check(VkDev *v, VkResult r, const char *call) {
   case VK_ERROR_TOO_MANY_OBJECTS:
   case VK_ERROR_FRAGMENTED_POOL:
   case VK_ERROR_FRAGMENTATION:
-    return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "%s failed: %s (%s)", call,
-                   vk_result_name(r), v->name);
+    return err_set(err, TVK_ERR_OUT_OF_MEMORY, "%s failed: %s (%s)", call, vk_result_name(r),
+                   v->name);
   case VK_ERROR_DEVICE_LOST:
     v->lost = true;
-    return err_set(&v->base.err, TVK_ERR_DEVICE,
+    return err_set(err, TVK_ERR_DEVICE,
                    "%s failed: VK_ERROR_DEVICE_LOST: device lost (%s); the context cannot run "
                    "anything more",
                    call, v->name);
   default:
-    return err_set(&v->base.err, TVK_ERR_DEVICE, "%s failed: %s (%d) (%s)", call, vk_result_name(r),
-                   (int)r, v->name);
+    return err_set(err, TVK_ERR_DEVICE, "%s failed: %s (%d) (%s)", call, vk_result_name(r), (int)r,
+                   v->name);
   }
 }
 

@@ -148,7 +148,8 @@ typedef struct VkDev {
   struct VolkDeviceTable vk; /* device functions of this device: v->vk.vkCreateBuffer(...) */
   VkQueue queue;
 
-  bool lost; /* VK_ERROR_DEVICE_LOST was seen: every entry fails from now on */
+  _Atomic bool lost; /* VK_ERROR_DEVICE_LOST was seen: every entry fails from now on (atomic:
+                      * compiles on other threads may see it) */
 
   /* Memory (vk_memory.c). block_bytes and mem_mode may be changed before the
    * first alloc (tests use small blocks); later changes are ignored. */
@@ -205,6 +206,8 @@ const char *vk_result_name(VkResult r);
  * device lost). Callers handle the non-error codes they expect (VK_TIMEOUT,
  * VK_NOT_READY, VK_INCOMPLETE) before calling. */
 tvk_status vk_check(VkDev *v, VkResult r, const char *call);
+/* The same into err (a compile's, which may run on another thread). */
+tvk_status vk_check_to(VkDev *v, Error *err, VkResult r, const char *call);
 /* TVK_ERR_DEVICE with "device lost ..." once the device is lost, else TVK_OK. */
 tvk_status vk_alive(VkDev *v);
 

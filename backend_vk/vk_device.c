@@ -588,13 +588,15 @@ static tvk_status create_logical(VkDev *v) {
 static const char *vkd_name(Device *d) { return vk_of(d)->name; }
 
 static tvk_status vkd_compile(Device *d, const char *name, const char *src, DevProgram **out,
-                              bool *cache_hit) {
-  tvk_status st = vk_alive(vk_of(d));
-  if (st != TVK_OK) {
+                              bool *cache_hit, Error *err) {
+  if (!err) err = &d->err;
+  if (vk_of(d)->lost) {
     if (out) *out = NULL;
-    return st;
+    return err_set(err, TVK_ERR_DEVICE,
+                   "device lost: %s reported VK_ERROR_DEVICE_LOST earlier; create a new context",
+                   vk_of(d)->name);
   }
-  return vk_compile(d, name, src, out, cache_hit);
+  return vk_compile(d, name, src, out, cache_hit, err);
 }
 
 static tvk_status vkd_launch(Device *d, DevProgram *p, DevBuffer *const *bufs, int nbufs,

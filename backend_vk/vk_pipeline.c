@@ -4,6 +4,8 @@
  * docs/vulkan.md ("Pipelines"). */
 #include "vk_pipeline.h"
 
+#include <pthread.h>
+
 #include <shaderc/shaderc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,7 +196,7 @@ static bool spv_local_size(const Spv *s, uint32_t out[3]) {
 }
 
 /* Finds the buffers (into p->nbindings / p->access) and the push block size. */
-static tvk_status reflect_interface(VkDev *v, DevProgram *p, Spv *s) {
+static tvk_status reflect_interface(DevProgram *p, Spv *s, Error *err) {
   uint32_t push_struct = 0, maxb = 0;
   bool any = false;
   for (uint32_t id = 0; id < s->bound; id++) {
@@ -202,15 +204,15 @@ static tvk_status reflect_interface(VkDev *v, DevProgram *p, Spv *s) {
     if (!t->inst || op_of(t->inst[0]) != SPV_OP_VARIABLE) continue;
     if (t->inst[3] == SPV_SC_PUSH_CONSTANT) push_struct = pointee_struct(s, t);
     if (t->inst[3] == SPV_SC_UNIFORM && !is_storage_buffer(s, t))
-      return err_set(&v->base.err, TVK_ERR_COMPILE,
+      return err_set(err, TVK_ERR_COMPILE,
                      "kernel '%s' declares a uniform buffer; tvk binds storage buffers only",
                      p->name);
     if (!is_storage_buffer(s, t)) continue;
     if (t->set != 0 && t->set != UINT32_MAX)
-      return err_set(&v->base.err, TVK_ERR_COMPILE,
+      return err_set(err, TVK_ERR_COMPILE,
                      "kernel '%s' uses descriptor set %u; tvk binds set 0 only", p->name, t->set);
     if (t->binding == UINT32_MAX || t->binding >= 4096)
-      return err_set(&v->base.err, TVK_ERR_COMPILE,
+      return err_set(err, TVK_ERR_COMPILE,
                      "kernel '%s' has a storage buffer without a usable binding number", p->name);
     any = true;
     if (t->binding > maxb) maxb = t->binding;
@@ -221,7 +223,7 @@ static tvk_status reflect_interface(VkDev *v, DevProgram *p, Spv *s) {
   p->nbindings = any ? (int)maxb + 1 : 0;
   p->access = calloc(p->nbindings ? (size_t)p->nbindings : 1, 1);
   if (!p->access)
-    return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "out of memory for kernel '%s'", p->name);
+    return err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory for kernel '%s'", p->name);
   for (uint32_t id = 0; id < s->bound; id++) {
     const SpvId *t = &s->ids[id];
     if (t->inst && op_of(t->inst[0]) == SPV_OP_VARIABLE && is_storage_buffer(s, t))
@@ -230,33 +232,32 @@ static tvk_status reflect_interface(VkDev *v, DevProgram *p, Spv *s) {
   return TVK_OK;
 }
 
-static tvk_status reflect(VkDev *v, DevProgram *p, const uint32_t *w, size_t n) {
+static tvk_status reflect(DevProgram *p, const uint32_t *w, size_t n, Error *err) {
   Spv s = {.w = w, .n = n};
   if (n < 5 || w[0] != 0x07230203 || w[3] == 0 || w[3] > (1u << 22) || !spv_valid_stream(&s))
-    return err_set(&v->base.err, TVK_ERR_COMPILE, "kernel '%s': malformed SPIR-V", p->name);
+    return err_set(err, TVK_ERR_COMPILE, "kernel '%s': malformed SPIR-V", p->name);
   s.bound = w[3];
   s.ids = malloc(s.bound * sizeof *s.ids);
-  if (!s.ids)
-    return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "out of memory for kernel '%s'", p->name);
+  if (!s.ids) return err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory for kernel '%s'", p->name);
   for (uint32_t i = 0; i < s.bound; i++)
     s.ids[i] = (SpvId){.binding = UINT32_MAX, .set = UINT32_MAX};
   spv_index(&s);
-  tvk_status st = reflect_interface(v, p, &s);
+  tvk_status st = reflect_interface(p, &s, err);
   if (st == TVK_OK && !spv_local_size(&s, p->local))
-    st = err_set(&v->base.err, TVK_ERR_COMPILE, "kernel '%s' declares no local_size", p->name);
+    st = err_set(err, TVK_ERR_COMPILE, "kernel '%s' declares no local_size", p->name);
   free(s.ids);
   return st;
 }
 
 /* ---- limits ---- */
 
-static tvk_status check_limits(VkDev *v, const DevProgram *p) {
+static tvk_status check_limits(VkDev *v, const DevProgram *p, Error *err) {
   const VkDevLimits *l = &v->lim;
   const uint32_t *ls = p->local;
   uint64_t inv = (uint64_t)ls[0] * ls[1] * ls[2];
   if (ls[0] > l->max_wg_size[0] || ls[1] > l->max_wg_size[1] || ls[2] > l->max_wg_size[2] ||
       inv > l->max_wg_invocations || inv == 0)
-    return err_set(&v->base.err, TVK_ERR_COMPILE,
+    return err_set(err, TVK_ERR_COMPILE,
                    "kernel '%s': local_size %ux%ux%u does not fit the device "
                    "(maxComputeWorkGroupSize %ux%ux%u, maxComputeWorkGroupInvocations %u)",
                    p->name, ls[0], ls[1], ls[2], l->max_wg_size[0], l->max_wg_size[1],
@@ -264,12 +265,12 @@ static tvk_status check_limits(VkDev *v, const DevProgram *p) {
   int declared = 0;
   for (int i = 0; i < p->nbindings; i++) declared += p->access[i] != 0;
   if ((uint32_t)declared > l->max_storage_buffers)
-    return err_set(&v->base.err, TVK_ERR_COMPILE,
+    return err_set(err, TVK_ERR_COMPILE,
                    "kernel '%s' binds %d storage buffers; the device allows %u per stage "
                    "(maxPerStageDescriptorStorageBuffers)",
                    p->name, declared, l->max_storage_buffers);
   if (p->push_bytes > l->max_push_constants)
-    return err_set(&v->base.err, TVK_ERR_COMPILE,
+    return err_set(err, TVK_ERR_COMPILE,
                    "kernel '%s' declares %u bytes of push constants; the device holds %u "
                    "(maxPushConstantsSize)",
                    p->name, p->push_bytes, l->max_push_constants);
@@ -278,10 +279,9 @@ static tvk_status check_limits(VkDev *v, const DevProgram *p) {
 
 /* ---- Vulkan objects ---- */
 
-static tvk_status make_layouts(VkDev *v, DevProgram *p) {
+static tvk_status make_layouts(VkDev *v, DevProgram *p, Error *err) {
   VkDescriptorSetLayoutBinding *b = calloc(p->nbindings ? (size_t)p->nbindings : 1, sizeof *b);
-  if (!b)
-    return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "out of memory for kernel '%s'", p->name);
+  if (!b) return err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory for kernel '%s'", p->name);
   uint32_t n = 0;
   for (int i = 0; i < p->nbindings; i++) {
     if (!p->access[i]) continue;
@@ -299,7 +299,7 @@ static tvk_status make_layouts(VkDev *v, DevProgram *p) {
       .pBindings = b};
   VkResult r = v->vk.vkCreateDescriptorSetLayout(v->device, &dci, NULL, &p->set_layout);
   free(b);
-  if (r != VK_SUCCESS) return vk_check(v, r, "vkCreateDescriptorSetLayout");
+  if (r != VK_SUCCESS) return vk_check_to(v, err, r, "vkCreateDescriptorSetLayout");
   VkPushConstantRange pr = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .size = p->push_bytes};
   VkPipelineLayoutCreateInfo lci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
                                     .setLayoutCount = 1,
@@ -307,14 +307,15 @@ static tvk_status make_layouts(VkDev *v, DevProgram *p) {
                                     .pushConstantRangeCount = p->push_bytes ? 1 : 0,
                                     .pPushConstantRanges = &pr};
   r = v->vk.vkCreatePipelineLayout(v->device, &lci, NULL, &p->layout);
-  return r == VK_SUCCESS ? TVK_OK : vk_check(v, r, "vkCreatePipelineLayout");
+  return r == VK_SUCCESS ? TVK_OK : vk_check_to(v, err, r, "vkCreatePipelineLayout");
 }
 
-static tvk_status make_pipeline(VkDev *v, DevProgram *p, const uint32_t *spirv, size_t nwords) {
+static tvk_status make_pipeline(VkDev *v, DevProgram *p, const uint32_t *spirv, size_t nwords,
+                                Error *err) {
   VkShaderModuleCreateInfo mci = {
       .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = nwords * 4, .pCode = spirv};
   VkResult r = v->vk.vkCreateShaderModule(v->device, &mci, NULL, &p->module);
-  if (r != VK_SUCCESS) return vk_check(v, r, "vkCreateShaderModule");
+  if (r != VK_SUCCESS) return vk_check_to(v, err, r, "vkCreateShaderModule");
   VkComputePipelineCreateInfo ci = {
       .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
       .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
@@ -324,16 +325,19 @@ static tvk_status make_pipeline(VkDev *v, DevProgram *p, const uint32_t *spirv, 
       .layout = p->layout};
   VkPipelineState *ps = v->pipelines;
   r = v->vk.vkCreateComputePipelines(v->device, ps->cache, 1, &ci, NULL, &p->pipeline);
-  if (r != VK_SUCCESS) return vk_check(v, r, "vkCreateComputePipelines");
+  if (r != VK_SUCCESS) return vk_check_to(v, err, r, "vkCreateComputePipelines");
+  pthread_mutex_lock(&ps->mu);
   ps->cache_dirty = true;
+  pthread_mutex_unlock(&ps->mu);
   return TVK_OK;
 }
 
-tvk_status vk_pipeline_build(VkDev *v, DevProgram *p, const uint32_t *spirv, size_t nwords) {
-  tvk_status st = reflect(v, p, spirv, nwords);
-  if (st == TVK_OK) st = check_limits(v, p);
-  if (st == TVK_OK) st = make_layouts(v, p);
-  if (st == TVK_OK) st = make_pipeline(v, p, spirv, nwords);
+tvk_status vk_pipeline_build(VkDev *v, DevProgram *p, const uint32_t *spirv, size_t nwords,
+                             Error *err) {
+  tvk_status st = reflect(p, spirv, nwords, err);
+  if (st == TVK_OK) st = check_limits(v, p, err);
+  if (st == TVK_OK) st = make_layouts(v, p, err);
+  if (st == TVK_OK) st = make_pipeline(v, p, spirv, nwords, err);
   return st;
 }
 
@@ -411,6 +415,7 @@ static void blob_key(const void *data, size_t n, char key[33]) {
 tvk_status vk_pipeline_init(VkDev *v) {
   VkPipelineState *ps = calloc(1, sizeof *ps);
   if (!ps) return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "out of memory creating the device");
+  pthread_mutex_init(&ps->mu, NULL);
   v->pipelines = ps;
   /* An unusable cache directory is a warning (vk_cache_dir), never an error. */
   const char *dir = NULL;
@@ -472,6 +477,7 @@ void vk_pipeline_cleanup(VkDev *v) {
 #endif
   free(ps->cache_dir);
   free(ps->cache_path);
+  pthread_mutex_destroy(&ps->mu);
   free(ps);
   v->pipelines = NULL;
 }

@@ -5,6 +5,7 @@
 #ifndef TVK_BACKEND_VK_PIPELINE_H
 #define TVK_BACKEND_VK_PIPELINE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -35,8 +36,12 @@ struct DevProgram {
  * (v->pipelines), made by vk_pipeline_init when the device is created. */
 struct shaderc_compiler;
 struct VkPipelineState {
+  /* Compiles run on several threads at once (the runtime's): this guards
+   * shaderc's creation, shaderc_calls, cache_dirty and the programs list.
+   * The cache directory is resolved at init and only read after. */
+  pthread_mutex_t mu;
   struct shaderc_compiler *shaderc; /* made at the first cache miss (~200 ms), then kept */
-  char *cache_dir;                  /* resolved at the first compile; NULL until then */
+  char *cache_dir;                  /* resolved by vk_pipeline_init; NULL: none */
   bool cache_ro;                    /* cache_dir is only read: nothing is written there */
   bool no_dir; /* no usable directory: kernels are compiled in memory (said once, as a warning) */
   VkPipelineCache cache;
@@ -53,8 +58,10 @@ struct VkPipelineState {
 tvk_status vk_pipeline_init(VkDev *v);
 /* Reads the interface of the SPIR-V (bindings, their access, the push-constant
  * block, local_size), checks it against the device's limits and makes the
- * shader module, layouts and the pipeline into p (p->name set). */
-tvk_status vk_pipeline_build(VkDev *v, DevProgram *p, const uint32_t *spirv, size_t nwords);
+ * shader module, layouts and the pipeline into p (p->name set). Failures go
+ * to err; calls for different programs may run at once. */
+tvk_status vk_pipeline_build(VkDev *v, DevProgram *p, const uint32_t *spirv, size_t nwords,
+                             Error *err);
 /* Destroys p's Vulkan objects and frees p (not the list links). NULL ok. */
 void vk_pipeline_release(VkDev *v, DevProgram *p);
 /* The cache directory, opened at the first call (which sets ps->cache_ro).

@@ -6,6 +6,8 @@
 #   scripts/test.sh clang      clang Release build in build-clang-rel/
 #   scripts/test.sh release    gcc Release build in build-rel/
 #   scripts/test.sh cpu        CPU-only build (TVK_VULKAN=OFF) in build-cpu/: no Vulkan at all
+#   scripts/test.sh tsan       ThreadSanitizer, CPU only, in build-tsan/: the compile tiers'
+#                              builder threads, the batched compiles, the thread pool
 # Further arguments go to cmake, e.g. -DTVK_TEST_CACHE=DIR (the kernel cache
 # the tests share; default <build dir>/test-cache). With TVK_REQUIRE_VK=1 (as
 # in CI) a Vulkan test that finds no Vulkan device fails instead of skipping.
@@ -25,10 +27,18 @@ case "$mode" in
     dir=build-cpu
     flags=(-DTVK_VULKAN=OFF)
     export TVK_REQUIRE_VK=0 ;; # a library without Vulkan has no Vulkan device to require
+  tsan)
+    dir=build-tsan
+    # Vulkan's drivers and shaderc are not instrumented (false reports): CPU only.
+    flags=(-DTVK_VULKAN=OFF -DTVK_BUILD_SAMPLES=OFF "-DCMAKE_C_FLAGS=-fsanitize=thread -g -O1"
+           -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread)
+    export TVK_REQUIRE_VK=0
+    # the OOM test asks for SIZE_MAX/2 bytes: fail like malloc, as under ASan
+    export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:allocator_may_return_null=1} ;;
   release)
     dir=build-rel
     flags=(-DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=Release) ;;
-  *) echo "usage: $0 [plain|sanitize|clang|release|cpu] [cmake options]" >&2; exit 2 ;;
+  *) echo "usage: $0 [plain|sanitize|clang|release|cpu|tsan] [cmake options]" >&2; exit 2 ;;
 esac
 
 cmake -S . -B "$dir" -DTVK_WERROR=ON -DTVK_BUILD_TESTS=ON "${flags[@]}" "$@" >/dev/null

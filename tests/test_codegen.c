@@ -66,7 +66,7 @@ static void run_on(Device *d, UOp *sink, int nb, HostBuf *hb, int nv, const int3
   assert_int_equal(ks.nvars, nv);
   DevProgram *p = NULL;
   bool hit;
-  if (d->ops->compile(d, ks.name, ks.src, &p, &hit) != TVK_OK)
+  if (d->ops->compile(d, ks.name, ks.src, &p, &hit, NULL) != TVK_OK)
     fail_msg("compile: %s\n%s", d->err.msg, ks.src);
   DevBuffer *bufs[32];
   for (int i = 0; i < nb; i++) {

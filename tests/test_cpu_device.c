@@ -75,7 +75,7 @@ static Device *make_dev(int threads) { return make_dev_in(threads, test_cache_di
 static DevProgram *must_compile(Device *d, const char *name, const char *src, bool *hit) {
   DevProgram *p = NULL;
   bool h = false;
-  tvk_status st = d->ops->compile(d, name, src, &p, &h);
+  tvk_status st = d->ops->compile(d, name, src, &p, &h, NULL);
   if (st != TVK_OK) fail_msg("compile %s: %s: %s", name, tvk_status_name(st), d->err.msg);
   if (hit) *hit = h;
   return p;
@@ -503,7 +503,7 @@ static void test_compile_error(void **state) {
   int n0 = count_files(s->cache, NULL);
   DevProgram *p = (DevProgram *)d;
   bool hit = true;
-  assert_int_equal(d->ops->compile(d, "broken", src, &p, &hit), TVK_ERR_COMPILE);
+  assert_int_equal(d->ops->compile(d, "broken", src, &p, &hit, NULL), TVK_ERR_COMPILE);
   assert_null(p);
   assert_false(hit);
   assert_contains(d->err.msg, "broken");
@@ -519,15 +519,15 @@ static void test_missing_symbol_and_bad_names(void **state) {
   Device *d = make_dev_in(1, s->cache); /* fresh, so the first round compiles */
   DevProgram *p = (DevProgram *)d;
   for (int round = 0; round < 2; round++) { /* a miss, then from the cache */
-    assert_int_equal(d->ops->compile(d, "absent", src, &p, NULL), TVK_ERR_COMPILE);
+    assert_int_equal(d->ops->compile(d, "absent", src, &p, NULL, NULL), TVK_ERR_COMPILE);
     assert_null(p);
     assert_contains(d->err.msg, "'absent'");
   }
-  assert_int_equal(d->ops->compile(d, "1abc", src, &p, NULL), TVK_ERR_INVALID_ARG);
-  assert_int_equal(d->ops->compile(d, "a b", src, &p, NULL), TVK_ERR_INVALID_ARG);
-  assert_int_equal(d->ops->compile(d, "", src, &p, NULL), TVK_ERR_INVALID_ARG);
-  assert_int_equal(d->ops->compile(d, NULL, src, &p, NULL), TVK_ERR_INVALID_ARG);
-  assert_int_equal(d->ops->compile(d, "present", NULL, &p, NULL), TVK_ERR_INVALID_ARG);
+  assert_int_equal(d->ops->compile(d, "1abc", src, &p, NULL, NULL), TVK_ERR_INVALID_ARG);
+  assert_int_equal(d->ops->compile(d, "a b", src, &p, NULL, NULL), TVK_ERR_INVALID_ARG);
+  assert_int_equal(d->ops->compile(d, "", src, &p, NULL, NULL), TVK_ERR_INVALID_ARG);
+  assert_int_equal(d->ops->compile(d, NULL, src, &p, NULL, NULL), TVK_ERR_INVALID_ARG);
+  assert_int_equal(d->ops->compile(d, "present", NULL, &p, NULL, NULL), TVK_ERR_INVALID_ARG);
   p = must_compile(d, "present", src, NULL);
   assert_int_equal(run_tagged(d, p), 3);
   d->ops->program_free(d, p);
@@ -544,7 +544,7 @@ static void test_no_compiler(void **state) {
   snprintf(dir, sizeof dir, "%s/no-cc-cache", s->root); /* empty: nothing to load */
   Device *d = make_dev_in(1, dir);                      /* creating works; compiling says why not */
   DevProgram *p = (DevProgram *)d;
-  assert_int_equal(d->ops->compile(d, "mul_add", mul_add_src, &p, NULL), TVK_ERR_DEVICE);
+  assert_int_equal(d->ops->compile(d, "mul_add", mul_add_src, &p, NULL, NULL), TVK_ERR_DEVICE);
   assert_null(p);
   assert_contains(d->err.msg, "no C compiler found");
   assert_contains(d->err.msg, bad);
@@ -557,7 +557,7 @@ static void test_no_compiler(void **state) {
       .threads = 1, .cc = bad, .cache_dir = dir, .cpu_tiers = TVK_CPU_TIERS_OPTIMISED};
   Error err;
   assert_int_equal(cpu_device_create(&opt, &d, &err), TVK_OK);
-  assert_int_equal(d->ops->compile(d, "mul_add", mul_add_src, &p, NULL), TVK_ERR_DEVICE);
+  assert_int_equal(d->ops->compile(d, "mul_add", mul_add_src, &p, NULL, NULL), TVK_ERR_DEVICE);
   assert_contains(d->err.msg, bad);
   d->ops->destroy(d);
 }
@@ -571,7 +571,7 @@ static tvk_status compile_once(const DeviceOptions *opt, int tag, char *msg, siz
   if (st != TVK_OK) fail_msg("create: %s", err.msg);
   tagged_src(src, sizeof src, "where", tag);
   DevProgram *p = NULL;
-  st = d->ops->compile(d, "where", src, &p, NULL);
+  st = d->ops->compile(d, "where", src, &p, NULL, NULL);
   snprintf(msg, msgn, "%s", d->err.msg);
   if (st == TVK_OK) {
     assert_int_equal(run_tagged(d, p), tag);
@@ -824,7 +824,7 @@ static const char *readonly_checks(const DeviceOptions *opt, const char *tmpdir,
   const int tags[3] = {have, lacks, lacks};
   for (int i = 0; i < 3 && !bad; i++) {
     bool h = !hit[i];
-    if (d->ops->compile(d, "ro", srcs[i], &p[i], &h) != TVK_OK) {
+    if (d->ops->compile(d, "ro", srcs[i], &p[i], &h, NULL) != TVK_OK) {
       snprintf(why, sizeof why, "compile %d: %s", i, d->err.msg);
       bad = why;
     } else if (h != hit[i]) {
@@ -1096,7 +1096,7 @@ static void test_cc_timeout(void **state) {
   DevProgram *p = (DevProgram *)d;
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  assert_int_equal(d->ops->compile(d, "hangs", src, &p, NULL), TVK_ERR_COMPILE);
+  assert_int_equal(d->ops->compile(d, "hangs", src, &p, NULL, NULL), TVK_ERR_COMPILE);
   double took = seconds_since(&t0);
   assert_null(p);
   assert_contains(d->err.msg, cc);
@@ -1296,7 +1296,7 @@ static void test_warm_cache_without_compiler(void **state) {
     assert_true(hit);
     run_fast(d, p, 500, 2);
     p = (DevProgram *)d;
-    assert_int_equal(d->ops->compile(d, "warm", other, &p, NULL), TVK_ERR_DEVICE);
+    assert_int_equal(d->ops->compile(d, "warm", other, &p, NULL, NULL), TVK_ERR_DEVICE);
     assert_null(p);
     assert_contains(d->err.msg, "'warm' is not in the kernel cache");
     assert_contains(d->err.msg, "no C compiler found");

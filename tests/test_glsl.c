@@ -244,7 +244,7 @@ static void run_on(Device *d, const Lang *L, UOp *sink, int nb, const HostBuf *h
   assert_int_equal(ks.nbufs, nb);
   DevProgram *p = NULL;
   bool hit;
-  if (d->ops->compile(d, ks.name, ks.src, &p, &hit) != TVK_OK)
+  if (d->ops->compile(d, ks.name, ks.src, &p, &hit, NULL) != TVK_OK)
     fail_msg("compile %s: %s\n%s", ks.name, d->err.msg, ks.src);
   DevBuffer *bufs[64];
   assert_true(nb <= 64);

@@ -198,7 +198,7 @@ static void run_plan(Device *d, const Case *k, const OptPlan *plan, void *out, s
   if (getenv("TVK_OPT_PRINT")) fprintf(stderr, "%s\n", ks.src);
   DevProgram *p = NULL;
   bool hit;
-  if (d->ops->compile(d, ks.name, ks.src, &p, &hit) != TVK_OK)
+  if (d->ops->compile(d, ks.name, ks.src, &p, &hit, NULL) != TVK_OK)
     fail_msg("compile: %s\n%s", d->err.msg, ks.src);
   DevBuffer *bufs[3];
   assert_int_equal(d->ops->alloc(d, out_bytes, &bufs[0]), TVK_OK);

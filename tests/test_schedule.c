@@ -1942,6 +1942,79 @@ static void test_kernel_store_across_contexts(void **state) {
   rm_rf(dir);
 }
 
+/* ---------------------------------------------------------------- compiles all at once */
+
+/* One schedule of several kernels compiles them together (run.c's
+ * get_programs), each result right. With no way to build (no compiler, the
+ * system compiler's tier only), the error names the first kernel in
+ * schedule order, and nothing ran. */
+static void test_schedule_compiles_at_once(void **state) {
+  (void)state;
+  char dir[256];
+  assert_true(temp_dir(dir, sizeof dir, "batch"));
+  int64_t sh[1] = {300}, sh2[2] = {20, 15};
+  float a[300], b[300], c[300], out[300];
+  tvk_ctx_options opt = {.device = "CPU", .cache_dir = dir, .cpu_tiers = TVK_CPU_TIERS_OPTIMISED};
+  tvk_ctx *ctx = NULL;
+  assert_int_equal(tvk_ctx_create_opts(&opt, &ctx), TVK_OK);
+  tvk_tensor *A = rand_tensor(ctx, 1, sh, a), *B = rand_tensor(ctx, 1, sh, b),
+             *C = rand_tensor(ctx, 2, sh2, c);
+  int ax = 0;
+  /* the two sums are one kernel (siblings), the product and exp one each */
+  tvk_tensor *ys[4] = {tvk_sum(A, 1, &ax, false), tvk_sum(B, 1, &ax, false), tvk_mul(A, B),
+                       tvk_exp(C)};
+  tvk_stats_reset(ctx);
+  assert_int_equal(tvk_realize(4, ys), TVK_OK);
+  tvk_stats st;
+  tvk_stats_get(ctx, &st);
+  assert_int_equal(st.kernels_run, 3);
+  assert_int_equal(st.kernels_compiled, 3);
+  assert_int_equal(st.cache_hits, 0);
+  for (int k = 0; k < 2; k++) {
+    double w = 0;
+    for (int i = 0; i < 300; i++) w += k ? b[i] : a[i];
+    read_f32(ys[k], out);
+    check_close("sum", out, &w, 1, 1e-5);
+  }
+  for (int k = 2; k < 4; k++) {
+    read_f32(ys[k], out);
+    for (int i = 0; i < 300; i++) {
+      double w = k == 2 ? (double)a[i] * b[i] : exp((double)c[i]);
+      check_close(k == 2 ? "a*b" : "exp", &out[i], &w, 1, 1e-6);
+    }
+  }
+  close_ctx_clean(ctx);
+  rm_rf(dir);
+
+  assert_true(temp_dir(dir, sizeof dir, "batch-fail"));
+  opt = (tvk_ctx_options){.device = "CPU",
+                          .cache_dir = dir,
+                          .cc = "/nonexistent/cc",
+                          .cpu_tiers = TVK_CPU_TIERS_OPTIMISED};
+  assert_int_equal(tvk_ctx_create_opts(&opt, &ctx), TVK_OK);
+  A = rand_tensor(ctx, 1, sh, a), B = rand_tensor(ctx, 1, sh, b);
+  C = rand_tensor(ctx, 2, sh2, c);
+  tvk_tensor *zs[2] = {tvk_sub(A, B), tvk_exp(C)};
+  tvk_stats_reset(ctx);
+  assert_int_equal(tvk_realize(2, zs), TVK_ERR_DEVICE);
+  tvk_stats_get(ctx, &st);
+  assert_int_equal(st.kernels_run, 0);
+  const char *msg = tvk_ctx_error(ctx);
+  if (!strstr(msg, "not in the kernel cache") || !strstr(msg, "/nonexistent/cc"))
+    fail_msg("unexpected message: %s", msg);
+  /* the first kernel of the schedule is named: the one computing zs[0] */
+  char first[64];
+  if (sscanf(msg, "kernel %63s", first) != 1) fail_msg("no kernel named: %s", msg);
+  tvk_ctx_clear_error(ctx);
+  tvk_tensor *only = tvk_sub(A, B);
+  assert_int_equal(tvk_realize(1, &only), TVK_ERR_DEVICE);
+  char alone[64];
+  assert_int_equal(sscanf(tvk_ctx_error(ctx), "kernel %63s", alone), 1);
+  assert_string_equal(first, alone);
+  close_ctx_clean(ctx);
+  rm_rf(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_hand_elementwise),
@@ -1955,6 +2028,7 @@ int main(void) {
       cmocka_unit_test(test_second_run_compiles_nothing),
       cmocka_unit_test(test_kernel_store_key),
       cmocka_unit_test(test_kernel_store_across_contexts),
+      cmocka_unit_test(test_schedule_compiles_at_once),
       cmocka_unit_test(test_readonly_cache_option),
       cmocka_unit_test(test_log_callback),
       cmocka_unit_test(test_no_disk_cache),

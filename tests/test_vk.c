@@ -184,7 +184,7 @@ static void test_results_and_lost(void **state) {
   assert_non_null(strstr(d->err.msg, "device lost"));
   DevProgram *p = (DevProgram *)1;
   bool hit = false;
-  assert_int_equal(d->ops->compile(d, "k", "void main() {}", &p, &hit), TVK_ERR_DEVICE);
+  assert_int_equal(d->ops->compile(d, "k", "void main() {}", &p, &hit, NULL), TVK_ERR_DEVICE);
   assert_null(p);
   d->ops->free(d, b);
   close_vk(d);
@@ -695,7 +695,7 @@ static Device *open_vk_sync(int debug) {
 static DevProgram *compile_ok(Device *d, const char *name, const char *src, bool *hit) {
   DevProgram *p = NULL;
   bool h = false;
-  tvk_status st = d->ops->compile(d, name, src, &p, &h);
+  tvk_status st = d->ops->compile(d, name, src, &p, &h, NULL);
   if (st != TVK_OK) fprintf(stderr, "compile %s: %s\n", name, d->err.msg);
   assert_int_equal(st, TVK_OK);
   assert_non_null(p);
@@ -1115,7 +1115,7 @@ static void test_compile_error(void **state) {
   static const char bad[] = GLSL_HEAD(64) "void main() {\n  uint i = gl_LocalInvocationID.x\n}\n";
   DevProgram *p = (DevProgram *)1;
   bool hit = true;
-  assert_int_equal(d->ops->compile(d, "broken_kernel", bad, &p, &hit), TVK_ERR_COMPILE);
+  assert_int_equal(d->ops->compile(d, "broken_kernel", bad, &p, &hit, NULL), TVK_ERR_COMPILE);
   assert_null(p);
   assert_false(hit);
   const char *e = d->err.msg;
@@ -1124,9 +1124,9 @@ static void test_compile_error(void **state) {
   /* A local size over the device's limit never reaches a pipeline. */
   static const char wide[] =
       "#version 450\nlayout(local_size_x = 1024, local_size_y = 2) in;\nvoid main() {}\n";
-  assert_int_equal(d->ops->compile(d, "wide", wide, &p, &hit), TVK_ERR_COMPILE);
+  assert_int_equal(d->ops->compile(d, "wide", wide, &p, &hit, NULL), TVK_ERR_COMPILE);
   assert_non_null(strstr(d->err.msg, "maxComputeWorkGroupInvocations"));
-  assert_int_equal(d->ops->compile(d, "bad name", k_inc, &p, &hit), TVK_ERR_INVALID_ARG);
+  assert_int_equal(d->ops->compile(d, "bad name", k_inc, &p, &hit, NULL), TVK_ERR_INVALID_ARG);
   close_vk(d);
 }
 

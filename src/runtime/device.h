@@ -49,9 +49,12 @@ typedef struct {
   tvk_status (*copy_in)(Device *d, DevBuffer *b, size_t offset, const void *src, size_t n);
   tvk_status (*copy_out)(Device *d, DevBuffer *b, size_t offset, void *dst, size_t n);
   /* Compile kernel `name` from source, through the on-disk cache. `*cache_hit`
-   * tells whether a compiled result was reused. */
+   * tells whether a compiled result was reused. A failure is reported in err,
+   * or in d->err when err is NULL. With an err of its own, each call may run
+   * on another thread at the same time (the runtime compiles a schedule's
+   * kernels in parallel); no other entry runs meanwhile. */
   tvk_status (*compile)(Device *d, const char *name, const char *src, DevProgram **out,
-                        bool *cache_hit);
+                        bool *cache_hit, Error *err);
   void (*program_free)(Device *d, DevProgram *p); /* NULL ok */
   /* Enqueue a launch; it may run before this returns or at the next sync. */
   tvk_status (*launch)(Device *d, DevProgram *p, DevBuffer *const *bufs, int nbufs,

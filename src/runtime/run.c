@@ -2,10 +2,13 @@
  * source text (the device adds its on-disk cache below it), launches, stats,
  * and the TVK_DEBUG output. */
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "codegen/kernel.h"
 #include "codegen/opt.h"
@@ -72,14 +75,14 @@ static bool cache_grow(ProgCache *c) {
   return true;
 }
 
-static const KernEntry *kern_find(const ProgCache *c, const UOp *ast) {
+static KernEntry *kern_find(const ProgCache *c, const UOp *ast) {
   int64_t i = c ? ptrmap_get(&c->by_ast, ast) : -1;
   return i >= 0 ? c->kern[i] : NULL;
 }
 
 /* Moves ks into a new entry for ast and returns it; NULL (ks left to the
  * caller) when out of memory. */
-static const KernEntry *kern_add(ProgCache *c, UOp *ast, KernelSource *ks, DevProgram *prog) {
+static KernEntry *kern_add(ProgCache *c, UOp *ast, KernelSource *ks, DevProgram *prog) {
   KernEntry *e = malloc(sizeof *e);
   if (!e || !VEC_RESERVE(c->kern, c->capkern, c->nkern + 1) ||
       !ptrmap_put(&c->by_ast, ast, (int64_t)c->nkern)) {
@@ -118,41 +121,76 @@ void progcache_free(ProgCache *c, Device *dev) {
   free(c);
 }
 
-/* The program for ks: from the cache, else compiled by the device (which may
- * find it in its on-disk cache). Counts compiles and hits. */
-static tvk_status get_program(const Runner *r, const KernelSource *ks, DevProgram **out) {
+/* The program of ks if the cache has it (a hit counted), else NULL. */
+static DevProgram *cached_program(const Runner *r, const KernelSource *ks) {
   ProgCache *c = *r->programs;
-  if (!c && !(c = *r->programs = calloc(1, sizeof *c)))
-    return err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache",
-                   ks->name);
-  if ((c->n + 1) * 2 > c->cap && !cache_grow(c))
-    return err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache",
-                   ks->name);
-  uint64_t h = fnv1a(ks->src);
-  ProgEntry *e = cache_slot(c->e, c->cap, h, ks->src);
-  if (e->src) {
-    r->stats->cache_hits++;
-    *out = e->prog;
-    return TVK_OK;
-  }
-  bool hit = false;
-  DevProgram *p = NULL;
-  tvk_status st = r->dev->ops->compile(r->dev, ks->name, ks->src, &p, &hit);
-  if (st != TVK_OK) return err_set(r->err, st, "kernel %s: %s", ks->name, r->dev->err.msg);
-  char *key = strdup(ks->src);
+  if (!c || !c->cap) return NULL;
+  ProgEntry *e = cache_slot(c->e, c->cap, fnv1a(ks->src), ks->src);
+  if (e->src) r->stats->cache_hits++;
+  return e->src ? e->prog : NULL;
+}
+
+/* Adds prog as the program of ks's source; on failure (out of memory) frees
+ * it and says so in r->err. */
+static tvk_status cache_program(const Runner *r, const KernelSource *ks, DevProgram *prog) {
+  ProgCache *c = *r->programs;
+  char *key = NULL;
+  if (c && ((c->n + 1) * 2 <= c->cap || cache_grow(c))) key = strdup(ks->src);
   if (!key) {
-    r->dev->ops->program_free(r->dev, p);
+    r->dev->ops->program_free(r->dev, prog);
     return err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache",
                    ks->name);
   }
-  *e = (ProgEntry){key, h, p};
+  uint64_t h = fnv1a(ks->src);
+  *cache_slot(c->e, c->cap, h, ks->src) = (ProgEntry){key, h, prog};
   c->n++;
-  if (hit)
-    r->stats->cache_hits++;
-  else
-    r->stats->kernels_compiled++;
-  *out = p;
   return TVK_OK;
+}
+
+/* One device compile of a schedule's batch, run on any thread. */
+typedef struct {
+  const KernelSource *ks;
+  int first; /* the first item of the schedule that needs it */
+  DevProgram *prog;
+  bool hit;
+  tvk_status st;
+  Error err;
+} CompileJob;
+
+typedef struct {
+  Device *dev;
+  CompileJob *jobs;
+  int n;
+  atomic_int next;
+} CompileBatch;
+
+static void *compile_jobs(void *arg) {
+  CompileBatch *b = arg;
+  for (int i; (i = atomic_fetch_add(&b->next, 1)) < b->n;) {
+    CompileJob *j = &b->jobs[i];
+    err_clear(&j->err);
+    j->st = b->dev->ops->compile(b->dev, j->ks->name, j->ks->src, &j->prog, &j->hit, &j->err);
+  }
+  return NULL;
+}
+
+/* Most threads one batch of compiles uses: compiles are host work (cc
+ * processes, shaderc, pipeline creation), so one per host core. */
+enum { RUN_MAX_COMPILE_THREADS = 8 };
+
+/* Compiles the jobs, on as many threads as there are host cores and jobs
+ * (the calling thread is one of them). A thread that cannot be started only
+ * leaves its share to the others. */
+static void compile_batch(Device *dev, CompileJob *jobs, int n) {
+  CompileBatch b = {dev, jobs, n, 0};
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int extra = (int)(cores < n ? cores : n) - 1;
+  if (extra > RUN_MAX_COMPILE_THREADS - 1) extra = RUN_MAX_COMPILE_THREADS - 1;
+  pthread_t th[RUN_MAX_COMPILE_THREADS];
+  int started = 0;
+  while (started < extra && pthread_create(&th[started], NULL, compile_jobs, &b) == 0) started++;
+  compile_jobs(&b);
+  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
 }
 
 /* ---------------------------------------------------------------- debug output */
@@ -178,6 +216,7 @@ typedef struct {
   const KernelSource *ks;
   KernelSource own;
   DevProgram *prog;
+  KernEntry *entry; /* where the context keeps it by its AST (NULL: out of memory) */
 } Prepared;
 
 /* The program cache of r, made at the first kernel; NULL when out of memory. */
@@ -201,28 +240,30 @@ static const char *store_dir(const Runner *r, ProgCache *c) {
   return c->store_dir;
 }
 
-/* The end of a prepare, with p->own generated or loaded: its program, and
- * the prepared kernel kept by its AST. */
+/* The end of a prepare, with p->own generated or loaded: its checks, and the
+ * kernel kept by its AST (its program follows in get_programs), so that the
+ * same AST later in the schedule or in a later one is not prepared again. */
 static tvk_status finish_prepare(const Runner *r, UOp *ast, Prepared *p) {
   if (p->own.nvars > 0) /* the scheduler makes no DEFINE_VARs yet: nothing could bind them */
     return err_set(r->err, TVK_ERR_INTERNAL, "kernel %s: has %d symbolic values and none are bound",
                    p->own.name, p->own.nvars);
-  tvk_status st = get_program(r, &p->own, &p->prog);
-  /* get_program made the cache; out of memory here only costs the shortcut */
-  const KernEntry *e = st == TVK_OK ? kern_add(*r->programs, ast, &p->own, p->prog) : NULL;
-  if (e) p->ks = &e->ks;
-  return st;
+  /* out of memory here only costs the shortcut: p keeps its own source */
+  p->entry = kern_add(*r->programs, ast, &p->own, NULL);
+  if (p->entry) p->ks = &p->entry->ks;
+  return TVK_OK;
 }
 
-/* Codegen and compile of item i, in the device's language and lowering. */
+/* The source of item i, in the device's language and lowering: one the
+ * context prepared before (with its program), or from the kernel store, or
+ * generated. */
 static tvk_status prepare(const Runner *r, const Schedule *s, int i, Prepared *p) {
   const Device *d = r->dev;
   UOp *ast = s->items[i].ast;
   p->ks = &p->own;
-  const KernEntry *known = kern_find(*r->programs, ast);
-  if (known) {
-    r->stats->cache_hits++;
-    p->ks = &known->ks, p->prog = known->prog;
+  KernEntry *known = kern_find(*r->programs, ast);
+  if (known) { /* without a program when its compile failed before: get_programs tries again */
+    if (known->prog) r->stats->cache_hits++;
+    p->ks = &known->ks, p->prog = known->prog, p->entry = known;
     return TVK_OK;
   }
   int64_t most = d->limits.max_local_threads; /* work-group size: 64 unless the device has less */
@@ -262,6 +303,52 @@ static tvk_status prepare(const Runner *r, const Schedule *s, int i, Prepared *p
   }
   if (keyed && !c->store_ro) kstore_save(dir, key, &p->own);
   return finish_prepare(r, ast, p);
+}
+
+/* The programs of every prepared kernel: from the program cache, else
+ * compiled by the device, the missing ones of the schedule all at once (one
+ * compile for kernels of the same source). A failure names the first
+ * failing kernel in schedule order; what did compile is kept. Then each new
+ * kernel is kept by its AST. */
+static tvk_status get_programs(const Runner *r, const Schedule *s, Prepared *p) {
+  int n = s->nitems, njobs = 0;
+  if (!programs_of(r)) return err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "run: out of memory");
+  CompileJob *jobs = calloc((size_t)n, sizeof *jobs);
+  int *job_of = malloc((size_t)n * sizeof *job_of);
+  if (!jobs || !job_of) {
+    free(jobs), free(job_of);
+    return err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "run: out of memory");
+  }
+  for (int i = 0; i < n; i++) {
+    job_of[i] = -1;
+    if (p[i].prog || (p[i].prog = cached_program(r, p[i].ks))) continue;
+    for (int j = 0; j < njobs && job_of[i] < 0; j++)
+      if (!strcmp(jobs[j].ks->src, p[i].ks->src)) job_of[i] = j;
+    if (job_of[i] < 0) jobs[njobs] = (CompileJob){.ks = p[i].ks, .first = i}, job_of[i] = njobs++;
+  }
+  compile_batch(r->dev, jobs, njobs);
+  tvk_status st = TVK_OK;
+  for (int j = 0; j < njobs; j++) {
+    if (jobs[j].st != TVK_OK) continue;
+    if (jobs[j].hit)
+      r->stats->cache_hits++;
+    else
+      r->stats->kernels_compiled++;
+    tvk_status cs = cache_program(r, jobs[j].ks, jobs[j].prog);
+    if (cs != TVK_OK) jobs[j].prog = NULL, jobs[j].st = cs, jobs[j].err = *r->err;
+  }
+  for (int i = 0; i < n; i++) {
+    const CompileJob *j = job_of[i] >= 0 ? &jobs[job_of[i]] : NULL;
+    if (j && j->st != TVK_OK && st == TVK_OK)
+      st = err_set(r->err, j->st, "kernel %s: %s", j->ks->name, j->err.msg);
+    if (j && !j->prog) continue;
+    if (j) p[i].prog = j->prog;
+    if (j && j->first != i) r->stats->cache_hits++; /* another item's program, as from the cache */
+    if (p[i].entry) p[i].entry->prog = p[i].prog;
+  }
+  free(jobs);
+  free(job_of);
+  return st;
 }
 
 static tvk_status launch(const Runner *r, const Schedule *s, DevBuffer *const *all, int i,
@@ -333,6 +420,7 @@ tvk_status run_schedule(const Runner *r, const Schedule *s, DevBuffer *const *bu
     st = prepare(r, s, i, &p[i]);
     names[i] = p[i].ks->name;
   }
+  if (st == TVK_OK) st = get_programs(r, s, p);
   if (r->debug >= 2 && p && names) print_schedule(r, s, names, st == TVK_OK ? p : NULL);
   for (int i = 0; i < n && st == TVK_OK; i++) {
     print_code(r, &p[i]);

@@ -95,7 +95,7 @@ static double time_plan(const Bench *b, const OptPlan *p) {
   DevProgram *prog = NULL;
   bool hit;
   double best = -1;
-  if (d->ops->compile(d, ks.name, ks.src, &prog, &hit) == TVK_OK) {
+  if (d->ops->compile(d, ks.name, ks.src, &prog, &hit, NULL) == TVK_OK) {
     LaunchDims dims;
     memcpy(dims.global, ks.global, sizeof dims.global);
     memcpy(dims.local, ks.local, sizeof dims.local);
