@@ -4,6 +4,8 @@
 #   1. find_package(tvk) from an installed prefix   (static, shared)
 #   2. pkg-config tvk                               (static, shared)
 #   3. add_subdirectory(tvk)                        (static, shared)
+#   4. FetchContent from this git repository, at HEAD (static; only when the
+#      tree is a git checkout: what is committed is what is fetched)
 # The prefix is the build tree's install (default build/, built already);
 # everything else lives in a temporary directory.
 #   scripts/consumer-test.sh [BUILD_DIR]
@@ -65,4 +67,12 @@ for shared in OFF ON; do
   cmake --build "$work/sub-$kind" -j"$jobs" --target app >/dev/null
   run "add_subdirectory, $kind" "$work/sub-$kind/app"
 done
-echo "consumer: all six builds ran"
+if git -C "$src" rev-parse --verify -q HEAD >/dev/null; then
+  cmake -S "$src/tests/consumer" -B "$work/fetch" -DTVK_CONSUME=fetchcontent \
+    -DTVK_SOURCE="$src" -DTVK_GIT_TAG="$(git -C "$src" rev-parse HEAD)" >/dev/null
+  cmake --build "$work/fetch" -j"$jobs" --target app >/dev/null
+  run "FetchContent, static" "$work/fetch/app"
+  echo "consumer: all seven builds ran"
+else
+  echo "consumer: all six builds ran ($src is no git checkout: no FetchContent build)"
+fi
