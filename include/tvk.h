@@ -116,6 +116,9 @@ typedef enum {
   TVK_LOG_DEBUG = 3, /* TVK_DEBUG >= 3: sources and UOps */
 } tvk_log_level;
 typedef void (*tvk_log_fn)(void *user, tvk_log_level level, const char *message);
+/* (Messages come from the thread that called into tvk, except the warnings of
+ * the CPU device's background builds (tvk_cpu_tiers), which come from its
+ * builder threads.) */
 
 /* How the CPU device compiles a kernel that is not in its cache (docs/cpu_backend.md).
  * FAST_THEN_OPTIMISED: TinyCC builds it in memory in about a millisecond and
@@ -172,6 +175,11 @@ typedef struct {
    * enum, or a $TVK_CPU_TIERS it does not name, makes tvk_ctx_create fail with
    * TVK_ERR_INVALID_ARG. */
   tvk_cpu_tiers cpu_tiers;
+  /* $TVK_PROGRESS: 1 says how a realize's compiles go, as TVK_LOG_INFO
+   * messages ("tvk: compiling 14/27 kernels (1.2 s)"), once they have taken
+   * half a second or when there are 16 or more, and a last line when done.
+   * Off by default (TVK_DEBUG >= 1 turns it on too); the samples turn it on. */
+  int progress;
 } tvk_ctx_options;
 
 /* Creates a context on a device: "CPU", "VK" (the best Vulkan device: discrete

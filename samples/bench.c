@@ -633,7 +633,8 @@ int main(int argc, char **argv) {
       dev = argv[i];
   }
   tvk_ctx *ctx;
-  if (tvk_ctx_create(dev, &ctx) != TVK_OK) {
+  tvk_ctx_options opt = {.device = dev, .progress = 1}; /* say how long compiles go */
+  if (tvk_ctx_create_opts(&opt, &ctx) != TVK_OK) {
     fprintf(stderr, "bench: no device: %s\n", tvk_last_create_error());
     return 1;
   }

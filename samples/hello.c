@@ -20,7 +20,8 @@ static int fail(tvk_ctx *ctx, const char *what, tvk_status st) {
 
 int main(int argc, char **argv) {
   tvk_ctx *ctx;
-  tvk_status st = tvk_ctx_create(argc > 1 ? argv[1] : NULL, &ctx);
+  tvk_ctx_options opt = {.device = argc > 1 ? argv[1] : NULL, .progress = 1};
+  tvk_status st = tvk_ctx_create_opts(&opt, &ctx);
   if (st != TVK_OK) {
     fprintf(stderr, "hello: no device: %s\n", tvk_last_create_error());
     return 1;

@@ -57,7 +57,8 @@ int main(int argc, char **argv) {
   const char *device = argc > 1 ? argv[1] : NULL;
   int steps = argc > 2 ? atoi(argv[2]) : 300;
   tvk_ctx *ctx;
-  tvk_status cs = tvk_ctx_create(device, &ctx);
+  tvk_ctx_options opt = {.device = device, .progress = 1}; /* say how long compiles go */
+  tvk_status cs = tvk_ctx_create_opts(&opt, &ctx);
   if (cs != TVK_OK) {
     fprintf(stderr, "mlp: %s\n", tvk_last_create_error());
     return cs == TVK_ERR_DEVICE ? 77 : 1;

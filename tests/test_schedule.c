@@ -2015,6 +2015,44 @@ static void test_schedule_compiles_at_once(void **state) {
   rm_rf(dir);
 }
 
+/* Compile progress (tvk_ctx_options.progress): a batch of 16 kernels is
+ * reported as it goes and when done, through the log callback at INFO; with
+ * progress off nothing is said. */
+static void test_compile_progress(void **state) {
+  (void)state;
+  enum { K = 16 };
+  for (int on = 0; on < 2; on++) {
+    char dir[256];
+    assert_true(temp_dir(dir, sizeof dir, "progress"));
+    LogSeen seen = {0};
+    tvk_ctx_options opt = {
+        .device = "CPU", .cache_dir = dir, .progress = on, .log = collect, .log_user = &seen};
+    tvk_ctx *ctx = NULL;
+    assert_int_equal(tvk_ctx_create_opts(&opt, &ctx), TVK_OK);
+    tvk_tensor *ys[K];
+    float host[K + 1];
+    for (int k = 0; k < K; k++) { /* other lengths: other kernels, none fused */
+      int64_t sh[1] = {k + 1};
+      ys[k] = tvk_exp(rand_tensor(ctx, 1, sh, host));
+    }
+    tvk_stats_reset(ctx);
+    assert_int_equal(tvk_realize(K, ys), TVK_OK);
+    tvk_stats st;
+    tvk_stats_get(ctx, &st);
+    assert_int_equal(st.kernels_run, K);
+    if (on) {
+      assert_true(seen.info >= 2);
+      if (strncmp(seen.last, "tvk: compiled 16 kernels in ", 28) != 0)
+        fail_msg("the last message: %s", seen.last);
+    } else {
+      assert_int_equal(seen.calls, 0);
+    }
+    assert_int_equal(tvk_ctx_wait_compiles(ctx), TVK_OK);
+    close_ctx_clean(ctx);
+    rm_rf(dir);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_hand_elementwise),
@@ -2029,6 +2067,7 @@ int main(void) {
       cmocka_unit_test(test_kernel_store_key),
       cmocka_unit_test(test_kernel_store_across_contexts),
       cmocka_unit_test(test_schedule_compiles_at_once),
+      cmocka_unit_test(test_compile_progress),
       cmocka_unit_test(test_readonly_cache_option),
       cmocka_unit_test(test_log_callback),
       cmocka_unit_test(test_no_disk_cache),

@@ -505,6 +505,7 @@ static tvk_status ctx_create(const tvk_ctx_options *opts, tvk_ctx **out) {
   tvk_ctx_options o = opts ? *opts : (tvk_ctx_options){0};
   ctx->log = (LogSink){o.log, o.log_user};
   o.debug = env_int("TVK_DEBUG", o.debug);
+  o.progress = env_int("TVK_PROGRESS", o.progress);
   o.validate = env_int("TVK_VALIDATE", o.validate);
   o.noopt = env_int("TVK_NOOPT", o.noopt);
   o.beam = env_int("TVK_BEAM", o.beam);

@@ -302,6 +302,7 @@ static tvk_status run(tvk_ctx *ctx, const Schedule *s) {
   Runner r = {.dev = ctx->dev,
               .programs = &ctx->programs,
               .debug = ctx->opt.debug,
+              .progress = ctx->opt.progress > 0 || ctx->opt.debug >= 1,
               .noopt = ctx->opt.noopt != 0,
               .beam = ctx->opt.beam > 0 ? ctx->opt.beam : 0,
               .cache_dir = ctx->cache_dir,

@@ -161,16 +161,49 @@ typedef struct {
   Device *dev;
   CompileJob *jobs;
   int n;
-  atomic_int next;
+  atomic_int next, done;
+  /* progress: reported by the calling thread only, so that messages come
+   * from the thread that called into tvk */
+  bool report;        /* progress messages wanted (Runner.progress) */
+  const LogSink *log; /* where they go (NULL: stderr) */
+  double t0, last;    /* ms: the batch's start, the last message */
 } CompileBatch;
 
-static void *compile_jobs(void *arg) {
-  CompileBatch *b = arg;
+/* Batches reported as they go: at least this many kernels, or running this
+ * long; then a message at most every PROGRESS_EVERY_MS. */
+enum { PROGRESS_MIN_KERNELS = 16, PROGRESS_AFTER_MS = 500, PROGRESS_EVERY_MS = 250 };
+
+static double now_ms(void);
+
+static void report_progress(CompileBatch *b, bool final) {
+  if (!b->report) return;
+  double t = now_ms();
+  bool started = b->last > 0;
+  if (!started && b->n < PROGRESS_MIN_KERNELS && t - b->t0 < PROGRESS_AFTER_MS) return;
+  if (!final && started && t - b->last < PROGRESS_EVERY_MS) return;
+  if (final && !started) return;
+  int done = atomic_load(&b->done);
+  if (final)
+    log_msg(b->log, TVK_LOG_INFO, "tvk: compiled %d kernel%s in %.2f s", b->n, b->n == 1 ? "" : "s",
+            (t - b->t0) / 1e3);
+  else
+    log_msg(b->log, TVK_LOG_INFO, "tvk: compiling %d/%d kernels (%.1f s)", done, b->n,
+            (t - b->t0) / 1e3);
+  b->last = t;
+}
+
+static void run_jobs(CompileBatch *b, bool reporter) {
   for (int i; (i = atomic_fetch_add(&b->next, 1)) < b->n;) {
     CompileJob *j = &b->jobs[i];
     err_clear(&j->err);
     j->st = b->dev->ops->compile(b->dev, j->ks->name, j->ks->src, &j->prog, &j->hit, &j->err);
+    atomic_fetch_add(&b->done, 1);
+    if (reporter) report_progress(b, false);
   }
+}
+
+static void *compile_jobs(void *arg) {
+  run_jobs(arg, false);
   return NULL;
 }
 
@@ -181,16 +214,26 @@ enum { RUN_MAX_COMPILE_THREADS = 8 };
 /* Compiles the jobs, on as many threads as there are host cores and jobs
  * (the calling thread is one of them). A thread that cannot be started only
  * leaves its share to the others. */
-static void compile_batch(Device *dev, CompileJob *jobs, int n) {
-  CompileBatch b = {dev, jobs, n, 0};
+static void compile_batch(const Runner *r, CompileJob *jobs, int n) {
+  CompileBatch b = {.dev = r->dev, .jobs = jobs, .n = n, .report = r->progress, .log = r->log};
+  atomic_init(&b.next, 0);
+  atomic_init(&b.done, 0);
+  b.t0 = now_ms();
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int extra = (int)(cores < n ? cores : n) - 1;
   if (extra > RUN_MAX_COMPILE_THREADS - 1) extra = RUN_MAX_COMPILE_THREADS - 1;
   pthread_t th[RUN_MAX_COMPILE_THREADS];
   int started = 0;
   while (started < extra && pthread_create(&th[started], NULL, compile_jobs, &b) == 0) started++;
-  compile_jobs(&b);
+  run_jobs(&b, true);
+  /* the calling thread is out of jobs: it reports while the others finish */
+  while (b.report && atomic_load(&b.done) < n) {
+    struct timespec nap = {0, 20 * 1000 * 1000};
+    nanosleep(&nap, NULL);
+    report_progress(&b, false);
+  }
   for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+  report_progress(&b, true);
 }
 
 /* ---------------------------------------------------------------- debug output */
@@ -326,7 +369,7 @@ static tvk_status get_programs(const Runner *r, const Schedule *s, Prepared *p) 
       if (!strcmp(jobs[j].ks->src, p[i].ks->src)) job_of[i] = j;
     if (job_of[i] < 0) jobs[njobs] = (CompileJob){.ks = p[i].ks, .first = i}, job_of[i] = njobs++;
   }
-  compile_batch(r->dev, jobs, njobs);
+  compile_batch(r, jobs, njobs);
   tvk_status st = TVK_OK;
   for (int j = 0; j < njobs; j++) {
     if (jobs[j].st != TVK_OK) continue;
