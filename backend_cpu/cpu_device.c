@@ -277,6 +277,22 @@ static tvk_status read_tiers(const DeviceOptions *opt, int *tiers, Error *err) {
                  "TVK_CPU_TIERS is '%s': expected fast-then-optimised, optimised or fast", v);
 }
 
+void cpu_device_describe(tvk_device_info *out) {
+  memset(out, 0, sizeof *out);
+  snprintf(out->name, sizeof out->name, "CPU");
+  char *id = NULL;
+  cpu_read_cpuinfo(out->description, sizeof out->description, &id);
+  CpuToolchain probe = {.cpu_id = id}; /* only what vector_bytes reads */
+  out->kind = TVK_DEVICE_KIND_CPU;
+  out->usable = true;
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  out->memory_bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+  out->subgroup_size = vector_bytes(&probe) / 4;
+  out->cores = thread_count(NULL);
+  out->int8 = out->fp64 = true; /* float16 is stored, and computed in float32 */
+  free(id);
+}
+
 tvk_status cpu_device_create(const DeviceOptions *opt, Device **out, Error *err) {
   err_clear(err);
   if (!out) return err_set(err, TVK_ERR_INVALID_ARG, "cpu_device_create: out is NULL");

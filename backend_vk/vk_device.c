@@ -353,6 +353,104 @@ static tvk_status choose_physical(VkDev *v, int index) {
   return st;
 }
 
+/* ---- listing devices (tvk_device_get_info) ---- */
+
+static tvk_device_kind kind_of(VkPhysicalDeviceType t) {
+  switch (t) {
+  case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return TVK_DEVICE_KIND_DISCRETE_GPU;
+  case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return TVK_DEVICE_KIND_INTEGRATED_GPU;
+  case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return TVK_DEVICE_KIND_VIRTUAL_GPU;
+  case VK_PHYSICAL_DEVICE_TYPE_CPU: return TVK_DEVICE_KIND_SOFTWARE;
+  default: return TVK_DEVICE_KIND_OTHER;
+  }
+}
+
+/* Device i's entry. Structures of Vulkan 1.2 are chained only for a 1.2+
+ * device (a 1.1 one need not know them). */
+static void describe(VkDev *v, VkPhysicalDevice p, int i, tvk_device_info *d) {
+  memset(d, 0, sizeof *d);
+  snprintf(d->name, sizeof d->name, "VK:%d", i);
+  VkPhysicalDeviceDriverProperties drv = {.sType =
+                                              VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceSubgroupProperties sub = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceProperties2 pp = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  VkPhysicalDeviceProperties base;
+  v->vki.vkGetPhysicalDeviceProperties(p, &base);
+  bool v12 = version_of(base.apiVersion) >= VK_API_VERSION_1_2;
+  bool v11 = version_of(base.apiVersion) >= VK_API_VERSION_1_1;
+  snprintf(d->description, sizeof d->description, "%s", base.deviceName);
+  d->kind = kind_of(base.deviceType);
+  d->vendor_id = base.vendorID;
+  d->device_id = base.deviceID;
+  d->api_version = base.apiVersion;
+  const char *why = unusable(v, p, &base);
+  d->usable = !why;
+  if (why) snprintf(d->unusable_reason, sizeof d->unusable_reason, "%s", why);
+  if (v11) {
+    pp.pNext = &sub;
+    if (v12) sub.pNext = &drv;
+    v->vki.vkGetPhysicalDeviceProperties2(p, &pp);
+    d->subgroup_size = (int)sub.subgroupSize;
+    if (v12)
+      snprintf(d->driver, sizeof d->driver, "%.60s%s%.60s", drv.driverName,
+               *drv.driverInfo ? ", " : "", drv.driverInfo);
+    VkPhysicalDeviceShaderFloat16Int8Features f16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                    .pNext = v12 ? &f16 : NULL};
+    v->vki.vkGetPhysicalDeviceFeatures2(p, &f2);
+    d->fp64 = f2.features.shaderFloat64;
+    d->fp16 = f16.shaderFloat16;
+    d->int8 = f16.shaderInt8;
+  }
+  VkPhysicalDeviceMemoryProperties mp;
+  v->vki.vkGetPhysicalDeviceMemoryProperties(p, &mp);
+  for (uint32_t h = 0; h < mp.memoryHeapCount; h++)
+    if ((mp.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) &&
+        mp.memoryHeaps[h].size > d->memory_bytes)
+      d->memory_bytes = mp.memoryHeaps[h].size;
+}
+
+tvk_status vk_list_devices(tvk_device_info **out, int *n, Error *err) {
+  *out = NULL;
+  *n = 0;
+  VkDev *v = calloc(1, sizeof *v);
+  if (!v) return err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory listing devices");
+  atomic_init(&v->validation_messages, 0);
+  tvk_status st = TVK_OK;
+  uint32_t count = 0;
+  VkPhysicalDevice *ps = NULL;
+  /* no loader, no driver, no instance: simply no Vulkan devices */
+  if (create_instance(v) == TVK_OK &&
+      v->vki.vkEnumeratePhysicalDevices(v->instance, &count, NULL) == VK_SUCCESS && count > 0) {
+    ps = calloc(count, sizeof *ps);
+    tvk_device_info *list = calloc(count, sizeof *list);
+    VkResult r = ps && list ? v->vki.vkEnumeratePhysicalDevices(v->instance, &count, ps)
+                            : VK_ERROR_OUT_OF_HOST_MEMORY;
+    if (r == VK_SUCCESS || r == VK_INCOMPLETE) {
+      int best = -1, best_rank = -1;
+      for (uint32_t i = 0; i < count; i++) {
+        describe(v, ps[i], (int)i, &list[i]);
+        VkPhysicalDeviceProperties pp;
+        v->vki.vkGetPhysicalDeviceProperties(ps[i], &pp);
+        if (list[i].usable && type_rank(pp.deviceType) > best_rank)
+          best = (int)i, best_rank = type_rank(pp.deviceType);
+      }
+      if (best >= 0) list[best].is_default = true; /* as choose_physical(-1) picks */
+      *out = list, *n = (int)count;
+    } else {
+      free(list);
+      if (r == VK_ERROR_OUT_OF_HOST_MEMORY)
+        st = err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory listing devices");
+    }
+  }
+  free(ps);
+  if (v->instance) v->vki.vkDestroyInstance(v->instance, NULL);
+  free(v);
+  return st;
+}
+
 /* ---- features, extensions, limits ---- */
 
 /* The feature structs we query and then enable (a copy with only wanted bits). */

@@ -182,6 +182,48 @@ typedef struct {
   int progress;
 } tvk_ctx_options;
 
+/* ------------------------------------------------------------------ devices */
+
+typedef enum {
+  TVK_DEVICE_KIND_CPU = 0,        /* the CPU device: C kernels on the host's cores */
+  TVK_DEVICE_KIND_DISCRETE_GPU,   /* Vulkan */
+  TVK_DEVICE_KIND_INTEGRATED_GPU, /* Vulkan */
+  TVK_DEVICE_KIND_VIRTUAL_GPU,    /* Vulkan */
+  TVK_DEVICE_KIND_SOFTWARE,       /* a Vulkan device that runs on the CPU (lavapipe, SwiftShader) */
+  TVK_DEVICE_KIND_OTHER,          /* Vulkan, of no type it names */
+} tvk_device_kind;
+
+/* What tvk_device_get_info says of one device. It grows at its end from
+ * version to version (the macro passes the size the app knows). */
+typedef struct {
+  char name[32];         /* what tvk_ctx_create takes: "VK:0", "VK:1", ..., "CPU" */
+  char description[256]; /* "llvmpipe (LLVM 15.0.6, 256 bits)", "AMD EPYC 7B13" */
+  tvk_device_kind kind;
+  bool usable; /* tvk can run on it; else unusable_reason says why */
+  char unusable_reason[128];
+  bool is_default;       /* the one tvk_ctx_create(NULL) picks when $TVK_DEVICE is unset */
+  uint32_t vendor_id;    /* PCI vendor (0x10de NVIDIA, 0x1002 AMD, 0x8086 Intel); 0 CPU */
+  uint32_t device_id;    /* PCI device; 0 for the CPU */
+  char driver[128];      /* "llvmpipe, Mesa 22.3.6" (Vulkan 1.2+ drivers); "" otherwise */
+  uint32_t api_version;  /* Vulkan version, VK_MAKE_API_VERSION's encoding; 0 for the CPU */
+  uint64_t memory_bytes; /* the largest device-local heap; the host's RAM for the CPU */
+  int subgroup_size;     /* Vulkan subgroup size; float32 SIMD lanes for the CPU */
+  int cores;             /* CPU: hardware threads online; 0 on Vulkan */
+  bool fp16, int8, fp64; /* native float16 / int8 / float64 arithmetic in kernels */
+} tvk_device_info;
+
+/* How many devices tvk can name: the Vulkan devices (in the loader's order,
+ * as "VK:n"), then the CPU, always last. Listed once per process, at the
+ * first call (creating a Vulkan instance: tens of ms), then from memory. */
+TVK_API int tvk_device_count(void);
+/* Fills *out for device i (0 <= i < tvk_device_count()): TVK_OK, or
+ * TVK_ERR_INVALID_ARG for an i out of range or a NULL out (the message is
+ * tvk_last_error's). Use the macro, which passes the size of the struct. */
+TVK_API tvk_status tvk_device_info_sized(int i, tvk_device_info *out, size_t out_size);
+#define tvk_device_get_info(i, out) tvk_device_info_sized((i), (out), sizeof(tvk_device_info))
+/* "CPU", "discrete GPU", "integrated GPU", "virtual GPU", "software", "other". */
+TVK_API const char *tvk_device_kind_name(tvk_device_kind kind);
+
 /* Creates a context on a device: "CPU", "VK" (the best Vulkan device: discrete
  * before integrated before software) or "VK:n" (the n-th, as vulkaninfo lists them);
  * NULL picks $TVK_DEVICE, else the best available device. On success *out is the

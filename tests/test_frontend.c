@@ -1236,8 +1236,72 @@ static void test_flat_memory(void **state) {
   assert_true(uctx_live(C->u) < live);
 }
 
+/* The device list: Vulkan devices as VK:n in order, then the CPU; one
+ * default, the device tvk_ctx_create(NULL) opens; every usable entry opens
+ * under its name; bad calls are errors with a message; a smaller struct (an
+ * older app) gets only the fields it knows. */
+static void test_device_list(void **state) {
+  (void)state;
+  int n = tvk_device_count();
+  assert_true(n >= 1);
+  assert_int_equal(tvk_device_count(), n);
+  int defaults = 0, vk = 0;
+  char *saved = env_save("TVK_DEVICE");
+  unsetenv("TVK_DEVICE");
+  for (int i = 0; i < n; i++) {
+    tvk_device_info d;
+    assert_int_equal(tvk_device_get_info(i, &d), TVK_OK);
+    defaults += d.is_default;
+    if (i == n - 1) {
+      assert_string_equal(d.name, "CPU");
+      assert_int_equal(d.kind, TVK_DEVICE_KIND_CPU);
+      assert_true(d.cores >= 1 && d.memory_bytes > 0 && d.subgroup_size >= 4);
+    } else {
+      char want[32];
+      snprintf(want, sizeof want, "VK:%d", i);
+      assert_string_equal(d.name, want);
+      assert_true(d.kind != TVK_DEVICE_KIND_CPU && d.api_version != 0);
+      vk += d.usable;
+      if (d.usable) assert_true(d.subgroup_size >= 1 && d.memory_bytes > 0);
+    }
+    if (!d.usable) {
+      assert_true(d.unusable_reason[0] != '\0');
+      continue;
+    }
+    tvk_ctx *ctx = NULL;
+    assert_int_equal(tvk_ctx_create(d.name, &ctx), TVK_OK);
+    if (!strstr(tvk_ctx_device(ctx), d.description))
+      fail_msg("%s opens as '%s', listed as '%s'", d.name, tvk_ctx_device(ctx), d.description);
+    tvk_ctx_destroy(ctx);
+    if (d.is_default) {
+      assert_int_equal(tvk_ctx_create(NULL, &ctx), TVK_OK);
+      if (!strstr(tvk_ctx_device(ctx), d.description))
+        fail_msg("the default opens as '%s', listed as %s '%s'", tvk_ctx_device(ctx), d.name,
+                 d.description);
+      tvk_ctx_destroy(ctx);
+    }
+  }
+  env_restore("TVK_DEVICE", saved);
+  assert_int_equal(defaults, 1);
+  if (vk_required() && vk == 0) fail_msg("TVK_REQUIRE_VK, but no usable Vulkan device is listed");
+
+  tvk_device_info d;
+  assert_int_equal(tvk_device_get_info(n, &d), TVK_ERR_INVALID_ARG);
+  if (!strstr(tvk_last_error(), "does not exist")) fail_msg("message: %s", tvk_last_error());
+  assert_int_equal(tvk_device_get_info(-1, &d), TVK_ERR_INVALID_ARG);
+  assert_int_equal(tvk_device_get_info(0, NULL), TVK_ERR_INVALID_ARG);
+  memset(&d, 0x5a, sizeof d);
+  assert_int_equal(tvk_device_info_sized(n - 1, &d, offsetof(tvk_device_info, kind)), TVK_OK);
+  assert_string_equal(d.name, "CPU");
+  const unsigned char *rest = (const unsigned char *)&d + offsetof(tvk_device_info, kind);
+  for (size_t k = 0; k < sizeof d - offsetof(tvk_device_info, kind); k++)
+    assert_int_equal(rest[k], 0x5a);
+  assert_string_equal(tvk_device_kind_name(TVK_DEVICE_KIND_SOFTWARE), "software");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_device_list),
       cmocka_unit_test_setup_teardown(test_broadcast_table, setup, teardown),
       cmocka_unit_test_setup_teardown(test_broadcast_random, setup, teardown),
       cmocka_unit_test_setup_teardown(test_promotion_table, setup, teardown),

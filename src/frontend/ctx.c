@@ -1,5 +1,6 @@
 /* Contexts and the tensor lifecycle: creation, errors, scopes, stats, buffers,
  * reading results. See frontend.h for the tensor graph. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,14 @@ static _Thread_local Error create_err, no_ctx_err;
 
 const char *tvk_last_create_error(void) { return create_err.msg; }
 const char *tvk_last_error(void) { return no_ctx_err.msg; }
+
+tvk_status front_no_ctx_error(tvk_status st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  err_vset(&no_ctx_err, st, fmt, ap);
+  va_end(ap);
+  return st;
+}
 
 const char *tvk_ctx_error(const tvk_ctx *ctx) { return ctx ? ctx->err.msg : ""; }
 void tvk_ctx_clear_error(tvk_ctx *ctx) {

@@ -67,6 +67,10 @@ tvk_dtype dt_to_tvk(ScalarType s);
 bool tvk_dtype_valid(tvk_dtype dt);
 
 /* ---- errors ---- */
+/* Records a failure of a call that names no context (tvk_last_error's
+ * message) and returns st. */
+tvk_status front_no_ctx_error(tvk_status st, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* A new tensor in an error state with the message; also sets ctx->error.
  * Returns NULL only when memory for the tensor itself ran out. */
 tvk_tensor *tensor_error(tvk_ctx *ctx, tvk_status status, const char *fmt, ...)

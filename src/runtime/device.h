@@ -110,4 +110,14 @@ tvk_status vk_device_create(const DeviceOptions *opt, int index, Device **out, E
  * other device and when validation is off. */
 uint64_t vk_validation_messages(Device *d);
 
+/* Every device, for tvk_device_get_info: the Vulkan ones (VK:0 ...), then the
+ * CPU. *out is malloc'ed (free it); *n its length, at least 1 (the CPU):
+ * a missing loader or driver only means no Vulkan entries. TVK_OK, or
+ * TVK_ERR_OUT_OF_MEMORY. */
+tvk_status device_list(tvk_device_info **out, int *n, Error *err);
+/* The backends' parts of it. vk_list_devices: *out malloc'ed, *n >= 0 (0 and
+ * TVK_OK without a loader or a driver); is_default set on the one VK picks. */
+tvk_status vk_list_devices(tvk_device_info **out, int *n, Error *err);
+void cpu_device_describe(tvk_device_info *out);
+
 #endif

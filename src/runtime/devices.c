@@ -1,4 +1,5 @@
 /* The device registry: a device name to the backend that makes it. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,7 +29,33 @@ uint64_t vk_validation_messages(Device *d) {
   (void)d;
   return 0;
 }
+
+tvk_status vk_list_devices(tvk_device_info **out, int *n, Error *err) {
+  (void)err;
+  *out = NULL;
+  *n = 0;
+  return TVK_OK;
+}
 #endif
+
+tvk_status device_list(tvk_device_info **out, int *n, Error *err) {
+  tvk_device_info *vk = NULL;
+  int nvk = 0;
+  tvk_status st = vk_list_devices(&vk, &nvk, err);
+  if (st != TVK_OK) return st;
+  tvk_device_info *all = realloc(vk, (size_t)(nvk + 1) * sizeof *all);
+  if (!all) {
+    free(vk);
+    return err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory listing devices");
+  }
+  cpu_device_describe(&all[nvk]);
+  bool any_default = false;
+  for (int i = 0; i < nvk; i++) any_default |= all[i].is_default;
+  all[nvk].is_default = !any_default; /* the CPU when there is no usable Vulkan device */
+  *out = all;
+  *n = nvk + 1;
+  return TVK_OK;
+}
 
 tvk_status device_open(const char *name, const DeviceOptions *opt, Device **out, Error *err) {
   int index;
