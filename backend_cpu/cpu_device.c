@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Buffers are 64-byte aligned: a cache line, and enough for any vector load. */
@@ -29,6 +30,7 @@ typedef struct {
   CpuToolchain tc;
   CpuPool *pool;
   int threads;
+  int debug; /* DeviceOptions.debug: >= 1 logs each launch's time */
   CpuPrograms *programs;
   DevBuffer *cache[CPU_CACHE_BLOCKS]; /* freed buffers, most recent last */
   int ncache;
@@ -176,8 +178,19 @@ static tvk_status cpu_launch(Device *d, DevProgram *p, DevBuffer *const *bufs, i
     ptrs[i] = bufs[i]->data;
   }
   CpuDevice *c = cpu_of(d);
+  struct timespec t0 = {0, 0}, t1;
+  if (d->on_time || c->debug >= 1) clock_gettime(CLOCK_MONOTONIC, &t0);
   cpu_pool_run(c->pool, launch_cores(c->threads, dims), cpu_program_fn(p), ptrs,
                nvals > 0 ? vals : no_vals);
+  if (d->on_time ||
+      c->debug >= 1) { /* a launch runs to completion: its wall time is the kernel's */
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    if (c->debug >= 1)
+      log_msg(&d->log, TVK_LOG_INFO, "tvk: CPU kernel %s: %.3f ms", cpu_program_name(p), ms);
+    if (d->on_time) d->on_time(d->time_user, cpu_program_name(p), ms);
+  }
+
   if (ptrs != local) free(ptrs);
   return TVK_OK;
 }
@@ -305,6 +318,7 @@ tvk_status cpu_device_create(const DeviceOptions *opt, Device **out, Error *err)
   c->base.ops = &cpu_ops;
   if (opt) c->base.log = opt->log;
   c->threads = thread_count(opt);
+  c->debug = opt ? opt->debug : 0;
   int tiers;
   tvk_status st = cpu_toolchain_init(&c->tc, opt, err);
   if (st == TVK_OK) st = read_tiers(opt, &tiers, err);

@@ -107,6 +107,7 @@ tvk_status cpu_program_build(CpuPrograms *ps, Device *owner, const char *name, c
 /* The function a launch of p calls now. */
 CpuKernelFn cpu_program_fn(DevProgram *p);
 Device *cpu_program_owner(const DevProgram *p);
+const char *cpu_program_name(const DevProgram *p);
 /* Frees p (NULL ok); its pending background build is cancelled. */
 void cpu_program_free(CpuPrograms *ps, DevProgram *p);
 /* Returns when no background build is queued or running. */

@@ -29,6 +29,7 @@ struct DevProgram {
   void *handle;            /* dlopen handle of the system compiler's build; NULL: none yet */
   void *tcc;               /* TinyCC's code (cpu_tcc.c); NULL: none */
   CpuJob *job;             /* its pending background build; under CpuPrograms.mu */
+  char *name;              /* the kernel's, for timings */
 };
 
 /* Builder threads: at most this many, and no more than the device's cores. */
@@ -187,6 +188,11 @@ tvk_status cpu_program_build(CpuPrograms *ps, Device *owner, const char *name, c
   DevProgram *p = calloc(1, sizeof *p);
   if (!p) return err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
   p->owner = owner;
+  /* a NULL name is the lookup's error (cpu_cache_load checks it) */
+  if (name && !(p->name = strdup(name))) {
+    free(p);
+    return err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
+  }
   CpuKernelFn fn = NULL;
   bool found = false;
   tvk_status st = cpu_cache_load(err, ps->tc, name, src, &p->handle, &fn, &found);
@@ -206,6 +212,7 @@ tvk_status cpu_program_build(CpuPrograms *ps, Device *owner, const char *name, c
   }
   if (st != TVK_OK) {
     cpu_tcc_free(p->tcc);
+    free(p->name);
     free(p);
     return st;
   }
@@ -223,6 +230,8 @@ CpuKernelFn cpu_program_fn(DevProgram *p) {
 }
 
 Device *cpu_program_owner(const DevProgram *p) { return p->owner; }
+
+const char *cpu_program_name(const DevProgram *p) { return p->name; }
 
 /* Takes p off the list and from its job, under ps->mu. */
 static void detach(CpuPrograms *ps, DevProgram *p) {
@@ -249,6 +258,7 @@ static void detach(CpuPrograms *ps, DevProgram *p) {
 static void close_program(DevProgram *p) {
   if (p->handle) dlclose(p->handle);
   cpu_tcc_free(p->tcc);
+  free(p->name);
   free(p);
 }
 

@@ -125,7 +125,8 @@ typedef struct VkDev {
   Device base;                                      /* first, so a Device * is a VkDev * */
   char name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE + 16]; /* "Vulkan: <deviceName>" */
   int debug;                                        /* TVK_DEBUG level */
-  bool validate;                                    /* VK_LAYER_KHRONOS_validation is on */
+  bool profile;         /* DeviceOptions.profile: timestamps without the TVK_DEBUG lines */
+  bool validate;        /* VK_LAYER_KHRONOS_validation is on */
   bool sync_validation; /* and synchronization validation (TVK_VALIDATE=2) */
   char *cache_dir;      /* opt->cache_dir (malloc'ed); NULL: the default places */
   int cache_readonly;   /* opt->cache_readonly (0: $TVK_CACHE_READONLY decides) */

@@ -767,6 +767,7 @@ static tvk_status parse_memory_modes(VkDev *v) {
 static tvk_status create(VkDev *v, const DeviceOptions *opt, int index) {
   v->base.ops = &vk_ops;
   v->debug = opt ? opt->debug : 0;
+  v->profile = opt && opt->profile > 0;
   if (opt) v->base.log = opt->log;
   v->validate = opt && opt->validate;
   v->sync_validation = opt && opt->validate >= 2;

@@ -134,7 +134,7 @@ tvk_status vk_dispatch_init(VkDev *v) {
   }
   s->push = push;
   s->recording = -1;
-  s->timing = v->debug >= 1 && (v->features & VKFEAT_TIMESTAMPS);
+  s->timing = (v->debug >= 1 || v->profile) && (v->features & VKFEAT_TIMESTAMPS);
   v->dispatch = s;
   tvk_status st = TVK_OK;
   for (int i = 0; i < VK_SLOTS && st == TVK_OK; i++) st = slot_init(v, s, &s->slots[i]);
@@ -174,7 +174,9 @@ static void print_timings(VkDev *v, VkSlot *sl) {
   for (int i = 0; i < sl->ndispatch; i++) {
     uint64_t ticks = (t[2 * i + 1] - t[2 * i]) & mask;
     double ms = (double)ticks * v->lim.timestamp_period * 1e-6;
-    log_msg(&v->base.log, TVK_LOG_INFO, "tvk: VK kernel %s: %.3f ms", sl->names[i], ms);
+    if (v->debug >= 1)
+      log_msg(&v->base.log, TVK_LOG_INFO, "tvk: VK kernel %s: %.3f ms", sl->names[i], ms);
+    if (v->base.on_time) v->base.on_time(v->base.time_user, sl->names[i], ms);
   }
   free(t);
 }

@@ -180,6 +180,11 @@ typedef struct {
    * half a second or when there are 16 or more, and a last line when done.
    * Off by default (TVK_DEBUG >= 1 turns it on too); the samples turn it on. */
   int progress;
+  /* $TVK_PROFILE: 1 times every kernel launch on the device (Vulkan:
+   * timestamps, read when a batch completes, so nothing waits; CPU: each
+   * launch's wall time) for tvk_profile_summary. TVK_DEBUG >= 1 does too, and
+   * prints the summary at tvk_ctx_destroy. */
+  int profile;
 } tvk_ctx_options;
 
 /* ------------------------------------------------------------------ devices */
@@ -277,6 +282,18 @@ typedef struct {
 TVK_API void tvk_stats_get(const tvk_ctx *ctx, tvk_stats *out);
 /* Zeroes the counters; bytes_peak restarts from bytes_now. */
 TVK_API void tvk_stats_reset(tvk_ctx *ctx);
+
+/* Where the device's time went, per kernel name: calls, total and mean time
+ * and share of the total, the largest first, as text:
+ *   tvk profile: 7 kernels, 56 launches, 12.345 ms on the device
+ *     kernel                          calls    total ms     mean ms   share
+ *     r_8u8_32u16_784                     8       6.201       0.775   50.2%
+ * Waits for the device first, so every launch so far is counted. Empty
+ * ("") unless kernels are timed (tvk_ctx_options.profile, TVK_DEBUG >= 1).
+ * Owned by ctx, valid until the next call on it; NULL ctx gives "". */
+TVK_API const char *tvk_profile_summary(tvk_ctx *ctx);
+/* Forgets the times collected so far. */
+TVK_API void tvk_profile_reset(tvk_ctx *ctx);
 
 /* Scopes: every tensor created after tvk_scope_begin and still alive at
  * tvk_scope_end is released there, except those listed in keep (which then

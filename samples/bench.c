@@ -29,6 +29,8 @@
  *    a*b+c, a read-only sum ("read") for sum; median of as many runs as tvk
  *    had, the result checked. Its GB/s counts what it reads and writes (12 and
  *    4 bytes per element).
+ * After the table, tvk_profile_summary: where the device's time went, per
+ * kernel name, over every run of the cases (warm-up and settle runs too).
  * "tvk/ref" is tvk's rate over the reference's: GFLOP/s for OpenBLAS and C
  * (= ref time / tvk time), GB/s for the probes. Above 1: tvk is faster.
  * FLOP counts: matmul 2*M*N*K (per matrix of a batch); conv2d 2 per
@@ -633,7 +635,8 @@ int main(int argc, char **argv) {
       dev = argv[i];
   }
   tvk_ctx *ctx;
-  tvk_ctx_options opt = {.device = dev, .progress = 1}; /* say how long compiles go */
+  /* say how long compiles go; time kernels for the summary at the end */
+  tvk_ctx_options opt = {.device = dev, .progress = 1, .profile = 1};
   if (tvk_ctx_create_opts(&opt, &ctx) != TVK_OK) {
     fprintf(stderr, "bench: no device: %s\n", tvk_last_create_error());
     return 1;
@@ -728,6 +731,7 @@ int main(int argc, char **argv) {
     if ((quick && !specs[i].quick) || (only && !strstr(specs[i].name, only))) continue;
     bad += !run_case(ctx, &specs[i], quick ? 3 : (specs[i].m >= 2048 ? 3 : 7));
   }
+  printf("\n%s", tvk_profile_summary(ctx));
   tvk_ctx_destroy(ctx);
   return bad ? 1 : 0;
 }

@@ -2053,6 +2053,63 @@ static void test_compile_progress(void **state) {
   }
 }
 
+/* tvk_profile_summary: with profile on, every launch is in it (its header
+ * counts kernels_run, each row's calls add up), the rows by total time; a
+ * reset empties it; with profile off it is empty. On the CPU, and on Vulkan
+ * when there is a device (timestamps). */
+static void test_profile_summary(void **state) {
+  (void)state;
+  for (int k = 0; k < 3; k++) {
+    const char *dev = k == 2 ? "VK" : "CPU";
+    tvk_ctx_options opt = {.device = dev, .cache_dir = g_dir, .profile = k != 1};
+    tvk_ctx *ctx = NULL;
+    if (tvk_ctx_create_opts(&opt, &ctx) != TVK_OK) {
+      if (k == 2 && !vk_required()) continue;
+      fail_msg("%s: %s", dev, tvk_last_create_error());
+    }
+    int64_t sh[2] = {16, 33};
+    float a[16 * 33], b[16 * 33], out[16 * 33];
+    int ax = 1;
+    for (int rep = 0; rep < 3; rep++) {
+      tvk_tensor *A = rand_tensor(ctx, 2, sh, a), *B = rand_tensor(ctx, 2, sh, b);
+      read_f32(tvk_sum(tvk_mul(A, B), 1, &ax, false), out);
+      read_f32(tvk_add(A, B), out);
+    }
+    tvk_stats st;
+    tvk_stats_get(ctx, &st);
+    const char *text = tvk_profile_summary(ctx);
+    if (k == 1) {
+      assert_string_equal(text, "");
+    } else {
+      unsigned kernels = 0;
+      unsigned long long launches = 0, rows = 0;
+      double total = -1;
+      if (sscanf(text, "tvk profile: %u kernel%*[s], %llu launch%*[es], %lf ms", &kernels,
+                 &launches, &total) != 3)
+        fail_msg("%s: header: %s", dev, text);
+      assert_int_equal(launches, st.kernels_run);
+      assert_true(kernels >= 2 && total > 0);
+      const char *line = strchr(strchr(text, '\n') + 1, '\n') + 1; /* past the column names */
+      double prev = 1e300;
+      for (unsigned r = 0; r < kernels; r++) {
+        char name[64];
+        unsigned long long calls;
+        double tot, mean, share;
+        if (sscanf(line, " %63s %llu %lf %lf %lf%%", name, &calls, &tot, &mean, &share) != 5)
+          fail_msg("%s: row %u: %s", dev, r, line);
+        assert_true(tot <= prev + 1e-9); /* the largest first */
+        prev = tot;
+        rows += calls;
+        line = strchr(line, '\n') + 1;
+      }
+      assert_int_equal(rows, launches);
+      tvk_profile_reset(ctx);
+      assert_string_equal(tvk_profile_summary(ctx), "");
+    }
+    tvk_ctx_destroy(ctx);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_hand_elementwise),
@@ -2068,6 +2125,7 @@ int main(void) {
       cmocka_unit_test(test_kernel_store_across_contexts),
       cmocka_unit_test(test_schedule_compiles_at_once),
       cmocka_unit_test(test_compile_progress),
+      cmocka_unit_test(test_profile_summary),
       cmocka_unit_test(test_readonly_cache_option),
       cmocka_unit_test(test_log_callback),
       cmocka_unit_test(test_no_disk_cache),

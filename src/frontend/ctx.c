@@ -501,8 +501,14 @@ static tvk_status open_device(tvk_ctx *ctx, const char *name) {
                         .no_disk_cache = ctx->opt.no_disk_cache,
                         .cc_timeout = ctx->opt.cc_timeout,
                         .log = ctx->log,
-                        .cpu_tiers = (int)ctx->opt.cpu_tiers};
-  return device_open(name, &dopt, &ctx->dev, &create_err);
+                        .cpu_tiers = (int)ctx->opt.cpu_tiers,
+                        .profile = ctx->opt.profile};
+  tvk_status st = device_open(name, &dopt, &ctx->dev, &create_err);
+  if (st == TVK_OK && (ctx->opt.profile > 0 || ctx->opt.debug >= 1)) {
+    ctx->dev->on_time = profile_on_time;
+    ctx->dev->time_user = ctx;
+  }
+  return st;
 }
 
 static tvk_status ctx_create(const tvk_ctx_options *opts, tvk_ctx **out) {
@@ -515,6 +521,7 @@ static tvk_status ctx_create(const tvk_ctx_options *opts, tvk_ctx **out) {
   ctx->log = (LogSink){o.log, o.log_user};
   o.debug = env_int("TVK_DEBUG", o.debug);
   o.progress = env_int("TVK_PROGRESS", o.progress);
+  o.profile = env_int("TVK_PROFILE", o.profile);
   o.validate = env_int("TVK_VALIDATE", o.validate);
   o.noopt = env_int("TVK_NOOPT", o.noopt);
   o.beam = env_int("TVK_BEAM", o.beam);
@@ -561,6 +568,11 @@ const char *tvk_ctx_device(const tvk_ctx *ctx) {
 
 void tvk_ctx_destroy(tvk_ctx *ctx) {
   if (!ctx) return;
+  if (ctx->dev && ctx->opt.debug >= 1) { /* where the time went, last */
+    const char *t = tvk_profile_summary(ctx);
+    if (*t) log_msg(&ctx->log, TVK_LOG_INFO, "%s", t);
+  }
+  if (ctx->dev) ctx->dev->on_time = NULL; /* what completes while it goes is not counted */
   while (ctx->head) tensor_unlink_free(ctx->head);
   if (ctx->u) {
     uop_pool_drain(ctx->u, 0);
@@ -575,5 +587,6 @@ void tvk_ctx_destroy(tvk_ctx *ctx) {
   free(ctx->bufs);
   free(ctx->cache_dir);
   free(ctx->cc);
+  profile_free(ctx);
   free(ctx);
 }

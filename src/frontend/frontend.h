@@ -47,7 +47,17 @@ struct tvk_ctx {
   tvk_tensor *head, *tail;
   uint64_t next_seq;
   struct ProgCache *programs; /* compiled programs (runtime/run.h); NULL until the first */
+  /* kernel times by name (profile.c), when timed */
+  struct ProfRow *prof;
+  size_t nprof, capprof;
+  char *prof_text; /* tvk_profile_summary's last text */
 };
+
+/* ---- profile (profile.c) ---- */
+/* Device.on_time of a context's device: adds a launch of `kernel`. */
+void profile_on_time(void *ctx, const char *kernel, double ms);
+/* Frees the rows and the text. */
+void profile_free(tvk_ctx *ctx);
 
 struct tvk_tensor {
   tvk_ctx *ctx;

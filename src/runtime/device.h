@@ -78,6 +78,12 @@ struct Device {
   const struct Lang *lang;
   int codegen_mode;
   LogSink log; /* where the backend's messages go (DeviceOptions.log) */
+  /* With DeviceOptions.debug >= 1 or .profile a device reports the time each launch took
+   * on it (Vulkan: timestamps read when its batch completes, so nothing is
+   * made synchronous; CPU: the launch's wall time) to on_time(time_user,
+   * kernel name, ms), on a thread that called into the device. NULL: none. */
+  void (*on_time)(void *user, const char *kernel, double ms);
+  void *time_user;
 };
 
 /* Options common to backends, filled from the context (environment or options). */
@@ -93,6 +99,7 @@ typedef struct {
   int no_disk_cache; /* > 0: no cache directory at all (tvk_ctx_options.no_disk_cache) */
   LogSink log;       /* the context's: its log callback, or stderr */
   int cpu_tiers;     /* CPU: a tvk_cpu_tiers; 0: $TVK_CPU_TIERS, else fast then optimised */
+  int profile;       /* > 0: time every launch for Device.on_time, as debug >= 1 does, silently */
 } DeviceOptions;
 
 /* The device called `name` (devices.c): "CPU", "VK" (the best Vulkan device),
