@@ -205,7 +205,6 @@ tvk_status vk_compile(Device *d, const char *name, const char *src, DevProgram *
   if (!valid_name(name))
     return err_set(err, TVK_ERR_INVALID_ARG, "compile: kernel name '%s' is not an identifier",
                    name ? name : "(null)");
-  if (v->debug >= 3) log_msg(&v->base.log, TVK_LOG_DEBUG, "tvk: VK kernel %s:\n%s", name, src);
   void *spv = NULL;
   size_t n = 0;
   tvk_status st = get_spirv(v, name, src, &spv, &n, &hit, err);
