@@ -185,6 +185,12 @@ typedef struct {
    * launch's wall time) for tvk_profile_summary. TVK_DEBUG >= 1 does too, and
    * prints the summary at tvk_ctx_destroy. */
   int profile;
+  /* $TVK_GRAPH: a path: each realize writes its schedule there as a
+   * Graphviz digraph (`dot -Tsvg` renders it): every kernel a cluster with
+   * the buffers it writes and why each is materialised, the inputs, and
+   * which kernel reads what. A "%d" in the path becomes the schedule's
+   * number in the context; without one, each realize overwrites the file. */
+  const char *graph;
 } tvk_ctx_options;
 
 /* ------------------------------------------------------------------ devices */

@@ -1134,7 +1134,7 @@ static void test_options_size(void **state) {
   for (int i = 0; i < 3; i++) assert_true(y[i] == 2 * x[i]);
   tvk_ctx_destroy(ctx);
   /* the whole struct with the same bytes is read, and refused */
-  u.o.cache_dir = NULL, u.o.cc = NULL, u.o.log = NULL;
+  u.o.cache_dir = NULL, u.o.cc = NULL, u.o.log = NULL, u.o.graph = NULL; /* the pointers */
   st = tvk_ctx_create_sized(&u.o, sizeof u.o, &ctx);
   assert_int_equal(st, TVK_ERR_INVALID_ARG);
   assert_null(ctx);

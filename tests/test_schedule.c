@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -2110,6 +2111,48 @@ static void test_profile_summary(void **state) {
   }
 }
 
+/* TVK_GRAPH (tvk_ctx_options.graph): each realize writes its schedule as
+ * DOT, "%d" numbering them; one cluster per kernel, the reason of each
+ * materialised buffer; and it renders with Graphviz's dot where that is
+ * installed (CI installs it). */
+static void test_schedule_graph(void **state) {
+  (void)state;
+  char dir[256], pattern[300], path[320];
+  assert_true(temp_dir(dir, sizeof dir, "graph"));
+  snprintf(pattern, sizeof pattern, "%s/s%%d.dot", dir);
+  tvk_ctx_options opt = {.device = "CPU", .cache_dir = g_dir, .graph = pattern};
+  tvk_ctx *ctx = NULL;
+  assert_int_equal(tvk_ctx_create_opts(&opt, &ctx), TVK_OK);
+  int64_t sh[2] = {6, 10};
+  float x[60], out[60];
+  tvk_tensor *X = rand_tensor(ctx, 2, sh, x);
+  int ax = 1;
+  read_f32(tvk_mul(X, tvk_sum(X, 1, &ax, true)), out); /* schedule 0: two kernels */
+  read_f32(tvk_exp(X), out);                           /* schedule 1: one */
+  tvk_ctx_destroy(ctx);
+  for (int k = 0; k < 2; k++) {
+    snprintf(path, sizeof path, "%s/s%d.dot", dir, k);
+    FILE *f = fopen(path, "r");
+    if (!f) fail_msg("no %s", path);
+    char text[8192];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    assert_true(strncmp(text, "digraph tvk_schedule {", 22) == 0);
+    int clusters = 0;
+    for (const char *c = text; (c = strstr(c, "subgraph cluster_")); c++) clusters++;
+    assert_int_equal(clusters, k == 0 ? 2 : 1);
+    if (k == 0 && !strstr(text, "REDUCE_AXIS: ")) fail_msg("no reason in:\n%s", text);
+    char cmd[800];
+    snprintf(cmd, sizeof cmd,
+             "command -v dot >/dev/null 2>&1 || exit 77; dot -Tsvg '%s' -o '%s.svg'", path, path);
+    int rc = system(cmd);
+    if (WIFEXITED(rc) && WEXITSTATUS(rc) == 77) continue; /* no Graphviz here */
+    assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
+  }
+  rm_rf(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_hand_elementwise),
@@ -2126,6 +2169,7 @@ int main(void) {
       cmocka_unit_test(test_schedule_compiles_at_once),
       cmocka_unit_test(test_compile_progress),
       cmocka_unit_test(test_profile_summary),
+      cmocka_unit_test(test_schedule_graph),
       cmocka_unit_test(test_readonly_cache_option),
       cmocka_unit_test(test_log_callback),
       cmocka_unit_test(test_no_disk_cache),

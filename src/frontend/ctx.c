@@ -526,6 +526,9 @@ static tvk_status ctx_create(const tvk_ctx_options *opts, tvk_ctx **out) {
   o.noopt = env_int("TVK_NOOPT", o.noopt);
   o.beam = env_int("TVK_BEAM", o.beam);
   o.no_disk_cache = env_int("TVK_NO_DISK_CACHE", o.no_disk_cache);
+  const char *graph = env_str("TVK_GRAPH", o.graph);
+  ctx->graph = graph ? strdup(graph) : NULL;
+  o.graph = ctx->graph;
   const char *cache = env_str("TVK_CACHE_DIR", o.cache_dir),
              *cc = o.cc; /* CC: the CPU device reads it */
   ctx->cache_dir = cache ? strdup(cache) : NULL;
@@ -587,6 +590,7 @@ void tvk_ctx_destroy(tvk_ctx *ctx) {
   free(ctx->bufs);
   free(ctx->cache_dir);
   free(ctx->cc);
+  free(ctx->graph);
   profile_free(ctx);
   free(ctx);
 }

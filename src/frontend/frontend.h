@@ -34,9 +34,9 @@ typedef struct {
 struct tvk_ctx {
   UCtx *u;
   Device *dev;
-  tvk_ctx_options opt;  /* resolved: env read once at create */
-  char *cache_dir, *cc; /* owned copies of the resolved strings */
-  Error err;            /* tvk_ctx_error: the last failure (ir/error.h) */
+  tvk_ctx_options opt;          /* resolved: env read once at create */
+  char *cache_dir, *cc, *graph; /* owned copies of the resolved strings */
+  Error err;                    /* tvk_ctx_error: the last failure (ir/error.h) */
   tvk_stats stats;
   LogSink log; /* opt.log and opt.log_user: where messages go */
   /* buffers by id (the BUFFER UOp's arg); NULL slots are free */

@@ -303,6 +303,7 @@ static tvk_status run(tvk_ctx *ctx, const Schedule *s) {
               .programs = &ctx->programs,
               .debug = ctx->opt.debug,
               .progress = ctx->opt.progress > 0 || ctx->opt.debug >= 1,
+              .graph = ctx->opt.graph,
               .noopt = ctx->opt.noopt != 0,
               .beam = ctx->opt.beam > 0 ? ctx->opt.beam : 0,
               .cache_dir = ctx->cache_dir,

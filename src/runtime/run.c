@@ -451,6 +451,23 @@ static void print_schedule(const Runner *r, const Schedule *s, const char *const
   free(text);
 }
 
+/* TVK_GRAPH: the schedule as a Graphviz file, at r->graph with "%d" replaced
+ * by the schedule's number in the context (else the same file each time, so
+ * the last one is there). Failing to write it is a warning, not an error. */
+static void write_graph(const Runner *r, const Schedule *s, const char *const *names) {
+  char path[4096];
+  const char *at = strstr(r->graph, "%d");
+  if (at)
+    snprintf(path, sizeof path, "%.*s%llu%s", (int)(at - r->graph), r->graph,
+             (unsigned long long)r->stats->schedules, at + 2);
+  else
+    snprintf(path, sizeof path, "%s", r->graph);
+  FILE *f = fopen(path, "w");
+  if (f) schedule_dot(f, s, names);
+  if (!f || fclose(f) != 0)
+    log_msg(r->log, TVK_LOG_WARN, "tvk: cannot write the schedule graph '%s' (TVK_GRAPH)", path);
+}
+
 tvk_status run_schedule(const Runner *r, const Schedule *s, DevBuffer *const *bufs) {
   int n = s->nitems;
   Prepared *p = calloc((size_t)(n ? n : 1), sizeof *p);
@@ -464,6 +481,7 @@ tvk_status run_schedule(const Runner *r, const Schedule *s, DevBuffer *const *bu
   }
   if (st == TVK_OK) st = get_programs(r, s, p);
   if (r->debug >= 2 && p && names) print_schedule(r, s, names, st == TVK_OK ? p : NULL);
+  if (r->graph && *r->graph && st == TVK_OK && n > 0) write_graph(r, s, names);
   for (int i = 0; i < n && st == TVK_OK; i++) {
     print_code(r, &p[i]);
     st = launch(r, s, bufs, i, &p[i]);

@@ -27,6 +27,7 @@ typedef struct {
   ProgCache **programs;  /* the cache, made at the first compile (*programs NULL before) */
   int debug;             /* TVK_DEBUG level */
   bool progress;         /* TVK_PROGRESS: report long batches of compiles as they go */
+  const char *graph;     /* TVK_GRAPH: write each schedule as DOT there ("%d": its number) */
   bool noopt;            /* TVK_NOOPT: kernels without optimisation plans */
   int beam;              /* TVK_BEAM: > 0, plans are searched on the device (search.h) */
   const char *cache_dir; /* the kernel cache directory asked for (NULL: the default) */

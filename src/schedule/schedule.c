@@ -221,10 +221,18 @@ void schedule_buf_str(const Schedule *s, int i, char *buf, size_t n) {
   snprintf(buf + at, n > (size_t)at ? n - (size_t)at : 0, "%s)", b->ndim == 1 ? "," : "");
 }
 
-static void print_why(FILE *f, const SchedBuf *b) {
-  fprintf(f, "%s: %s", op_name((Op)b->node->op), sched_why_name(b->why));
-  if (b->culprit != OP_NONE && b->why != WHY_OUTPUT && b->why != WHY_CONTIGUOUS)
-    fprintf(f, " (%s)", op_name(b->culprit));
+void schedule_why_str(const Schedule *s, int i, char *buf, size_t n) {
+  const SchedBuf *b = &s->bufs[i];
+  int at = snprintf(buf, n, "%s: %s", op_name((Op)b->node->op), sched_why_name(b->why));
+  if (b->culprit != OP_NONE && b->why != WHY_OUTPUT && b->why != WHY_CONTIGUOUS && at >= 0 &&
+      (size_t)at < n)
+    snprintf(buf + at, n - (size_t)at, " (%s)", op_name(b->culprit));
+}
+
+static void print_why(FILE *f, const Schedule *s, int i) {
+  char why[256];
+  schedule_why_str(s, i, why, sizeof why);
+  fputs(why, f);
 }
 
 void schedule_print(FILE *f, const Schedule *s, const char *const *names) {
@@ -237,7 +245,7 @@ void schedule_print(FILE *f, const Schedule *s, const char *const *names) {
     for (int k = 0; k < it->nbufs; k++) {
       schedule_buf_str(s, it->bufs[k], text, sizeof text);
       fprintf(f, "      %s %d: %s", k < it->nout ? "out" : "in ", k, text);
-      if (k < it->nout) fprintf(f, "  <- "), print_why(f, &s->bufs[it->bufs[k]]);
+      if (k < it->nout) fprintf(f, "  <- "), print_why(f, s, it->bufs[k]);
       fputc('\n', f);
     }
   }
@@ -245,7 +253,7 @@ void schedule_print(FILE *f, const Schedule *s, const char *const *names) {
     if (!s->bufs[i].node || s->bufs[i].numel != 0) continue;
     schedule_buf_str(s, i, text, sizeof text);
     fprintf(f, "  (no kernel) %s  <- ", text);
-    print_why(f, &s->bufs[i]);
+    print_why(f, s, i);
     fputc('\n', f);
   }
 }

@@ -114,6 +114,14 @@ int schedule_owner(const Schedule *s, int i);
 void schedule_print(FILE *f, const Schedule *s, const char *const *names);
 /* Writes "buf 3 float32 (4, 1)" for buffer i into buf. */
 void schedule_buf_str(const Schedule *s, int i, char *buf, size_t n);
+/* Writes why new output i is materialised ("REDUCE_AXIS: a view over it
+ * cannot be pushed through it (REDUCE_AXIS)") into buf. */
+void schedule_why_str(const Schedule *s, int i, char *buf, size_t n);
+/* The schedule as a Graphviz digraph (schedule_dot.c): each kernel a cluster
+ * holding the buffers it writes (bold, with why each is materialised), the
+ * buffers that existed before outside, an edge from each buffer to every
+ * kernel that reads it. `names` as for schedule_print. */
+void schedule_dot(FILE *f, const Schedule *s, const char *const *names);
 /* Releases everything the schedule holds and empties it; NULL ok. */
 void schedule_free(Schedule *s);
 
