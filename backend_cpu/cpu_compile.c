@@ -671,12 +671,3 @@ tvk_status cpu_cc_build(Error *err, CpuToolchain *t, const char *name, const cha
   free(p);
   return st;
 }
-
-tvk_status cpu_compile(Error *err, CpuToolchain *t, const char *name, const char *src,
-                       void **handle, CpuKernelFn *fn, bool *cache_hit) {
-  bool found = false;
-  tvk_status st = cpu_cache_load(err, t, name, src, handle, fn, &found);
-  if (cache_hit) *cache_hit = found;
-  if (st == TVK_OK && !found) st = cpu_cc_build(err, t, name, src, handle, fn);
-  return st;
-}

@@ -235,16 +235,16 @@ static int thread_count(const DeviceOptions *opt) {
 
 /* The widest SIMD register the kernels are compiled for: -march=native's
  * (cpu_compile.c: only with a known CPU), else the baseline of the ISA. */
-static int vector_bytes(const CpuToolchain *tc) {
+static int vector_bytes(bool cpu_known) {
 #if defined(__x86_64__) || defined(__i386__)
-  if (tc->cpu_id) {
+  if (cpu_known) {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) return 64;
     if (__builtin_cpu_supports("avx")) return 32;
   }
   return 16;
 #else
-  (void)tc;
+  (void)cpu_known;
   return 16; /* NEON and the like */
 #endif
 }
@@ -295,12 +295,11 @@ void cpu_device_describe(tvk_device_info *out) {
   snprintf(out->name, sizeof out->name, "CPU");
   char *id = NULL;
   cpu_read_cpuinfo(out->description, sizeof out->description, &id);
-  CpuToolchain probe = {.cpu_id = id}; /* only what vector_bytes reads */
   out->kind = TVK_DEVICE_KIND_CPU;
   out->usable = true;
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   out->memory_bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
-  out->subgroup_size = vector_bytes(&probe) / 4;
+  out->subgroup_size = vector_bytes(id != NULL) / 4;
   out->cores = thread_count(NULL);
   out->int8 = out->fp64 = true; /* float16 is stored, and computed in float32 */
   free(id);
@@ -329,7 +328,7 @@ tvk_status cpu_device_create(const DeviceOptions *opt, Device **out, Error *err)
     cpu_destroy(&c->base);
     return st;
   }
-  int simd = vector_bytes(&c->tc);
+  int simd = vector_bytes(c->tc.cpu_id != NULL);
   c->base.limits = (DeviceLimits){
       .max_buffer_bytes = SIZE_MAX / 2,
       .max_global = {INT32_MAX, INT32_MAX, INT32_MAX},

@@ -88,10 +88,6 @@ tvk_status cpu_cache_load(Error *err, CpuToolchain *t, const char *name, const c
  * timeout and was killed, or `name` is not in its output). */
 tvk_status cpu_cc_build(Error *err, CpuToolchain *t, const char *name, const char *src,
                         void **handle, CpuKernelFn *fn);
-/* cpu_cache_load, then cpu_cc_build on a miss; *cache_hit (NULL ok) tells which. */
-tvk_status cpu_compile(Error *err, CpuToolchain *t, const char *name, const char *src,
-                       void **handle, CpuKernelFn *fn, bool *cache_hit);
-
 /* ---- programs (cpu_program.c) ---- */
 
 typedef struct CpuPrograms CpuPrograms;

@@ -66,9 +66,11 @@ tvk_status vk_check_to(VkDev *v, Error *err, VkResult r, const char *call) {
   }
 }
 
-tvk_status vk_alive(VkDev *v) {
+tvk_status vk_alive(VkDev *v) { return vk_alive_to(v, &v->base.err); }
+
+tvk_status vk_alive_to(VkDev *v, Error *err) {
   if (!v->lost) return TVK_OK;
-  return err_set(&v->base.err, TVK_ERR_DEVICE,
+  return err_set(err, TVK_ERR_DEVICE,
                  "device lost: %s reported VK_ERROR_DEVICE_LOST earlier; create a new context",
                  v->name);
 }

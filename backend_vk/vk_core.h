@@ -211,5 +211,7 @@ tvk_status vk_check(VkDev *v, VkResult r, const char *call);
 tvk_status vk_check_to(VkDev *v, Error *err, VkResult r, const char *call);
 /* TVK_ERR_DEVICE with "device lost ..." once the device is lost, else TVK_OK. */
 tvk_status vk_alive(VkDev *v);
+/* The same into err. */
+tvk_status vk_alive_to(VkDev *v, Error *err);
 
 #endif

@@ -688,11 +688,10 @@ static const char *vkd_name(Device *d) { return vk_of(d)->name; }
 static tvk_status vkd_compile(Device *d, const char *name, const char *src, DevProgram **out,
                               bool *cache_hit, Error *err) {
   if (!err) err = &d->err;
-  if (vk_of(d)->lost) {
+  tvk_status st = vk_alive_to(vk_of(d), err);
+  if (st != TVK_OK) {
     if (out) *out = NULL;
-    return err_set(err, TVK_ERR_DEVICE,
-                   "device lost: %s reported VK_ERROR_DEVICE_LOST earlier; create a new context",
-                   vk_of(d)->name);
+    return st;
   }
   return vk_compile(d, name, src, out, cache_hit, err);
 }

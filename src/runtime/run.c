@@ -147,6 +147,12 @@ static tvk_status cache_program(const Runner *r, const KernelSource *ks, DevProg
   return TVK_OK;
 }
 
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 /* One device compile of a schedule's batch, run on any thread. */
 typedef struct {
   const KernelSource *ks;
@@ -172,8 +178,6 @@ typedef struct {
 /* Batches reported as they go: at least this many kernels, or running this
  * long; then a message at most every PROGRESS_EVERY_MS. */
 enum { PROGRESS_MIN_KERNELS = 16, PROGRESS_AFTER_MS = 500, PROGRESS_EVERY_MS = 250 };
-
-static double now_ms(void);
 
 static void report_progress(CompileBatch *b, bool final) {
   if (!b->report) return;
@@ -237,12 +241,6 @@ static void compile_batch(const Runner *r, CompileJob *jobs, int n) {
 }
 
 /* ---------------------------------------------------------------- debug output */
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static void shape_str(int ndim, const int64_t *shape, char *buf, size_t n) {
   size_t at = (size_t)snprintf(buf, n, "(");
@@ -354,7 +352,9 @@ static tvk_status prepare(const Runner *r, const Schedule *s, int i, Prepared *p
  * failing kernel in schedule order; what did compile is kept. Then each new
  * kernel is kept by its AST. */
 static tvk_status get_programs(const Runner *r, const Schedule *s, Prepared *p) {
-  int n = s->nitems, njobs = 0;
+  int n = s->nitems, njobs = 0, missing = 0;
+  for (int i = 0; i < n; i++) missing += !p[i].prog;
+  if (!missing) return TVK_OK; /* every kernel known to the context: the usual realize */
   if (!programs_of(r)) return err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "run: out of memory");
   CompileJob *jobs = calloc((size_t)n, sizeof *jobs);
   int *job_of = malloc((size_t)n * sizeof *job_of);
@@ -369,7 +369,7 @@ static tvk_status get_programs(const Runner *r, const Schedule *s, Prepared *p) 
       if (!strcmp(jobs[j].ks->src, p[i].ks->src)) job_of[i] = j;
     if (job_of[i] < 0) jobs[njobs] = (CompileJob){.ks = p[i].ks, .first = i}, job_of[i] = njobs++;
   }
-  compile_batch(r, jobs, njobs);
+  if (njobs > 0) compile_batch(r, jobs, njobs);
   tvk_status st = TVK_OK;
   for (int j = 0; j < njobs; j++) {
     if (jobs[j].st != TVK_OK) continue;
