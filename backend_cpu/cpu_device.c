@@ -188,7 +188,9 @@ static tvk_status cpu_launch(Device *d, DevProgram *p, DevBuffer *const *bufs, i
     double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
     if (c->debug >= 1)
       log_msg(&d->log, TVK_LOG_INFO, "tvk: CPU kernel %s: %.3f ms", cpu_program_name(p), ms);
-    if (d->on_time) d->on_time(d->time_user, cpu_program_name(p), ms);
+    LaunchTime t = {cpu_program_name(p), p, ms, (int64_t)t0.tv_sec * 1000000000 + t0.tv_nsec,
+                    (int64_t)t1.tv_sec * 1000000000 + t1.tv_nsec};
+    if (d->on_time) d->on_time(d->time_user, &t);
   }
 
   if (ptrs != local) free(ptrs);

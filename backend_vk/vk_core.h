@@ -69,6 +69,9 @@ enum {
   VKFEAT_PRESERVE64 = 1u << 11,
   VKFEAT_FLOAT_CONTROLS_EXT = 1u << 12, /* VK_KHR_shader_float_controls enabled (Vulkan 1.1):
                                            SPIR-V names SPV_KHR_float_controls */
+  /* VK_EXT_calibrated_timestamps enabled, with the device's clock and
+   * CLOCK_MONOTONIC calibrateable: timings map onto the host's clock */
+  VKFEAT_CALIBRATED = 1u << 13,
 };
 
 /* The device's limits, as the backend needs them (DeviceLimits holds the subset
@@ -105,6 +108,8 @@ typedef struct {
   PFN_vkEnumerateDeviceExtensionProperties vkEnumerateDeviceExtensionProperties;
   PFN_vkCreateDevice vkCreateDevice;
   PFN_vkGetDeviceProcAddr vkGetDeviceProcAddr;
+  /* NULL without VK_EXT_calibrated_timestamps */
+  PFN_vkGetPhysicalDeviceCalibrateableTimeDomainsEXT vkGetPhysicalDeviceCalibrateableTimeDomainsEXT;
   PFN_vkCreateDebugUtilsMessengerEXT vkCreateDebugUtilsMessengerEXT;   /* NULL unless validating */
   PFN_vkDestroyDebugUtilsMessengerEXT vkDestroyDebugUtilsMessengerEXT; /* NULL unless validating */
 } VkInstanceFns;

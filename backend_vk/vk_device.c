@@ -163,6 +163,7 @@ static tvk_status load_instance_fns(VkDev *v) {
   LOAD_INSTANCE_FN(v, vkEnumerateDeviceExtensionProperties);
   LOAD_INSTANCE_FN(v, vkCreateDevice);
   LOAD_INSTANCE_FN(v, vkGetDeviceProcAddr);
+  LOAD_INSTANCE_FN(v, vkGetPhysicalDeviceCalibrateableTimeDomainsEXT);
   if (v->validate) {
     LOAD_INSTANCE_FN(v, vkCreateDebugUtilsMessengerEXT);
     LOAD_INSTANCE_FN(v, vkDestroyDebugUtilsMessengerEXT);
@@ -577,6 +578,29 @@ static void choose_features(VkDev *v, Extensions *e, FeatureChain *want) {
   v->features = f | float_controls(v, e);
 }
 
+/* When launches are timed (TVK_DEBUG, TVK_PROFILE, TVK_TRACE), calibrated
+ * timestamps put each kernel's span where it ran on the host's clock, next to
+ * the host's own spans in a trace. */
+static void calibrated_clock(VkDev *v, Extensions *e) {
+  PFN_vkGetPhysicalDeviceCalibrateableTimeDomainsEXT domains =
+      v->vki.vkGetPhysicalDeviceCalibrateableTimeDomainsEXT;
+  if ((v->debug < 1 && !v->profile) || !domains ||
+      !ext_has(e, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME))
+    return;
+  VkTimeDomainEXT have[8];
+  uint32_t n = 8;
+  VkResult r = domains(v->phys, &n, have);
+  if (r != VK_SUCCESS && r != VK_INCOMPLETE) return;
+  bool dev = false, mono = false;
+  for (uint32_t i = 0; i < n; i++) {
+    dev |= have[i] == VK_TIME_DOMAIN_DEVICE_EXT;
+    mono |= have[i] == VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT;
+  }
+  uint32_t before = e->non;
+  if (dev && mono) ext_enable(v, e, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME, false);
+  if (e->non > before) v->features |= VKFEAT_CALIBRATED;
+}
+
 static void read_limits(VkDev *v, const Extensions *e, uint32_t ts_bits) {
   VkPhysicalDeviceMaintenance3Properties m3 = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
@@ -650,6 +674,7 @@ static tvk_status create_logical(VkDev *v) {
   if (st == TVK_OK) {
     choose_features(v, &e, &want);
     read_limits(v, &e, ts_bits);
+    if (v->features & VKFEAT_TIMESTAMPS) calibrated_clock(v, &e);
   }
   if (st != TVK_OK) {
     free(e.have);
@@ -678,6 +703,7 @@ static tvk_status create_logical(VkDev *v) {
     return err_set(&v->base.err, TVK_ERR_DEVICE,
                    "%s: vkGetDeviceProcAddr returned NULL for a core function", v->name);
   v->vk.vkGetDeviceQueue(v->device, v->queue_family, 0, &v->queue);
+  if (!v->vk.vkGetCalibratedTimestampsEXT) v->features &= ~(uint32_t)VKFEAT_CALIBRATED;
   return TVK_OK;
 }
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ir/ptrmap.h"
 #include "ir/vec.h"
@@ -34,11 +35,12 @@ typedef struct {
   VkFence fence;
   VkQueryPool queries; /* VK_NULL_HANDLE unless timing */
   VkDescriptorPool *dpools;
-  size_t ndpools, capdpools;       /* pools made; room for them */
-  size_t dpool_used;               /* index of the one sets come from */
-  const char *names[VK_BATCH_MAX]; /* kernel of each dispatch, for the timings */
+  size_t ndpools, capdpools;             /* pools made; room for them */
+  size_t dpool_used;                     /* index of the one sets come from */
+  const DevProgram *progs[VK_BATCH_MAX]; /* of each dispatch, for the timings */
   int ndispatch;
-  uint64_t serial; /* 0: free; else the batch it holds */
+  int64_t submit_ns; /* CLOCK_MONOTONIC at submission: where timings go without calibration */
+  uint64_t serial;   /* 0: free; else the batch it holds */
   bool submitted;
 } VkSlot;
 
@@ -157,7 +159,33 @@ void vk_dispatch_destroy(VkDev *v) {
 
 /* ---- completion ---- */
 
-/* Prints "tvk: VK kernel NAME: X.XXX ms" for each dispatch of a completed slot. */
+static int64_t host_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The host time (CLOCK_MONOTONIC ns) of device timestamp 0 of the slot's
+ * clock: from one calibrated pair of readings when the device has
+ * VK_EXT_calibrated_timestamps, else by placing the batch's first timestamp
+ * at its submission (the work cannot start before; it may start later). */
+static double host_of_tick0(VkDev *v, const VkSlot *sl, uint64_t first, uint64_t mask) {
+  double period = v->lim.timestamp_period;
+  if (v->features & VKFEAT_CALIBRATED) {
+    VkCalibratedTimestampInfoEXT info[2] = {
+        {.sType = VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT,
+         .timeDomain = VK_TIME_DOMAIN_DEVICE_EXT},
+        {.sType = VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT,
+         .timeDomain = VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT}};
+    uint64_t now[2], deviation;
+    if (v->vk.vkGetCalibratedTimestampsEXT(v->device, 2, info, now, &deviation) == VK_SUCCESS)
+      return (double)now[1] - (double)(now[0] & mask) * period;
+  }
+  return (double)sl->submit_ns - (double)first * period;
+}
+
+/* Reports each dispatch of a completed slot: "tvk: VK kernel NAME: X.XXX ms"
+ * at TVK_DEBUG >= 1, and Device.on_time. */
 static void print_timings(VkDev *v, VkSlot *sl) {
   uint64_t *t = malloc((size_t)sl->ndispatch * 2 * sizeof *t);
   VkResult r = t ? v->vk.vkGetQueryPoolResults(
@@ -171,12 +199,21 @@ static void print_timings(VkDev *v, VkSlot *sl) {
   }
   uint32_t bits = v->lim.timestamp_bits;
   uint64_t mask = bits >= 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
+  double period = v->lim.timestamp_period;
+  /* ticks are counted from the batch's first timestamp, so that a counter
+   * that wraps within the batch still gives increasing times */
+  double tick0 = v->base.on_time ? host_of_tick0(v, sl, t[0] & mask, mask) : 0;
+  double base = tick0 + (double)(t[0] & mask) * period;
   for (int i = 0; i < sl->ndispatch; i++) {
-    uint64_t ticks = (t[2 * i + 1] - t[2 * i]) & mask;
-    double ms = (double)ticks * v->lim.timestamp_period * 1e-6;
-    if (v->debug >= 1)
-      log_msg(&v->base.log, TVK_LOG_INFO, "tvk: VK kernel %s: %.3f ms", sl->names[i], ms);
-    if (v->base.on_time) v->base.on_time(v->base.time_user, sl->names[i], ms);
+    uint64_t ticks = (t[2 * i + 1] - t[2 * i]) & mask, from = (t[2 * i] - t[0]) & mask;
+    double ms = (double)ticks * period * 1e-6;
+    const char *name = sl->progs[i]->name;
+    if (v->debug >= 1) log_msg(&v->base.log, TVK_LOG_INFO, "tvk: VK kernel %s: %.3f ms", name, ms);
+    if (!v->base.on_time) continue;
+    double start = base + (double)from * period;
+    LaunchTime lt = {name, sl->progs[i], ms, (int64_t)start,
+                     (int64_t)(start + (double)ticks * period)};
+    v->base.on_time(v->base.time_user, &lt);
   }
   free(t);
 }
@@ -294,6 +331,7 @@ static tvk_status batch_submit(VkDev *v) {
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
                        .commandBufferCount = 1,
                        .pCommandBuffers = &sl->cmd};
+    sl->submit_ns = host_ns();
     r = v->vk.vkQueueSubmit(v->queue, 1, &si, sl->fence);
     call = "vkQueueSubmit";
   }
@@ -590,7 +628,7 @@ tvk_status vk_launch(Device *d, DevProgram *p, DevBuffer *const *bufs, int nbufs
   v->vk.vkCmdDispatch(sl->cmd, groups[0], groups[1], groups[2]);
   if (sl->queries)
     v->vk.vkCmdWriteTimestamp(sl->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, sl->queries, q + 1);
-  sl->names[sl->ndispatch++] = p->name;
+  sl->progs[sl->ndispatch++] = p;
   s->stats.dispatches++;
   p->serial = sl->serial;
   return sl->ndispatch == VK_BATCH_MAX ? batch_submit(v) : TVK_OK;

@@ -191,6 +191,16 @@ typedef struct {
    * which kernel reads what. A "%d" in the path becomes the schedule's
    * number in the context; without one, each realize overwrites the file. */
   const char *graph;
+  /* $TVK_TRACE: a path: the context writes a Chrome trace-event JSON file
+   * there (chrome://tracing and ui.perfetto.dev open it), finished at
+   * tvk_ctx_destroy: every kernel launch on the device's track (its device
+   * time, from Vulkan timestamps or the CPU's clock, with the kernel's
+   * estimated FLOPs and bytes and its optimisation plan), and the host's
+   * realize, schedule, codegen, compile, copy and wait spans on the tracks of
+   * the threads that did them. Launches are timed as by `profile`; nothing
+   * waits for the device because of it. A path that cannot be written is a
+   * TVK_LOG_WARN message and no trace. */
+  const char *trace;
 } tvk_ctx_options;
 
 /* ------------------------------------------------------------------ devices */
@@ -289,15 +299,40 @@ TVK_API void tvk_stats_get(const tvk_ctx *ctx, tvk_stats *out);
 /* Zeroes the counters; bytes_peak restarts from bytes_now. */
 TVK_API void tvk_stats_reset(tvk_ctx *ctx);
 
-/* Where the device's time went, per kernel name: calls, total and mean time
- * and share of the total, the largest first, as text:
+/* Where the device's time went, per kernel (one row per distinct compiled
+ * kernel; two kernels of one shape share a name but not a row): calls, total
+ * and mean time, the rates reached and the share of the total, the largest
+ * first, as text:
  *   tvk profile: 7 kernels, 56 launches, 12.345 ms on the device
- *     kernel                          calls    total ms     mean ms   share
- *     r_8u8_32u16_784                     8       6.201       0.775   50.2%
- * Waits for the device first, so every launch so far is counted. Empty
- * ("") unless kernels are timed (tvk_ctx_options.profile, TVK_DEBUG >= 1).
- * Owned by ctx, valid until the next call on it; NULL ctx gives "". */
+ *     kernel                          calls    total ms     mean ms   GFLOP/s     GB/s   share
+ *     r_8u8_32u16_784                     8       6.201       0.775     10.12     4.05   50.2%
+ * GFLOP/s and GB/s divide the kernel's estimated work by its device time:
+ * every ALU op of the kernel's expression once per element it is computed
+ * for, and the bytes its buffers' views can reach, read plus written (what
+ * a cache that held everything would move; tvk_profile_entry has the
+ * counts). Waits for the device first, so every launch so far is counted.
+ * Empty ("") unless kernels are timed (tvk_ctx_options.profile or .trace,
+ * TVK_DEBUG >= 1). Owned by ctx, valid until the next call on it; NULL ctx
+ * gives "". */
 TVK_API const char *tvk_profile_summary(tvk_ctx *ctx);
+
+/* The summary's rows as data. */
+typedef struct {
+  const char *kernel;  /* the kernel's name */
+  uint64_t calls;      /* launches timed */
+  double total_ms;     /* device time of all of them */
+  double mean_ms;      /* total_ms / calls */
+  double flops, bytes; /* estimated per launch, as the summary counts them */
+  double gflops;       /* flops * calls / total time, in 1e9 per second */
+  double gbytes;       /* bytes * calls / total time, in 1e9 bytes per second */
+  double share;        /* of the device time of every row, 0..1 */
+} tvk_profile_entry;
+
+/* The rows, largest total first: *out points at an array owned by ctx, valid
+ * until the next profile call on it (or tvk_ctx_destroy); returns how many.
+ * Waits for the device first, as tvk_profile_summary does. 0 (and *out NULL)
+ * for a NULL ctx or out, or when nothing was timed. */
+TVK_API int tvk_profile_entries(tvk_ctx *ctx, const tvk_profile_entry **out);
 /* Forgets the times collected so far. */
 TVK_API void tvk_profile_reset(tvk_ctx *ctx);
 

@@ -1133,8 +1133,8 @@ static void test_options_size(void **state) {
   assert_int_equal(tvk_to_host(tvk_add(t, t), y, sizeof y), TVK_OK);
   for (int i = 0; i < 3; i++) assert_true(y[i] == 2 * x[i]);
   tvk_ctx_destroy(ctx);
-  /* the whole struct with the same bytes is read, and refused */
-  u.o.cache_dir = NULL, u.o.cc = NULL, u.o.log = NULL, u.o.graph = NULL; /* the pointers */
+  /* the whole struct with the same bytes (its pointers NULL) is read, and refused */
+  u.o.cache_dir = NULL, u.o.cc = NULL, u.o.log = NULL, u.o.graph = NULL, u.o.trace = NULL;
   st = tvk_ctx_create_sized(&u.o, sizeof u.o, &ctx);
   assert_int_equal(st, TVK_ERR_INVALID_ARG);
   assert_null(ctx);

@@ -29,8 +29,10 @@
 #include <cmocka.h>
 
 #include "frontend/frontend.h"
+#include "json_mini.h"
 #include "runtime/kernel_store.h"
 #include "runtime/run.h"
+#include "runtime/trace.h"
 #include "schedule/schedule.h"
 #include "test_util.h"
 #include "tvk.h"
@@ -219,7 +221,7 @@ static void test_chain20_one_kernel(void **state) {
 typedef struct {
   int calls, info, debug;
   bool kernel_line, schedule_line, source, no_disk_warning;
-  char last[64];
+  char last[512];
 } LogSeen;
 
 static void collect(void *user, tvk_log_level level, const char *message) {
@@ -2095,20 +2097,184 @@ static void test_profile_summary(void **state) {
       for (unsigned r = 0; r < kernels; r++) {
         char name[64];
         unsigned long long calls;
-        double tot, mean, share;
-        if (sscanf(line, " %63s %llu %lf %lf %lf%%", name, &calls, &tot, &mean, &share) != 5)
+        double tot, mean, gflops, gbytes, share;
+        if (sscanf(line, " %63s %llu %lf %lf %lf %lf %lf%%", name, &calls, &tot, &mean, &gflops,
+                   &gbytes, &share) != 7)
           fail_msg("%s: row %u: %s", dev, r, line);
+        assert_true(gflops >= 0 && gbytes >= 0);
         assert_true(tot <= prev + 1e-9); /* the largest first */
         prev = tot;
         rows += calls;
         line = strchr(line, '\n') + 1;
       }
       assert_int_equal(rows, launches);
+      const tvk_profile_entry *pe;
+      int np = tvk_profile_entries(ctx, &pe);
+      assert_int_equal(np, kernels);
+      for (int i = 0; i < np; i++) /* every kernel moves bytes; the rate is what it says */
+        assert_true(pe[i].bytes > 0 && pe[i].total_ms > 0 &&
+                    fabs(pe[i].gbytes * pe[i].total_ms * 1e6 - pe[i].bytes * (double)pe[i].calls) <=
+                        1e-9 * pe[i].bytes * (double)pe[i].calls);
       tvk_profile_reset(ctx);
+      assert_int_equal(tvk_profile_entries(ctx, &pe), 0);
       assert_string_equal(tvk_profile_summary(ctx), "");
     }
     tvk_ctx_destroy(ctx);
   }
+}
+
+/* A whole file as a string; NULL if it cannot be read. */
+static char *slurp(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  size_t cap = 1 << 16, len = 0;
+  char *s = malloc(cap);
+  for (size_t got; s && (got = fread(s + len, 1, cap - len, f)) > 0;) {
+    len += got;
+    char *g = len == cap ? realloc(s, cap *= 2) : s;
+    if (!g) free(s);
+    s = g;
+  }
+  fclose(f);
+  *n = len;
+  return s;
+}
+
+/* A span of a trace, as the test reads it. */
+typedef struct {
+  const char *cat, *name;
+  double ts, dur, tid, flops, bytes;
+} Span;
+
+static int by_ts(const void *a, const void *b) {
+  const Span *x = a, *y = b;
+  return (x->ts > y->ts) - (x->ts < y->ts);
+}
+
+/* TVK_TRACE (tvk_ctx_options.trace): the file is JSON (parsed strictly
+ * here), in the trace-event form viewers load, and its spans agree with
+ * tvk_stats: one kernel span per launch, one codegen span per kernel
+ * generated, one compile span per kernel compiled, a realize and a wait
+ * span per schedule. Each kernel's span lies inside the realize that ran it
+ * (the device's clock mapped onto the host's), and its FLOPs and bytes are
+ * the closed forms of the computation: 2n and 4n + 4 for sum(x * x) over n
+ * floats, 2mkn and 4(mk + kn + mn) for an (m, k) @ (k, n) matmul. */
+static void test_trace_file(void **state) {
+  (void)state;
+  char dir[256], path[320];
+  assert_true(temp_dir(dir, sizeof dir, "trace"));
+  snprintf(path, sizeof path, "%s/trace.json", dir);
+  enum { N = 4096, M = 8, K = 16, P = 12 };
+  for (int k = 0; k < 2; k++) {
+    const char *dev = k ? "VK" : "CPU";
+    tvk_ctx_options opt = {.device = dev, .no_disk_cache = 1, .trace = path};
+    tvk_ctx *ctx = NULL;
+    if (tvk_ctx_create_opts(&opt, &ctx) != TVK_OK) {
+      if (k == 1 && !vk_required()) continue;
+      fail_msg("%s: %s", dev, tvk_last_create_error());
+    }
+    static float x[N], a[M * K], b[K * P], out[M * P];
+    float s;
+    for (int rep = 0; rep < 2; rep++) { /* the second realize generates and compiles nothing */
+      tvk_tensor *X = rand_tensor(ctx, 1, (int64_t[]){N}, x);
+      read_f32(tvk_sum(tvk_mul(X, X), 0, NULL, false), &s);
+    }
+    tvk_tensor *A = rand_tensor(ctx, 2, (int64_t[]){M, K}, a);
+    tvk_tensor *B = rand_tensor(ctx, 2, (int64_t[]){K, P}, b);
+    read_f32(tvk_matmul(A, B), out);
+    const tvk_profile_entry *pe;
+    int np = tvk_profile_entries(ctx, &pe);
+    uint64_t calls = 0;
+    bool sum_row = false;
+    for (int i = 0; i < np; i++) {
+      calls += pe[i].calls;
+      if (pe[i].flops == 2.0 * N && pe[i].bytes == 4.0 * N + 4)
+        sum_row = true, assert_int_equal(pe[i].calls, 2);
+    }
+    tvk_stats st;
+    tvk_stats_get(ctx, &st);
+    assert_int_equal(calls, st.kernels_run);
+    assert_true(sum_row);
+    close_ctx_clean(ctx); /* ends the file */
+
+    size_t n = 0;
+    char *text = slurp(path, &n);
+    assert_non_null(text);
+    JsVal root;
+    if (!js_parse(text, n, &root)) fail_msg("%s: the trace is not JSON:\n%.400s", dev, text);
+    free(text);
+    const JsVal *ev = js_get(&root, "traceEvents");
+    assert_true(ev && ev->kind == JS_ARR);
+    Span *sp = calloc((size_t)ev->n + 1, sizeof *sp);
+    int nsp = 0, nkernel = 0, ncodegen = 0, ncompile = 0, nrealize = 0, nwait = 0;
+    bool saw_sum = false, saw_matmul = false;
+    for (int i = 0; i < ev->n; i++) {
+      const JsVal *e = &ev->items[i], *ph = js_get(e, "ph");
+      assert_true(ph && ph->kind == JS_STR);
+      if (!strcmp(ph->str, "M")) continue; /* track names */
+      assert_string_equal(ph->str, "X");
+      const JsVal *cat = js_get(e, "cat"), *name = js_get(e, "name"), *ts = js_get(e, "ts"),
+                  *dur = js_get(e, "dur"), *tid = js_get(e, "tid"), *args = js_get(e, "args");
+      assert_true(cat && cat->kind == JS_STR && name && name->kind == JS_STR && *name->str);
+      assert_true(ts && ts->kind == JS_NUM && ts->num >= 0 && dur && dur->kind == JS_NUM &&
+                  dur->num >= 0 && tid && tid->kind == JS_NUM && args && args->kind == JS_OBJ);
+      Span *x = &sp[nsp++];
+      *x = (Span){cat->str, name->str, ts->num, dur->num, tid->num, -1, -1};
+      if (!strcmp(cat->str, "kernel")) {
+        const JsVal *fl = js_get(args, "flops"), *by = js_get(args, "bytes");
+        assert_true(fl && fl->kind == JS_NUM && by && by->kind == JS_NUM);
+        x->flops = fl->num, x->bytes = by->num;
+        assert_true(x->tid == TRACE_DEVICE_TRACK);
+        saw_sum |= x->flops == 2.0 * N && x->bytes == 4.0 * N + 4;
+        saw_matmul |= x->flops == 2.0 * M * K * P && x->bytes == 4.0 * (M * K + K * P + M * P);
+        nkernel++;
+      } else {
+        assert_true(x->tid != TRACE_DEVICE_TRACK);
+      }
+      ncodegen += !strcmp(cat->str, "codegen");
+      ncompile += !strcmp(cat->str, "compile");
+      nrealize += !strcmp(cat->str, "realize");
+      nwait += !strcmp(cat->str, "wait");
+    }
+    assert_int_equal(nkernel, st.kernels_run);
+    assert_int_equal(ncodegen, st.kernels_generated + st.kernels_stored);
+    assert_int_equal(ncompile, st.kernels_compiled);
+    assert_int_equal(nrealize, st.schedules);
+    assert_int_equal(nwait, st.schedules);
+    assert_true(saw_sum && saw_matmul);
+    /* every kernel inside a realize: the realize spans do not overlap, so the
+     * last one starting before the kernel is the only candidate */
+    qsort(sp, (size_t)nsp, sizeof *sp, by_ts);
+    const Span *in = NULL;
+    for (int i = 0; i < nsp; i++) {
+      if (!strcmp(sp[i].cat, "realize")) in = &sp[i];
+      if (strcmp(sp[i].cat, "kernel")) continue;
+      double slack = 2; /* us: ns rounding of the two clocks' readings */
+      if (!in || sp[i].ts + sp[i].dur > in->ts + in->dur + slack)
+        fail_msg("%s: kernel %s at %.3f us (+%.3f) is outside every realize", dev, sp[i].name,
+                 sp[i].ts, sp[i].dur);
+    }
+    free(sp);
+    js_free(&root);
+  }
+  /* a trace that cannot be written: a warning, and the context works */
+  LogSeen seen = {0};
+  char bad[400];
+  snprintf(bad, sizeof bad, "%s/no-such-dir/trace.json", dir);
+  tvk_ctx_options opt = {.device = "CPU", .trace = bad, .log = collect, .log_user = &seen};
+  tvk_ctx *ctx = NULL;
+  assert_int_equal(tvk_ctx_create_opts(&opt, &ctx), TVK_OK);
+  assert_non_null(strstr(seen.last, "TVK_TRACE"));
+  assert_non_null(strstr(seen.last, bad));
+  float two[2];
+  read_f32(tvk_full(ctx, TVK_FLOAT32, 1, (int64_t[]){2}, 3.0), two);
+  assert_true(two[0] == 3.0f && two[1] == 3.0f);
+  tvk_ctx_destroy(ctx);
+  unlink(path);
+  rm_rf(dir);
+  /* the escaping of names and plans */
+  char esc[32];
+  assert_string_equal(trace_json_str("a\"b\\c\n", esc, sizeof esc), "a\\\"b\\\\c\\u000a");
 }
 
 /* TVK_GRAPH (tvk_ctx_options.graph): each realize writes its schedule as
@@ -2169,6 +2335,7 @@ int main(void) {
       cmocka_unit_test(test_schedule_compiles_at_once),
       cmocka_unit_test(test_compile_progress),
       cmocka_unit_test(test_profile_summary),
+      cmocka_unit_test(test_trace_file),
       cmocka_unit_test(test_schedule_graph),
       cmocka_unit_test(test_readonly_cache_option),
       cmocka_unit_test(test_log_callback),

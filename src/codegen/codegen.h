@@ -82,6 +82,12 @@ int64_t kernel_iterations(const KernelDesc *ks, uint32_t axes);
 /* E_<full shape> or r_<full shape> into buf (n bytes). */
 void kernel_default_name(const KernelDesc *ks, char *buf, size_t n);
 
+/* ---- estimate.c ---- */
+
+/* One launch's arithmetic ops and bytes of global memory, counted on the
+ * verified AST (estimate.c says how). false (and zeros) on out of memory. */
+bool kernel_estimate(UOp *norm, const KernelDesc *kd, double *flops, double *bytes);
+
 /* ---- view_index.c ---- */
 
 /* A view's index arithmetic: given one index UOp per visible dim of st (of the

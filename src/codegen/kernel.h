@@ -105,7 +105,10 @@ typedef struct {
    * (CgLaunch, codegen.h). */
   int64_t global[3], local[3];
   OptPlan plan; /* the plan the kernel was made with */
-  Error err;    /* the status and message when a call returned an error; empty otherwise */
+  /* What one launch does (estimate.c): arithmetic ops, and bytes of global
+   * memory read plus written; for GFLOP/s and GB/s in profiles and traces. */
+  double flops, bytes;
+  Error err; /* the status and message when a call returned an error; empty otherwise */
 } KernelSource;
 
 /* How a kernel's work is spread over parallel invocations (lower.c). */

@@ -115,7 +115,9 @@ tvk_status codegen_kernel_opts(UOp *ast, const char *name, const CodegenOpts *op
     memcpy(info.local, launch.local, sizeof info.local);
     memcpy(out->global, launch.global, sizeof out->global);
     memcpy(out->local, launch.local, sizeof out->local);
-    if (describe(kd, name, out, &err) == TVK_OK &&
+    if (!kernel_estimate(norm, kd, &out->flops, &out->bytes))
+      err_first(&err, TVK_ERR_OUT_OF_MEMORY, "codegen: out of memory");
+    if (err.status == TVK_OK && describe(kd, name, out, &err) == TVK_OK &&
         render_program(&lp, lang, &info, &out->src, &err) == TVK_OK && opts && opts->want_uops &&
         !(out->uops = linear_dump(&lp)))
       err_first(&err, TVK_ERR_OUT_OF_MEMORY, "codegen: out of memory");

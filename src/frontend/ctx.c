@@ -8,6 +8,7 @@
 #include "frontend/frontend.h"
 #include "ir/vec.h"
 #include "runtime/run.h"
+#include "runtime/trace.h"
 
 /* ---------------------------------------------------------------- dtypes */
 
@@ -349,6 +350,13 @@ static tvk_tensor *error_tensor_from_ctx(tvk_ctx *ctx, tvk_status st) {
   return tensor_error_msg(ctx, st, ctx->err.msg);
 }
 
+/* A copy's span in the trace, with its size. */
+static void trace_copy(tvk_ctx *ctx, const char *name, int64_t t0, size_t nbytes) {
+  char args[48];
+  snprintf(args, sizeof args, "\"bytes\": %zu", nbytes);
+  trace_span(ctx->trace, false, "copy", name, t0, trace_now_ns(), args);
+}
+
 tvk_tensor *tvk_from_data(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape,
                           const void *data) {
   if (!ctx) return NULL;
@@ -368,7 +376,10 @@ tvk_tensor *tvk_from_data(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *s
     return FRONT_END(ctx, m, tensor_error(ctx, TVK_ERR_OUT_OF_MEMORY, "from_data: out of memory"));
   }
   tvk_tensor *t = tensor_new(ctx, v, dt, ndim, shape);
-  if (b->nbytes && ctx->dev->ops->copy_in(ctx->dev, b->dev, 0, data, b->nbytes) != TVK_OK) {
+  int64_t t0 = ctx->trace ? trace_now_ns() : 0;
+  tvk_status cs = b->nbytes ? ctx->dev->ops->copy_in(ctx->dev, b->dev, 0, data, b->nbytes) : TVK_OK;
+  if (ctx->trace && b->nbytes) trace_copy(ctx, "copy to the device", t0, b->nbytes);
+  if (cs != TVK_OK) {
     tvk_release(t);
     return FRONT_END(ctx, m, tensor_error(ctx, TVK_ERR_DEVICE, "from_data: %s", ctx->dev->err.msg));
   }
@@ -468,7 +479,9 @@ tvk_status tvk_to_host(tvk_tensor *t, void *dst, size_t nbytes) {
   if (st == TVK_OK) {
     Buffer *b = ctx_buffer(ctx, graph_buffer_id(t->uop->src[0]));
     st = ctx->dev->ops->sync(ctx->dev);
+    int64_t t0 = ctx->trace ? trace_now_ns() : 0;
     if (st == TVK_OK) st = ctx->dev->ops->copy_out(ctx->dev, b->dev, 0, dst, need);
+    if (ctx->trace) trace_copy(ctx, "copy to the host", t0, need);
     if (st != TVK_OK) st = err_set(&ctx->err, st, "to_host: %s", ctx->dev->err.msg);
   }
   uop_pool_drain(ctx->u, m);
@@ -489,6 +502,15 @@ static const char *env_str(const char *name, const char *given) {
   return v && *v ? v : NULL;
 }
 
+/* TVK_TRACE: a file that cannot be made is a warning, as for TVK_GRAPH; the
+ * context then runs untraced (its launches are still timed, for the profile). */
+static void open_trace(tvk_ctx *ctx) {
+  Error e;
+  err_clear(&e);
+  if (trace_open(ctx->trace_path, ctx->dev->ops->name(ctx->dev), &ctx->trace, &e) != TVK_OK)
+    log_msg(&ctx->log, TVK_LOG_WARN, "tvk: no trace (TVK_TRACE): %s", e.msg);
+}
+
 /* $TVK_CACHE_READONLY, $TVK_CC_TIMEOUT and $TVK_CPU_TIERS are read by the devices, for a
  * field left 0, as $CC is. */
 static tvk_status open_device(tvk_ctx *ctx, const char *name) {
@@ -502,12 +524,13 @@ static tvk_status open_device(tvk_ctx *ctx, const char *name) {
                         .cc_timeout = ctx->opt.cc_timeout,
                         .log = ctx->log,
                         .cpu_tiers = (int)ctx->opt.cpu_tiers,
-                        .profile = ctx->opt.profile};
+                        .profile = ctx->opt.profile > 0 || ctx->trace_path};
   tvk_status st = device_open(name, &dopt, &ctx->dev, &create_err);
-  if (st == TVK_OK && (ctx->opt.profile > 0 || ctx->opt.debug >= 1)) {
+  if (st == TVK_OK && (ctx->opt.profile > 0 || ctx->opt.debug >= 1 || ctx->trace_path)) {
     ctx->dev->on_time = profile_on_time;
     ctx->dev->time_user = ctx;
   }
+  if (st == TVK_OK && ctx->trace_path) open_trace(ctx);
   return st;
 }
 
@@ -526,9 +549,11 @@ static tvk_status ctx_create(const tvk_ctx_options *opts, tvk_ctx **out) {
   o.noopt = env_int("TVK_NOOPT", o.noopt);
   o.beam = env_int("TVK_BEAM", o.beam);
   o.no_disk_cache = env_int("TVK_NO_DISK_CACHE", o.no_disk_cache);
-  const char *graph = env_str("TVK_GRAPH", o.graph);
+  const char *graph = env_str("TVK_GRAPH", o.graph), *trace = env_str("TVK_TRACE", o.trace);
   ctx->graph = graph ? strdup(graph) : NULL;
   o.graph = ctx->graph;
+  ctx->trace_path = trace ? strdup(trace) : NULL;
+  o.trace = ctx->trace_path;
   const char *cache = env_str("TVK_CACHE_DIR", o.cache_dir),
              *cc = o.cc; /* CC: the CPU device reads it */
   ctx->cache_dir = cache ? strdup(cache) : NULL;
@@ -575,6 +600,13 @@ void tvk_ctx_destroy(tvk_ctx *ctx) {
     const char *t = tvk_profile_summary(ctx);
     if (*t) log_msg(&ctx->log, TVK_LOG_INFO, "%s", t);
   }
+  if (ctx->trace) { /* with the spans of launches still pending */
+    (void)ctx->dev->ops->sync(ctx->dev);
+    if (!trace_close(ctx->trace))
+      log_msg(&ctx->log, TVK_LOG_WARN, "tvk: writing the trace '%s' failed (TVK_TRACE)",
+              ctx->trace_path);
+    ctx->trace = NULL;
+  }
   if (ctx->dev) ctx->dev->on_time = NULL; /* what completes while it goes is not counted */
   while (ctx->head) tensor_unlink_free(ctx->head);
   if (ctx->u) {
@@ -591,6 +623,7 @@ void tvk_ctx_destroy(tvk_ctx *ctx) {
   free(ctx->cache_dir);
   free(ctx->cc);
   free(ctx->graph);
+  free(ctx->trace_path);
   profile_free(ctx);
   free(ctx);
 }

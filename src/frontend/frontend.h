@@ -34,9 +34,9 @@ typedef struct {
 struct tvk_ctx {
   UCtx *u;
   Device *dev;
-  tvk_ctx_options opt;          /* resolved: env read once at create */
-  char *cache_dir, *cc, *graph; /* owned copies of the resolved strings */
-  Error err;                    /* tvk_ctx_error: the last failure (ir/error.h) */
+  tvk_ctx_options opt;                       /* resolved: env read once at create */
+  char *cache_dir, *cc, *graph, *trace_path; /* owned copies of the resolved strings */
+  Error err;                                 /* tvk_ctx_error: the last failure (ir/error.h) */
   tvk_stats stats;
   LogSink log; /* opt.log and opt.log_user: where messages go */
   /* buffers by id (the BUFFER UOp's arg); NULL slots are free */
@@ -47,15 +47,18 @@ struct tvk_ctx {
   tvk_tensor *head, *tail;
   uint64_t next_seq;
   struct ProgCache *programs; /* compiled programs (runtime/run.h); NULL until the first */
-  /* kernel times by name (profile.c), when timed */
+  /* kernel times by program (profile.c), when timed */
   struct ProfRow *prof;
   size_t nprof, capprof;
-  char *prof_text; /* tvk_profile_summary's last text */
+  tvk_profile_entry *prof_entries; /* tvk_profile_entries' last answer */
+  char *prof_text;                 /* tvk_profile_summary's last text */
+  struct Trace *trace;             /* TVK_TRACE's file (runtime/trace.h); NULL: none */
 };
 
 /* ---- profile (profile.c) ---- */
-/* Device.on_time of a context's device: adds a launch of `kernel`. */
-void profile_on_time(void *ctx, const char *kernel, double ms);
+/* Device.on_time of a context's device: adds the launch to its program's row,
+ * and to the trace. */
+void profile_on_time(void *ctx, const LaunchTime *t);
 /* Frees the rows and the text. */
 void profile_free(tvk_ctx *ctx);
 

@@ -1,61 +1,113 @@
-/* Kernel times by name, for tvk_profile_summary: the device reports each
- * launch's time (Device.on_time) and this adds it to the context's row of
- * that kernel. */
+/* Kernel times by program, for tvk_profile_summary / tvk_profile_entries and
+ * the trace: the device reports each launch's time (Device.on_time) and this
+ * adds it to the context's row of that program, whose FLOPs and bytes per
+ * launch the program cache knows (runtime/run.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "frontend/frontend.h"
 #include "ir/strbuf.h"
 #include "ir/vec.h"
+#include "runtime/run.h"
+#include "runtime/trace.h"
 
 struct ProfRow {
-  char *name;
-  uint64_t calls;
-  double total_ms;
+  const DevProgram *prog;
+  tvk_profile_entry e; /* e.kernel: the row's own copy of the name */
 };
 
-void profile_on_time(void *user, const char *kernel, double ms) {
+static double rate(double amount, double ms) { return ms > 0 ? amount / (ms * 1e6) : 0; }
+
+/* One launch's span: its cost, and the rates it reached. */
+static void trace_launch(tvk_ctx *ctx, const LaunchTime *t, const ProgCost *c) {
+  if (!t->start_ns && !t->end_ns) return;
+  char plan[200], args[400];
+  snprintf(args, sizeof args,
+           "\"ms\": %.6f, \"flops\": %.0f, \"bytes\": %.0f, \"GFLOP/s\": %.3f, \"GB/s\": %.3f, "
+           "\"plan\": \"%s\"",
+           t->ms, c->flops, c->bytes, rate(c->flops, t->ms), rate(c->bytes, t->ms),
+           trace_json_str(c->plan, plan, sizeof plan));
+  trace_span(ctx->trace, true, "kernel", t->kernel, t->start_ns, t->end_ns, args);
+}
+
+void profile_on_time(void *user, const LaunchTime *t) {
   tvk_ctx *ctx = user;
+  ProgCost cost;
+  /* a program the cache does not hold is a BEAM candidate being timed: not
+   * the application's work */
+  if (!progcache_cost(ctx->programs, t->prog, &cost)) return;
+  if (ctx->trace) trace_launch(ctx, t, &cost);
   /* a linear search: a program has tens of distinct kernels, and this runs
    * only when timing */
-  for (size_t i = 0; i < ctx->nprof; i++)
-    if (!strcmp(ctx->prof[i].name, kernel)) {
-      ctx->prof[i].calls++, ctx->prof[i].total_ms += ms;
+  struct ProfRow *row = NULL;
+  for (size_t i = 0; i < ctx->nprof && !row; i++)
+    if (ctx->prof[i].prog == t->prog) row = &ctx->prof[i];
+  if (!row) {
+    char *name = strdup(t->kernel);
+    if (!name || !VEC_RESERVE(ctx->prof, ctx->capprof, ctx->nprof + 1)) {
+      free(name); /* out of memory: this launch goes uncounted */
       return;
     }
-  char *name = strdup(kernel);
-  if (!name || !VEC_RESERVE(ctx->prof, ctx->capprof, ctx->nprof + 1)) {
-    free(name); /* out of memory: this launch goes uncounted */
-    return;
+    row = &ctx->prof[ctx->nprof++];
+    *row = (struct ProfRow){t->prog, {.kernel = name, .flops = cost.flops, .bytes = cost.bytes}};
   }
-  ctx->prof[ctx->nprof++] = (struct ProfRow){name, 1, ms};
+  row->e.calls++;
+  row->e.total_ms += t->ms;
 }
 
 static int by_total(const void *a, const void *b) {
   const struct ProfRow *x = a, *y = b;
-  return (x->total_ms < y->total_ms) - (x->total_ms > y->total_ms);
+  return (x->e.total_ms < y->e.total_ms) - (x->e.total_ms > y->e.total_ms);
+}
+
+/* Completes the pending launches' times, sorts the rows and fills their
+ * derived fields and ctx->prof_entries. */
+static void collect(tvk_ctx *ctx) {
+  (void)ctx->dev->ops->sync(ctx->dev); /* completes the batches whose timestamps are pending */
+  if (ctx->nprof) qsort(ctx->prof, ctx->nprof, sizeof *ctx->prof, by_total);
+  double total = 0;
+  for (size_t i = 0; i < ctx->nprof; i++) total += ctx->prof[i].e.total_ms;
+  free(ctx->prof_entries);
+  ctx->prof_entries = malloc((ctx->nprof ? ctx->nprof : 1) * sizeof *ctx->prof_entries);
+  for (size_t i = 0; i < ctx->nprof; i++) {
+    tvk_profile_entry *e = &ctx->prof[i].e;
+    e->mean_ms = e->calls ? e->total_ms / (double)e->calls : 0;
+    e->gflops = rate(e->flops * (double)e->calls, e->total_ms);
+    e->gbytes = rate(e->bytes * (double)e->calls, e->total_ms);
+    e->share = total > 0 ? e->total_ms / total : 0;
+    if (ctx->prof_entries) ctx->prof_entries[i] = *e;
+  }
+}
+
+int tvk_profile_entries(tvk_ctx *ctx, const tvk_profile_entry **out) {
+  if (out) *out = NULL;
+  if (!ctx || !out) return 0;
+  collect(ctx);
+  *out = ctx->prof_entries;
+  return ctx->prof_entries ? (int)ctx->nprof : 0;
 }
 
 const char *tvk_profile_summary(tvk_ctx *ctx) {
   if (!ctx) return "";
-  (void)ctx->dev->ops->sync(ctx->dev); /* completes the batches whose timestamps are pending */
+  collect(ctx);
   free(ctx->prof_text);
   ctx->prof_text = NULL;
   if (ctx->nprof == 0) return "";
-  qsort(ctx->prof, ctx->nprof, sizeof *ctx->prof, by_total);
   double total = 0;
   uint64_t calls = 0;
   for (size_t i = 0; i < ctx->nprof; i++)
-    total += ctx->prof[i].total_ms, calls += ctx->prof[i].calls;
+    total += ctx->prof[i].e.total_ms, calls += ctx->prof[i].e.calls;
   Str t = {0};
   str_printf(&t, "tvk profile: %zu kernel%s, %llu launch%s, %.3f ms on the device\n", ctx->nprof,
              ctx->nprof == 1 ? "" : "s", (unsigned long long)calls, calls == 1 ? "" : "es", total);
-  str_printf(&t, "  %-30s %7s %11s %11s %7s\n", "kernel", "calls", "total ms", "mean ms", "share");
+  str_printf(&t, "  %-30s %7s %11s %11s %9s %8s %7s\n", "kernel", "calls", "total ms", "mean ms",
+             "GFLOP/s", "GB/s", "share");
   for (size_t i = 0; i < ctx->nprof; i++) {
-    const struct ProfRow *r = &ctx->prof[i];
-    str_printf(&t, "  %-30s %7llu %11.3f %11.3f %6.1f%%\n", r->name, (unsigned long long)r->calls,
-               r->total_ms, r->total_ms / (double)r->calls,
-               total > 0 ? 100.0 * r->total_ms / total : 0.0);
+    const tvk_profile_entry *e = &ctx->prof[i].e;
+    str_printf(&t, "  %-30s %7llu %11.3f %11.3f %9.2f %8.2f %6.1f%%\n", e->kernel,
+               (unsigned long long)e->calls, e->total_ms, e->mean_ms, e->gflops, e->gbytes,
+               100.0 * e->share);
   }
   ctx->prof_text = str_take(&t);
   return ctx->prof_text ? ctx->prof_text : "";
@@ -63,8 +115,10 @@ const char *tvk_profile_summary(tvk_ctx *ctx) {
 
 void tvk_profile_reset(tvk_ctx *ctx) {
   if (!ctx) return;
-  for (size_t i = 0; i < ctx->nprof; i++) free(ctx->prof[i].name);
+  for (size_t i = 0; i < ctx->nprof; i++) free((char *)ctx->prof[i].e.kernel);
   ctx->nprof = 0;
+  free(ctx->prof_entries); /* they point at the names */
+  ctx->prof_entries = NULL;
 }
 
 void profile_free(tvk_ctx *ctx) {

@@ -3,6 +3,7 @@
  * kernels (runtime/run.h), and make every live tensor read the results from
  * memory. */
 #include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@
 #include "ir/ustack.h"
 #include "runtime/cache.h"
 #include "runtime/run.h"
+#include "runtime/trace.h"
 #include "schedule/schedule.h"
 
 /* A node that is data already: realizing it costs nothing. */
@@ -311,6 +313,7 @@ static tvk_status run(tvk_ctx *ctx, const Schedule *s) {
               .cache_readonly = cache_readonly_wanted(ctx->opt.cache_readonly),
               .stats = &ctx->stats,
               .log = &ctx->log,
+              .trace = ctx->trace,
               .err = &ctx->err};
   tvk_status st = run_schedule(&r, s, bufs);
   free(bufs);
@@ -336,23 +339,36 @@ tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts) {
     }
     if (!is_data(t->uop)) roots[nr++] = t->uop;
   }
+  int64_t t_realize = ctx->trace ? trace_now_ns() : 0;
   tvk_status st = nr > 0 ? copy_old_values(ctx, &roots, &nr) : TVK_OK;
   if (st == TVK_OK && nr > 0) {
     size_t mark = uop_pool_mark(ctx->u);
     Schedule s;
     SchedCtx sc = {ctx->u, ctx->dev->limits.max_kernel_buffers, &ctx->err};
+    int64_t t0 = ctx->trace ? trace_now_ns() : 0;
     st = schedule_create(&sc, nr, roots, &s);
     bool *keep = st == TVK_OK ? calloc((size_t)(s.nbufs ? s.nbufs : 1), sizeof *keep) : NULL;
     if (st == TVK_OK && !keep)
       st = err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
     if (st == TVK_OK) st = find_kept(ctx, &s, keep);
     if (st == TVK_OK) schedule_plan(&s, keep);
+    if (ctx->trace) {
+      char args[64];
+      snprintf(args, sizeof args, "\"kernels\": %d, \"buffers\": %d", st == TVK_OK ? s.nitems : 0,
+               st == TVK_OK ? s.nbufs : 0);
+      trace_span(ctx->trace, false, "schedule", "schedule", t0, trace_now_ns(), args);
+    }
     free(keep);
     if (st == TVK_OK) st = alloc_outputs(ctx, &s);
     if (st == TVK_OK) st = run(ctx, &s);
     if (st == TVK_OK) st = replace_realized(ctx, &s);
     schedule_free(&s);
     uop_pool_drain(ctx->u, mark);
+    if (ctx->trace) {
+      char args[96];
+      snprintf(args, sizeof args, "\"tensors\": %d, \"status\": \"%s\"", nr, tvk_status_name(st));
+      trace_span(ctx->trace, false, "realize", "realize", t_realize, trace_now_ns(), args);
+    }
   }
   free(roots);
   if (first_bad) /* the tensor's own error wins over what happened after it */

@@ -31,6 +31,18 @@ typedef struct {
   int64_t local[3];
 } LaunchDims;
 
+/* One launch as the device timed it (Device.on_time). */
+typedef struct {
+  const char *kernel;     /* the program's name */
+  const DevProgram *prog; /* the program launched: alive while on_time runs */
+  double ms;              /* how long it ran, by the device's own clock */
+  /* When it ran, on the host's CLOCK_MONOTONIC in ns: exact on the CPU; on
+   * Vulkan the device's timestamps mapped to it (VK_EXT_calibrated_timestamps
+   * where the device has it, else the batch's start placed at its submission,
+   * so a span may sit a little early). 0 and 0: unknown. */
+  int64_t start_ns, end_ns;
+} LaunchTime;
+
 typedef struct {
   size_t max_buffer_bytes;   /* largest single buffer (Vulkan: that one binding addresses whole) */
   int64_t max_global[3];     /* max work-group count per dimension */
@@ -80,9 +92,9 @@ struct Device {
   LogSink log; /* where the backend's messages go (DeviceOptions.log) */
   /* With DeviceOptions.debug >= 1 or .profile a device reports the time each launch took
    * on it (Vulkan: timestamps read when its batch completes, so nothing is
-   * made synchronous; CPU: the launch's wall time) to on_time(time_user,
-   * kernel name, ms), on a thread that called into the device. NULL: none. */
-  void (*on_time)(void *user, const char *kernel, double ms);
+   * made synchronous; CPU: the launch's wall time) to on_time(time_user, t),
+   * on a thread that called into the device. NULL: none. */
+  void (*on_time)(void *user, const LaunchTime *t);
   void *time_user;
 };
 

@@ -16,7 +16,7 @@
 #include "runtime/cache.h"
 #include "runtime/kernel_store.h"
 
-#define RECORD_MAGIC "tvk-kernel 1"
+#define RECORD_MAGIC "tvk-kernel 2"
 
 /* ---------------------------------------------------------------- the build identity */
 
@@ -218,6 +218,8 @@ void kstore_save(const char *dir, const char *key, const KernelSource *ks) {
     int64_t step[3] = {st->kind, st->axis, st->amount};
     put(&s, step, sizeof step);
   }
+  double cost[2] = {ks->flops, ks->bytes};
+  put(&s, cost, sizeof cost);
   char *path = s.oom ? NULL : record_path(dir, key, true);
   if (path) cache_file_write_sealed(path, s.p, s.len, 0600);
   free(path);
@@ -261,6 +263,9 @@ static bool parse(Rd *r, KernelSource *ks) {
       return false;
     ks->plan.step[i] = (OptStep){(uint8_t)step[0], (uint8_t)step[1], (int32_t)step[2]};
   }
+  double cost[2] = {0, 0};
+  if (get(r, cost, sizeof cost) && (!(cost[0] >= 0) || !(cost[1] >= 0))) return false;
+  ks->flops = cost[0], ks->bytes = cost[1];
   return !r->bad && r->p == r->end && ks->name && ks->src && *ks->name;
 }
 

@@ -19,6 +19,7 @@
 #include "runtime/kernel_store.h"
 #include "runtime/run.h"
 #include "runtime/search.h"
+#include "runtime/trace.h"
 
 /* ---------------------------------------------------------------- program cache */
 
@@ -49,7 +50,10 @@ struct ProgCache {
   size_t cap, n;
   KernEntry **kern; /* malloc'd entries, so a Prepared may point into them */
   size_t nkern, capkern;
-  PtrMap by_ast; /* AST -> index into kern */
+  PtrMap by_ast;  /* AST -> index into kern */
+  ProgCost *cost; /* what each program's launch does, for profiles and traces */
+  size_t ncost, capcost;
+  PtrMap cost_of; /* DevProgram -> index into cost */
 };
 
 static uint64_t fnv1a(const char *s) {
@@ -106,11 +110,20 @@ void progcache_forget_kernels(ProgCache *c) {
   ptrmap_clear(&c->by_ast);
 }
 
+bool progcache_cost(const ProgCache *c, const DevProgram *prog, ProgCost *out) {
+  int64_t i = c ? ptrmap_get(&c->cost_of, prog) : -1;
+  if (i < 0) return false;
+  *out = c->cost[i];
+  return true;
+}
+
 void progcache_free(ProgCache *c, Device *dev) {
   if (!c) return;
   progcache_forget_kernels(c);
   free(c->kern);
   ptrmap_free(&c->by_ast);
+  free(c->cost);
+  ptrmap_free(&c->cost_of);
   for (size_t i = 0; i < c->cap; i++) {
     if (!c->e[i].src) continue;
     dev->ops->program_free(dev, c->e[i].prog);
@@ -144,6 +157,13 @@ static tvk_status cache_program(const Runner *r, const KernelSource *ks, DevProg
   uint64_t h = fnv1a(ks->src);
   *cache_slot(c->e, c->cap, h, ks->src) = (ProgEntry){key, h, prog};
   c->n++;
+  /* out of memory here only leaves the program's cost unknown (0) */
+  if (VEC_RESERVE(c->cost, c->capcost, c->ncost + 1) &&
+      ptrmap_put(&c->cost_of, prog, (int64_t)c->ncost)) {
+    ProgCost *pc = &c->cost[c->ncost++];
+    *pc = (ProgCost){.flops = ks->flops, .bytes = ks->bytes};
+    opt_plan_str(&ks->plan, pc->plan, sizeof pc->plan);
+  }
   return TVK_OK;
 }
 
@@ -165,6 +185,7 @@ typedef struct {
 
 typedef struct {
   Device *dev;
+  Trace *trace;
   CompileJob *jobs;
   int n;
   atomic_int next, done;
@@ -200,7 +221,13 @@ static void run_jobs(CompileBatch *b, bool reporter) {
   for (int i; (i = atomic_fetch_add(&b->next, 1)) < b->n;) {
     CompileJob *j = &b->jobs[i];
     err_clear(&j->err);
+    int64_t t0 = b->trace ? trace_now_ns() : 0;
     j->st = b->dev->ops->compile(b->dev, j->ks->name, j->ks->src, &j->prog, &j->hit, &j->err);
+    if (b->trace)
+      trace_span(b->trace, false, "compile", j->ks->name, t0, trace_now_ns(),
+                 j->st != TVK_OK ? "\"failed\": true"
+                 : j->hit        ? "\"cache_hit\": true"
+                                 : "\"cache_hit\": false");
     atomic_fetch_add(&b->done, 1);
     if (reporter) report_progress(b, false);
   }
@@ -219,7 +246,8 @@ enum { RUN_MAX_COMPILE_THREADS = 8 };
  * (the calling thread is one of them). A thread that cannot be started only
  * leaves its share to the others. */
 static void compile_batch(const Runner *r, CompileJob *jobs, int n) {
-  CompileBatch b = {.dev = r->dev, .jobs = jobs, .n = n, .report = r->progress, .log = r->log};
+  CompileBatch b = {
+      .dev = r->dev, .trace = r->trace, .jobs = jobs, .n = n, .report = r->progress, .log = r->log};
   atomic_init(&b.next, 0);
   atomic_init(&b.done, 0);
   b.t0 = now_ms();
@@ -322,9 +350,11 @@ static tvk_status prepare(const Runner *r, const Schedule *s, int i, Prepared *p
   ProgCache *c = programs_of(r);
   char key[KSTORE_KEY_LEN + 1];
   const char *dir = c ? store_dir(r, c) : NULL;
+  int64_t t0 = r->trace ? trace_now_ns() : 0;
   bool keyed = dir && !o.want_uops && kstore_key(ast, &o, d->ops->name((Device *)d), r->beam, key);
   if (keyed && kstore_load(dir, key, &p->own)) {
     r->stats->kernels_stored++;
+    trace_span(r->trace, false, "codegen", p->own.name, t0, trace_now_ns(), "\"stored\": true");
     return finish_prepare(r, ast, p);
   }
   OptPlan searched;
@@ -333,9 +363,18 @@ static tvk_status prepare(const Runner *r, const Schedule *s, int i, Prepared *p
     tvk_status ss = search_plan(&sc, s, i, &o, &searched);
     if (ss != TVK_OK) return ss;
     o.plan = &searched;
+    trace_span(r->trace, false, "search", "BEAM search", t0, trace_now_ns(), NULL);
   }
+  int64_t tc = r->trace ? trace_now_ns() : 0;
   tvk_status st = codegen_kernel_opts(ast, NULL, &o, &p->own);
   if (st == TVK_OK) r->stats->kernels_generated++;
+  if (st == TVK_OK && r->trace) {
+    char plan[160], esc[200], args[240];
+    opt_plan_str(&p->own.plan, plan, sizeof plan);
+    snprintf(args, sizeof args, "\"stored\": false, \"plan\": \"%s\"",
+             trace_json_str(plan, esc, sizeof esc));
+    trace_span(r->trace, false, "codegen", p->own.name, tc, trace_now_ns(), args);
+  }
   if (st != TVK_OK) {
     char out[160];
     schedule_buf_str(s, s->items[i].bufs[0], out, sizeof out);
@@ -488,7 +527,9 @@ tvk_status run_schedule(const Runner *r, const Schedule *s, DevBuffer *const *bu
   }
   /* Launches may be queued: buffers the schedule alone holds are freed after this. */
   if (st == TVK_OK && n > 0) {
+    int64_t t0 = r->trace ? trace_now_ns() : 0;
     st = r->dev->ops->sync(r->dev);
+    trace_span(r->trace, false, "wait", "wait for the device", t0, trace_now_ns(), NULL);
     if (st != TVK_OK) st = err_set(r->err, st, "run: %s", r->dev->err.msg);
   }
   if (st == TVK_OK && n > 0) r->stats->schedules++;

@@ -16,6 +16,16 @@
  * on-disk cache below it), and the kernels already prepared, by AST. */
 typedef struct ProgCache ProgCache;
 
+/* What one launch of a program does (KernelSource.flops / .bytes) and the
+ * plan it was made with, as text (opt_plan_str; "" for none). */
+typedef struct {
+  double flops, bytes;
+  char plan[96];
+} ProgCost;
+/* The cost of prog, a program of the cache: true and *out, or false for a
+ * program the cache does not hold (a BEAM candidate). c NULL ok. */
+bool progcache_cost(const ProgCache *c, const DevProgram *prog, ProgCost *out);
+
 /* Frees every program (through dev) and the cache; NULL ok. */
 void progcache_free(ProgCache *c, Device *dev);
 /* Forgets the kernels prepared from ASTs (and their references to the ASTs);
@@ -35,6 +45,7 @@ typedef struct {
   bool cache_readonly;   /* the cache is only read: nothing is stored in it */
   tvk_stats *stats;      /* kernels compiled, cache hits, kernels run, schedules are counted */
   const LogSink *log;    /* where TVK_DEBUG output goes (NULL: stderr) */
+  struct Trace *trace;   /* TVK_TRACE: codegen, compile and wait spans go there (NULL: none) */
   Error *err;            /* where a failure is reported */
 } Runner;
 
