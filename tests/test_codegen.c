@@ -654,6 +654,46 @@ static void test_flip(void **state) {
   check_view_load(*state, st, 20, want_flip, "flip");
 }
 
+/* KernelSource.flops / .bytes (estimate.c), against counts by hand: an ALU op
+ * per element of its shape and a fold per reduced element; per buffer the
+ * elements its view reaches (a broadcast reaches its source's, a shrink
+ * its window's), for loads and stores. */
+static void test_cost_estimate(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  KernelSource ks;
+  /* out (4, 5) = a * b + 0.5 with b (1, 5) broadcast over rows */
+  ShapeTracker *row = shp(2, (int64_t)1, (int64_t)5);
+  ShapeTracker *bcast = st_expand(row, (const int64_t[]){4, 5});
+  st_free(row);
+  UOp *e = uop_add(
+      uop_mul(ld(c, 1, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)5)), ld(c, 2, DT_FLOAT32, bcast)),
+      cf(c, 0.5));
+  assert_int_equal(
+      codegen_kernel(sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)5), e)), NULL, &ks),
+      TVK_OK);
+  assert_true(ks.flops == 40 && ks.bytes == 4 * (20 + 20 + 5));
+  kernel_source_free(&ks);
+  /* out (4, 1) = sum over axis 1 of a * a (one load of a, used twice) */
+  UOp *a = ld(c, 1, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)5));
+  UOp *r = reduce(uop_mul(a, a), OP_ADD, 1, (const int64_t[]){1});
+  assert_int_equal(
+      codegen_kernel(sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)4, (int64_t)1), r)), NULL, &ks),
+      TVK_OK);
+  assert_true(ks.flops == 20 + 20 && ks.bytes == 4 * (20 + 4));
+  kernel_source_free(&ks);
+  /* out (2, 3) = a[1:3, 2:5] + 1 of a (4, 5) float64: the window's 6 elements */
+  ShapeTracker *whole = shp(2, (int64_t)4, (int64_t)5);
+  ShapeTracker *win = st_shrink(whole, (const sint[][2]){{1, 3}, {2, 5}});
+  st_free(whole);
+  UOp *w = uop_add(ld(c, 1, DT_FLOAT64, win), uop_const_float(c, dt_make(DT_FLOAT64), 1));
+  assert_int_equal(
+      codegen_kernel(sink1(store(c, 0, DT_FLOAT64, shp(2, (int64_t)2, (int64_t)3), w)), NULL, &ks),
+      TVK_OK);
+  assert_true(ks.flops == 6 && ks.bytes == 8 * (6 + 6));
+  kernel_source_free(&ks);
+}
+
 /* a is 4 x 5, rows 1..3 and columns 2..5 */
 static double want_shrink(const float *a, int64_t r, int64_t c) { return a[(r + 1) * 5 + (c + 2)]; }
 static void test_shrink(void **state) {
@@ -1807,6 +1847,7 @@ int main(void) {
       T(test_pad),
       T(test_flip),
       T(test_shrink),
+      T(test_cost_estimate),
       T(test_expand),
       T(test_combined_views),
       T(test_masked_const),
