@@ -60,7 +60,7 @@ TVK_API tvk_tensor *tvk_from_vulkan_buffer_u64(tvk_ctx *ctx, tvk_dtype dt, int n
 typedef struct tvk_vulkan_device {
   VkInstance instance;
   VkPhysicalDevice physical_device;
-  VkDevice device; /* created from physical_device */
+  VkDevice device;       /* created from physical_device */
   uint32_t queue_family; /* a family with VK_QUEUE_COMPUTE_BIT */
   VkQueue queue;         /* a queue of that family: tvk submits all its work to it */
   /* The Vulkan version the instance was created with (VkApplicationInfo.
@@ -95,8 +95,8 @@ typedef struct tvk_vulkan_device {
  * the value); TVK_ERR_DEVICE when the functions cannot be loaded or the
  * library was built without Vulkan. Nothing of the app's is changed or
  * destroyed on failure. */
-#define tvk_ctx_create_vulkan(vk, opts, out)                                                      \
-  tvk_ctx_create_vulkan_sized((vk), sizeof(tvk_vulkan_device), (opts), sizeof(tvk_ctx_options),   \
+#define tvk_ctx_create_vulkan(vk, opts, out)                                                       \
+  tvk_ctx_create_vulkan_sized((vk), sizeof(tvk_vulkan_device), (opts), sizeof(tvk_ctx_options),    \
                               (out))
 
 static inline uint64_t tvk_vulkan_handle_bits(VkBuffer b) { return (uint64_t)b; }

@@ -234,9 +234,20 @@ static void app_create(App *a) {
   *a = (App){0};
   app_messages = 0;
   if (volkInitialize() != VK_SUCCESS) no_vulkan("no Vulkan loader");
+  /* As the library does for its own instances (vk_device.c, "the loader"):
+   * one instance for the life of the process keeps the driver (and the
+   * validation layer) loaded, since both leak a little at every unload, and
+   * leaks of an unloaded library are reported where no suppression reaches. */
+  static VkInstance anchor = VK_NULL_HANDLE;
+  const char *anchor_layer = "VK_LAYER_KHRONOS_validation";
+  VkInstanceCreateInfo bare = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+                               .enabledLayerCount = validating() > 0,
+                               .ppEnabledLayerNames = &anchor_layer};
+  if (!anchor && vkCreateInstance(&bare, NULL, &anchor) != VK_SUCCESS) anchor = VK_NULL_HANDLE;
   a->api = volkGetInstanceVersion() >= VK_API_VERSION_1_2 ? VK_API_VERSION_1_2 : VK_API_VERSION_1_1;
   const char *layer = "VK_LAYER_KHRONOS_validation";
-  const char *exts[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME, VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME};
+  const char *exts[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME,
+                        VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME};
   int val = validating() > 0;
   VkValidationFeatureEnableEXT sync = VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT;
   VkDebugUtilsMessengerCreateInfoEXT mi = {
@@ -253,7 +264,9 @@ static void app_create(App *a) {
                                 .pEnabledValidationFeatures = &sync};
   VkApplicationInfo ai = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .apiVersion = a->api};
   VkInstanceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
-                             .pNext = validating() >= 2 ? (void *)&vf : val ? (void *)&mi : NULL,
+                             .pNext = validating() >= 2 ? (void *)&vf
+                                      : val             ? (void *)&mi
+                                                        : NULL,
                              .pApplicationInfo = &ai,
                              .enabledLayerCount = val,
                              .ppEnabledLayerNames = &layer,
@@ -410,9 +423,8 @@ static void app_copy(App *a, VkBuffer src, VkDeviceSize off, AppBuf *dst, VkDevi
   a->vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
                              &after, 0, NULL, 0, NULL);
   assert_int_equal(a->vk.vkEndCommandBuffer(cmd), VK_SUCCESS);
-  VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-                     .commandBufferCount = 1,
-                     .pCommandBuffers = &cmd};
+  VkSubmitInfo si = {
+      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd};
   assert_int_equal(a->vk.vkQueueSubmit(a->queue, 1, &si, VK_NULL_HANDLE), VK_SUCCESS);
   assert_int_equal(a->vk.vkQueueWaitIdle(a->queue), VK_SUCCESS);
   a->vk.vkDestroyCommandPool(a->device, pool, NULL);
@@ -580,8 +592,8 @@ static void test_vk_bad_args(void **state) {
                              &released); /* 1028 bytes */
   assert_int_equal(tvk_status_of(t), TVK_ERR_INVALID_ARG);
   assert_non_null(strstr(tvk_error_of(t), "do not fit in a buffer of 1024 bytes"));
-  t = tvk_from_vulkan_buffer(ctx, TVK_FLOAT64, 1, SHAPE(128), b.buf, align, b.size,
-                             count_release, &released); /* fits only without the offset */
+  t = tvk_from_vulkan_buffer(ctx, TVK_FLOAT64, 1, SHAPE(128), b.buf, align, b.size, count_release,
+                             &released); /* fits only without the offset */
   assert_int_equal(tvk_status_of(t), TVK_ERR_INVALID_ARG);
   assert_non_null(strstr(tvk_error_of(t), "float64"));
   t = tvk_from_vulkan_buffer(ctx, TVK_FLOAT32, 1, SHAPE(4), b.buf, 0, 1 << 20, count_release,
@@ -609,7 +621,7 @@ static void test_vk_bad_args(void **state) {
 }
 
 #define VK_TESTS                                                                                   \
-  , cmocka_unit_test(test_vk_import_export), cmocka_unit_test(test_vk_release_at_destroy),        \
+  , cmocka_unit_test(test_vk_import_export), cmocka_unit_test(test_vk_release_at_destroy),         \
       cmocka_unit_test(test_vk_bad_args)
 #else
 #define VK_TESTS
