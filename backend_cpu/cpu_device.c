@@ -23,6 +23,7 @@ enum { CPU_CACHE_BLOCKS = 16 };
 struct DevBuffer {
   void *data; /* never NULL, even for a zero-size buffer */
   size_t size;
+  bool wrapped; /* data is the app's (cpu_wrap): never freed, never cached */
 };
 
 typedef struct {
@@ -66,8 +67,7 @@ static tvk_status cpu_alloc(Device *d, size_t nbytes, DevBuffer **out) {
     return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY,
                    "out of host memory allocating a buffer of %zu bytes", nbytes);
   }
-  b->data = data;
-  b->size = nbytes;
+  *b = (DevBuffer){.data = data, .size = nbytes};
   *out = b;
   return TVK_OK;
 }
@@ -77,10 +77,33 @@ static void release_block(DevBuffer *b) {
   free(b);
 }
 
+static tvk_status cpu_wrap(Device *d, const DevForeign *m, DevBuffer **out) {
+  *out = NULL;
+  if (m->handle)
+    return err_set(&d->err, TVK_ERR_DEVICE,
+                   "%s takes no Vulkan buffer: use a context from tvk_ctx_create_vulkan",
+                   cpu_name(d));
+  if (!m->host) return err_set(&d->err, TVK_ERR_INVALID_ARG, "data is NULL");
+  /* Kernels load and store whole elements through typed pointers. */
+  if (m->elem_bytes > 1 && (uintptr_t)m->host % m->elem_bytes != 0)
+    return err_set(&d->err, TVK_ERR_INVALID_ARG,
+                   "data %p is not aligned to %zu bytes, the size of a %s element", m->host,
+                   m->elem_bytes, m->dtype_name);
+  DevBuffer *b = malloc(sizeof *b);
+  if (!b) return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "wrap: out of host memory");
+  *b = (DevBuffer){.data = m->host, .size = m->nbytes, .wrapped = true};
+  *out = b;
+  return TVK_OK;
+}
+
 /* Kernels run to completion before a launch returns, so a freed buffer is
  * idle and can go straight to the cache (the oldest blocks make room). */
 static void cpu_free(Device *d, DevBuffer *b) {
   if (!b) return;
+  if (b->wrapped) { /* the app's memory: only our record goes */
+    free(b);
+    return;
+  }
   CpuDevice *c = cpu_of(d);
   if (b->size > CPU_CACHE_BYTES / 4) { /* huge blocks go back to the system */
     release_block(b);
@@ -219,6 +242,7 @@ static const DeviceOps cpu_ops = {
     .name = cpu_name,
     .alloc = cpu_alloc,
     .free = cpu_free,
+    .wrap = cpu_wrap,
     .copy_in = cpu_copy_in,
     .copy_out = cpu_copy_out,
     .compile = cpu_compile_op,

@@ -151,6 +151,9 @@ typedef struct VkDev {
   VkDevLimits lim;
 
   VkDevice device;
+  /* instance, device and queue are the app's (vk_device_create_app): used,
+   * never destroyed; its buffers may be wrapped (vk_buffer_wrap) */
+  bool app_owned;
   struct VolkDeviceTable vk; /* device functions of this device: v->vk.vkCreateBuffer(...) */
   VkQueue queue;
 
@@ -195,7 +198,8 @@ struct DevBuffer {
   size_t size;           /* bytes asked for (may be 0) */
   VkDeviceSize reserved; /* bytes taken from the block: range rounded up to the alignment */
   uint8_t *host;         /* mapped address of offset; NULL: copies go through staging */
-  struct VkBlock *block;
+  struct VkBlock *block; /* NULL for a wrapped buffer */
+  bool wrapped;          /* the app's VkBuffer (vk_buffer_wrap): freeing frees only this record */
   /* vk_memory.c's bookkeeping: the list of live buffers (destroy frees those the
    * caller did not), and the list of freed ones waiting for serial_done >= freed_serial. */
   DevBuffer *prev, *next;

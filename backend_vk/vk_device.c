@@ -15,6 +15,9 @@
 #include "vk_memory.h"
 #include "vk_pipeline.h"
 
+/* After vk_core.h (volk) so that vulkan_core.h comes without prototypes. */
+#include "tvk_vulkan.h"
+
 enum {
   VK_DEFAULT_BLOCK_BYTES = 64 << 20,
   VK_MAX_EXTENSIONS = 16, /* device extensions we may enable */
@@ -63,6 +66,18 @@ static void load_device_table(VkDev *v) {
   pthread_mutex_lock(&device_table_mu);
   if (!vkGetDeviceProcAddr) vkGetDeviceProcAddr = v->vki.vkGetDeviceProcAddr;
   volkLoadDeviceTable(&v->vk, v->device);
+  pthread_mutex_unlock(&device_table_mu);
+}
+
+/* The same through the vkGetDeviceProcAddr of the app's instance: it may come
+ * from another loader than ours (its get_instance_proc_addr), so it is put in
+ * volk's variable only while the table loads. */
+static void load_app_device_table(VkDev *v) {
+  pthread_mutex_lock(&device_table_mu);
+  PFN_vkGetDeviceProcAddr saved = vkGetDeviceProcAddr;
+  vkGetDeviceProcAddr = v->vki.vkGetDeviceProcAddr;
+  volkLoadDeviceTable(&v->vk, v->device);
+  vkGetDeviceProcAddr = saved;
   pthread_mutex_unlock(&device_table_mu);
 }
 
@@ -149,10 +164,10 @@ static tvk_status check_validation_layer(VkDev *v) {
   return TVK_OK;
 }
 
-#define LOAD_INSTANCE_FN(v, name)                                                                  \
-  ((v)->vki.name = (PFN_##name)vkGetInstanceProcAddr((v)->instance, #name))
+#define LOAD_INSTANCE_FN(v, name) ((v)->vki.name = (PFN_##name)gipa((v)->instance, #name))
 
-static tvk_status load_instance_fns(VkDev *v) {
+/* gipa: the loader's vkGetInstanceProcAddr, or the app's (tvk_vulkan_device). */
+static tvk_status load_instance_fns(VkDev *v, PFN_vkGetInstanceProcAddr gipa) {
   LOAD_INSTANCE_FN(v, vkDestroyInstance);
   LOAD_INSTANCE_FN(v, vkEnumeratePhysicalDevices);
   LOAD_INSTANCE_FN(v, vkGetPhysicalDeviceProperties);
@@ -259,7 +274,7 @@ static tvk_status create_instance(VkDev *v) {
                    "no Vulkan driver: vkCreateInstance failed with VK_ERROR_INCOMPATIBLE_DRIVER "
                    "(install a driver, e.g. mesa-vulkan-drivers)");
   if (r != VK_SUCCESS) return vk_check(v, r, "vkCreateInstance");
-  st = load_instance_fns(v);
+  st = load_instance_fns(v, vkGetInstanceProcAddr);
   if (st == TVK_OK && v->validate) {
     r = v->vki.vkCreateDebugUtilsMessengerEXT(v->instance, &mi, NULL, &v->messenger);
     st = vk_check(v, r, "vkCreateDebugUtilsMessengerEXT");
@@ -581,23 +596,27 @@ static void choose_features(VkDev *v, Extensions *e, FeatureChain *want) {
 /* When launches are timed (TVK_DEBUG, TVK_PROFILE, TVK_TRACE), calibrated
  * timestamps put each kernel's span where it ran on the host's clock, next to
  * the host's own spans in a trace. */
-static void calibrated_clock(VkDev *v, Extensions *e) {
+static bool calibrateable(VkDev *v, const Extensions *e) {
   PFN_vkGetPhysicalDeviceCalibrateableTimeDomainsEXT domains =
       v->vki.vkGetPhysicalDeviceCalibrateableTimeDomainsEXT;
-  if ((v->debug < 1 && !v->profile) || !domains ||
+  if ((v->debug < 1 && !v->profile) || !(v->features & VKFEAT_TIMESTAMPS) || !domains ||
       !ext_has(e, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME))
-    return;
+    return false;
   VkTimeDomainEXT have[8];
   uint32_t n = 8;
   VkResult r = domains(v->phys, &n, have);
-  if (r != VK_SUCCESS && r != VK_INCOMPLETE) return;
+  if (r != VK_SUCCESS && r != VK_INCOMPLETE) return false;
   bool dev = false, mono = false;
   for (uint32_t i = 0; i < n; i++) {
     dev |= have[i] == VK_TIME_DOMAIN_DEVICE_EXT;
     mono |= have[i] == VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT;
   }
+  return dev && mono;
+}
+
+static void calibrated_clock(VkDev *v, Extensions *e) {
   uint32_t before = e->non;
-  if (dev && mono) ext_enable(v, e, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME, false);
+  if (calibrateable(v, e)) ext_enable(v, e, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME, false);
   if (e->non > before) v->features |= VKFEAT_CALIBRATED;
 }
 
@@ -674,7 +693,7 @@ static tvk_status create_logical(VkDev *v) {
   if (st == TVK_OK) {
     choose_features(v, &e, &want);
     read_limits(v, &e, ts_bits);
-    if (v->features & VKFEAT_TIMESTAMPS) calibrated_clock(v, &e);
+    calibrated_clock(v, &e);
   }
   if (st != TVK_OK) {
     free(e.have);
@@ -742,12 +761,18 @@ static void vkd_destroy(Device *d) {
       vk_pipeline_cleanup(v);
       vk_dispatch_destroy(v);
     }
-    (void)v->vk.vkDeviceWaitIdle(v->device); /* after a loss too: objects must be idle to free */
+    /* After a loss too: objects must be idle to free. The app's other queues
+     * are the app's (vkDeviceWaitIdle would need them externally
+     * synchronised too): only ours is waited for. */
+    if (v->app_owned)
+      (void)v->vk.vkQueueWaitIdle(v->queue);
+    else
+      (void)v->vk.vkDeviceWaitIdle(v->device);
     vk_mem_destroy(v);
-    v->vk.vkDestroyDevice(v->device, NULL);
+    if (!v->app_owned) v->vk.vkDestroyDevice(v->device, NULL);
   }
   if (v->messenger) v->vki.vkDestroyDebugUtilsMessengerEXT(v->instance, v->messenger, NULL);
-  if (v->instance) v->vki.vkDestroyInstance(v->instance, NULL);
+  if (v->instance && !v->app_owned) v->vki.vkDestroyInstance(v->instance, NULL);
   free(v->cache_dir);
   vk_glsl_lang_free(v->glsl);
   free(v);
@@ -757,6 +782,7 @@ static const DeviceOps vk_ops = {
     .name = vkd_name,
     .alloc = vk_buffer_alloc,
     .free = vk_buffer_free,
+    .wrap = vk_buffer_wrap,
     .copy_in = vk_copy_in,
     .copy_out = vk_copy_out,
     .compile = vkd_compile,
@@ -769,6 +795,19 @@ static const DeviceOps vk_ops = {
 uint64_t vk_validation_messages(Device *d) {
   if (!d || d->ops != &vk_ops) return 0;
   return atomic_load(&vk_of(d)->validation_messages);
+}
+
+tvk_status vk_buffer_export(Device *d, DevBuffer *b, uint64_t *handle, uint64_t *offset) {
+  *handle = *offset = 0;
+  if (d->ops != &vk_ops)
+    return err_set(&d->err, TVK_ERR_DEVICE,
+                   "%s is not a Vulkan device: tvk_vulkan_buffer needs a Vulkan context",
+                   d->ops->name(d));
+  tvk_status st = vk_alive(vk_of(d));
+  if (st != TVK_OK || !b) return st;
+  *handle = tvk_vulkan_handle_bits(b->buffer);
+  *offset = b->offset;
+  return TVK_OK;
 }
 
 /* $TVK_VK_MEMORY: comma-separated modes that force the discrete-GPU paths. */
@@ -789,7 +828,8 @@ static tvk_status parse_memory_modes(VkDev *v) {
   return TVK_OK;
 }
 
-static tvk_status create(VkDev *v, const DeviceOptions *opt, int index) {
+/* What every device takes from the options, before any Vulkan call. */
+static tvk_status take_options(VkDev *v, const DeviceOptions *opt) {
   v->base.ops = &vk_ops;
   v->debug = opt ? opt->debug : 0;
   v->profile = opt && opt->profile > 0;
@@ -802,7 +842,23 @@ static tvk_status create(VkDev *v, const DeviceOptions *opt, int index) {
   v->no_disk_cache = opt && opt->no_disk_cache > 0;
   if (opt && opt->cache_dir && !(v->cache_dir = strdup(opt->cache_dir)))
     return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "out of memory creating the Vulkan device");
-  tvk_status st = parse_memory_modes(v);
+  return parse_memory_modes(v);
+}
+
+/* The files above the device: memory, the GLSL table, pipelines, dispatch. */
+static tvk_status start_device(VkDev *v) {
+  tvk_status st = vk_mem_init(v);
+  if (st == TVK_OK) st = vk_glsl_attach(v);
+  if (st == TVK_OK) {
+    v->dispatch_started = true;
+    st = vk_pipeline_init(v);
+  }
+  if (st == TVK_OK) st = vk_dispatch_init(v);
+  return st;
+}
+
+static tvk_status create(VkDev *v, const DeviceOptions *opt, int index) {
+  tvk_status st = take_options(v, opt);
   if (st == TVK_OK) st = create_instance(v);
   if (st == TVK_OK) st = choose_physical(v, index);
   if (st == TVK_OK) {
@@ -811,14 +867,216 @@ static tvk_status create(VkDev *v, const DeviceOptions *opt, int index) {
     snprintf(v->name, sizeof v->name, "Vulkan: %s", pp.deviceName);
     st = create_logical(v);
   }
-  if (st == TVK_OK) st = vk_mem_init(v);
-  if (st == TVK_OK) st = vk_glsl_attach(v);
-  if (st == TVK_OK) {
-    v->dispatch_started = true;
-    st = vk_pipeline_init(v);
+  return st == TVK_OK ? start_device(v) : st;
+}
+
+/* ---- the app's own objects (tvk_vulkan.h) ---- */
+
+/* What the app says it enabled, from its feature chain and extension list. */
+typedef struct {
+  VkPhysicalDeviceFeatures core;
+  bool s16, s8, f16, i8, timeline;
+} AppFeatures;
+
+static void app_features_read(const tvk_vulkan_device *a, AppFeatures *f) {
+  *f = (AppFeatures){0};
+  if (!a->enabled_features) return;
+  f->core = a->enabled_features->features;
+  /* The chain is walked as the loader does: every struct starts with sType and pNext. */
+  for (const VkBaseInStructure *p = a->enabled_features->pNext; p; p = p->pNext) {
+    switch (p->sType) {
+    case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES:
+      f->s16 |= ((const VkPhysicalDeviceVulkan11Features *)p)->storageBuffer16BitAccess;
+      break;
+    case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES: {
+      const VkPhysicalDeviceVulkan12Features *x = (const void *)p;
+      f->s8 |= x->storageBuffer8BitAccess;
+      f->f16 |= x->shaderFloat16;
+      f->i8 |= x->shaderInt8;
+      f->timeline |= x->timelineSemaphore;
+      break;
+    }
+    case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES:
+      f->s16 |= ((const VkPhysicalDevice16BitStorageFeatures *)p)->storageBuffer16BitAccess;
+      break;
+    case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES:
+      f->s8 |= ((const VkPhysicalDevice8BitStorageFeatures *)p)->storageBuffer8BitAccess;
+      break;
+    case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES: {
+      const VkPhysicalDeviceShaderFloat16Int8Features *x = (const void *)p;
+      f->f16 |= x->shaderFloat16;
+      f->i8 |= x->shaderInt8;
+      break;
+    }
+    case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES:
+      f->timeline |= ((const VkPhysicalDeviceTimelineSemaphoreFeatures *)p)->timelineSemaphore;
+      break;
+    default: break;
+    }
   }
-  if (st == TVK_OK) st = vk_dispatch_init(v);
+}
+
+static bool app_ext(const tvk_vulkan_device *a, const char *name) {
+  for (uint32_t i = 0; i < a->enabled_extension_count; i++)
+    if (a->enabled_extensions && a->enabled_extensions[i] &&
+        !strcmp(a->enabled_extensions[i], name))
+      return true;
+  return false;
+}
+
+/* v->features: what the app enabled, the device has, and (on 1.1) the
+ * extension that carries it is enabled. */
+static void app_choose_features(VkDev *v, const Extensions *e, const tvk_vulkan_device *a) {
+  FeatureChain have;
+  chain_features(v, e, &have);
+  v->vki.vkGetPhysicalDeviceFeatures2(v->phys, &have.f2);
+  AppFeatures on;
+  app_features_read(a, &on);
+  bool v12 = v->api_version >= VK_API_VERSION_1_2;
+  bool s8_ext = v12 || app_ext(a, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
+  bool f16_ext = v12 || app_ext(a, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+  bool tl_ext = v12 || app_ext(a, VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME);
+  const VkPhysicalDeviceFeatures *h = &have.f2.features;
+  uint32_t f = 0;
+  f |= on.core.shaderInt64 && h->shaderInt64 ? VKFEAT_INT64 : 0;
+  f |= on.core.shaderInt16 && h->shaderInt16 ? VKFEAT_INT16 : 0;
+  f |= on.core.shaderFloat64 && h->shaderFloat64 ? VKFEAT_FLOAT64 : 0;
+  f |= on.s16 && have.s16.storageBuffer16BitAccess ? VKFEAT_STORAGE16 : 0;
+  f |= on.s8 && s8_ext && have.s8.storageBuffer8BitAccess ? VKFEAT_STORAGE8 : 0;
+  f |= on.f16 && f16_ext && have.f16i8.shaderFloat16 ? VKFEAT_FLOAT16 : 0;
+  f |= on.i8 && f16_ext && have.f16i8.shaderInt8 ? VKFEAT_INT8 : 0;
+  f |= on.timeline && tl_ext && have.timeline.timelineSemaphore ? VKFEAT_TIMELINE : 0;
+  if (app_ext(a, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME) &&
+      ext_has(e, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME))
+    f |= VKFEAT_PUSH_DESCRIPTOR;
+  /* Float controls is a property: what matters is that shaders may use it,
+   * i.e. 1.2, or the extension enabled on 1.1. */
+  if (v12 || app_ext(a, VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME)) {
+    VkPhysicalDeviceFloatControlsProperties fc = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES};
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                      .pNext = &fc};
+    v->vki.vkGetPhysicalDeviceProperties2(v->phys, &p2);
+    uint32_t pf = fc.shaderSignedZeroInfNanPreserveFloat32 ? VKFEAT_PRESERVE32 : 0;
+    pf |= fc.shaderSignedZeroInfNanPreserveFloat64 ? VKFEAT_PRESERVE64 : 0;
+    if (pf && !v12) pf |= VKFEAT_FLOAT_CONTROLS_EXT;
+    f |= pf;
+  }
+  v->features = f;
+}
+
+#define APP_ERR(v, ...)                                                                            \
+  err_set(&(v)->base.err, TVK_ERR_INVALID_ARG, "tvk_ctx_create_vulkan: " __VA_ARGS__)
+
+/* The handles and the version, before anything is called through them. */
+static tvk_status app_check(VkDev *v, const tvk_vulkan_device *a) {
+  if (!a->instance) return APP_ERR(v, "instance is VK_NULL_HANDLE");
+  if (!a->physical_device) return APP_ERR(v, "physical_device is VK_NULL_HANDLE");
+  if (!a->device) return APP_ERR(v, "device is VK_NULL_HANDLE");
+  if (!a->queue) return APP_ERR(v, "queue is VK_NULL_HANDLE");
+  if (a->enabled_extension_count > 0 && !a->enabled_extensions)
+    return APP_ERR(v, "enabled_extensions is NULL with enabled_extension_count %u",
+                   a->enabled_extension_count);
+  if (version_of(a->api_version) < VK_API_VERSION_1_1)
+    return APP_ERR(v, "api_version is %u.%u.%u (0x%x); tvk needs Vulkan 1.1 or newer",
+                   VK_API_VERSION_MAJOR(a->api_version), VK_API_VERSION_MINOR(a->api_version),
+                   VK_API_VERSION_PATCH(a->api_version), a->api_version);
+  return TVK_OK;
+}
+
+/* The queue family: in range and able to compute; its timestamp bits. */
+static tvk_status app_queue(VkDev *v, uint32_t family, uint32_t *ts_bits) {
+  uint32_t n = 0;
+  v->vki.vkGetPhysicalDeviceQueueFamilyProperties(v->phys, &n, NULL);
+  VkQueueFamilyProperties *qs = calloc(n + 1, sizeof *qs);
+  if (!qs) return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "out of memory listing queues");
+  v->vki.vkGetPhysicalDeviceQueueFamilyProperties(v->phys, &n, qs);
+  tvk_status st = TVK_OK;
+  if (family >= n)
+    st = APP_ERR(v, "queue_family %u is out of range: %s has %u queue families", family,
+                 v->props.deviceName, n);
+  else if (!(qs[family].queueFlags & VK_QUEUE_COMPUTE_BIT))
+    st = APP_ERR(v, "queue_family %u has no VK_QUEUE_COMPUTE_BIT (its flags are 0x%x)", family,
+                 (unsigned)qs[family].queueFlags);
+  else
+    *ts_bits = qs[family].timestampValidBits;
+  free(qs);
   return st;
+}
+
+static tvk_status create_app(VkDev *v, const DeviceOptions *opt, const tvk_vulkan_device *a) {
+  tvk_status st = take_options(v, opt);
+  /* The validation layer and its messenger are the app's (on its instance). */
+  v->validate = v->sync_validation = false;
+  if (st == TVK_OK) st = app_check(v, a);
+  if (st != TVK_OK) return st;
+  PFN_vkGetInstanceProcAddr gipa = a->get_instance_proc_addr;
+  if (!gipa) {
+    pthread_once(&loader_once, loader_init);
+    if (loader_result != VK_SUCCESS)
+      return err_set(&v->base.err, TVK_ERR_DEVICE,
+                     "tvk_ctx_create_vulkan: get_instance_proc_addr is NULL and the Vulkan loader "
+                     "(libvulkan.so.1) could not be loaded");
+    gipa = vkGetInstanceProcAddr;
+  }
+  v->instance = a->instance;
+  v->app_owned = true; /* from here on nothing of the app's is destroyed */
+  st = load_instance_fns(v, gipa);
+  if (st != TVK_OK) return st;
+  v->phys = a->physical_device;
+  v->vki.vkGetPhysicalDeviceProperties(v->phys, &v->props);
+  snprintf(v->name, sizeof v->name, "Vulkan: %s", v->props.deviceName);
+  uint32_t dev_version = version_of(v->props.apiVersion);
+  if (dev_version < VK_API_VERSION_1_1)
+    return APP_ERR(v, "%s supports only Vulkan %u.%u; tvk needs 1.1 or newer", v->props.deviceName,
+                   VK_API_VERSION_MAJOR(dev_version), VK_API_VERSION_MINOR(dev_version));
+  v->api_version = version_of(a->api_version);
+  if (dev_version < v->api_version) v->api_version = dev_version;
+  if (v->api_version > VK_API_VERSION_1_3) v->api_version = VK_API_VERSION_1_3;
+  uint32_t ts_bits = 0;
+  st = app_queue(v, a->queue_family, &ts_bits);
+  if (st != TVK_OK) return st;
+  v->queue_family = a->queue_family;
+  Extensions e = {0};
+  st = list_device_extensions(v, &e);
+  if (st == TVK_OK) {
+    app_choose_features(v, &e, a);
+    read_limits(v, &e, ts_bits);
+    /* calibrated timings only where the app enabled the extension */
+    if (app_ext(a, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME) && calibrateable(v, &e))
+      v->features |= VKFEAT_CALIBRATED;
+  }
+  free(e.have);
+  if (st != TVK_OK) return st;
+  v->device = a->device;
+  v->queue = a->queue;
+  load_app_device_table(v);
+  if (!v->vk.vkGetCalibratedTimestampsEXT) v->features &= ~(uint32_t)VKFEAT_CALIBRATED;
+  if (!v->vk.vkDestroyDevice || !v->vk.vkQueueSubmit || !v->vk.vkQueueWaitIdle ||
+      !v->vk.vkCreateBuffer)
+    return err_set(&v->base.err, TVK_ERR_DEVICE,
+                   "%s: vkGetDeviceProcAddr returned NULL for a core function", v->name);
+  return start_device(v);
+}
+
+tvk_status vk_device_create_app(const DeviceOptions *opt, const void *app, size_t app_size,
+                                Device **out, Error *err) {
+  err_clear(err);
+  *out = NULL;
+  /* The fields the app knows; newer ones keep their zero defaults. */
+  tvk_vulkan_device a = {0};
+  memcpy(&a, app, app_size < sizeof a ? app_size : sizeof a);
+  VkDev *v = calloc(1, sizeof *v);
+  if (!v) return err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory creating the Vulkan device");
+  atomic_init(&v->validation_messages, 0);
+  tvk_status st = create_app(v, opt, &a);
+  if (st != TVK_OK) {
+    *err = v->base.err;
+    vkd_destroy(&v->base);
+    return st;
+  }
+  *out = &v->base;
+  return TVK_OK;
 }
 
 tvk_status vk_device_create(const DeviceOptions *opt, int index, Device **out, Error *err) {

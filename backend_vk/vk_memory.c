@@ -17,6 +17,9 @@
 #include "ir/vec.h"
 #include "vk_dispatch.h"
 
+/* After vk_core.h (volk) so that vulkan_core.h comes without prototypes. */
+#include "tvk_vulkan.h"
+
 enum {
   STAGING_BYTES = 8 << 20, /* one staging buffer, reused for every chunk of a copy */
   MIN_ALIGN = 16,
@@ -286,6 +289,10 @@ static bool block_empty(const VkBlock *b) { return b->live == 0; }
 static void release(VkDev *v, DevBuffer *buf) {
   VkMem *m = v->mem;
   VkBlock *b = buf->block;
+  if (buf->wrapped) { /* the app's buffer and memory: nothing of ours but the record */
+    free(buf);
+    return;
+  }
   m->live--;
   m->live_bytes -= buf->reserved;
   if (!block_give(b, buf->offset, buf->reserved)) {
@@ -436,6 +443,60 @@ tvk_status vk_buffer_alloc(Device *d, size_t nbytes, DevBuffer **out) {
   b->host = b->block->mapped ? b->block->mapped + b->offset : NULL;
   m->live++;
   m->live_bytes += b->reserved;
+  b->next = m->alive;
+  if (m->alive) m->alive->prev = b;
+  m->alive = b;
+  *out = b;
+  return TVK_OK;
+}
+
+/* ---- the app's buffers ---- */
+
+tvk_status vk_buffer_wrap(Device *d, const DevForeign *f, DevBuffer **out) {
+  VkDev *v = vk_of(d);
+  *out = NULL;
+  tvk_status st = vk_alive(v);
+  if (st != TVK_OK) return st;
+  if (f->host)
+    return err_set(&v->base.err, TVK_ERR_DEVICE,
+                   "%s cannot read host memory in place: use tvk_from_data (a copy), or "
+                   "tvk_from_vulkan_buffer with a buffer of the app's device",
+                   v->name);
+  if (!v->app_owned)
+    return err_set(&v->base.err, TVK_ERR_DEVICE,
+                   "the context's Vulkan device is tvk's own, not the app's: make the context "
+                   "with tvk_ctx_create_vulkan on the device that owns the buffer");
+  VkBuffer buf = tvk_vulkan_handle_of(f->handle);
+  VkDeviceSize range = round_up(f->nbytes ? f->nbytes : 1, 4);
+  if (f->offset % v->lim.storage_align != 0)
+    return err_set(&v->base.err, TVK_ERR_INVALID_ARG,
+                   "offset %llu is not a multiple of minStorageBufferOffsetAlignment (%llu)",
+                   (unsigned long long)f->offset, (unsigned long long)v->lim.storage_align);
+  if (f->offset > f->size || range > f->size - f->offset)
+    return err_set(&v->base.err, TVK_ERR_INVALID_ARG,
+                   "%zu bytes of %s (%llu rounded up to 4) at offset %llu do not fit in a buffer "
+                   "of %llu bytes",
+                   f->nbytes, f->dtype_name, (unsigned long long)range,
+                   (unsigned long long)f->offset, (unsigned long long)f->size);
+  if (range > v->lim.max_storage_range)
+    return err_set(&v->base.err, TVK_ERR_INVALID_ARG,
+                   "%llu bytes are more than one binding addresses (maxStorageBufferRange %llu)",
+                   (unsigned long long)range, (unsigned long long)v->lim.max_storage_range);
+  /* A buffer's memory covers at least its size: a claimed size beyond it is
+   * not the size it was created with. */
+  VkMemoryRequirements req;
+  v->vk.vkGetBufferMemoryRequirements(v->device, buf, &req);
+  if (f->size > req.size)
+    return err_set(&v->base.err, TVK_ERR_INVALID_ARG,
+                   "buffer_size %llu is larger than the buffer (its memory requirement is %llu "
+                   "bytes)",
+                   (unsigned long long)f->size, (unsigned long long)req.size);
+  DevBuffer *b = calloc(1, sizeof *b);
+  if (!b) return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "wrap: out of host memory");
+  *b = (DevBuffer){
+      .buffer = buf, .offset = f->offset, .range = range, .size = f->nbytes, .wrapped = true};
+  /* On the live list so that destroy frees the record; not counted as ours. */
+  VkMem *m = v->mem;
   b->next = m->alive;
   if (m->alive) m->alive->prev = b;
   m->alive = b;

@@ -24,6 +24,10 @@ tvk_status vk_buffer_alloc(Device *d, size_t nbytes, DevBuffer **out);
 void vk_buffer_free(Device *d, DevBuffer *b);
 tvk_status vk_copy_in(Device *d, DevBuffer *b, size_t offset, const void *src, size_t n);
 tvk_status vk_copy_out(Device *d, DevBuffer *b, size_t offset, void *dst, size_t n);
+/* DeviceOps.wrap: a DevBuffer over the app's VkBuffer, after checking what can
+ * be checked (the offset's alignment, the size against the binding range and
+ * the buffer's memory requirements). */
+tvk_status vk_buffer_wrap(Device *d, const DevForeign *m, DevBuffer **out);
 
 typedef struct {
   uint64_t blocks;        /* VkDeviceMemory blocks held (kept empty ones included) */

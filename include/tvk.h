@@ -355,6 +355,26 @@ TVK_API void tvk_scope_end(tvk_ctx *ctx, size_t scope, int nkeep, tvk_tensor *co
  * and more included). */
 TVK_API tvk_tensor *tvk_from_data(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape,
                                   const void *data);
+/* A tensor whose elements are the app's memory at data (row-major, as
+ * tvk_from_data's), used in place without a copy: on the CPU device only.
+ * - tvk reads data when a kernel that reads the tensor runs, during a tvk call
+ *   on the context (tvk_realize, tvk_to_host, ... of something computed from
+ *   it), and tvk_assign to the tensor writes it. Between tvk calls the app may
+ *   read and change it: a later realize sees the new contents (results
+ *   realized before keep theirs). It must not change it during a tvk call on
+ *   the context (from another thread).
+ * - data must stay valid until release(user) is called (when release is not
+ *   NULL): once, when tvk no longer uses the memory, i.e. the tensor and every
+ *   tensor computed lazily from it are gone (tvk_ctx_destroy at the latest).
+ *   tvk never frees data nor gives it to other data. On failure release is
+ *   not called.
+ * - data must be aligned to the element size (the kernels load whole
+ *   elements): TVK_ERR_INVALID_ARG naming the address and the alignment
+ *   otherwise, as for a NULL data (even with no elements).
+ * - On a Vulkan context: TVK_ERR_DEVICE (use tvk_from_data, which copies, or
+ *   tvk_from_vulkan_buffer of tvk_vulkan.h). Other errors as tvk_from_data's. */
+TVK_API tvk_tensor *tvk_from_host_ptr(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape,
+                                      void *data, void (*release)(void *user), void *user);
 /* A tensor of the given shape with every element `value` (converted to dt as by
  * tvk_cast). Costs no memory until used: it is a broadcast constant. */
 TVK_API tvk_tensor *tvk_full(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape,

@@ -10,6 +10,10 @@
 #include "runtime/run.h"
 #include "runtime/trace.h"
 
+/* Only the declarations: the library's src/ includes no Vulkan header. */
+#define TVK_VULKAN_DECLS_ONLY
+#include "tvk_vulkan.h"
+
 /* ---------------------------------------------------------------- dtypes */
 
 static const ScalarType scalar_of[] = {
@@ -225,15 +229,68 @@ void tvk_stats_reset(tvk_ctx *ctx) {
 static void buffer_release(tvk_ctx *ctx, int64_t id) {
   Buffer *b = ctx->bufs[id];
   if (!b) return;
+  /* The app may reuse its memory once release is called: no kernel that
+   * reads or writes it may still be pending then. A failed sync (a lost
+   * device) runs nothing more either. */
+  if (b->foreign) (void)ctx->dev->ops->sync(ctx->dev);
   ctx->dev->ops->free(ctx->dev, b->dev);
-  ctx->stats.bytes_now -= b->nbytes;
+  if (!b->foreign) ctx->stats.bytes_now -= b->nbytes;
+  if (b->release) b->release(b->release_user);
   free(b);
   ctx->bufs[id] = NULL;
+}
+
+void ctx_buffer_discard(tvk_ctx *ctx, int64_t id) {
+  Buffer *b = ctx_buffer(ctx, id);
+  if (b) b->release = NULL;
+  buffer_release(ctx, id);
 }
 
 /* The UCtx calls this when the last reference to a BUFFER goes. */
 static void on_buffer_freed(void *user, UOp *buffer) {
   buffer_release(user, graph_buffer_id(buffer));
+}
+
+/* A free slot of the buffer table with a record in it, or -1 with *st set. */
+static int64_t buffer_slot(tvk_ctx *ctx, tvk_status *st) {
+  int64_t id = 0;
+  while (id < ctx->nbufs && ctx->bufs[id]) id++;
+  if (!VEC_RESERVE(ctx->bufs, ctx->capbufs, (size_t)id + 1)) {
+    *st = err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "out of memory for the buffer table");
+    return -1;
+  }
+  Buffer *b = calloc(1, sizeof *b);
+  if (!b) {
+    *st = err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "out of memory for a buffer record");
+    return -1;
+  }
+  if (id == ctx->nbufs) ctx->nbufs++;
+  ctx->bufs[id] = b;
+  return id;
+}
+
+int64_t ctx_buffer_wrap(tvk_ctx *ctx, ScalarType s, int64_t numel, const DevForeign *m,
+                        void (*release)(void *), void *user, tvk_status *st) {
+  if (!ctx->dev->ops->wrap) {
+    *st = err_set(&ctx->err, TVK_ERR_DEVICE, "%s cannot use memory the app owns",
+                  ctx->dev->ops->name(ctx->dev));
+    return -1;
+  }
+  int64_t id = buffer_slot(ctx, st);
+  if (id < 0) return -1;
+  Buffer *b = ctx->bufs[id];
+  *b = (Buffer){.nbytes = m->nbytes, .dtype = s, .numel = numel, .foreign = true};
+  tvk_status ds = ctx->dev->ops->wrap(ctx->dev, m, &b->dev);
+  if (ds != TVK_OK) {
+    free(b);
+    ctx->bufs[id] = NULL;
+    *st = err_set(&ctx->err, ds, "%s", ctx->dev->err.msg);
+    return -1;
+  }
+  b->release = release;
+  b->release_user = user;
+  *st = TVK_OK;
+  return id;
 }
 
 int64_t ctx_buffer_new(tvk_ctx *ctx, ScalarType s, int64_t numel, tvk_status *st) {
@@ -254,28 +311,19 @@ int64_t ctx_buffer_new(tvk_ctx *ctx, ScalarType s, int64_t numel, tvk_status *st
                   ctx->dev->ops->name(ctx->dev), most);
     return -1;
   }
-  int64_t id = 0;
-  while (id < ctx->nbufs && ctx->bufs[id]) id++;
-  if (!VEC_RESERVE(ctx->bufs, ctx->capbufs, (size_t)id + 1)) {
-    *st = err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "out of memory for the buffer table");
-    return -1;
-  }
-  Buffer *b = calloc(1, sizeof *b);
-  if (!b) {
-    *st = err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "out of memory for a buffer record");
-    return -1;
-  }
+  int64_t id = buffer_slot(ctx, st);
+  if (id < 0) return -1;
+  Buffer *b = ctx->bufs[id];
   b->nbytes = (size_t)numel * size;
   b->dtype = s;
   b->numel = numel;
   tvk_status ds = ctx->dev->ops->alloc(ctx->dev, b->nbytes, &b->dev);
   if (ds != TVK_OK) {
     free(b);
+    ctx->bufs[id] = NULL;
     *st = err_set(&ctx->err, ds, "%s", ctx->dev->err.msg);
     return -1;
   }
-  if (id == ctx->nbufs) ctx->nbufs++;
-  ctx->bufs[id] = b;
   ctx->stats.bytes_now += b->nbytes;
   if (ctx->stats.bytes_now > ctx->stats.bytes_peak) ctx->stats.bytes_peak = ctx->stats.bytes_now;
   *st = TVK_OK;
@@ -452,6 +500,27 @@ static bool is_plain_buffer(const tvk_tensor *t) {
   return u->op == OP_VIEW && u->src[0]->op == OP_BUFFER && st_contiguous(u->arg.st);
 }
 
+Buffer *ctx_materialize(tvk_tensor *t, const char *op, tvk_status *st) {
+  tvk_ctx *ctx = t->ctx;
+  /* An assign is realized in place: its target's buffer is then t's. */
+  *st = t->uop->op == OP_ASSIGN ? tvk_realize(1, &t) : TVK_OK;
+  if (*st == TVK_OK && !is_plain_buffer(t)) {
+    /* A view of a buffer (or a graph) is made contiguous first, so the copy is one block. */
+    UOp *c = uop_new(ctx->u, OP_CONTIGUOUS, t->uop->dtype, 1, &t->uop, arg_none());
+    tvk_tensor *tmp = tensor_new(ctx, c, t->dtype, t->ndim, t->shape);
+    *st = tmp ? tvk_realize(1, &tmp) : TVK_ERR_OUT_OF_MEMORY;
+    if (*st == TVK_OK) tensor_set_uop(t, tmp->uop);
+    tvk_release(tmp);
+  }
+  if (*st == TVK_OK && !is_plain_buffer(t))
+    *st = err_set(&ctx->err, TVK_ERR_INTERNAL,
+                  "%s: tensor is not a contiguous buffer after realize", op);
+  Buffer *b = *st == TVK_OK ? ctx_buffer(ctx, graph_buffer_id(t->uop->src[0])) : NULL;
+  if (*st == TVK_OK && !b)
+    *st = err_set(&ctx->err, TVK_ERR_INTERNAL, "%s: the tensor's buffer is gone", op);
+  return b;
+}
+
 tvk_status tvk_to_host(tvk_tensor *t, void *dst, size_t nbytes) {
   if (!t) return TVK_ERR_INVALID_ARG;
   tvk_ctx *ctx = t->ctx;
@@ -463,21 +532,9 @@ tvk_status tvk_to_host(tvk_tensor *t, void *dst, size_t nbytes) {
   if (need == 0) return TVK_OK;
   if (!dst) return err_set(&ctx->err, TVK_ERR_INVALID_ARG, "to_host: dst is NULL");
   size_t m = FRONT_BEGIN(ctx);
-  /* An assign is realized in place: its target's buffer is then the copy source. */
-  tvk_status st = t->uop->op == OP_ASSIGN ? tvk_realize(1, &t) : TVK_OK;
-  if (st == TVK_OK && !is_plain_buffer(t)) {
-    /* A view of a buffer (or a graph) is made contiguous first, so the copy is one block. */
-    UOp *c = uop_new(ctx->u, OP_CONTIGUOUS, t->uop->dtype, 1, &t->uop, arg_none());
-    tvk_tensor *tmp = tensor_new(ctx, c, t->dtype, t->ndim, t->shape);
-    st = tmp ? tvk_realize(1, &tmp) : TVK_ERR_OUT_OF_MEMORY;
-    if (st == TVK_OK) tensor_set_uop(t, tmp->uop);
-    tvk_release(tmp);
-  }
-  if (st == TVK_OK && !is_plain_buffer(t))
-    st = err_set(&ctx->err, TVK_ERR_INTERNAL,
-                 "to_host: tensor is not a contiguous buffer after realize");
-  if (st == TVK_OK) {
-    Buffer *b = ctx_buffer(ctx, graph_buffer_id(t->uop->src[0]));
+  tvk_status st;
+  Buffer *b = ctx_materialize(t, "to_host", &st);
+  if (b) {
     st = ctx->dev->ops->sync(ctx->dev);
     int64_t t0 = ctx->trace ? trace_now_ns() : 0;
     if (st == TVK_OK) st = ctx->dev->ops->copy_out(ctx->dev, b->dev, 0, dst, need);
@@ -513,7 +570,9 @@ static void open_trace(tvk_ctx *ctx) {
 
 /* $TVK_CACHE_READONLY, $TVK_CC_TIMEOUT and $TVK_CPU_TIERS are read by the devices, for a
  * field left 0, as $CC is. */
-static tvk_status open_device(tvk_ctx *ctx, const char *name) {
+/* vk_app: a tvk_vulkan_device (tvk_vulkan.h) of vk_size bytes to run on
+ * instead of a device by name. */
+static tvk_status open_device(tvk_ctx *ctx, const char *name, const void *vk_app, size_t vk_size) {
   DeviceOptions dopt = {.cache_dir = ctx->cache_dir,
                         .cc = ctx->cc,
                         .threads = ctx->opt.threads,
@@ -525,7 +584,8 @@ static tvk_status open_device(tvk_ctx *ctx, const char *name) {
                         .log = ctx->log,
                         .cpu_tiers = (int)ctx->opt.cpu_tiers,
                         .profile = ctx->opt.profile > 0 || ctx->trace_path};
-  tvk_status st = device_open(name, &dopt, &ctx->dev, &create_err);
+  tvk_status st = vk_app ? vk_device_create_app(&dopt, vk_app, vk_size, &ctx->dev, &create_err)
+                         : device_open(name, &dopt, &ctx->dev, &create_err);
   if (st == TVK_OK && (ctx->opt.profile > 0 || ctx->opt.debug >= 1 || ctx->trace_path)) {
     ctx->dev->on_time = profile_on_time;
     ctx->dev->time_user = ctx;
@@ -534,9 +594,11 @@ static tvk_status open_device(tvk_ctx *ctx, const char *name) {
   return st;
 }
 
-static tvk_status ctx_create(const tvk_ctx_options *opts, tvk_ctx **out) {
+static tvk_status ctx_create(const tvk_ctx_options *opts, const void *vk_app, size_t vk_size,
+                             tvk_ctx **out) {
   err_clear(&create_err);
-  if (!out) return err_set(&create_err, TVK_ERR_INVALID_ARG, "tvk_ctx_create: out is NULL");
+  const char *fn = vk_app ? "tvk_ctx_create_vulkan" : "tvk_ctx_create";
+  if (!out) return err_set(&create_err, TVK_ERR_INVALID_ARG, "%s: out is NULL", fn);
   *out = NULL;
   tvk_ctx *ctx = calloc(1, sizeof *ctx);
   if (!ctx) return err_set(&create_err, TVK_ERR_OUT_OF_MEMORY, "tvk_ctx_create: out of memory");
@@ -566,7 +628,10 @@ static tvk_status ctx_create(const tvk_ctx_options *opts, tvk_ctx **out) {
   tvk_status st =
       ctx->u ? TVK_OK
              : err_set(&create_err, TVK_ERR_OUT_OF_MEMORY, "tvk_ctx_create: out of memory");
-  if (st == TVK_OK) st = open_device(ctx, env_str("TVK_DEVICE", opts ? opts->device : NULL));
+  /* An app's own Vulkan device is the device: $TVK_DEVICE does not apply. */
+  if (st == TVK_OK)
+    st = open_device(ctx, vk_app ? NULL : env_str("TVK_DEVICE", opts ? opts->device : NULL), vk_app,
+                     vk_size);
   if (st != TVK_OK) {
     tvk_ctx_destroy(ctx);
     return st;
@@ -580,7 +645,23 @@ tvk_status tvk_ctx_create_sized(const tvk_ctx_options *opts, size_t opts_size, t
   /* the fields the caller knows; the rest keep their zero defaults */
   tvk_ctx_options o = {0};
   if (opts) memcpy(&o, opts, opts_size < sizeof o ? opts_size : sizeof o);
-  tvk_status st = ctx_create(opts ? &o : NULL, out);
+  tvk_status st = ctx_create(opts ? &o : NULL, NULL, 0, out);
+  if (st != TVK_OK) no_ctx_err = create_err;
+  return st;
+}
+
+tvk_status tvk_ctx_create_vulkan_sized(const struct tvk_vulkan_device *vk, size_t vk_size,
+                                       const tvk_ctx_options *opts, size_t opts_size,
+                                       tvk_ctx **out) {
+  tvk_ctx_options o = {0};
+  if (opts) memcpy(&o, opts, opts_size < sizeof o ? opts_size : sizeof o);
+  tvk_status st;
+  if (!vk) {
+    if (out) *out = NULL;
+    st = err_set(&create_err, TVK_ERR_INVALID_ARG, "tvk_ctx_create_vulkan: vk is NULL");
+  } else {
+    st = ctx_create(opts ? &o : NULL, vk, vk_size, out);
+  }
   if (st != TVK_OK) no_ctx_err = create_err;
   return st;
 }

@@ -29,6 +29,11 @@ typedef struct {
   size_t nbytes;
   ScalarType dtype;
   int64_t numel;
+  /* Memory the app owns (ctx_buffer_wrap): the device is synced and then
+   * release(release_user) called (when not NULL) as the buffer goes. */
+  bool foreign;
+  void (*release)(void *user);
+  void *release_user;
 } Buffer;
 
 struct tvk_ctx {
@@ -123,6 +128,14 @@ static inline tvk_tensor *FRONT_END(tvk_ctx *ctx, size_t mark, tvk_tensor *t) {
  * with ctx->error set. Counts bytes in the stats. */
 int64_t ctx_buffer_new(tvk_ctx *ctx, ScalarType s, int64_t numel, tvk_status *st);
 Buffer *ctx_buffer(const tvk_ctx *ctx, int64_t id);
+/* A buffer over memory the app owns (DeviceOps.wrap), with the callback the
+ * app gets when tvk is done with it; its id, or -1 with ctx->error set (and
+ * release not called). Not counted in bytes_now: tvk allocated nothing. */
+int64_t ctx_buffer_wrap(tvk_ctx *ctx, ScalarType s, int64_t numel, const DevForeign *m,
+                        void (*release)(void *), void *user, tvk_status *st);
+/* Frees buffer id before any UOp owns it (a creation that failed half way):
+ * a wrapped buffer's release is not called, the memory stays the app's. */
+void ctx_buffer_discard(tvk_ctx *ctx, int64_t id);
 /* VIEW(BUFFER(id)) with a contiguous tracker of shape (autoreleased). */
 UOp *graph_buffer_view(tvk_ctx *ctx, int64_t id, int ndim, const int64_t *shape);
 
@@ -134,5 +147,10 @@ UOp *graph_const(tvk_ctx *ctx, ScalarType s, double value, int ndim, const int64
 /* Realizes the tensors: schedules the graphs, compiles and runs the kernels, and
  * replaces every realized node in every live tensor with VIEW(BUFFER). */
 tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts);
+/* Realizes t into a contiguous row-major buffer of its own shape (a view or a
+ * constant is copied into one, and t then reads it) and returns that buffer's
+ * record, or NULL with the error in ctx->err and *st. `op` names the caller
+ * in the messages. */
+Buffer *ctx_materialize(tvk_tensor *t, const char *op, tvk_status *st);
 
 #endif

@@ -54,10 +54,30 @@ typedef struct {
   int vector_regs;           /* CPU: how many SIMD registers of that width; 0: unknown (16) */
 } DeviceLimits;
 
+/* Memory the app owns, for DeviceOps.wrap: host memory (host not NULL), or a
+ * Vulkan buffer (handle: a VkBuffer as tvk_vulkan.h turns it into 64 bits,
+ * with offset and size). A device refuses the kind it cannot use, with a
+ * message saying what to use instead, and checks the values it needs. */
+typedef struct {
+  void *host;             /* host memory: the first byte (must be elem_bytes-aligned) */
+  uint64_t handle;        /* Vulkan: the VkBuffer */
+  uint64_t offset;        /* Vulkan: where the elements start in it */
+  uint64_t size;          /* Vulkan: the buffer's size as created (VkBufferCreateInfo.size) */
+  size_t nbytes;          /* the bytes the tensor's elements take */
+  size_t elem_bytes;      /* one element's */
+  const char *dtype_name; /* the elements', for messages */
+} DevForeign;
+
 typedef struct {
   const char *(*name)(Device *d);
   tvk_status (*alloc)(Device *d, size_t nbytes, DevBuffer **out);
   void (*free)(Device *d, DevBuffer *b); /* NULL ok */
+  /* A buffer over memory the app owns (the interop entries of tvk.h and
+   * tvk_vulkan.h), without a copy; it reads and writes that memory in place.
+   * free() of it frees only tvk's record: the memory stays the app's, and is
+   * never given to another buffer. The caller syncs before telling the app
+   * that tvk is done with it. NULL: the device cannot. */
+  tvk_status (*wrap)(Device *d, const DevForeign *m, DevBuffer **out);
   tvk_status (*copy_in)(Device *d, DevBuffer *b, size_t offset, const void *src, size_t n);
   tvk_status (*copy_out)(Device *d, DevBuffer *b, size_t offset, void *dst, size_t n);
   /* Compile kernel `name` from source, through the on-disk cache. `*cache_hit`
@@ -128,6 +148,16 @@ tvk_status vk_device_create(const DeviceOptions *opt, int index, Device **out, E
 /* Validation warnings and errors counted so far on a Vulkan device; 0 for any
  * other device and when validation is off. */
 uint64_t vk_validation_messages(Device *d);
+/* A device on the app's own Vulkan objects: `app` is a tvk_vulkan_device of
+ * include/tvk_vulkan.h, app_size the size the app knows of it (only
+ * backend_vk reads it). The device never destroys the app's instance, device
+ * or queue. TVK_ERR_INVALID_ARG naming the value for bad handles or versions. */
+tvk_status vk_device_create_app(const DeviceOptions *opt, const void *app, size_t app_size,
+                                Device **out, Error *err);
+/* The VkBuffer (as 64 bits) and byte offset that hold b on a Vulkan device
+ * (b NULL: 0 and 0, to ask whether d is one); TVK_ERR_DEVICE in d->err for
+ * any other device. */
+tvk_status vk_buffer_export(Device *d, DevBuffer *b, uint64_t *handle, uint64_t *offset);
 
 /* Every device, for tvk_device_get_info: the Vulkan ones (VK:0 ...), then the
  * CPU. *out is malloc'ed (free it); *n its length, at least 1 (the CPU):

@@ -30,6 +30,22 @@ uint64_t vk_validation_messages(Device *d) {
   return 0;
 }
 
+tvk_status vk_device_create_app(const DeviceOptions *opt, const void *app, size_t app_size,
+                                Device **out, Error *err) {
+  (void)opt, (void)app, (void)app_size;
+  *out = NULL;
+  return err_set(err, TVK_ERR_DEVICE,
+                 "tvk_ctx_create_vulkan: this libtvk was built without Vulkan (TVK_VULKAN=OFF)");
+}
+
+tvk_status vk_buffer_export(Device *d, DevBuffer *b, uint64_t *handle, uint64_t *offset) {
+  (void)b;
+  *handle = *offset = 0;
+  return err_set(&d->err, TVK_ERR_DEVICE,
+                 "%s is not a Vulkan device (this libtvk was built without Vulkan)",
+                 d->ops->name(d));
+}
+
 tvk_status vk_list_devices(tvk_device_info **out, int *n, Error *err) {
   (void)err;
   *out = NULL;
