@@ -181,6 +181,7 @@ static const Lang glsl_base = {
     .buf_decl = "",
     .ro_qualifier = "readonly ",
     .var_decl = "  const int $V = pc.$V;\n",
+    .var_decl_f32 = "  const float $V = intBitsToFloat(pc.$V);\n",
     .no_vars = "",
     .var_unused = "",
     .func_close = "}\n",

@@ -379,7 +379,15 @@ TVK_API tvk_tensor *tvk_from_host_ptr(tvk_ctx *ctx, tvk_dtype dt, int ndim, cons
  * tvk_cast). Costs no memory until used: it is a broadcast constant. */
 TVK_API tvk_tensor *tvk_full(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape,
                              double value);
-/* A 0-d tensor. */
+/* A 0-d tensor of `value` (converted to dt as by tvk_cast), costing no memory.
+ * For float32 it is a value the kernels that use it receive when they are
+ * launched (push constants on Vulkan, vals[] on the CPU), not a constant of
+ * their source: a learning rate, a bias correction or a time step that
+ * changes from call to call compiles nothing new (x * s for 100 values of s
+ * is one kernel). A kernel takes up to 16 such values; any more in one kernel
+ * are compiled in as constants. Other dtypes, and tvk_full of any shape
+ * (ndim 0 too), are constants of the source, which the compiler can fold
+ * (x * 1, shift amounts): use those for values that shape the code. */
 TVK_API tvk_tensor *tvk_scalar(tvk_ctx *ctx, tvk_dtype dt, double value);
 
 /* ------------------------------------------------------------------ elementwise */

@@ -84,7 +84,9 @@ static void expect_error(tvk_tensor *t, tvk_status st, int n, const char *const 
 /* ---------------------------------------------------------------- scalar evaluation */
 
 /* A copy of the graph without VIEWs: on 0-d tensors every VIEW is an identity
- * over one element, so what is left is scalar math for uop_eval. */
+ * over one element, so what is left is scalar math for uop_eval. A VALUE
+ * (tvk_scalar's float32: a kernel gets it at launch) becomes the CONST of its
+ * value. */
 typedef struct {
   UOp *from[512], *to[512];
   int n;
@@ -94,7 +96,12 @@ static UOp *strip(Memo *m, UOp *u) {
   for (int i = 0; i < m->n; i++)
     if (m->from[i] == u) return m->to[i];
   UOp *r = u;
-  if (u->op == OP_VIEW) {
+  if (u->op == OP_VALUE) {
+    uint32_t bits = graph_value_bits(u);
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    r = uop_const_float(u->ctx, dt_make(DT_FLOAT32), f);
+  } else if (u->op == OP_VIEW) {
     r = strip(m, u->src[0]);
   } else if (u->nsrc) {
     UOp *src[4];

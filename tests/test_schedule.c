@@ -2123,6 +2123,72 @@ static void test_profile_summary(void **state) {
   }
 }
 
+/* tvk_scalar of float32 is a launch value (a VALUE: the kernel's float32
+ * DEFINE_VAR), so new values compile nothing: 100 values of s in x * s - s
+ * generate and compile one kernel, and each result is the float32 formula.
+ * Under a pad the value reads 0 outside (the view's mask), two scalars equal
+ * at first stay two values, more than SCHED_MAX_VALUES in one kernel fold the
+ * rest into its source, a scalar alone reads back, and other dtypes stay
+ * constants. On the CPU and on Vulkan. */
+static void test_scalar_values(void **state) {
+  (void)state;
+  enum { N = 37, STEPS = 100, MANY = SCHED_MAX_VALUES + 5 };
+  for (int k = 0; k < 2; k++) {
+    const char *dev = k ? "VK" : "CPU";
+    tvk_ctx_options opt = {.device = dev, .no_disk_cache = 1};
+    tvk_ctx *ctx = NULL;
+    if (tvk_ctx_create_opts(&opt, &ctx) != TVK_OK) {
+      if (k == 1 && !vk_required()) continue;
+      fail_msg("%s: %s", dev, tvk_last_create_error());
+    }
+    float x[N], y[N + 3];
+    tvk_tensor *X = rand_tensor(ctx, 1, (int64_t[]){N}, x);
+    for (int i = 0; i < STEPS; i++) {
+      float sv = 0.37f + 0.25f * (float)i;
+      size_t mark = tvk_scope_begin(ctx);
+      tvk_tensor *r = tvk_pad(
+          tvk_sub(tvk_mul(X, tvk_scalar(ctx, TVK_FLOAT32, sv)), tvk_scalar(ctx, TVK_FLOAT32, sv)),
+          (const int64_t[][2]){{1, 2}}, 0.0);
+      read_f32(r, y);
+      tvk_scope_end(ctx, mark, 0, NULL);
+      for (int j = 0; j < N + 3; j++) {
+        float want = j < 1 || j > N ? 0.0f : x[j - 1] * sv - sv;
+        if (y[j] != want) fail_msg("%s: step %d, y[%d] = %.9g, want %.9g", dev, i, j, y[j], want);
+      }
+    }
+    tvk_stats st;
+    tvk_stats_get(ctx, &st);
+    assert_int_equal(st.kernels_generated, 1);
+    assert_int_equal(st.kernels_compiled, 1);
+    assert_int_equal(st.kernels_run, STEPS);
+    /* equal values, then different ones: two values from the start */
+    for (int i = 0; i < 2; i++) {
+      tvk_tensor *a = tvk_scalar(ctx, TVK_FLOAT32, 2.5),
+                 *b = tvk_scalar(ctx, TVK_FLOAT32, i ? -7 : 2.5);
+      read_f32(tvk_add(tvk_mul(X, a), b), y);
+      for (int j = 0; j < N; j++) assert_true(y[j] == x[j] * 2.5f + (i ? -7.0f : 2.5f));
+      tvk_release(a), tvk_release(b);
+    }
+    /* more values than one kernel takes at launch: the rest are its constants */
+    tvk_tensor *acc = X;
+    double want[N];
+    for (int j = 0; j < N; j++) want[j] = x[j];
+    for (int m = 0; m < MANY; m++) {
+      acc = tvk_add(acc, tvk_mul(X, tvk_scalar(ctx, TVK_FLOAT32, 0.125 * (m + 1))));
+      for (int j = 0; j < N; j++) want[j] += (double)x[j] * 0.125 * (m + 1);
+    }
+    read_f32(acc, y);
+    for (int j = 0; j < N; j++) assert_true(fabs(y[j] - want[j]) <= 1e-5 * (fabs(want[j]) + 1));
+    /* a value alone; a float64 scalar is a constant */
+    float one;
+    read_f32(tvk_scalar(ctx, TVK_FLOAT32, 3.25), &one);
+    assert_true(one == 3.25f);
+    tvk_tensor *d = tvk_scalar(ctx, TVK_FLOAT64, 1.5);
+    assert_int_equal((d->uop->op == OP_VIEW ? d->uop->src[0] : d->uop)->op, OP_CONST);
+    close_ctx_clean(ctx);
+  }
+}
+
 /* A whole file as a string; NULL if it cannot be read. */
 static char *slurp(const char *path, size_t *n) {
   FILE *f = fopen(path, "rb");
@@ -2336,6 +2402,7 @@ int main(void) {
       cmocka_unit_test(test_compile_progress),
       cmocka_unit_test(test_profile_summary),
       cmocka_unit_test(test_trace_file),
+      cmocka_unit_test(test_scalar_values),
       cmocka_unit_test(test_schedule_graph),
       cmocka_unit_test(test_readonly_cache_option),
       cmocka_unit_test(test_log_callback),

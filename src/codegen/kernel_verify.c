@@ -222,9 +222,15 @@ static tvk_status check_value(Verify *v, UOp *u) {
     return TVK_OK;
   }
   if (op == OP_DEFINE_VAR) {
-    if (u->nsrc != 0 || u->arg.kind != ARG_VAR || u->dtype.scalar != DT_INT32 ||
-        u->arg.var.lo > u->arg.var.hi || u->arg.var.lo < INT32_MIN || u->arg.var.hi > INT32_MAX)
-      return bad(v, u, "needs int32, arg_var(name, lo, hi) with lo <= hi in int32 range");
+    /* float32: a scalar passed at launch as its bits (the scheduler's VALUEs);
+     * its bounds mean nothing and are 0 */
+    bool f32 = u->dtype.scalar == DT_FLOAT32 && u->dtype.count == 1;
+    if (u->nsrc != 0 || u->arg.kind != ARG_VAR || (u->dtype.scalar != DT_INT32 && !f32) ||
+        u->arg.var.lo > u->arg.var.hi || u->arg.var.lo < INT32_MIN || u->arg.var.hi > INT32_MAX ||
+        (f32 && (u->arg.var.lo != 0 || u->arg.var.hi != 0)))
+      return bad(v, u,
+                 "needs int32, arg_var(name, lo, hi) with lo <= hi in int32 range, or float32 "
+                 "with lo = hi = 0");
     return add_var(v, u) != TVK_OK ? v->err->status : broadcast(v, u);
   }
   if (op == OP_LOAD) return check_access(v, u);

@@ -563,7 +563,7 @@ static void assemble(Walker *w, Str *out) {
     if (!name)
       out->oom = true;
     else
-      expand(L, out, L->var_decl, &sv);
+      expand(L, out, sv.t.scalar == DT_FLOAT32 ? L->var_decl_f32 : L->var_decl, &sv);
     if (name && L->var_unused && !ptrmap_ref(&w->pos, in->vars[i]))
       expand(L, out, L->var_unused, &sv);
     free(name);

@@ -103,6 +103,7 @@ struct Lang {
   const char *buf_decl;     /* per buffer, inside the function ($I $V $B $R) */
   const char *ro_qualifier; /* $R of a buffer that is only read */
   const char *var_decl;     /* per DEFINE_VAR ($V, $I: its position in vals) */
+  const char *var_decl_f32; /* per float32 DEFINE_VAR: vals[$I] holds its bits */
   const char *no_vars;      /* when the kernel has no DEFINE_VAR */
   const char *var_unused;   /* after var_decl, for a var the program does not use ($V) */
   const char *func_close;

@@ -232,6 +232,8 @@ const Lang lang_c = {
     .buf_decl = "  $R$B *$V = ($R$B *)bufs[$I];\n",
     .ro_qualifier = "const ",
     .var_decl = "  const int32_t $V = vals[$I];\n",
+    /* read through a union: the one reinterpretation C allows without memcpy */
+    .var_decl_f32 = "  const float $V = ((const union { int32_t i; float f; } *)vals)[$I].f;\n",
     .no_vars = "  (void)vals;\n",
     .var_unused = "  (void)$V;\n",
     .func_close = "}\n",

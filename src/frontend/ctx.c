@@ -453,7 +453,10 @@ tvk_tensor *tvk_full(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape,
 }
 
 tvk_tensor *tvk_scalar(tvk_ctx *ctx, tvk_dtype dt, double value) {
-  return full_op(ctx, "scalar", dt, 0, NULL, value);
+  if (!ctx || dt != TVK_FLOAT32) return full_op(ctx, "scalar", dt, 0, NULL, value);
+  size_t m = FRONT_BEGIN(ctx);
+  UOp *v = graph_value(ctx->u, ctx->next_value++, (float)value);
+  return FRONT_END(ctx, m, tensor_new(ctx, v, dt, 0, NULL));
 }
 
 /* ---------------------------------------------------------------- running */

@@ -51,6 +51,7 @@ struct tvk_ctx {
   /* live tensors in creation order, for scopes, realize and destroy */
   tvk_tensor *head, *tail;
   uint64_t next_seq;
+  uint64_t next_value;        /* the serial of the next VALUE (tvk_scalar) */
   struct ProgCache *programs; /* compiled programs (runtime/run.h); NULL until the first */
   /* kernel times by program (profile.c), when timed */
   struct ProfRow *prof;
@@ -59,6 +60,13 @@ struct tvk_ctx {
   char *prof_text;                 /* tvk_profile_summary's last text */
   struct Trace *trace;             /* TVK_TRACE's file (runtime/trace.h); NULL: none */
 };
+
+/* A 0-d constant folded into the kernels' source, for the constants of the
+ * ops' own formulas (tvk_scalar makes a float32 one a launch value instead,
+ * for the app's scalars that change from call to call). */
+static inline tvk_tensor *front_const(tvk_ctx *ctx, tvk_dtype dt, double v) {
+  return tvk_full(ctx, dt, 0, NULL, v);
+}
 
 /* ---- profile (profile.c) ---- */
 /* Device.on_time of a context's device: adds the launch to its program's row,

@@ -46,8 +46,8 @@ tvk_tensor *tvk_arange(tvk_ctx *ctx, tvk_dtype dt, double start, double stop, do
   /* start + i * step, computed in dt */
   size_t sc = tvk_scope_begin(ctx);
   tvk_tensor *r = tvk_cast(t, dt);
-  if (step != 1) r = tvk_mul(r, tvk_scalar(ctx, dt, step));
-  if (start != 0) r = tvk_add(r, tvk_scalar(ctx, dt, start));
+  if (step != 1) r = tvk_mul(r, front_const(ctx, dt, step));
+  if (start != 0) r = tvk_add(r, front_const(ctx, dt, start));
   tvk_scope_end(ctx, sc, 1, &r);
   tvk_release(t);
   return FRONT_END(ctx, m, r);

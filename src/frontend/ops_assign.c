@@ -19,7 +19,8 @@ static tvk_status own_buffer(tvk_tensor *t) {
   tvk_ctx *ctx = t->ctx;
   UOp *u = t->uop;
   if (u->op != OP_VIEW || u->src[0]->op != OP_BUFFER) {
-    bool memoryless = u->op == OP_VIEW && (u->src[0]->op == OP_CONST || u->src[0]->op == OP_ARANGE);
+    const UOp *b = u->op == OP_VIEW ? u->src[0] : u;
+    bool memoryless = graph_is_leaf(b) && b->op != OP_BUFFER; /* a constant, arange, value */
     tvk_tensor *c = memoryless ? tvk_contiguous(t) : t;
     tvk_status st = c ? tvk_realize(1, &c) : TVK_ERR_OUT_OF_MEMORY;
     if (st == TVK_OK && c != t) tensor_set_uop(t, c->uop);

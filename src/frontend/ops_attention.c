@@ -91,8 +91,8 @@ tvk_tensor *tvk_scaled_dot_product_attention(tvk_tensor *q, tvk_tensor *k, tvk_t
   size_t sc = tvk_scope_begin(ctx);
   tvk_tensor *s = tvk_matmul(q, tvk_transpose(k, -1, -2)); /* (..., L, S) */
   tvk_dtype sdt = dt_to_tvk(dt_float_result(dt_from_tvk(tvk_dtype_of(s))));
-  s = tvk_mul(s, tvk_scalar(ctx, sdt, E > 0 ? 1.0 / sqrt((double)E) : 1.0));
-  tvk_tensor *ninf = tvk_scalar(ctx, sdt, -INFINITY);
+  s = tvk_mul(s, front_const(ctx, sdt, E > 0 ? 1.0 / sqrt((double)E) : 1.0));
+  tvk_tensor *ninf = front_const(ctx, sdt, -INFINITY);
   if (mask) s = tvk_dtype_of(mask) == TVK_BOOL ? tvk_where(mask, s, ninf) : tvk_add(s, mask);
   if (is_causal) {
     tvk_tensor *row =

@@ -379,7 +379,7 @@ tvk_tensor *tvk_max_pool2d(tvk_tensor *x, const int64_t kernel[2], const int64_t
     int nd = x->ndim;
     tvk_tensor *valid = tvk_full(ctx, TVK_BOOL, 3, (int64_t[]){1, s[nd - 2], s[nd - 1]}, 1);
     tvk_tensor *vw = windows(valid, kernel, st, pd, (const int64_t[]){1, 1});
-    xw = tvk_where(vw, xw, tvk_scalar(ctx, x->dtype, lowest(x->dtype)));
+    xw = tvk_where(vw, xw, front_const(ctx, x->dtype, lowest(x->dtype)));
   }
   tvk_tensor *r = tvk_max(xw, 2, (int[]){-2, -1}, false);
   r = tvk_reshape(r, x->ndim, out);

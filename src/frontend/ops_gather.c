@@ -63,7 +63,7 @@ static tvk_tensor *append_dim(tvk_tensor *x, int nd, const int64_t *shape, int e
  * value and zeros is exact; narrow ints and bool come back from int32). */
 static tvk_tensor *select_sum(tvk_tensor *m, tvk_tensor *vals) {
   tvk_dtype dt = tvk_dtype_of(vals);
-  tvk_tensor *w = tvk_where(m, vals, tvk_scalar(tvk_ctx_of(vals), dt, 0));
+  tvk_tensor *w = tvk_where(m, vals, front_const(tvk_ctx_of(vals), dt, 0));
   int last = -1;
   return tvk_cast(tvk_sum(w, 1, &last, false), dt);
 }

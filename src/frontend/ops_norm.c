@@ -36,7 +36,7 @@ static tvk_tensor *variance(const char *op, bool sd, tvk_tensor *a, int naxes, c
   tvk_tensor *x = tvk_cast(a, cdt);
   tvk_tensor *d = tvk_sub(x, tvk_mean(x, naxes, axes, true));
   tvk_tensor *ss = tvk_sum(tvk_mul(d, d), naxes, axes, keepdim);
-  tvk_tensor *r = tvk_div(ss, tvk_scalar(ctx, cdt, div)); /* div 0: inf, or NaN for ss 0 */
+  tvk_tensor *r = tvk_div(ss, front_const(ctx, cdt, div)); /* div 0: inf, or NaN for ss 0 */
   if (sd) r = tvk_sqrt(r);
   r = tvk_cast(r, res_dtype(a->dtype));
   tvk_scope_end(ctx, sc, 1, &r);
@@ -113,7 +113,7 @@ tvk_tensor *tvk_layernorm(tvk_tensor *x, int nlast, tvk_tensor *weight, tvk_tens
   tvk_tensor *xf = tvk_cast(x, cdt);
   tvk_tensor *d = tvk_sub(xf, tvk_mean(xf, nlast, axes, true));
   tvk_tensor *v = tvk_mean(tvk_mul(d, d), nlast, axes, true);
-  tvk_tensor *r = tvk_mul(d, tvk_rsqrt(tvk_add(v, tvk_scalar(ctx, cdt, eps))));
+  tvk_tensor *r = tvk_mul(d, tvk_rsqrt(tvk_add(v, front_const(ctx, cdt, eps))));
   /* weight and bias are leaves: the binary ops broadcast them, then convert */
   if (weight) r = tvk_mul(r, weight);
   if (bias) r = tvk_add(r, bias);
@@ -164,7 +164,7 @@ tvk_tensor *tvk_batchnorm(tvk_tensor *x, tvk_tensor *weight, tvk_tensor *bias, t
   size_t sc = tvk_scope_begin(ctx);
   tvk_tensor *m = tvk_cast(per_channel(mean, x), cdt), *v = tvk_cast(per_channel(var, x), cdt);
   tvk_tensor *r = tvk_sub(tvk_cast(x, cdt), m);
-  r = tvk_mul(r, tvk_rsqrt(tvk_add(v, tvk_scalar(ctx, cdt, eps))));
+  r = tvk_mul(r, tvk_rsqrt(tvk_add(v, front_const(ctx, cdt, eps))));
   if (weight) r = tvk_mul(r, per_channel(weight, x));
   if (bias) r = tvk_add(r, per_channel(bias, x));
   r = tvk_cast(r, res);

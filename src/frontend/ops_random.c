@@ -20,7 +20,7 @@
 
 /* ---------------------------------------------------------------- threefry */
 
-static tvk_tensor *u32(tvk_ctx *ctx, uint32_t v) { return tvk_scalar(ctx, TVK_UINT32, v); }
+static tvk_tensor *u32(tvk_ctx *ctx, uint32_t v) { return front_const(ctx, TVK_UINT32, v); }
 
 /* x rotated left by r bits (0 < r < 32). */
 static tvk_tensor *rotl(tvk_ctx *ctx, tvk_tensor *x, int r) {
@@ -62,7 +62,7 @@ static void bits(tvk_ctx *ctx, int64_t n, uint64_t seed, uint32_t s, tvk_tensor 
  * float32 result, which holds them exactly). */
 static tvk_tensor *top_bits(tvk_ctx *ctx, tvk_tensor *x, int m, tvk_dtype dt) {
   tvk_tensor *k = tvk_cast(tvk_shr(x, u32(ctx, (uint32_t)(32 - m))), dt);
-  return tvk_mul(k, tvk_scalar(ctx, dt, ldexp(1, -m)));
+  return tvk_mul(k, front_const(ctx, dt, ldexp(1, -m)));
 }
 
 /* Uniform [0, 1) from one block: float64 from 53 bits (27 of x0 above 26 of
@@ -73,9 +73,9 @@ static tvk_tensor *top_bits(tvk_ctx *ctx, tvk_tensor *x, int m, tvk_dtype dt) {
 static tvk_tensor *uniform(tvk_ctx *ctx, tvk_tensor *x0, tvk_tensor *x1, tvk_dtype dt) {
   switch (dt) {
   case TVK_FLOAT64: {
-    tvk_tensor *h = tvk_mul(tvk_cast(tvk_shr(x0, u32(ctx, 5)), dt), tvk_scalar(ctx, dt, 0x1p26));
+    tvk_tensor *h = tvk_mul(tvk_cast(tvk_shr(x0, u32(ctx, 5)), dt), front_const(ctx, dt, 0x1p26));
     tvk_tensor *l = tvk_cast(tvk_shr(x1, u32(ctx, 6)), dt);
-    return tvk_mul(tvk_add(h, l), tvk_scalar(ctx, dt, 0x1p-53));
+    return tvk_mul(tvk_add(h, l), front_const(ctx, dt, 0x1p-53));
   }
   case TVK_FLOAT16: return tvk_cast(top_bits(ctx, x0, 11, TVK_FLOAT32), dt);
   case TVK_BFLOAT16: return tvk_cast(top_bits(ctx, x0, 8, TVK_FLOAT32), dt);
@@ -143,8 +143,8 @@ tvk_tensor *tvk_rand(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape,
 
 /* Horner: c[n-1] t^(n-1) + ... + c[0]. Call inside a scope. */
 static tvk_tensor *poly(tvk_ctx *ctx, tvk_tensor *t, const double *c, int n, tvk_dtype dt) {
-  tvk_tensor *p = tvk_scalar(ctx, dt, c[n - 1]);
-  for (int i = n - 2; i >= 0; i--) p = tvk_add(tvk_mul(p, t), tvk_scalar(ctx, dt, c[i]));
+  tvk_tensor *p = front_const(ctx, dt, c[n - 1]);
+  for (int i = n - 2; i >= 0; i--) p = tvk_add(tvk_mul(p, t), front_const(ctx, dt, c[i]));
   return p;
 }
 
@@ -173,31 +173,31 @@ static tvk_tensor *box_muller_log(tvk_ctx *ctx, tvk_tensor *u1, tvk_dtype dt) {
       {{1.0905077326652577, 0.8408964152537145, 0.17328679513998638},
        {0.91700404320467122, 1.189207115002721, -0.17328679513998629}}};
   bool f64 = dt == TVK_FLOAT64;
-  tvk_tensor *w = tvk_sub(tvk_scalar(ctx, dt, 1), u1), *e = tvk_scalar(ctx, dt, 0), *c;
+  tvk_tensor *w = tvk_sub(front_const(ctx, dt, 1), u1), *e = front_const(ctx, dt, 0), *c;
   for (int sh = f64 ? 32 : 16; sh >= 1; sh /= 2) {
-    c = tvk_lt(w, tvk_scalar(ctx, dt, ldexp(1, -sh)));
-    w = tvk_where(c, tvk_mul(w, tvk_scalar(ctx, dt, ldexp(1, sh))), w);
-    e = tvk_where(c, tvk_add(e, tvk_scalar(ctx, dt, -sh)), e);
+    c = tvk_lt(w, front_const(ctx, dt, ldexp(1, -sh)));
+    w = tvk_where(c, tvk_mul(w, front_const(ctx, dt, ldexp(1, sh))), w);
+    e = tvk_where(c, tvk_add(e, front_const(ctx, dt, -sh)), e);
   }
-  c = tvk_lt(w, tvk_scalar(ctx, dt, 0.70710678118654757)); /* sqrt(1/2) */
-  w = tvk_where(c, tvk_mul(w, tvk_scalar(ctx, dt, 2)), w);
-  e = tvk_where(c, tvk_add(e, tvk_scalar(ctx, dt, -1)), e);
-  tvk_tensor *acc = tvk_scalar(ctx, dt, 0);
+  c = tvk_lt(w, front_const(ctx, dt, 0.70710678118654757)); /* sqrt(1/2) */
+  w = tvk_where(c, tvk_mul(w, front_const(ctx, dt, 2)), w);
+  e = tvk_where(c, tvk_add(e, front_const(ctx, dt, -1)), e);
+  tvk_tensor *acc = front_const(ctx, dt, 0);
   for (int k = 0; f64 && k < 2; k++) {
-    tvk_tensor *hi = tvk_ge(w, tvk_scalar(ctx, dt, steps[k][0][0]));
-    tvk_tensor *lo = tvk_lt(w, tvk_scalar(ctx, dt, steps[k][1][0]));
-    w = tvk_where(hi, tvk_mul(w, tvk_scalar(ctx, dt, steps[k][0][1])),
-                  tvk_where(lo, tvk_mul(w, tvk_scalar(ctx, dt, steps[k][1][1])), w));
-    acc = tvk_where(hi, tvk_add(acc, tvk_scalar(ctx, dt, steps[k][0][2])),
-                    tvk_where(lo, tvk_add(acc, tvk_scalar(ctx, dt, steps[k][1][2])), acc));
+    tvk_tensor *hi = tvk_ge(w, front_const(ctx, dt, steps[k][0][0]));
+    tvk_tensor *lo = tvk_lt(w, front_const(ctx, dt, steps[k][1][0]));
+    w = tvk_where(hi, tvk_mul(w, front_const(ctx, dt, steps[k][0][1])),
+                  tvk_where(lo, tvk_mul(w, front_const(ctx, dt, steps[k][1][1])), w));
+    acc = tvk_where(hi, tvk_add(acc, front_const(ctx, dt, steps[k][0][2])),
+                    tvk_where(lo, tvk_add(acc, front_const(ctx, dt, steps[k][1][2])), acc));
   }
-  tvk_tensor *f = tvk_sub(w, tvk_scalar(ctx, dt, 1));
+  tvk_tensor *f = tvk_sub(w, front_const(ctx, dt, 1));
   tvk_tensor *ln1p = tvk_mul(f, f64 ? poly(ctx, f, h64, 12, dt) : poly(ctx, f, h32, 10, dt));
   /* ln 2 = hi + lo, hi with 16 (44) bits: e hi is exact for |e| <= 24 (53) */
   double hi = f64 ? 0.69314718055994717 : 0.693145751953125;
   double lo = f64 ? -1.8641886737243033e-15 : 1.4286068203094173e-06;
-  tvk_tensor *rest = tvk_add(tvk_mul(e, tvk_scalar(ctx, dt, lo)), tvk_add(acc, ln1p));
-  return tvk_add(tvk_mul(e, tvk_scalar(ctx, dt, hi)), rest);
+  tvk_tensor *rest = tvk_add(tvk_mul(e, front_const(ctx, dt, lo)), tvk_add(acc, ln1p));
+  return tvk_add(tvk_mul(e, front_const(ctx, dt, hi)), rest);
 }
 
 /* cos(2 pi u2) for u2 = k 2^-m, oct its top three bits (uint32). Call inside a
@@ -229,8 +229,8 @@ static tvk_tensor *box_muller_cos(tvk_ctx *ctx, tvk_tensor *u2, tvk_tensor *oct,
   for (int i = 0; i < nc; i++) cc[i] = i % 2 ? -q[2 * i] : q[2 * i];
   for (int i = 0; i < ns; i++) sc[i] = i % 2 ? -q[2 * i + 1] : q[2 * i + 1];
   tvk_tensor *qi = tvk_shr(tvk_add(oct, u32(ctx, 1)), u32(ctx, 1)); /* 0 .. 4 */
-  tvk_tensor *t = tvk_sub(tvk_mul(u2, tvk_scalar(ctx, dt, 8)),
-                          tvk_mul(tvk_cast(qi, dt), tvk_scalar(ctx, dt, 2)));
+  tvk_tensor *t = tvk_sub(tvk_mul(u2, front_const(ctx, dt, 8)),
+                          tvk_mul(tvk_cast(qi, dt), front_const(ctx, dt, 2)));
   tvk_tensor *t2 = tvk_mul(t, t);
   tvk_tensor *cs = poly(ctx, t2, cc, nc, dt), *sn = tvk_mul(t, poly(ctx, t2, sc, ns, dt));
   tvk_tensor *odd = tvk_ne(tvk_bitwise_and(qi, u32(ctx, 1)), u32(ctx, 0));
@@ -259,7 +259,7 @@ tvk_tensor *tvk_randn(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape
     u2 = top_bits(ctx, x1, 24, cdt);
     oct = tvk_shr(x1, u32(ctx, 29));
   }
-  tvk_tensor *rad = tvk_sqrt(tvk_mul(box_muller_log(ctx, u1, cdt), tvk_scalar(ctx, cdt, -2)));
+  tvk_tensor *rad = tvk_sqrt(tvk_mul(box_muller_log(ctx, u1, cdt), front_const(ctx, cdt, -2)));
   tvk_tensor *z = tvk_mul(rad, box_muller_cos(ctx, u2, oct, cdt));
   tvk_tensor *r = tvk_reshape(tvk_cast(z, dt), ndim, shape);
   tvk_scope_end(ctx, sc, 1, &r);
@@ -298,8 +298,8 @@ tvk_tensor *tvk_dropout(tvk_tensor *x, double p, bool training, uint64_t seed) {
   double thr = ceil(ldexp(p, 24)); /* <= 2^24 */
   tvk_tensor *keep = tvk_ge(tvk_shr(x0, u32(ctx, 8)), u32(ctx, (uint32_t)thr));
   keep = tvk_reshape(keep, x->ndim, x->shape);
-  tvk_tensor *scaled = tvk_mul(x, tvk_scalar(ctx, dt, 1 / (1 - p)));
-  tvk_tensor *r = tvk_where(keep, scaled, tvk_scalar(ctx, dt, 0));
+  tvk_tensor *scaled = tvk_mul(x, front_const(ctx, dt, 1 / (1 - p)));
+  tvk_tensor *r = tvk_where(keep, scaled, front_const(ctx, dt, 0));
   tvk_scope_end(ctx, sc, 1, &r);
   return r;
 }

@@ -153,8 +153,8 @@ static tvk_tensor *arg_extreme(const char *op, bool is_max, tvk_tensor *a, int a
   for (int d = 0; d < nd; d++) s[d] = d == ax ? n : 1;
   tvk_tensor *desc = tvk_reshape(tvk_arange(ctx, TVK_INT32, (double)n, 0, -1), nd, s);
   desc = tvk_expand(desc, nd, x->shape);
-  tvk_tensor *best = tvk_max(tvk_where(hit, desc, tvk_scalar(ctx, TVK_INT32, 0)), 1, &ax, keepdim);
-  tvk_tensor *r = tvk_sub(tvk_scalar(ctx, TVK_INT32, (double)n), best);
+  tvk_tensor *best = tvk_max(tvk_where(hit, desc, front_const(ctx, TVK_INT32, 0)), 1, &ax, keepdim);
+  tvk_tensor *r = tvk_sub(front_const(ctx, TVK_INT32, (double)n), best);
   if (a->ndim == 0) r = tvk_reshape(r, 0, NULL);
   tvk_scope_end(ctx, sc, 1, &r);
   return r;

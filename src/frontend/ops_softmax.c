@@ -70,8 +70,8 @@ tvk_tensor *tvk_log_softmax(tvk_tensor *a, int axis) {
 static tvk_tensor *finite_max(tvk_tensor *x, int ax) {
   tvk_ctx *ctx = x->ctx;
   tvk_tensor *m = tvk_max(x, 1, &ax, true);
-  tvk_tensor *inf = tvk_eq(tvk_abs(m), tvk_scalar(ctx, x->dtype, INFINITY));
-  return tvk_where(inf, tvk_scalar(ctx, x->dtype, 0), m);
+  tvk_tensor *inf = tvk_eq(tvk_abs(m), front_const(ctx, x->dtype, INFINITY));
+  return tvk_where(inf, front_const(ctx, x->dtype, 0), m);
 }
 
 tvk_tensor *tvk_logsumexp(tvk_tensor *a, int axis, bool keepdim) {
@@ -123,9 +123,9 @@ static tvk_tensor *in_range(tvk_tensor *labels, int64_t n, int64_t c) {
   for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++)
     if (lim[i].dt == ld) is_signed = lim[i].is_signed, max = lim[i].max;
   tvk_tensor *lab = tvk_reshape(labels, 2, (const int64_t[]){n, 1});
-  tvk_tensor *ok = is_signed ? tvk_ge(lab, tvk_scalar(ctx, ld, 0))
+  tvk_tensor *ok = is_signed ? tvk_ge(lab, front_const(ctx, ld, 0))
                              : tvk_full(ctx, TVK_BOOL, 2, (const int64_t[]){n, 1}, 1);
-  if ((double)c <= max) ok = tvk_logical_and(ok, tvk_lt(lab, tvk_scalar(ctx, ld, (double)c)));
+  if ((double)c <= max) ok = tvk_logical_and(ok, tvk_lt(lab, front_const(ctx, ld, (double)c)));
   return ok;
 }
 
@@ -167,9 +167,9 @@ tvk_tensor *tvk_cross_entropy(tvk_tensor *logits, tvk_tensor *labels) {
                              (const int64_t[]){1, c}),
                  2, nc);
   tvk_tensor *hit = tvk_eq(lab, cls);
-  tvk_tensor *picked = tvk_sum(tvk_where(hit, x, tvk_scalar(ctx, x->dtype, 0)), 1, &one, true);
+  tvk_tensor *picked = tvk_sum(tvk_where(hit, x, front_const(ctx, x->dtype, 0)), 1, &one, true);
   tvk_tensor *loss = tvk_sub(lse, tvk_sub(picked, m));
-  loss = tvk_where(in_range(labels, n, c), loss, tvk_scalar(ctx, x->dtype, NAN));
+  loss = tvk_where(in_range(labels, n, c), loss, front_const(ctx, x->dtype, NAN));
   tvk_tensor *r = tvk_cast(tvk_mean(loss, 0, NULL, false), res_dtype(logits->dtype));
   tvk_scope_end(ctx, sc, 1, &r);
   return r;

@@ -19,7 +19,8 @@
 /* A node that is data already: realizing it costs nothing. */
 static bool is_data(const UOp *u) {
   const UOp *b = u->op == OP_VIEW ? u->src[0] : u;
-  return b->op == OP_BUFFER || b->op == OP_CONST; /* not ARANGE: it is computed */
+  /* not ARANGE: it is computed */
+  return b->op == OP_BUFFER || b->op == OP_CONST || b->op == OP_VALUE;
 }
 
 /* ---------------------------------------------------------------- replacing realized nodes */

@@ -7,6 +7,13 @@ UOp *graph_buffer(UCtx *ctx, ScalarType s, int64_t id, int64_t numel) {
   return uop_new(ctx, OP_BUFFER, dt_make(s), 0, NULL, arg_ints(2, (const int64_t[]){id, numel}));
 }
 
+UOp *graph_value(UCtx *ctx, uint64_t serial, float v) {
+  uint32_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  return uop_new(ctx, OP_VALUE, dt_make(DT_FLOAT32), 0, NULL,
+                 arg_ints(2, (const int64_t[]){(int64_t)serial, (int64_t)bits}));
+}
+
 int graph_shape(UOp *u, int64_t *shape) {
   for (;;) {
     if (u->op == OP_VIEW) {

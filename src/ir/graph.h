@@ -20,6 +20,8 @@
  *   CONTIGUOUS(x)           x, materialised in row-major order
  *   VIEW(ARANGE)            tvk_arange's leaf: element i is i (int32), computed
  *                           by the kernels that read it, never stored
+ *   VALUE, VIEW(VALUE)      a float32 scalar given to the kernels at launch
+ *                           (tvk_scalar's): arg_ints(serial, bits) (graph_value)
  *   ASSIGN(VIEW(BUFFER), v) tvk_assign: v written into that buffer in place
  *
  * Shapes are derived (graph_shape): VIEW from its tracker, REDUCE_AXIS from its
@@ -27,7 +29,7 @@
  *
  * A BUFFER names memory that the frontend owns; the graph only knows its id,
  * dtype and element count. BUFFER, CONST, DEFINE_VAR and ARANGE are the leaves:
- * data that needs no kernel (graph_is_leaf).
+ * data that needs no kernel (graph_is_leaf). So is VALUE.
  */
 #ifndef TVK_IR_GRAPH_H
 #define TVK_IR_GRAPH_H
@@ -42,6 +44,11 @@
 UOp *graph_buffer(UCtx *ctx, ScalarType s, int64_t id, int64_t numel);
 static inline int64_t graph_buffer_id(const UOp *buffer) { return buffer->arg.ints.v[0]; }
 static inline int64_t graph_buffer_numel(const UOp *buffer) { return buffer->arg.ints.v[1]; }
+
+/* VALUE: the float32 scalar v, the node's own through `serial` (autoreleased;
+ * NULL on out of memory). */
+UOp *graph_value(UCtx *ctx, uint64_t serial, float v);
+static inline uint32_t graph_value_bits(const UOp *value) { return (uint32_t)value->arg.ints.v[1]; }
 
 /* Leaves of the tensor graph: data that needs no kernel. */
 static inline bool graph_is_leaf(const UOp *u) { return op_in((Op)u->op, G_LEAF); }

@@ -313,9 +313,6 @@ static const char *store_dir(const Runner *r, ProgCache *c) {
  * kernel kept by its AST (its program follows in get_programs), so that the
  * same AST later in the schedule or in a later one is not prepared again. */
 static tvk_status finish_prepare(const Runner *r, UOp *ast, Prepared *p) {
-  if (p->own.nvars > 0) /* the scheduler makes no DEFINE_VARs yet: nothing could bind them */
-    return err_set(r->err, TVK_ERR_INTERNAL, "kernel %s: has %d symbolic values and none are bound",
-                   p->own.name, p->own.nvars);
   /* out of memory here only costs the shortcut: p keeps its own source */
   p->entry = kern_add(*r->programs, ast, &p->own, NULL);
   if (p->entry) p->ks = &p->entry->ks;
@@ -445,13 +442,29 @@ static tvk_status launch(const Runner *r, const Schedule *s, DevBuffer *const *a
                      p->ks->name, k);
     }
   }
+  /* The launch values, in the kernel's vals[] order (its vars sorted by name):
+   * var "s<k>" is the item's value k (kernelize.c). */
+  int32_t vals[SCHED_MAX_VALUES];
+  int nvals = p->ks->nvars;
+  for (int j = 0; j < nvals; j++) {
+    const KernelVar *v = &p->ks->vars[j];
+    char *end = NULL;
+    long at = v->name[0] == 's' ? strtol(v->name + 1, &end, 10) : -1;
+    if (nvals > SCHED_MAX_VALUES || at < 0 || at >= it->nvals || !end || *end) {
+      if (bufs != stack) free(bufs);
+      return err_set(r->err, TVK_ERR_INTERNAL, "kernel %s: its variable '%s' has no value (of %d)",
+                     p->ks->name, v->name, it->nvals);
+    }
+    memcpy(&vals[j], &it->vals[at], sizeof vals[j]);
+  }
   /* From codegen: the grid of a GPU kernel; all 1 for the CPU, which splits by cores. */
   LaunchDims dims;
   memcpy(dims.global, p->ks->global, sizeof dims.global);
   memcpy(dims.local, p->ks->local, sizeof dims.local);
   /* Not waited for, even when timing: the device reports each launch's own
    * time (Device.on_time; Vulkan from timestamps when its batch is done). */
-  tvk_status st = r->dev->ops->launch(r->dev, p->prog, bufs, it->nbufs, NULL, 0, &dims);
+  tvk_status st =
+      r->dev->ops->launch(r->dev, p->prog, bufs, it->nbufs, nvals ? vals : NULL, nvals, &dims);
   if (st == TVK_OK)
     r->stats->kernels_run++;
   else

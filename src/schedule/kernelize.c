@@ -8,16 +8,20 @@
  *   VIEW over a VIEW                    -> one VIEW, the trackers composed
  *   VIEW over a buffer or a node another kernel materialises -> LOAD through the view
  *   VIEW over a CONST                   -> CONST(VIEW): the value where the view is valid, 0
+ *   VIEW over a VALUE, or a VALUE       -> a float32 DEFINE_VAR "s<k>" whose value is the
+ *                                          item's vals[k] (masked views: where valid)
  * outside a materialised node with no VIEW    -> LOAD through its row-major view a no-op CONTIGUOUS
  * (decide.c)       -> its source, a VIEW of memory
  *
  * Buffers get DEFINE_GLOBAL indices in the order the rewrite meets them, after
  * the output (index 0).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ir/pattern.h"
+#include "ir/ptrmap.h"
 #include "ir/vec.h"
 #include "schedule/schedule_internal.h"
 
@@ -28,6 +32,9 @@ typedef struct {
   int *bufs;     /* Schedule.bufs indices by DEFINE_GLOBAL index */
   int nbufs;
   size_t cap;
+  PtrMap value_of; /* VALUE -> its index in vals */
+  uint32_t vals[SCHED_MAX_VALUES];
+  int nvals;
   tvk_status err;
 } Kern;
 
@@ -130,6 +137,51 @@ static UOp *view_const(void *ctx, UOp **c) {
   return r ? r : kern_oom(k);
 }
 
+/* A VALUE's DEFINE_VAR, numbered in the order the rewrite meets the values
+ * (so the same computation gets the same AST whatever their values); past
+ * SCHED_MAX_VALUES the value itself, as a constant. */
+static UOp *value_var(Kern *k, UOp *value) {
+  bool added = false;
+  int64_t *slot = ptrmap_insert(&k->value_of, value, k->nvals, &added);
+  if (!slot) return kern_oom(k);
+  uint32_t bits = graph_value_bits(value);
+  if (added && k->nvals < SCHED_MAX_VALUES) k->vals[k->nvals++] = bits;
+  UOp *r;
+  if (*slot >= SCHED_MAX_VALUES) {
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    r = uop_const_float(k->g->sc->u, dt_make(DT_FLOAT32), f);
+  } else {
+    char name[16];
+    snprintf(name, sizeof name, "s%d", (int)*slot);
+    r = uop_new(k->g->sc->u, OP_DEFINE_VAR, dt_make(DT_FLOAT32), 0, NULL, arg_var(name, 0, 0));
+  }
+  return r ? r : kern_oom(k);
+}
+
+static bool st_masked(const ShapeTracker *st) {
+  for (int i = 0; i < st->nviews; i++)
+    if (st->views[i].has_mask) return true;
+  return false;
+}
+
+/* VALUE -> its DEFINE_VAR, which broadcasts anywhere */
+static UOp *bare_value(void *ctx, UOp **c) { return value_var(ctx, c[X]); }
+
+/* VIEW(VALUE, st) -> the DEFINE_VAR; where st masks, valid ? var : 0 (a bool
+ * CONST(VIEW) is the validity) */
+static UOp *view_value(void *ctx, UOp **c) {
+  Kern *k = ctx;
+  UOp *var = value_var(k, c[X]);
+  if (!var || !st_masked(c[V]->arg.st)) return var;
+  UCtx *u = k->g->sc->u;
+  UOp *v = kview(k, c[V]->arg.st);
+  UOp *valid = v ? uop_new(u, OP_CONST, dt_make(DT_BOOL), 1, &v, arg_int(1)) : NULL;
+  UOp *zero = uop_const_float(u, dt_make(DT_FLOAT32), 0);
+  UOp *r = valid && zero ? uop_where(valid, var, zero) : NULL;
+  return r ? r : kern_oom(k);
+}
+
 /* VIEW(ARANGE, st) -> ARANGE(VIEW(st)) = valid ? index : 0 */
 static UOp *view_arange(void *ctx, UOp **c) {
   Kern *k = ctx;
@@ -197,6 +249,10 @@ static const Rule kernel_rules[] = {
     {VIEW_OF(PAT_OP0(OP_CONST, X)), view_const},
     /* VIEW(ARANGE, st) -> ARANGE(VIEW(st)) */
     {VIEW_OF(PAT_OP0(OP_ARANGE, X)), view_arange},
+    /* VIEW(VALUE, st) -> DEFINE_VAR "s<k>" (masked: where valid) */
+    {VIEW_OF(PAT_OP0(OP_VALUE, X)), view_value},
+    /* VALUE -> DEFINE_VAR "s<k>" */
+    {PAT_OP0(OP_VALUE, X), bare_value},
     /* VIEW(VIEW(y, a), b) -> VIEW(y, a + b) */
     {VIEW_OF(PAT_OP(OP_VIEW, X, PAT_ANY(Y))), view_view},
     /* VIEW(CONTIGUOUS(y), st) -> VIEW(y, st)   for a no-op CONTIGUOUS */
@@ -323,6 +379,9 @@ tvk_status sched_kernelize(SchedGraph *g, Schedule *s, const int64_t *roots, int
                      ? err_set(g->sc->err, k.err, "schedule: out of memory building a kernel")
                      : check_ast(g, ast);
   if (r == TVK_OK && g->topo[roots[0]]->op == OP_ASSIGN) r = check_assign(&k, ast);
+  ptrmap_free(&k.value_of);
+  if (r == TVK_OK && k.nvals > 0 && !(item->vals = malloc((size_t)k.nvals * sizeof *item->vals)))
+    r = err_set(g->sc->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory building a kernel");
   if (r != TVK_OK) {
     free(k.bufs);
     return r;
@@ -331,5 +390,7 @@ tvk_status sched_kernelize(SchedGraph *g, Schedule *s, const int64_t *roots, int
   item->bufs = k.bufs;
   item->nbufs = k.nbufs;
   item->nout = nroots;
+  if (k.nvals > 0) memcpy(item->vals, k.vals, (size_t)k.nvals * sizeof *item->vals);
+  item->nvals = k.nvals;
   return TVK_OK;
 }

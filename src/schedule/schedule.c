@@ -163,7 +163,7 @@ static tvk_status build_items(SchedGraph *g, Schedule *s) {
     for (int i = 0; i < n; i++) s->items[i] = tmp[order[i]];
     s->nitems = n;
   } else {
-    for (int i = 0; i < n; i++) uop_release(tmp[i].ast), free(tmp[i].bufs);
+    for (int i = 0; i < n; i++) uop_release(tmp[i].ast), free(tmp[i].bufs), free(tmp[i].vals);
   }
   free(tmp), free(order);
   return st;
@@ -263,6 +263,7 @@ void schedule_free(Schedule *s) {
   for (int i = 0; i < s->nitems; i++) {
     uop_release(s->items[i].ast);
     free(s->items[i].bufs);
+    free(s->items[i].vals);
   }
   for (int i = 0; i < s->nbufs; i++) {
     uop_release(s->bufs[i].node);

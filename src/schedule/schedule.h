@@ -70,7 +70,17 @@ typedef struct {
   int nbufs;
   int *bufs; /* indices into Schedule.bufs in DEFINE_GLOBAL order: outputs first */
   int nout;  /* the first nout of bufs are written */
+  /* The launch values of the AST's float32 DEFINE_VARs: "s<k>" is vals[k],
+   * the bits of a tvk_scalar (a VALUE of the tensor graph). Values are not in
+   * the AST, so the same computation with new scalars is the same kernel. */
+  int nvals;
+  uint32_t *vals;
 } ScheduleItem;
+
+/* Most scalar values one kernel takes at launch; further VALUEs become
+ * constants of its source (Vulkan passes the values as push constants: 128
+ * bytes on most devices, 12 of them the grid). */
+enum { SCHED_MAX_VALUES = 16 };
 
 /* A node needing no kernel: a no-op CONTIGUOUS, replaced after the run by
  * `view` (VIEW(y, st)) with y's buffer in place of y. */
