@@ -1,0 +1,154 @@
+/* overhead: what a warm forward costs beyond its kernels.
+ *
+ *   build/samples/overhead [DEVICE ...] [--forwards N] [--model mlp|block]
+ *
+ * For each device (default: CPU and VK) and model (samples/models.h; the
+ * block with 128 tokens here), builds the forward's graph and reads its
+ * result N times (default 200) after 20 untimed forwards, with every launch
+ * timed on the device (tvk_ctx_options.profile). Per forward it prints the
+ * medians of:
+ *  - build: the tvk calls that make the graph (nothing runs);
+ *  - realize: tvk_to_host of the result: scheduling, kernel lookup, launches,
+ *    the waits and the copy back;
+ *  - kernels: the device time of the forward's launches (what the profile's
+ *    total grew by);
+ *  - overhead: build + realize - kernels of each forward, the time that is
+ *    not kernel execution (on Vulkan this includes the gaps between
+ *    dispatches inside a batch, which timestamps do not cover);
+ * and the launches per forward. The first result is checked against
+ * the plain loops, so a fast wrong answer shows.
+ */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "models.h"
+#include "tvk.h"
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + 1e-6 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+enum { WARM = 20 };
+
+/* 0 on success, 77 when the device is missing, 1 on a failure. */
+static int measure(const Model *m, const char *device, int n) {
+  tvk_ctx_options o = {.device = device, .profile = 1};
+  tvk_ctx *ctx;
+  if (tvk_ctx_create_opts(&o, &ctx) != TVK_OK) {
+    fprintf(stderr, "overhead: %s\n", tvk_last_create_error());
+    return 77;
+  }
+  rng_state = 0x853c49e6748fea9bULL;
+  Weights w = {ctx, 0, {0}, {0}};
+  m->weights(&w);
+  double *build = malloc(sizeof(double) * (size_t)n), *run = malloc(sizeof(double) * (size_t)n),
+         *kern = malloc(sizeof(double) * (size_t)n), *over = malloc(sizeof(double) * (size_t)n);
+  float *res = NULL;
+  size_t numel = 0;
+  tvk_status st = TVK_OK;
+  double err = 0;
+  uint64_t launches = 0;
+  double seen = 0; /* the profile's total so far */
+  for (int i = 0; i < WARM + n && st == TVK_OK; i++) {
+    if (i == WARM) {                   /* the timed forwards: their launches only */
+      st = tvk_ctx_wait_compiles(ctx); /* the CPU's optimised builds in place */
+      tvk_profile_reset(ctx);
+      tvk_stats s;
+      tvk_stats_get(ctx, &s);
+      launches = s.kernels_run;
+    }
+    /* the forward's tensors end with it, as in an app's loop: a realize
+     * updates every live tensor of the context */
+    size_t scope = tvk_scope_begin(ctx);
+    double t0 = now_ms();
+    tvk_tensor *out = m->forward(w.w);
+    double t1 = now_ms();
+    if (!res) {
+      numel = (size_t)tvk_numel(out);
+      res = malloc(numel * sizeof *res);
+    }
+    if (st == TVK_OK) st = tvk_to_host(out, res, numel * sizeof *res);
+    double t2 = now_ms();
+    tvk_scope_end(ctx, scope, 0, NULL);
+    if (i >= WARM && st == TVK_OK) {
+      /* this forward's device time: the profile's total grew by it */
+      const tvk_profile_entry *rows;
+      int nrows = tvk_profile_entries(ctx, &rows);
+      double total = 0;
+      for (int r = 0; r < nrows; r++) total += rows[r].total_ms;
+      int k = i - WARM;
+      build[k] = t1 - t0, run[k] = t2 - t1, kern[k] = total - seen;
+      over[k] = build[k] + run[k] - kern[k];
+      seen = total;
+    }
+    if (i == 0 && st == TVK_OK) {
+      double *ref = m->ref(w.host);
+      for (size_t k = 0; k < numel; k++)
+        err = fmax(err, fabs(res[k] - ref[k]) / (1 + fabs(ref[k])));
+      free(ref);
+      if (!(err < 1e-3)) {
+        fprintf(stderr, "overhead: %s on %s: wrong result (error %g)\n", m->name, device, err);
+        st = TVK_ERR_INTERNAL;
+      }
+    }
+  }
+  if (st != TVK_OK && err < 1e-3) fprintf(stderr, "overhead: %s\n", tvk_ctx_error(ctx));
+  tvk_stats s;
+  tvk_stats_get(ctx, &s);
+  if (st == TVK_OK) {
+    printf("%-6s %-44.44s %9.3f %9.3f %9.3f %9.3f %8.1f\n", m->name, tvk_ctx_device(ctx),
+           median(build, n), median(run, n), median(kern, n), median(over, n),
+           (double)(s.kernels_run - launches) / n);
+  }
+  free(build), free(run), free(kern), free(over), free(res);
+  for (int i = 0; i < w.nw; i++) free(w.host[i]);
+  tvk_ctx_destroy(ctx);
+  return st == TVK_OK ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+  const char *devices[8];
+  int ndev = 0, n = 200;
+  const char *only = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--forwards") && i + 1 < argc)
+      n = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--model") && i + 1 < argc)
+      only = argv[++i];
+    else if (argv[i][0] != '-' && ndev < 8)
+      devices[ndev++] = argv[i];
+    else
+      return fprintf(stderr, "usage: %s [DEVICE ...] [--forwards N] [--model mlp|block]\n",
+                     argv[0]),
+             2;
+  }
+  if (n < 1) return fprintf(stderr, "overhead: --forwards must be at least 1\n"), 2;
+  if (ndev == 0) devices[ndev++] = "CPU", devices[ndev++] = "VK";
+  BT = 128;
+  printf("per forward, ms (medians of %d; kernels: their device time)\n", n);
+  printf("%-6s %-44s %9s %9s %9s %9s %8s\n", "model", "device", "build", "realize", "kernels",
+         "overhead", "launches");
+  int rc = 0;
+  for (int d = 0; d < ndev; d++)
+    for (size_t k = 0; k < sizeof models / sizeof models[0]; k++) {
+      if (only && strcmp(only, models[k].name)) continue;
+      int r = measure(&models[k], devices[d], n);
+      if (r == 77) break; /* the device is missing: its other models too */
+      if (r) rc = 1;
+    }
+  return rc;
+}
