@@ -292,6 +292,10 @@ typedef struct {
   uint64_t plans_found;         /* kernels whose searched plan was found on disk */
   uint64_t kernels_generated;   /* kernels whose code was generated: each distinct one once */
   uint64_t kernels_stored;      /* kernels whose generated code was read from the disk cache */
+  /* realizes whose graph had the structure of one scheduled before (new
+   * buffers of the same dtype and size, new tvk_scalar values): its schedule
+   * was reused, not made again */
+  uint64_t schedules_reused;
 } tvk_stats;
 
 /* Copies the counters into *out (all zero for a NULL ctx). */

@@ -63,6 +63,8 @@ static tvk_ctx *open_ctx(void) { return open_ctx_in(g_dir, 0); }
 static void close_ctx_clean(tvk_ctx *ctx) {
   while (ctx->head) tvk_release(ctx->head);
   progcache_forget_kernels(ctx->programs);
+  sched_cache_free(ctx->sched_cache); /* kept schedules hold their kernel ASTs too */
+  ctx->sched_cache = NULL;
   assert_int_equal(uctx_live(ctx->u), 0);
   tvk_stats s;
   tvk_stats_get(ctx, &s);
@@ -2189,6 +2191,101 @@ static void test_scalar_values(void **state) {
   }
 }
 
+/* Schedules kept by graph structure (schedule_cache.c): the same computation
+ * on new buffers and new scalar values reuses its schedule, with every result
+ * that of its own inputs; a graph of another structure (a shape, an op, one
+ * buffer read twice instead of two) is scheduled anew; an assign loop reuses
+ * its step; more than SCHED_CACHE_ENTRIES structures cycle through the cache
+ * with right answers; a kernel whose scalars did not all fit in its launch
+ * values (so its source holds them) is never reused with other values. */
+static void test_schedule_reuse(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  enum { N = 24, MANY = SCHED_MAX_VALUES + 3 };
+  float a[N], b[N], out[N];
+  tvk_stats st;
+  uint64_t reused = 0;
+  for (int rep = 0; rep < 3; rep++) { /* the same structure: new buffers, new value */
+    tvk_tensor *A = rand_tensor(ctx, 1, (int64_t[]){N}, a),
+               *B = rand_tensor(ctx, 1, (int64_t[]){N}, b);
+    float s = 0.5f + (float)rep;
+    read_f32(tvk_add(tvk_mul(A, tvk_scalar(ctx, TVK_FLOAT32, s)), tvk_exp(B)), out);
+    for (int i = 0; i < N; i++)
+      assert_true(fabs(out[i] - (a[i] * s + exp(b[i]))) <= 1e-5 * (1 + fabs(out[i])));
+    tvk_stats_get(ctx, &st);
+    assert_int_equal(st.schedules_reused, reused + (rep > 0));
+    reused = st.schedules_reused;
+    tvk_release(A), tvk_release(B);
+  }
+  { /* one buffer read twice is another structure than two buffers */
+    tvk_tensor *A = rand_tensor(ctx, 1, (int64_t[]){N}, a);
+    read_f32(tvk_add(tvk_mul(A, tvk_scalar(ctx, TVK_FLOAT32, 2)), tvk_exp(A)), out);
+    for (int i = 0; i < N; i++)
+      assert_true(fabs(out[i] - (a[i] * 2 + exp(a[i]))) <= 1e-5 * (1 + fabs(out[i])));
+    tvk_stats_get(ctx, &st);
+    assert_int_equal(st.schedules_reused, reused);
+    /* nor is another size */
+    tvk_tensor *C = rand_tensor(ctx, 1, (int64_t[]){N - 1}, b);
+    read_f32(tvk_add(tvk_mul(C, tvk_scalar(ctx, TVK_FLOAT32, 2)), tvk_exp(C)), out);
+    for (int i = 0; i < N - 1; i++)
+      assert_true(fabs(out[i] - (b[i] * 2 + exp(b[i]))) <= 1e-5 * (1 + fabs(out[i])));
+    tvk_stats_get(ctx, &st);
+    assert_int_equal(st.schedules_reused, reused);
+    tvk_release(A), tvk_release(C);
+  }
+  { /* an assign loop: w -= lr * w, its step reused from the second on */
+    float w0[N], w[N];
+    tvk_tensor *W = rand_tensor(ctx, 1, (int64_t[]){N}, w0);
+    double want[N];
+    for (int i = 0; i < N; i++) want[i] = w0[i];
+    tvk_stats_get(ctx, &st);
+    uint64_t before = st.schedules_reused;
+    for (int step = 0; step < 5; step++) {
+      float lr = 0.1f * (float)(step + 1);
+      assert_int_equal(tvk_assign(W, tvk_sub(W, tvk_mul(W, tvk_scalar(ctx, TVK_FLOAT32, lr)))),
+                       TVK_OK);
+      assert_int_equal(tvk_realize(1, &W), TVK_OK);
+      for (int i = 0; i < N; i++) want[i] = (float)(want[i] - (float)(want[i] * lr));
+    }
+    read_f32(W, w);
+    for (int i = 0; i < N; i++) assert_true(fabs(w[i] - want[i]) <= 1e-6 * (1 + fabs(want[i])));
+    tvk_stats_get(ctx, &st);
+    assert_true(st.schedules_reused >= before + 4);
+    tvk_release(W);
+  }
+  /* more structures than the cache keeps, twice round: every answer right */
+  for (int round = 0; round < 2; round++)
+    for (int n = 1; n <= SCHED_CACHE_ENTRIES + 8; n++) {
+      float big[SCHED_CACHE_ENTRIES + 8];
+      tvk_tensor *A = rand_tensor(ctx, 1, (int64_t[]){n}, big);
+      float s;
+      read_f32(tvk_sum(tvk_mul(A, tvk_scalar(ctx, TVK_FLOAT32, 3)), 0, NULL, false), &s);
+      double want = 0;
+      for (int i = 0; i < n; i++) want += 3.0 * big[i];
+      assert_true(fabs(s - want) <= 1e-5 * (1 + fabs(want)));
+      tvk_release(A);
+    }
+  /* too many scalars for one kernel: its source holds some, so it is not kept */
+  tvk_stats_get(ctx, &st);
+  reused = st.schedules_reused;
+  tvk_tensor *A = rand_tensor(ctx, 1, (int64_t[]){N}, a);
+  for (int rep = 0; rep < 2; rep++) {
+    tvk_tensor *acc = A;
+    double want[N] = {0};
+    for (int i = 0; i < N; i++) want[i] = a[i];
+    for (int m = 0; m < MANY; m++) {
+      double v = 0.25 * (m + 1) + rep;
+      acc = tvk_add(acc, tvk_mul(A, tvk_scalar(ctx, TVK_FLOAT32, v)));
+      for (int i = 0; i < N; i++) want[i] += (double)a[i] * v;
+    }
+    read_f32(acc, out);
+    for (int i = 0; i < N; i++) assert_true(fabs(out[i] - want[i]) <= 1e-5 * (fabs(want[i]) + 1));
+  }
+  tvk_stats_get(ctx, &st);
+  assert_int_equal(st.schedules_reused, reused);
+  close_ctx_clean(ctx);
+}
+
 /* A whole file as a string; NULL if it cannot be read. */
 static char *slurp(const char *path, size_t *n) {
   FILE *f = fopen(path, "rb");
@@ -2403,6 +2500,7 @@ int main(void) {
       cmocka_unit_test(test_profile_summary),
       cmocka_unit_test(test_trace_file),
       cmocka_unit_test(test_scalar_values),
+      cmocka_unit_test(test_schedule_reuse),
       cmocka_unit_test(test_schedule_graph),
       cmocka_unit_test(test_readonly_cache_option),
       cmocka_unit_test(test_log_callback),

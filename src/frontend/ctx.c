@@ -9,6 +9,7 @@
 #include "ir/vec.h"
 #include "runtime/run.h"
 #include "runtime/trace.h"
+#include "schedule/schedule.h"
 
 /* Only the declarations: the library's src/ includes no Vulkan header. */
 #define TVK_VULKAN_DECLS_ONLY
@@ -698,6 +699,7 @@ void tvk_ctx_destroy(tvk_ctx *ctx) {
     uctx_set_buffer_hook(ctx->u, NULL, NULL); /* buffers are freed below, all at once */
   }
   if (ctx->dev) progcache_free(ctx->programs, ctx->dev); /* holds kernel ASTs: before uctx_free */
+  sched_cache_free(ctx->sched_cache);                    /* so does this */
   uctx_free(ctx->u);
   if (ctx->dev) {
     for (int64_t i = 0; i < ctx->nbufs; i++) buffer_release(ctx, i);

@@ -53,6 +53,8 @@ struct tvk_ctx {
   uint64_t next_seq;
   uint64_t next_value;        /* the serial of the next VALUE (tvk_scalar) */
   struct ProgCache *programs; /* compiled programs (runtime/run.h); NULL until the first */
+  struct SchedCache
+      *sched_cache; /* schedules by graph structure (schedule.h); NULL until the first */
   /* kernel times by program (profile.c), when timed */
   struct ProfRow *prof;
   size_t nprof, capprof;

@@ -347,7 +347,9 @@ tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts) {
     Schedule s;
     SchedCtx sc = {ctx->u, ctx->dev->limits.max_kernel_buffers, &ctx->err};
     int64_t t0 = ctx->trace ? trace_now_ns() : 0;
-    st = schedule_create(&sc, nr, roots, &s);
+    bool reused = false;
+    st = schedule_create_cached(&sc, &ctx->sched_cache, nr, roots, &s, &reused);
+    ctx->stats.schedules_reused += reused;
     bool *keep = st == TVK_OK ? calloc((size_t)(s.nbufs ? s.nbufs : 1), sizeof *keep) : NULL;
     if (st == TVK_OK && !keep)
       st = err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
@@ -355,8 +357,8 @@ tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts) {
     if (st == TVK_OK) schedule_plan(&s, keep);
     if (ctx->trace) {
       char args[64];
-      snprintf(args, sizeof args, "\"kernels\": %d, \"buffers\": %d", st == TVK_OK ? s.nitems : 0,
-               st == TVK_OK ? s.nbufs : 0);
+      snprintf(args, sizeof args, "\"kernels\": %d, \"buffers\": %d, \"reused\": %s",
+               st == TVK_OK ? s.nitems : 0, st == TVK_OK ? s.nbufs : 0, reused ? "true" : "false");
       trace_span(ctx->trace, false, "schedule", "schedule", t0, trace_now_ns(), args);
     }
     free(keep);

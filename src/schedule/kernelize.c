@@ -34,7 +34,9 @@ typedef struct {
   size_t cap;
   PtrMap value_of; /* VALUE -> its index in vals */
   uint32_t vals[SCHED_MAX_VALUES];
+  UOp *val_nodes[SCHED_MAX_VALUES];
   int nvals;
+  bool folded; /* a VALUE past SCHED_MAX_VALUES became a constant */
   tvk_status err;
 } Kern;
 
@@ -145,9 +147,11 @@ static UOp *value_var(Kern *k, UOp *value) {
   int64_t *slot = ptrmap_insert(&k->value_of, value, k->nvals, &added);
   if (!slot) return kern_oom(k);
   uint32_t bits = graph_value_bits(value);
-  if (added && k->nvals < SCHED_MAX_VALUES) k->vals[k->nvals++] = bits;
+  if (added && k->nvals < SCHED_MAX_VALUES)
+    k->val_nodes[k->nvals] = value, k->vals[k->nvals++] = bits;
   UOp *r;
   if (*slot >= SCHED_MAX_VALUES) {
+    k->folded = true;
     float f;
     memcpy(&f, &bits, sizeof f);
     r = uop_const_float(k->g->sc->u, dt_make(DT_FLOAT32), f);
@@ -380,9 +384,13 @@ tvk_status sched_kernelize(SchedGraph *g, Schedule *s, const int64_t *roots, int
                      : check_ast(g, ast);
   if (r == TVK_OK && g->topo[roots[0]]->op == OP_ASSIGN) r = check_assign(&k, ast);
   ptrmap_free(&k.value_of);
-  if (r == TVK_OK && k.nvals > 0 && !(item->vals = malloc((size_t)k.nvals * sizeof *item->vals)))
+  if (r == TVK_OK && k.nvals > 0 &&
+      (!(item->vals = malloc((size_t)k.nvals * sizeof *item->vals)) ||
+       !(item->val_nodes = malloc((size_t)k.nvals * sizeof *item->val_nodes))))
     r = err_set(g->sc->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory building a kernel");
   if (r != TVK_OK) {
+    free(item->vals), free(item->val_nodes);
+    item->vals = NULL, item->val_nodes = NULL;
     free(k.bufs);
     return r;
   }
@@ -391,6 +399,8 @@ tvk_status sched_kernelize(SchedGraph *g, Schedule *s, const int64_t *roots, int
   item->nbufs = k.nbufs;
   item->nout = nroots;
   if (k.nvals > 0) memcpy(item->vals, k.vals, (size_t)k.nvals * sizeof *item->vals);
+  for (int v = 0; v < k.nvals; v++) item->val_nodes[v] = uop_retain(k.val_nodes[v]);
   item->nvals = k.nvals;
+  item->values_folded = k.folded;
   return TVK_OK;
 }

@@ -163,7 +163,11 @@ static tvk_status build_items(SchedGraph *g, Schedule *s) {
     for (int i = 0; i < n; i++) s->items[i] = tmp[order[i]];
     s->nitems = n;
   } else {
-    for (int i = 0; i < n; i++) uop_release(tmp[i].ast), free(tmp[i].bufs), free(tmp[i].vals);
+    for (int i = 0; i < n; i++) {
+      uop_release(tmp[i].ast), free(tmp[i].bufs), free(tmp[i].vals);
+      for (int v = 0; v < tmp[i].nvals; v++) uop_release(tmp[i].val_nodes[v]);
+      free(tmp[i].val_nodes);
+    }
   }
   free(tmp), free(order);
   return st;
@@ -264,6 +268,9 @@ void schedule_free(Schedule *s) {
     uop_release(s->items[i].ast);
     free(s->items[i].bufs);
     free(s->items[i].vals);
+    for (int v = 0; s->items[i].val_nodes && v < s->items[i].nvals; v++)
+      uop_release(s->items[i].val_nodes[v]);
+    free(s->items[i].val_nodes);
   }
   for (int i = 0; i < s->nbufs; i++) {
     uop_release(s->bufs[i].node);

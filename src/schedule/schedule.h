@@ -75,6 +75,8 @@ typedef struct {
    * the AST, so the same computation with new scalars is the same kernel. */
   int nvals;
   uint32_t *vals;
+  UOp **val_nodes;    /* retained: the VALUE of each (schedule_cache.c finds them again) */
+  bool values_folded; /* more VALUEs than SCHED_MAX_VALUES: the rest are in the AST */
 } ScheduleItem;
 
 /* Most scalar values one kernel takes at launch; further VALUEs become
@@ -110,6 +112,20 @@ typedef struct {
  * Nothing is allocated. On error returns the status with sc->err set and *out
  * empty. */
 tvk_status schedule_create(const SchedCtx *sc, int n, UOp *const *roots, Schedule *out);
+/* Schedules kept by their graph's structure (schedule_cache.c): a graph equal
+ * to one scheduled before but for its BUFFERs (same dtype and size) and
+ * VALUEs reuses that schedule instead of deciding and building kernels again.
+ * One per context (its graphs' UCtx and device limits); NULL until the first
+ * schedule_create_cached. */
+typedef struct SchedCache SchedCache;
+enum { SCHED_CACHE_ENTRIES = 32 }; /* the least recently used goes past this */
+/* schedule_create through *cache (made here at the first call): *hit tells
+ * whether the schedule came from it. Errors as schedule_create's. */
+tvk_status schedule_create_cached(const SchedCtx *sc, SchedCache **cache, int n, UOp *const *roots,
+                                  Schedule *out, bool *hit);
+/* Releases the kept schedules (their kernel ASTs); NULL ok. */
+void sched_cache_free(SchedCache *c);
+
 /* The memory planner (plan.c): new outputs that no tensor will refer to after
  * the run (keep[i] false) and whose lifetimes in the item order do not
  * overlap share memory, matched by dtype and element count as the seed's LRU
