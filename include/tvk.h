@@ -296,6 +296,8 @@ typedef struct {
    * buffers of the same dtype and size, new tvk_scalar values): its schedule
    * was reused, not made again */
   uint64_t schedules_reused;
+  uint64_t jit_captures; /* tvk_jit_run calls that recorded their launches */
+  uint64_t jit_replays;  /* tvk_jit_run calls that ran recorded launches */
 } tvk_stats;
 
 /* Copies the counters into *out (all zero for a NULL ctx). */
@@ -346,6 +348,47 @@ TVK_API void tvk_profile_reset(tvk_ctx *ctx);
  * nest; ending an outer scope ends the inner ones. */
 TVK_API size_t tvk_scope_begin(tvk_ctx *ctx);
 TVK_API void tvk_scope_end(tvk_ctx *ctx, size_t scope, int nkeep, tvk_tensor *const *keep);
+
+/* ------------------------------------------------------------------ capture */
+
+/* A captured computation (in the spirit of tinygrad's TinyJit): the app's
+ * function runs on its first two calls; the second time every kernel launch
+ * it leads to is recorded, and from the third call on tvk runs the recorded
+ * launches on the new inputs' memory without calling the function: no graph
+ * is built, nothing is scheduled or looked up (samples/overhead measures it).
+ * - fn(user, ctx, nin, in, nout, out) builds out[0..nout-1] from in[] and
+ *   from tensors that outlive the jit (weights, optimiser state); tvk_assign
+ *   to those is replayed too (a training step updates its weights in place).
+ *   It returns TVK_OK or an error, which tvk_jit_run returns. Tensors it makes
+ *   besides out[] are released after it; it must not read results to the
+ *   host (tvk_to_host: not recorded) and must build the same graph whenever
+ *   the inputs have the same dtypes and shapes.
+ * - The inputs are made row-major buffers first (a view is copied). When their
+ *   dtypes or shapes differ from the last call's, the capture is dropped and
+ *   the next two calls run the function again (compiling only what is new).
+ * - Values are those of the captured call: a tvk_scalar made inside fn is
+ *   replayed with the value it had then. Pass what changes as an input (a 0-d
+ *   tensor) instead.
+ * - A replay's out[] are new tensors over the same buffers every call: a
+ *   replay overwrites what the previous call's outputs hold (copy them first
+ *   if they must survive). An output that is an input (or a view of one)
+ *   makes the function run on every call instead.
+ * tvk_stats counts captures and replays; TVK_DEBUG >= 1 logs each. */
+typedef struct tvk_jit tvk_jit;
+typedef tvk_status (*tvk_jit_fn)(void *user, tvk_ctx *ctx, int nin, tvk_tensor *const *in, int nout,
+                                 tvk_tensor **out);
+/* NULL (the message in tvk_ctx_error) for a NULL fn or out of memory. */
+TVK_API tvk_jit *tvk_jit_create(tvk_ctx *ctx, tvk_jit_fn fn, void *user);
+/* One call: in[0..nin-1] are its inputs (of the jit's context, not errors),
+ * out[0..nout-1] receive its outputs (nout >= 1; both counts as on the first
+ * call: TVK_ERR_INVALID_ARG otherwise). The outputs are realized when it
+ * returns TVK_OK, each a new tensor the caller releases (also when fn
+ * returned an input or a weight); on an error out[] are NULL. */
+TVK_API tvk_status tvk_jit_run(tvk_jit *jit, int nin, tvk_tensor *const *in, int nout,
+                               tvk_tensor **out);
+/* Frees the capture and the buffers it holds; NULL ok. tvk_ctx_destroy frees
+ * the jits still alive. */
+TVK_API void tvk_jit_destroy(tvk_jit *jit);
 
 /* ------------------------------------------------------------------ creation */
 

@@ -15,10 +15,14 @@
  *  - overhead: build + realize - kernels of each forward, the time that is
  *    not kernel execution (on Vulkan this includes the gaps between
  *    dispatches inside a batch, which timestamps do not cover);
- * and the launches per forward. The first result is checked against
- * the plain loops, so a fast wrong answer shows.
+ * and the launches per forward. Each model runs twice: as is, and captured
+ * with tvk_jit (the input x is the jit's input, the weights its captured
+ * buffers: from the third call on a forward replays the recorded launches,
+ * "build" is 0 and "realize" is tvk_jit_run). The first and the 21st result
+ * of each are checked against the plain loops, so a fast wrong answer shows.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -44,8 +48,25 @@ static double median(double *v, int n) {
 
 enum { WARM = 20 };
 
+/* The jit's function: the model with x (w[0]) replaced by its input. */
+typedef struct {
+  const Model *m;
+  tvk_tensor **w;
+} JitUser;
+
+static tvk_status jit_forward(void *user, tvk_ctx *ctx, int nin, tvk_tensor *const *in, int nout,
+                              tvk_tensor **out) {
+  JitUser *u = user;
+  (void)ctx, (void)nin, (void)nout;
+  tvk_tensor *w[16];
+  memcpy(w, u->w, sizeof w);
+  w[0] = in[0];
+  out[0] = u->m->forward(w);
+  return TVK_OK;
+}
+
 /* 0 on success, 77 when the device is missing, 1 on a failure. */
-static int measure(const Model *m, const char *device, int n) {
+static int measure(const Model *m, const char *device, int n, bool jit) {
   tvk_ctx_options o = {.device = device, .profile = 1};
   tvk_ctx *ctx;
   if (tvk_ctx_create_opts(&o, &ctx) != TVK_OK) {
@@ -55,6 +76,8 @@ static int measure(const Model *m, const char *device, int n) {
   rng_state = 0x853c49e6748fea9bULL;
   Weights w = {ctx, 0, {0}, {0}};
   m->weights(&w);
+  JitUser ju = {m, w.w};
+  tvk_jit *j = jit ? tvk_jit_create(ctx, jit_forward, &ju) : NULL;
   double *build = malloc(sizeof(double) * (size_t)n), *run = malloc(sizeof(double) * (size_t)n),
          *kern = malloc(sizeof(double) * (size_t)n), *over = malloc(sizeof(double) * (size_t)n);
   float *res = NULL;
@@ -75,8 +98,10 @@ static int measure(const Model *m, const char *device, int n) {
      * updates every live tensor of the context */
     size_t scope = tvk_scope_begin(ctx);
     double t0 = now_ms();
-    tvk_tensor *out = m->forward(w.w);
+    tvk_tensor *out = NULL;
+    if (!j) out = m->forward(w.w);
     double t1 = now_ms();
+    if (j) st = tvk_jit_run(j, 1, &w.w[0], 1, &out);
     if (!res) {
       numel = (size_t)tvk_numel(out);
       res = malloc(numel * sizeof *res);
@@ -95,7 +120,7 @@ static int measure(const Model *m, const char *device, int n) {
       over[k] = build[k] + run[k] - kern[k];
       seen = total;
     }
-    if (i == 0 && st == TVK_OK) {
+    if ((i == 0 || i == WARM) && st == TVK_OK) { /* the first result, and a replayed one */
       double *ref = m->ref(w.host);
       for (size_t k = 0; k < numel; k++)
         err = fmax(err, fabs(res[k] - ref[k]) / (1 + fabs(ref[k])));
@@ -110,12 +135,15 @@ static int measure(const Model *m, const char *device, int n) {
   tvk_stats s;
   tvk_stats_get(ctx, &s);
   if (st == TVK_OK) {
-    printf("%-6s %-44.44s %9.3f %9.3f %9.3f %9.3f %8.1f\n", m->name, tvk_ctx_device(ctx),
+    char name[16];
+    snprintf(name, sizeof name, "%s%s", m->name, jit ? " jit" : "");
+    printf("%-9s %-41.41s %9.3f %9.3f %9.3f %9.3f %8.1f\n", name, tvk_ctx_device(ctx),
            median(build, n), median(run, n), median(kern, n), median(over, n),
            (double)(s.kernels_run - launches) / n);
   }
   free(build), free(run), free(kern), free(over), free(res);
   for (int i = 0; i < w.nw; i++) free(w.host[i]);
+  tvk_jit_destroy(j);
   tvk_ctx_destroy(ctx);
   return st == TVK_OK ? 0 : 1;
 }
@@ -140,15 +168,15 @@ int main(int argc, char **argv) {
   if (ndev == 0) devices[ndev++] = "CPU", devices[ndev++] = "VK";
   BT = 128;
   printf("per forward, ms (medians of %d; kernels: their device time)\n", n);
-  printf("%-6s %-44s %9s %9s %9s %9s %8s\n", "model", "device", "build", "realize", "kernels",
+  printf("%-9s %-41s %9s %9s %9s %9s %8s\n", "model", "device", "build", "realize", "kernels",
          "overhead", "launches");
   int rc = 0;
   for (int d = 0; d < ndev; d++)
     for (size_t k = 0; k < sizeof models / sizeof models[0]; k++) {
       if (only && strcmp(only, models[k].name)) continue;
-      int r = measure(&models[k], devices[d], n);
+      int r = measure(&models[k], devices[d], n, false);
       if (r == 77) break; /* the device is missing: its other models too */
-      if (r) rc = 1;
+      if (r || measure(&models[k], devices[d], n, true)) rc = 1;
     }
   return rc;
 }

@@ -2286,6 +2286,120 @@ static void test_schedule_reuse(void **state) {
   close_ctx_clean(ctx);
 }
 
+/* tvk_jit: the function runs twice (the second call captured), then its
+ * launches replay on new inputs: 50 calls of relu(x @ w + b) * 2 with new x
+ * each give the reference's answers and compile nothing after the second;
+ * new input shapes capture again; a replayed assign updates its target every
+ * call; an output that is an input runs the function every call; bad calls
+ * are errors; a jit left alive is freed with its context. */
+typedef struct {
+  tvk_tensor *w, *b, *acc;
+} JitModel;
+
+static tvk_status jit_dense(void *user, tvk_ctx *ctx, int nin, tvk_tensor *const *in, int nout,
+                            tvk_tensor **out) {
+  JitModel *m = user;
+  (void)nin, (void)nout;
+  out[0] =
+      tvk_mul(tvk_relu(tvk_add(tvk_matmul(in[0], m->w), m->b)), tvk_scalar(ctx, TVK_FLOAT32, 2));
+  return TVK_OK;
+}
+
+static tvk_status jit_accumulate(void *user, tvk_ctx *ctx, int nin, tvk_tensor *const *in, int nout,
+                                 tvk_tensor **out) {
+  JitModel *m = user;
+  (void)ctx, (void)nin, (void)nout;
+  tvk_status st =
+      tvk_assign(m->acc, tvk_add(tvk_mul(m->acc, tvk_full(ctx, TVK_FLOAT32, 0, NULL, 0.5)), in[0]));
+  out[0] = tvk_sum(m->acc, 0, NULL, false);
+  return st;
+}
+
+static tvk_status jit_identity(void *user, tvk_ctx *ctx, int nin, tvk_tensor *const *in, int nout,
+                               tvk_tensor **out) {
+  (void)user, (void)ctx, (void)nin, (void)nout;
+  out[0] = in[0];
+  return TVK_OK;
+}
+
+static void test_jit(void **state) {
+  (void)state;
+  for (int k = 0; k < 2; k++) {
+    const char *dev = k ? "VK" : "CPU";
+    tvk_ctx_options opt = {.device = dev, .cache_dir = g_dir};
+    tvk_ctx *ctx = NULL;
+    if (tvk_ctx_create_opts(&opt, &ctx) != TVK_OK) {
+      if (k == 1 && !vk_required()) continue;
+      fail_msg("%s: %s", dev, tvk_last_create_error());
+    }
+    enum { B = 5, I = 7, O = 6, CALLS = 50 };
+    float w[I * O], b[O], x[9 * I], y[9 * O];
+    JitModel m = {rand_tensor(ctx, 2, (int64_t[]){I, O}, w), rand_tensor(ctx, 1, (int64_t[]){O}, b),
+                  NULL};
+    tvk_jit *jit = tvk_jit_create(ctx, jit_dense, &m);
+    assert_non_null(jit);
+    tvk_stats st;
+    uint64_t compiled = 0;
+    for (int call = 0; call < CALLS + 2; call++) {
+      int rows = call < CALLS ? B : 9; /* the last two: new shapes, captured again */
+      tvk_tensor *X = rand_tensor(ctx, 2, (int64_t[]){rows, I}, x), *Y = NULL;
+      assert_int_equal(tvk_jit_run(jit, 1, &X, 1, &Y), TVK_OK);
+      read_f32(Y, y);
+      for (int r = 0; r < rows; r++)
+        for (int o = 0; o < O; o++) {
+          double v = b[o];
+          for (int i = 0; i < I; i++) v += (double)x[r * I + i] * w[i * O + o];
+          double want = v > 0 ? 2 * v : 0;
+          if (fabs(y[r * O + o] - want) > 1e-5 * (1 + fabs(want)))
+            fail_msg("%s: call %d, y[%d][%d] = %g, want %g", dev, call, r, o, y[r * O + o], want);
+        }
+      tvk_release(X), tvk_release(Y);
+      tvk_stats_get(ctx, &st);
+      if (call == 1) compiled = st.kernels_compiled + st.cache_hits;
+      if (call >= 2 && call < CALLS)
+        assert_int_equal(st.kernels_compiled + st.cache_hits,
+                         compiled); /* replays look up nothing */
+    }
+    assert_int_equal(st.jit_captures, 2);
+    assert_int_equal(st.jit_replays, CALLS - 2);
+    /* a replayed assign: acc = acc / 2 + x, every call */
+    float a0[4], xs[4], s;
+    m.acc = rand_tensor(ctx, 1, (int64_t[]){4}, a0);
+    tvk_jit *acc = tvk_jit_create(ctx, jit_accumulate, &m);
+    double want[4];
+    for (int i = 0; i < 4; i++) want[i] = a0[i];
+    for (int call = 0; call < 6; call++) {
+      tvk_tensor *X = rand_tensor(ctx, 1, (int64_t[]){4}, xs), *S = NULL;
+      assert_int_equal(tvk_jit_run(acc, 1, &X, 1, &S), TVK_OK);
+      read_f32(S, &s);
+      double sum = 0;
+      for (int i = 0; i < 4; i++) sum += want[i] = (float)(want[i] * 0.5f) + xs[i];
+      assert_true(fabs(s - sum) <= 1e-5 * (1 + fabs(sum)));
+      tvk_release(X), tvk_release(S);
+    }
+    /* an output that is an input: the function runs every call */
+    tvk_jit *id = tvk_jit_create(ctx, jit_identity, NULL);
+    for (int call = 0; call < 4; call++) {
+      tvk_tensor *X = rand_tensor(ctx, 1, (int64_t[]){4}, xs), *Y = NULL;
+      assert_int_equal(tvk_jit_run(id, 1, &X, 1, &Y), TVK_OK);
+      read_f32(Y, y);
+      for (int i = 0; i < 4; i++) assert_true(y[i] == xs[i]);
+      tvk_release(X), tvk_release(Y);
+    }
+    /* bad calls */
+    tvk_tensor *X = rand_tensor(ctx, 1, (int64_t[]){4}, xs), *Y = NULL, *two[2] = {X, X};
+    assert_int_equal(tvk_jit_run(id, 2, two, 1, &Y), TVK_ERR_INVALID_ARG);
+    assert_non_null(strstr(tvk_ctx_error(ctx), "first call had 1"));
+    assert_int_equal(tvk_jit_run(id, 1, &X, 0, &Y), TVK_ERR_INVALID_ARG);
+    assert_int_equal(tvk_jit_run(NULL, 1, &X, 1, &Y), TVK_ERR_INVALID_ARG);
+    assert_null(tvk_jit_create(ctx, NULL, NULL));
+    tvk_jit_destroy(jit);
+    tvk_jit_destroy(id);
+    tvk_jit_destroy(NULL);
+    tvk_ctx_destroy(ctx); /* acc is still alive: the context frees it (the ASan build checks) */
+  }
+}
+
 /* A whole file as a string; NULL if it cannot be read. */
 static char *slurp(const char *path, size_t *n) {
   FILE *f = fopen(path, "rb");
@@ -2501,6 +2615,7 @@ int main(void) {
       cmocka_unit_test(test_trace_file),
       cmocka_unit_test(test_scalar_values),
       cmocka_unit_test(test_schedule_reuse),
+      cmocka_unit_test(test_jit),
       cmocka_unit_test(test_schedule_graph),
       cmocka_unit_test(test_readonly_cache_option),
       cmocka_unit_test(test_log_callback),

@@ -20,6 +20,7 @@
 #include "ir/uop.h"
 #include "ir/view.h"
 #include "runtime/device.h"
+#include "schedule/schedule.h"
 #include "tvk.h"
 
 _Static_assert(TVK_MAX_DIMS == 16, "tvk.h and view.h agree on the most dims");
@@ -55,6 +56,8 @@ struct tvk_ctx {
   struct ProgCache *programs; /* compiled programs (runtime/run.h); NULL until the first */
   struct SchedCache
       *sched_cache; /* schedules by graph structure (schedule.h); NULL until the first */
+  tvk_jit *jits;    /* live jits (jit.c), freed at destroy */
+  tvk_jit *capture; /* the jit whose call is being captured: realizes record their launches */
   /* kernel times by program (profile.c), when timed */
   struct ProfRow *prof;
   size_t nprof, capprof;
@@ -69,6 +72,13 @@ struct tvk_ctx {
 static inline tvk_tensor *front_const(tvk_ctx *ctx, tvk_dtype dt, double v) {
   return tvk_full(ctx, dt, 0, NULL, v);
 }
+
+/* ---- jit (jit.c) ---- */
+/* Runner.on_launch of a realize while ctx->capture is set. */
+void jit_on_launch(void *jit, const Schedule *s, int item, DevProgram *prog, const int32_t *vals,
+                   int nvals, const LaunchDims *dims);
+/* Destroys every jit of the context. */
+void jit_free_all(tvk_ctx *ctx);
 
 /* ---- profile (profile.c) ---- */
 /* Device.on_time of a context's device: adds the launch to its program's row,

@@ -315,6 +315,8 @@ static tvk_status run(tvk_ctx *ctx, const Schedule *s) {
               .stats = &ctx->stats,
               .log = &ctx->log,
               .trace = ctx->trace,
+              .on_launch = ctx->capture ? jit_on_launch : NULL,
+              .launch_user = ctx->capture,
               .err = &ctx->err};
   tvk_status st = run_schedule(&r, s, bufs);
   free(bufs);

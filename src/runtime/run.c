@@ -469,6 +469,7 @@ static tvk_status launch(const Runner *r, const Schedule *s, DevBuffer *const *a
     r->stats->kernels_run++;
   else
     st = err_set(r->err, st, "kernel %s: %s", p->ks->name, r->dev->err.msg);
+  if (st == TVK_OK && r->on_launch) r->on_launch(r->launch_user, s, i, p->prog, vals, nvals, &dims);
   if (st == TVK_OK && r->debug >= 1) {
     char shape[200];
     shape_str(p->ks->ndim, p->ks->full_shape, shape, sizeof shape);

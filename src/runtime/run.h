@@ -46,7 +46,12 @@ typedef struct {
   tvk_stats *stats;      /* kernels compiled, cache hits, kernels run, schedules are counted */
   const LogSink *log;    /* where TVK_DEBUG output goes (NULL: stderr) */
   struct Trace *trace;   /* TVK_TRACE: codegen, compile and wait spans go there (NULL: none) */
-  Error *err;            /* where a failure is reported */
+  /* Called after each launch that succeeded, with the item's index in the
+   * schedule and what was launched (tvk_jit's capture); NULL: none. */
+  void (*on_launch)(void *user, const Schedule *s, int item, DevProgram *prog, const int32_t *vals,
+                    int nvals, const LaunchDims *dims);
+  void *launch_user;
+  Error *err; /* where a failure is reported */
 } Runner;
 
 /* Generates, compiles (through the program cache) and launches every item of

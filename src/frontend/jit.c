@@ -1,0 +1,291 @@
+/* tvk_jit: a computation captured once as the list of its kernel launches,
+ * then replayed on new inputs without building a graph, scheduling or
+ * looking anything up (tvk.h says what an app may rely on).
+ *
+ * The capture call runs the app's function and realizes its outputs with
+ * Runner.on_launch set: each launch is kept as its program, its launch values
+ * and geometry, and per buffer either the input it is (by position) or a
+ * BUFFER the jit retains (intermediates, outputs, weights, assign targets).
+ * A replay binds the inputs' memory in the inputs' places and launches the
+ * list in order. Programs belong to the context's program cache, which frees
+ * them only at tvk_ctx_destroy, after every jit is gone. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/frontend.h"
+#include "ir/log.h"
+#include "ir/vec.h"
+#include "runtime/run.h"
+#include "schedule/schedule.h"
+
+typedef struct {
+  DevProgram *prog;
+  int nbufs;
+  int *slot; /* per buffer: >= 0 a kept BUFFER; < 0 input -1 - slot */
+  int32_t vals[SCHED_MAX_VALUES];
+  int nvals;
+  LaunchDims dims;
+} JitLaunch;
+
+typedef struct {
+  tvk_dtype dtype;
+  int ndim;
+  int64_t shape[TVK_MAX_DIMS];
+} Sig;
+
+struct tvk_jit {
+  tvk_ctx *ctx;
+  tvk_jit_fn fn;
+  void *user;
+  tvk_jit *prev, *next; /* the context's jits */
+  int nin, nout;        /* of the first call: every call passes as many */
+  int runs;             /* calls since the inputs last changed shape */
+  bool captured;
+  bool direct;  /* the function's outputs cannot be replayed (one is an input): always run it */
+  bool failed;  /* out of memory while capturing */
+  Sig *sig;     /* the inputs' dtypes and shapes of the captured call */
+  UOp **in_buf; /* during the capture: the inputs' BUFFERs (not retained) */
+  UOp **kept;   /* retained BUFFERs the launches use */
+  size_t nkept, capkept;
+  JitLaunch *l;
+  size_t nl, capl;
+  UOp **out; /* retained: the outputs' nodes after the capture */
+};
+
+static void drop_capture(tvk_jit *j) {
+  for (size_t i = 0; i < j->nkept; i++) uop_release(j->kept[i]);
+  for (size_t i = 0; i < j->nl; i++) free(j->l[i].slot);
+  for (int i = 0; j->out && i < j->nout; i++) uop_release(j->out[i]);
+  free(j->kept), free(j->l), free(j->out);
+  j->kept = NULL, j->l = NULL, j->out = NULL;
+  j->nkept = j->capkept = j->nl = j->capl = 0;
+  j->captured = j->direct = j->failed = false;
+}
+
+/* Runner.on_launch while capturing. */
+void jit_on_launch(void *user, const Schedule *s, int item, DevProgram *prog, const int32_t *vals,
+                   int nvals, const LaunchDims *dims) {
+  tvk_jit *j = user;
+  const ScheduleItem *it = &s->items[item];
+  if (j->failed) return;
+  if (nvals > SCHED_MAX_VALUES || !VEC_RESERVE(j->l, j->capl, j->nl + 1)) {
+    j->failed = true;
+    return;
+  }
+  JitLaunch *l = &j->l[j->nl];
+  *l = (JitLaunch){.prog = prog, .nbufs = it->nbufs, .nvals = nvals, .dims = *dims};
+  if (nvals) memcpy(l->vals, vals, (size_t)nvals * sizeof *vals);
+  if (!(l->slot = malloc((size_t)(it->nbufs ? it->nbufs : 1) * sizeof *l->slot))) {
+    j->failed = true;
+    return;
+  }
+  for (int k = 0; k < it->nbufs; k++) {
+    UOp *b = s->bufs[it->bufs[k]].buffer;
+    int slot = INT32_MIN;
+    for (int i = 0; i < j->nin && slot == INT32_MIN; i++)
+      if (j->in_buf[i] == b) slot = -1 - i;
+    for (size_t i = 0; i < j->nkept && slot == INT32_MIN; i++)
+      if (j->kept[i] == b) slot = (int)i;
+    if (slot == INT32_MIN) {
+      if (!b || !VEC_RESERVE(j->kept, j->capkept, j->nkept + 1)) {
+        free(l->slot);
+        j->failed = true;
+        return;
+      }
+      j->kept[j->nkept] = uop_retain(b);
+      slot = (int)j->nkept++;
+    }
+    l->slot[k] = slot;
+  }
+  j->nl++;
+}
+
+tvk_jit *tvk_jit_create(tvk_ctx *ctx, tvk_jit_fn fn, void *user) {
+  if (!ctx) return NULL;
+  if (!fn) {
+    err_set(&ctx->err, TVK_ERR_INVALID_ARG, "jit_create: fn is NULL");
+    return NULL;
+  }
+  tvk_jit *j = calloc(1, sizeof *j);
+  if (!j) {
+    err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "jit_create: out of memory");
+    return NULL;
+  }
+  *j = (tvk_jit){.ctx = ctx, .fn = fn, .user = user, .nin = -1, .next = ctx->jits};
+  if (ctx->jits) ctx->jits->prev = j;
+  ctx->jits = j;
+  return j;
+}
+
+void tvk_jit_destroy(tvk_jit *j) {
+  if (!j) return;
+  drop_capture(j);
+  if (j->prev)
+    j->prev->next = j->next;
+  else
+    j->ctx->jits = j->next;
+  if (j->next) j->next->prev = j->prev;
+  free(j->sig);
+  free(j->in_buf);
+  free(j);
+}
+
+static bool sig_of(const tvk_tensor *t, Sig *s) {
+  *s = (Sig){t->dtype, t->ndim, {0}};
+  memcpy(s->shape, t->shape, (size_t)t->ndim * sizeof *t->shape);
+  return true;
+}
+
+static bool sig_eq(const Sig *a, const Sig *b) {
+  return a->dtype == b->dtype && a->ndim == b->ndim &&
+         !memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof *a->shape);
+}
+
+/* The function, then one realize of its outputs; while capturing, with the
+ * launches recorded. Its other tensors go with its scope. */
+static tvk_status run_fn(tvk_jit *j, tvk_tensor *const *in, tvk_tensor **out, bool capture) {
+  tvk_ctx *ctx = j->ctx;
+  for (int i = 0; i < j->nout; i++) out[i] = NULL;
+  size_t scope = tvk_scope_begin(ctx);
+  if (capture) ctx->capture = j;
+  tvk_status st = j->fn(j->user, ctx, j->nin, in, j->nout, out);
+  for (int i = 0; st == TVK_OK && i < j->nout; i++) {
+    if (!out[i] || out[i]->ctx != ctx)
+      st = err_set(&ctx->err, TVK_ERR_INVALID_ARG, "jit: the function's output %d of %d is %s", i,
+                   j->nout, out[i] ? "of another context" : "NULL");
+    else if (out[i]->seq < scope) /* an input or a weight: the caller gets a tensor of its own */
+      if (!(out[i] = tensor_from_uop(ctx, out[i]->uop)))
+        st = err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "jit: out of memory");
+  }
+  if (st == TVK_OK) st = tvk_realize(j->nout, out);
+  ctx->capture = NULL;
+  tvk_scope_end(ctx, scope, st == TVK_OK ? j->nout : 0, out);
+  if (st != TVK_OK)
+    for (int i = 0; i < j->nout; i++) out[i] = NULL;
+  return st;
+}
+
+/* After a capture call: keep the outputs' nodes, or fall back to running the
+ * function every call when an output reads an input's memory (a replay
+ * would hand back the captured call's input). */
+static void finish_capture(tvk_jit *j, tvk_tensor **out) {
+  if (j->failed) {
+    drop_capture(j);
+    return;
+  }
+  if (!(j->out = calloc((size_t)(j->nout ? j->nout : 1), sizeof *j->out))) {
+    drop_capture(j);
+    return;
+  }
+  for (int i = 0; i < j->nout; i++) {
+    UOp *u = out[i]->uop, *b = u->op == OP_VIEW ? u->src[0] : u;
+    for (int k = 0; k < j->nin; k++) j->direct |= b == j->in_buf[k];
+    j->out[i] = uop_retain(u);
+  }
+  j->captured = true;
+}
+
+/* The captured launches on the inputs' memory, then one wait. */
+static tvk_status replay(tvk_jit *j, Buffer *const *in, tvk_tensor **out) {
+  tvk_ctx *ctx = j->ctx;
+  Device *d = ctx->dev;
+  DevBuffer *stack[16];
+  tvk_status st = TVK_OK;
+  for (size_t i = 0; i < j->nl && st == TVK_OK; i++) {
+    const JitLaunch *l = &j->l[i];
+    DevBuffer **bufs = l->nbufs <= 16 ? stack : malloc((size_t)l->nbufs * sizeof *bufs);
+    if (!bufs) return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "jit: out of memory");
+    for (int k = 0; k < l->nbufs; k++) {
+      const Buffer *b = l->slot[k] < 0 ? in[-1 - l->slot[k]]
+                                       : ctx_buffer(ctx, graph_buffer_id(j->kept[l->slot[k]]));
+      bufs[k] = b ? b->dev : NULL;
+    }
+    st = d->ops->launch(d, l->prog, bufs, l->nbufs, l->nvals ? l->vals : NULL, l->nvals, &l->dims);
+    if (st != TVK_OK)
+      st = err_set(&ctx->err, st, "jit: launch %zu of %zu: %s", i, j->nl, d->err.msg);
+    if (bufs != stack) free(bufs);
+    if (st == TVK_OK) ctx->stats.kernels_run++;
+  }
+  if (st == TVK_OK && j->nl > 0) {
+    st = d->ops->sync(d);
+    if (st != TVK_OK) st = err_set(&ctx->err, st, "jit: %s", d->err.msg);
+  }
+  for (int i = 0; i < j->nout; i++) {
+    out[i] = st == TVK_OK ? tensor_from_uop(ctx, j->out[i]) : NULL;
+    if (st == TVK_OK && !out[i])
+      st = err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "jit: out of memory");
+  }
+  return st;
+}
+
+tvk_status tvk_jit_run(tvk_jit *j, int nin, tvk_tensor *const *in, int nout, tvk_tensor **out) {
+  if (!j) return front_no_ctx_error(TVK_ERR_INVALID_ARG, "jit_run: jit is NULL");
+  tvk_ctx *ctx = j->ctx;
+  if (nin < 0 || nout < 1 || (nin > 0 && !in) || !out)
+    return err_set(&ctx->err, TVK_ERR_INVALID_ARG,
+                   "jit_run: bad arguments (nin %d, in %p, nout %d, out %p): nout must be at "
+                   "least 1",
+                   nin, (const void *)in, nout, (void *)out);
+  if (j->nin >= 0 && (nin != j->nin || nout != j->nout))
+    return err_set(&ctx->err, TVK_ERR_INVALID_ARG,
+                   "jit_run: %d inputs and %d outputs, but the first call had %d and %d", nin, nout,
+                   j->nin, j->nout);
+  for (int i = 0; i < nin; i++) {
+    if (!in[i] || in[i]->ctx != ctx)
+      return err_set(&ctx->err, TVK_ERR_INVALID_ARG, "jit_run: input %d of %d is %s", i, nin,
+                     in[i] ? "of another context" : "NULL");
+    if (in[i]->status != TVK_OK)
+      return err_set(&ctx->err, in[i]->status, "jit_run: input %d: %s", i, tvk_error_of(in[i]));
+  }
+  if (j->nin < 0) {
+    j->nin = nin, j->nout = nout;
+    j->sig = calloc((size_t)(nin ? nin : 1), sizeof *j->sig);
+    j->in_buf = calloc((size_t)(nin ? nin : 1), sizeof *j->in_buf);
+    if (!j->sig || !j->in_buf)
+      return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "jit: out of memory");
+  }
+  /* every input its own row-major buffer: what the kernels were made to read */
+  Buffer *stackb[16], **bufs = nin <= 16 ? stackb : malloc((size_t)nin * sizeof *bufs);
+  if (!bufs) return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "jit: out of memory");
+  tvk_status st = TVK_OK;
+  bool same = true;
+  for (int i = 0; i < nin && st == TVK_OK; i++) {
+    if (!(bufs[i] = ctx_materialize(in[i], "jit_run", &st))) break;
+    Sig s;
+    sig_of(in[i], &s);
+    same &= j->runs > 0 && sig_eq(&s, &j->sig[i]);
+    j->sig[i] = s;
+    j->in_buf[i] = in[i]->uop->src[0];
+  }
+  if (st == TVK_OK && !same) { /* the first call, or new shapes: start again */
+    drop_capture(j);
+    j->runs = 0;
+  }
+  if (st == TVK_OK && j->captured && !j->direct) {
+    st = replay(j, bufs, out);
+    ctx->stats.jit_replays += st == TVK_OK;
+    if (st == TVK_OK && ctx->opt.debug >= 1)
+      log_msg(&ctx->log, TVK_LOG_INFO, "tvk jit: replayed %zu kernels", j->nl);
+  } else if (st == TVK_OK) {
+    /* the first call compiles; the second is captured, its kernels all known */
+    bool capture = j->runs == 1 && !j->direct;
+    if (capture) drop_capture(j);
+    st = run_fn(j, in, out, capture);
+    if (capture && st == TVK_OK) {
+      finish_capture(j, out);
+      ctx->stats.jit_captures += j->captured;
+      if (j->captured && ctx->opt.debug >= 1)
+        log_msg(&ctx->log, TVK_LOG_INFO, "tvk jit: captured %zu kernels%s", j->nl,
+                j->direct ? " (an output is an input: the function runs every call)" : "");
+    } else if (capture) {
+      drop_capture(j);
+    }
+    j->runs++;
+  }
+  if (bufs != stackb) free(bufs);
+  return st;
+}
+
+void jit_free_all(tvk_ctx *ctx) {
+  while (ctx->jits) tvk_jit_destroy(ctx->jits);
+}
