@@ -300,8 +300,12 @@ typedef struct {
   uint64_t jit_replays;  /* tvk_jit_run calls that ran recorded launches */
 } tvk_stats;
 
-/* Copies the counters into *out (all zero for a NULL ctx). */
-TVK_API void tvk_stats_get(const tvk_ctx *ctx, tvk_stats *out);
+/* Copies the counters into *out (all zero for a NULL ctx). tvk_stats grows at
+ * its end from version to version: the macro passes the size the app was
+ * compiled with, and only that many bytes are written (the counters it
+ * knows). */
+TVK_API void tvk_stats_get_sized(const tvk_ctx *ctx, tvk_stats *out, size_t out_size);
+#define tvk_stats_get(ctx, out) tvk_stats_get_sized((ctx), (out), sizeof(tvk_stats))
 /* Zeroes the counters; bytes_peak restarts from bytes_now. */
 TVK_API void tvk_stats_reset(tvk_ctx *ctx);
 

@@ -1147,6 +1147,30 @@ static void test_options_size(void **state) {
   assert_null(ctx);
 }
 
+/* tvk_stats_get_sized writes only the bytes the caller's struct has: an app
+ * built with an older, shorter tvk_stats keeps what lies after it. */
+static void test_stats_size(void **state) {
+  (void)state;
+  float x[2] = {1, 2}, y[2];
+  tvk_tensor *t = tvk_from_data(C, TVK_FLOAT32, 1, SHAPE(2), x);
+  assert_int_equal(tvk_to_host(tvk_add(t, t), y, sizeof y), TVK_OK);
+  union {
+    tvk_stats s;
+    unsigned char bytes[sizeof(tvk_stats)];
+  } u;
+  memset(u.bytes, 0xab, sizeof u.bytes);
+  size_t old = offsetof(tvk_stats, kernels_generated);
+  tvk_stats_get_sized(C, &u.s, old);
+  assert_true(u.s.kernels_run >= 1);
+  for (size_t i = old; i < sizeof u.bytes; i++) assert_int_equal(u.bytes[i], 0xab);
+  tvk_stats full;
+  tvk_stats_get(C, &full);
+  assert_int_equal(full.kernels_run, u.s.kernels_run);
+  tvk_stats_get_sized(NULL, &u.s, sizeof u.s); /* NULL ctx: zeros */
+  assert_int_equal(u.s.kernels_run, 0);
+  tvk_release(t);
+}
+
 static void test_scope_nested_same_mark(void **state) {
   (void)state;
   tvk_tensor *x = tvk_full(C, TVK_FLOAT32, 1, SHAPE(4), 1);
@@ -1336,6 +1360,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_two_contexts, setup, teardown),
       cmocka_unit_test_setup_teardown(test_scope_nested_same_mark, setup, teardown),
       cmocka_unit_test(test_options_size),
+      cmocka_unit_test_setup_teardown(test_stats_size, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_call_regressions, setup, teardown),
       cmocka_unit_test_setup_teardown(test_flat_memory, setup, teardown),
   };

@@ -207,14 +207,14 @@ void tvk_scope_end(tvk_ctx *ctx, size_t scope, int nkeep, tvk_tensor *const *kee
   }
 }
 
-void tvk_stats_get(const tvk_ctx *ctx, tvk_stats *out) {
+void tvk_stats_get_sized(const tvk_ctx *ctx, tvk_stats *out, size_t out_size) {
   if (!out) return;
-  if (!ctx) {
-    memset(out, 0, sizeof *out);
-    return;
+  tvk_stats s = {0};
+  if (ctx) {
+    s = ctx->stats;
+    s.validation_messages = vk_validation_messages(ctx->dev);
   }
-  *out = ctx->stats;
-  out->validation_messages = vk_validation_messages(ctx->dev);
+  memcpy(out, &s, out_size < sizeof s ? out_size : sizeof s);
 }
 
 void tvk_stats_reset(tvk_ctx *ctx) {
