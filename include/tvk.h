@@ -353,6 +353,33 @@ TVK_API void tvk_profile_reset(tvk_ctx *ctx);
 TVK_API size_t tvk_scope_begin(tvk_ctx *ctx);
 TVK_API void tvk_scope_end(tvk_ctx *ctx, size_t scope, int nkeep, tvk_tensor *const *keep);
 
+/* ------------------------------------------------------------------ gradients */
+
+/* Reverse-mode gradients (docs/autograd.md): grads[i] = d loss / d params[i],
+ * new lazy tensors of params[i]'s shape and dtype that fuse like any other
+ * (realize them with the loss, in one tvk_realize). loss is a float tensor of
+ * one element. Any float tensor can be a parameter; one the loss does not
+ * depend on gets zeros. A parameter that is a view of part of another tensor
+ * (a slice, a transpose of a weight) is refused: take the gradient with
+ * respect to the tensor it views. Gradients flow through every op, since
+ * every op is built from the graph's primitives: comparisons and integer
+ * ops pass none; max (elementwise and max-reduce) gives a tie's gradient to
+ * all the tied inputs in equal parts; a product-reduce's gradient is
+ * prod / x (not defined where x is 0). A realized tensor is data, and the
+ * graph below it is gone: take gradients before realizing the loss or what
+ * it is computed from. Errors: TVK_ERR_INVALID_ARG (NULL arguments, a loss
+ * or parameter of another context, a realized loss, a pending tvk_assign in
+ * the graph, a view whose positions overlap in a way no movement op makes),
+ * TVK_ERR_DTYPE (a non-float loss or parameter), TVK_ERR_SHAPE (a loss of
+ * more than one element: use tvk_grad_with). On an error every grads[i] is
+ * NULL. */
+TVK_API tvk_status tvk_grad(tvk_tensor *loss, int n, tvk_tensor *const *params, tvk_tensor **grads);
+/* The same for an output of any shape, with the gradient flowing into it
+ * (`upstream`, of the output's dtype and shape): grads[i] = the vector-Jacobian
+ * product upstream . d out / d params[i]. */
+TVK_API tvk_status tvk_grad_with(tvk_tensor *out, tvk_tensor *upstream, int n,
+                                 tvk_tensor *const *params, tvk_tensor **grads);
+
 /* ------------------------------------------------------------------ capture */
 
 /* A captured computation (in the spirit of tinygrad's TinyJit): the app's

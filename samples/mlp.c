@@ -1,8 +1,8 @@
 /* Trains a two-layer perceptron on a toy problem (points in the plane, three
  * classes in interleaved spirals) with plain gradient descent, and reports the
- * loss and the accuracy. The backward pass is written out by hand from tvk ops;
- * tvk_assign updates the weights in place, so each step is a handful of fused
- * kernels and reuses the same weight buffers.
+ * loss and the accuracy. tvk_grad gives the gradients of the loss; tvk_assign
+ * updates the weights in place, so each step (forward, backward, update) is
+ * one realize of a handful of fused kernels over the same weight buffers.
  *
  *   build/samples/mlp [DEVICE] [STEPS]
  *
@@ -70,35 +70,27 @@ int main(int argc, char **argv) {
   int64_t sx[2] = {N, D}, sy[1] = {N};
   tvk_tensor *x = tvk_from_data(ctx, TVK_FLOAT32, 2, sx, xs);
   tvk_tensor *y = tvk_from_data(ctx, TVK_INT32, 1, sy, ys);
-  tvk_tensor *onehot = tvk_cast(tvk_one_hot(y, C), TVK_FLOAT32);
   tvk_tensor *w1 = randn_scaled(ctx, D, H, 1.0, 1), *w2 = randn_scaled(ctx, H, C, 0.1, 2);
   int64_t sh[1] = {H}, sc_[1] = {C};
-  tvk_tensor *b1 = tvk_full(ctx, TVK_FLOAT32, 1, sh, 0),
-             *b2 = tvk_full(ctx, TVK_FLOAT32, 1, sc_, 0);
+  /* biases with memory of their own (a constant is not a parameter) */
+  tvk_tensor *b1 = tvk_contiguous(tvk_full(ctx, TVK_FLOAT32, 1, sh, 0)),
+             *b2 = tvk_contiguous(tvk_full(ctx, TVK_FLOAT32, 1, sc_, 0));
+  tvk_tensor *init[2] = {b1, b2};
+  tvk_realize(2, init);
   const double lr = 1.0;
   float loss = NAN;
   tvk_status st = TVK_OK;
   for (int step = 0; step < steps && st == TVK_OK; step++) {
     size_t scope = tvk_scope_begin(ctx);
-    int ax0 = 0;
     /* forward */
     tvk_tensor *h = tvk_relu(tvk_add(tvk_matmul(x, w1), b1));
     tvk_tensor *logits = tvk_add(tvk_matmul(h, w2), b2);
     tvk_tensor *l = tvk_cross_entropy(logits, y);
-    /* backward: d loss / d logits = (softmax - onehot) / N */
-    tvk_tensor *dlogits =
-        tvk_div(tvk_sub(tvk_softmax(logits, 1), onehot), tvk_scalar(ctx, TVK_FLOAT32, N));
-    tvk_tensor *dw2 = tvk_matmul(tvk_transpose(h, 0, 1), dlogits);
-    tvk_tensor *db2 = tvk_sum(dlogits, 1, &ax0, false);
-    tvk_tensor *dh = tvk_mul(tvk_matmul(dlogits, tvk_transpose(w2, 0, 1)),
-                             tvk_cast(tvk_gt(h, tvk_scalar(ctx, TVK_FLOAT32, 0)), TVK_FLOAT32));
-    tvk_tensor *dw1 = tvk_matmul(tvk_transpose(x, 0, 1), dh);
-    tvk_tensor *db1 = tvk_sum(dh, 1, &ax0, false);
+    /* backward */
+    tvk_tensor *params[4] = {w1, b1, w2, b2}, *g[4];
+    st = tvk_grad(l, 4, params, g);
     /* the update: the gradients read the old weights, so they run first */
-    if (st == TVK_OK) st = sgd(w1, dw1, lr);
-    if (st == TVK_OK) st = sgd(b1, db1, lr);
-    if (st == TVK_OK) st = sgd(w2, dw2, lr);
-    if (st == TVK_OK) st = sgd(b2, db2, lr);
+    for (int i = 0; i < 4 && st == TVK_OK; i++) st = sgd(params[i], g[i], lr);
     tvk_tensor *all[5] = {w1, b1, w2, b2, l};
     if (st == TVK_OK) st = tvk_realize(5, all);
     if (st == TVK_OK && (step % 50 == 0 || step == steps - 1)) {

@@ -1,0 +1,392 @@
+/* The gradient suite (tvk_grad, tvk_grad_with), an outside user's test: tvk.h
+ * only, one run per device (`test_grad CPU`, `test_grad VK`; exit 77: no such
+ * device). Every case builds a float64 scalar loss from small random inputs
+ * and compares tvk's gradient with central finite differences of the same
+ * loss evaluated by tvk (h = 1e-6: errors near 1e-9, far inside the 1e-6
+ * tolerance), or with a closed form where one exists (softmax + cross
+ * entropy, an upstream gradient, a variable used twice). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tvk.h"
+
+typedef struct {
+  const char *device;
+  tvk_ctx *ctx;
+} Suite;
+
+enum { MAXIN = 4, MAXEL = 64 };
+
+/* One case's inputs: host values and shapes; the loss is built by fn. */
+typedef struct {
+  int n;
+  int ndim[MAXIN];
+  int64_t shape[MAXIN][4];
+  double v[MAXIN][MAXEL];
+} Inputs;
+
+typedef tvk_tensor *(*LossFn)(tvk_ctx *ctx, tvk_tensor **in);
+
+static uint64_t rng = 0x853c49e6748fea9bULL;
+static double urand(double lo, double hi) {
+  rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+  return lo + (hi - lo) * (double)(rng >> 11) * 0x1p-53;
+}
+
+static int64_t numel_of(const Inputs *in, int i) {
+  int64_t n = 1;
+  for (int d = 0; d < in->ndim[i]; d++) n *= in->shape[i][d];
+  return n;
+}
+
+/* Adds input i of the given shape, values uniform in [lo, hi). */
+static void add_input(Inputs *in, int nd, const int64_t *shape, double lo, double hi) {
+  int i = in->n++;
+  in->ndim[i] = nd;
+  memcpy(in->shape[i], shape, (size_t)nd * sizeof *shape);
+  assert_true(numel_of(in, i) <= MAXEL);
+  for (int64_t k = 0; k < numel_of(in, i); k++) in->v[i][k] = urand(lo, hi);
+}
+
+static double loss_of(Suite *s, LossFn fn, const Inputs *in) {
+  tvk_tensor *t[MAXIN];
+  size_t scope = tvk_scope_begin(s->ctx);
+  for (int i = 0; i < in->n; i++)
+    t[i] = tvk_from_data(s->ctx, TVK_FLOAT64, in->ndim[i], in->shape[i], in->v[i]);
+  double l = NAN;
+  tvk_tensor *loss = fn(s->ctx, t);
+  if (tvk_to_host(loss, &l, sizeof l) != TVK_OK) fail_msg("loss: %s", tvk_ctx_error(s->ctx));
+  tvk_scope_end(s->ctx, scope, 0, NULL);
+  return l;
+}
+
+/* tvk's gradient of every input against central differences. */
+static void check_fd(Suite *s, const char *what, LossFn fn, Inputs in) {
+  tvk_tensor *t[MAXIN], *g[MAXIN];
+  size_t scope = tvk_scope_begin(s->ctx);
+  for (int i = 0; i < in.n; i++)
+    t[i] = tvk_from_data(s->ctx, TVK_FLOAT64, in.ndim[i], in.shape[i], in.v[i]);
+  tvk_tensor *loss = fn(s->ctx, t);
+  if (tvk_grad(loss, in.n, t, g) != TVK_OK) fail_msg("%s: grad: %s", what, tvk_ctx_error(s->ctx));
+  double got[MAXIN][MAXEL];
+  for (int i = 0; i < in.n; i++)
+    if (tvk_to_host(g[i], got[i], sizeof got[i]) != TVK_OK)
+      fail_msg("%s: %s", what, tvk_ctx_error(s->ctx));
+  tvk_scope_end(s->ctx, scope, 0, NULL);
+  for (int i = 0; i < in.n; i++)
+    for (int64_t k = 0; k < numel_of(&in, i); k++) {
+      double x = in.v[i][k], h = 1e-6 * fmax(1, fabs(x));
+      in.v[i][k] = x + h;
+      double up = loss_of(s, fn, &in);
+      in.v[i][k] = x - h;
+      double down = loss_of(s, fn, &in);
+      in.v[i][k] = x;
+      double want = (up - down) / (2 * h);
+      if (!(fabs(got[i][k] - want) <= 1e-6 * (1 + fabs(want))))
+        fail_msg("%s: d/d in%d[%lld] = %.12g, finite differences %.12g", what, i, (long long)k,
+                 got[i][k], want);
+    }
+}
+
+static int setup(void **state) {
+  Suite *s = *state;
+  return tvk_ctx_create(s->device, &s->ctx) == TVK_OK ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  Suite *s = *state;
+  tvk_ctx_destroy(s->ctx);
+  return 0;
+}
+
+/* ---------------------------------------------------------------- primitive ops */
+
+static tvk_tensor *f_arith(tvk_ctx *c, tvk_tensor **x) { /* broadcasting b (4,) over a (3, 4) */
+  (void)c;
+  tvk_tensor *t = tvk_sub(tvk_add(tvk_mul(x[0], x[1]), tvk_div(x[0], x[1])), tvk_neg(x[1]));
+  return tvk_sum(t, 0, NULL, false);
+}
+static void test_arith(void **state) {
+  Inputs in = {0};
+  add_input(&in, 2, (int64_t[]){3, 4}, -2, 2);
+  add_input(&in, 1, (int64_t[]){4}, 0.5, 2);
+  check_fd(*state, "a*b + a/b + b", f_arith, in);
+}
+
+static tvk_tensor *f_unary(tvk_ctx *c, tvk_tensor **x) {
+  (void)c;
+  tvk_tensor *a = x[0], *b = x[1];
+  tvk_tensor *t = tvk_add(tvk_add(tvk_exp(a), tvk_log(b)), tvk_add(tvk_sqrt(b), tvk_sin(a)));
+  t = tvk_add(t, tvk_add(tvk_recip(b), tvk_exp2(tvk_log2(tvk_mul(b, b)))));
+  return tvk_sum(t, 0, NULL, false);
+}
+static void test_unary(void **state) {
+  Inputs in = {0};
+  add_input(&in, 1, (int64_t[]){6}, -1.5, 1.5);
+  add_input(&in, 1, (int64_t[]){6}, 0.3, 3);
+  check_fd(*state, "exp, log, sqrt, sin, 1/x, exp2(log2)", f_unary, in);
+}
+
+static tvk_tensor *f_pow(tvk_ctx *c, tvk_tensor **x) {
+  (void)c;
+  return tvk_sum(tvk_pow(x[0], x[1]), 0, NULL, false);
+}
+static void test_pow(void **state) {
+  Inputs in = {0};
+  add_input(&in, 1, (int64_t[]){5}, 0.5, 2);
+  add_input(&in, 1, (int64_t[]){5}, -2, 2);
+  check_fd(*state, "pow", f_pow, in);
+}
+
+static tvk_tensor *f_select(tvk_ctx *c, tvk_tensor **x) {
+  tvk_tensor *a = x[0], *b = x[1];
+  tvk_tensor *t = tvk_add(tvk_maximum(a, b), tvk_minimum(a, tvk_mul(b, b)));
+  t = tvk_add(t, tvk_where(tvk_gt(a, tvk_scalar(c, TVK_FLOAT64, 0)), tvk_mul(a, a), b));
+  return tvk_sum(t, 0, NULL, false);
+}
+static void test_select(void **state) {
+  Inputs in = {0}; /* distinct values: no ties, and no input sits at a kink */
+  add_input(&in, 1, (int64_t[]){8}, -2, 2);
+  add_input(&in, 1, (int64_t[]){8}, -2, 2);
+  check_fd(*state, "maximum, minimum, where", f_select, in);
+}
+
+/* A tie of maximum gives each side half: d max(x, x) / dx = 1, split. */
+static void test_max_tie(void **state) {
+  Suite *s = *state;
+  double v[3] = {1, -2, 3}, got[3];
+  tvk_tensor *x = tvk_from_data(s->ctx, TVK_FLOAT64, 1, (int64_t[]){3}, v), *g;
+  tvk_tensor *l =
+      tvk_sum(tvk_max(tvk_reshape(tvk_cat(2, (tvk_tensor *[]){x, x}, 0), 2, (int64_t[]){2, 3}), 1,
+                      (int[]){0}, false),
+              0, NULL, false);
+  assert_int_equal(tvk_grad(l, 1, &x, &g), TVK_OK);
+  assert_int_equal(tvk_to_host(g, got, sizeof got), TVK_OK);
+  for (int i = 0; i < 3; i++) assert_true(got[i] == 1.0); /* 0.5 + 0.5 */
+  tvk_release(x), tvk_release(l), tvk_release(g);
+}
+
+static tvk_tensor *f_reduce(tvk_ctx *c, tvk_tensor **x) {
+  (void)c;
+  tvk_tensor *a = x[0]; /* (2, 3, 4) */
+  tvk_tensor *t = tvk_sum(tvk_mul(tvk_sum(a, 2, (int[]){0, 2}, true), a), 0, NULL, false);
+  t = tvk_add(t, tvk_sum(tvk_max(a, 1, (int[]){1}, false), 0, NULL, false));
+  t = tvk_add(t, tvk_sum(tvk_prod(a, 1, (int[]){2}, false), 0, NULL, false));
+  return tvk_add(t, tvk_mean(tvk_mul(a, a), 0, NULL, false));
+}
+static void test_reduce(void **state) {
+  Inputs in = {0};
+  add_input(&in, 3, (int64_t[]){2, 3, 4}, 0.5, 1.5);
+  check_fd(*state, "sum over axes, max, prod, mean", f_reduce, in);
+}
+
+static tvk_tensor *f_movement(tvk_ctx *c, tvk_tensor **x) {
+  (void)c;
+  tvk_tensor *a = x[0], *w = x[1]; /* a (3, 4), w (5, 4, 2) */
+  tvk_tensor *t = tvk_flip(a, 1, (int[]){1});
+  t = tvk_shrink(t, (const int64_t[][2]){{1, 3}, {0, 4}});   /* (2, 4) */
+  t = tvk_pad(t, (const int64_t[][2]){{2, 1}, {0, 0}}, 0.5); /* (5, 4) */
+  t = tvk_expand(tvk_reshape(t, 3, (int64_t[]){5, 4, 1}), 3, (int64_t[]){5, 4, 2});
+  t = tvk_mul(t, w);
+  t = tvk_permute(t, (int[]){2, 0, 1}); /* (2, 5, 4) */
+  t = tvk_reshape(t, 2, (int64_t[]){10, 4});
+  return tvk_sum(tvk_mul(t, tvk_transpose(tvk_reshape(t, 2, (int64_t[]){4, 10}), 0, 1)), 0, NULL,
+                 false);
+}
+static void test_movement(void **state) {
+  Inputs in = {0};
+  add_input(&in, 2, (int64_t[]){3, 4}, -1, 1);
+  add_input(&in, 3, (int64_t[]){5, 4, 2}, -1, 1);
+  check_fd(*state, "flip, shrink, pad, reshape, expand, permute, transpose", f_movement, in);
+}
+
+static tvk_tensor *f_twice(tvk_ctx *c, tvk_tensor **x) {
+  (void)c;
+  return tvk_sum(tvk_add(tvk_mul(x[0], x[0]), x[0]), 0, NULL, false);
+}
+/* x used twice: the gradients add up to 2x + 1 exactly. */
+static void test_accumulate(void **state) {
+  Suite *s = *state;
+  double v[4] = {0.5, -1.25, 2, 3.5}, got[4];
+  tvk_tensor *x = tvk_from_data(s->ctx, TVK_FLOAT64, 1, (int64_t[]){4}, v), *g;
+  tvk_tensor *l = f_twice(s->ctx, &x);
+  assert_int_equal(tvk_grad(l, 1, &x, &g), TVK_OK);
+  assert_int_equal(tvk_to_host(g, got, sizeof got), TVK_OK);
+  for (int i = 0; i < 4; i++) assert_true(got[i] == 2 * v[i] + 1);
+  tvk_release(x), tvk_release(l), tvk_release(g);
+}
+
+/* ---------------------------------------------------------------- NN ops */
+
+static tvk_tensor *f_matmul(tvk_ctx *c, tvk_tensor **x) {
+  (void)c;
+  return tvk_sum(tvk_mul(tvk_matmul(x[0], x[1]), x[2]), 0, NULL, false);
+}
+static void test_matmul(void **state) {
+  Inputs in = {0};
+  add_input(&in, 2, (int64_t[]){3, 5}, -1, 1);
+  add_input(&in, 2, (int64_t[]){5, 4}, -1, 1);
+  add_input(&in, 2, (int64_t[]){3, 4}, -1, 1);
+  check_fd(*state, "matmul", f_matmul, in);
+}
+
+static tvk_tensor *f_layernorm(tvk_ctx *c, tvk_tensor **x) {
+  (void)c;
+  tvk_tensor *y = tvk_layernorm(x[0], 1, x[1], x[2], 1e-5);
+  return tvk_sum(tvk_mul(y, y), 0, NULL, false);
+}
+static void test_layernorm(void **state) {
+  Inputs in = {0};
+  add_input(&in, 2, (int64_t[]){3, 6}, -2, 2);
+  add_input(&in, 1, (int64_t[]){6}, 0.5, 1.5);
+  add_input(&in, 1, (int64_t[]){6}, -0.5, 0.5);
+  check_fd(*state, "layernorm", f_layernorm, in);
+}
+
+static tvk_tensor *f_softmax(tvk_ctx *c, tvk_tensor **x) {
+  (void)c;
+  tvk_tensor *p = tvk_softmax(x[0], 1);
+  return tvk_sum(tvk_add(tvk_mul(p, x[1]), tvk_log_softmax(x[0], 0)), 0, NULL, false);
+}
+static void test_softmax(void **state) {
+  Inputs in = {0};
+  add_input(&in, 2, (int64_t[]){3, 5}, -2, 2);
+  add_input(&in, 2, (int64_t[]){3, 5}, -1, 1);
+  check_fd(*state, "softmax, log_softmax", f_softmax, in);
+}
+
+/* cross entropy's gradient is (softmax(logits) - onehot) / N, in closed form. */
+static void test_cross_entropy(void **state) {
+  Suite *s = *state;
+  enum { N = 4, C = 5 };
+  double lg[N * C], got[N * C];
+  int32_t lab[N] = {0, 3, 4, 1};
+  for (int i = 0; i < N * C; i++) lg[i] = urand(-3, 3);
+  tvk_tensor *L = tvk_from_data(s->ctx, TVK_FLOAT64, 2, (int64_t[]){N, C}, lg), *g;
+  tvk_tensor *y = tvk_from_data(s->ctx, TVK_INT32, 1, (int64_t[]){N}, lab);
+  tvk_tensor *loss = tvk_cross_entropy(L, y);
+  assert_int_equal(tvk_grad(loss, 1, &L, &g), TVK_OK);
+  assert_int_equal(tvk_to_host(g, got, sizeof got), TVK_OK);
+  for (int r = 0; r < N; r++) {
+    double m = -INFINITY, z = 0;
+    for (int k = 0; k < C; k++) m = fmax(m, lg[r * C + k]);
+    for (int k = 0; k < C; k++) z += exp(lg[r * C + k] - m);
+    for (int k = 0; k < C; k++) {
+      double want = (exp(lg[r * C + k] - m) / z - (k == lab[r])) / N;
+      assert_true(fabs(got[r * C + k] - want) <= 1e-12);
+    }
+  }
+  tvk_release(L), tvk_release(y), tvk_release(loss), tvk_release(g);
+}
+
+static tvk_tensor *f_conv(tvk_ctx *c, tvk_tensor **x) {
+  (void)c;
+  tvk_tensor *y =
+      tvk_conv2d(x[0], x[1], x[2], (const int64_t[]){2, 1}, (const int64_t[]){1, 0, 1, 1}, NULL, 1);
+  return tvk_sum(tvk_mul(y, y), 0, NULL, false);
+}
+static void test_conv2d(void **state) {
+  Inputs in = {0};
+  add_input(&in, 4, (int64_t[]){1, 2, 5, 4}, -1, 1); /* x (N, Cin, H, W) */
+  add_input(&in, 4, (int64_t[]){3, 2, 3, 2}, -1, 1); /* w (Cout, Cin, kh, kw) */
+  add_input(&in, 1, (int64_t[]){3}, -1, 1);
+  check_fd(*state, "conv2d (strided, padded)", f_conv, in);
+}
+
+static tvk_tensor *f_pools(tvk_ctx *c, tvk_tensor **x) {
+  (void)c;
+  tvk_tensor *m = tvk_max_pool2d(x[0], (const int64_t[]){2, 2}, NULL, NULL);
+  tvk_tensor *a = tvk_avg_pool2d(x[0], (const int64_t[]){3, 2}, (const int64_t[]){1, 2}, NULL);
+  return tvk_add(tvk_sum(tvk_mul(m, m), 0, NULL, false), tvk_sum(tvk_mul(a, a), 0, NULL, false));
+}
+static void test_pools(void **state) {
+  Inputs in = {0};
+  add_input(&in, 3, (int64_t[]){2, 4, 4}, -1, 1);
+  check_fd(*state, "max_pool2d, avg_pool2d", f_pools, in);
+}
+
+/* ---------------------------------------------------------------- the API */
+
+/* tvk_grad_with: out = a * b elementwise, upstream u: grads u*b and u*a. */
+static void test_upstream(void **state) {
+  Suite *s = *state;
+  double a[3] = {1, 2, 3}, b[3] = {-1, 0.5, 4}, u[3] = {2, -3, 0.25}, ga[3], gb[3];
+  tvk_tensor *A = tvk_from_data(s->ctx, TVK_FLOAT64, 1, (int64_t[]){3}, a);
+  tvk_tensor *B = tvk_from_data(s->ctx, TVK_FLOAT64, 1, (int64_t[]){3}, b);
+  tvk_tensor *U = tvk_from_data(s->ctx, TVK_FLOAT64, 1, (int64_t[]){3}, u), *g[2];
+  tvk_tensor *out = tvk_mul(A, B);
+  assert_int_equal(tvk_grad_with(out, U, 2, (tvk_tensor *[]){A, B}, g), TVK_OK);
+  assert_int_equal(tvk_to_host(g[0], ga, sizeof ga), TVK_OK);
+  assert_int_equal(tvk_to_host(g[1], gb, sizeof gb), TVK_OK);
+  for (int i = 0; i < 3; i++) assert_true(ga[i] == u[i] * b[i] && gb[i] == u[i] * a[i]);
+  tvk_release(A), tvk_release(B), tvk_release(U), tvk_release(out);
+  tvk_release(g[0]), tvk_release(g[1]);
+}
+
+static void test_errors(void **state) {
+  Suite *s = *state;
+  double v[3] = {1, 2, 3}, z[3];
+  int32_t iv[3] = {1, 2, 3};
+  tvk_tensor *x = tvk_from_data(s->ctx, TVK_FLOAT64, 1, (int64_t[]){3}, v), *g = x;
+  tvk_tensor *other = tvk_from_data(s->ctx, TVK_FLOAT64, 1, (int64_t[]){3}, v);
+  tvk_tensor *ix = tvk_from_data(s->ctx, TVK_INT32, 1, (int64_t[]){3}, iv);
+  tvk_tensor *vec = tvk_mul(x, x), *loss = tvk_sum(vec, 0, NULL, false);
+  /* a non-scalar without an upstream gradient */
+  assert_int_equal(tvk_grad(vec, 1, &x, &g), TVK_ERR_SHAPE);
+  assert_null(g);
+  assert_non_null(strstr(tvk_ctx_error(s->ctx), "tvk_grad_with"));
+  /* integer parameter, integer loss */
+  assert_int_equal(tvk_grad(loss, 1, &ix, &g), TVK_ERR_DTYPE);
+  assert_int_equal(tvk_grad(tvk_sum(ix, 0, NULL, false), 1, &x, &g), TVK_ERR_DTYPE);
+  /* a parameter the loss does not read: zeros */
+  assert_int_equal(tvk_grad(loss, 1, &other, &g), TVK_OK);
+  assert_int_equal(tvk_to_host(g, z, sizeof z), TVK_OK);
+  assert_true(z[0] == 0 && z[1] == 0 && z[2] == 0);
+  tvk_release(g);
+  /* a slice of another tensor as a parameter */
+  tvk_tensor *part = tvk_shrink(x, (const int64_t[][2]){{0, 2}});
+  assert_int_equal(tvk_grad(loss, 1, &part, &g), TVK_ERR_INVALID_ARG);
+  /* a constant parameter (equal constants are one node) */
+  tvk_tensor *k = tvk_full(s->ctx, TVK_FLOAT64, 1, (int64_t[]){3}, 2);
+  tvk_tensor *kl = tvk_sum(tvk_mul(k, x), 0, NULL, false);
+  assert_int_equal(tvk_grad(kl, 1, &k, &g), TVK_ERR_INVALID_ARG);
+  assert_non_null(strstr(tvk_ctx_error(s->ctx), "constant"));
+  tvk_release(k), tvk_release(kl);
+  /* a realized loss has no graph left */
+  double l;
+  assert_int_equal(tvk_to_host(loss, &l, sizeof l), TVK_OK);
+  assert_int_equal(tvk_grad(loss, 1, &x, &g), TVK_ERR_INVALID_ARG);
+  assert_non_null(strstr(tvk_ctx_error(s->ctx), "realiz"));
+  assert_int_equal(tvk_grad(NULL, 1, &x, &g), TVK_ERR_INVALID_ARG);
+  assert_int_equal(tvk_grad_with(vec, NULL, 1, &x, &g), TVK_ERR_INVALID_ARG);
+  tvk_release(x), tvk_release(other), tvk_release(ix), tvk_release(vec), tvk_release(loss);
+  tvk_release(part);
+}
+
+int main(int argc, char **argv) {
+  Suite suite = {.device = argc > 1 ? argv[1] : "CPU"};
+  if (argc > 2) cmocka_set_test_filter(argv[2]);
+  tvk_ctx *probe = NULL;
+  if (tvk_ctx_create(suite.device, &probe) == TVK_ERR_DEVICE) {
+    fprintf(stderr, "test_grad: device %s not available: %s\n", suite.device,
+            tvk_last_create_error());
+    return 77;
+  }
+  tvk_ctx_destroy(probe);
+#define T(f) cmocka_unit_test_prestate_setup_teardown(f, setup, teardown, &suite)
+  const struct CMUnitTest tests[] = {
+      T(test_arith),   T(test_unary),     T(test_pow),      T(test_select),
+      T(test_max_tie), T(test_reduce),    T(test_movement), T(test_accumulate),
+      T(test_matmul),  T(test_layernorm), T(test_softmax),  T(test_cross_entropy),
+      T(test_conv2d),  T(test_pools),     T(test_upstream), T(test_errors),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
