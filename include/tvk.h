@@ -380,6 +380,50 @@ TVK_API tvk_status tvk_grad(tvk_tensor *loss, int n, tvk_tensor *const *params, 
 TVK_API tvk_status tvk_grad_with(tvk_tensor *out, tvk_tensor *upstream, int n,
                                  tvk_tensor *const *params, tvk_tensor **grads);
 
+/* ------------------------------------------------------------------ optimisers */
+
+/* Optimisers update their parameters in place (tvk_assign), in PyTorch's
+ * formulation. tvk_optim_step only builds the update: realize the parameters
+ * after it (with the loss, in one tvk_realize: forward, backward and update
+ * then run together); the optimiser's state is written by the same realize.
+ * The learning rate and Adam's bias corrections reach the kernels as launch
+ * values (tvk_scalar), so later steps compile nothing. */
+typedef enum {
+  TVK_OPTIM_SGD = 1, /* p -= lr * g, with optional momentum, Nesterov, weight decay (L2) */
+  TVK_OPTIM_ADAM,    /* Adam with bias correction; weight_decay is L2 into the gradient */
+  TVK_OPTIM_ADAMW,   /* Adam with decoupled weight decay: p -= lr * weight_decay * p */
+} tvk_optim_kind;
+
+/* It grows at its end from version to version (the macro passes its size). */
+typedef struct {
+  tvk_optim_kind kind;
+  double lr;           /* >= 0 */
+  double momentum;     /* SGD: in [0, 1); 0: none (buf = momentum * buf + g) */
+  bool nesterov;       /* SGD: g + momentum * buf instead of buf (needs momentum) */
+  double weight_decay; /* >= 0 */
+  double beta1, beta2; /* Adam(W): in [0, 1); 0 means 0.9 and 0.999 */
+  double eps;          /* Adam(W): 0 means 1e-8 */
+} tvk_optim_options;
+
+typedef struct tvk_optim tvk_optim;
+/* An optimiser of the n float tensors params (the app keeps them; they must
+ * outlive it), with its state (momentum, moments: zeros, one buffer per
+ * parameter each) owned by it. NULL, with the message in tvk_ctx_error, for a
+ * bad option (named with its value), a NULL, error, non-float or foreign
+ * parameter, or out of memory. */
+TVK_API tvk_optim *tvk_optim_create_sized(tvk_ctx *ctx, int n, tvk_tensor *const *params,
+                                          const tvk_optim_options *opts, size_t opts_size);
+#define tvk_optim_create(ctx, n, params, opts)                                                     \
+  tvk_optim_create_sized((ctx), (n), (params), (opts), sizeof(tvk_optim_options))
+/* One step with grads[i] the gradient of params[i] (tvk_grad's): assigns the
+ * parameters and the state, lazily. TVK_ERR_INVALID_ARG / TVK_ERR_SHAPE for
+ * missing or mis-shaped gradients (nothing is assigned then). */
+TVK_API tvk_status tvk_optim_step(tvk_optim *opt, tvk_tensor *const *grads);
+/* A new learning rate from the next step on (a schedule): compiles nothing. */
+TVK_API tvk_status tvk_optim_set_lr(tvk_optim *opt, double lr);
+/* Frees the state; NULL ok. tvk_ctx_destroy frees the optimisers still alive. */
+TVK_API void tvk_optim_destroy(tvk_optim *opt);
+
 /* ------------------------------------------------------------------ capture */
 
 /* A captured computation (in the spirit of tinygrad's TinyJit): the app's

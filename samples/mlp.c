@@ -1,8 +1,8 @@
 /* Trains a two-layer perceptron on a toy problem (points in the plane, three
  * classes in interleaved spirals) with plain gradient descent, and reports the
- * loss and the accuracy. tvk_grad gives the gradients of the loss; tvk_assign
- * updates the weights in place, so each step (forward, backward, update) is
- * one realize of a handful of fused kernels over the same weight buffers.
+ * loss and the accuracy. tvk_grad gives the gradients of the loss and a
+ * tvk_optim (SGD) updates the weights in place, so each step (forward,
+ * backward, update) is one realize of fused kernels over the same buffers.
  *
  *   build/samples/mlp [DEVICE] [STEPS]
  *
@@ -44,15 +44,6 @@ static tvk_tensor *randn_scaled(tvk_ctx *ctx, int64_t rows, int64_t cols, double
   return s;
 }
 
-/* w -= lr * g, in place. */
-static tvk_status sgd(tvk_tensor *w, tvk_tensor *g, double lr) {
-  tvk_ctx *ctx = tvk_ctx_of(w);
-  size_t sc = tvk_scope_begin(ctx);
-  tvk_status st = tvk_assign(w, tvk_sub(w, tvk_mul(g, tvk_scalar(ctx, TVK_FLOAT32, lr))));
-  tvk_scope_end(ctx, sc, 0, NULL);
-  return st;
-}
-
 int main(int argc, char **argv) {
   const char *device = argc > 1 ? argv[1] : NULL;
   int steps = argc > 2 ? atoi(argv[2]) : 300;
@@ -77,7 +68,9 @@ int main(int argc, char **argv) {
              *b2 = tvk_contiguous(tvk_full(ctx, TVK_FLOAT32, 1, sc_, 0));
   tvk_tensor *init[2] = {b1, b2};
   tvk_realize(2, init);
-  const double lr = 1.0;
+  tvk_tensor *params[4] = {w1, b1, w2, b2};
+  tvk_optim_options so = {.kind = TVK_OPTIM_SGD, .lr = 1.0};
+  tvk_optim *sgd = tvk_optim_create(ctx, 4, params, &so);
   float loss = NAN;
   tvk_status st = TVK_OK;
   for (int step = 0; step < steps && st == TVK_OK; step++) {
@@ -87,10 +80,10 @@ int main(int argc, char **argv) {
     tvk_tensor *logits = tvk_add(tvk_matmul(h, w2), b2);
     tvk_tensor *l = tvk_cross_entropy(logits, y);
     /* backward */
-    tvk_tensor *params[4] = {w1, b1, w2, b2}, *g[4];
-    st = tvk_grad(l, 4, params, g);
+    tvk_tensor *g[4];
+    st = sgd ? tvk_grad(l, 4, params, g) : TVK_ERR_INVALID_ARG;
     /* the update: the gradients read the old weights, so they run first */
-    for (int i = 0; i < 4 && st == TVK_OK; i++) st = sgd(params[i], g[i], lr);
+    if (st == TVK_OK) st = tvk_optim_step(sgd, g);
     tvk_tensor *all[5] = {w1, b1, w2, b2, l};
     if (st == TVK_OK) st = tvk_realize(5, all);
     if (st == TVK_OK && (step % 50 == 0 || step == steps - 1)) {

@@ -371,6 +371,155 @@ static void test_errors(void **state) {
   tvk_release(part);
 }
 
+/* ---------------------------------------------------------------- optimisers */
+
+/* loss = sum(c * p) + sum(p * p) / 2, so g = c + p: three steps of each
+ * optimiser against PyTorch's formulas in double, with the step's numbers
+ * rounded to float32 as tvk passes them (launch values). */
+typedef struct {
+  tvk_optim_options o;
+  const char *name;
+} OptCase;
+
+static double f32(double x) { return (double)(float)x; }
+
+static void optim_reference(const tvk_optim_options *o, int t, double *p, const double *c,
+                            double *m, double *v, int n) {
+  double b1 = o->beta1 ? o->beta1 : 0.9, b2 = o->beta2 ? o->beta2 : 0.999;
+  double eps = o->eps ? o->eps : 1e-8;
+  for (int i = 0; i < n; i++) {
+    double g = c[i] + p[i];
+    if (o->weight_decay > 0 && o->kind != TVK_OPTIM_ADAMW) g += p[i] * f32(o->weight_decay);
+    double step;
+    if (o->kind == TVK_OPTIM_SGD) {
+      step = g;
+      if (o->momentum > 0) {
+        m[i] = m[i] * f32(o->momentum) + g;
+        step = o->nesterov ? g + m[i] * f32(o->momentum) : m[i];
+      }
+    } else {
+      m[i] = m[i] * f32(b1) + g * f32(1 - b1);
+      v[i] = v[i] * f32(b2) + g * g * f32(1 - b2);
+      double c1 = f32(1 / (1 - pow(b1, t))), c2 = f32(1 / (1 - pow(b2, t)));
+      step = m[i] * c1 / (sqrt(v[i] * c2) + f32(eps));
+      if (o->kind == TVK_OPTIM_ADAMW && o->weight_decay > 0) step += p[i] * f32(o->weight_decay);
+    }
+    p[i] -= step * f32(o->lr);
+  }
+}
+
+/* tvk_optim_create with the options by value (a macro argument cannot hold
+ * a compound literal's commas). */
+static tvk_optim *optim_new(tvk_ctx *ctx, int n, tvk_tensor *const *params, tvk_optim_options o) {
+  return tvk_optim_create(ctx, n, params, &o);
+}
+
+static void test_optimisers(void **state) {
+  Suite *s = *state;
+  const OptCase cases[] = {
+      {{.kind = TVK_OPTIM_SGD, .lr = 0.1}, "SGD"},
+      {{.kind = TVK_OPTIM_SGD, .lr = 0.05, .momentum = 0.9, .weight_decay = 0.01}, "SGD momentum"},
+      {{.kind = TVK_OPTIM_SGD, .lr = 0.05, .momentum = 0.8, .nesterov = true}, "SGD Nesterov"},
+      {{.kind = TVK_OPTIM_ADAM, .lr = 0.01, .weight_decay = 0.01}, "Adam"},
+      {{.kind = TVK_OPTIM_ADAMW, .lr = 0.01, .weight_decay = 0.1, .beta1 = 0.8}, "AdamW"},
+  };
+  enum { N = 5 };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    double p0[N], c[N], ref[N], m[N] = {0}, v[N] = {0}, got[N];
+    for (int i = 0; i < N; i++) p0[i] = ref[i] = urand(-1, 1), c[i] = urand(-1, 1);
+    tvk_tensor *P = tvk_contiguous(tvk_from_data(s->ctx, TVK_FLOAT64, 1, (int64_t[]){N}, p0));
+    tvk_tensor *C = tvk_from_data(s->ctx, TVK_FLOAT64, 1, (int64_t[]){N}, c);
+    assert_int_equal(tvk_realize(1, &P), TVK_OK);
+    tvk_optim *opt = tvk_optim_create(s->ctx, 1, &P, &cases[k].o);
+    if (!opt) fail_msg("%s: %s", cases[k].name, tvk_ctx_error(s->ctx));
+    for (int t = 1; t <= 3; t++) {
+      size_t scope = tvk_scope_begin(s->ctx);
+      tvk_tensor *loss = tvk_add(tvk_sum(tvk_mul(C, P), 0, NULL, false),
+                                 tvk_mul(tvk_sum(tvk_mul(P, P), 0, NULL, false),
+                                         tvk_full(s->ctx, TVK_FLOAT64, 0, NULL, 0.5)));
+      tvk_tensor *g;
+      assert_int_equal(tvk_grad(loss, 1, &P, &g), TVK_OK);
+      assert_int_equal(tvk_optim_step(opt, &g), TVK_OK);
+      assert_int_equal(tvk_realize(1, &P), TVK_OK);
+      tvk_scope_end(s->ctx, scope, 0, NULL);
+      optim_reference(&cases[k].o, t, ref, c, m, v, N);
+      assert_int_equal(tvk_to_host(P, got, sizeof got), TVK_OK);
+      for (int i = 0; i < N; i++)
+        if (!(fabs(got[i] - ref[i]) <= 1e-12 * (1 + fabs(ref[i]))))
+          fail_msg("%s: step %d, p[%d] = %.15g, want %.15g", cases[k].name, t, i, got[i], ref[i]);
+    }
+    tvk_optim_destroy(opt);
+    tvk_release(P), tvk_release(C);
+  }
+}
+
+/* 20 Adam steps of a small MLP, with a learning-rate schedule: after the
+ * first step nothing is generated or compiled (the step's numbers are launch
+ * values), and the loss falls. */
+static void test_optim_compiles_once(void **state) {
+  Suite *s = *state;
+  enum { B = 16, I = 8, H = 12, O = 3 };
+  float x[B * I], w1[I * H], w2[H * O];
+  int32_t lab[B];
+  for (int i = 0; i < B * I; i++) x[i] = (float)urand(-1, 1);
+  for (int i = 0; i < I * H; i++) w1[i] = (float)urand(-0.5, 0.5);
+  for (int i = 0; i < H * O; i++) w2[i] = (float)urand(-0.5, 0.5);
+  for (int i = 0; i < B; i++) lab[i] = i % O;
+  tvk_tensor *X = tvk_from_data(s->ctx, TVK_FLOAT32, 2, (int64_t[]){B, I}, x);
+  tvk_tensor *Y = tvk_from_data(s->ctx, TVK_INT32, 1, (int64_t[]){B}, lab);
+  tvk_tensor *W[2] = {tvk_from_data(s->ctx, TVK_FLOAT32, 2, (int64_t[]){I, H}, w1),
+                      tvk_from_data(s->ctx, TVK_FLOAT32, 2, (int64_t[]){H, O}, w2)};
+  tvk_optim *opt = optim_new(s->ctx, 2, W, (tvk_optim_options){.kind = TVK_OPTIM_ADAM, .lr = 0.05});
+  assert_non_null(opt);
+  tvk_stats st;
+  uint64_t generated = 0;
+  float first = 0, last = 0;
+  for (int step = 0; step < 20; step++) {
+    size_t scope = tvk_scope_begin(s->ctx);
+    tvk_tensor *loss = tvk_cross_entropy(tvk_matmul(tvk_relu(tvk_matmul(X, W[0])), W[1]), Y);
+    tvk_tensor *g[2];
+    assert_int_equal(tvk_grad(loss, 2, W, g), TVK_OK);
+    assert_int_equal(tvk_optim_set_lr(opt, 0.05 / (1 + 0.1 * step)), TVK_OK);
+    assert_int_equal(tvk_optim_step(opt, g), TVK_OK);
+    tvk_tensor *all[3] = {W[0], W[1], loss};
+    assert_int_equal(tvk_realize(3, all), TVK_OK);
+    assert_int_equal(tvk_to_host(loss, step ? &last : &first, sizeof first), TVK_OK);
+    tvk_scope_end(s->ctx, scope, 0, NULL);
+    tvk_stats_get(s->ctx, &st);
+    if (step == 0) generated = st.kernels_generated + st.kernels_stored;
+    assert_int_equal(st.kernels_generated + st.kernels_stored, generated);
+  }
+  assert_true(last < 0.7f * first);
+  tvk_optim_destroy(opt);
+  tvk_release(X), tvk_release(Y), tvk_release(W[0]), tvk_release(W[1]);
+}
+
+static void test_optim_errors(void **state) {
+  Suite *s = *state;
+  double v[2] = {1, 2};
+  int32_t iv[2] = {1, 2};
+  tvk_tensor *p = tvk_from_data(s->ctx, TVK_FLOAT64, 1, (int64_t[]){2}, v);
+  tvk_tensor *ip = tvk_from_data(s->ctx, TVK_INT32, 1, (int64_t[]){2}, iv);
+  assert_null(optim_new(s->ctx, 1, &p, (tvk_optim_options){.kind = TVK_OPTIM_SGD, .lr = -1}));
+  assert_non_null(strstr(tvk_ctx_error(s->ctx), "lr"));
+  assert_null(
+      optim_new(s->ctx, 1, &p, (tvk_optim_options){.kind = TVK_OPTIM_SGD, .nesterov = true}));
+  assert_non_null(strstr(tvk_ctx_error(s->ctx), "nesterov"));
+  assert_null(optim_new(s->ctx, 1, &p, (tvk_optim_options){.kind = 0}));
+  assert_null(optim_new(s->ctx, 1, &ip, (tvk_optim_options){.kind = TVK_OPTIM_ADAM}));
+  assert_null(tvk_optim_create(s->ctx, 1, &p, NULL));
+  tvk_optim *o = optim_new(s->ctx, 1, &p, (tvk_optim_options){.kind = TVK_OPTIM_ADAM});
+  assert_non_null(o);
+  tvk_tensor *wrong = tvk_from_data(s->ctx, TVK_FLOAT64, 1, (int64_t[]){1}, v);
+  assert_int_equal(tvk_optim_step(o, &wrong), TVK_ERR_SHAPE);
+  assert_int_equal(tvk_optim_step(o, NULL), TVK_ERR_INVALID_ARG);
+  assert_int_equal(tvk_optim_set_lr(o, -0.5), TVK_ERR_INVALID_ARG);
+  assert_int_equal(tvk_optim_step(NULL, &wrong), TVK_ERR_INVALID_ARG);
+  tvk_release(wrong);
+  /* o is left alive: the context frees it */
+  tvk_release(p), tvk_release(ip);
+}
+
 int main(int argc, char **argv) {
   Suite suite = {.device = argc > 1 ? argv[1] : "CPU"};
   if (argc > 2) cmocka_set_test_filter(argv[2]);
@@ -383,10 +532,13 @@ int main(int argc, char **argv) {
   tvk_ctx_destroy(probe);
 #define T(f) cmocka_unit_test_prestate_setup_teardown(f, setup, teardown, &suite)
   const struct CMUnitTest tests[] = {
-      T(test_arith),   T(test_unary),     T(test_pow),      T(test_select),
-      T(test_max_tie), T(test_reduce),    T(test_movement), T(test_accumulate),
-      T(test_matmul),  T(test_layernorm), T(test_softmax),  T(test_cross_entropy),
-      T(test_conv2d),  T(test_pools),     T(test_upstream), T(test_errors),
+      T(test_arith),        T(test_unary),      T(test_pow),
+      T(test_select),       T(test_max_tie),    T(test_reduce),
+      T(test_movement),     T(test_accumulate), T(test_matmul),
+      T(test_layernorm),    T(test_softmax),    T(test_cross_entropy),
+      T(test_conv2d),       T(test_pools),      T(test_upstream),
+      T(test_errors),       T(test_optimisers), T(test_optim_compiles_once),
+      T(test_optim_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -694,6 +694,7 @@ void tvk_ctx_destroy(tvk_ctx *ctx) {
   }
   if (ctx->dev) ctx->dev->on_time = NULL; /* what completes while it goes is not counted */
   jit_free_all(ctx); /* they hold buffers, and programs of the cache freed below */
+  optim_free_all(ctx);
   while (ctx->head) tensor_unlink_free(ctx->head);
   if (ctx->u) {
     uop_pool_drain(ctx->u, 0);

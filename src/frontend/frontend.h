@@ -55,9 +55,10 @@ struct tvk_ctx {
   uint64_t next_value;        /* the serial of the next VALUE (tvk_scalar) */
   struct ProgCache *programs; /* compiled programs (runtime/run.h); NULL until the first */
   struct SchedCache
-      *sched_cache; /* schedules by graph structure (schedule.h); NULL until the first */
-  tvk_jit *jits;    /* live jits (jit.c), freed at destroy */
-  tvk_jit *capture; /* the jit whose call is being captured: realizes record their launches */
+      *sched_cache;  /* schedules by graph structure (schedule.h); NULL until the first */
+  tvk_jit *jits;     /* live jits (jit.c), freed at destroy */
+  tvk_optim *optims; /* live optimisers (optim.c), freed at destroy */
+  tvk_jit *capture;  /* the jit whose call is being captured: realizes record their launches */
   /* kernel times by program (profile.c), when timed */
   struct ProfRow *prof;
   size_t nprof, capprof;
@@ -79,6 +80,8 @@ void jit_on_launch(void *jit, const Schedule *s, int item, DevProgram *prog, con
                    int nvals, const LaunchDims *dims);
 /* Destroys every jit of the context. */
 void jit_free_all(tvk_ctx *ctx);
+/* Destroys every optimiser of the context (optim.c). */
+void optim_free_all(tvk_ctx *ctx);
 
 /* ---- profile (profile.c) ---- */
 /* Device.on_time of a context's device: adds the launch to its program's row,
