@@ -186,7 +186,7 @@ static double host_of_tick0(VkDev *v, const VkSlot *sl, uint64_t first, uint64_t
 
 /* Reports each dispatch of a completed slot: "tvk: VK kernel NAME: X.XXX ms"
  * at TVK_DEBUG >= 1, and Device.on_time. */
-static void print_timings(VkDev *v, VkSlot *sl) {
+static void report_timings(VkDev *v, VkSlot *sl) {
   uint64_t *t = malloc((size_t)sl->ndispatch * 2 * sizeof *t);
   VkResult r = t ? v->vk.vkGetQueryPoolResults(
                        v->device, sl->queries, 0, 2u * (uint32_t)sl->ndispatch,
@@ -221,7 +221,7 @@ static void print_timings(VkDev *v, VkSlot *sl) {
 /* The slot's work is done: report timings and make it free again. Pools are
  * reset here, so a finished batch holds no descriptor sets. */
 static tvk_status slot_complete(VkDev *v, VkSlot *sl, bool report) {
-  if (report && sl->queries && sl->ndispatch > 0) print_timings(v, sl);
+  if (report && sl->queries && sl->ndispatch > 0) report_timings(v, sl);
   for (size_t i = 0; i < sl->dpool_used + 1 && i < sl->ndpools; i++)
     v->vk.vkResetDescriptorPool(v->device, sl->dpools[i], 0);
   sl->dpool_used = 0;

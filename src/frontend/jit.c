@@ -130,10 +130,9 @@ void tvk_jit_destroy(tvk_jit *j) {
   free(j);
 }
 
-static bool sig_of(const tvk_tensor *t, Sig *s) {
+static void sig_of(const tvk_tensor *t, Sig *s) {
   *s = (Sig){t->dtype, t->ndim, {0}};
   memcpy(s->shape, t->shape, (size_t)t->ndim * sizeof *t->shape);
-  return true;
 }
 
 static bool sig_eq(const Sig *a, const Sig *b) {

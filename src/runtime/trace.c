@@ -14,8 +14,7 @@
 struct Trace {
   pthread_mutex_t mu;
   FILE *f;
-  int64_t t0; /* ns: ts 0 of the file */
-  uint64_t spans;
+  int64_t t0;  /* ns: ts 0 of the file */
   bool failed; /* a write failed */
   int *named;  /* host tracks whose thread_name is written */
   size_t nnamed, capnamed;
@@ -122,8 +121,5 @@ void trace_span(Trace *t, bool device, const char *cat, const char *name, int64_
               tid, cat, esc, (double)(t0 - t->t0) / 1e3, (double)(t1 - t0) / 1e3,
               args ? args : "") < 0)
     t->failed = true;
-  t->spans++;
   pthread_mutex_unlock(&t->mu);
 }
-
-uint64_t trace_spans(const Trace *t) { return t ? t->spans : 0; }

@@ -40,9 +40,6 @@ int64_t trace_now_ns(void);
 void trace_span(Trace *t, bool device, const char *cat, const char *name, int64_t t0, int64_t t1,
                 const char *args);
 
-/* Spans added so far (tests check them against tvk_stats). */
-uint64_t trace_spans(const Trace *t);
-
 /* s as the inside of a JSON string (quotes, backslashes and control
  * characters escaped) into buf of n bytes, cut short to fit; buf. */
 char *trace_json_str(const char *s, char *buf, size_t n);
