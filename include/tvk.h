@@ -767,6 +767,37 @@ TVK_API tvk_tensor *tvk_layernorm(tvk_tensor *x, int nlast, tvk_tensor *weight, 
  * bias (C,) may be NULL. */
 TVK_API tvk_tensor *tvk_batchnorm(tvk_tensor *x, tvk_tensor *weight, tvk_tensor *bias,
                                   tvk_tensor *mean, tvk_tensor *var, double eps);
+/* Batch norm, training form, channels on axis 1 of x (N, C, ...): normalises
+ * with the batch's own statistics over every axis but 1, the mean and the
+ * biased (population) variance as PyTorch: (x - mean) / sqrt(var + eps) *
+ * weight + bias; weight and bias (C,) may be NULL. The result's dtype is
+ * tvk_batchnorm's (x's float dtype promoted with weight's and bias's), and it
+ * reads neither running tensor. Gradients (tvk_grad) flow through the batch
+ * statistics, as in PyTorch's training mode.
+ * running_mean and running_var (C,), float tensors, may be NULL; each one
+ * given is updated as PyTorch updates it, with n the elements per channel
+ * (N * H * W ...), the variance taken unbiased:
+ *   running_mean = (1 - momentum) * running_mean + momentum * mean
+ *   running_var  = (1 - momentum) * running_var + momentum * var * n / (n - 1)
+ * The updates are tvk_assigns: lazy, written when running_mean / running_var
+ * are realized. Realize them with the loss after tvk_grad, as an optimiser's
+ * parameters (one tvk_realize runs forward, backward, the update and the
+ * running statistics). Realizing them before tvk_grad computes the batch
+ * statistics, which then are data in the loss's graph too, so that no
+ * gradient would flow through them. A running tensor that is not data of its
+ * own when the call is made (an earlier call's update still pending, a
+ * tvk_full) is realized by the call first, as tvk_assign does; the call
+ * launches nothing otherwise. momentum (in [0, 1]) and eps are constants of
+ * the kernels' source.
+ * Errors: TVK_ERR_INVALID_ARG (x NULL, momentum outside [0, 1], eps not finite
+ * or < 0, a running tensor that views another tensor's memory (a slice, a
+ * transpose), running_mean and running_var one buffer), TVK_ERR_SHAPE (x of
+ * fewer than 2 dims, a parameter not (C,), running_var with fewer than 2
+ * values per channel or running_mean with none), TVK_ERR_DTYPE (a running
+ * tensor of an integer dtype). On an error neither running tensor is assigned. */
+TVK_API tvk_tensor *tvk_batchnorm_train(tvk_tensor *x, tvk_tensor *weight, tvk_tensor *bias,
+                                        tvk_tensor *running_mean, tvk_tensor *running_var,
+                                        double momentum, double eps);
 /* Dropout: with training false (inference) returns x unchanged; in training,
  * each element is zeroed with probability p (tvk_rand with seed) and the rest
  * scaled by 1 / (1 - p). p in [0, 1]. */

@@ -101,10 +101,17 @@ static int setup(void **state) {
   return tvk_ctx_create(s->device, &s->ctx) == TVK_OK ? 0 : -1;
 }
 
+/* A Vulkan validation message (TVK_VALIDATE=1; each is printed) fails the test. */
 static int teardown(void **state) {
   Suite *s = *state;
+  tvk_stats st;
+  tvk_stats_get(s->ctx, &st);
   tvk_ctx_destroy(s->ctx);
-  return 0;
+  s->ctx = NULL;
+  if (st.validation_messages)
+    fprintf(stderr, "%llu Vulkan validation message(s) on %s\n",
+            (unsigned long long)st.validation_messages, s->device);
+  return st.validation_messages ? -1 : 0;
 }
 
 /* ---------------------------------------------------------------- primitive ops */
@@ -311,6 +318,338 @@ static void test_pools(void **state) {
   Inputs in = {0};
   add_input(&in, 3, (int64_t[]){2, 4, 4}, -1, 1);
   check_fd(*state, "max_pool2d, avg_pool2d", f_pools, in);
+}
+
+/* Dropout in training: the mask is fixed by the seed, so the loss is a smooth
+ * function of x and finite differences see the same mask. */
+static tvk_tensor *f_dropout(tvk_ctx *c, tvk_tensor **x) {
+  (void)c;
+  tvk_tensor *y = tvk_dropout(x[0], 0.4, true, 1234);
+  return tvk_sum(tvk_mul(tvk_mul(y, y), x[1]), 0, NULL, false);
+}
+static void test_dropout(void **state) {
+  Suite *s = *state;
+  Inputs in = {0};
+  add_input(&in, 2, (int64_t[]){4, 6}, -2, 2);
+  add_input(&in, 2, (int64_t[]){4, 6}, 0.5, 1.5);
+  check_fd(s, "dropout (training)", f_dropout, in);
+  /* d sum(dropout(x)) / dx is the mask times 1 / (1 - p): dropout of ones */
+  enum { N = 24 };
+  const double p = 0.4;
+  double v[N], got[N], mask[N];
+  for (int i = 0; i < N; i++) v[i] = urand(-2, 2);
+  tvk_tensor *x = tvk_from_data(s->ctx, TVK_FLOAT64, 2, (int64_t[]){4, 6}, v), *g;
+  tvk_tensor *l = tvk_sum(tvk_dropout(x, p, true, 1234), 0, NULL, false);
+  tvk_tensor *m =
+      tvk_dropout(tvk_full(s->ctx, TVK_FLOAT64, 2, (int64_t[]){4, 6}, 1), p, true, 1234);
+  assert_int_equal(tvk_grad(l, 1, &x, &g), TVK_OK);
+  assert_int_equal(tvk_to_host(g, got, sizeof got), TVK_OK);
+  assert_int_equal(tvk_to_host(m, mask, sizeof mask), TVK_OK);
+  int kept = 0;
+  for (int i = 0; i < N; i++) {
+    assert_true(got[i] == mask[i]);
+    assert_true(got[i] == 0 || got[i] == 1 / (1 - p));
+    kept += got[i] != 0;
+  }
+  assert_true(kept > 0 && kept < N); /* both kinds occur: the mask is not trivial */
+  tvk_release(x), tvk_release(l), tvk_release(m), tvk_release(g);
+}
+
+/* Rows 0 and 3 are picked twice (their gradients add), row 2 never (zeros),
+ * and index 7 is out of [0, 5): a zero row that reads no weight. */
+static tvk_tensor *f_embedding(tvk_ctx *c, tvk_tensor **x) {
+  int32_t idx[6] = {0, 3, 3, 4, 7, 0};
+  tvk_tensor *i = tvk_from_data(c, TVK_INT32, 2, (int64_t[]){2, 3}, idx);
+  tvk_tensor *e = tvk_embedding(x[0], i); /* (2, 3, 3) */
+  return tvk_add(tvk_sum(tvk_mul(e, x[1]), 0, NULL, false),
+                 tvk_sum(tvk_mul(tvk_mul(e, e), e), 0, NULL, false));
+}
+static void test_embedding(void **state) {
+  Inputs in = {0};
+  add_input(&in, 2, (int64_t[]){5, 3}, -1, 1);    /* weight (V, D) */
+  add_input(&in, 3, (int64_t[]){2, 3, 3}, -1, 1); /* the result's coefficients */
+  check_fd(*state, "embedding (repeated rows)", f_embedding, in);
+}
+
+/* Along both axes, with repeated indices, an index shorter than t in a dim
+ * other than the axis, and an index out of range (it selects nothing). */
+static tvk_tensor *f_gather(tvk_ctx *c, tvk_tensor **x) {
+  int32_t i0[6] = {0, 2, 2, 2, 0, 1}, i1[6] = {3, 3, 0, 1, 2, -1};
+  tvk_tensor *a = tvk_gather(x[0], 0, tvk_from_data(c, TVK_INT32, 2, (int64_t[]){2, 3}, i0));
+  tvk_tensor *b = tvk_gather(x[0], 1, tvk_from_data(c, TVK_INT32, 2, (int64_t[]){3, 2}, i1));
+  return tvk_add(tvk_sum(tvk_mul(tvk_mul(a, a), x[1]), 0, NULL, false),
+                 tvk_sum(tvk_mul(b, x[2]), 0, NULL, false));
+}
+static void test_gather(void **state) {
+  Inputs in = {0};
+  add_input(&in, 2, (int64_t[]){3, 4}, -1, 1); /* t */
+  add_input(&in, 2, (int64_t[]){2, 3}, -1, 1);
+  add_input(&in, 2, (int64_t[]){3, 2}, -1, 1);
+  check_fd(*state, "gather (axes 0 and 1)", f_gather, in);
+}
+
+static tvk_tensor *f_cat_stack(tvk_ctx *c, tvk_tensor **x) {
+  (void)c;
+  tvk_tensor *a = x[0], *b = x[1], *d = x[2];               /* (2, 3), (1, 3), (2, 3) */
+  tvk_tensor *c0 = tvk_cat(2, (tvk_tensor *[]){a, b}, 0);   /* (3, 3) */
+  tvk_tensor *c1 = tvk_cat(2, (tvk_tensor *[]){d, a}, 1);   /* (2, 6) */
+  tvk_tensor *st = tvk_stack(2, (tvk_tensor *[]){a, d}, 1); /* (2, 2, 3) */
+  tvk_tensor *t = tvk_add(tvk_sum(tvk_mul(c0, x[3]), 0, NULL, false),
+                          tvk_sum(tvk_mul(tvk_mul(c1, c1), c1), 0, NULL, false));
+  return tvk_add(t, tvk_sum(tvk_sin(tvk_mul(st, tvk_flip(st, 1, (int[]){1}))), 0, NULL, false));
+}
+static void test_cat_stack(void **state) {
+  Inputs in = {0};
+  add_input(&in, 2, (int64_t[]){2, 3}, -1, 1);
+  add_input(&in, 2, (int64_t[]){1, 3}, -1, 1);
+  add_input(&in, 2, (int64_t[]){2, 3}, -1, 1);
+  add_input(&in, 2, (int64_t[]){3, 3}, -1, 1);
+  check_fd(*state, "cat, stack", f_cat_stack, in);
+}
+
+static tvk_tensor *f_attention(tvk_ctx *c, tvk_tensor **x) {
+  (void)c;
+  tvk_tensor *o = tvk_scaled_dot_product_attention(x[0], x[1], x[2], NULL, true);
+  return tvk_sum(tvk_mul(o, x[3]), 0, NULL, false);
+}
+static void test_attention(void **state) {
+  Inputs in = {0};
+  add_input(&in, 3, (int64_t[]){2, 4, 3}, -1.5, 1.5); /* q (B, L, E) */
+  add_input(&in, 3, (int64_t[]){2, 4, 3}, -1.5, 1.5); /* k (B, S, E) */
+  add_input(&in, 3, (int64_t[]){2, 4, 2}, -1, 1);     /* v (B, S, Ev) */
+  add_input(&in, 3, (int64_t[]){2, 4, 2}, -1, 1);     /* the output's coefficients */
+  check_fd(*state, "scaled_dot_product_attention (causal)", f_attention, in);
+}
+
+/* Inference form: gradients for x, weight, mean and var (bias, a fifth
+ * input, is data). */
+static tvk_tensor *f_batchnorm(tvk_ctx *c, tvk_tensor **x) {
+  double bv[3] = {0.25, -0.5, 1};
+  tvk_tensor *b = tvk_from_data(c, TVK_FLOAT64, 1, (int64_t[]){3}, bv);
+  tvk_tensor *y = tvk_batchnorm(x[0], x[1], b, x[2], x[3], 1e-5);
+  return tvk_sum(tvk_mul(y, y), 0, NULL, false);
+}
+static void test_batchnorm(void **state) {
+  Inputs in = {0};
+  add_input(&in, 4, (int64_t[]){2, 3, 2, 2}, -2, 2); /* x (N, C, H, W) */
+  add_input(&in, 1, (int64_t[]){3}, 0.5, 1.5);       /* weight */
+  add_input(&in, 1, (int64_t[]){3}, -0.5, 0.5);      /* mean */
+  add_input(&in, 1, (int64_t[]){3}, 0.5, 2);         /* var */
+  check_fd(*state, "batchnorm (inference)", f_batchnorm, in);
+}
+
+/* Training form: the loss reads x through the batch statistics too. */
+static tvk_tensor *bn_train_loss(tvk_tensor *y, tvk_tensor *coef) {
+  return tvk_add(tvk_sum(tvk_mul(y, coef), 0, NULL, false),
+                 tvk_sum(tvk_mul(tvk_mul(y, y), y), 0, NULL, false));
+}
+static tvk_tensor *f_bn_train(tvk_ctx *c, tvk_tensor **x) {
+  (void)c;
+  return bn_train_loss(tvk_batchnorm_train(x[0], x[1], x[2], NULL, NULL, 0.1, 1e-5), x[3]);
+}
+/* The same with running statistics: their updates are pending assigns, which
+ * stay out of the loss's graph (tvk_grad refuses an assign in it). */
+static tvk_tensor *f_bn_train_running(tvk_ctx *c, tvk_tensor **x) {
+  double rm[2] = {0.5, -1}, rv[2] = {2, 0.25};
+  tvk_tensor *m = tvk_from_data(c, TVK_FLOAT64, 1, (int64_t[]){2}, rm);
+  tvk_tensor *v = tvk_from_data(c, TVK_FLOAT64, 1, (int64_t[]){2}, rv);
+  return bn_train_loss(tvk_batchnorm_train(x[0], x[1], x[2], m, v, 0.1, 1e-5), x[3]);
+}
+static void test_batchnorm_train(void **state) {
+  Inputs in = {0};
+  add_input(&in, 4, (int64_t[]){3, 2, 2, 2}, -1, 3); /* x (N, C, H, W): 12 per channel */
+  add_input(&in, 1, (int64_t[]){2}, 0.5, 1.5);       /* weight */
+  add_input(&in, 1, (int64_t[]){2}, -0.5, 0.5);      /* bias */
+  add_input(&in, 4, (int64_t[]){3, 2, 2, 2}, -1, 1); /* the output's coefficients */
+  check_fd(*state, "batchnorm_train", f_bn_train, in);
+  check_fd(*state, "batchnorm_train with running statistics", f_bn_train_running, in);
+}
+
+/* The reference: batch statistics of x (N, C, S) in double, the output, and
+ * PyTorch's running-statistics update. */
+static void bn_train_ref(const double *x, int N, int C, int S, const double *w, const double *b,
+                         double eps, double momentum, double *y, double *rm, double *rv,
+                         double *mean, double *var) {
+  double n = (double)N * S;
+  for (int c = 0; c < C; c++) {
+    double sum = 0, ss = 0;
+    for (int i = 0; i < N; i++)
+      for (int k = 0; k < S; k++) sum += x[(i * C + c) * S + k];
+    mean[c] = sum / n;
+    for (int i = 0; i < N; i++)
+      for (int k = 0; k < S; k++) {
+        double d = x[(i * C + c) * S + k] - mean[c];
+        ss += d * d;
+      }
+    var[c] = ss / n;
+    for (int i = 0; i < N; i++)
+      for (int k = 0; k < S; k++) {
+        int j = (i * C + c) * S + k;
+        y[j] = (x[j] - mean[c]) / sqrt(var[c] + eps) * w[c] + b[c];
+      }
+    rm[c] = (1 - momentum) * rm[c] + momentum * mean[c];
+    rv[c] = (1 - momentum) * rv[c] + momentum * ss / (n - 1);
+  }
+}
+
+static void expect_close(const char *what, const double *got, const double *want, int n) {
+  for (int i = 0; i < n; i++)
+    if (!(fabs(got[i] - want[i]) <= 1e-12 * (1 + fabs(want[i]))))
+      fail_msg("%s[%d] = %.17g, want %.17g", what, i, got[i], want[i]);
+}
+
+/* Two calls on one pair of running statistics (momentum 0.1): the second
+ * reads the first's update, still pending when it is made. Outputs, the
+ * running statistics and the gradients of a loss of the second output
+ * (taken with the updates pending, realized in one tvk_realize with them)
+ * against double loops; the gradient is batch norm's closed form. */
+static void test_batchnorm_train_running(void **state) {
+  Suite *s = *state;
+  enum { N = 3, C = 2, S = 5, X = N * C * S };
+  const double mom = 0.1, eps = 1e-5;
+  double x1[X], x2[X], up[X], w[C], b[C], rm[C], rv[C];
+  for (int i = 0; i < X; i++) x1[i] = urand(1, 3), x2[i] = urand(-2, 0), up[i] = urand(-1, 1);
+  for (int c = 0; c < C; c++)
+    w[c] = urand(0.5, 1.5), b[c] = urand(-0.5, 0.5), rm[c] = urand(-1, 1), rv[c] = urand(0.5, 2);
+  const int64_t xs[3] = {N, C, S};
+  tvk_tensor *X1 = tvk_from_data(s->ctx, TVK_FLOAT64, 3, xs, x1);
+  tvk_tensor *X2 = tvk_from_data(s->ctx, TVK_FLOAT64, 3, xs, x2);
+  tvk_tensor *U = tvk_from_data(s->ctx, TVK_FLOAT64, 3, xs, up);
+  tvk_tensor *W = tvk_from_data(s->ctx, TVK_FLOAT64, 1, (int64_t[]){C}, w);
+  tvk_tensor *B = tvk_from_data(s->ctx, TVK_FLOAT64, 1, (int64_t[]){C}, b);
+  tvk_tensor *RM = tvk_from_data(s->ctx, TVK_FLOAT64, 1, (int64_t[]){C}, rm);
+  tvk_tensor *RV = tvk_from_data(s->ctx, TVK_FLOAT64, 1, (int64_t[]){C}, rv);
+  tvk_tensor *y1 = tvk_batchnorm_train(X1, W, B, RM, RV, mom, eps);
+  tvk_tensor *y2 = tvk_batchnorm_train(X2, W, B, RM, RV, mom, eps);
+  if (tvk_status_of(y2) != TVK_OK) fail_msg("batchnorm_train: %s", tvk_error_of(y2));
+  tvk_tensor *loss = tvk_sum(tvk_mul(y2, U), 0, NULL, false), *g[3];
+  if (tvk_grad(loss, 3, (tvk_tensor *[]){X2, W, B}, g) != TVK_OK)
+    fail_msg("grad: %s", tvk_ctx_error(s->ctx));
+  tvk_tensor *all[8] = {y1, y2, loss, g[0], g[1], g[2], RM, RV};
+  if (tvk_realize(8, all) != TVK_OK) fail_msg("realize: %s", tvk_ctx_error(s->ctx));
+  double got1[X], got2[X], grm[C], grv[C], gx[X], gw[C], gb[C];
+  assert_int_equal(tvk_to_host(y1, got1, sizeof got1), TVK_OK);
+  assert_int_equal(tvk_to_host(y2, got2, sizeof got2), TVK_OK);
+  assert_int_equal(tvk_to_host(RM, grm, sizeof grm), TVK_OK);
+  assert_int_equal(tvk_to_host(RV, grv, sizeof grv), TVK_OK);
+  assert_int_equal(tvk_to_host(g[0], gx, sizeof gx), TVK_OK);
+  assert_int_equal(tvk_to_host(g[1], gw, sizeof gw), TVK_OK);
+  assert_int_equal(tvk_to_host(g[2], gb, sizeof gb), TVK_OK);
+  double ref1[X], ref2[X], mean[C], var[C], wx[X], ww[C], wb[C];
+  bn_train_ref(x1, N, C, S, w, b, eps, mom, ref1, rm, rv, mean, var);
+  bn_train_ref(x2, N, C, S, w, b, eps, mom, ref2, rm, rv, mean, var);
+  expect_close("y1", got1, ref1, X);
+  expect_close("y2", got2, ref2, X);
+  expect_close("running_mean", grm, rm, C);
+  expect_close("running_var", grv, rv, C);
+  /* dx = w rstd (u - mean(u) - xhat mean(u xhat)), dw = sum(u xhat), db = sum(u) */
+  for (int c = 0; c < C; c++) {
+    double rstd = 1 / sqrt(var[c] + eps), su = 0, sux = 0, n = N * S;
+    for (int i = 0; i < N; i++)
+      for (int k = 0; k < S; k++) {
+        int j = (i * C + c) * S + k;
+        su += up[j], sux += up[j] * (x2[j] - mean[c]) * rstd;
+      }
+    ww[c] = sux, wb[c] = su;
+    for (int i = 0; i < N; i++)
+      for (int k = 0; k < S; k++) {
+        int j = (i * C + c) * S + k;
+        double xhat = (x2[j] - mean[c]) * rstd;
+        wx[j] = w[c] * rstd * (up[j] - su / n - xhat * sux / n);
+      }
+  }
+  expect_close("d/dx", gx, wx, X);
+  expect_close("d/dweight", gw, ww, C);
+  expect_close("d/dbias", gb, wb, C);
+  tvk_release(X1), tvk_release(X2), tvk_release(U), tvk_release(W), tvk_release(B);
+  tvk_release(RM), tvk_release(RV), tvk_release(y1), tvk_release(y2), tvk_release(loss);
+  for (int i = 0; i < 3; i++) tvk_release(g[i]);
+}
+
+static void expect_error(tvk_tensor *t, tvk_status st, const char *words) {
+  if (tvk_status_of(t) != st || !strstr(tvk_error_of(t), words))
+    fail_msg("expected %s with \"%s\", got %s: %s", tvk_status_name(st), words,
+             tvk_status_name(tvk_status_of(t)), tvk_error_of(t));
+  tvk_release(t);
+}
+
+/* Bad calls name what is wrong and assign nothing; running statistics made
+ * with tvk_full (PyTorch's zeros and ones) are given memory by the call. */
+static void test_batchnorm_train_api(void **state) {
+  Suite *s = *state;
+  tvk_ctx *c = s->ctx;
+  double xv[12], zero[2] = {0, 0}, one[2] = {1, 1}, got[2];
+  for (int i = 0; i < 12; i++) xv[i] = urand(-1, 1);
+  tvk_tensor *x = tvk_from_data(c, TVK_FLOAT64, 3, (int64_t[]){3, 2, 2}, xv);
+  tvk_tensor *x1 = tvk_from_data(c, TVK_FLOAT64, 2, (int64_t[]){1, 2}, xv);
+  tvk_tensor *rm = tvk_from_data(c, TVK_FLOAT64, 1, (int64_t[]){2}, zero);
+  tvk_tensor *rv = tvk_from_data(c, TVK_FLOAT64, 1, (int64_t[]){2}, one);
+  tvk_tensor *c3 = tvk_from_data(c, TVK_FLOAT64, 1, (int64_t[]){3}, xv);
+  tvk_tensor *pair = tvk_from_data(c, TVK_FLOAT64, 1, (int64_t[]){4}, xv);
+  tvk_tensor *half = tvk_shrink(pair, (const int64_t[][2]){{0, 2}});
+  int32_t iv[2] = {0, 1};
+  tvk_tensor *irm = tvk_from_data(c, TVK_INT32, 1, (int64_t[]){2}, iv);
+  assert_null(tvk_batchnorm_train(NULL, NULL, NULL, NULL, NULL, 0.1, 1e-5));
+  expect_error(tvk_batchnorm_train(NULL, NULL, NULL, rm, rv, 0.1, 1e-5), TVK_ERR_INVALID_ARG,
+               "x is NULL");
+  expect_error(tvk_batchnorm_train(rm, NULL, NULL, NULL, NULL, 0.1, 1e-5), TVK_ERR_SHAPE,
+               "(N, C, ...)");
+  expect_error(tvk_batchnorm_train(x, c3, NULL, rm, rv, 0.1, 1e-5), TVK_ERR_SHAPE, "weight");
+  expect_error(tvk_batchnorm_train(x, NULL, c3, rm, rv, 0.1, 1e-5), TVK_ERR_SHAPE, "bias");
+  expect_error(tvk_batchnorm_train(x, NULL, NULL, c3, rv, 0.1, 1e-5), TVK_ERR_SHAPE,
+               "running_mean");
+  expect_error(tvk_batchnorm_train(x, NULL, NULL, rm, c3, 0.1, 1e-5), TVK_ERR_SHAPE, "running_var");
+  expect_error(tvk_batchnorm_train(x, NULL, NULL, rm, rv, -0.1, 1e-5), TVK_ERR_INVALID_ARG,
+               "momentum");
+  expect_error(tvk_batchnorm_train(x, NULL, NULL, rm, rv, 1.5, 1e-5), TVK_ERR_INVALID_ARG,
+               "momentum");
+  expect_error(tvk_batchnorm_train(x, NULL, NULL, rm, rv, NAN, 1e-5), TVK_ERR_INVALID_ARG,
+               "momentum");
+  expect_error(tvk_batchnorm_train(x, NULL, NULL, rm, rv, 0.1, -1), TVK_ERR_INVALID_ARG, "eps");
+  expect_error(tvk_batchnorm_train(x, NULL, NULL, rm, rv, 0.1, INFINITY), TVK_ERR_INVALID_ARG,
+               "eps");
+  expect_error(tvk_batchnorm_train(x1, NULL, NULL, rm, rv, 0.1, 1e-5), TVK_ERR_SHAPE,
+               "1 value(s) per channel");
+  tvk_tensor *x0 = tvk_from_data(c, TVK_FLOAT64, 3, (int64_t[]){0, 2, 2}, NULL);
+  expect_error(tvk_batchnorm_train(x0, NULL, NULL, rm, NULL, 0.1, 1e-5), TVK_ERR_SHAPE,
+               "no values per channel");
+  tvk_release(x0);
+  expect_error(tvk_batchnorm_train(x, NULL, NULL, irm, rv, 0.1, 1e-5), TVK_ERR_DTYPE, "int32");
+  expect_error(tvk_batchnorm_train(x, NULL, NULL, rm, half, 0.1, 1e-5), TVK_ERR_INVALID_ARG,
+               "running_var");
+  expect_error(tvk_batchnorm_train(x, NULL, NULL, rm, rm, 0.1, 1e-5), TVK_ERR_INVALID_ARG,
+               "one buffer");
+  /* one value per channel is enough without running_var (a constant batch) */
+  tvk_tensor *ok = tvk_batchnorm_train(x1, NULL, NULL, rm, NULL, 0.1, 1e-5);
+  assert_int_equal(tvk_status_of(ok), TVK_OK);
+  tvk_release(ok);
+  /* no bad call assigned anything: rv is still ones, rm had the last call's update only */
+  assert_int_equal(tvk_to_host(rv, got, sizeof got), TVK_OK);
+  assert_true(got[0] == 1 && got[1] == 1);
+  assert_int_equal(tvk_to_host(rm, got, sizeof got), TVK_OK);
+  double m0 = 0.1 * xv[0], m1 = 0.1 * xv[1]; /* x1 = xv[0..1]: the batch mean is x1 */
+  assert_true(fabs(got[0] - m0) <= 1e-15 && fabs(got[1] - m1) <= 1e-15);
+  /* tvk_full statistics: realized into memory of their own, then updated */
+  tvk_tensor *fm = tvk_full(c, TVK_FLOAT64, 1, (int64_t[]){2}, 0);
+  tvk_tensor *fv = tvk_full(c, TVK_FLOAT64, 1, (int64_t[]){2}, 1);
+  tvk_tensor *y = tvk_batchnorm_train(x, NULL, NULL, fm, fv, 0.5, 1e-5);
+  assert_int_equal(tvk_status_of(y), TVK_OK);
+  double m[2], v[2], gm[2], gv[2];
+  for (int ch = 0; ch < 2; ch++) {
+    double sum = 0, ss = 0;
+    for (int i = 0; i < 3; i++)
+      for (int k = 0; k < 2; k++) sum += xv[(i * 2 + ch) * 2 + k];
+    for (int i = 0; i < 3; i++)
+      for (int k = 0; k < 2; k++) ss += pow(xv[(i * 2 + ch) * 2 + k] - sum / 6, 2);
+    m[ch] = 0.5 * (sum / 6), v[ch] = 0.5 + 0.5 * (ss / 5);
+  }
+  assert_int_equal(tvk_to_host(fm, gm, sizeof gm), TVK_OK);
+  assert_int_equal(tvk_to_host(fv, gv, sizeof gv), TVK_OK);
+  expect_close("running_mean from tvk_full", gm, m, 2);
+  expect_close("running_var from tvk_full", gv, v, 2);
+  tvk_release(y), tvk_release(fm), tvk_release(fv);
+  tvk_release(x), tvk_release(x1), tvk_release(rm), tvk_release(rv), tvk_release(c3);
+  tvk_release(pair), tvk_release(half), tvk_release(irm);
 }
 
 /* ---------------------------------------------------------------- the API */
@@ -532,12 +871,33 @@ int main(int argc, char **argv) {
   tvk_ctx_destroy(probe);
 #define T(f) cmocka_unit_test_prestate_setup_teardown(f, setup, teardown, &suite)
   const struct CMUnitTest tests[] = {
-      T(test_arith),        T(test_unary),      T(test_pow),
-      T(test_select),       T(test_max_tie),    T(test_reduce),
-      T(test_movement),     T(test_accumulate), T(test_matmul),
-      T(test_layernorm),    T(test_softmax),    T(test_cross_entropy),
-      T(test_conv2d),       T(test_pools),      T(test_upstream),
-      T(test_errors),       T(test_optimisers), T(test_optim_compiles_once),
+      T(test_arith),
+      T(test_unary),
+      T(test_pow),
+      T(test_select),
+      T(test_max_tie),
+      T(test_reduce),
+      T(test_movement),
+      T(test_accumulate),
+      T(test_matmul),
+      T(test_layernorm),
+      T(test_softmax),
+      T(test_cross_entropy),
+      T(test_conv2d),
+      T(test_pools),
+      T(test_dropout),
+      T(test_embedding),
+      T(test_gather),
+      T(test_cat_stack),
+      T(test_attention),
+      T(test_batchnorm),
+      T(test_batchnorm_train),
+      T(test_batchnorm_train_running),
+      T(test_batchnorm_train_api),
+      T(test_upstream),
+      T(test_errors),
+      T(test_optimisers),
+      T(test_optim_compiles_once),
       T(test_optim_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

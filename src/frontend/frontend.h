@@ -74,6 +74,15 @@ static inline tvk_tensor *front_const(tvk_ctx *ctx, tvk_dtype dt, double v) {
   return tvk_full(ctx, dt, 0, NULL, v);
 }
 
+/* ---- assign (ops_assign.c) ---- */
+/* Makes t's node its own contiguous buffer, as tvk_assign needs its target:
+ * VIEW(BUFFER) reading all of it in row-major order. A t that is not data yet
+ * is realized first (a pending assign runs); a constant or an arange (no
+ * memory of their own) is copied into a buffer. TVK_ERR_INVALID_ARG, with the
+ * message in ctx->err, for a view of another tensor's memory (a transpose, a
+ * slice); the realize's error when that fails. */
+tvk_status front_own_buffer(tvk_tensor *t);
+
 /* ---- jit (jit.c) ---- */
 /* Runner.on_launch of a realize while ctx->capture is set. */
 void jit_on_launch(void *jit, const Schedule *s, int item, DevProgram *prog, const int32_t *vals,

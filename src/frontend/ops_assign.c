@@ -12,10 +12,8 @@
 #include "ir/ptrmap.h"
 #include "ir/ustack.h"
 
-/* The target's node as its own contiguous buffer: VIEW(BUFFER) reading all of
- * it in row-major order. A target that is not data yet is realized first; a
- * constant or an arange (no memory of their own) is copied into a buffer. */
-static tvk_status own_buffer(tvk_tensor *t) {
+/* The target's node as its own contiguous buffer (frontend.h). */
+tvk_status front_own_buffer(tvk_tensor *t) {
   tvk_ctx *ctx = t->ctx;
   UOp *u = t->uop;
   if (u->op != OP_VIEW || u->src[0]->op != OP_BUFFER) {
@@ -75,7 +73,7 @@ tvk_status tvk_assign(tvk_tensor *target, tvk_tensor *value) {
     tvk_release(bad);
     return st;
   }
-  tvk_status st = own_buffer(target);
+  tvk_status st = front_own_buffer(target);
   if (st != TVK_OK) return st;
   size_t m = FRONT_BEGIN(ctx);
   size_t sc = tvk_scope_begin(ctx);

@@ -1,6 +1,6 @@
-/* var, std, layernorm and batchnorm (tvk.h "neural-network ops"), composed
- * from public ops so the scheduler fuses them. docs/ops_norm.md describes the
- * graphs and the kernels they become.
+/* var, std, layernorm and batchnorm (inference and training forms; tvk.h
+ * "neural-network ops"), composed from public ops so the scheduler fuses
+ * them. docs/ops_norm.md describes the graphs and the kernels they become.
  *
  * var is two-pass: the mean, then the sum of squared deviations from it,
  * divided by max(0, n - correction) as torch does. n - correction <= 0 thus
@@ -9,6 +9,7 @@
  * every device computes as IEEE says. Zero elements give NaN (the mean is NaN). */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "frontend/ops_common.h"
 
@@ -170,4 +171,110 @@ tvk_tensor *tvk_batchnorm(tvk_tensor *x, tvk_tensor *weight, tvk_tensor *bias, t
   r = tvk_cast(r, res);
   tvk_scope_end(ctx, sc, 1, &r);
   return r;
+}
+
+/* ---------------------------------------------------------------- batchnorm_train */
+
+/* running_mean or running_var (named `name`) as tvk_assign writes it: its own
+ * buffer, made before any of this call's graph exists. A pending update of an
+ * earlier call (or a constant) is realized here, so that this realize cannot
+ * turn the batch statistics of this call's graph into data, as it could in
+ * the middle of tvk_assign. NULL, or the error tensor. */
+static tvk_tensor *running_buffer(const char *op, const char *name, tvk_tensor *r) {
+  if (!r) return NULL;
+  tvk_status st = front_own_buffer(r);
+  if (st == TVK_OK) return NULL;
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s", tvk_ctx_error(r->ctx));
+  return tensor_error(r->ctx, st, "%s: %s: %s", op, name, msg);
+}
+
+/* run = (1 - momentum) * run + momentum * stat * scale, assigned lazily;
+ * computed in the float dtype of the two (the stat (C,) is this call's). */
+static tvk_status update_running(tvk_tensor *run, tvk_tensor *stat, double momentum, double scale) {
+  tvk_ctx *ctx = run->ctx;
+  tvk_dtype cdt = comp_dtype(norm_dtype(run, 1, &stat));
+  tvk_tensor *s = tvk_cast(stat, cdt);
+  if (scale != 1) s = tvk_mul(s, front_const(ctx, cdt, scale));
+  tvk_tensor *v = tvk_add(tvk_mul(tvk_cast(run, cdt), front_const(ctx, cdt, 1 - momentum)),
+                          tvk_mul(s, front_const(ctx, cdt, momentum)));
+  return tvk_assign(run, v);
+}
+
+tvk_tensor *tvk_batchnorm_train(tvk_tensor *x, tvk_tensor *weight, tvk_tensor *bias,
+                                tvk_tensor *running_mean, tvk_tensor *running_var, double momentum,
+                                double eps) {
+  const char *op = "batchnorm_train";
+  bool bad;
+  tvk_tensor *all[5] = {x, weight, bias, running_mean, running_var}, *given[5];
+  int ng = present(5, all, given);
+  if (ng == 0) return NULL; /* no context to attach an error to */
+  tvk_tensor *err = bc_check(op, ng, given, &bad);
+  if (bad) return err;
+  tvk_ctx *ctx = given[0]->ctx;
+  if (!x) return tensor_error(ctx, TVK_ERR_INVALID_ARG, "%s: x is NULL", op);
+  char xs[BC_SHAPE_STR_MAX];
+  bc_shape_str(x->ndim, x->shape, xs, sizeof xs);
+  if (x->ndim < 2)
+    return tensor_error(ctx, TVK_ERR_SHAPE,
+                        "%s: x has shape %s: expected (N, C, ...), 2 dims or more", op, xs);
+  if (!(momentum >= 0 && momentum <= 1)) /* NaN too */
+    return tensor_error(ctx, TVK_ERR_INVALID_ARG, "%s: momentum %g is outside [0, 1]", op,
+                        momentum);
+  if (!isfinite(eps) || eps < 0)
+    return tensor_error(ctx, TVK_ERR_INVALID_ARG, "%s: eps %g must be finite and >= 0", op, eps);
+  const char *names[5] = {"x", "weight", "bias", "running_mean", "running_var"};
+  for (int i = 1; i < 5; i++)
+    if ((err = check_shape(op, names[i], all[i], x, 1, &x->shape[1], "one per channel")))
+      return err;
+  for (int i = 3; i < 5; i++)
+    if (all[i] && !dt_is_float(all[i]->uop->dtype))
+      return tensor_error(ctx, TVK_ERR_DTYPE,
+                          "%s: %s has dtype %s: the running statistics need a float dtype", op,
+                          names[i], tvk_dtype_name(all[i]->dtype));
+  int64_t n = 1; /* elements per channel */
+  for (int d = 0; d < x->ndim; d++)
+    if (d != 1) n *= x->shape[d];
+  if (running_var && n < 2)
+    return tensor_error(ctx, TVK_ERR_SHAPE,
+                        "%s: x has shape %s, %lld value(s) per channel: running_var needs 2 or "
+                        "more (its unbiased variance divides by n - 1)",
+                        op, xs, (long long)n);
+  if (running_mean && n < 1)
+    return tensor_error(ctx, TVK_ERR_SHAPE,
+                        "%s: x has shape %s, no values per channel: running_mean needs 1 or more",
+                        op, xs);
+  if ((err = running_buffer(op, "running_mean", running_mean)) ||
+      (err = running_buffer(op, "running_var", running_var)))
+    return err;
+  if (running_mean && running_var && running_mean->uop->src[0] == running_var->uop->src[0])
+    return tensor_error(ctx, TVK_ERR_INVALID_ARG,
+                        "%s: running_mean and running_var are one buffer: each needs its own", op);
+
+  tvk_dtype res = norm_dtype(x, 2, all + 1), cdt = comp_dtype(res);
+  int axes[TVK_MAX_DIMS], nax = 0;
+  for (int d = 0; d < x->ndim; d++)
+    if (d != 1) axes[nax++] = d;
+  size_t sc = tvk_scope_begin(ctx);
+  tvk_tensor *xf = tvk_cast(x, cdt);
+  tvk_tensor *mean = tvk_mean(xf, nax, axes, false); /* (C,) */
+  tvk_tensor *d = tvk_sub(xf, per_channel(mean, x));
+  tvk_tensor *var = tvk_mean(tvk_mul(d, d), nax, axes, false); /* (C,), biased */
+  tvk_tensor *r = tvk_mul(d, tvk_rsqrt(tvk_add(per_channel(var, x), front_const(ctx, cdt, eps))));
+  if (weight) r = tvk_mul(r, per_channel(weight, x));
+  if (bias) r = tvk_add(r, per_channel(bias, x));
+  r = tvk_cast(r, res);
+  /* the updates read the batch statistics; r reads neither running tensor */
+  tvk_status st = r->status;
+  if (st == TVK_OK && running_mean) st = update_running(running_mean, mean, momentum, 1);
+  if (st == TVK_OK && running_var) {
+    st = update_running(running_var, var, momentum, (double)n / (double)(n - 1));
+    if (st != TVK_OK && running_mean) /* undo: nothing is assigned on an error */
+      tensor_set_uop(running_mean, running_mean->uop->src[0]);
+  }
+  char msg[512] = "";
+  if (st != TVK_OK)
+    snprintf(msg, sizeof msg, "%s", r->status != TVK_OK ? tvk_error_of(r) : tvk_ctx_error(ctx));
+  tvk_scope_end(ctx, sc, st == TVK_OK, &r);
+  return st == TVK_OK ? r : tensor_error(ctx, st, "%s: %s", op, msg);
 }
