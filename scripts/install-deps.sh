@@ -13,6 +13,7 @@ packages=(
   graphviz                                  # test_schedule renders TVK_GRAPH's output with dot
   mesa-vulkan-drivers vulkan-validationlayers vulkan-tools  # lavapipe + validation for tests
   libopenblas0-pthread                      # samples/bench's matmul reference (dlopen'ed; nothing links it)
+  zlib1g-dev dataset-fashion-mnist          # samples/fashion_mnist: reads the gzipped IDX files
 )
 
 missing=()
