@@ -374,6 +374,11 @@ TVK_API void tvk_scope_end(tvk_ctx *ctx, size_t scope, int nkeep, tvk_tensor *co
  * more than one element: use tvk_grad_with). On an error every grads[i] is
  * NULL. */
 TVK_API tvk_status tvk_grad(tvk_tensor *loss, int n, tvk_tensor *const *params, tvk_tensor **grads);
+/* a's values, as a new tensor through which tvk_grad passes no gradient
+ * (torch's detach): a loss built on tvk_detach(a) treats a as a constant.
+ * Costs nothing: the kernels read a itself. softmax, log_softmax, logsumexp
+ * and cross_entropy detach the max they subtract, whose gradient is zero. */
+TVK_API tvk_tensor *tvk_detach(tvk_tensor *a);
 /* The same for an output of any shape, with the gradient flowing into it
  * (`upstream`, of the output's dtype and shape): grads[i] = the vector-Jacobian
  * product upstream . d out / d params[i]. */

@@ -167,6 +167,29 @@ static void test_select(void **state) {
 }
 
 /* A tie of maximum gives each side half: d max(x, x) / dx = 1, split. */
+/* tvk_detach: sum(x * detach(x) + detach(y)) has gradient x (not 2x) for x
+ * and zeros for y, while its value uses both; log_softmax, whose max is
+ * detached inside, still matches finite differences (test_softmax). */
+static void test_detach(void **state) {
+  Suite *s = *state;
+  double v[3] = {1, -2, 3}, w[3] = {0.5, 4, -1}, gx[3], gy[3], l = 0;
+  tvk_tensor *x = tvk_from_data(s->ctx, TVK_FLOAT64, 1, (int64_t[]){3}, v);
+  tvk_tensor *y = tvk_from_data(s->ctx, TVK_FLOAT64, 1, (int64_t[]){3}, w), *g[2];
+  tvk_tensor *d = tvk_detach(x);
+  assert_non_null(d);
+  assert_int_equal(tvk_dtype_of(d), TVK_FLOAT64);
+  tvk_tensor *loss = tvk_sum(tvk_add(tvk_mul(x, d), tvk_detach(y)), 0, NULL, false);
+  assert_int_equal(tvk_grad(loss, 2, (tvk_tensor *[]){x, y}, g), TVK_OK);
+  assert_int_equal(tvk_to_host(loss, &l, sizeof l), TVK_OK);
+  assert_int_equal(tvk_to_host(g[0], gx, sizeof gx), TVK_OK);
+  assert_int_equal(tvk_to_host(g[1], gy, sizeof gy), TVK_OK);
+  assert_true(l == 1 + 4 + 9 + 0.5 + 4 - 1);
+  for (int i = 0; i < 3; i++) assert_true(gx[i] == v[i] && gy[i] == 0);
+  assert_null(tvk_detach(NULL));
+  tvk_release(x), tvk_release(y), tvk_release(d), tvk_release(loss);
+  tvk_release(g[0]), tvk_release(g[1]);
+}
+
 static void test_max_tie(void **state) {
   Suite *s = *state;
   double v[3] = {1, -2, 3}, got[3];
@@ -875,6 +898,7 @@ int main(int argc, char **argv) {
       T(test_unary),
       T(test_pow),
       T(test_select),
+      T(test_detach),
       T(test_max_tie),
       T(test_reduce),
       T(test_movement),

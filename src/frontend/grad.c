@@ -298,8 +298,9 @@ static bool mark_needed(Grad *gr, UOp **topo, size_t n, const PtrMap *targets) {
     UOp *u = topo[i];
     bool need = ptrmap_get(targets, u) >= 0;
     for (uint32_t k = 0; !need && k < u->nsrc; k++) need = ptrmap_get(&gr->need, u->src[k]) > 0;
-    /* only floats carry gradients; a CAST from an int blocks them */
-    if (need && !dt_is_float(u->dtype)) need = false;
+    /* only floats carry gradients; a CAST from an int blocks them, and so
+     * does tvk_detach's identity CAST */
+    if (need && (!dt_is_float(u->dtype) || graph_is_detach(u))) need = false;
     if (need && !ptrmap_put(&gr->need, u, 1)) return false;
   }
   return true;

@@ -48,7 +48,7 @@ static tvk_tensor *softmax_like(const char *op, SmKind k, tvk_tensor *a, int axi
   tvk_ctx *ctx = a->ctx;
   size_t sc = tvk_scope_begin(ctx);
   tvk_tensor *x = prepare(a);
-  tvk_tensor *d = tvk_sub(x, tvk_max(x, 1, &ax, true));
+  tvk_tensor *d = tvk_sub(x, tvk_detach(tvk_max(x, 1, &ax, true)));
   tvk_tensor *e = tvk_exp(d);
   tvk_tensor *s = tvk_sum(e, 1, &ax, true);
   tvk_tensor *r = k == SM_SOFTMAX ? tvk_div(e, s) : tvk_sub(d, tvk_log(s));
@@ -71,7 +71,7 @@ static tvk_tensor *finite_max(tvk_tensor *x, int ax) {
   tvk_ctx *ctx = x->ctx;
   tvk_tensor *m = tvk_max(x, 1, &ax, true);
   tvk_tensor *inf = tvk_eq(tvk_abs(m), front_const(ctx, x->dtype, INFINITY));
-  return tvk_where(inf, front_const(ctx, x->dtype, 0), m);
+  return tvk_detach(tvk_where(inf, front_const(ctx, x->dtype, 0), m));
 }
 
 tvk_tensor *tvk_logsumexp(tvk_tensor *a, int axis, bool keepdim) {
@@ -156,8 +156,9 @@ tvk_tensor *tvk_cross_entropy(tvk_tensor *logits, tvk_tensor *labels) {
   int one = 1;
   size_t sc = tvk_scope_begin(ctx);
   tvk_tensor *x = tvk_cast(logits, comp_dtype(logits->dtype));
-  /* loss_i = log(sum_c exp(x_ic - m_i)) - (x_i,label_i - m_i) */
-  tvk_tensor *m = tvk_max(x, 1, &one, true);
+  /* loss_i = log(sum_c exp(x_ic - m_i)) - (x_i,label_i - m_i); m_i is
+   * detached: the loss does not depend on it, so its gradient is zero */
+  tvk_tensor *m = tvk_detach(tvk_max(x, 1, &one, true));
   tvk_tensor *lse = tvk_log(tvk_sum(tvk_exp(tvk_sub(x, m)), 1, &one, true));
   /* the label selection: labels and the class index, both leaves, expanded to
    * (N, C) and compared; no one-hot tensor is materialised */

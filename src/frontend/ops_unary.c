@@ -299,3 +299,16 @@ tvk_tensor *tvk_cast(tvk_tensor *a, tvk_dtype dt) {
   ScalarType s = dt_from_tvk(dt);
   return FRONT_END(ctx, m, bc_result(ctx, "cast", ew_cast(a->uop, s), s, a->ndim, a->shape));
 }
+
+/* An identity CAST, which nothing else makes (uop_cast folds them, and so do
+ * the kernel rules): tvk_grad stops at it (grad.c). */
+tvk_tensor *tvk_detach(tvk_tensor *a) {
+  bool bad;
+  tvk_tensor *err = bc_check("detach", 1, &a, &bad);
+  if (bad) return err;
+  tvk_ctx *ctx = a->ctx;
+  size_t m = FRONT_BEGIN(ctx);
+  UOp *u = uop_new(ctx->u, OP_CAST, a->uop->dtype, 1, &a->uop, arg_none());
+  return FRONT_END(
+      ctx, m, bc_result(ctx, "detach", u, (ScalarType)a->uop->dtype.scalar, a->ndim, a->shape));
+}

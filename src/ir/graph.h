@@ -23,6 +23,7 @@
  *   VALUE, VIEW(VALUE)      a float32 scalar given to the kernels at launch
  *                           (tvk_scalar's): arg_ints(serial, bits) (graph_value)
  *   ASSIGN(VIEW(BUFFER), v) tvk_assign: v written into that buffer in place
+ *   CAST(x) to x's own dtype tvk_detach: x, with no gradient through it
  *
  * Shapes are derived (graph_shape): VIEW from its tracker, REDUCE_AXIS from its
  * source with 1s at the axes, everything else from its first source that has one.
@@ -52,6 +53,11 @@ static inline uint32_t graph_value_bits(const UOp *value) { return (uint32_t)val
 
 /* Leaves of the tensor graph: data that needs no kernel. */
 static inline bool graph_is_leaf(const UOp *u) { return op_in((Op)u->op, G_LEAF); }
+
+/* tvk_detach's marker: a CAST that changes nothing (uop_cast never makes one). */
+static inline bool graph_is_detach(const UOp *u) {
+  return u->op == OP_CAST && u->nsrc == 1 && dt_eq(u->dtype, u->src[0]->dtype);
+}
 
 /* Shape of a tensor-graph node (see above); returns ndim. */
 int graph_shape(UOp *u, int64_t *shape);
