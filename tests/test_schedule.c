@@ -1781,6 +1781,83 @@ static void test_assign(void **state) {
   close_ctx_clean(ctx);
 }
 
+/* Assigns in one realize share a kernel where no invocation can read an
+ * element another has overwritten (group.c): independent assigns of one
+ * shape, and an assign reading another's new value at its own element (an
+ * optimiser: the state, then the parameter from it). Reads of a target
+ * through a flip keep the kernels apart, and every result is the loops'. */
+static void test_assign_groups(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  enum { N = 6 };
+  const int64_t sh[2] = {2, 3};
+  float p0[N], b0[N], x0[N], out[N];
+  double want[N], wantb[N];
+  tvk_tensor *P = rand_tensor(ctx, 2, sh, p0), *B = rand_tensor(ctx, 2, sh, b0),
+             *X = rand_tensor(ctx, 2, sh, x0);
+  const int ax[2] = {0, 1};
+
+  /* siblings: P = P + X, B = B * X -> one kernel (the values are released,
+   * so no copy of the old P and B is needed) */
+  size_t sc = tvk_scope_begin(ctx);
+  assert_int_equal(tvk_assign(P, tvk_add(P, X)), TVK_OK);
+  assert_int_equal(tvk_assign(B, tvk_mul(B, X)), TVK_OK);
+  tvk_scope_end(ctx, sc, 0, NULL);
+  tvk_tensor *both[2] = {P, B};
+  assert_int_equal(realize_count(ctx, 2, both), 1);
+  for (int i = 0; i < N; i++) want[i] = (double)p0[i] + x0[i], wantb[i] = (double)b0[i] * x0[i];
+  read_f32(P, out);
+  check_close("siblings: P", out, want, N, 1e-6);
+  read_f32(B, out);
+  check_close("siblings: B", out, wantb, N, 1e-6);
+  for (int i = 0; i < N; i++) p0[i] = (float)want[i], b0[i] = (float)wantb[i];
+
+  /* a chain: B = 0.5 B + X, then P = P - 2 B (the new B) -> one kernel */
+  sc = tvk_scope_begin(ctx);
+  assert_int_equal(tvk_assign(B, tvk_add(tvk_mul(B, tvk_scalar(ctx, TVK_FLOAT32, 0.5)), X)),
+                   TVK_OK);
+  assert_int_equal(tvk_assign(P, tvk_sub(P, tvk_mul(B, tvk_scalar(ctx, TVK_FLOAT32, 2)))), TVK_OK);
+  tvk_scope_end(ctx, sc, 0, NULL);
+  assert_int_equal(kernels_for(P), 1);
+  for (int i = 0; i < N; i++) {
+    wantb[i] = (double)(0.5f * b0[i]) + x0[i];
+    want[i] = p0[i] - 2 * (double)(float)wantb[i];
+  }
+  read_f32(P, out);
+  check_close("chain: P", out, want, N, 1e-6);
+  read_f32(B, out);
+  check_close("chain: B", out, wantb, N, 1e-6);
+  for (int i = 0; i < N; i++) p0[i] = (float)want[i], b0[i] = (float)wantb[i];
+
+  /* P = P + flip(B) reads B where another invocation writes it: two kernels */
+  sc = tvk_scope_begin(ctx);
+  assert_int_equal(tvk_assign(P, tvk_add(P, tvk_flip(B, 2, ax))), TVK_OK);
+  assert_int_equal(tvk_assign(B, tvk_mul(B, X)), TVK_OK);
+  tvk_scope_end(ctx, sc, 0, NULL);
+  assert_int_equal(realize_count(ctx, 2, both), 2);
+  for (int i = 0; i < N; i++)
+    want[i] = (double)p0[i] + b0[N - 1 - i], wantb[i] = (double)b0[i] * x0[i];
+  read_f32(P, out);
+  check_close("flipped sibling: P", out, want, N, 1e-6);
+  read_f32(B, out);
+  check_close("flipped sibling: B", out, wantb, N, 1e-6);
+  for (int i = 0; i < N; i++) p0[i] = (float)want[i], b0[i] = (float)wantb[i];
+
+  /* P = P + flip(new B): not at its own element, so B's kernel runs first */
+  sc = tvk_scope_begin(ctx);
+  assert_int_equal(tvk_assign(B, tvk_add(B, X)), TVK_OK);
+  assert_int_equal(tvk_assign(P, tvk_add(P, tvk_flip(B, 2, ax))), TVK_OK);
+  tvk_scope_end(ctx, sc, 0, NULL);
+  assert_int_equal(kernels_for(P), 2);
+  for (int i = 0; i < N; i++) wantb[i] = (double)b0[i] + x0[i];
+  for (int i = 0; i < N; i++) want[i] = (double)p0[i] + (double)(float)wantb[N - 1 - i];
+  read_f32(P, out);
+  check_close("flipped chain: P", out, want, N, 1e-6);
+  read_f32(B, out);
+  check_close("flipped chain: B", out, wantb, N, 1e-6);
+  close_ctx_clean(ctx);
+}
+
 /* The contiguous child of a reduce (a transpose of it made contiguous, or read
  * back with tvk_to_host) is computed by one kernel storing the reduce through
  * the inverse view, not the reduce and then a copy; a reduce something else
@@ -2642,6 +2719,7 @@ int main(void) {
       cmocka_unit_test(test_embedding_no_index_tensor),
       cmocka_unit_test(test_planner_chain),
       cmocka_unit_test(test_assign),
+      cmocka_unit_test(test_assign_groups),
       cmocka_unit_test(test_wide_and_deep),
       cmocka_unit_test(test_contiguous_child_of_reduce),
   };

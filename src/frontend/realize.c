@@ -204,7 +204,11 @@ static tvk_status copy_old_values(tvk_ctx *ctx, UOp ***roots, int *nr) {
          ptrmap_put(&is_root, (*roots)[i], i);
   ptrmap_free(&seen);
   for (tvk_tensor *t = ctx->head; ok && a.targets.n && t; t = t->next) {
-    if (!t->uop || is_data(t->uop) || ptrmap_get(&is_root, t->uop) >= 0) continue;
+    /* an assign computed here (an optimiser's state read by its parameter's
+     * update) is data after the run: it reads nothing later */
+    if (!t->uop || is_data(t->uop) || ptrmap_get(&is_root, t->uop) >= 0 ||
+        ptrmap_get(&a.assigns, t->uop) >= 0)
+      continue;
     PtrMap s2 = {0};
     a.hit = false;
     ok = walk_graph(t->uop, &s2, false, find_read, &a);

@@ -529,5 +529,6 @@ tvk_status sched_decide(SchedGraph *g, int n, UOp *const *roots) {
     }
   }
   if (s == TVK_OK) sched_group_siblings(g);
+  if (s == TVK_OK) sched_group_chains(g);
   return s;
 }

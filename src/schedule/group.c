@@ -1,10 +1,11 @@
 /* Multi-output kernels: which materialised nodes are stored by one kernel
- * (SchedNode.group). Two ways in: kernels that would both fuse one reduce
+ * (SchedNode.group). Three ways in: kernels that would both fuse one reduce
  * (decide.c's rule_reduces asks sched_try_group instead of materialising the
- * reduce), and siblings -- materialised nodes of one level, kernel shape and
- * reduce -- grouped after the passes (sched_group_siblings). A group is named
- * by its lowest index; kernelize.c builds one AST with a store per member.
- * docs/schedule.md has the rules. */
+ * reduce); siblings -- materialised nodes of one level, kernel shape and
+ * reduce -- grouped after the passes (sched_group_siblings); and assigns that
+ * read another assign's result at their own element (sched_group_chains). A
+ * group is named by its lowest index; kernelize.c builds one AST with a store
+ * per member. docs/schedule.md has the rules. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,7 +55,69 @@ static bool same_shape(UOp *a, UOp *b) {
   return na == nb && memcmp(sa, sb, (size_t)na * sizeof *sa) == 0;
 }
 
-static bool groupable(SchedGraph *g, int64_t i) { return g->topo[i]->op != OP_ASSIGN; }
+/* How member i's kernel region (its value, down to other kernels' results
+ * and leaves) reads buffer b -- or, with b NULL, reaches materialised node
+ * `node`: READ_DIRECT where only through elementwise ops and views of all of
+ * it in row-major order (so at the kernel's own index, as the store writes),
+ * READ_OTHER for any other path. An ASSIGN's target is not a read. The other
+ * materialised nodes the region stops at go to *bound when it is given. */
+enum { READ_DIRECT = 1, READ_OTHER = 2 };
+static int reads_of(SchedGraph *g, int64_t i, const UOp *b, int64_t node, SStack *bound) {
+  SStack st = {0};
+  UOp *root = g->topo[i];
+  int64_t start = root->op == OP_ASSIGN ? sched_index(g, root->src[root->nsrc - 1]) : i;
+  int how = 0, direct;
+  int64_t x;
+  bool ok = sstack_push(&st, start, 1);
+  sched_new_walk(g);
+  while (ok && sstack_pop(&st, &x, &direct)) {
+    if (!sched_visit(g, x, direct)) continue;
+    UOp *u = g->topo[x];
+    if (!b && x == node) {
+      how |= direct ? READ_DIRECT : READ_OTHER;
+      continue;
+    }
+    if (x != start && sched_realized(g, x)) { /* another kernel's result */
+      if (bound) ok = sstack_push(bound, x, 0);
+      continue;
+    }
+    bool whole = u->op == OP_VIEW && st_contiguous(u->arg.st) &&
+                 st_numel(u->arg.st) == graph_numel(u->src[0]);
+    if (b && u->op == OP_VIEW && u->src[0] == b) {
+      how |= direct && whole ? READ_DIRECT : READ_OTHER;
+      continue;
+    }
+    if (graph_is_leaf(u)) continue;
+    int d = direct && (op_in((Op)u->op, G_ELEMENTWISE) || whole);
+    for (uint32_t k = 0; ok && k < u->nsrc; k++)
+      ok = sstack_push(&st, sched_index(g, u->src[k]), d);
+  }
+  sstack_free(&st);
+  return ok ? how : READ_OTHER; /* out of memory: say the worst, which keeps kernels apart */
+}
+
+/* A kernel storing the members mem[0..n) may overwrite an assign's target
+ * while it reads it only where no invocation can see an element before its
+ * write: every member reads the target directly (its own element; an
+ * invocation's one load then serves them all), and the assign itself does,
+ * so that its store comes after that load. A target that only its own
+ * assign reads needs nothing more (kernelize.c's check_assign). */
+static bool assigns_safe(SchedGraph *g, const int64_t *mem, size_t n) {
+  for (size_t a = 0; a < n; a++) {
+    UOp *u = g->topo[mem[a]];
+    if (u->op != OP_ASSIGN) continue;
+    const UOp *target = u->src[0]->src[0];
+    bool others = false;
+    for (size_t j = 0; j < n; j++) {
+      if (j == a) continue;
+      int how = reads_of(g, mem[j], target, -1, NULL);
+      if (how & READ_OTHER) return false;
+      others |= how != 0;
+    }
+    if (others && reads_of(g, mem[a], target, -1, NULL) != READ_DIRECT) return false;
+  }
+  return true;
+}
 
 /* Kernels of i and j run in one shape: the nodes' shapes agree, and both run
  * in them, or both in the shape of reduces that agree (SchedNode.kred). */
@@ -104,8 +167,9 @@ static int64_t group_buffers(SchedGraph *g, int64_t ga, int64_t gb) {
 }
 
 /* The groups of a and b become one multi-output kernel (the seed's output
- * groups) when all their kernels run in one shape, none is an assign, none
- * depends on another, and the device can bind all their buffers. */
+ * groups) when all their kernels run in one shape, none depends on another,
+ * the assigns among them read their targets safely (assigns_safe), and the
+ * device can bind all their buffers. */
 bool sched_try_group(SchedGraph *g, int64_t a, int64_t b) {
   int64_t ga = sched_group(g, a), gb = sched_group(g, b);
   if (ga == gb) return true;
@@ -115,9 +179,10 @@ bool sched_try_group(SchedGraph *g, int64_t a, int64_t b) {
   size_t cap = g->n ? g->n : 1, na = 0, nb = 0;
   int64_t *mem = malloc(cap * sizeof *mem);
   bool ok = mem != NULL;
+  bool assigns = false;
   for (size_t i = 0; ok && i < g->n; i++) {
     int64_t gi = sched_realized(g, (int64_t)i) ? sched_group(g, (int64_t)i) : -1;
-    if (gi == ga || gi == gb) ok = groupable(g, (int64_t)i);
+    if (gi == ga || gi == gb) assigns |= g->topo[i]->op == OP_ASSIGN;
     if (gi == ga) mem[na++] = (int64_t)i;
     if (gi == gb) mem[cap - ++nb] = (int64_t)i;
   }
@@ -125,6 +190,10 @@ bool sched_try_group(SchedGraph *g, int64_t a, int64_t b) {
     for (size_t j = cap - nb; ok && j < cap; j++)
       ok = g->info[mem[i]].level == g->info[mem[j]].level ||
            (!depends_on(g, mem[i], mem[j]) && !depends_on(g, mem[j], mem[i]));
+  if (ok && assigns) { /* the members in one run: gb's after ga's */
+    memmove(mem + na, mem + cap - nb, nb * sizeof *mem);
+    ok = assigns_safe(g, mem, na + nb);
+  }
   free(mem);
   if (!ok || group_buffers(g, ga, gb) > sched_buffer_limit(g))
     return false; /* the kernel could not bind it */
@@ -136,9 +205,7 @@ bool sched_try_group(SchedGraph *g, int64_t a, int64_t b) {
 /* Candidates are nodes of one level (independent by construction), taken in
  * order: each joins the first open group of its kind that takes it, else opens
  * one. Linear in the materialised nodes for the usual few kinds per level. */
-static bool candidate(SchedGraph *g, size_t i) {
-  return sched_realized(g, (int64_t)i) && groupable(g, (int64_t)i);
-}
+static bool candidate(SchedGraph *g, size_t i) { return sched_realized(g, (int64_t)i); }
 
 void sched_group_siblings(SchedGraph *g) {
   sched_levels(g);
@@ -166,4 +233,84 @@ void sched_group_siblings(SchedGraph *g) {
       open[o] = j; /* full (the buffer limit): j opens the next group of its kind */
   }
   free(node), free(open);
+}
+
+/* The members of groups ga and gb: ga's in *a (na), gb's in *b (nb), from one
+ * allocation at *a. false on out of memory. */
+static bool members(SchedGraph *g, int64_t ga, int64_t gb, int64_t **a, size_t *na, int64_t **b,
+                    size_t *nb) {
+  size_t n = 0, m = 0;
+  for (size_t i = 0; i < g->n; i++) {
+    int64_t gi = sched_realized(g, (int64_t)i) ? sched_group(g, (int64_t)i) : -1;
+    n += gi == ga, m += gi == gb;
+  }
+  int64_t *v = malloc((n + m ? n + m : 1) * sizeof *v);
+  if (!v) return false;
+  *a = v, *b = v + n, *na = 0, *nb = 0;
+  for (size_t i = 0; i < g->n; i++) {
+    int64_t gi = sched_realized(g, (int64_t)i) ? sched_group(g, (int64_t)i) : -1;
+    if (gi == ga) (*a)[(*na)++] = (int64_t)i;
+    if (gi == gb) (*b)[(*nb)++] = (int64_t)i;
+  }
+  return true;
+}
+
+/* gb's assigns read ga's results (an optimiser's parameter update reads its
+ * new moments): one kernel can store them all, computing ga's values once
+ * and using them in gb's (kernelize.c inlines an assign of its own group),
+ * when every read of a ga member by a gb member is direct (reads_of: the
+ * element the kernel computes), nothing another kernel computes lies between
+ * them, nothing of ga reads gb, the assigns stay safe and the buffers fit. */
+static bool try_chain(SchedGraph *g, int64_t i, int64_t j) {
+  int64_t ga = sched_group(g, i), gb = sched_group(g, j);
+  if (ga == gb) return true;
+  if (!same_kernel_shape(g, ga, gb) || !same_reduce_of(g, ga, gb)) return false;
+  int64_t *A, *B;
+  size_t na, nb;
+  if (!members(g, ga, gb, &A, &na, &B, &nb)) return false;
+  SStack bound = {0};
+  bool ok = true;
+  for (size_t x = 0; ok && x < na; x++)
+    for (size_t y = 0; ok && y < nb; y++) {
+      ok = !depends_on(g, A[x], B[y]) && !(reads_of(g, B[y], NULL, A[x], &bound) & READ_OTHER);
+    }
+  int64_t y;
+  int unused;
+  while (ok && sstack_pop(&bound, &y, &unused)) {
+    int64_t gy = sched_group(g, y);
+    for (size_t x = 0; ok && gy != ga && gy != gb && x < na; x++) ok = !depends_on(g, y, A[x]);
+  }
+  sstack_free(&bound);
+  if (ok) { /* the members in one run */
+    int64_t *all = malloc((na + nb) * sizeof *all);
+    ok = all != NULL;
+    if (ok) {
+      memcpy(all, A, na * sizeof *all), memcpy(all + na, B, nb * sizeof *all);
+      ok = assigns_safe(g, all, na + nb);
+    }
+    free(all);
+  }
+  free(A);
+  if (!ok || group_buffers(g, ga, gb) > sched_buffer_limit(g)) return false;
+  int64_t lo = ga < gb ? ga : gb;
+  g->info[ga].group = g->info[gb].group = (int32_t)lo;
+  return true;
+}
+
+void sched_group_chains(SchedGraph *g) {
+  SStack reached = {0};
+  for (size_t j = 0; j < g->n; j++) {
+    if (!sched_realized(g, (int64_t)j) || g->topo[j]->op != OP_ASSIGN) continue;
+    reached.n = 0;
+    (void)reads_of(g, (int64_t)j, NULL, -1, &reached); /* the kernels j reads */
+    /* a copy: try_chain's walks reuse nothing of `reached` */
+    size_t n = reached.n;
+    int64_t *v = n ? malloc(n * sizeof *v) : NULL;
+    if (n && !v) break; /* out of memory: no chains, which is always right */
+    for (size_t k = 0; k < n; k++) v[k] = reached.v[k] >> 1;
+    for (size_t k = 0; k < n; k++)
+      if (g->topo[v[k]]->op == OP_ASSIGN) (void)try_chain(g, v[k], (int64_t)j);
+    free(v);
+  }
+  sstack_free(&reached);
 }

@@ -243,6 +243,24 @@ static UOp *view_alias(void *ctx, UOp **c) {
   return r ? r : kern_oom(k);
 }
 
+/* An assign of this kernel's own group read by another of its outputs (an
+ * optimiser's parameter reading its new moments; group.c) -> its value, which
+ * the kernel computes anyway. */
+static bool own_assign(Kern *k, UOp *x) {
+  int64_t i = x->op == OP_ASSIGN ? sched_index(k->g, x) : -1;
+  return i >= 0 && sched_realized(k->g, i) && sched_group(k->g, i) == k->group;
+}
+static UOp *assign_inline(void *ctx, UOp **c) {
+  return own_assign(ctx, c[X]) ? c[X]->src[c[X]->nsrc - 1] : NULL;
+}
+static UOp *view_assign_inline(void *ctx, UOp **c) {
+  Kern *k = ctx;
+  if (!own_assign(k, c[X])) return NULL;
+  UOp *v = c[X]->src[c[X]->nsrc - 1];
+  UOp *r = uop_new(k->g->sc->u, OP_VIEW, v->dtype, 1, &v, c[V]->arg);
+  return r ? r : kern_oom(k);
+}
+
 #define VIEW_OF(p) PAT_OP(OP_VIEW, V, p)
 static const Rule kernel_rules[] = {
     /* x (materialised elsewhere) -> LOAD(buf(x), row-major) */
@@ -263,6 +281,9 @@ static const Rule kernel_rules[] = {
     {VIEW_OF(PAT_OP(OP_CONTIGUOUS, X, PAT_ANY(Y))), view_alias},
     /* CONTIGUOUS(y) -> y   for a no-op CONTIGUOUS */
     {PAT_OP0(OP_CONTIGUOUS, X), contiguous_alias},
+    /* ASSIGN(t, v) -> v   and   VIEW(ASSIGN(t, v), st) -> VIEW(v, st)   of an own assign */
+    {PAT_OP0(OP_ASSIGN, X), assign_inline},
+    {VIEW_OF(PAT_OP0(OP_ASSIGN, X)), view_assign_inline},
     /* VIEW(f(a, ..), st) -> f(VIEW(a, st), ..) */
     {VIEW_OF(UPAT(.groups = G_ELEMENTWISE, .slot = X)), view_push},
     /* VIEW(x, identity) -> x */
@@ -294,10 +315,11 @@ static tvk_status check_ast(SchedGraph *g, UOp *ast) {
 
 /* An assign's kernel may read its own target only at the element it writes
  * (through the same view as the store); anything else reads elements that
- * other invocations of the kernel may already have overwritten. */
-static tvk_status check_assign(Kern *k, UOp *ast) {
-  const SchedBuf *out = &k->s->bufs[k->bufs[0]];
-  const UOp *store = ast->src[0];
+ * other invocations of the kernel may already have overwritten. Output r's
+ * store is ast->src[r]. */
+static tvk_status check_assign(Kern *k, UOp *ast, int r) {
+  const SchedBuf *out = &k->s->bufs[k->bufs[r]];
+  const UOp *store = ast->src[r];
   size_t n = 0;
   UOp **topo = uop_toposort(ast, &n);
   if (!topo) return err_set(k->g->sc->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
@@ -382,7 +404,8 @@ tvk_status sched_kernelize(SchedGraph *g, Schedule *s, const int64_t *roots, int
   tvk_status r = k.err != TVK_OK
                      ? err_set(g->sc->err, k.err, "schedule: out of memory building a kernel")
                      : check_ast(g, ast);
-  if (r == TVK_OK && g->topo[roots[0]]->op == OP_ASSIGN) r = check_assign(&k, ast);
+  for (int o = 0; o < nroots && r == TVK_OK; o++)
+    if (g->topo[roots[o]]->op == OP_ASSIGN) r = check_assign(&k, ast, o);
   ptrmap_free(&k.value_of);
   if (r == TVK_OK && k.nvals > 0 &&
       (!(item->vals = malloc((size_t)k.nvals * sizeof *item->vals)) ||

@@ -110,10 +110,14 @@ int64_t sched_group(SchedGraph *g, int64_t i);
 /* SchedNode.level of every node. */
 void sched_levels(SchedGraph *g);
 /* Makes the groups of a and b one kernel if they can be (same kernel shape and
- * reduce, no assign, independent, within the buffer limit); true if they are. */
+ * reduce, independent, assigns that read their targets safely, within the
+ * buffer limit); true if they are. */
 bool sched_try_group(SchedGraph *g, int64_t a, int64_t b);
 /* Groups materialised siblings (after the passes). */
 void sched_group_siblings(SchedGraph *g);
+/* Groups an assign with the assigns whose results it reads at its own
+ * element (after the siblings): an optimiser's state and parameter updates. */
+void sched_group_chains(SchedGraph *g);
 
 /* ---- kernelize.c: the kernel AST of one materialised node ---- */
 /* Builds the AST computing the materialised nodes roots[0..nroots-1] (indices of g,
