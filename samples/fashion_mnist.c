@@ -50,45 +50,42 @@ typedef struct {
   uint8_t *labels; /* n */
 } Set;
 
-/* Reads all of path (gunzipping it where zlib is there); NULL on failure. */
+/* A file read whole: gunzipped where zlib is there (gzread reads plain files
+ * too), else as it is. */
+#ifdef TVK_SAMPLE_ZLIB
+typedef gzFile File;
+static File file_open(const char *path) { return gzopen(path, "rb"); }
+static long file_read(File f, uint8_t *buf, size_t n) { return gzread(f, buf, (unsigned)n); }
+static void file_close(File f) { gzclose(f); }
+#else
+typedef FILE *File;
+static File file_open(const char *path) { return fopen(path, "rb"); }
+static long file_read(File f, uint8_t *buf, size_t n) { return (long)fread(buf, 1, n, f); }
+static void file_close(File f) { fclose(f); }
+#endif
+
+/* All of path; NULL on failure. */
 static uint8_t *read_file(const char *path, size_t *len) {
   size_t cap = 1 << 20, n = 0;
   uint8_t *buf = malloc(cap);
-#ifdef TVK_SAMPLE_ZLIB
-  gzFile f = gzopen(path, "rb"); /* reads plain files too */
-  if (!f || !buf) goto fail;
-  for (int got; (got = gzread(f, buf + n, (unsigned)(cap - n))) > 0;) {
+  File f = buf ? file_open(path) : NULL;
+  if (!f) {
+    free(buf);
+    return NULL;
+  }
+  for (long got; (got = file_read(f, buf + n, cap - n)) > 0;) {
     n += (size_t)got;
-    if (n == cap) {
-      uint8_t *b = realloc(buf, cap *= 2);
-      if (!b) goto fail;
-      buf = b;
+    uint8_t *b = n == cap ? realloc(buf, cap *= 2) : buf;
+    if (!b) {
+      file_close(f);
+      free(buf);
+      return NULL;
     }
+    buf = b;
   }
-  gzclose(f);
-#else
-  FILE *f = fopen(path, "rb");
-  if (!f || !buf) goto fail;
-  for (size_t got; (got = fread(buf + n, 1, cap - n, f)) > 0;) {
-    n += got;
-    if (n == cap) {
-      uint8_t *b = realloc(buf, cap *= 2);
-      if (!b) goto fail;
-      buf = b;
-    }
-  }
-  fclose(f);
-#endif
+  file_close(f);
   *len = n;
   return buf;
-fail:
-#ifdef TVK_SAMPLE_ZLIB
-  if (f) gzclose(f);
-#else
-  if (f) fclose(f);
-#endif
-  free(buf);
-  return NULL;
 }
 
 static uint32_t be32(const uint8_t *p) {
@@ -304,24 +301,25 @@ static int parse(int argc, char **argv, Args *a) {
   return 0;
 }
 
-/* Percent of set's first n images the model classifies right. */
+/* Percent of set's first n images the model classifies right, in batches
+ * of up to 500 (the last one may be smaller: one more set of kernels). */
 static tvk_status evaluate(tvk_ctx *ctx, const Model *m, const Set *s, int n, double *acc) {
   enum { EB = 500 };
   static float x[EB * 784];
   static int32_t y[EB], pred[EB];
-  int idx[EB], right = 0, seen = 0;
+  int idx[EB], right = 0;
   tvk_status st = TVK_OK;
-  for (int b = 0; b + EB <= n && st == TVK_OK; b += EB) {
-    for (int i = 0; i < EB; i++) idx[i] = b + i;
-    to_input(s, idx, EB, x, y);
+  for (int b = 0; b < n && st == TVK_OK; b += EB) {
+    int nb = n - b < EB ? n - b : EB;
+    for (int i = 0; i < nb; i++) idx[i] = b + i;
+    to_input(s, idx, nb, x, y);
     size_t scope = tvk_scope_begin(ctx);
-    tvk_tensor *xt = tvk_from_data(ctx, TVK_FLOAT32, 4, (int64_t[]){EB, 1, 28, 28}, x);
-    st = tvk_to_host(tvk_argmax(forward(m, xt), 1, false), pred, sizeof pred);
+    tvk_tensor *xt = tvk_from_data(ctx, TVK_FLOAT32, 4, (int64_t[]){nb, 1, 28, 28}, x);
+    st = tvk_to_host(tvk_argmax(forward(m, xt), 1, false), pred, (size_t)nb * sizeof *pred);
     tvk_scope_end(ctx, scope, 0, NULL);
-    for (int i = 0; i < EB; i++) right += pred[i] == y[i];
-    seen += EB;
+    for (int i = 0; i < nb; i++) right += pred[i] == y[i];
   }
-  *acc = seen ? 100.0 * right / seen : 0;
+  *acc = n ? 100.0 * right / n : 0;
   return st;
 }
 

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "api_suite.h"
 #include "tvk.h"
 
 typedef struct {
@@ -104,14 +105,7 @@ static int setup(void **state) {
 /* A Vulkan validation message (TVK_VALIDATE=1; each is printed) fails the test. */
 static int teardown(void **state) {
   Suite *s = *state;
-  tvk_stats st;
-  tvk_stats_get(s->ctx, &st);
-  tvk_ctx_destroy(s->ctx);
-  s->ctx = NULL;
-  if (st.validation_messages)
-    fprintf(stderr, "%llu Vulkan validation message(s) on %s\n",
-            (unsigned long long)st.validation_messages, s->device);
-  return st.validation_messages ? -1 : 0;
+  return api_ctx_close_checked(&s->ctx, s->device);
 }
 
 /* ---------------------------------------------------------------- primitive ops */
@@ -885,13 +879,7 @@ static void test_optim_errors(void **state) {
 int main(int argc, char **argv) {
   Suite suite = {.device = argc > 1 ? argv[1] : "CPU"};
   if (argc > 2) cmocka_set_test_filter(argv[2]);
-  tvk_ctx *probe = NULL;
-  if (tvk_ctx_create(suite.device, &probe) == TVK_ERR_DEVICE) {
-    fprintf(stderr, "test_grad: device %s not available: %s\n", suite.device,
-            tvk_last_create_error());
-    return 77;
-  }
-  tvk_ctx_destroy(probe);
+  if (api_device_missing("test_grad", suite.device)) return 77;
 #define T(f) cmocka_unit_test_prestate_setup_teardown(f, setup, teardown, &suite)
   const struct CMUnitTest tests[] = {
       T(test_arith),

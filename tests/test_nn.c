@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_suite.h"
 #include "nn_util.h"
 #include "ref.h"
 
@@ -49,14 +50,7 @@ int nn_setup(void **state) {
 
 int nn_teardown(void **state) {
   (void)state;
-  tvk_stats st;
-  tvk_stats_get(nn.ctx, &st);
-  tvk_ctx_destroy(nn.ctx);
-  nn.ctx = NULL;
-  if (st.validation_messages)
-    fprintf(stderr, "%llu Vulkan validation message(s) on %s\n",
-            (unsigned long long)st.validation_messages, nn.device);
-  return st.validation_messages ? -1 : 0;
+  return api_ctx_close_checked(&nn.ctx, nn.device);
 }
 
 double nn_uniform(double lo, double hi) { return rng_unif(&rng, lo, hi); }
@@ -188,13 +182,7 @@ void nn_finish(void) { assert_int_equal(nn.fails, 0); }
 int main(int argc, char **argv) {
   nn.device = argc > 1 ? argv[1] : "CPU";
   if (argc > 2) cmocka_set_test_filter(argv[2]);
-  tvk_ctx *probe = NULL;
-  tvk_status st = tvk_ctx_create(nn.device, &probe);
-  if (st == TVK_ERR_DEVICE) {
-    fprintf(stderr, "test_nn: device %s not available: %s\n", nn.device, tvk_last_create_error());
-    return 77; /* ctest SKIP_RETURN_CODE */
-  }
-  tvk_ctx_destroy(probe); /* any other error fails every test's setup, and so the suite */
+  if (api_device_missing("test_nn", nn.device)) return 77;
   int failed = 0;
   char name[64];
 #define RUN(g)                                                                                     \

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_suite.h"
 #include "ref.h"
 #include "tvk.h"
 
@@ -104,14 +105,7 @@ static int setup(void **state) {
 /* A Vulkan validation message (TVK_VALIDATE=1; each is printed) fails the test. */
 static int teardown(void **state) {
   Suite *s = *state;
-  tvk_stats st;
-  tvk_stats_get(s->ctx, &st);
-  tvk_ctx_destroy(s->ctx);
-  s->ctx = NULL;
-  if (st.validation_messages)
-    fprintf(stderr, "%llu Vulkan validation message(s) on %s\n",
-            (unsigned long long)st.validation_messages, s->device);
-  return st.validation_messages ? -1 : 0;
+  return api_ctx_close_checked(&s->ctx, s->device);
 }
 
 /* Ends a test: fails it when any check failed (each printed its FAIL line). */
@@ -2306,14 +2300,7 @@ static void test_idiv_min_by_minus_one(void **state) {
 int main(int argc, char **argv) {
   Suite suite = {.device = argc > 1 ? argv[1] : "CPU"};
   if (argc > 2) cmocka_set_test_filter(argv[2]); /* e.g. "test_reduce_*" */
-  tvk_ctx *probe = NULL;
-  tvk_status st = tvk_ctx_create(suite.device, &probe);
-  if (st == TVK_ERR_DEVICE) {
-    fprintf(stderr, "test_ops: device %s not available: %s\n", suite.device,
-            tvk_last_create_error());
-    return 77; /* ctest SKIP_RETURN_CODE */
-  }
-  tvk_ctx_destroy(probe);
+  if (api_device_missing("test_ops", suite.device)) return 77;
 #define T(f) cmocka_unit_test_prestate_setup_teardown(f, setup, teardown, &suite)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reference_helpers),
