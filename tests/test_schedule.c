@@ -1855,6 +1855,24 @@ static void test_assign_groups(void **state) {
   check_close("flipped chain: P", out, want, N, 1e-6);
   read_f32(B, out);
   check_close("flipped chain: B", out, wantb, N, 1e-6);
+  for (int i = 0; i < N; i++) p0[i] = (float)want[i], b0[i] = (float)wantb[i];
+
+  /* a live tensor reads the old P, none the old B: only P is copied (one
+   * new buffer of N floats), and L keeps P's old value */
+  tvk_tensor *L = tvk_mul(P, X);
+  sc = tvk_scope_begin(ctx);
+  assert_int_equal(tvk_assign(P, tvk_add(P, X)), TVK_OK);
+  assert_int_equal(tvk_assign(B, tvk_mul(B, X)), TVK_OK);
+  tvk_scope_end(ctx, sc, 0, NULL);
+  tvk_stats st0, st1;
+  tvk_stats_reset(ctx);
+  tvk_stats_get(ctx, &st0);
+  assert_int_equal(realize_count(ctx, 2, both), 2); /* the copy, the assigns */
+  tvk_stats_get(ctx, &st1);
+  assert_int_equal(st1.bytes_peak - st0.bytes_now, N * sizeof(float));
+  read_f32(L, out);
+  for (int i = 0; i < N; i++) want[i] = (double)p0[i] * x0[i];
+  check_close("old value: L", out, want, N, 1e-6);
   close_ctx_clean(ctx);
 }
 

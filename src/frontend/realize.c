@@ -140,7 +140,8 @@ typedef struct {
   PtrMap assigns; /* ASSIGN nodes under the roots: computed by this schedule */
   PtrMap targets; /* BUFFER UOps those ASSIGNs write */
   PtrMap copy_of; /* target -> index of its copy in copy_old_values' copies */
-  bool hit;       /* the walked graph reads a target */
+  UOp **hits;     /* the targets the walked graph reads (nhits; room for all) */
+  size_t nhits;
 } Assigns;
 
 static bool find_assign(UOp *u, void *arg) {
@@ -151,7 +152,7 @@ static bool find_assign(UOp *u, void *arg) {
 
 static bool find_read(UOp *u, void *arg) {
   Assigns *a = arg;
-  if (u->op == OP_BUFFER && ptrmap_get(&a->targets, u) >= 0) a->hit = true;
+  if (u->op == OP_BUFFER && ptrmap_get(&a->targets, u) >= 0) a->hits[a->nhits++] = u;
   return true;
 }
 
@@ -191,7 +192,9 @@ static UOp *read_copies(UOp *u, const Assigns *a, UOp *const *copies) {
  * realized still reads, b is first copied (a CONTIGUOUS of it, which the
  * scheduler makes a real copy because b is assigned) in the same schedule, and
  * that tensor's graph is rewritten to read the copy: it stays lazy and fused,
- * and only b's bytes are copied. The copies join the roots (*roots grows). */
+ * and only b's bytes are copied -- and only the targets such tensors read
+ * (an optimiser's state usually is not). The copies join the roots (*roots
+ * grows). */
 static tvk_status copy_old_values(tvk_ctx *ctx, UOp ***roots, int *nr) {
   Assigns a = {0};
   PtrMap seen = {0};
@@ -209,30 +212,34 @@ static tvk_status copy_old_values(tvk_ctx *ctx, UOp ***roots, int *nr) {
     if (!t->uop || is_data(t->uop) || ptrmap_get(&is_root, t->uop) >= 0 ||
         ptrmap_get(&a.assigns, t->uop) >= 0)
       continue;
-    PtrMap s2 = {0};
-    a.hit = false;
-    ok = walk_graph(t->uop, &s2, false, find_read, &a);
-    ptrmap_free(&s2);
-    if (!ok || !a.hit) continue;
-    if (!copies) { /* one copy per target, made on first need */
+    if (!copies) { /* room for a copy of every target, made on first need */
       UOp **nr2 = realloc(*roots, (size_t)(*nr) * sizeof **roots + a.targets.n * sizeof **roots);
       if (nr2) *roots = nr2;
-      ok = nr2 && (copies = calloc(a.targets.n, sizeof *copies)) != NULL;
-      for (size_t k = 0; ok && k < a.targets.cap; k++) {
-        const UOp *b = a.targets.keys[k];
-        if (!b) continue;
-        UOp *v =
-            graph_buffer_view(ctx, graph_buffer_id(b), 1, (const int64_t[]){graph_buffer_numel(b)});
-        UOp *c = v ? uop_new(ctx->u, OP_CONTIGUOUS, b->dtype, 1, &v, arg_none()) : NULL;
-        ok = c && ptrmap_put(&a.copy_of, b, ncopies);
-        if (ok) (*roots)[(*nr)++] = copies[ncopies++] = c;
-      }
+      ok = nr2 && (copies = calloc(a.targets.n, sizeof *copies)) != NULL &&
+           (a.hits = malloc(a.targets.n * sizeof *a.hits)) != NULL;
+      if (!ok) break;
+    }
+    PtrMap s2 = {0};
+    a.nhits = 0;
+    ok = walk_graph(t->uop, &s2, false, find_read, &a);
+    ptrmap_free(&s2);
+    if (!ok || !a.nhits) continue;
+    /* a copy of each target t reads, once per target: only those */
+    for (size_t k = 0; ok && k < a.nhits; k++) {
+      const UOp *b = a.hits[k];
+      if (ptrmap_get(&a.copy_of, b) >= 0) continue;
+      UOp *v =
+          graph_buffer_view(ctx, graph_buffer_id(b), 1, (const int64_t[]){graph_buffer_numel(b)});
+      UOp *c = v ? uop_new(ctx->u, OP_CONTIGUOUS, b->dtype, 1, &v, arg_none()) : NULL;
+      ok = c && ptrmap_put(&a.copy_of, b, ncopies);
+      if (ok) (*roots)[(*nr)++] = copies[ncopies++] = c;
     }
     UOp *nu = ok ? read_copies(t->uop, &a, copies) : NULL;
     if (nu) tensor_set_uop(t, nu);
     ok = nu != NULL;
   }
   free(copies);
+  free(a.hits);
   ptrmap_free(&is_root);
   ptrmap_free(&a.assigns);
   ptrmap_free(&a.targets);
