@@ -279,7 +279,10 @@ static bool backward(Grad *gr, UOp *u, UOp *g) {
       UOp *cnt = hit ? uop_new(ctx->u, OP_REDUCE_AXIS, a->dtype, 1, &hit,
                                arg_reduce(OP_ADD, u->arg.red.n, u->arg.red.axes))
                      : NULL;
-      return accumulate(gr, a, ew_alu2(OP_FDIV, ew_mul(ge, hit), bc_expand(cnt, nd, shape, xs)));
+      /* g / count at the reduce's size, then to every maximum: one division
+       * per output, not per input element */
+      UOp *share = ew_alu2(OP_FDIV, g, cnt);
+      return accumulate(gr, a, ew_mul(bc_expand(share, nd, shape, xs), hit));
     }
     /* MUL: d(prod x) / dx_i = prod / x_i (not defined at a zero) */
     return accumulate(gr, a, ew_alu2(OP_FDIV, ew_mul(ge, bc_expand(u, nd, shape, xs)), a));
