@@ -351,19 +351,18 @@ int main(int argc, char **argv) {
   int B = a.batch, per_epoch = ntrain / B;
   printf("device: %s; model %s; %d training images, %d test; batch %d, Adam lr %g\n",
          tvk_ctx_device(ctx), a.model, ntrain, ntest, B, a.lr);
-  Model m;
+  Model m = {0};
   tvk_optim *adam = NULL;
   float *x = malloc((size_t)B * 784 * sizeof *x);
   int32_t *y = malloc((size_t)B * sizeof *y);
   int *order = malloc((size_t)ntrain * sizeof *order);
   if (!x || !y || !order || !model_init(&m, ctx, cnn)) {
     fprintf(stderr, "fashion_mnist: out of memory\n");
-    return 1;
+    st = TVK_ERR_OUT_OF_MEMORY;
   }
   tvk_optim_options ao = {.kind = TVK_OPTIM_ADAM, .lr = a.lr};
-  adam = tvk_optim_create(ctx, m.np, m.p, &ao);
-  if (!adam) st = TVK_ERR_INVALID_ARG;
-  for (int i = 0; i < ntrain; i++) order[i] = i;
+  if (st == TVK_OK && !(adam = tvk_optim_create(ctx, m.np, m.p, &ao))) st = TVK_ERR_INVALID_ARG;
+  for (int i = 0; st == TVK_OK && i < ntrain; i++) order[i] = i;
 
   int step = 0, total = a.steps ? a.steps : a.epochs * per_epoch;
   double first_loss = NAN, tail_loss = 0, acc = 0;

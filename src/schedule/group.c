@@ -166,6 +166,34 @@ static int64_t group_buffers(SchedGraph *g, int64_t ga, int64_t gb) {
   return n;
 }
 
+/* The members of groups ga and gb: ga's in *a (na), gb's in *b (nb), from one
+ * allocation at *a. false on out of memory. */
+static bool members(SchedGraph *g, int64_t ga, int64_t gb, int64_t **a, size_t *na, int64_t **b,
+                    size_t *nb) {
+  size_t n = 0, m = 0;
+  for (size_t i = 0; i < g->n; i++) {
+    int64_t gi = sched_realized(g, (int64_t)i) ? sched_group(g, (int64_t)i) : -1;
+    n += gi == ga, m += gi == gb;
+  }
+  int64_t *v = malloc((n + m ? n + m : 1) * sizeof *v);
+  if (!v) return false;
+  *a = v, *b = v + n, *na = 0, *nb = 0;
+  for (size_t i = 0; i < g->n; i++) {
+    int64_t gi = sched_realized(g, (int64_t)i) ? sched_group(g, (int64_t)i) : -1;
+    if (gi == ga) (*a)[(*na)++] = (int64_t)i;
+    if (gi == gb) (*b)[(*nb)++] = (int64_t)i;
+  }
+  return true;
+}
+
+/* ga and gb become one group when the device can bind all its buffers. */
+static bool join(SchedGraph *g, int64_t ga, int64_t gb) {
+  if (group_buffers(g, ga, gb) > sched_buffer_limit(g)) return false;
+  int64_t lo = ga < gb ? ga : gb;
+  g->info[ga].group = g->info[gb].group = (int32_t)lo;
+  return true;
+}
+
 /* The groups of a and b become one multi-output kernel (the seed's output
  * groups) when all their kernels run in one shape, none depends on another,
  * the assigns among them read their targets safely (assigns_safe), and the
@@ -175,31 +203,17 @@ bool sched_try_group(SchedGraph *g, int64_t a, int64_t b) {
   if (ga == gb) return true;
   /* shape and reduce agree within a group: one member of each speaks for it */
   if (!same_kernel_shape(g, ga, gb) || !same_reduce_of(g, ga, gb)) return false;
-  /* the members: ga's from the front of mem, gb's from the back */
-  size_t cap = g->n ? g->n : 1, na = 0, nb = 0;
-  int64_t *mem = malloc(cap * sizeof *mem);
-  bool ok = mem != NULL;
-  bool assigns = false;
-  for (size_t i = 0; ok && i < g->n; i++) {
-    int64_t gi = sched_realized(g, (int64_t)i) ? sched_group(g, (int64_t)i) : -1;
-    if (gi == ga || gi == gb) assigns |= g->topo[i]->op == OP_ASSIGN;
-    if (gi == ga) mem[na++] = (int64_t)i;
-    if (gi == gb) mem[cap - ++nb] = (int64_t)i;
-  }
+  int64_t *A, *B;
+  size_t na, nb;
+  if (!members(g, ga, gb, &A, &na, &B, &nb)) return false;
+  bool ok = true;
   for (size_t i = 0; ok && i < na; i++)
-    for (size_t j = cap - nb; ok && j < cap; j++)
-      ok = g->info[mem[i]].level == g->info[mem[j]].level ||
-           (!depends_on(g, mem[i], mem[j]) && !depends_on(g, mem[j], mem[i]));
-  if (ok && assigns) { /* the members in one run: gb's after ga's */
-    memmove(mem + na, mem + cap - nb, nb * sizeof *mem);
-    ok = assigns_safe(g, mem, na + nb);
-  }
-  free(mem);
-  if (!ok || group_buffers(g, ga, gb) > sched_buffer_limit(g))
-    return false; /* the kernel could not bind it */
-  int64_t lo = ga < gb ? ga : gb;
-  g->info[ga].group = g->info[gb].group = (int32_t)lo;
-  return true;
+    for (size_t j = 0; ok && j < nb; j++)
+      ok = g->info[A[i]].level == g->info[B[j]].level ||
+           (!depends_on(g, A[i], B[j]) && !depends_on(g, B[j], A[i]));
+  ok = ok && assigns_safe(g, A, na + nb); /* B follows A in one allocation */
+  free(A);
+  return ok && join(g, ga, gb);
 }
 
 /* Candidates are nodes of one level (independent by construction), taken in
@@ -235,26 +249,6 @@ void sched_group_siblings(SchedGraph *g) {
   free(node), free(open);
 }
 
-/* The members of groups ga and gb: ga's in *a (na), gb's in *b (nb), from one
- * allocation at *a. false on out of memory. */
-static bool members(SchedGraph *g, int64_t ga, int64_t gb, int64_t **a, size_t *na, int64_t **b,
-                    size_t *nb) {
-  size_t n = 0, m = 0;
-  for (size_t i = 0; i < g->n; i++) {
-    int64_t gi = sched_realized(g, (int64_t)i) ? sched_group(g, (int64_t)i) : -1;
-    n += gi == ga, m += gi == gb;
-  }
-  int64_t *v = malloc((n + m ? n + m : 1) * sizeof *v);
-  if (!v) return false;
-  *a = v, *b = v + n, *na = 0, *nb = 0;
-  for (size_t i = 0; i < g->n; i++) {
-    int64_t gi = sched_realized(g, (int64_t)i) ? sched_group(g, (int64_t)i) : -1;
-    if (gi == ga) (*a)[(*na)++] = (int64_t)i;
-    if (gi == gb) (*b)[(*nb)++] = (int64_t)i;
-  }
-  return true;
-}
-
 /* gb's assigns read ga's results (an optimiser's parameter update reads its
  * new moments): one kernel can store them all, computing ga's values once
  * and using them in gb's (kernelize.c inlines an assign of its own group),
@@ -281,36 +275,20 @@ static bool try_chain(SchedGraph *g, int64_t i, int64_t j) {
     for (size_t x = 0; ok && gy != ga && gy != gb && x < na; x++) ok = !depends_on(g, y, A[x]);
   }
   sstack_free(&bound);
-  if (ok) { /* the members in one run */
-    int64_t *all = malloc((na + nb) * sizeof *all);
-    ok = all != NULL;
-    if (ok) {
-      memcpy(all, A, na * sizeof *all), memcpy(all + na, B, nb * sizeof *all);
-      ok = assigns_safe(g, all, na + nb);
-    }
-    free(all);
-  }
+  ok = ok && assigns_safe(g, A, na + nb); /* B follows A in one allocation */
   free(A);
-  if (!ok || group_buffers(g, ga, gb) > sched_buffer_limit(g)) return false;
-  int64_t lo = ga < gb ? ga : gb;
-  g->info[ga].group = g->info[gb].group = (int32_t)lo;
-  return true;
+  return ok && join(g, ga, gb);
 }
 
 void sched_group_chains(SchedGraph *g) {
-  SStack reached = {0};
+  SStack reached = {0}; /* try_chain's walks leave it alone */
   for (size_t j = 0; j < g->n; j++) {
     if (!sched_realized(g, (int64_t)j) || g->topo[j]->op != OP_ASSIGN) continue;
-    reached.n = 0;
     (void)reads_of(g, (int64_t)j, NULL, -1, &reached); /* the kernels j reads */
-    /* a copy: try_chain's walks reuse nothing of `reached` */
-    size_t n = reached.n;
-    int64_t *v = n ? malloc(n * sizeof *v) : NULL;
-    if (n && !v) break; /* out of memory: no chains, which is always right */
-    for (size_t k = 0; k < n; k++) v[k] = reached.v[k] >> 1;
-    for (size_t k = 0; k < n; k++)
-      if (g->topo[v[k]]->op == OP_ASSIGN) (void)try_chain(g, v[k], (int64_t)j);
-    free(v);
+    int64_t i;
+    int unused;
+    while (sstack_pop(&reached, &i, &unused))
+      if (g->topo[i]->op == OP_ASSIGN) (void)try_chain(g, i, (int64_t)j);
   }
   sstack_free(&reached);
 }
