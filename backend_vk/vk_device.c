@@ -752,6 +752,17 @@ static tvk_status vkd_sync(Device *d) {
   return st != TVK_OK ? st : vk_wait(vk_of(d));
 }
 
+static tvk_status vkd_graph_create(Device *d, const DevLaunch *l, int n, DevGraph **out) {
+  tvk_status st = vk_alive(vk_of(d));
+  if (st != TVK_OK) *out = NULL;
+  return st != TVK_OK ? st : vk_graph_create(d, l, n, out);
+}
+
+static tvk_status vkd_graph_launch(Device *d, DevGraph *g) {
+  tvk_status st = vk_alive(vk_of(d));
+  return st != TVK_OK ? st : vk_graph_launch(d, g);
+}
+
 static void vkd_destroy(Device *d) {
   VkDev *v = vk_of(d);
   if (!v) return;
@@ -789,6 +800,9 @@ static const DeviceOps vk_ops = {
     .program_free = vk_program_free,
     .launch = vkd_launch,
     .sync = vkd_sync,
+    .graph_create = vkd_graph_create,
+    .graph_launch = vkd_graph_launch,
+    .graph_free = vk_graph_free,
     .destroy = vkd_destroy,
 };
 

@@ -28,21 +28,30 @@ typedef struct {
   bool write_pending;  /* written, and no barrier has made that write visible yet */
 } Hazard;
 
-/* One command buffer and what it needs until its submission completes. */
+/* One command buffer and what it needs until its submission completes: a
+ * batch slot of the ring, or a graph's (kept: recorded once, its commands and
+ * descriptor sets outlive each submission). */
 typedef struct {
   VkCommandPool pool;
   VkCommandBuffer cmd;
   VkFence fence;
   VkQueryPool queries; /* VK_NULL_HANDLE unless timing */
   VkDescriptorPool *dpools;
-  size_t ndpools, capdpools;             /* pools made; room for them */
-  size_t dpool_used;                     /* index of the one sets come from */
-  const DevProgram *progs[VK_BATCH_MAX]; /* of each dispatch, for the timings */
-  int ndispatch;
+  size_t ndpools, capdpools; /* pools made; room for them */
+  size_t dpool_used;         /* index of the one sets come from */
+  DevProgram **progs;        /* of each dispatch, for the timings: room for cap */
+  int ndispatch, cap;
   int64_t submit_ns; /* CLOCK_MONOTONIC at submission: where timings go without calibration */
   uint64_t serial;   /* 0: free; else the batch it holds */
   bool submitted;
+  bool kept; /* a graph's */
 } VkSlot;
+
+/* A graph: a kept slot, listed so that waits and polls see its submission. */
+struct DevGraph {
+  VkSlot slot;
+  DevGraph *prev, *next;
+};
 
 struct VkDispatchState {
   VkSlot slots[VK_SLOTS];
@@ -61,7 +70,8 @@ struct VkDispatchState {
   VkWriteDescriptorSet *writes;
   VkBufferMemoryBarrier *barriers;
   size_t infos_cap, writes_cap, barriers_cap;
-  uint8_t *push; /* max_push_constants bytes */
+  uint8_t *push;    /* max_push_constants bytes */
+  DevGraph *graphs; /* alive */
   VkDispatchStats stats;
 };
 
@@ -94,9 +104,14 @@ static void haz_clear(VkDispatchState *s) {
 
 /* ---- slots ---- */
 
-static tvk_status slot_init(VkDev *v, VkDispatchState *s, VkSlot *sl) {
+/* A slot with room for cap dispatches; kept: a graph's. */
+static tvk_status slot_init(VkDev *v, VkDispatchState *s, VkSlot *sl, int cap, bool kept) {
+  sl->kept = kept;
+  sl->cap = cap;
+  if (!(sl->progs = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *sl->progs)))
+    return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "out of memory for a command buffer");
   VkCommandPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
-                                 .flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT,
+                                 .flags = kept ? 0 : VK_COMMAND_POOL_CREATE_TRANSIENT_BIT,
                                  .queueFamilyIndex = v->queue_family};
   VkResult r = v->vk.vkCreateCommandPool(v->device, &pci, NULL, &sl->pool);
   if (r != VK_SUCCESS) return vk_check(v, r, "vkCreateCommandPool");
@@ -112,7 +127,7 @@ static tvk_status slot_init(VkDev *v, VkDispatchState *s, VkSlot *sl) {
   if (!s->timing) return TVK_OK;
   VkQueryPoolCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
                                .queryType = VK_QUERY_TYPE_TIMESTAMP,
-                               .queryCount = 2 * VK_BATCH_MAX};
+                               .queryCount = 2 * (uint32_t)(cap > 0 ? cap : 1)};
   r = v->vk.vkCreateQueryPool(v->device, &qci, NULL, &sl->queries);
   return r == VK_SUCCESS ? TVK_OK : vk_check(v, r, "vkCreateQueryPool");
 }
@@ -121,6 +136,7 @@ static void slot_destroy(VkDev *v, VkSlot *sl) {
   for (size_t i = 0; i < sl->ndpools; i++)
     v->vk.vkDestroyDescriptorPool(v->device, sl->dpools[i], NULL);
   free(sl->dpools);
+  free(sl->progs);
   if (sl->queries) v->vk.vkDestroyQueryPool(v->device, sl->queries, NULL);
   if (sl->fence) v->vk.vkDestroyFence(v->device, sl->fence, NULL);
   if (sl->pool) v->vk.vkDestroyCommandPool(v->device, sl->pool, NULL); /* frees cmd too */
@@ -139,7 +155,8 @@ tvk_status vk_dispatch_init(VkDev *v) {
   s->timing = (v->debug >= 1 || v->profile) && (v->features & VKFEAT_TIMESTAMPS);
   v->dispatch = s;
   tvk_status st = TVK_OK;
-  for (int i = 0; i < VK_SLOTS && st == TVK_OK; i++) st = slot_init(v, s, &s->slots[i]);
+  for (int i = 0; i < VK_SLOTS && st == TVK_OK; i++)
+    st = slot_init(v, s, &s->slots[i], VK_BATCH_MAX, false);
   return st;
 }
 
@@ -147,6 +164,12 @@ void vk_dispatch_destroy(VkDev *v) {
   VkDispatchState *s = v->dispatch;
   if (!s) return;
   for (int i = 0; i < VK_SLOTS; i++) slot_destroy(v, &s->slots[i]);
+  while (s->graphs) { /* the device is idle: vkd_destroy waited */
+    DevGraph *g = s->graphs;
+    s->graphs = g->next;
+    slot_destroy(v, &g->slot);
+    free(g);
+  }
   ptrmap_free(&s->haz_of);
   free(s->haz);
   free(s->infos);
@@ -218,28 +241,35 @@ static void report_timings(VkDev *v, VkSlot *sl) {
   free(t);
 }
 
-/* The slot's work is done: report timings and make it free again. Pools are
- * reset here, so a finished batch holds no descriptor sets. */
+/* The slot's work is done: report timings and make it free again. A batch's
+ * pools are reset here, so a finished batch holds no descriptor sets; a
+ * graph keeps its commands and sets for the next submission. */
 static tvk_status slot_complete(VkDev *v, VkSlot *sl, bool report) {
   if (report && sl->queries && sl->ndispatch > 0) report_timings(v, sl);
-  for (size_t i = 0; i < sl->dpool_used + 1 && i < sl->ndpools; i++)
-    v->vk.vkResetDescriptorPool(v->device, sl->dpools[i], 0);
-  sl->dpool_used = 0;
   if (sl->serial > v->serial_done) v->serial_done = sl->serial;
   sl->serial = 0;
-  sl->ndispatch = 0;
   bool submitted = sl->submitted;
   sl->submitted = false;
   VkResult r = submitted ? v->vk.vkResetFences(v->device, 1, &sl->fence) : VK_SUCCESS;
+  if (sl->kept) return r == VK_SUCCESS ? TVK_OK : vk_check(v, r, "vkResetFences");
+  for (size_t i = 0; i < sl->dpool_used + 1 && i < sl->ndpools; i++)
+    v->vk.vkResetDescriptorPool(v->device, sl->dpools[i], 0);
+  sl->dpool_used = 0;
+  sl->ndispatch = 0;
   if (r == VK_SUCCESS) r = v->vk.vkResetCommandPool(v->device, sl->pool, 0);
   return r == VK_SUCCESS ? TVK_OK : vk_check(v, r, "vkResetCommandPool");
 }
 
-/* The submitted slot with the smallest serial, not above `upto`; NULL if none. */
+/* The submitted slot (of a batch or a graph) with the smallest serial, not
+ * above `upto`; NULL if none. */
 static VkSlot *oldest_submitted(VkDispatchState *s, uint64_t upto) {
   VkSlot *best = NULL;
   for (int i = 0; i < VK_SLOTS; i++) {
     VkSlot *sl = &s->slots[i];
+    if (sl->submitted && sl->serial <= upto && (!best || sl->serial < best->serial)) best = sl;
+  }
+  for (DevGraph *g = s->graphs; g; g = g->next) {
+    VkSlot *sl = &g->slot;
     if (sl->submitted && sl->serial <= upto && (!best || sl->serial < best->serial)) best = sl;
   }
   return best;
@@ -275,9 +305,27 @@ static void barrier_global(VkDev *v, VkCommandBuffer cmd, VkPipelineStageFlags s
   v->vk.vkCmdPipelineBarrier(cmd, src, dst, 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
+/* What a command buffer of dispatches opens with: earlier submissions' shader
+ * and transfer writes (other batches, graphs, staging copies) made visible to
+ * its shaders. */
+static void open_barrier(VkDev *v, VkCommandBuffer cmd) {
+  barrier_global(v, cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                 VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                 VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+}
+
+/* What it closes with: the shaders' writes made visible to the host (mapped
+ * reads) and to transfers (staging copies, later submissions). */
+static void close_barrier(VkDev *v, VkCommandBuffer cmd) {
+  barrier_global(v, cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                 VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                 VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                     VK_ACCESS_TRANSFER_WRITE_BIT);
+}
+
 /* Starts a batch in the next slot, first waiting for that slot's previous
- * batch. The batch opens with a barrier making earlier submissions' shader
- * and transfer writes (other batches, staging copies) visible to its shaders. */
+ * batch. */
 static tvk_status batch_begin(VkDev *v) {
   VkDispatchState *s = v->dispatch;
   tvk_status st = poll_done(v);
@@ -289,10 +337,7 @@ static tvk_status batch_begin(VkDev *v) {
   VkResult r = v->vk.vkBeginCommandBuffer(sl->cmd, &bi);
   if (r != VK_SUCCESS) return vk_check(v, r, "vkBeginCommandBuffer");
   if (sl->queries) v->vk.vkCmdResetQueryPool(sl->cmd, sl->queries, 0, 2 * VK_BATCH_MAX);
-  barrier_global(v, sl->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                 VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
-                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                 VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+  open_barrier(v, sl->cmd);
   sl->serial = ++v->serial_used;
   sl->ndispatch = 0;
   s->recording = s->next;
@@ -309,22 +354,19 @@ static void batch_abandon(VkDev *v, VkSlot *sl) {
   (void)v->vk.vkQueueWaitIdle(v->queue);
   for (int i = 0; i < VK_SLOTS; i++)
     if (s->slots[i].submitted && !v->lost) (void)slot_complete(v, &s->slots[i], false);
+  for (DevGraph *g = s->graphs; g; g = g->next)
+    if (g->slot.submitted && !v->lost) (void)slot_complete(v, &g->slot, false);
   (void)slot_complete(v, sl, false);
   v->serial_done = v->serial_used;
 }
 
-/* Ends and submits the recording batch. It closes with a barrier making the
- * shaders' writes visible to the host (mapped reads) and to transfers (staging
- * copies, later submissions). */
+/* Ends and submits the recording batch. */
 static tvk_status batch_submit(VkDev *v) {
   VkDispatchState *s = v->dispatch;
   if (s->recording < 0) return TVK_OK;
   VkSlot *sl = &s->slots[s->recording];
   s->recording = -1;
-  barrier_global(v, sl->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
-                 VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                 VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT |
-                     VK_ACCESS_TRANSFER_WRITE_BIT);
+  close_barrier(v, sl->cmd);
   VkResult r = v->vk.vkEndCommandBuffer(sl->cmd);
   const char *call = "vkEndCommandBuffer";
   if (r == VK_SUCCESS) {
@@ -601,20 +643,15 @@ static void push_constants(VkDev *v, VkSlot *sl, const DevProgram *p, const uint
   v->vk.vkCmdPushConstants(sl->cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p->push_bytes, b);
 }
 
-tvk_status vk_launch(Device *d, DevProgram *p, DevBuffer *const *bufs, int nbufs,
-                     const int32_t *vals, int nvals, const LaunchDims *dims) {
-  VkDev *v = vk_of(d);
+/* Records one checked dispatch into sl, with the barrier it needs against the
+ * earlier ones of the same command buffer. */
+static tvk_status record_dispatch(VkDev *v, VkSlot *sl, DevProgram *p, DevBuffer *const *bufs,
+                                  const uint32_t grid[3], const uint32_t groups[3],
+                                  const int32_t *vals, int nvals) {
   VkDispatchState *s = v->dispatch;
-  uint32_t grid[3] = {0}, groups[3] = {0};
-  uint64_t total;
-  tvk_status st = check_args(v, p, bufs, nbufs, vals, nvals);
-  if (st == TVK_OK) st = check_dims(v, p, dims, grid, groups, &total);
-  if (st != TVK_OK || total == 0) return st;
   if (!scratch_reserve(s, p->nbindings))
-    return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "launch: out of memory");
-  if (s->recording < 0 && (st = batch_begin(v)) != TVK_OK) return st;
-  VkSlot *sl = &s->slots[s->recording];
-  st = record_hazards(v, sl->cmd, p, bufs);
+    return err_set(&v->base.err, TVK_ERR_OUT_OF_MEMORY, "launch: out of memory");
+  tvk_status st = record_hazards(v, sl->cmd, p, bufs);
   if (st == TVK_OK && s->bound != p->pipeline) {
     v->vk.vkCmdBindPipeline(sl->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
     s->bound = p->pipeline;
@@ -629,7 +666,128 @@ tvk_status vk_launch(Device *d, DevProgram *p, DevBuffer *const *bufs, int nbufs
   if (sl->queries)
     v->vk.vkCmdWriteTimestamp(sl->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, sl->queries, q + 1);
   sl->progs[sl->ndispatch++] = p;
+  return TVK_OK;
+}
+
+tvk_status vk_launch(Device *d, DevProgram *p, DevBuffer *const *bufs, int nbufs,
+                     const int32_t *vals, int nvals, const LaunchDims *dims) {
+  VkDev *v = vk_of(d);
+  VkDispatchState *s = v->dispatch;
+  uint32_t grid[3] = {0}, groups[3] = {0};
+  uint64_t total;
+  tvk_status st = check_args(v, p, bufs, nbufs, vals, nvals);
+  if (st == TVK_OK) st = check_dims(v, p, dims, grid, groups, &total);
+  if (st != TVK_OK || total == 0) return st;
+  if (s->recording < 0 && (st = batch_begin(v)) != TVK_OK) return st;
+  VkSlot *sl = &s->slots[s->recording];
+  if ((st = record_dispatch(v, sl, p, bufs, grid, groups, vals, nvals)) != TVK_OK) return st;
   s->stats.dispatches++;
   p->serial = sl->serial;
   return sl->ndispatch == VK_BATCH_MAX ? batch_submit(v) : TVK_OK;
+}
+
+/* ---- graphs: a command buffer recorded once, submitted again ---- */
+
+static void graph_destroy(VkDev *v, DevGraph *g) {
+  VkDispatchState *s = v->dispatch;
+  if (g->prev)
+    g->prev->next = g->next;
+  else
+    s->graphs = g->next;
+  if (g->next) g->next->prev = g->prev;
+  slot_destroy(v, &g->slot);
+  free(g);
+}
+
+/* The launches checked and recorded as vk_launch would record them into one
+ * batch, with the same barriers, but into a command buffer of the graph's own
+ * that is never reset: push descriptors and push constants are recorded in it,
+ * descriptor sets come from its own pools. */
+tvk_status vk_graph_create(Device *d, const DevLaunch *l, int n, DevGraph **out) {
+  VkDev *v = vk_of(d);
+  VkDispatchState *s = v->dispatch;
+  *out = NULL;
+  if (n < 0 || (n > 0 && !l))
+    return err_set(&d->err, TVK_ERR_INVALID_ARG, "graph: bad arguments (%d launches at %p)", n,
+                   (const void *)l);
+  /* the hazard state is the recording batch's: that batch goes first */
+  tvk_status st = batch_submit(v);
+  if (st != TVK_OK) return st;
+  DevGraph *g = calloc(1, sizeof *g);
+  if (!g) return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "graph: out of memory");
+  g->next = s->graphs;
+  if (s->graphs) s->graphs->prev = g;
+  s->graphs = g;
+  VkSlot *sl = &g->slot;
+  st = slot_init(v, s, sl, n, true);
+  if (st == TVK_OK) {
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    VkResult r = v->vk.vkBeginCommandBuffer(sl->cmd, &bi);
+    if (r != VK_SUCCESS) st = vk_check(v, r, "vkBeginCommandBuffer");
+  }
+  if (st == TVK_OK) {
+    if (sl->queries) v->vk.vkCmdResetQueryPool(sl->cmd, sl->queries, 0, 2u * (uint32_t)(n ? n : 1));
+    open_barrier(v, sl->cmd);
+    haz_clear(s);
+    s->bound = VK_NULL_HANDLE;
+  }
+  for (int i = 0; i < n && st == TVK_OK; i++) {
+    uint32_t grid[3] = {0}, groups[3] = {0};
+    uint64_t total;
+    st = check_args(v, l[i].prog, l[i].bufs, l[i].nbufs, l[i].vals, l[i].nvals);
+    if (st == TVK_OK) st = check_dims(v, l[i].prog, l[i].dims, grid, groups, &total);
+    if (st == TVK_OK && total > 0)
+      st = record_dispatch(v, sl, l[i].prog, l[i].bufs, grid, groups, l[i].vals, l[i].nvals);
+  }
+  if (st == TVK_OK) {
+    close_barrier(v, sl->cmd);
+    VkResult r = v->vk.vkEndCommandBuffer(sl->cmd);
+    if (r != VK_SUCCESS) st = vk_check(v, r, "vkEndCommandBuffer");
+  }
+  haz_clear(s);
+  s->bound = VK_NULL_HANDLE;
+  if (st != TVK_OK) {
+    graph_destroy(v, g);
+    return st;
+  }
+  *out = g;
+  return TVK_OK;
+}
+
+/* Submits the graph after the batch being recorded, once its previous run is
+ * complete (its command buffer is not made for simultaneous use). */
+tvk_status vk_graph_launch(Device *d, DevGraph *g) {
+  VkDev *v = vk_of(d);
+  VkDispatchState *s = v->dispatch;
+  if (!g) return err_set(&d->err, TVK_ERR_INVALID_ARG, "graph: launch of a NULL graph");
+  VkSlot *sl = &g->slot;
+  tvk_status st = batch_submit(v);
+  if (st == TVK_OK && sl->submitted) st = vk_wait_serial(v, sl->serial);
+  if (st != TVK_OK || sl->ndispatch == 0) return st;
+  sl->serial = ++v->serial_used;
+  VkSubmitInfo si = {
+      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &sl->cmd};
+  sl->submit_ns = host_ns();
+  VkResult r = v->vk.vkQueueSubmit(v->queue, 1, &si, sl->fence);
+  if (r != VK_SUCCESS) {
+    st = vk_check(v, r, "vkQueueSubmit");
+    batch_abandon(v, sl);
+    return st;
+  }
+  sl->submitted = true;
+  s->stats.submits++;
+  s->stats.dispatches += (uint64_t)sl->ndispatch;
+  for (int i = 0; i < sl->ndispatch; i++) sl->progs[i]->serial = sl->serial;
+  return TVK_OK;
+}
+
+void vk_graph_free(Device *d, DevGraph *g) {
+  if (!g) return;
+  VkDev *v = vk_of(d);
+  if (g->slot.submitted) (void)vk_wait_serial(v, g->slot.serial);
+  if (g->slot.submitted) { /* the wait failed (a lost device): the queue idles first */
+    (void)v->vk.vkQueueWaitIdle(v->queue);
+    (void)slot_complete(v, &g->slot, false);
+  }
+  graph_destroy(v, g);
 }

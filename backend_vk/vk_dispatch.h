@@ -75,6 +75,13 @@ tvk_status vk_wait(VkDev *v);
  * still being recorded). */
 tvk_status vk_wait_serial(VkDev *v, uint64_t serial);
 
+/* The graph entries of the ops table (runtime/device.h): the launches
+ * recorded once into a command buffer of the graph's own, with the barriers
+ * vk_launch would record; a launch of it is one submission. */
+tvk_status vk_graph_create(Device *d, const DevLaunch *l, int n, DevGraph **out);
+tvk_status vk_graph_launch(Device *d, DevGraph *g);
+void vk_graph_free(Device *d, DevGraph *g);
+
 /* Counters since the device was made (tests check barriers). */
 typedef struct {
   uint64_t dispatches; /* vkCmdDispatch recorded */

@@ -298,6 +298,10 @@ typedef struct {
   uint64_t schedules_reused;
   uint64_t jit_captures; /* tvk_jit_run calls that recorded their launches */
   uint64_t jit_replays;  /* tvk_jit_run calls that ran recorded launches */
+  /* Replays that recorded the device's graph of the launches (Vulkan: one
+   * command buffer): the first, and each one whose inputs are other buffers
+   * than the last recorded one's. Other replays submit it as it is. */
+  uint64_t jit_graphs_recorded;
 } tvk_stats;
 
 /* Copies the counters into *out (all zero for a NULL ctx). tvk_stats grows at
@@ -453,7 +457,13 @@ TVK_API void tvk_optim_destroy(tvk_optim *opt);
  *   replay overwrites what the previous call's outputs hold (copy them first
  *   if they must survive). An output that is an input (or a view of one)
  *   makes the function run on every call instead.
- * tvk_stats counts captures and replays; TVK_DEBUG >= 1 logs each. */
+ * - On Vulkan the first replay records the launches as one command buffer,
+ *   and later replays submit it as it is while every input is the same
+ *   buffer as last time (the same tensor, its contents changed in place with
+ *   tvk_assign); a new input tensor records it again. The jit keeps the
+ *   recorded inputs' memory alive until it records again or is destroyed.
+ * tvk_stats counts captures, replays and recordings; TVK_DEBUG >= 1 logs
+ * each. */
 typedef struct tvk_jit tvk_jit;
 typedef tvk_status (*tvk_jit_fn)(void *user, tvk_ctx *ctx, int nin, tvk_tensor *const *in, int nout,
                                  tvk_tensor **out);

@@ -2495,6 +2495,95 @@ static void test_jit(void **state) {
   }
 }
 
+/* tvk_jit on a device with graphs (Vulkan, under synchronization
+ * validation): the launches are recorded once as a command buffer and
+ * submitted as they are while the input is the same tensor, whose contents
+ * tvk_assign changes between calls; a new input tensor each call records
+ * again, also when the last one was released at once (the graph keeps it
+ * alive while it binds it). Each result is checked against loops; on the CPU
+ * nothing is recorded. */
+enum { JG_LAYERS = 4, JG_B = 3, JG_W = 8 };
+typedef struct {
+  tvk_tensor *w[JG_LAYERS];
+  float host[JG_LAYERS][JG_W * JG_W];
+} JitChain;
+
+static tvk_status jit_chain(void *user, tvk_ctx *ctx, int nin, tvk_tensor *const *in, int nout,
+                            tvk_tensor **out) {
+  JitChain *m = user;
+  (void)ctx, (void)nin, (void)nout;
+  tvk_tensor *h = in[0];
+  for (int l = 0; l < JG_LAYERS; l++) h = tvk_tanh(tvk_matmul(h, m->w[l]));
+  out[0] = h;
+  return TVK_OK;
+}
+
+static void jit_chain_check(const char *dev, int call, const JitChain *m, const float *x,
+                            const float *y) {
+  double h[JG_B * JG_W], t[JG_B * JG_W];
+  for (int i = 0; i < JG_B * JG_W; i++) h[i] = x[i];
+  for (int l = 0; l < JG_LAYERS; l++) {
+    for (int r = 0; r < JG_B; r++)
+      for (int o = 0; o < JG_W; o++) {
+        double v = 0;
+        for (int i = 0; i < JG_W; i++) v += h[r * JG_W + i] * m->host[l][i * JG_W + o];
+        t[r * JG_W + o] = tanh(v);
+      }
+    memcpy(h, t, sizeof h);
+  }
+  for (int i = 0; i < JG_B * JG_W; i++)
+    if (fabs(y[i] - h[i]) > 1e-5)
+      fail_msg("%s: call %d, y[%d] = %g, want %g", dev, call, i, y[i], h[i]);
+}
+
+static void test_jit_graph(void **state) {
+  (void)state;
+  for (int k = 0; k < 2; k++) {
+    const char *dev = k ? "VK" : "CPU";
+    tvk_ctx_options opt = {.device = dev, .cache_dir = g_dir, .validate = 2};
+    tvk_ctx *ctx = NULL;
+    if (tvk_ctx_create_opts(&opt, &ctx) != TVK_OK) {
+      if (k == 1 && !vk_required()) continue;
+      fail_msg("%s: %s", dev, tvk_last_create_error());
+    }
+    JitChain m;
+    for (int l = 0; l < JG_LAYERS; l++)
+      m.w[l] = rand_tensor(ctx, 2, (int64_t[]){JG_W, JG_W}, m.host[l]);
+    tvk_jit *jit = tvk_jit_create(ctx, jit_chain, &m);
+    int64_t shape[2] = {JG_B, JG_W};
+    float x[JG_B * JG_W], y[JG_B * JG_W];
+    tvk_tensor *X = rand_tensor(ctx, 2, shape, x);
+    tvk_stats st;
+    enum { SAME = 20, FRESH = 4 };
+    for (int call = 0; call < SAME + FRESH; call++) {
+      tvk_tensor *in = X;
+      if (call >= SAME) { /* a new tensor each call */
+        in = rand_tensor(ctx, 2, shape, x);
+      } else if (call > 0) { /* new contents, same buffer */
+        tvk_tensor *v = rand_tensor(ctx, 2, shape, x);
+        assert_int_equal(tvk_assign(X, v), TVK_OK);
+        assert_int_equal(tvk_realize(1, &X), TVK_OK);
+        tvk_release(v);
+      }
+      tvk_tensor *Y = NULL;
+      assert_int_equal(tvk_jit_run(jit, 1, &in, 1, &Y), TVK_OK);
+      if (in != X) tvk_release(in); /* before the result is read: the graph keeps it */
+      read_f32(Y, y);
+      jit_chain_check(dev, call, &m, x, y);
+      tvk_release(Y);
+    }
+    tvk_stats_get(ctx, &st);
+    assert_int_equal(st.jit_captures, 1);
+    assert_int_equal(st.jit_replays, SAME + FRESH - 2);
+    /* recorded at the first replay, then once per new input tensor */
+    assert_int_equal(st.jit_graphs_recorded, k ? 1 + FRESH : 0);
+    assert_int_equal(st.validation_messages, 0);
+    tvk_release(X);
+    if (k == 0) tvk_jit_destroy(jit); /* on Vulkan the context frees it, and its graph */
+    tvk_ctx_destroy(ctx);
+  }
+}
+
 /* A whole file as a string; NULL if it cannot be read. */
 static char *slurp(const char *path, size_t *n) {
   FILE *f = fopen(path, "rb");
@@ -2711,6 +2800,7 @@ int main(void) {
       cmocka_unit_test(test_scalar_values),
       cmocka_unit_test(test_schedule_reuse),
       cmocka_unit_test(test_jit),
+      cmocka_unit_test(test_jit_graph),
       cmocka_unit_test(test_schedule_graph),
       cmocka_unit_test(test_readonly_cache_option),
       cmocka_unit_test(test_log_callback),

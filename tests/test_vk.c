@@ -1224,6 +1224,87 @@ static void test_timestamps(void **state) {
   close_vk(d);
 }
 
+/* Graphs: K dependent kernels recorded once, submitted three times without a
+ * sync between, with plain launches between two of the submissions, give the
+ * result of running them all in that order; freeing a graph whose run is
+ * pending waits for it. Under synchronization validation, with push
+ * descriptors and with the graph's own descriptor pools (K needs two). */
+static void graph_chain(Device *d) {
+  enum { N = 200, K = 100 };
+  int32_t host[N], out[N];
+  for (int i = 0; i < N; i++) host[i] = 5 * i - 300;
+  DevProgram *p = compile_ok(d, "inc", k_inc, NULL);
+  DevBuffer *b[2] = {alloc_ok(d, sizeof host), alloc_ok(d, sizeof host)};
+  assert_int_equal(d->ops->copy_in(d, b[0], 0, host, sizeof host), TVK_OK);
+  LaunchDims dims = dims_for(N, 64);
+  int32_t n = N;
+  DevBuffer *pairs[K][2];
+  DevLaunch l[K];
+  for (int k = 0; k < K; k++) {
+    pairs[k][0] = b[(k + 1) % 2], pairs[k][1] = b[k % 2]; /* out, in: ends in b[0] */
+    l[k] = (DevLaunch){p, pairs[k], 2, &n, 1, &dims};
+  }
+  DevGraph *g = NULL;
+  assert_int_equal(d->ops->graph_create(d, l, K, &g), TVK_OK);
+  assert_non_null(g);
+  VkDispatchStats s0, s1;
+  vk_dispatch_stats(vk_of(d), &s0);
+  assert_int_equal(d->ops->graph_launch(d, g), TVK_OK);
+  assert_int_equal(d->ops->graph_launch(d, g), TVK_OK); /* waits for the first run */
+  launch_ok(d, p, (DevBuffer *[]){b[1], b[0]}, 2, &n, 1, &dims);
+  launch_ok(d, p, (DevBuffer *[]){b[0], b[1]}, 2, &n, 1, &dims);
+  assert_int_equal(d->ops->graph_launch(d, g), TVK_OK);
+  assert_int_equal(d->ops->sync(d), TVK_OK);
+  vk_dispatch_stats(vk_of(d), &s1);
+  assert_int_equal(s1.dispatches - s0.dispatches, 3 * K + 2);
+  assert_int_equal(s1.submits - s0.submits, 4);
+  assert_int_equal(d->ops->copy_out(d, b[0], 0, out, sizeof out), TVK_OK);
+  for (int i = 0; i < N; i++)
+    if (out[i] != host[i] + 3 * K + 2) {
+      fprintf(stderr, "element %d: %d, want %d\n", i, out[i], host[i] + 3 * K + 2);
+      fail();
+    }
+  assert_int_equal(d->ops->graph_launch(d, g), TVK_OK);
+  d->ops->graph_free(d, g); /* pending: waits */
+  assert_int_equal(d->ops->copy_out(d, b[0], 0, out, sizeof out), TVK_OK);
+  for (int i = 0; i < N; i++) assert_int_equal(out[i], host[i] + 4 * K + 2);
+  /* a bad launch: nothing is made, and the message names the kernel */
+  l[3].bufs = (DevBuffer *[]){b[0], NULL};
+  g = (DevGraph *)&g;
+  assert_int_equal(d->ops->graph_create(d, l, K, &g), TVK_ERR_INVALID_ARG);
+  assert_null(g);
+  assert_non_null(strstr(d->err.msg, "'inc'"));
+  assert_int_equal(d->ops->graph_create(d, l, -1, &g), TVK_ERR_INVALID_ARG);
+  assert_int_equal(d->ops->graph_launch(d, NULL), TVK_ERR_INVALID_ARG);
+  d->ops->graph_free(d, NULL);
+  /* an empty graph runs nothing */
+  assert_int_equal(d->ops->graph_create(d, l, 0, &g), TVK_OK);
+  assert_int_equal(d->ops->graph_launch(d, g), TVK_OK);
+  d->ops->graph_free(d, g);
+  d->ops->free(d, b[0]);
+  d->ops->free(d, b[1]);
+  d->ops->program_free(d, p);
+}
+
+static void test_graph(void **state) {
+  (void)state;
+  Device *d = open_vk_sync(0);
+  graph_chain(d);
+  vk_of(d)->features &= ~(uint32_t)VKFEAT_PUSH_DESCRIPTOR; /* the graph's own pools */
+  graph_chain(d);
+  /* a graph still alive goes with the device (the ASan build checks) */
+  DevProgram *p = compile_ok(d, "inc", k_inc, NULL);
+  DevBuffer *b = alloc_ok(d, 256);
+  int32_t n = 64;
+  LaunchDims dims = dims_for(n, 64);
+  DevGraph *g = NULL;
+  assert_int_equal(
+      d->ops->graph_create(d, &(DevLaunch){p, (DevBuffer *[]){b, b}, 2, &n, 1, &dims}, 1, &g),
+      TVK_OK);
+  assert_int_equal(d->ops->graph_launch(d, g), TVK_OK);
+  close_vk(d);
+}
+
 #define DISPATCH_TESTS                                                                             \
   , cmocka_unit_test(test_compile_and_run),                                                        \
       cmocka_unit_test_setup_teardown(test_spirv_cache, setup_cache, teardown_cache),              \
@@ -1232,7 +1313,8 @@ static void test_timestamps(void **state) {
       cmocka_unit_test_setup_teardown(test_spirv_cache_readonly, setup_cache, teardown_cache),     \
       cmocka_unit_test(test_dependent_chain), cmocka_unit_test(test_barriers_only_where_needed),   \
       cmocka_unit_test(test_group_split), cmocka_unit_test(test_compile_error),                    \
-      cmocka_unit_test(test_launch_checks), cmocka_unit_test(test_timestamps)
+      cmocka_unit_test(test_launch_checks), cmocka_unit_test(test_timestamps),                     \
+      cmocka_unit_test(test_graph)
 
 /* ================================================================ main */
 

@@ -8,7 +8,12 @@
  * BUFFER the jit retains (intermediates, outputs, weights, assign targets).
  * A replay binds the inputs' memory in the inputs' places and launches the
  * list in order. Programs belong to the context's program cache, which frees
- * them only at tvk_ctx_destroy, after every jit is gone. */
+ * them only at tvk_ctx_destroy, after every jit is gone.
+ *
+ * On a device with graphs (Vulkan) the list is recorded once as a graph, one
+ * submission per replay, and recorded again only when a buffer it binds is
+ * another than last time: the inputs' buffers are retained while the graph
+ * binds them, so an unchanged pointer is the same live memory. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,9 +55,24 @@ struct tvk_jit {
   JitLaunch *l;
   size_t nl, capl;
   UOp **out; /* retained: the outputs' nodes after the capture */
+  /* the device graph of the launches, and what it binds: every launch's
+   * buffers in order (nbound), and the inputs' BUFFERs, retained */
+  DevGraph *graph;
+  DevBuffer **bound;
+  size_t nbound;
+  UOp **graph_in;
 };
 
+static void drop_graph(tvk_jit *j) {
+  Device *d = j->ctx->dev;
+  if (j->graph) d->ops->graph_free(d, j->graph);
+  for (int i = 0; j->graph_in && i < j->nin; i++) uop_release(j->graph_in[i]);
+  free(j->bound), free(j->graph_in);
+  j->graph = NULL, j->bound = NULL, j->graph_in = NULL, j->nbound = 0;
+}
+
 static void drop_capture(tvk_jit *j) {
+  drop_graph(j);
   for (size_t i = 0; i < j->nkept; i++) uop_release(j->kept[i]);
   for (size_t i = 0; i < j->nl; i++) free(j->l[i].slot);
   for (int i = 0; j->out && i < j->nout; i++) uop_release(j->out[i]);
@@ -184,8 +204,17 @@ static void finish_capture(tvk_jit *j, tvk_tensor **out) {
   j->captured = true;
 }
 
-/* The captured launches on the inputs' memory, then one wait. */
-static tvk_status replay(tvk_jit *j, Buffer *const *in, tvk_tensor **out) {
+/* Launch l's device buffers, with the inputs' memory in their places. */
+static void launch_bufs(tvk_jit *j, const JitLaunch *l, Buffer *const *in, DevBuffer **bufs) {
+  for (int k = 0; k < l->nbufs; k++) {
+    const Buffer *b = l->slot[k] < 0 ? in[-1 - l->slot[k]]
+                                     : ctx_buffer(j->ctx, graph_buffer_id(j->kept[l->slot[k]]));
+    bufs[k] = b ? b->dev : NULL;
+  }
+}
+
+/* The launches one by one (a device without graphs). */
+static tvk_status replay_launches(tvk_jit *j, Buffer *const *in) {
   tvk_ctx *ctx = j->ctx;
   Device *d = ctx->dev;
   DevBuffer *stack[16];
@@ -194,17 +223,66 @@ static tvk_status replay(tvk_jit *j, Buffer *const *in, tvk_tensor **out) {
     const JitLaunch *l = &j->l[i];
     DevBuffer **bufs = l->nbufs <= 16 ? stack : malloc((size_t)l->nbufs * sizeof *bufs);
     if (!bufs) return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "jit: out of memory");
-    for (int k = 0; k < l->nbufs; k++) {
-      const Buffer *b = l->slot[k] < 0 ? in[-1 - l->slot[k]]
-                                       : ctx_buffer(ctx, graph_buffer_id(j->kept[l->slot[k]]));
-      bufs[k] = b ? b->dev : NULL;
-    }
+    launch_bufs(j, l, in, bufs);
     st = d->ops->launch(d, l->prog, bufs, l->nbufs, l->nvals ? l->vals : NULL, l->nvals, &l->dims);
     if (st != TVK_OK)
       st = err_set(&ctx->err, st, "jit: launch %zu of %zu: %s", i, j->nl, d->err.msg);
     if (bufs != stack) free(bufs);
     if (st == TVK_OK) ctx->stats.kernels_run++;
   }
+  return st;
+}
+
+/* The launches as the device's graph: recorded again when what they bind
+ * changed (*recorded), then one launch of it. */
+static tvk_status replay_graph(tvk_jit *j, Buffer *const *in, bool *recorded) {
+  tvk_ctx *ctx = j->ctx;
+  Device *d = ctx->dev;
+  size_t n = 0;
+  for (size_t i = 0; i < j->nl; i++) n += (size_t)j->l[i].nbufs;
+  DevBuffer **cur = malloc((n ? n : 1) * sizeof *cur);
+  if (!cur) return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "jit: out of memory");
+  for (size_t i = 0, at = 0; i < j->nl; at += (size_t)j->l[i++].nbufs)
+    launch_bufs(j, &j->l[i], in, cur + at);
+  *recorded = !j->graph || n != j->nbound || memcmp(cur, j->bound, n * sizeof *cur);
+  tvk_status st = TVK_OK;
+  if (*recorded) {
+    drop_graph(j);
+    DevLaunch *dl = malloc((j->nl ? j->nl : 1) * sizeof *dl);
+    UOp **gin = calloc((size_t)(j->nin ? j->nin : 1), sizeof *gin);
+    if (!dl || !gin) {
+      free(dl), free(gin), free(cur);
+      return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "jit: out of memory");
+    }
+    for (size_t i = 0, at = 0; i < j->nl; at += (size_t)j->l[i++].nbufs) {
+      const JitLaunch *l = &j->l[i];
+      dl[i] =
+          (DevLaunch){l->prog, cur + at, l->nbufs, l->nvals ? l->vals : NULL, l->nvals, &l->dims};
+    }
+    st = d->ops->graph_create(d, dl, (int)j->nl, &j->graph);
+    free(dl);
+    if (st != TVK_OK) {
+      free(gin), free(cur);
+      return err_set(&ctx->err, st, "jit: recording %zu launches: %s", j->nl, d->err.msg);
+    }
+    for (int i = 0; i < j->nin; i++) gin[i] = uop_retain(j->in_buf[i]);
+    j->graph_in = gin, j->bound = cur, j->nbound = n, cur = NULL;
+    ctx->stats.jit_graphs_recorded++;
+  }
+  free(cur);
+  st = d->ops->graph_launch(d, j->graph);
+  if (st != TVK_OK) return err_set(&ctx->err, st, "jit: %s", d->err.msg);
+  ctx->stats.kernels_run += j->nl;
+  return TVK_OK;
+}
+
+/* The captured launches on the inputs' memory, then one wait. */
+static tvk_status replay(tvk_jit *j, Buffer *const *in, tvk_tensor **out, bool *recorded) {
+  tvk_ctx *ctx = j->ctx;
+  Device *d = ctx->dev;
+  *recorded = false;
+  tvk_status st =
+      d->ops->graph_create && j->nl > 0 ? replay_graph(j, in, recorded) : replay_launches(j, in);
   if (st == TVK_OK && j->nl > 0) {
     st = d->ops->sync(d);
     if (st != TVK_OK) st = err_set(&ctx->err, st, "jit: %s", d->err.msg);
@@ -261,10 +339,14 @@ tvk_status tvk_jit_run(tvk_jit *j, int nin, tvk_tensor *const *in, int nout, tvk
     j->runs = 0;
   }
   if (st == TVK_OK && j->captured && !j->direct) {
-    st = replay(j, bufs, out);
+    bool recorded;
+    st = replay(j, bufs, out, &recorded);
     ctx->stats.jit_replays += st == TVK_OK;
     if (st == TVK_OK && ctx->opt.debug >= 1)
-      log_msg(&ctx->log, TVK_LOG_INFO, "tvk jit: replayed %zu kernels", j->nl);
+      log_msg(&ctx->log, TVK_LOG_INFO, "tvk jit: replayed %zu kernels%s", j->nl,
+              !ctx->dev->ops->graph_create ? ""
+              : recorded                   ? " (recorded as one command buffer)"
+                                           : " (one command buffer, as recorded)");
   } else if (st == TVK_OK) {
     /* the first call compiles; the second is captured, its kernels all known */
     bool capture = j->runs == 1 && !j->direct;

@@ -20,6 +20,7 @@
 typedef struct Device Device;
 typedef struct DevBuffer DevBuffer;   /* backend-defined */
 typedef struct DevProgram DevProgram; /* backend-defined */
+typedef struct DevGraph DevGraph;     /* backend-defined */
 
 /* Launch geometry: global (work-group count) and local (work-group size) per
  * axis. For a kernel of cores mode (the CPU backend's) global[0] is how many
@@ -30,6 +31,16 @@ typedef struct {
   int64_t global[3];
   int64_t local[3];
 } LaunchDims;
+
+/* One launch of a graph (DeviceOps.graph_create): launch()'s arguments. */
+typedef struct {
+  DevProgram *prog;
+  DevBuffer *const *bufs;
+  int nbufs;
+  const int32_t *vals;
+  int nvals;
+  const LaunchDims *dims;
+} DevLaunch;
 
 /* One launch as the device timed it (Device.on_time). */
 typedef struct {
@@ -92,6 +103,17 @@ typedef struct {
   tvk_status (*launch)(Device *d, DevProgram *p, DevBuffer *const *bufs, int nbufs,
                        const int32_t *vals, int nvals, const LaunchDims *dims);
   tvk_status (*sync)(Device *d); /* wait for everything enqueued */
+  /* Graphs: launches recorded once and enqueued again as a unit, for a
+   * replay that does no per-launch work on the host (Vulkan: one command
+   * buffer, submitted as it is). graph_create checks and records l[0..n-1]
+   * (their arrays are not kept); the programs and buffers must outlive the
+   * graph, which always binds the same ones. graph_launch enqueues it as
+   * launch() would, after what was enqueued before; sync waits for it.
+   * graph_free waits for a pending run first; NULL ok. All three NULL: the
+   * device has none, and the caller launches one by one. */
+  tvk_status (*graph_create)(Device *d, const DevLaunch *l, int n, DevGraph **out);
+  tvk_status (*graph_launch)(Device *d, DevGraph *g);
+  void (*graph_free)(Device *d, DevGraph *g);
   /* Waits for the background builds that will replace programs compiled so
    * far (the CPU's optimised tier); NULL: a device with none. */
   tvk_status (*wait_compiles)(Device *d);
