@@ -182,8 +182,65 @@ static void test_var_std_precision(void **state) {
   nn_finish();
 }
 
+/* Reduces longer than one kernel may run per output are split, and a length
+ * with no divisor to split by (a prime) is padded with the reduce's
+ * identity: sum, mean, max, min and prod over prime and awkward lengths, of
+ * all-negative data (a max padded with zeros would give 0), all-positive data
+ * (so would a min) and data near 1 (a product padded with zeros would be 0),
+ * along an axis with rows, and 2^27 broadcast ones (more than one binding
+ * holds), each against a loop in double. */
+static void test_awkward_lengths(void **state) {
+  (void)state;
+  const int64_t lens[] = {16411, 65537, 100003, 2 * 50021};
+  for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+    int64_t n = lens[k], sh[2] = {3, n};
+    float *v = malloc((size_t)(3 * n) * sizeof *v);
+    for (int64_t i = 0; i < 3 * n; i++) {
+      double u = nn_uniform(0, 1);
+      v[i] = (float)(i < n ? -1 - u : i < 2 * n ? 1 + u : 1 + (u - 0.5) * 1e-3);
+    }
+    v[n - 1] = -0.5f, v[n] = 0.75f; /* the extremes at the ends of rows */
+    tvk_tensor *x = from_floats(2, sh, v);
+    float got[3];
+    const int ax[1] = {1};
+    tvk_tensor *r[5] = {tvk_sum(x, 1, ax, false), tvk_mean(x, 1, ax, false),
+                        tvk_max(x, 1, ax, false), tvk_min(x, 1, ax, false),
+                        tvk_prod(x, 1, ax, false)};
+    const char *names[5] = {"sum", "mean", "max", "min", "prod"};
+    for (int op = 0; op < 5; op++) {
+      nn_expect(tvk_to_host(r[op], got, sizeof got) == TVK_OK, "%s: %s", names[op],
+                tvk_ctx_error(nn.ctx));
+      for (int row = op == 4 ? 2 : 0; row < 3; row++) { /* products of rows 0, 1 overflow */
+        const float *p = v + row * n;
+        double want = op == 4 ? 1 : op >= 2 ? p[0] : 0, mag = 0;
+        for (int64_t i = 0; i < n; i++) {
+          double e = p[i];
+          want = op < 2 ? want + e : op == 2 ? fmax(want, e) : op == 3 ? fmin(want, e) : want * e;
+          mag += fabs(e);
+        }
+        if (op == 1) want /= (double)n, mag /= (double)n;
+        double err = fabs(got[row] - want);
+        bool ok = op == 2 || op == 3 ? got[row] == (float)want
+                  : op == 4          ? err <= 1e-4 * fabs(want)
+                                     : err <= SAME_SIGN_RTOL * mag;
+        nn_expect(ok, "%s of row %d of length %lld: got %.9g, want %.9g", names[op], row,
+                  (long long)n, got[row], want);
+      }
+      tvk_release(r[op]);
+    }
+    tvk_release(x);
+    free(v);
+  }
+  const int64_t big = (int64_t)1 << 27;
+  tvk_tensor *ones = tvk_full(nn.ctx, TVK_FLOAT32, 1, &big, 1);
+  double got = scalar_of(tvk_sum(ones, 0, NULL, false));
+  nn_expect(got == (double)big, "sum of 2^27 ones: %.1f", got);
+  tvk_release(ones);
+  nn_finish();
+}
+
 const struct CMUnitTest nn_precision_tests[] = {
     NN_TEST(test_long_sums),    NN_TEST(test_ones_past_2_24),    NN_TEST(test_sums_every_axis),
-    NN_TEST(test_matmul_inner), NN_TEST(test_var_std_precision),
+    NN_TEST(test_matmul_inner), NN_TEST(test_var_std_precision), NN_TEST(test_awkward_lengths),
 };
 const size_t nn_precision_count = sizeof nn_precision_tests / sizeof nn_precision_tests[0];

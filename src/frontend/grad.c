@@ -126,7 +126,7 @@ static UOp *view_back1(Grad *gr, UOp *g, const View *v, int nb, const int64_t *b
   for (int d = 0; d < nd; d++)
     if (S[d] > 1 && T[d] == 0) axes[na++] = d;
   if (na && g) {
-    g = uop_new(ctx->u, OP_REDUCE_AXIS, g->dtype, 1, &g, arg_reduce(OP_ADD, na, axes));
+    g = front_reduce(ctx, g, OP_ADD, na, axes);
     for (int a = 0; a < na; a++) S[axes[a]] = 1;
   }
   /* 3. negative strides are flips */

@@ -75,6 +75,11 @@ typedef struct {
 tvk_tensor *bc_reduce_axes(const char *op, const tvk_tensor *a, int naxes, const int *axes,
                            bool keepdim, BcAxes *r);
 
+/* REDUCE_AXIS of x over axes[0..naxes) (ascending, keepdim shape) with op
+ * (ADD, MUL, MAX), split as every reduce of tvk's is (ops_reduce.c), so that
+ * no kernel reduces too long a run per output. */
+UOp *front_reduce(tvk_ctx *ctx, UOp *x, Op op, int naxes, const int64_t *axes);
+
 /* ---- movement of graph nodes (graph_view over a tracker of x's shape) ---- */
 
 UOp *bc_reshape(UOp *x, int nd, const int64_t *shape, int new_nd, const int64_t *new_shape);

@@ -38,44 +38,106 @@ static UOp *identity(const Ew *e, RKind k, ScalarType s) {
   return ew_const_val(e, s, (CVal){.i = u ? -1 : dt_max_i(dt_make(s))});
 }
 
-/* A long reduce with few outputs is split in two (the seed's split_reduceop):
- * reduced axis i of size n = q * (n / q) becomes the dims (n / q, ..., q), the
- * reduce runs over the original axes into q partial results per output, and
- * a second reduce combines the q of them. The scheduler gives the inner
- * reduce a kernel of its own (a reduce inside another reduce's input), which
- * has q times as many outputs to spread over cores and work groups, and each
- * partial reduces q times fewer elements. q is the largest divisor of some
- * reduced axis in 8..256 with at most 2^22 partials. Unlike the seed, an axis
- * a view broadcasts is split too: it reads no memory, but its work still
- * needs spreading (a GPU invocation may only loop so long). */
-enum { SPLIT_THRESHOLD = 32768, SPLIT_MAX = 256, SPLIT_MIN = 8, SPLIT_MAX_PARTIALS = 1 << 22 };
+/* A long reduce is split in two (the seed's split_reduceop): reduced axis i
+ * of size n = q * (n / q) becomes the dims (n / q, ..., q), the reduce runs
+ * over the original axes into q partial results per output, and a second
+ * reduce combines the q of them (split again if q is itself long). The
+ * scheduler gives the inner reduce a kernel of its own (a reduce inside
+ * another reduce's input), which has q times as many outputs to spread over
+ * cores and work groups.
+ *
+ * No kernel reduces more than SPLIT_CHUNK elements per output: one GPU
+ * invocation may only loop so long (lavapipe ends an invocation after 65535
+ * loop iterations in all; codegen.h, CG_GRID_LOOP_BUDGET, is the same 16384).
+ * q is the largest divisor of a reduced axis in 8..256 that gets there, else
+ * the smallest larger one, with at most 2^22 partials. An axis with no such
+ * divisor (a prime length) is padded with the reduce's identity to a length
+ * that has one: exact for sums, products, max and min alike. Unlike the
+ * seed, an axis a view broadcasts is split too: it reads no memory, but its
+ * work still needs spreading. */
+enum { SPLIT_CHUNK = 16384, SPLIT_MAX = 256, SPLIT_MIN = 8, SPLIT_MAX_PARTIALS = 1 << 22 };
 
-static UOp *reduce_op(UOp *x, Op op, const BcAxes *ax) {
+typedef struct {
+  int axis;       /* the reduced axis split */
+  int64_t q;      /* into q partials per output */
+  int64_t length; /* of that axis, after padding (>= its size) */
+} Split;
+
+/* How a reduce of ax->count elements into `outs` outputs splits; false when
+ * it need not (or cannot: no dim left for the partials, too many outputs). */
+static bool choose_split(int nd, const int64_t *shape, const BcAxes *ax, int64_t outs, Split *sp) {
+  if (ax->count <= SPLIT_CHUNK || nd >= TVK_MAX_DIMS || outs <= 0) return false;
+  int64_t need = (ax->count + SPLIT_CHUNK - 1) / SPLIT_CHUNK, limit = SPLIT_MAX_PARTIALS / outs;
+  int64_t lo = need > SPLIT_MIN ? need : SPLIT_MIN, most = limit < SPLIT_MAX ? limit : SPLIT_MAX;
+  for (int64_t c = most; c >= lo; c--) /* the most partials up to 256: spread wide */
+    for (int k = 0; k < ax->n; k++) {
+      int64_t n = shape[ax->axes[k]];
+      if (n % c == 0 && n / c > 1) return *sp = (Split){(int)ax->axes[k], c, n}, true;
+    }
+  int64_t widest = 0;
+  for (int k = 0; k < ax->n; k++)
+    widest = shape[ax->axes[k]] > widest ? shape[ax->axes[k]] : widest;
+  int64_t last = limit < 16 * lo + SPLIT_MAX ? limit : 16 * lo + SPLIT_MAX; /* then pad */
+  for (int64_t c = lo > most ? lo : most + 1; c <= last && c < widest; c++) /* the fewest */
+    for (int k = 0; k < ax->n; k++) {
+      int64_t n = shape[ax->axes[k]];
+      if (n % c == 0 && n / c > 1) return *sp = (Split){(int)ax->axes[k], c, n}, true;
+    }
+  /* pad the widest axis: per partial ceil(n / q) of it times the other axes */
+  for (int k = 0; k < ax->n; k++) {
+    int i = (int)ax->axes[k];
+    int64_t n = shape[i], rest = ax->count / n;
+    if (n != widest || rest > SPLIT_CHUNK / 2) continue;
+    int64_t per = SPLIT_CHUNK / rest, q = (n + per - 1) / per;
+    q = q > SPLIT_MIN ? q : SPLIT_MIN;
+    per = (n + q - 1) / q;
+    if (q > limit || per < 2) continue;
+    return *sp = (Split){i, q, q * per}, true;
+  }
+  return false;
+}
+
+static UOp *identity_of(const Ew *e, Op op, ScalarType s) {
+  return identity(e, op == OP_ADD ? RK_SUM : op == OP_MUL ? RK_PROD : RK_MAX, s);
+}
+
+/* x's axis sp->axis (of size shape[axis]) extended to sp->length with the
+ * identity of op: zeros by the pad itself, else where(inside, x, identity). */
+static UOp *pad_identity(tvk_ctx *ctx, UOp *x, Op op, int nd, const int64_t *shape,
+                         const Split *sp) {
+  int64_t pads[TVK_MAX_DIMS][2] = {{0}}, padded[TVK_MAX_DIMS];
+  pads[sp->axis][1] = sp->length - shape[sp->axis];
+  memcpy(padded, shape, (size_t)nd * sizeof *padded);
+  padded[sp->axis] = sp->length;
+  const int64_t(*pp)[2] = (const int64_t(*)[2])pads;
+  UOp *y = bc_pad(x, nd, shape, pp);
+  if (!y || op == OP_ADD) return y;
+  Ew in = ew_frame(ctx, nd, shape), out = ew_frame(ctx, nd, padded);
+  UOp *inside = bc_pad(ew_const(&in, DT_BOOL, 1), nd, shape, pp);
+  return ew_where(inside, y, identity_of(&out, op, (ScalarType)x->dtype.scalar));
+}
+
+static UOp *reduce_op(tvk_ctx *ctx, UOp *x, Op op, const BcAxes *ax) {
   if (!x) return NULL;
   if (ax->n == 0) return x; /* nothing to reduce: a 0-d tensor or no axes */
   int64_t shape[TVK_MAX_DIMS + 1];
   int nd = graph_shape(x, shape);
-  int64_t outs = bc_numel(nd, ax->keep);
-  int split = -1;
-  int64_t q = 0;
-  if (ax->count >= SPLIT_THRESHOLD && nd < TVK_MAX_DIMS && outs > 0) {
-    int64_t most = SPLIT_MAX_PARTIALS / outs < SPLIT_MAX ? SPLIT_MAX_PARTIALS / outs : SPLIT_MAX;
-    for (int k = 0; k < ax->n && split < 0; k++) {
-      int i = (int)ax->axes[k];
-      for (int64_t c = most; c >= SPLIT_MIN && split < 0; c--)
-        if (shape[i] % c == 0 && shape[i] / c > 1) split = i, q = c;
-    }
-  }
-  if (split < 0)
+  Split sp;
+  if (!choose_split(nd, shape, ax, bc_numel(nd, ax->keep), &sp))
     return uop_new(x->ctx, OP_REDUCE_AXIS, x->dtype, 1, &x, arg_reduce(op, ax->n, ax->axes));
+  int split = sp.axis;
+  if (sp.length != shape[split]) {
+    x = pad_identity(ctx, x, op, nd, shape, &sp);
+    shape[split] = sp.length;
+  }
   /* (..., n, ...) -> (..., q, n / q, ...) -> (..., n / q, ..., q): the axes
    * keep their numbers and the partials are the last dim */
   int64_t split_shape[TVK_MAX_DIMS + 1];
   int order[TVK_MAX_DIMS + 1];
   for (int d = 0, o = 0; d <= nd; d++) {
     split_shape[d] = d < split        ? shape[d]
-                     : d == split     ? q
-                     : d == split + 1 ? shape[split] / q
+                     : d == split     ? sp.q
+                     : d == split + 1 ? shape[split] / sp.q
                                       : shape[d - 1];
     if (d != split) order[o++] = d;
   }
@@ -83,21 +145,35 @@ static UOp *reduce_op(UOp *x, Op op, const BcAxes *ax) {
   UOp *y = bc_permute(bc_reshape(x, nd, shape, nd + 1, split_shape), nd + 1, split_shape, order);
   UOp *part =
       y ? uop_new(x->ctx, OP_REDUCE_AXIS, x->dtype, 1, &y, arg_reduce(op, ax->n, ax->axes)) : NULL;
-  const int64_t last = nd;
-  UOp *all =
-      part ? uop_new(x->ctx, OP_REDUCE_AXIS, x->dtype, 1, &part, arg_reduce(op, 1, &last)) : NULL;
-  int64_t kept[TVK_MAX_DIMS + 1];
-  memcpy(kept, ax->keep, (size_t)nd * sizeof *kept);
-  kept[nd] = 1;
-  return bc_reshape(all, nd + 1, kept, nd, ax->keep);
+  /* the partials: one axis of q, reduced (and split again when long) */
+  BcAxes all = {.n = 1, .axes = {nd}, .out_nd = nd + 1, .count = sp.q};
+  memcpy(all.keep, ax->keep, (size_t)nd * sizeof *all.keep);
+  all.keep[nd] = 1;
+  memcpy(all.out, all.keep, sizeof all.out);
+  return bc_reshape(reduce_op(ctx, part, op, &all), nd + 1, all.keep, nd, ax->keep);
+}
+
+UOp *front_reduce(tvk_ctx *ctx, UOp *x, Op op, int naxes, const int64_t *axes) {
+  if (!x) return NULL;
+  BcAxes ax = {.n = naxes};
+  int nd = graph_shape(x, ax.keep);
+  ax.count = 1;
+  for (int k = 0; k < naxes; k++) {
+    ax.axes[k] = axes[k];
+    ax.count *= ax.keep[axes[k]];
+    ax.keep[axes[k]] = 1;
+  }
+  ax.out_nd = nd;
+  memcpy(ax.out, ax.keep, sizeof ax.out);
+  return reduce_op(ctx, x, op, &ax);
 }
 
 /* MAX of floats lets a NaN through only when it comes first, so a second
  * reduce over x != x (bool, MAX = any) makes any NaN the result, as numpy's max. */
 static UOp *max_of(const Ew *eo, UOp *x, const BcAxes *ax) {
-  UOp *m = reduce_op(x, OP_MAX, ax);
+  UOp *m = reduce_op(eo->ctx, x, OP_MAX, ax);
   if (!x || !dt_is_float(x->dtype) || ax->n == 0) return m;
-  UOp *any_nan = reduce_op(ew_isnan(x), OP_MAX, ax);
+  UOp *any_nan = reduce_op(eo->ctx, ew_isnan(x), OP_MAX, ax);
   return ew_where(any_nan, ew_like(eo, m, NAN), m);
 }
 
@@ -107,18 +183,19 @@ static UOp *min_of(const Ew *ei, const Ew *eo, UOp *x, const BcAxes *ax) {
   if (x && dt_is_float(x->dtype)) return ew_alu1(OP_NEG, max_of(eo, ew_alu1(OP_NEG, x), ax));
   ScalarType s = x ? (ScalarType)x->dtype.scalar : DT_INT32;
   UOp *flipped = ew_alu2(OP_XOR, x, ew_const_val(ei, s, (CVal){.i = -1}));
-  return ew_alu2(OP_XOR, reduce_op(flipped, OP_MAX, ax), ew_const_val(eo, s, (CVal){.i = -1}));
+  return ew_alu2(OP_XOR, reduce_op(eo->ctx, flipped, OP_MAX, ax),
+                 ew_const_val(eo, s, (CVal){.i = -1}));
 }
 
 static UOp *build(const Ew *ei, const Ew *eo, RKind k, UOp *x, const BcAxes *ax) {
   switch (k) {
-  case RK_SUM: return reduce_op(x, OP_ADD, ax);
-  case RK_PROD: return reduce_op(x, OP_MUL, ax);
+  case RK_SUM: return reduce_op(ei->ctx, x, OP_ADD, ax);
+  case RK_PROD: return reduce_op(ei->ctx, x, OP_MUL, ax);
   case RK_MAX: return max_of(eo, x, ax);
   case RK_MIN: return min_of(ei, eo, x, ax);
   case RK_MEAN: break;
   }
-  UOp *sum = reduce_op(x, OP_ADD, ax);
+  UOp *sum = reduce_op(ei->ctx, x, OP_ADD, ax);
   return ew_alu2(OP_FDIV, sum, ew_like(eo, sum, (double)ax->count));
 }
 
