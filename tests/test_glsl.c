@@ -805,7 +805,7 @@ static HostBuf random_buf(ScalarType t, int64_t n, double lo, double hi) {
 static void test_run_reduces(void **state) {
   Suite *s = *state;
   SKIP_WITHOUT_VK(s);
-  enum { A = 37, B = 129, C = 5 };
+  enum { A = 37, B = 65, C = 5 }; /* all three reduced: within the loop budget */
   UCtx *c = s->c;
   const ScalarType ts[] = {DT_FLOAT32, DT_INT8, DT_FLOAT16};
   const struct {
@@ -936,21 +936,30 @@ static void test_run_vars(void **state) {
   free_all(out, 2), free_all(hb, 2);
 }
 
-/* Reduces longer than CG_GRID_LOOP_BUDGET are unrolled: a sum and a max over
- * 100003 elements (not a multiple of the unroll), and a sum over 70001 rows of
- * the max of each row, whose body holds a reduce and runs as an inner loop. */
+/* A kernel whose reduce would run more than CG_GRID_LOOP_BUDGET iterations in
+ * one invocation is refused in grid mode, naming the count (lavapipe would
+ * end it early; the frontend splits such reduces first: nn_precision's
+ * test_awkward_lengths runs them end to end). The CPU's loops have no such
+ * limit: the same sum and max over 100003 elements run there, checked
+ * against double. */
 static void test_run_long_reduce(void **state) {
   Suite *s = *state;
   SKIP_WITHOUT_VK(s);
   UCtx *c = s->c;
-  enum { N = 100003, R = 70001 };
+  enum { N = 100003 };
   HostBuf hb[3] = {hb_new(DT_FLOAT32, 1), hb_new(DT_FLOAT32, 1), random_buf(DT_FLOAT32, N, -1, 1)};
   UOp *x = ld(c, 2, DT_FLOAT32, shp1(N));
   const int64_t ax0[] = {0};
   UOp *st[2] = {store(c, 0, DT_FLOAT32, shp1(1), reduce(x, OP_ADD, 1, ax0)),
                 store(c, 1, DT_FLOAT32, shp1(1), reduce(x, OP_MAX, 1, ax0))};
+  UOp *sink = uop_sink(c, 2, st);
+  KernelSource ks;
+  assert_int_equal(glsl_of(s->lang[L_DEV], sink, &ks), TVK_ERR_INVALID_ARG);
+  if (!strstr(ks.err.msg, "reduce iterations, more than the 16384"))
+    fail_msg("the message: %s", ks.err.msg);
+  kernel_source_free(&ks);
   HostBuf cpu[3];
-  run_agree(s, uop_sink(c, 2, st), 3, hb, cpu, EXACT, 0, NULL, "long reduce");
+  run_on(s->cpu, NULL, sink, 3, hb, cpu, 0, NULL);
   double acc = 0, mag = 0;
   float mx = -INFINITY;
   for (int i = 0; i < N; i++) {
@@ -959,26 +968,6 @@ static void test_run_long_reduce(void **state) {
   }
   assert_true(fabs(hb_get(&cpu[0], 0).f - acc) <= SUM_BOUND * mag && hb_get(&cpu[1], 0).f == mx);
   free_all(cpu, 3), free_all(hb, 3);
-
-  HostBuf nb[2] = {hb_new(DT_FLOAT32, 1), random_buf(DT_FLOAT32, R * 3, -1, 1)};
-  UOp *y = ld(c, 1, DT_FLOAT32, shp(2, (int64_t)R, (int64_t)3));
-  UOp *rowmax = reduce(y, OP_MAX, 1, (const int64_t[]){1});
-  UOp *tot = reduce(uop_mul(rowmax, uop_const_float(c, DT(FLOAT32), 2)), OP_ADD, 1, ax0);
-  run_agree(s, sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)1, (int64_t)1), tot)), 2, nb, cpu,
-            EXACT, 0, NULL, "nested long reduce");
-  free_all(cpu, 2), free_all(nb, 2);
-
-  /* the innermost axis (3) is too short to unroll enough: the rows are (int32
-   * sums do not depend on the order) */
-  HostBuf ib[2] = {hb_new(DT_INT32, 1), random_buf(DT_INT32, R * 3, 0, 0)};
-  UOp *z = ld(c, 1, DT_INT32, shp(2, (int64_t)R, (int64_t)3));
-  UOp *all = reduce(z, OP_ADD, 2, (const int64_t[]){0, 1});
-  run_agree(s, sink1(store(c, 0, DT_INT32, shp(2, (int64_t)1, (int64_t)1), all)), 2, ib, cpu, EXACT,
-            0, NULL, "long reduce over rows");
-  uint32_t want = 0;
-  for (int i = 0; i < R * 3; i++) want += (uint32_t)hb_get(&ib[1], i).i;
-  assert_int_equal(hb_get(&cpu[0], 0).i, (int32_t)want);
-  free_all(cpu, 2), free_all(ib, 2);
 }
 
 /* ---------------------------------------------------------------- golden */

@@ -133,14 +133,11 @@ tvk_status lower_kernel(UOp *ast, const KernelDesc *ks, const OptPlan *plan, UOp
                         CgLaunch *launch, Error *err);
 
 /* Grid mode: the loop iterations one invocation may run in its reduces (their
- * trips multiplied). Past it the innermost reduce loops are unrolled, into at
- * most CG_GRID_MAX_UNROLL copies of the body and CG_GRID_MAX_BODY UOps of
- * copies in all (lower.c): lavapipe ends an invocation's loops after 65535
- * iterations in all. A kernel still over the budget is refused, never cut
- * short. The frontend splits long reduces (ops_reduce.c), so few need it. */
+ * trips multiplied): lavapipe ends an invocation's loops after 65535
+ * iterations in all. The frontend splits longer reduces into kernels that fit
+ * (ops_reduce.c, SPLIT_CHUNK); lowering refuses a kernel over it, never cuts
+ * it short. */
 #define CG_GRID_LOOP_BUDGET 16384
-#define CG_GRID_MAX_UNROLL 1024 /* copies of a reduce body at most */
-#define CG_GRID_MAX_BODY 65536  /* UOps in all the copies of a body */
 
 /* Grid mode (CG_MODE_GRID): the output elements, numbered row-major over the
  * output axes, map to invocations gid = group_id * local + local_id of a 1-D

@@ -45,10 +45,6 @@ typedef struct {
   uint32_t split;   /* bit d: a long axis d is split into digits */
   int64_t split_n;  /* cores mode: the extent of the axis split across cores */
   int64_t range_id; /* the next axis id for a digit RANGE */
-  /* Grid mode: the innermost reduce loops of the kernel whose bodies are
-   * copied instead of looped (choose_unrolled), to stay in the loop budget. */
-  UOp *unrolled[MAX_LOOPS];
-  int nunrolled;
   int nouter;
   DType idt; /* the index dtype: int32, or int64 when the kernel needs it (KernelDesc.index64) */
   UOp *zero; /* 0 of idt, the index of size-1 dims */
@@ -222,36 +218,22 @@ static bool make_axes(LowerCtx *lc) {
 }
 
 /* Grid mode: the reduce loops of one invocation may run CG_GRID_LOOP_BUDGET
- * iterations in all (their trips multiplied). Past that the kernel's reduce
- * loops are unrolled, innermost first (the digits of the last reduced axis
- * first): their bodies are copied, in the order the loop would run them, so a
- * sum adds exactly what the CPU's loops add. The copies are capped by the
- * body's size and CG_GRID_MAX_UNROLL; a kernel still over the budget is
- * refused (it would be cut short, not slow). */
-static tvk_status choose_unrolled(LowerCtx *lc, int64_t body) {
+ * iterations in all (their trips multiplied; a GROUP's lanes share theirs).
+ * The frontend splits longer reduces into kernels that fit (ops_reduce.c);
+ * a kernel still over the budget is refused, never cut short. */
+static tvk_status check_budget(LowerCtx *lc) {
   const KernelDesc *ks = lc->ks;
-  UOp *loops[MAX_LOOPS];
-  int n = 0;
   int64_t total = 1;
-  for (int d = ks->ndim - 1; d >= 0; d--)
+  for (int d = 0; d < ks->ndim; d++)
     for (int j = 0; ks->reduce_axes >> d & 1 && j < lc->ndig[d]; j++) {
-      loops[n++] = lc->dig[d][j];
       int64_t t = lc->dig[d][j]->src[0]->arg.i;
       total = total > INT64_MAX / (t ? t : 1) ? INT64_MAX : total * t;
     }
-  int64_t copies = 1;
-  lc->nunrolled = 0;
-  for (int i = 0; i < n && total > CG_GRID_LOOP_BUDGET; i++) {
-    int64_t t = loops[i]->src[0]->arg.i;
-    if (copies * t > CG_GRID_MAX_UNROLL || copies * t * body > CG_GRID_MAX_BODY) break;
-    copies *= t, total /= t;
-    lc->unrolled[lc->nunrolled++] = loops[i];
-  }
   if (total <= CG_GRID_LOOP_BUDGET) return TVK_OK;
   return err_first(lc->err, TVK_ERR_INVALID_ARG,
-                   "lowering: a work item would run %lld reduce iterations (at most %d per "
-                   "invocation; unrolling stops at %d copies of a body of %lld UOps)",
-                   (long long)total, CG_GRID_LOOP_BUDGET, CG_GRID_MAX_UNROLL, (long long)body);
+                   "lowering: a work item would run %lld reduce iterations, more than the %d one "
+                   "invocation may (tvk's reduces are split to fit: ops_reduce.c)",
+                   (long long)total, CG_GRID_LOOP_BUDGET);
 }
 
 /* Grid mode (codegen.h, lower_kernel_grid): the output elements (the blocks
@@ -413,37 +395,10 @@ static UOp *identity(LowerCtx *lc, Op op, DType dt) {
   return uop_const_int(lc->ctx, dt, dt_min_i(dt));
 }
 
-/* Whether the graph under x holds an accumulator (a nested reduce); true when
- * out of memory, which the caller then treats the safe way. */
-static bool has_acc(UOp *x) {
-  size_t n = 0;
-  UOp **t = uop_toposort(x, &n);
-  bool found = !t;
-  for (size_t i = 0; t && i < n && !found; i++) found = t[i]->op == OP_DEFINE_ACC;
-  free(t);
-  return found;
-}
-
 /* Iterations of a reduce loop (its end is a constant). */
 static int64_t trips(const UOp *range) {
   const UOp *end = range->src[0];
   return end->op == OP_CONST ? end->arg.i : INT64_MAX / CG_SUM_BLOCK;
-}
-
-/* Copies of v, one per iteration of loops[0..n) in the order the loops run
- * them (loops[0] innermost, fastest), each with the RANGEs replaced by the
- * iteration's constants; appended to out (*nout grows). */
-static bool copy_iterations(LowerCtx *lc, UOp *v, UOp *const *loops, int n, UOp **out, int *nout) {
-  int64_t idx[MAX_LOOPS] = {0}, total = 1;
-  for (int i = 0; i < n; i++) total *= trips(loops[i]);
-  for (int64_t c = 0; c < total; c++) {
-    UOp *k[MAX_LOOPS];
-    for (int i = 0; i < n; i++)
-      if (!(k[i] = b_c(lc, idx[i]))) return false;
-    if (!(out[(*nout)++] = uop_substitute(v, n, loops, k))) return false;
-    for (int i = 0; i < n && ++idx[i] == trips(loops[i]); i++) idx[i] = 0;
-  }
-  return true;
 }
 
 /* ident op v[0] op v[1] ...: what a loop over them adds, in its order. */
@@ -484,11 +439,10 @@ static UOp *group_combine(LowerCtx *lc, Op op, UOp *ident, UOp *v, bool sum) {
   return r2 ? uop_new(c, OP_ASSIGN, dt, 2, (UOp *[]){acc2, r2}, arg_none()) : NULL;
 }
 
-/* The accumulation of x over loops[0..nl) (innermost first; the first nu of
- * them copied rather than looped), in levels for a float sum: the ASSIGN (or
- * fold) whose value is the reduce's once the loops close. NULL: out of memory. */
-static UOp *levels(LowerCtx *lc, Op op, UOp *ident, UOp *x, UOp *const *loops, int nl, int nu,
-                   bool sum) {
+/* The accumulation of x over loops[0..nl) (innermost first), in levels for a
+ * float sum: the ASSIGN whose value is the reduce's once the loops close.
+ * NULL: out of memory. */
+static UOp *levels(LowerCtx *lc, Op op, UOp *ident, UOp *x, UOp *const *loops, int nl, bool sum) {
   UOp *v = x; /* the value of the levels so far, once their loops close */
   for (int at = 0; at < nl;) {
     /* the level: loops [at, end), as many as multiply to at most the block
@@ -500,22 +454,13 @@ static UOp *levels(LowerCtx *lc, Op op, UOp *ident, UOp *x, UOp *const *loops, i
       for (int64_t it = trips(loops[at]); end < nl && it * trips(loops[end]) <= CG_SUM_BLOCK;)
         it *= trips(loops[end++]);
     }
-    int ncopy = nu < at ? 0 : (nu < end ? nu : end) - at; /* this level's unrolled loops */
-    UOp *copies[CG_GRID_MAX_UNROLL]; /* per level: at most CG_SUM_BLOCK for a sum, the cap else */
-    int n = 0;
-    if (ncopy > 0 && !copy_iterations(lc, v, loops + at, ncopy, copies, &n)) return NULL;
-    if (ncopy == end - at) { /* every loop copied: no accumulator */
-      v = fold(op, ident, copies, n);
-    } else {
-      UOp *src[1 + MAX_LOOPS];
-      int ns = 0;
-      src[ns++] = ident;
-      for (int q = end - 1; q >= at + ncopy; q--) src[ns++] = loops[q]; /* outermost first */
-      UOp *acc = uop_new(lc->ctx, OP_DEFINE_ACC, ident->dtype, ns, src, arg_int(lc->nacc++));
-      UOp *upd = !acc ? NULL : ncopy ? fold(op, acc, copies, n) : b2(op, acc, v);
-      v = upd ? uop_new(lc->ctx, OP_ASSIGN, ident->dtype, 2, (UOp *[]){acc, upd}, arg_none())
-              : NULL;
-    }
+    UOp *src[1 + MAX_LOOPS];
+    int ns = 0;
+    src[ns++] = ident;
+    for (int q = end - 1; q >= at; q--) src[ns++] = loops[q]; /* outermost first */
+    UOp *acc = uop_new(lc->ctx, OP_DEFINE_ACC, ident->dtype, ns, src, arg_int(lc->nacc++));
+    UOp *upd = acc ? b2(op, acc, v) : NULL;
+    v = upd ? uop_new(lc->ctx, OP_ASSIGN, ident->dtype, 2, (UOp *[]){acc, upd}, arg_none()) : NULL;
     if (!v) return NULL;
     at = end;
   }
@@ -532,12 +477,8 @@ static UOp *levels(LowerCtx *lc, Op op, UOp *ident, UOp *x, UOp *const *loops, i
  * (integers, max, product) has one level over every loop. Elements past an
  * axis's end (its digits cover more) are the identity.
  *
- * Grid mode unrolls the kernel's innermost loops (choose_unrolled): a level
- * whose loops are all unrolled is the fold of its copies, with no
- * accumulator; a level partly unrolled folds the copies into its update. The
- * order of every addition is the one the loops give, so both lowerings add
- * the same numbers in the same order. A body holding a nested reduce (an
- * accumulator) is not copied. */
+ * Both lowerings make the same loops, so they add the same numbers in the
+ * same order. */
 static UOp *lower_reduce(void *ctx, UOp **c) {
   LowerCtx *lc = ctx;
   UOp *r = c[X], *x = r->src[0], *loops[MAX_LOOPS];
@@ -554,20 +495,16 @@ static UOp *lower_reduce(void *ctx, UOp **c) {
       if (!in || !(x = uop_where(in, x, ident))) return oom(lc);
     }
   }
-  /* how many of the innermost loops are copied rather than looped */
-  int nu = 0;
-  bool nested = has_acc(x);
-  while (!nested && nu < nl && nu < lc->nunrolled && loops[nu] == lc->unrolled[nu]) nu++;
   bool lanes = false;
   for (int i = 0; i < r->arg.red.n; i++) lanes |= (int)r->arg.red.axes[i] == lc->uaxis;
   UOp *v = NULL;
   if (!lanes) {
-    v = levels(lc, op, ident, x, loops, nl, nu, sum);
+    v = levels(lc, op, ident, x, loops, nl, sum);
   } else { /* UNROLL: a chain of levels per lane, combined in lane order */
     UOp *lane[OPT_MAX_UNROLL];
     for (int64_t l = 0; l < lc->ulanes; l++) {
       UOp *k = b_c(lc, l), *xl = k ? uop_substitute(x, 1, &lc->ulane, &k) : NULL;
-      if (!xl || !(lane[l] = levels(lc, op, ident, xl, loops, nl, nu, sum))) return oom(lc);
+      if (!xl || !(lane[l] = levels(lc, op, ident, xl, loops, nl, sum))) return oom(lc);
     }
     v = fold(op, lane[0], lane + 1, (int)lc->ulanes - 1);
   }
@@ -640,30 +577,21 @@ static tvk_status lower_copies(UOp *ast, LowerCtx *lc, UOp **out, Error *err) {
 }
 
 /* What lowering needs to know of the AST's reduces before making the axes:
- * the axes float sums reduce (split into digits), and the UOps of the largest
- * reduce body (what a copy of it costs). */
-static bool scan_reduces(UOp *ast, uint32_t *sum_axes, int64_t *body) {
+ * the axes float sums reduce (split into digits). */
+static bool scan_reduces(UOp *ast, uint32_t *sum_axes) {
   size_t n = 0;
   UOp **t = uop_toposort(ast, &n);
   if (!t) return false;
-  *sum_axes = 0, *body = 0;
-  bool ok = true;
-  for (size_t i = 0; ok && i < n; i++) {
-    if (t[i]->op != OP_REDUCE_AXIS) continue;
-    if (t[i]->arg.red.op == OP_ADD && dt_is_float(t[i]->dtype))
+  *sum_axes = 0;
+  for (size_t i = 0; i < n; i++)
+    if (t[i]->op == OP_REDUCE_AXIS && t[i]->arg.red.op == OP_ADD && dt_is_float(t[i]->dtype))
       for (int k = 0; k < t[i]->arg.red.n; k++) *sum_axes |= 1u << t[i]->arg.red.axes[k];
-    size_t m = 0;
-    UOp **b = uop_toposort(t[i]->src[0], &m);
-    ok = b != NULL;
-    free(b);
-    if ((int64_t)m > *body) *body = (int64_t)m;
-  }
   free(t);
-  return ok;
+  return true;
 }
 
 static bool lower_init(LowerCtx *lc, UOp *ast, const KernelDesc *ks, const OptPlan *plan,
-                       Error *err, int64_t *body) {
+                       Error *err) {
   *lc = (LowerCtx){.ctx = ast->ctx, .ks = ks, .err = err};
   opt_upcasts(ks, plan, lc->up);
   lc->gaxis = opt_group(plan, &lc->glanes);
@@ -671,7 +599,7 @@ static bool lower_init(LowerCtx *lc, UOp *ast, const KernelDesc *ks, const OptPl
   lc->idt = ks->index64 ? dt_make(DT_INT64) : dt_make(DT_INT32);
   lc->range_id = 2 * ks->ndim + 2; /* after the axes and the bounds range */
   lc->zero = b_c(lc, 0);
-  return lc->zero && scan_reduces(ast, &lc->split, body);
+  return lc->zero && scan_reduces(ast, &lc->split);
 }
 
 /* Cores mode's launch: how many cores can have work (the split axis's
@@ -687,8 +615,7 @@ tvk_status lower_kernel(UOp *ast, const KernelDesc *ks, const OptPlan *plan, UOp
                         CgLaunch *launch, Error *err) {
   *out = NULL;
   LowerCtx lc;
-  int64_t body;
-  if (!lower_init(&lc, ast, ks, plan, err, &body) || !make_axes(&lc))
+  if (!lower_init(&lc, ast, ks, plan, err) || !make_axes(&lc))
     return err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
   cores_launch(&lc, launch);
   return lower_copies(ast, &lc, out, err);
@@ -700,12 +627,10 @@ tvk_status lower_kernel_grid(UOp *ast, const KernelDesc *ks, const OptPlan *plan
   if (local_size < 1)
     return err_first(err, TVK_ERR_INVALID_ARG, "lowering: work-group size %d", local_size);
   LowerCtx lc;
-  int64_t body;
-  if (!lower_init(&lc, ast, ks, plan, err, &body))
+  if (!lower_init(&lc, ast, ks, plan, err))
     return err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
-  lc.split = ks->reduce_axes; /* every long axis: the budget may need to unroll part of it */
   if (!make_axes_grid(&lc, local_size, launch))
     return err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
-  if (choose_unrolled(&lc, body) != TVK_OK) return err->status;
+  if (check_budget(&lc) != TVK_OK) return err->status;
   return lower_copies(ast, &lc, out, err);
 }
