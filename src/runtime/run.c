@@ -12,6 +12,7 @@
 
 #include "codegen/kernel.h"
 #include "codegen/opt.h"
+#include "ir/hash.h"
 #include "ir/ptrmap.h"
 #include "ir/uop.h"
 #include "ir/vec.h"
@@ -55,12 +56,6 @@ struct ProgCache {
   size_t ncost, capcost;
   PtrMap cost_of; /* DevProgram -> index into cost */
 };
-
-static uint64_t fnv1a(const char *s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
-  return h;
-}
 
 static ProgEntry *cache_slot(ProgEntry *e, size_t cap, uint64_t h, const char *src) {
   size_t i = (size_t)h & (cap - 1);
@@ -138,7 +133,7 @@ void progcache_free(ProgCache *c, Device *dev) {
 static DevProgram *cached_program(const Runner *r, const KernelSource *ks) {
   ProgCache *c = *r->programs;
   if (!c || !c->cap) return NULL;
-  ProgEntry *e = cache_slot(c->e, c->cap, fnv1a(ks->src), ks->src);
+  ProgEntry *e = cache_slot(c->e, c->cap, hash_fnv1a(ks->src, strlen(ks->src)), ks->src);
   if (e->src) r->stats->cache_hits++;
   return e->src ? e->prog : NULL;
 }
@@ -154,7 +149,7 @@ static tvk_status cache_program(const Runner *r, const KernelSource *ks, DevProg
     return err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory for the program cache",
                    ks->name);
   }
-  uint64_t h = fnv1a(ks->src);
+  uint64_t h = hash_fnv1a(ks->src, strlen(ks->src));
   *cache_slot(c->e, c->cap, h, ks->src) = (ProgEntry){key, h, prog};
   c->n++;
   /* out of memory here only leaves the program's cost unknown (0) */
@@ -165,12 +160,6 @@ static tvk_status cache_program(const Runner *r, const KernelSource *ks, DevProg
     opt_plan_str(&ks->plan, pc->plan, sizeof pc->plan);
   }
   return TVK_OK;
-}
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 /* One device compile of a schedule's batch, run on any thread. */
@@ -202,7 +191,7 @@ enum { PROGRESS_MIN_KERNELS = 16, PROGRESS_AFTER_MS = 500, PROGRESS_EVERY_MS = 2
 
 static void report_progress(CompileBatch *b, bool final) {
   if (!b->report) return;
-  double t = now_ms();
+  double t = 1e-6 * (double)trace_now_ns();
   bool started = b->last > 0;
   if (!started && b->n < PROGRESS_MIN_KERNELS && t - b->t0 < PROGRESS_AFTER_MS) return;
   if (!final && started && t - b->last < PROGRESS_EVERY_MS) return;
@@ -250,7 +239,7 @@ static void compile_batch(const Runner *r, CompileJob *jobs, int n) {
       .dev = r->dev, .trace = r->trace, .jobs = jobs, .n = n, .report = r->progress, .log = r->log};
   atomic_init(&b.next, 0);
   atomic_init(&b.done, 0);
-  b.t0 = now_ms();
+  b.t0 = 1e-6 * (double)trace_now_ns();
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int extra = (int)(cores < n ? cores : n) - 1;
   if (extra > RUN_MAX_COMPILE_THREADS - 1) extra = RUN_MAX_COMPILE_THREADS - 1;

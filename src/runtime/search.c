@@ -1,28 +1,22 @@
 /* The timed plan search and its choices on disk (search.h). */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#define _POSIX_C_SOURCE 200809L /* mkdir */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "codegen/codegen.h"
 #include "codegen/opt.h"
 #include "ir/strbuf.h"
 #include "runtime/cache.h"
 #include "runtime/search.h"
+#include "runtime/trace.h"
 
 #define SEARCH_MAX_CANDIDATES 64 /* per round */
 #define SEARCH_RUNS 3            /* timed launches per candidate; the fastest counts */
 #define PLAN_MAGIC "tvk-plan 1\n"
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 /* ---------------------------------------------------------------- the choices file */
 
@@ -106,11 +100,11 @@ static double time_plan(const Bench *b, const OptPlan *p) {
         d->ops->launch(d, prog, b->scratch, b->it->nbufs, nv ? zeros : NULL, nv, &dims) == TVK_OK &&
         d->ops->sync(d) == TVK_OK;
     for (int k = 0; ok && k < SEARCH_RUNS; k++) {
-      double t0 = now_ms();
+      int64_t t0 = trace_now_ns();
       ok = d->ops->launch(d, prog, b->scratch, b->it->nbufs, nv ? zeros : NULL, nv, &dims) ==
                TVK_OK &&
            d->ops->sync(d) == TVK_OK;
-      double t = now_ms() - t0;
+      double t = 1e-6 * (double)(trace_now_ns() - t0);
       if (ok && (best < 0 || t < best)) best = t;
     }
     if (!ok) best = -1;

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/hash.h"
 #include "ir/ptrmap.h"
 #include "ir/strbuf.h"
 #include "ir/ustack.h"
@@ -166,12 +167,6 @@ static void canon_free(Canon *c) {
   free(c->nodes);
 }
 
-static uint64_t fnv(const char *p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)p[i]) * 0x100000001b3ull;
-  return h;
-}
-
 /* ---------------------------------------------------------------- entries */
 
 static void entry_free(Entry *e) {
@@ -211,7 +206,7 @@ static bool entry_make(Entry *e, const Canon *c, const Schedule *s) {
   if (!e->bufs || !e->alias_node || !e->alias_view || !e->items || !e->key) return false;
   memcpy(e->key, c->key.p, c->key.len);
   e->len = c->key.len;
-  e->hash = fnv(c->key.p, c->key.len);
+  e->hash = hash_fnv1a(c->key.p, c->key.len);
   e->nbufs = s->nbufs, e->naliases = s->naliases;
   for (int i = 0; i < s->nbufs; i++) {
     const SchedBuf *b = &s->bufs[i];
@@ -306,7 +301,7 @@ tvk_status schedule_create_cached(const SchedCtx *sc, SchedCache **cache, int n,
     canon_free(&c);
     return schedule_create(sc, n, roots, out);
   }
-  uint64_t h = fnv(c.key.p, c.key.len);
+  uint64_t h = hash_fnv1a(c.key.p, c.key.len);
   sch->clock++;
   for (int i = 0; i < sch->n; i++) {
     Entry *e = &sch->e[i];
