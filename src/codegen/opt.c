@@ -23,6 +23,8 @@ _Static_assert(OPT_MAX_UNROLL == 64, "OPT_MAX_UNROLL_STR spells it");
 #define OPT_GROUP_MAX_OUTPUTS 64
 /* Elements of an elementwise kernel per GPU invocation. */
 #define OPT_GRID_ELEMENTS 8
+/* A GPU reduce axis this long or longer is unrolled (opt_heuristic). */
+#define OPT_GRID_UNROLL_FROM 1024
 
 /* What GROUP needs of the kernel's reduces: all reduce one axis set (returned
  * in *axes; *nred counts them), none is nested in another, all of 32-bit
@@ -360,4 +362,17 @@ void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan 
    * (lavapipe, a*b+c over 16M: 106 -> 66 ms; reduces with outputs were
    * slower upcast, 11 -> 44 ms for a long sum's first kernel) */
   if (grid && !sh.reduce) push(plan, OPT_UPCAST, vec, dividing(kd->full[vec], OPT_GRID_ELEMENTS));
+  /* a long reduce on a GPU, one invocation per output: its longest axis
+   * unrolled by 8 into accumulators of their own, which spares a loop's
+   * overhead per element (lavapipe: a sum of 2^27 computed int32 values
+   * 0.17 -> 0.12 s, a 16M float sum 12.9-13.5 -> 11.6-11.8 ms) */
+  if (grid && sh.reduce) {
+    int axis = longest_reduce_axis(kd);
+    int32_t u =
+        axis >= 0 && kd->full[axis] >= OPT_GRID_UNROLL_FROM ? dividing(kd->full[axis], 8) : 1;
+    OptPlan p = *plan;
+    push(&p, OPT_UNROLL, axis, u);
+    Error err = {0};
+    if (u > 1 && opt_check(norm, kd, &p, t, &err) == TVK_OK) *plan = p;
+  }
 }
