@@ -276,9 +276,7 @@ static bool backward(Grad *gr, UOp *u, UOp *g) {
     if (u->arg.red.op == OP_MAX) { /* to the maxima, ties in equal parts */
       UOp *ye = bc_expand(u, nd, shape, xs);
       UOp *hit = ew_where(ew_ne(a, ye), ew_like(&ex, a, 0), ew_like(&ex, a, 1));
-      UOp *cnt = hit ? uop_new(ctx->u, OP_REDUCE_AXIS, a->dtype, 1, &hit,
-                               arg_reduce(OP_ADD, u->arg.red.n, u->arg.red.axes))
-                     : NULL;
+      UOp *cnt = front_reduce(ctx, hit, OP_ADD, u->arg.red.n, u->arg.red.axes);
       /* g / count at the reduce's size, then to every maximum: one division
        * per output, not per input element */
       UOp *share = ew_alu2(OP_FDIV, g, cnt);

@@ -55,24 +55,29 @@ struct tvk_jit {
   JitLaunch *l;
   size_t nl, capl;
   UOp **out; /* retained: the outputs' nodes after the capture */
-  /* the device graph of the launches, and what it binds: every launch's
-   * buffers in order (nbound), and the inputs' BUFFERs, retained */
+  /* the device graph of the launches and what it binds: every launch's
+   * buffers in order (nbound of them), and the inputs' BUFFERs, retained;
+   * cur is the same list for this call, compared with bound */
   DevGraph *graph;
-  DevBuffer **bound;
+  DevBuffer **bound, **cur;
   size_t nbound;
-  UOp **graph_in;
+  UOp **graph_in; /* nin of them; NULL entries while no graph */
 };
 
 static void drop_graph(tvk_jit *j) {
   Device *d = j->ctx->dev;
   if (j->graph) d->ops->graph_free(d, j->graph);
-  for (int i = 0; j->graph_in && i < j->nin; i++) uop_release(j->graph_in[i]);
-  free(j->bound), free(j->graph_in);
-  j->graph = NULL, j->bound = NULL, j->graph_in = NULL, j->nbound = 0;
+  j->graph = NULL;
+  for (int i = 0; j->graph_in && i < j->nin; i++) {
+    uop_release(j->graph_in[i]);
+    j->graph_in[i] = NULL;
+  }
 }
 
 static void drop_capture(tvk_jit *j) {
   drop_graph(j);
+  free(j->bound), free(j->cur), free(j->graph_in);
+  j->bound = j->cur = NULL, j->graph_in = NULL, j->nbound = 0;
   for (size_t i = 0; i < j->nkept; i++) uop_release(j->kept[i]);
   for (size_t i = 0; i < j->nl; i++) free(j->l[i].slot);
   for (int i = 0; j->out && i < j->nout; i++) uop_release(j->out[i]);
@@ -238,39 +243,39 @@ static tvk_status replay_launches(tvk_jit *j, Buffer *const *in) {
 static tvk_status replay_graph(tvk_jit *j, Buffer *const *in, bool *recorded) {
   tvk_ctx *ctx = j->ctx;
   Device *d = ctx->dev;
-  size_t n = 0;
-  for (size_t i = 0; i < j->nl; i++) n += (size_t)j->l[i].nbufs;
-  DevBuffer **cur = malloc((n ? n : 1) * sizeof *cur);
-  if (!cur) return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "jit: out of memory");
+  if (!j->bound) { /* the first replay of this capture: room for the lists */
+    for (size_t i = 0; i < j->nl; i++) j->nbound += (size_t)j->l[i].nbufs;
+    size_t n = j->nbound ? j->nbound : 1;
+    j->bound = malloc(n * sizeof *j->bound), j->cur = malloc(n * sizeof *j->cur);
+    j->graph_in = calloc((size_t)(j->nin ? j->nin : 1), sizeof *j->graph_in);
+    if (!j->bound || !j->cur || !j->graph_in) {
+      free(j->bound), free(j->cur), free(j->graph_in);
+      j->bound = j->cur = NULL, j->graph_in = NULL, j->nbound = 0;
+      return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "jit: out of memory");
+    }
+  }
   for (size_t i = 0, at = 0; i < j->nl; at += (size_t)j->l[i++].nbufs)
-    launch_bufs(j, &j->l[i], in, cur + at);
-  *recorded = !j->graph || n != j->nbound || memcmp(cur, j->bound, n * sizeof *cur);
-  tvk_status st = TVK_OK;
+    launch_bufs(j, &j->l[i], in, j->cur + at);
+  *recorded = !j->graph || memcmp(j->cur, j->bound, j->nbound * sizeof *j->cur);
   if (*recorded) {
     drop_graph(j);
     DevLaunch *dl = malloc((j->nl ? j->nl : 1) * sizeof *dl);
-    UOp **gin = calloc((size_t)(j->nin ? j->nin : 1), sizeof *gin);
-    if (!dl || !gin) {
-      free(dl), free(gin), free(cur);
-      return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "jit: out of memory");
-    }
+    if (!dl) return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "jit: out of memory");
     for (size_t i = 0, at = 0; i < j->nl; at += (size_t)j->l[i++].nbufs) {
       const JitLaunch *l = &j->l[i];
-      dl[i] =
-          (DevLaunch){l->prog, cur + at, l->nbufs, l->nvals ? l->vals : NULL, l->nvals, &l->dims};
+      dl[i] = (DevLaunch){l->prog,  j->cur + at, l->nbufs, l->nvals ? l->vals : NULL,
+                          l->nvals, &l->dims};
     }
-    st = d->ops->graph_create(d, dl, (int)j->nl, &j->graph);
+    tvk_status st = d->ops->graph_create(d, dl, (int)j->nl, &j->graph);
     free(dl);
-    if (st != TVK_OK) {
-      free(gin), free(cur);
+    if (st != TVK_OK)
       return err_set(&ctx->err, st, "jit: recording %zu launches: %s", j->nl, d->err.msg);
-    }
-    for (int i = 0; i < j->nin; i++) gin[i] = uop_retain(j->in_buf[i]);
-    j->graph_in = gin, j->bound = cur, j->nbound = n, cur = NULL;
+    for (int i = 0; i < j->nin; i++) j->graph_in[i] = uop_retain(j->in_buf[i]);
+    DevBuffer **t = j->bound;
+    j->bound = j->cur, j->cur = t;
     ctx->stats.jit_graphs_recorded++;
   }
-  free(cur);
-  st = d->ops->graph_launch(d, j->graph);
+  tvk_status st = d->ops->graph_launch(d, j->graph);
   if (st != TVK_OK) return err_set(&ctx->err, st, "jit: %s", d->err.msg);
   ctx->stats.kernels_run += j->nl;
   return TVK_OK;

@@ -63,6 +63,15 @@ typedef struct {
   int64_t length; /* of that axis, after padding (>= its size) */
 } Split;
 
+/* A reduced axis that c splits into c parts of more than one element. */
+static bool split_by(const int64_t *shape, const BcAxes *ax, int64_t c, Split *sp) {
+  for (int k = 0; k < ax->n; k++) {
+    int64_t n = shape[ax->axes[k]];
+    if (n % c == 0 && n / c > 1) return *sp = (Split){(int)ax->axes[k], c, n}, true;
+  }
+  return false;
+}
+
 /* How a reduce of ax->count elements into `outs` outputs splits; false when
  * it need not (or cannot: no dim left for the partials, too many outputs). */
 static bool choose_split(int nd, const int64_t *shape, const BcAxes *ax, int64_t outs, Split *sp) {
@@ -70,19 +79,13 @@ static bool choose_split(int nd, const int64_t *shape, const BcAxes *ax, int64_t
   int64_t need = (ax->count + SPLIT_CHUNK - 1) / SPLIT_CHUNK, limit = SPLIT_MAX_PARTIALS / outs;
   int64_t lo = need > SPLIT_MIN ? need : SPLIT_MIN, most = limit < SPLIT_MAX ? limit : SPLIT_MAX;
   for (int64_t c = most; c >= lo; c--) /* the most partials up to 256: spread wide */
-    for (int k = 0; k < ax->n; k++) {
-      int64_t n = shape[ax->axes[k]];
-      if (n % c == 0 && n / c > 1) return *sp = (Split){(int)ax->axes[k], c, n}, true;
-    }
+    if (split_by(shape, ax, c, sp)) return true;
   int64_t widest = 0;
   for (int k = 0; k < ax->n; k++)
     widest = shape[ax->axes[k]] > widest ? shape[ax->axes[k]] : widest;
   int64_t last = limit < 16 * lo + SPLIT_MAX ? limit : 16 * lo + SPLIT_MAX; /* then pad */
   for (int64_t c = lo > most ? lo : most + 1; c <= last && c < widest; c++) /* the fewest */
-    for (int k = 0; k < ax->n; k++) {
-      int64_t n = shape[ax->axes[k]];
-      if (n % c == 0 && n / c > 1) return *sp = (Split){(int)ax->axes[k], c, n}, true;
-    }
+    if (split_by(shape, ax, c, sp)) return true;
   /* pad the widest axis: per partial ceil(n / q) of it times the other axes */
   for (int k = 0; k < ax->n; k++) {
     int i = (int)ax->axes[k];
@@ -146,11 +149,11 @@ static UOp *reduce_op(tvk_ctx *ctx, UOp *x, Op op, const BcAxes *ax) {
   UOp *part =
       y ? uop_new(x->ctx, OP_REDUCE_AXIS, x->dtype, 1, &y, arg_reduce(op, ax->n, ax->axes)) : NULL;
   /* the partials: one axis of q, reduced (and split again when long) */
-  BcAxes all = {.n = 1, .axes = {nd}, .out_nd = nd + 1, .count = sp.q};
-  memcpy(all.keep, ax->keep, (size_t)nd * sizeof *all.keep);
-  all.keep[nd] = 1;
-  memcpy(all.out, all.keep, sizeof all.out);
-  return bc_reshape(reduce_op(ctx, part, op, &all), nd + 1, all.keep, nd, ax->keep);
+  const int64_t last = nd;
+  int64_t kept[TVK_MAX_DIMS + 1];
+  memcpy(kept, ax->keep, (size_t)nd * sizeof *kept);
+  kept[nd] = 1;
+  return bc_reshape(front_reduce(ctx, part, op, 1, &last), nd + 1, kept, nd, ax->keep);
 }
 
 UOp *front_reduce(tvk_ctx *ctx, UOp *x, Op op, int naxes, const int64_t *axes) {
