@@ -275,6 +275,23 @@ static int vector_bytes(bool cpu_known) {
 #endif
 }
 
+/* Whether a fused multiply-add is one instruction for the kernels: the CPU
+ * has one and -march=native (a known CPU) lets the compiler use it. Every
+ * AArch64 has one in its baseline. */
+static bool has_fma(bool cpu_known) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (!cpu_known) return false;
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("fma");
+#elif defined(__aarch64__)
+  (void)cpu_known;
+  return true;
+#else
+  (void)cpu_known;
+  return false;
+#endif
+}
+
 /* How many SIMD registers of that width there are: AVX-512 (64 bytes) and
  * AArch64 have 32, AVX and SSE on x86-64 16. */
 static int vector_regs(int vector_bytes) {
@@ -363,6 +380,7 @@ tvk_status cpu_device_create(const DeviceOptions *opt, Device **out, Error *err)
       .cores = c->threads,
       .vector_bytes = simd,
       .vector_regs = vector_regs(simd),
+      .fma = has_fma(c->tc.cpu_id != NULL),
   };
   snprintf(c->name, sizeof c->name, "CPU (%s, %d thread%s)", c->tc.cpu_model, c->threads,
            c->threads == 1 ? "" : "s");

@@ -43,7 +43,7 @@ static double tcc_u64_to_f64(uint64_t x) { return (double)x; }
 
 /* What kernels call, resolved here: TinyCC with -nostdlib looks up no
  * symbol in the process. libm's functions are those render_c.c's prelude
- * declares; memset, memcpy and memmove are what TinyCC itself emits for
+ * and helpers declare; memset, memcpy and memmove are what TinyCC itself emits for
  * initialising or copying a large object. */
 typedef void (*AnyFn)(void);
 #define FN(f)                                                                                      \
@@ -74,6 +74,8 @@ static const struct {
     FN(pow),
     FN(ldexp),
     FN(frexp),
+    FN(fmaf),
+    FN(fma),
     FN(memset),
     FN(memcpy),
     FN(memmove),

@@ -675,6 +675,9 @@ static void read_limits(VkDev *v, const Extensions *e, uint32_t ts_bits) {
       .cores = 1,
       .max_kernel_buffers =
           x->max_storage_buffers > INT32_MAX ? INT32_MAX : (int)x->max_storage_buffers,
+      /* GPUs run fma at the rate of a multiply. Vulkan leaves it to the
+       * driver whether GLSL's fma rounds once (lavapipe's rounds twice). */
+      .fma = true,
   };
 }
 

@@ -162,7 +162,8 @@ static const Lang glsl_base = {
      * must compute each float op as written, without fusing a * b + c into an
      * fma or reassociating (a - b) - c, as the CPU backend's C is compiled
      * (-ffp-contract=off): so the two agree bit for bit, and the exact range
-     * reductions of the math helpers stay exact. glslang marks every op whose
+     * reductions of the math helpers stay exact. The one fma is MULACC, which
+     * codegen makes only of a reduce's acc + a * b (legalize.c). glslang marks every op whose
      * value reaches a precise variable or buffer element. */
     .buf_decl_file =
         "layout(set = 0, binding = $I, std430) $Rbuffer tvk_buf$I { precise $B $V[]; };\n",
@@ -230,7 +231,7 @@ static const Lang glsl_base = {
                     [OP_CMPLT] = S("($0<$1)"),
                     [OP_CMPNE] = S("($0!=$1)"),    /* glslang: unordered, true with a NaN */
                     [OP_WHERE] = S("($0?$1:$2)"),
-                    [OP_MULACC] = S("($0*$1+$2)"),
+                    [OP_MULACC] = S("fma($0, $1, $2)"),
                 },
             [CL_SINT] = {GLSL_INT_OPS},
             [CL_UINT] = {GLSL_INT_OPS},

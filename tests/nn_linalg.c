@@ -281,6 +281,52 @@ static void test_matmul_bias_relu(void **state) {
   nn_finish();
 }
 
+/* Whether the CPU device's kernels should fuse a matmul's multiply-adds: the
+ * machine has FMA (x86's "fma" flag, every AArch64), which the C compiler's
+ * -march=native then enables (backend_cpu/cpu_compile.c). */
+static bool cpu_has_fma(void) {
+#if defined(__aarch64__)
+  return true;
+#elif defined(__x86_64__) || defined(__i386__)
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  char line[4096];
+  bool fma = false;
+  while (f && !fma && fgets(line, sizeof line, f))
+    if (!strncmp(line, "flags", 5)) fma = strstr(line, " fma ") || strstr(line, " fma\n");
+  if (f) fclose(f);
+  return fma;
+#else
+  return false;
+#endif
+}
+
+/* A matmul accumulates acc + a * b as one fused multiply-add where the device
+ * has one, else with two roundings; never anything else. With x = 1 + 2^-12,
+ * (1, x) @ (-1, x)^T is -1 + x * x = 2^-11 + 2^-24 exactly: a fused add keeps
+ * the 2^-24, rounding x * x to float32 first loses it (a tie, to even). */
+static void test_matmul_fused(void **state) {
+  (void)state;
+  const double x = 1 + ldexp(1, -12), fused = ldexp(1, -11) + ldexp(1, -24), twice = ldexp(1, -11);
+  tvk_tensor *a = nn_tensor(TVK_FLOAT32, 2, (int64_t[]){1, 2}, (double[]){1, x});
+  tvk_tensor *b = nn_tensor(TVK_FLOAT32, 2, (int64_t[]){2, 1}, (double[]){-1, x});
+  double *got = nn_fetch(tvk_matmul(a, b));
+  if (got) {
+    nn_expect(got[0] == fused || got[0] == twice,
+              "(1, x) @ (-1, x): %.17g, expected %.17g (fused) or %.17g (two roundings)", got[0],
+              fused, twice);
+    if (!strcmp(nn.device, "CPU") && cpu_has_fma())
+      nn_expect(got[0] == fused,
+                "(1, x) @ (-1, x) on a CPU with FMA: %.17g, expected the fused %.17g (is the C "
+                "compiler building for this CPU?)",
+                got[0], fused);
+    if (getenv("TVK_NN_VERBOSE"))
+      printf("%s: a matmul's multiply-add is %s\n", nn.device,
+             got[0] == fused ? "fused" : "rounded twice");
+  }
+  free(got);
+  nn_finish();
+}
+
 /* ---------------------------------------------------------------- conv2d */
 
 typedef struct {
@@ -701,22 +747,14 @@ static void test_attention_broadcast(void **state) {
 }
 
 const struct CMUnitTest nn_linalg_tests[] = {
-    NN_TEST(test_matmul_vectors),
-    NN_TEST(test_matmul_2d),
-    NN_TEST(test_matmul_batched),
-    NN_TEST(test_matmul_dtypes),
-    NN_TEST(test_matmul_errors),
-    NN_TEST(test_linear),
-    NN_TEST(test_matmul_bias_relu),
-    NN_TEST(test_conv2d_basic),
-    NN_TEST(test_conv2d_stride_pad_dilation),
-    NN_TEST(test_conv2d_groups),
-    NN_TEST(test_conv2d_window_sweep),
-    NN_TEST(test_conv2d_errors),
-    NN_TEST(test_pools),
-    NN_TEST(test_pool_errors),
-    NN_TEST(test_window_huge_args),
-    NN_TEST(test_attention),
-    NN_TEST(test_attention_broadcast),
+    NN_TEST(test_matmul_vectors),   NN_TEST(test_matmul_2d),
+    NN_TEST(test_matmul_batched),   NN_TEST(test_matmul_dtypes),
+    NN_TEST(test_matmul_errors),    NN_TEST(test_linear),
+    NN_TEST(test_matmul_bias_relu), NN_TEST(test_matmul_fused),
+    NN_TEST(test_conv2d_basic),     NN_TEST(test_conv2d_stride_pad_dilation),
+    NN_TEST(test_conv2d_groups),    NN_TEST(test_conv2d_window_sweep),
+    NN_TEST(test_conv2d_errors),    NN_TEST(test_pools),
+    NN_TEST(test_pool_errors),      NN_TEST(test_window_huge_args),
+    NN_TEST(test_attention),        NN_TEST(test_attention_broadcast),
 };
 const size_t nn_linalg_count = sizeof nn_linalg_tests / sizeof nn_linalg_tests[0];

@@ -1062,7 +1062,7 @@ static int check_structure(UOp *sink) {
   assert_int_equal(kernel_verify(sink, &norm, kd, &err), TVK_OK);
   CgLaunch launch;
   assert_int_equal(lower_kernel(norm, kd, &(OptPlan){0}, &low, &launch, &err), TVK_OK);
-  assert_int_equal(legalize_dtypes(uop_simplify(low), &lang_c, &legal, &err), TVK_OK);
+  assert_int_equal(legalize_dtypes(uop_simplify(low), &lang_c, false, &legal, &err), TVK_OK);
   if (linearize(legal, &lp, &err) != TVK_OK) fail_msg("linearize: %s", err.msg);
   Structure *st = calloc(1, sizeof *st);
   st->memo_u = calloc(lp.n * 4 + 64, sizeof *st->memo_u);

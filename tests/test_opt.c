@@ -485,11 +485,20 @@ static void test_heuristic_matmul(void **state) {
 
 /* The C of a 4x8 (K = 4) matmul under UPCAST(1,4) UPCAST(0,2): eight
  * accumulators in one k loop, each row of A loaded once per k for the four
- * columns, each element of B once for the two rows. Regenerate on purpose
+ * columns, each element of B once for the two rows, each product added as a
+ * fused multiply-add (a device with fma). Regenerate on purpose
  * with TVK_GOLDEN_PRINT=1 ./test_opt and review. */
 static const char golden_mm[] = C_PRELUDE
     "#if defined(__GNUC__) && !defined(__clang__)\n"
     "#pragma GCC optimize(\"no-tree-loop-vectorize\")\n"
+    "#endif\n"
+    "#if (defined(__GNUC__) || defined(__clang__)) && !defined(__TINYC__)\n"
+    "#define tvk_fmaf(a, b, c) __builtin_fmaf(a, b, c)\n"
+    "#define tvk_fma(a, b, c) __builtin_fma(a, b, c)\n"
+    "#else\n"
+    "float fmaf(float, float, float); double fma(double, double, double);\n"
+    "#define tvk_fmaf(a, b, c) fmaf(a, b, c)\n"
+    "#define tvk_fma(a, b, c) fma(a, b, c)\n"
     "#endif\n"
     "void r_2u2_2u4_4(void *const *bufs, const int32_t *vals, int32_t core_id, int32_t n_cores) {\n"
     "  float *data0 = (float *)bufs[0];\n"
@@ -522,18 +531,18 @@ static const char golden_mm[] = C_PRELUDE
     "        float val0 = data1[alu10];\n"
     "        int32_t alu11 = (alu9+ridx2);\n"
     "        float val1 = data2[alu11];\n"
-    "        acc0 = (acc0+(val0*val1));\n"
+    "        acc0 = tvk_fmaf(val0, val1, acc0);\n"
     "        float val2 = data2[(alu11+4)];\n"
-    "        acc1 = (acc1+(val0*val2));\n"
+    "        acc1 = tvk_fmaf(val0, val2, acc1);\n"
     "        float val3 = data2[(alu11+8)];\n"
-    "        acc2 = (acc2+(val0*val3));\n"
+    "        acc2 = tvk_fmaf(val0, val3, acc2);\n"
     "        float val4 = data2[(alu11+12)];\n"
-    "        acc3 = (acc3+(val0*val4));\n"
+    "        acc3 = tvk_fmaf(val0, val4, acc3);\n"
     "        float val5 = data1[(alu10+4)];\n"
-    "        acc4 = (acc4+(val5*val1));\n"
-    "        acc5 = (acc5+(val5*val2));\n"
-    "        acc6 = (acc6+(val5*val3));\n"
-    "        acc7 = (acc7+(val5*val4));\n"
+    "        acc4 = tvk_fmaf(val5, val1, acc4);\n"
+    "        acc5 = tvk_fmaf(val5, val2, acc5);\n"
+    "        acc6 = tvk_fmaf(val5, val3, acc6);\n"
+    "        acc7 = tvk_fmaf(val5, val4, acc7);\n"
     "      }\n"
     "      data0[alu8] = acc0;\n"
     "      data0[(alu8+1)] = acc1;\n"
@@ -551,7 +560,7 @@ static void test_golden_matmul(void **state) {
   Suite *s = *state;
   UOp *sink = matmul_sink(s->c, 4, 8, 4);
   OptPlan p = {2, {{OPT_UPCAST, 1, 4}, {OPT_UPCAST, 0, 2}}};
-  CodegenOpts o = {.plan = &p};
+  CodegenOpts o = {.plan = &p, .fma = true};
   KernelSource ks;
   assert_int_equal(codegen_kernel_opts(sink, NULL, &o, &ks), TVK_OK);
   if (getenv("TVK_GOLDEN_PRINT")) fprintf(stderr, "---- golden ----\n%s----\n", ks.src);

@@ -154,9 +154,10 @@ tvk_status lower_kernel_grid(UOp *ast, const KernelDesc *ks, const OptPlan *plan
 
 /* Rewrites ALU ops and casts on the dtypes `lang` only stores (float16,
  * bfloat16 in C) so their math is done in lang's compute type, rounding back
- * after each op, which matches the IR's per-op rounding; and spells integer
- * x + y * -1 as x - y. Autoreleased. */
-tvk_status legalize_dtypes(UOp *sink, const Lang *lang, UOp **out, Error *err);
+ * after each op, which matches the IR's per-op rounding; spells integer
+ * x + y * -1 as x - y; and with fma, makes a reduce's float acc + a * b a
+ * MULACC (fused where the target can). Autoreleased. */
+tvk_status legalize_dtypes(UOp *sink, const Lang *lang, bool fma, UOp **out, Error *err);
 
 /* ---- linearize.c ---- */
 

@@ -131,6 +131,7 @@ typedef struct {
   int vector_regs;     /* CPU: SIMD registers of that width (0: 16) */
   int max_local;       /* GRID: the most invocations of one work group (0: local_size) */
   size_t shared_bytes; /* GRID: work-group memory of one work group (0: none) */
+  bool fma;            /* a reduce's float acc + a * b becomes MULACC (legalize.c) */
 } CodegenOpts;
 
 /* Generates the kernel for `ast` (a SINK as above) in C. `name` is the function

@@ -1,7 +1,16 @@
 /* Legalisation (codegen.h), the last rewrite before linearizing.
  *
  * Spelling: the seed writes a - b on ints as a + b * -1; put SUB and NEG back
- * so the source reads as written and bounds stay tight.
+ * so the source reads as written and bounds stay tight. On a device
+ * with a fast fused multiply-add (DeviceLimits.fma), a reduce that
+ * accumulates a product, acc + a * b on float32 or float64 (a matmul, a
+ * convolution), becomes MULACC, which each language spells as its fma
+ * (render_c.c, vk_glsl.c): one rounding instead of two, one instruction in
+ * the inner loop instead of two. Only
+ * there: elementwise math (the polynomials of sin and log that tvk_randn
+ * uses) keeps its two roundings, so it stays bit-identical across devices
+ * whether or not they fuse. Float16 and bfloat16 are not fused either: their
+ * product rounds to the storage type before the add, as the IR says.
  *
  * Dtypes: a language that only stores some dtypes (C: float16 and bfloat16,
  * kept as uint16_t bits; GLSL also 8- and 16-bit ints, held in 32-bit ones)
@@ -78,10 +87,15 @@ static UOp *cast_up(void *ctx, UOp **c) {
   return r ? r : oom(lc);
 }
 
-enum { Y = 2 };
+enum { Y = 2, Z = 3 };
 
 static UOp *to_neg(void *ctx, UOp **c) { return (void)ctx, uop_neg(c[X]); }
 static UOp *to_sub(void *ctx, UOp **c) { return (void)ctx, uop_alu2(OP_SUB, c[X], c[Y]); }
+/* acc + a * b -> MULACC(a, b, acc) */
+static UOp *to_mulacc(void *ctx, UOp **c) {
+  UOp *r = uop_alu(OP_MULACC, 3, (UOp *[]){c[X], c[Y], c[Z]});
+  return r ? r : oom(ctx);
+}
 
 static const Rule legal_rules[] = {
     /* op(a, b) on storage dtypes -> cast(op(cast(a), cast(b))) */
@@ -96,12 +110,18 @@ static const Rule legal_rules[] = {
     {UPAT(.ops = P_OPS(OP_ADD), .dtypes = DT_BITS_INT, .kind = UPAT_SRC_PERM, .nsrc = 2,
           .src = P_SRC(PAT_ANY(X), PAT_OP(OP_NEG, 0, PAT_ANY(Y)))),
      to_sub},
+    /* last, as only a device with a fast fma has it (legalize_dtypes):
+     * acc + a * b -> MULACC(a, b, acc)  (float32, float64) */
+    {UPAT(.ops = P_OPS(OP_ADD), .dtypes = DT_BIT(DT_FLOAT32) | DT_BIT(DT_FLOAT64),
+          .kind = UPAT_SRC_PERM, .nsrc = 2,
+          .src = P_SRC(PAT_OP(OP_MUL, 0, PAT_ANY(X), PAT_ANY(Y)), PAT_OP0(OP_DEFINE_ACC, Z))),
+     to_mulacc},
 };
 
-tvk_status legalize_dtypes(UOp *sink, const Lang *lang, UOp **out, Error *err) {
+tvk_status legalize_dtypes(UOp *sink, const Lang *lang, bool fma, UOp **out, Error *err) {
   *out = sink;
   LegalCtx lc = {lang, err};
-  PatternMatcher *pm = pm_new(legal_rules, RULES_N(legal_rules));
+  PatternMatcher *pm = pm_new(legal_rules, RULES_N(legal_rules) - (fma ? 0 : 1));
   UOp *res = pm ? graph_rewrite(sink, pm, &lc, false) : NULL;
   pm_free(pm);
   if (err->status != TVK_OK) return err->status;

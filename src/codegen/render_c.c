@@ -117,6 +117,19 @@ static const char h_fidiv[] =
     "  if (q == 0) r = copysign(0.0, x / y);\n"
     "  else r = floor(q), r = q - r > 0.5 ? r + 1.0 : r;\n"
     "  return a * b < 0 ? -r : r;\n}\n";
+/* MULACC on floats: a fused multiply-add, one rounding (legalize.c makes it
+ * only for a CPU with one). gcc and clang inline the builtin as one
+ * instruction (-march=native) and vectorise it; TinyCC calls libm's, so both
+ * tiers give the same bits. */
+static const char h_fma[] =
+    "#if (defined(__GNUC__) || defined(__clang__)) && !defined(__TINYC__)\n"
+    "#define tvk_fmaf(a, b, c) __builtin_fmaf(a, b, c)\n"
+    "#define tvk_fma(a, b, c) __builtin_fma(a, b, c)\n"
+    "#else\n"
+    "float fmaf(float, float, float); double fma(double, double, double);\n"
+    "#define tvk_fmaf(a, b, c) fmaf(a, b, c)\n"
+    "#define tvk_fma(a, b, c) fma(a, b, c)\n"
+    "#endif\n";
 /* |trunc(a)| % |trunc(b)| with a's sign; x % 0 = 0. */
 static const char h_fmod[] =
     "static inline double tvk_fmod(double a, double b) {\n"
@@ -273,7 +286,7 @@ const Lang lang_c = {
                     [OP_CMPLT] = S("($0<$1)"),
                     [OP_CMPNE] = S("($0!=$1)"),
                     [OP_WHERE] = S("($0?$1:$2)"),
-                    [OP_MULACC] = S("(($0*$1)+$2)"),
+                    [OP_MULACC] = H("tvk_fma$F($0, $1, $2)", h_fma),
                 },
             [CL_SINT] =
                 {

@@ -110,7 +110,7 @@ static bool alu_float(Op op, const double *s, double *r) {
   case OP_ADD: *r = a + b; return true;
   case OP_SUB: *r = a - b; return true;
   case OP_MUL: *r = a * b; return true;
-  case OP_MULACC: *r = a * b + s[2]; return true;
+  case OP_MULACC: *r = fma(a, b, s[2]); return true;
   case OP_FDIV: *r = a / b; return true;
   case OP_POW: *r = alu_pow_f(a, b); return true;
   case OP_MAX: *r = b > a ? b : a; return true;

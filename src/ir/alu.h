@@ -10,7 +10,8 @@
  * Semantics, where C and Python differ or are silent:
  *   ADD SUB MUL NEG MULACC SHL  integers wrap modulo 2^width (computed in uint64,
  *                  so never C signed overflow). Floats compute in double, then
- *                  round to the output type (MULACC is x*y+z, two roundings, no fma).
+ *                  round to the output type (MULACC on floats is fma(x, y, z): one
+ *                  rounding in double, as codegen makes it only where devices fuse).
  *   IDIV           truncates toward zero; x/0 = 0 (ints and floats). Floats: the
  *                  quotient of |x|/|y| rounded down (Python's //), signed.
  *   MOD            |trunc(x)| % |trunc(y)| with the sign of x (-7%2 = -1, 7%-2 = 1);
