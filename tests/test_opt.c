@@ -483,6 +483,72 @@ static void test_heuristic_matmul(void **state) {
 
 /* ---------------------------------------------------------------- golden source */
 
+/* Occurrences of needle in hay. */
+static int count_of(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle)) n++;
+  return n;
+}
+
+/* The plan of an elementwise kernel on a GPU target, and (if src, with
+ * Vulkan) the kernel's GLSL under that plan; *src NULL without Vulkan. */
+static void grid_plan(UOp *sink, char *str, size_t n, char **src) {
+  KernelDesc *kd = calloc(1, sizeof *kd);
+  UOp *norm;
+  desc_of(sink, kd, &norm);
+  OptTarget t = {.mode = CG_MODE_GRID, .max_local = 64, .shared_bytes = 16384};
+  OptPlan p;
+  opt_heuristic(norm, kd, &t, &p);
+  opt_plan_str(&p, str, n);
+  if (src) *src = NULL;
+#ifdef TVK_HAVE_VULKAN
+  if (src) {
+    Lang *L = vk_glsl_lang_new(0);
+    assert_non_null(L);
+    CodegenOpts o = {
+        .lang = L, .plan = &p, .mode = CG_MODE_GRID, .max_local = 64, .shared_bytes = 16384};
+    KernelSource ks;
+    if (codegen_kernel_opts(sink, NULL, &o, &ks) != TVK_OK) fail_msg("codegen: %s", ks.err.msg);
+    *src = strdup(ks.src);
+    kernel_source_free(&ks);
+    vk_glsl_lang_free(L);
+  }
+#endif
+  free(kd);
+}
+
+/* On a GPU an elementwise kernel is upcast by 8 only while its body is light:
+ * each copy repeats every math helper, and a chain of sin and mul upcast by
+ * 8 took minutes to compile on lavapipe. The 20-op chain of sin and mul
+ * gets no upcast, so its source holds each sin once (10 calls); exp, a
+ * middling body, is upcast by 2; a*b+c keeps 8. */
+static void test_heuristic_heavy_body(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  const int64_t n = 4096;
+  char str[64];
+  UOp *y = ld(c, 1, DT_FLOAT32, shp(1, n));
+  for (int i = 0; i < 20; i++)
+    y = i % 2 ? uop_mul(y, uop_const_float(c, DT(FLOAT32), 1.5)) : uop_alu1(OP_SIN, y);
+  char *src = NULL;
+  grid_plan(sink1(store(c, 0, DT_FLOAT32, shp(1, n), y)), str, sizeof str, &src);
+  assert_string_equal(str, "");
+  const char *body = src ? strstr(src, "void main(") : NULL;
+  if (src && (!body || count_of(body, "tvk_sin_f32(") != 10))
+    fail_msg("10 calls of tvk_sin_f32 expected in main:\n%s", src);
+  free(src);
+  UOp *e = uop_alu1(OP_EXP2,
+                    uop_mul(ld(c, 1, DT_FLOAT32, shp(1, n)), uop_const_float(c, DT(FLOAT32), 1.4)));
+  grid_plan(sink1(store(c, 0, DT_FLOAT32, shp(1, n), e)), str, sizeof str, NULL);
+  assert_string_equal(str, "UPCAST(0,2)");
+  UOp *mad =
+      uop_alu2(OP_ADD, uop_mul(ld(c, 1, DT_FLOAT32, shp(1, n)), ld(c, 2, DT_FLOAT32, shp(1, n))),
+               ld(c, 3, DT_FLOAT32, shp(1, n)));
+  grid_plan(sink1(store(c, 0, DT_FLOAT32, shp(1, n), mad)), str, sizeof str, NULL);
+  assert_string_equal(str, "UPCAST(0,8)");
+  uop_pool_drain(c, 0);
+}
+
 /* The C of a 4x8 (K = 4) matmul under UPCAST(1,4) UPCAST(0,2): eight
  * accumulators in one k loop, each row of A loaded once per k for the four
  * columns, each element of B once for the two rows, each product added as a
@@ -791,12 +857,12 @@ static int suite_teardown(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_check_refuses), cmocka_unit_test(test_heuristic_matmul),
-      cmocka_unit_test(test_golden_matmul),
+      cmocka_unit_test(test_check_refuses),        cmocka_unit_test(test_heuristic_matmul),
+      cmocka_unit_test(test_heuristic_heavy_body), cmocka_unit_test(test_golden_matmul),
 #ifdef TVK_HAVE_VULKAN
       cmocka_unit_test(test_golden_group),
 #endif
-      cmocka_unit_test(test_random_plans),  cmocka_unit_test(test_search),
+      cmocka_unit_test(test_random_plans),         cmocka_unit_test(test_search),
   };
   return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
 }

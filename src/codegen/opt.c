@@ -21,8 +21,14 @@ _Static_assert(OPT_MAX_UNROLL == 64, "OPT_MAX_UNROLL_STR spells it");
  * 6x slower than an invocation per output, so more outputs are left alone
  * until a timed search can tell per device. */
 #define OPT_GROUP_MAX_OUTPUTS 64
-/* Elements of an elementwise kernel per GPU invocation. */
+/* Elements of an elementwise kernel per GPU invocation, at most. */
 #define OPT_GRID_ELEMENTS 8
+/* What a GPU invocation's upcast copies of an elementwise body may weigh in
+ * all (body_weight): a*b+c (weight 10) is upcast by 8, exp (33) by 2, sin
+ * (120) not at all. Each copy inlines every math helper again, and a
+ * compiler's time grows faster than the code (lavapipe, a chain of sin, mul,
+ * sin, mul over 4096 floats: 8.4 s to compile upcast by 8, 0.2 s not). */
+#define OPT_GRID_BODY_BUDGET 96
 /* A GPU reduce axis this long or longer is unrolled (opt_heuristic). */
 #define OPT_GRID_UNROLL_FROM 1024
 
@@ -199,7 +205,32 @@ typedef struct {
   /* The two loads of the first matmul-like product: per axis, whether each
    * walks it (a stride other than 0). */
   uint32_t walks[2];
+  int64_t body; /* the kernel's code, in weighted ops (body_weight) */
 } Shape;
+
+/* Roughly how many operations op costs in a kernel's code: the size of the
+ * helper that spells it in GLSL (shaders/math_f32.glsl and the integer
+ * helpers; float64's are about twice those), 1 for an op the hardware has.
+ * A load or store counts 2 for its index arithmetic. */
+static int64_t op_weight(const UOp *u) {
+  bool f64 = u->dtype.scalar == DT_FLOAT64, fl = dt_is_float(u->dtype);
+  int64_t w = 1;
+  switch ((Op)u->op) {
+  case OP_SIN: w = 110; break;
+  case OP_POW: w = fl ? 80 : 10; break;
+  case OP_LOG2: w = 40; break;
+  case OP_EXP2: w = 25; break;
+  case OP_IDIV:
+  case OP_MOD:
+  case OP_FDIV: w = 10; break;
+  case OP_RECIP: w = 8; break;
+  case OP_SQRT: w = 4; break;
+  case OP_LOAD:
+  case OP_STORE: w = 2; break;
+  default: return op_in((Op)u->op, G_ALU) ? 1 : 0;
+  }
+  return f64 ? 2 * w : w;
+}
 
 static const UOp *skip_casts(const UOp *u) {
   while (u->op == OP_CAST) u = u->src[0];
@@ -212,6 +243,7 @@ static void scan(UOp *norm, const KernelDesc *kd, Shape *sh) {
   UOp **t = uop_toposort(norm, &n);
   for (size_t i = 0; t && i < n; i++) {
     const UOp *u = t[i];
+    sh->body += op_weight(u);
     if (u->op == OP_REDUCE_AXIS) {
       sh->reduce = true;
       const UOp *x = skip_casts(u->src[0]);
@@ -364,10 +396,15 @@ void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan 
   /* elementwise, and reduces with outputs: fill the lanes along the
    * contiguous axis (the CPU's vectoriser packs the copies) */
   if (!grid) push(plan, OPT_UPCAST, vec, dividing(kd->full[vec], lanes));
-  /* an elementwise kernel on a GPU: 8 neighbouring elements per invocation
-   * (lavapipe, a*b+c over 16M: 106 -> 66 ms; reduces with outputs were
-   * slower upcast, 11 -> 44 ms for a long sum's first kernel) */
-  if (grid && !sh.reduce) push(plan, OPT_UPCAST, vec, dividing(kd->full[vec], OPT_GRID_ELEMENTS));
+  /* an elementwise kernel on a GPU: up to 8 neighbouring elements per
+   * invocation (lavapipe, a*b+c over 16M: 106 -> 66 ms; reduces with outputs
+   * were slower upcast, 11 -> 44 ms for a long sum's first kernel), fewer
+   * as the body grows, none for a heavy one */
+  if (grid && !sh.reduce) {
+    int32_t most = OPT_GRID_ELEMENTS;
+    while (most > 1 && most * sh.body > OPT_GRID_BODY_BUDGET) most /= 2;
+    push(plan, OPT_UPCAST, vec, dividing(kd->full[vec], most));
+  }
   /* a long reduce on a GPU, one invocation per output: its longest axis
    * unrolled by 8 into accumulators of their own, which spares a loop's
    * overhead per element (lavapipe: a sum of 2^27 computed int32 values
