@@ -368,10 +368,11 @@ TVK_API void tvk_scope_end(tvk_ctx *ctx, size_t scope, int nkeep, tvk_tensor *co
  * respect to the tensor it views. Gradients flow through every op, since
  * every op is built from the graph's primitives: comparisons and integer
  * ops pass none; max (elementwise and max-reduce) gives a tie's gradient to
- * all the tied inputs in equal parts; a product-reduce's gradient is
- * prod / x (not defined where x is 0). A realized tensor is data, and the
- * graph below it is gone: take gradients before realizing the loss or what
- * it is computed from. Errors: TVK_ERR_INVALID_ARG (NULL arguments, a loss
+ * all the tied inputs in equal parts; relu, abs and sign have gradient 0
+ * at +-0 (the subgradient of torch, JAX and tinygrad); a product-reduce's
+ * gradient is prod / x (not defined where x is 0). A realized tensor is
+ * data, and the graph below it is gone: take gradients before realizing the
+ * loss or what it is computed from. Errors: TVK_ERR_INVALID_ARG (NULL arguments, a loss
  * or parameter of another context, a realized loss, a pending tvk_assign in
  * the graph, a view whose positions overlap in a way no movement op makes),
  * TVK_ERR_DTYPE (a non-float loss or parameter), TVK_ERR_SHAPE (a loss of

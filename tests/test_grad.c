@@ -198,6 +198,44 @@ static void test_max_tie(void **state) {
   tvk_release(x), tvk_release(l), tvk_release(g);
 }
 
+/* relu, abs and sign at their kinks: the gradient at +-0 is 0 (torch's, JAX's
+ * and tinygrad's subgradient), elsewhere the slope; and the values keep
+ * their edges (abs(-0) = +0, NaN stays NaN). float32 and float64. */
+static void test_kinks(void **state) {
+  Suite *s = *state;
+  const double v[5] = {0.0, -0.0, 1.5, -2.0, NAN};
+  const double want[3][4] = {{0, 0, 1, 0}, {0, 0, 1, -1}, {0, 0, 0, 0}}; /* relu abs sign */
+  const char *names[3] = {"relu", "abs", "sign"};
+  tvk_tensor *(*fns[3])(tvk_tensor *) = {tvk_relu, tvk_abs, tvk_sign};
+  const tvk_dtype dts[2] = {TVK_FLOAT32, TVK_FLOAT64};
+  for (int d = 0; d < 2; d++)
+    for (int f = 0; f < 3; f++) {
+      size_t scope = tvk_scope_begin(s->ctx);
+      tvk_tensor *x = tvk_cast(tvk_from_data(s->ctx, TVK_FLOAT64, 1, (int64_t[]){4}, v), dts[d]);
+      x = tvk_contiguous(x);
+      assert_int_equal(tvk_realize(1, &x), TVK_OK);
+      tvk_tensor *g = NULL, *l = tvk_sum(fns[f](x), 0, NULL, false);
+      if (tvk_grad(l, 1, &x, &g) != TVK_OK) fail_msg("%s: %s", names[f], tvk_ctx_error(s->ctx));
+      double got[4];
+      assert_int_equal(tvk_to_host(tvk_cast(g, TVK_FLOAT64), got, sizeof got), TVK_OK);
+      for (int i = 0; i < 4; i++)
+        if (got[i] != want[f][i] || signbit(got[i]) != signbit(want[f][i]))
+          fail_msg("%s %s'(%g) = %g, expected %g", dts[d] == TVK_FLOAT32 ? "float32" : "float64",
+                   names[f], v[i], got[i], want[f][i]);
+      /* the values at the edges: relu(-0) = sign(-0) = -0, abs(-0) = +0,
+       * NaN in NaN out */
+      tvk_tensor *xn = tvk_cast(tvk_from_data(s->ctx, TVK_FLOAT64, 1, (int64_t[]){5}, v), dts[d]);
+      double y[5];
+      assert_int_equal(tvk_to_host(tvk_cast(fns[f](xn), TVK_FLOAT64), y, sizeof y), TVK_OK);
+      const double zero_out[3][2] = {{0.0, -0.0}, {0.0, 0.0}, {0.0, -0.0}};
+      for (int i = 0; i < 2; i++)
+        if (y[i] != 0 || signbit(y[i]) != signbit(zero_out[f][i]))
+          fail_msg("%s(%g) = %g", names[f], v[i], y[i]);
+      if (!isnan(y[4])) fail_msg("%s(NaN) = %g", names[f], y[4]);
+      tvk_scope_end(s->ctx, scope, 0, NULL);
+    }
+}
+
 static tvk_tensor *f_reduce(tvk_ctx *c, tvk_tensor **x) {
   (void)c;
   tvk_tensor *a = x[0]; /* (2, 3, 4) */
@@ -888,6 +926,7 @@ int main(int argc, char **argv) {
       T(test_select),
       T(test_detach),
       T(test_max_tie),
+      T(test_kinks),
       T(test_reduce),
       T(test_movement),
       T(test_accumulate),

@@ -39,27 +39,38 @@ static UOp *u_neg(const Ew *e, UOp *x) {
   return neg(x);
 }
 
-/* floats: 0 < x ? x : 0 - x gives +0.0 for -0.0 and NaN for NaN (0 - NaN);
- * signed ints wrap at the minimum as C does; unsigned and bool: x. */
+/* Floats are written so that tvk_grad (which differentiates the primitives
+ * below) gives 0 at +-0, the subgradient torch, JAX and tinygrad use: the
+ * zero and NaN cases take a branch whose own derivative there is 0.
+ *
+ * floats: x < 0 ? -x : (0 < x ? x : x * x), so +-0 gives +0 (d(x*x) = 2x =
+ * 0) and NaN gives NaN; signed ints wrap at the minimum as C does; unsigned
+ * and bool: x. */
 static UOp *u_abs(const Ew *e, UOp *x) {
   if (is_unsigned(x)) return x;
-  if (!is_float(x)) return ew_where(ew_lt(x, ew_like(e, x, 0)), neg(x), x);
-  return ew_where(ew_lt(ew_like(e, x, 0), x), x, ew_alu2(OP_SUB, ew_like(e, x, 0), x));
+  UOp *zero = ew_like(e, x, 0);
+  if (!is_float(x)) return ew_where(ew_lt(x, zero), neg(x), x);
+  return ew_where(ew_lt(x, zero), neg(x), ew_where(ew_lt(zero, x), x, ew_alu2(OP_MUL, x, x)));
 }
 
-/* 0 < x ? 1 : (x < 0 ? -1 : x): a NaN or a zero falls through as itself. */
+/* 0 < x ? 1 : (x < 0 ? -1 : x * 0): a zero keeps its sign and a NaN stays
+ * NaN, with a derivative of 0 there as everywhere. */
 static UOp *u_sign(const Ew *e, UOp *x) {
   if (dt_is_bool(x->dtype)) return x;
   UOp *zero = ew_like(e, x, 0), *one = ew_like(e, x, 1);
-  UOp *rest = is_unsigned(x) ? x : ew_where(ew_lt(x, zero), ew_like(e, x, -1), x);
+  UOp *rest =
+      is_unsigned(x) ? x : ew_where(ew_lt(x, zero), ew_like(e, x, -1), ew_alu2(OP_MUL, x, zero));
   return ew_where(ew_lt(zero, x), one, rest);
 }
 
-/* x < 0 ? 0 : x: NaN stays NaN (tinygrad's (x > 0).where(x, 0) would give 0). */
+/* x < 0 ? 0 : (0 < x ? x : x * 0): NaN stays NaN (tinygrad's (x > 0).where(x,
+ * 0) would give 0), a zero keeps its sign, and the derivative at +-0 is 0.
+ * Integers: x < 0 ? 0 : x. */
 static UOp *u_relu(const Ew *e, UOp *x) {
   if (is_unsigned(x)) return x;
   UOp *zero = ew_like(e, x, 0);
-  return ew_where(ew_lt(x, zero), zero, x);
+  if (!is_float(x)) return ew_where(ew_lt(x, zero), zero, x);
+  return ew_where(ew_lt(x, zero), zero, ew_where(ew_lt(zero, x), x, ew_alu2(OP_MUL, x, zero)));
 }
 
 /* ---------------------------------------------------------------- transcendentals */
