@@ -353,14 +353,22 @@ static tvk_status choose_physical(VkDev *v, int index) {
                      pp.deviceName, why);
     }
   } else {
-    int best_rank = -1;
+    /* VK_BEST_GPU: ranks from the virtual GPU's up (a CPU-type device is a
+     * software rasteriser on the CPU the CPU backend runs on faster) */
+    int best_rank = -1,
+        least = index == VK_BEST_GPU ? type_rank(VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU) : 0;
     for (uint32_t i = 0; i < n; i++) {
       v->vki.vkGetPhysicalDeviceProperties(ps[i], &pp);
-      if (unusable(v, ps[i], &pp) || type_rank(pp.deviceType) <= best_rank) continue;
+      if (unusable(v, ps[i], &pp) || type_rank(pp.deviceType) <= best_rank ||
+          type_rank(pp.deviceType) < least)
+        continue;
       best_rank = type_rank(pp.deviceType);
       v->phys = ps[i];
     }
-    if (best_rank < 0)
+    if (best_rank < 0 && index == VK_BEST_GPU)
+      st = err_set(&v->base.err, TVK_ERR_DEVICE,
+                   "no Vulkan GPU: %u device%s found, none a usable GPU", n, n == 1 ? "" : "s");
+    else if (best_rank < 0)
       st =
           err_set(&v->base.err, TVK_ERR_DEVICE,
                   "no usable Vulkan device: %u found, none with Vulkan 1.1 and a compute queue", n);
@@ -453,7 +461,9 @@ tvk_status vk_list_devices(tvk_device_info **out, int *n, Error *err) {
         if (list[i].usable && type_rank(pp.deviceType) > best_rank)
           best = (int)i, best_rank = type_rank(pp.deviceType);
       }
-      if (best >= 0) list[best].is_default = true; /* as choose_physical(-1) picks */
+      /* as choose_physical(VK_BEST_GPU) picks: never a CPU-type device */
+      if (best >= 0 && best_rank >= type_rank(VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU))
+        list[best].is_default = true;
       *out = list, *n = (int)count;
     } else {
       free(list);

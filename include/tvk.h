@@ -247,7 +247,9 @@ TVK_API const char *tvk_device_kind_name(tvk_device_kind kind);
 
 /* Creates a context on a device: "CPU", "VK" (the best Vulkan device: discrete
  * before integrated before software) or "VK:n" (the n-th, as vulkaninfo lists them);
- * NULL picks $TVK_DEVICE, else the best available device. On success *out is the
+ * NULL picks $TVK_DEVICE, else the best available device: a Vulkan GPU, else the
+ * CPU (a CPU-type Vulkan device, lavapipe or SwiftShader, runs on the same CPU
+ * slower than the CPU backend, so it is used only by name). On success *out is the
  * context and TVK_OK is returned. On failure *out is NULL and the status says why
  * (TVK_ERR_DEVICE: no such device; the reason is printed by tvk_last_create_error).
  * out must not be NULL (TVK_ERR_INVALID_ARG). */

@@ -4,7 +4,7 @@
  *
  *   build/samples/fashion_mnist [DEVICE] [--model cnn|mlp] [--epochs E]
  *       [--batch B] [--lr LR] [--steps S] [--subset N] [--data DIR]
- *       [--min-accuracy PCT] [--seed S]
+ *       [--min-accuracy PCT] [--seed S] [--check-progress] [--help]
  *
  *  - cnn: conv 3x3 (1 -> 16) + ReLU + 2x2 max pool, conv 3x3 (16 -> 32) + ReLU
  *    + 2x2 max pool, linear (32*7*7 -> 10); mlp: 784 -> 256 + ReLU -> 10.
@@ -16,8 +16,9 @@
  *    the training images per second and the process's resident memory.
  *  - --steps stops training after S steps in all and --subset trains on the
  *    first N images and tests on the first N/6 (the short run ctest does).
- *    The run then also checks that the mean loss of its last 20 steps fell
- *    below 40% of the first step's.
+ *    --check-progress (ctest's) also checks that the mean loss of the last
+ *    20 steps fell below 40% of the first step's (it needs 21 steps or
+ *    more). --help prints the usage.
  *
  * The data: Debian's dataset-fashion-mnist package (scripts/install-deps.sh
  * installs it) puts the four IDX files, gzipped, in
@@ -239,16 +240,31 @@ static double rss_mib(void) {
 typedef struct {
   const char *device, *model, *data;
   int epochs, batch, steps, subset;
+  bool check_progress;
   double lr, min_accuracy;
   uint64_t seed;
 } Args;
 
+static const char usage_text[] =
+    "usage: fashion_mnist [DEVICE] [--model cnn|mlp] [--epochs E] [--batch B] [--lr LR]\n"
+    "       [--steps S] [--subset N] [--data DIR] [--min-accuracy PCT] [--seed S]\n"
+    "       [--check-progress] [--help]\n"
+    "  DEVICE      CPU, VK or VK:n (default: $TVK_DEVICE, else the best device)\n"
+    "  --model     cnn (default) or mlp\n"
+    "  --epochs    passes over the training set (default 2)\n"
+    "  --batch     images per step (default 50)\n"
+    "  --lr        Adam's learning rate (default 0.001)\n"
+    "  --steps     stop after S steps in all\n"
+    "  --subset    train on the first N images (>= 600), test on the first N/6\n"
+    "  --data      the directory of the four IDX files (default\n"
+    "              /usr/share/datasets/fashion-mnist, or $TVK_FASHION_MNIST)\n"
+    "  --min-accuracy  exit 2 when the test accuracy is below PCT\n"
+    "  --seed      the shuffling's and the weights' seed (default 1)\n"
+    "  --check-progress  exit 2 unless the last 20 steps' mean loss is below\n"
+    "              40% of the first step's (needs 21 steps or more)\n";
+
 static int usage(const char *why) {
-  fprintf(stderr,
-          "fashion_mnist: %s\n"
-          "usage: fashion_mnist [DEVICE] [--model cnn|mlp] [--epochs E] [--batch B] [--lr LR]\n"
-          "       [--steps S] [--subset N] [--data DIR] [--min-accuracy PCT] [--seed S]\n",
-          why);
+  fprintf(stderr, "fashion_mnist: %s\n%s", why, usage_text);
   return 1;
 }
 
@@ -262,6 +278,14 @@ static int parse(int argc, char **argv, Args *a) {
               .seed = 1};
   for (int i = 1; i < argc; i++) {
     const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(k, "--help") || !strcmp(k, "-h")) {
+      fputs(usage_text, stdout);
+      return -1;
+    }
+    if (!strcmp(k, "--check-progress")) {
+      a->check_progress = true;
+      continue;
+    }
     if (k[0] != '-') {
       if (a->device) return usage("more than one device given");
       a->device = k;
@@ -285,7 +309,7 @@ static int parse(int argc, char **argv, Args *a) {
       a->batch = (int)num;
     } else if (!strcmp(k, "--lr") && num > 0) {
       a->lr = num;
-    } else if (!strcmp(k, "--steps") && num >= 21) {
+    } else if (!strcmp(k, "--steps") && num >= 1) {
       a->steps = (int)num;
     } else if (!strcmp(k, "--subset") && num >= 600) {
       a->subset = (int)num;
@@ -295,9 +319,11 @@ static int parse(int argc, char **argv, Args *a) {
       a->seed = (uint64_t)num;
     } else {
       return usage("unknown option, or a value out of range (epochs >= 1, batch >= 1, lr > 0, "
-                   "steps >= 21, subset >= 600, min-accuracy in [0, 100])");
+                   "steps >= 1, subset >= 600, min-accuracy in [0, 100])");
     }
   }
+  if (a->check_progress && a->steps && a->steps < 21)
+    return usage("--check-progress needs 21 steps or more (--steps)");
   return 0;
 }
 
@@ -325,7 +351,8 @@ static tvk_status evaluate(tvk_ctx *ctx, const Model *m, const Set *s, int n, do
 
 int main(int argc, char **argv) {
   Args a;
-  if (parse(argc, argv, &a)) return 1;
+  int parsed = parse(argc, argv, &a);
+  if (parsed) return parsed < 0 ? 0 : 1; /* -1: --help */
   rng ^= a.seed * 0x9e3779b97f4a7c15ULL;
   Set train = {0}, test = {0};
   if (!load_set(a.data, "train", &train) || !load_set(a.data, "t10k", &test)) {
@@ -410,7 +437,7 @@ int main(int argc, char **argv) {
     printf("test accuracy %.2f%% after %d steps; %llu kernels compiled, peak %.1f MiB on the "
            "device\n",
            acc, step, (unsigned long long)s.kernels_compiled, s.bytes_peak / 1048576.0);
-    if (a.steps && !(tail_loss / tail_n < 0.4 * first_loss)) {
+    if (a.check_progress && !(tail_loss / tail_n < 0.4 * first_loss)) {
       fprintf(stderr, "fashion_mnist: the loss fell from %.4f to only %.4f (last 20 steps)\n",
               first_loss, tail_loss / tail_n);
       rc = 2;

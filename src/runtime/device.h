@@ -167,8 +167,11 @@ tvk_status device_open(const char *name, const DeviceOptions *opt, Device **out,
 /* Backend constructors. On failure return the status with the message in
  * err; *out is NULL. */
 tvk_status cpu_device_create(const DeviceOptions *opt, Device **out, Error *err);
-/* index -1: the best device (discrete > integrated > virtual > CPU); n >= 0: the
- * n-th Vulkan device (TVK_ERR_DEVICE naming how many exist when out of range). */
+/* index -1 ("VK"): the best device (discrete > integrated > virtual > CPU);
+ * VK_BEST_GPU (the default device): the best that is not a CPU-type device
+ * (lavapipe, SwiftShader), TVK_ERR_DEVICE if there is none; n >= 0: the n-th
+ * Vulkan device (TVK_ERR_DEVICE naming how many exist when out of range). */
+#define VK_BEST_GPU (-2)
 tvk_status vk_device_create(const DeviceOptions *opt, int index, Device **out, Error *err);
 /* Validation warnings and errors counted so far on a Vulkan device; 0 for any
  * other device and when validation is off. */

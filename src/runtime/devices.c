@@ -75,8 +75,9 @@ tvk_status device_list(tvk_device_info **out, int *n, Error *err) {
 
 tvk_status device_open(const char *name, const DeviceOptions *opt, Device **out, Error *err) {
   int index;
-  if (!name) { /* the best available: a Vulkan device, else the CPU */
-    if (vk_device_create(opt, -1, out, err) == TVK_OK) return TVK_OK;
+  if (!name) { /* the best available: a Vulkan GPU, else the CPU (never a
+                * software Vulkan device, which runs on the same CPU slower) */
+    if (vk_device_create(opt, VK_BEST_GPU, out, err) == TVK_OK) return TVK_OK;
     err_clear(err);
   }
   if (!name || !strcmp(name, "CPU") || !strcmp(name, "cpu"))
