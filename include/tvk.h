@@ -15,8 +15,13 @@
  *   op and the values that were wrong; ops on an error tensor return an error
  *   tensor with the same status and message. tvk_realize and tvk_to_host return
  *   the status and make the message tvk_ctx_error's. NULL is returned only when
- *   a tensor argument is NULL *and* no context can be found, or when memory for
- *   the tensor itself ran out. Nothing aborts the process on bad input.
+ *   a tensor argument is NULL *and* no context can be found. When memory for
+ *   a new tensor runs out, the result is the context's one out-of-memory
+ *   tensor (TVK_ERR_OUT_OF_MEMORY; releasing it, even many times, is
+ *   harmless), so that every later op and tvk_realize report it. A failed
+ *   allocation anywhere else gives TVK_ERR_OUT_OF_MEMORY too, leaves the
+ *   context usable and writes nothing to the kernel cache. Nothing aborts
+ *   the process on bad input.
  * - Thread safety: a context and its tensors are used from one thread at a
  *   time. Different contexts are independent and may be used from different
  *   threads.

@@ -362,9 +362,9 @@ static bool render_alu(Walker *w, size_t p, UOp *u) {
   }
   bool cast = u->op == OP_CAST;
   w->expr[p] = printf_new("%s%d", cast ? "cast" : "alu", cast ? w->ncast++ : w->nalu++);
-  line(w, w->L->decl, &(Subst){.op = {rhs}, .t = u->dtype, .v = w->expr[p]});
+  if (w->expr[p]) line(w, w->L->decl, &(Subst){.op = {rhs}, .t = u->dtype, .v = w->expr[p]});
   free(rhs);
-  return true;
+  return w->expr[p] ? true : fail_oom(w);
 }
 
 /* A template applied to one expression (NULL template: the expression itself). */

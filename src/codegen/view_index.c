@@ -16,7 +16,8 @@ static bool view_uops(const View *v, UCtx *ctx, DType idt, UOp *const *idxs, UOp
     if (v->shape[d] == 1 || v->strides[d] == 0) continue;
     UOp *term = idxs[d];
     if (v->strides[d] != 1) term = b_alu2(OP_MUL, term, uop_const_int(ctx, idt, v->strides[d]));
-    sum = sum ? b_alu2(OP_ADD, sum, term) : term;
+    /* NULL is out of memory here, never "no terms yet" */
+    if (!(sum = sum ? b_alu2(OP_ADD, sum, term) : term)) return false;
   }
   UOp *off = uop_const_int(ctx, idt, v->offset);
   *index = !sum ? off : v->offset ? b_alu2(OP_ADD, sum, off) : sum;

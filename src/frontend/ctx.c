@@ -96,10 +96,17 @@ static void tensor_unlink_free(tvk_tensor *t) {
   free(t);
 }
 
+/* ctx's out-of-memory tensor (tvk_ctx.oom_tensor), with the message in
+ * ctx's error too. */
+static tvk_tensor *tensor_oom(tvk_ctx *ctx) {
+  err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "%s", ctx->oom_tensor->msg);
+  return ctx->oom_tensor;
+}
+
 tvk_tensor *tensor_new(tvk_ctx *ctx, UOp *u, tvk_dtype dt, int ndim, const int64_t *shape) {
   if (!u) return tensor_error(ctx, TVK_ERR_OUT_OF_MEMORY, "out of memory building the graph");
   tvk_tensor *t = tensor_alloc(ctx);
-  if (!t) return NULL;
+  if (!t) return tensor_oom(ctx);
   t->uop = uop_retain(u);
   t->dtype = dt;
   t->ndim = ndim;
@@ -122,7 +129,7 @@ void tensor_set_uop(tvk_tensor *t, UOp *nu) {
 
 static tvk_tensor *tensor_error_msg(tvk_ctx *ctx, tvk_status status, const char *msg) {
   tvk_tensor *t = tensor_alloc(ctx);
-  if (!t) return NULL;
+  if (!t) return tensor_oom(ctx);
   t->status = status;
   t->msg = strdup(msg); /* NULL on OOM: the status still tells */
   t->dtype = TVK_FLOAT32;
@@ -158,7 +165,7 @@ tvk_tensor *tensor_check_inputs(const char *op, int n, tvk_tensor *const *ts) {
 }
 
 void tvk_release(tvk_tensor *t) {
-  if (!t) return;
+  if (!t || t == t->ctx->oom_tensor) return;
   tvk_ctx *ctx = t->ctx;
   size_t m = FRONT_BEGIN(ctx);
   tensor_unlink_free(t);
@@ -307,9 +314,11 @@ int64_t ctx_buffer_new(tvk_ctx *ctx, ScalarType s, int64_t numel, tvk_status *st
   if ((size_t)numel * size > most) {
     *st = err_set(&ctx->err, TVK_ERR_DEVICE,
                   "a buffer of %lld %s elements (%zu bytes) is larger than %s's kernels can "
-                  "address (%zu bytes)",
+                  "address (%zu bytes: the device's largest storage buffer, Vulkan's "
+                  "maxStorageBufferRange); split the tensor into parts of at most %zu "
+                  "elements, or use a device with a larger limit (\"CPU\" has none)",
                   (long long)numel, dt_scalar_name(s), (size_t)numel * size,
-                  ctx->dev->ops->name(ctx->dev), most);
+                  ctx->dev->ops->name(ctx->dev), most, most / size);
     return -1;
   }
   int64_t id = buffer_slot(ctx, st);
@@ -512,7 +521,7 @@ Buffer *ctx_materialize(tvk_tensor *t, const char *op, tvk_status *st) {
     /* A view of a buffer (or a graph) is made contiguous first, so the copy is one block. */
     UOp *c = uop_new(ctx->u, OP_CONTIGUOUS, t->uop->dtype, 1, &t->uop, arg_none());
     tvk_tensor *tmp = tensor_new(ctx, c, t->dtype, t->ndim, t->shape);
-    *st = tmp ? tvk_realize(1, &tmp) : TVK_ERR_OUT_OF_MEMORY;
+    *st = tvk_realize(1, &tmp);
     if (*st == TVK_OK) tensor_set_uop(t, tmp->uop);
     tvk_release(tmp);
   }
@@ -605,7 +614,18 @@ static tvk_status ctx_create(const tvk_ctx_options *opts, const void *vk_app, si
   if (!out) return err_set(&create_err, TVK_ERR_INVALID_ARG, "%s: out is NULL", fn);
   *out = NULL;
   tvk_ctx *ctx = calloc(1, sizeof *ctx);
-  if (!ctx) return err_set(&create_err, TVK_ERR_OUT_OF_MEMORY, "tvk_ctx_create: out of memory");
+  static const char oom_msg[] = "out of memory making a tensor";
+  char *msg = malloc(sizeof oom_msg);
+  if (ctx) ctx->oom_tensor = calloc(1, sizeof *ctx->oom_tensor);
+  if (!ctx || !ctx->oom_tensor || !msg) {
+    if (ctx) free(ctx->oom_tensor);
+    free(ctx), free(msg);
+    return err_set(&create_err, TVK_ERR_OUT_OF_MEMORY, "tvk_ctx_create: out of memory");
+  }
+  *ctx->oom_tensor = (tvk_tensor){.ctx = ctx,
+                                  .status = TVK_ERR_OUT_OF_MEMORY,
+                                  .msg = memcpy(msg, oom_msg, sizeof oom_msg),
+                                  .dtype = TVK_FLOAT32};
   tvk_ctx_options o = opts ? *opts : (tvk_ctx_options){0};
   ctx->log = (LogSink){o.log, o.log_user};
   o.debug = env_int("TVK_DEBUG", o.debug);
@@ -713,5 +733,7 @@ void tvk_ctx_destroy(tvk_ctx *ctx) {
   free(ctx->graph);
   free(ctx->trace_path);
   profile_free(ctx);
+  free(ctx->oom_tensor->msg);
+  free(ctx->oom_tensor);
   free(ctx);
 }

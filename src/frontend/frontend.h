@@ -51,6 +51,11 @@ struct tvk_ctx {
   size_t capbufs;
   /* live tensors in creation order, for scopes, realize and destroy */
   tvk_tensor *head, *tail;
+  /* What a tensor function returns when memory for a new tensor runs out:
+   * an error tensor (TVK_ERR_OUT_OF_MEMORY) that needs no memory of its
+   * own, so ops on it and checks of it report the real cause. Not in the
+   * list above; tvk_release ignores it. */
+  struct tvk_tensor *oom_tensor;
   uint64_t next_seq;
   uint64_t next_value;        /* the serial of the next VALUE (tvk_scalar) */
   struct ProgCache *programs; /* compiled programs (runtime/run.h); NULL until the first */

@@ -412,7 +412,7 @@ static tvk_status grad_impl(const char *op, tvk_tensor *out, tvk_tensor *up, int
       int bnd = node_shape(pnode[i], bs);
       g = bc_reshape(g, bnd, bs, p->ndim, p->shape);
     }
-    if (!g || !(grads[i] = tensor_new(ctx, g, p->dtype, p->ndim, p->shape)))
+    if (!g || (grads[i] = tensor_new(ctx, g, p->dtype, p->ndim, p->shape))->status != TVK_OK)
       st = err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
   }
   if (st != TVK_OK)

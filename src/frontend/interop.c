@@ -29,9 +29,11 @@ static tvk_tensor *foreign_tensor(tvk_ctx *ctx, const char *op, tvk_dtype dt, in
   if (m->nbytes > ctx->dev->limits.max_buffer_bytes)
     return tensor_error(ctx, TVK_ERR_DEVICE,
                         "%s: %lld %s elements (%zu bytes) are more than %s's kernels can address "
-                        "(%zu bytes)",
+                        "(%zu bytes: Vulkan's maxStorageBufferRange); wrap at most %zu elements "
+                        "at a time",
                         op, (long long)numel, tvk_dtype_name(dt), m->nbytes,
-                        ctx->dev->ops->name(ctx->dev), ctx->dev->limits.max_buffer_bytes);
+                        ctx->dev->ops->name(ctx->dev), ctx->dev->limits.max_buffer_bytes,
+                        ctx->dev->limits.max_buffer_bytes / size);
   size_t mark = FRONT_BEGIN(ctx);
   tvk_status st;
   int64_t id = ctx_buffer_wrap(ctx, s, numel, m, release, user, &st);

@@ -178,7 +178,7 @@ static tvk_status run_fn(tvk_jit *j, tvk_tensor *const *in, tvk_tensor **out, bo
       st = err_set(&ctx->err, TVK_ERR_INVALID_ARG, "jit: the function's output %d of %d is %s", i,
                    j->nout, out[i] ? "of another context" : "NULL");
     else if (out[i]->seq < scope) /* an input or a weight: the caller gets a tensor of its own */
-      if (!(out[i] = tensor_from_uop(ctx, out[i]->uop)))
+      if ((out[i] = tensor_from_uop(ctx, out[i]->uop))->status != TVK_OK)
         st = err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "jit: out of memory");
   }
   if (st == TVK_OK) st = tvk_realize(j->nout, out);

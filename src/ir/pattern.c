@@ -568,7 +568,11 @@ static UOp *rw_run(Rw *rw, UOp *sink) {
 UOp *graph_rewrite(UOp *sink, const PatternMatcher *pm, void *ctx, bool bottom_up) {
   if (!sink) return NULL;
   Rw rw = {.pm = pm, .ctx = ctx, .bottom_up = bottom_up};
-  return rw_run(&rw, sink);
+  uint64_t failed = uctx_alloc_failures(sink->ctx);
+  UOp *res = rw_run(&rw, sink);
+  /* a rule that could not build its replacement returned NULL, which reads
+   * as "no match": the result would be half rewritten */
+  return uctx_alloc_failures(sink->ctx) == failed ? res : NULL;
 }
 
 /* A simultaneous substitution: every occurrence of from[i] becomes to[i], and
@@ -589,7 +593,8 @@ UOp *uop_substitute(UOp *root, int n, UOp *const *from, UOp *const *to) {
     e->val = uop_retain(to[i]);
   }
   Rw rw = {.subst = &map};
+  uint64_t failed = uctx_alloc_failures(root->ctx);
   UOp *res = rw_run(&rw, root);
   memo_free(&map);
-  return res;
+  return uctx_alloc_failures(root->ctx) == failed ? res : NULL;
 }

@@ -98,7 +98,8 @@ UOp *pm_rewrite(const PatternMatcher *pm, UOp *u, void *ctx);
 /* Rewrite the graph under sink to a fixed point (seed's graph_rewrite): top-down
  * rewrites each node after its sources and re-rewrites what a rule returns;
  * bottom_up applies rules to a node until none match before visiting its
- * sources. Memoised per call. Result is autoreleased. NULL on out of memory. */
+ * sources. Memoised per call. Result is autoreleased. NULL on out of memory,
+ * also when a rule's builder ran out (uctx_alloc_failures). */
 UOp *graph_rewrite(UOp *sink, const PatternMatcher *pm, void *ctx, bool bottom_up);
 
 /* Replace nodes by the map (from[i] -> to[i]) everywhere under root. */

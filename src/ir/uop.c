@@ -20,6 +20,7 @@ struct UCtx {
   size_t npool, cappool;
   void (*buffer_hook)(void *user, UOp *buffer);
   void *hook_user;
+  uint64_t failures; /* nodes uop_new could not allocate (uctx_alloc_failures) */
 };
 
 /* ---------------------------------------------------------------- args */
@@ -293,18 +294,21 @@ static void grow_table(UCtx *c) {
 
 UOp *uop_new(UCtx *ctx, Op op, DType dtype, int nsrc, UOp *const *src, Arg arg) {
   assert(op > OP_NONE && op < OP_COUNT && nsrc >= 0);
-  for (int i = 0; i < nsrc; i++) assert(src[i] && src[i]->ctx == ctx);
+  for (int i = 0; i < nsrc; i++) {
+    if (!src[i]) return NULL; /* a source that ran out of memory */
+    assert(src[i]->ctx == ctx);
+  }
   uint64_t h = node_hash(op, dtype, nsrc, src, &arg);
   for (UOp *u = ctx->buckets[h & (ctx->nbuckets - 1)]; u; u = u->chain)
     if (u->hash == h && node_eq(u, op, dtype, nsrc, src, &arg))
       return uop_autorelease(uop_retain(u));
 
   UOp *u = calloc(1, sizeof *u + (size_t)nsrc * sizeof(UOp *));
-  if (!u) return NULL;
+  if (!u) return ctx->failures++, NULL;
   if (!arg_copy(&u->arg, &arg)) {
     arg_release(&u->arg);
     free(u);
-    return NULL;
+    return ctx->failures++, NULL;
   }
   u->op = (uint8_t)op;
   u->dtype = dtype;
@@ -321,6 +325,8 @@ UOp *uop_new(UCtx *ctx, Op op, DType dtype, int nsrc, UOp *const *src, Arg arg) 
   ctx->live++;
   return uop_autorelease(u);
 }
+
+uint64_t uctx_alloc_failures(const UCtx *ctx) { return ctx->failures; }
 
 UOp *uop_replace_src(UOp *u, int nsrc, UOp *const *src) {
   return uop_new(u->ctx, (Op)u->op, u->dtype, nsrc, src, u->arg);
@@ -349,7 +355,9 @@ UOp *uop_const_float(UCtx *ctx, DType dt, double v) {
   return uop_const(ctx, dt, cval_cast((CVal){.f = v}, DT_FLOAT64, (ScalarType)dt.scalar));
 }
 
-UOp *uop_const_like(UOp *u, int64_t v) { return uop_const_int(u->ctx, dt_scalar(u->dtype), v); }
+UOp *uop_const_like(UOp *u, int64_t v) {
+  return u ? uop_const_int(u->ctx, dt_scalar(u->dtype), v) : NULL;
+}
 
 CVal uop_const_val(const UOp *u) {
   assert(u->op == OP_CONST);
@@ -365,7 +373,7 @@ UOp *uop_var(UCtx *ctx, const char *name, int64_t lo, int64_t hi) {
 }
 
 UOp *uop_range(UCtx *ctx, UOp *end, int64_t axis_id) {
-  return uop_new(ctx, OP_RANGE, end->dtype, 1, &end, arg_int(axis_id));
+  return end ? uop_new(ctx, OP_RANGE, end->dtype, 1, &end, arg_int(axis_id)) : NULL;
 }
 
 UOp *uop_range_n(UCtx *ctx, int64_t end, int64_t axis_id) {
@@ -374,6 +382,8 @@ UOp *uop_range_n(UCtx *ctx, int64_t end, int64_t axis_id) {
 
 UOp *uop_alu(Op op, int nsrc, UOp *const *src) {
   assert(op_in(op, G_ALU) && nsrc >= 1);
+  for (int i = 0; i < nsrc; i++)
+    if (!src[i]) return NULL;
   DType dt = (op == OP_CMPLT || op == OP_CMPNE) ? dt_vec(DT(BOOL), src[0]->dtype.count)
                                                 : src[nsrc - 1]->dtype;
   return uop_new(src[0]->ctx, op, dt, nsrc, src, arg_none());
@@ -393,7 +403,7 @@ UOp *uop_lt_c(UOp *a, int64_t c) { return uop_lt(a, uop_const_like(a, c)); }
 UOp *uop_sub(UOp *a, UOp *b) { return uop_add(a, uop_mul_c(b, -1)); }
 
 UOp *uop_cast(UOp *a, DType dt) {
-  if (dt_eq(a->dtype, dt)) return a;
+  if (!a || dt_eq(a->dtype, dt)) return a;
   return uop_new(a->ctx, OP_CAST, dt, 1, &a, arg_none());
 }
 

@@ -119,9 +119,16 @@ UOp *uop_autorelease(UOp *u);
 UOp *uop_retain(UOp *u);  /* +1; returns u. NULL ok */
 void uop_release(UOp *u); /* -1; frees at 0. NULL ok */
 
-/* ---- construction (all results autoreleased; NULL only on out of memory) ---- */
+/* ---- construction (all results autoreleased; NULL only on out of memory) ----
+ * A NULL source (a builder that ran out of memory) gives NULL, so a chain of
+ * builders needs one check at its end, and a failure is never mistaken for
+ * an absent operand. */
 
 UOp *uop_new(UCtx *ctx, Op op, DType dtype, int nsrc, UOp *const *src, Arg arg);
+/* How many nodes uop_new failed to allocate in ctx so far: a pass whose
+ * rules return NULL for "no change" compares it before and after, so a
+ * rule that ran out of memory is not taken for one that did not match. */
+uint64_t uctx_alloc_failures(const UCtx *ctx);
 /* Same node with other sources / another arg / another dtype. */
 UOp *uop_replace_src(UOp *u, int nsrc, UOp *const *src);
 UOp *uop_replace_arg(UOp *u, Arg arg);

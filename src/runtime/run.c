@@ -303,7 +303,7 @@ static const char *store_dir(const Runner *r, ProgCache *c) {
  * same AST later in the schedule or in a later one is not prepared again. */
 static tvk_status finish_prepare(const Runner *r, UOp *ast, Prepared *p) {
   /* out of memory here only costs the shortcut: p keeps its own source */
-  p->entry = kern_add(*r->programs, ast, &p->own, NULL);
+  p->entry = *r->programs ? kern_add(*r->programs, ast, &p->own, NULL) : NULL;
   if (p->entry) p->ks = &p->entry->ks;
   return TVK_OK;
 }
