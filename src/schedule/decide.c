@@ -429,31 +429,121 @@ static int64_t inputs_under(SchedGraph *g, int64_t x, int64_t *cand, size_t *nca
   return n;
 }
 
+static int cmp_index(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* inputs_under for every node of the kernel part under root r at once,
+ * counted exactly up to cap (more: cap + 1): each node's set of buffers is
+ * the union of its sources' (a buffer, a materialised node, or the set of an
+ * inner node), made sources first, so one pass costs O(nodes x cap^2) where
+ * asking inputs_under of each candidate cost O(nodes^2). n[i] for topo index
+ * i of the part (others untouched). False on out of memory. */
+static bool capped_inputs(SchedGraph *g, int64_t r, int cap, int64_t *n) {
+  int32_t *slot = malloc(g->n * sizeof *slot);
+  int64_t *order = malloc(g->n * sizeof *order);
+  size_t norder = 0;
+  SStack st = {0};
+  bool ok = slot && order && sstack_push(&st, r, 0);
+  sched_new_walk(g);
+  int64_t i;
+  int unused;
+  while (ok && sstack_pop(&st, &i, &unused)) { /* the inner nodes under r */
+    if (!sched_visit(g, i, 0)) continue;
+    UOp *u = g->topo[i];
+    if (u->op == OP_BUFFER || (i != r && sched_realized(g, i)) || graph_is_leaf(u)) continue;
+    order[norder++] = i;
+    for (uint32_t k = 0; ok && k < u->nsrc; k++)
+      ok = sstack_push(&st, sched_index(g, u->src[k]), 0);
+  }
+  sstack_free(&st);
+  int32_t *sets = ok ? malloc((norder ? norder : 1) * (size_t)(cap + 1) * sizeof *sets) : NULL;
+  ok = ok && sets;
+  if (ok) qsort(order, norder, sizeof *order, cmp_index); /* ascending: sources first */
+  for (size_t j = 0; ok && j < norder; j++) slot[order[j]] = (int32_t)j;
+  for (size_t j = 0; ok && j < norder; j++) {
+    UOp *u = g->topo[order[j]];
+    int32_t *set = sets + j * (size_t)(cap + 1), count = 0;
+    for (uint32_t k = 0; k < u->nsrc && count <= cap; k++) {
+      int64_t s = sched_index(g, u->src[k]);
+      UOp *su = g->topo[s];
+      int32_t one = (int32_t)s, *from = &one, nfrom = 1;
+      if (su->op != OP_BUFFER && !sched_realized(g, s)) {
+        if (graph_is_leaf(su)) continue;
+        from = sets + (size_t)slot[s] * (size_t)(cap + 1), nfrom = (int32_t)n[s];
+        if (nfrom > cap) count = cap + 1;
+      }
+      for (int32_t e = 0; e < nfrom && count <= cap; e++) {
+        bool have = false;
+        for (int32_t q = 0; q < count && !have; q++) have = set[q] == from[e];
+        if (!have) set[count++] = from[e];
+      }
+    }
+    n[order[j]] = count;
+  }
+  free(sets);
+  free(slot);
+  free(order);
+  return ok;
+}
+
+/* Of the candidates (with n their input counts), the elementwise node to
+ * materialise under a kernel reading `total` buffers: the one reading the
+ * most buffers that one kernel can still bind, else the smallest that
+ * helps; -1 when none does. n may be capped above lim (capped_inputs): a
+ * fitting choice is exact then, and *exact tells whether the result is. */
+static int64_t pick_split(const int64_t *cand, size_t nc, const int64_t *n, int64_t total, int lim,
+                          bool *exact) {
+  int64_t best = -1, best_n = 0;
+  for (size_t k = 0; k < nc; k++) {
+    int64_t c = n[cand[k]];
+    bool fits = c + 1 <= lim, best_fits = best >= 0 && best_n + 1 <= lim;
+    if (c < 2 || c >= total) continue;
+    if (best < 0 || (fits && (!best_fits || c > best_n)) || (!fits && !best_fits && c < best_n))
+      best = cand[k], best_n = c;
+  }
+  *exact = best < 0 || best_n + 1 <= lim;
+  return best;
+}
+
 /* A kernel reading more buffers than the device binds (a cat of forty
- * tensors) has a part of it materialised first, as the seed does past
- * MAX_BUFS: the elementwise node below it reading the most buffers that one
- * kernel can still bind (else the smallest that helps), so the split costs few
- * kernels. */
+ * tensors, a sum of 3,000 tensors) has a part of it materialised first, as
+ * the seed does past MAX_BUFS: the elementwise node below it reading the
+ * most buffers that one kernel can still bind (else the smallest that
+ * helps), so the split costs few kernels. The counts come from one pass
+ * (capped_inputs), each candidate walked on its own only when none fits. */
 static tvk_status rule_buffer_limit(SchedGraph *g, bool *changed) {
   int lim = sched_buffer_limit(g);
   int64_t *cand = malloc((g->n ? g->n : 1) * sizeof *cand);
-  if (!cand) return err_set(g->sc->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+  int64_t *n = malloc((g->n ? g->n : 1) * sizeof *n);
+  if (!cand || !n) {
+    free(cand), free(n);
+    return err_set(g->sc->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+  }
   tvk_status s = TVK_OK;
   for (size_t r = 0; s == TVK_OK && r < g->n; r++) {
     if (!sched_realized(g, (int64_t)r)) continue;
     size_t nc = 0;
-    int64_t total = inputs_under(g, (int64_t)r, cand, &nc), best = -1, best_n = 0;
-    for (size_t k = 0; total + 1 > lim && k < nc; k++) {
-      int64_t n = inputs_under(g, cand[k], NULL, NULL);
-      bool fits = n + 1 <= lim, best_fits = best >= 0 && best_n + 1 <= lim;
-      if (n < 2 || n >= total) continue;
-      if (best < 0 || (fits && (!best_fits || n > best_n)) || (!fits && !best_fits && n < best_n))
-        best = cand[k], best_n = n;
-    }
+    int64_t total = inputs_under(g, (int64_t)r, cand, &nc), best = -1;
     if (total < 0) s = err_set(g->sc->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+    if (total < 0 || total + 1 <= lim) continue;
+    bool exact = false;
+    if (!capped_inputs(g, (int64_t)r, lim, n)) {
+      s = err_set(g->sc->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+      continue;
+    }
+    best = pick_split(cand, nc, n, total, lim, &exact);
+    if (!exact) { /* nothing fits: the smallest that helps, counted exactly */
+      for (size_t k = 0; k < nc && s == TVK_OK; k++)
+        if ((n[cand[k]] = inputs_under(g, cand[k], NULL, NULL)) < 0)
+          s = err_set(g->sc->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
+      best = s == TVK_OK ? pick_split(cand, nc, n, total, lim, &exact) : -1;
+    }
     if (best >= 0) *changed |= sched_mark(g, best, WHY_BUFFER_LIMIT, (Op)g->topo[best]->op);
   }
   free(cand);
+  free(n);
   return s;
 }
 
