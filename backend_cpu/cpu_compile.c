@@ -1,38 +1,24 @@
 /* The CPU backend's compiler driver: finds the system C compiler, turns a
  * kernel's C source into a shared object in the on-disk cache, and loads it.
- *
- * Processes are started with posix_spawnp and an argv, never through a shell,
- * so paths with spaces and odd environment values cannot be misread. */
+ * The compiler runs as a child process (cpu_process.c). */
 #include "cpu_internal.h"
+#include "ir/strbuf.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-extern char **environ;
-
-/* What the compiler said is kept up to this size; the rest is drained. */
-enum { CC_OUTPUT_CAP = 16 * 1024 };
 /* Seconds one compiler run may take unless TVK_CC_TIMEOUT says otherwise:
  * far more than any kernel needs (about 0.1 s), so only a hung compiler (a
  * wrapper waiting on a lock or a licence server) ever reaches it. */
 enum { CC_TIMEOUT_DEFAULT = 120, CC_TIMEOUT_MAX = 1000000 };
-/* After SIGTERM a timed-out compiler gets this long to remove its own
- * temporary files before SIGKILL. */
-enum { CC_KILL_GRACE_MS = 2000 };
 
 /* Always passed; -march=native is added only when the CPU is known (and part
  * of the key) and the compiler builds for this machine (cc_is_native).
@@ -126,113 +112,6 @@ void cpu_toolchain_free(CpuToolchain *t) {
   pthread_mutex_destroy(&t->mu);
 }
 
-/* ---- running a process ---- */
-
-typedef struct {
-  int status;              /* exit status; 128 + signal number when killed */
-  bool timed_out;          /* it ran past the timeout and was killed */
-  size_t len;              /* bytes kept in out */
-  char out[CC_OUTPUT_CAP]; /* stdout and stderr interleaved, NUL-terminated */
-} CpuRun;
-
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Reads fd into r until end of file; false when the deadline comes first. */
-static bool read_until(int fd, CpuRun *r, int64_t deadline) {
-  char sink[4096];
-  for (;;) {
-    int64_t left = deadline - now_ms();
-    if (left <= 0) return false;
-    struct pollfd pfd = {.fd = fd, .events = POLLIN};
-    int k = poll(&pfd, 1, left > INT_MAX ? INT_MAX : (int)left);
-    if (k < 0 && errno == EINTR) continue;
-    if (k == 0) return false;
-    if (k < 0) return true; /* the pipe cannot be watched: leave it to the wait */
-    size_t room = sizeof r->out - 1 - r->len;
-    ssize_t n = read(fd, room ? r->out + r->len : sink, room ? room : sizeof sink);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return true;
-    if (room) r->len += (size_t)n;
-  }
-}
-
-/* Waits until the child pid has exited, up to the deadline; true if it has.
- * It is not reaped (WNOWAIT): while it is a zombie its pid, which is also its
- * process group's ID, cannot be reused, so killing the group stays safe. The
- * sleeps start short because a compiler that closed its output usually exits
- * a moment later. */
-static bool exited_by(pid_t pid, int64_t deadline) {
-  for (long us = 50;; us = us < 20000 ? us * 2 : us) {
-    siginfo_t si;
-    memset(&si, 0, sizeof si);
-    int rc = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT);
-    if (rc == 0 && si.si_pid == pid) return true;
-    if (rc != 0 && errno != EINTR) return true; /* not waitable: waitpid will say */
-    if (now_ms() >= deadline) return false;
-    struct timespec ts = {0, us * 1000};
-    nanosleep(&ts, NULL);
-  }
-}
-
-/* Runs argv (argv[0] looked up in PATH unless it has a '/') with stdin from
- * /dev/null and stdout+stderr captured into r, for at most timeout_s seconds.
- * The child leads a process group of its own, so that on a timeout the whole
- * group (cc and the cc1, as and ld it started) is killed: SIGTERM first, so a
- * compiler can remove its temporary files, then SIGKILL. The child is always
- * reaped. Returns 0 when the process ran (r->timed_out says whether it was
- * killed), else the errno of the failure to start it. */
-static int run_process(char *const argv[], int timeout_s, CpuRun *r) {
-  r->len = 0;
-  r->out[0] = '\0';
-  r->status = -1;
-  r->timed_out = false;
-  int fds[2];
-  if (pipe(fds) != 0) return errno;
-  fcntl(fds[0], F_SETFD, FD_CLOEXEC);
-  fcntl(fds[1], F_SETFD, FD_CLOEXEC);
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-  posix_spawnattr_init(&attr);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none); /* the caller's blocked signals are not the child's */
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
-  pid_t pid;
-  int64_t deadline = now_ms() + (int64_t)timeout_s * 1000;
-  int rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&fa);
-  close(fds[1]);
-  bool done = rc == 0 && read_until(fds[0], r, deadline);
-  r->out[r->len] = '\0';
-  close(fds[0]);
-  if (rc != 0) return rc;
-  if (done) done = exited_by(pid, deadline);
-  if (!done) {
-    r->timed_out = true;
-    kill(-pid, SIGTERM);
-    exited_by(pid, now_ms() + CC_KILL_GRACE_MS);
-    kill(-pid, SIGKILL); /* also whatever of the group outlived the leader */
-  }
-  int ws;
-  while (waitpid(pid, &ws, 0) < 0) {
-    if (errno != EINTR) return errno;
-  }
-  r->status = WIFEXITED(ws) ? WEXITSTATUS(ws) : WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : -1;
-  /* A libc that reports a failed exec only through the child says 127. */
-  if (r->status == 127 && r->len == 0 && !r->timed_out) return ENOENT;
-  return 0;
-}
-
 /* ---- probing the compiler and the cache directory ---- */
 
 /* Asks `cc --version`. Returns 0 and sets t->cc / t->cc_version when it
@@ -240,7 +119,7 @@ static int run_process(char *const argv[], int timeout_s, CpuRun *r) {
  * ETIMEDOUT when it did not answer in time (and was killed). */
 static int probe_cc(CpuToolchain *t, const char *cc, CpuRun *r) {
   char *argv[] = {(char *)cc, "--version", NULL};
-  int rc = run_process(argv, t->timeout_s, r);
+  int rc = cpu_run_process(argv, t->timeout_s, r);
   if (rc == 0 && r->timed_out) rc = ETIMEDOUT;
   if (rc == 0 && r->status != 0) rc = EINVAL;
   if (rc != 0) return rc;
@@ -273,7 +152,21 @@ static bool cc_is_native(CpuToolchain *t, CpuRun *r) {
   const char *arch = CPU_ARCH;
   if (!arch || !t->cc) return false;
   char *argv[] = {t->cc, "-dumpmachine", NULL};
-  if (run_process(argv, t->timeout_s, r) != 0 || r->timed_out || r->status != 0) return false;
+  int rc = cpu_run_process(argv, t->timeout_s, r);
+  if (rc == 0 && r->timed_out) {
+    /* a compiler that hangs here would hang on every kernel too, each
+     * costing a whole timeout: it is not used, and the kernels say why */
+    Str msg = {0};
+    str_printf(&msg,
+               "C compiler '%s' did not answer -dumpmachine within %d s (TVK_CC_TIMEOUT); "
+               "it was killed",
+               t->cc, t->timeout_s);
+    free(t->cc), free(t->cc_version), free(t->cc_error);
+    t->cc = t->cc_version = NULL;
+    t->cc_status = TVK_ERR_COMPILE, t->cc_error = str_take(&msg);
+    return false;
+  }
+  if (rc != 0 || r->status != 0) return false;
   size_t n = strlen(arch);
   return strncmp(r->out, arch, n) == 0 && (r->out[n] == '-' || r->out[n] == '\n');
 }
@@ -317,6 +210,64 @@ static tvk_status find_cc(Error *err, CpuToolchain *t, CpuRun *r, const char *ke
                  "no C compiler found: tried 'cc', 'gcc', 'clang' in PATH (set CC or install gcc)");
 }
 
+/* Compilers that answered, once per process: probing one costs two
+ * processes (--version, -dumpmachine: about 10 ms), which every context would
+ * pay again. Keyed by what chose it (the request, PATH for a search) and
+ * whether the CPU is known (-march=native depends on it). A compiler that
+ * failed is probed again, so it is reported to each device. Kept for the
+ * process's life. */
+typedef struct ProbeMemo {
+  struct ProbeMemo *next;
+  char *request, *path, *cc, *version;
+  bool cpu_known, native;
+} ProbeMemo;
+
+static pthread_mutex_t memo_mu = PTHREAD_MUTEX_INITIALIZER;
+static ProbeMemo *memo;
+
+static bool same_str(const char *a, const char *b) { return !strcmp(a ? a : "", b ? b : ""); }
+
+/* Fills t's compiler from the memo; false when it holds none for t. */
+static bool memo_get(CpuToolchain *t) {
+  const char *path = t->cc_request && strchr(t->cc_request, '/') ? NULL : getenv("PATH");
+  bool hit = false;
+  pthread_mutex_lock(&memo_mu);
+  for (ProbeMemo *m = memo; m && !hit; m = m->next) {
+    if (!same_str(m->request, t->cc_request) || !same_str(m->path, path) ||
+        m->cpu_known != (t->cpu_id != NULL))
+      continue;
+    t->cc = strdup(m->cc), t->cc_version = strdup(m->version);
+    if (!t->cc || !t->cc_version) { /* out of memory: probe as if unknown */
+      free(t->cc), free(t->cc_version);
+      t->cc = t->cc_version = NULL;
+      break;
+    }
+    t->native = m->native, hit = true;
+  }
+  pthread_mutex_unlock(&memo_mu);
+  return hit;
+}
+
+/* Remembers t's working compiler (nothing when out of memory). */
+static void memo_put(const CpuToolchain *t) {
+  const char *path = t->cc_request && strchr(t->cc_request, '/') ? NULL : getenv("PATH");
+  ProbeMemo *m = calloc(1, sizeof *m);
+  if (m) {
+    m->request = t->cc_request ? strdup(t->cc_request) : NULL;
+    m->path = path ? strdup(path) : NULL;
+    m->cc = strdup(t->cc), m->version = strdup(t->cc_version);
+    m->cpu_known = t->cpu_id != NULL, m->native = t->native;
+  }
+  if (!m || (t->cc_request && !m->request) || (path && !m->path) || !m->cc || !m->version) {
+    if (m) free(m->request), free(m->path), free(m->cc), free(m->version);
+    free(m);
+    return;
+  }
+  pthread_mutex_lock(&memo_mu);
+  m->next = memo, memo = m;
+  pthread_mutex_unlock(&memo_mu);
+}
+
 /* First compile of a device: find the compiler and the cache directory. A
  * compiler that is missing (or broken, or hung) is no error yet: kernels
  * cached for this machine still load, and TinyCC may build the rest; its
@@ -327,6 +278,7 @@ static tvk_status probe(Error *err, CpuToolchain *t, const char *kernel) {
   if (!t->probed) {
     CpuRun *r = malloc(sizeof *r);
     st = r ? TVK_OK : err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory probing the C compiler");
+    bool known = st == TVK_OK && !t->cc && memo_get(t);
     if (st == TVK_OK && !t->cc) {
       Error found;
       err_clear(&found);
@@ -336,7 +288,10 @@ static tvk_status probe(Error *err, CpuToolchain *t, const char *kernel) {
       else if (cs != TVK_OK)
         t->cc_status = cs, t->cc_error = strdup(found.msg);
     }
-    if (st == TVK_OK) t->native = t->cc && t->cpu_id && cc_is_native(t, r);
+    if (st == TVK_OK && !known) {
+      t->native = t->cc && t->cpu_id && cc_is_native(t, r);
+      if (t->cc) memo_put(t);
+    }
     if (st == TVK_OK && t->no_disk)
       t->cache_ro = true; /* no directory: what is built goes to the private one */
     else if (st == TVK_OK)
@@ -516,7 +471,7 @@ static tvk_status build_so(Error *err, const CpuToolchain *t, const char *name, 
   if (!r) {
     st = err_set(err, TVK_ERR_OUT_OF_MEMORY, "out of memory compiling kernel '%s'", name);
   } else {
-    int rc = run_process((char *const *)argv, t->timeout_s, r);
+    int rc = cpu_run_process((char *const *)argv, t->timeout_s, r);
     if (rc != 0)
       st = err_set(err, TVK_ERR_DEVICE, "cannot run C compiler '%s': %s", t->cc, strerror(rc));
     else if (r->timed_out)

@@ -3,9 +3,11 @@
  *   cpu_device.c   the DeviceOps table: buffers, programs, launch
  *   cpu_pool.c     the persistent thread pool a launch runs on
  *   cpu_compile.c  the C compiler: finding it, running it, loading its output
+ *   cpu_process.c  running a compiler as a child process, with a deadline
  *   cpu_identity.c the CPU identity that goes into the cache key
  *   cpu_program.c  programs: the compile tiers and the background builders
- *   cpu_tcc.c      the fast tier: kernels compiled in memory by libtcc
+ *   cpu_tcc.c      the fast tier: kernels compiled by TinyCC, in memory by
+ *                  libtcc or (the shared library) by the tcc executable
  *
  * docs/cpu_backend.md describes the kernel ABI, the cache and the threading.
  */
@@ -111,6 +113,27 @@ void cpu_programs_wait(CpuPrograms *ps);
 /* Stops the builders (waiting for a build in progress) and frees every
  * program; NULL ok. */
 void cpu_programs_destroy(CpuPrograms *ps);
+
+/* ---- child processes (cpu_process.c) ---- */
+
+/* What a compiler said is kept up to this size; the rest is drained. */
+enum { CC_OUTPUT_CAP = 16 * 1024 };
+
+typedef struct {
+  int status;              /* exit status; 128 + signal number when killed */
+  bool timed_out;          /* it ran past the timeout and was killed */
+  size_t len;              /* bytes kept in out */
+  char out[CC_OUTPUT_CAP]; /* stdout and stderr interleaved, NUL-terminated */
+} CpuRun;
+
+/* Runs argv (argv[0] looked up in PATH unless it has a '/') with stdin from
+ * /dev/null and stdout+stderr captured into r, for at most timeout_s seconds.
+ * The child leads a process group of its own, so that on a timeout the whole
+ * group (cc and the cc1, as and ld it started) is killed: SIGTERM first, so a
+ * compiler can remove its temporary files, then SIGKILL. The child is always
+ * reaped. Returns 0 when the process ran (r->timed_out says whether it was
+ * killed), else the errno of the failure to start it. */
+int cpu_run_process(char *const argv[], int timeout_s, CpuRun *r);
 
 /* ---- the fast tier (cpu_tcc.c) ---- */
 

@@ -4,8 +4,10 @@
  * serves a kernel's first launches while the optimised build proceeds
  * (cpu_device.c), or alone where no compiler is installed.
  *
- * Without TVK_HAVE_TCC (libtcc not found at build time, or TVK_TCC=OFF) the
- * tier reports itself missing and the backend uses the system compiler only. */
+ * Without TVK_HAVE_TCC (libtvk.so, which cannot link Debian's libtcc.a; or
+ * libtcc not found at build time, or TVK_TCC=OFF) the tier runs the tcc
+ * executable where one is installed, and is missing otherwise: then the
+ * backend uses the system compiler only. */
 #include "cpu_internal.h"
 
 #include <math.h>
@@ -126,21 +128,100 @@ void cpu_tcc_free(void *state) {
   pthread_mutex_unlock(&tcc_mu);
 }
 
-#else /* no libtcc */
+#else /* no libtcc: the tcc executable */
 
-bool cpu_tcc_available(void) { return false; }
+/* Debian's libtcc.a is not position independent, so the shared library
+ * cannot link it. It runs TinyCC as a program instead: the source to a
+ * private temporary directory, `tcc -shared` (a few milliseconds, a process
+ * start included), dlopen, and the files removed at once (the mapping
+ * stays). The .so links TinyCC's own libtcc1.a and libm, so it needs no
+ * symbol table of ours. */
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <unistd.h>
+
+/* Seconds a tcc run may take: far more than a kernel needs (milliseconds). */
+enum { TCC_TIMEOUT_S = 60 };
+
+static pthread_once_t tcc_once = PTHREAD_ONCE_INIT;
+static char tcc_exe[1024];
+static bool tcc_found;
+
+/* $TVK_TCC_EXE, else "tcc" from PATH, when it answers -v. */
+static void find_tcc(void) {
+  const char *env = getenv("TVK_TCC_EXE");
+  snprintf(tcc_exe, sizeof tcc_exe, "%s", env && *env ? env : "tcc");
+  CpuRun *r = malloc(sizeof *r);
+  char *argv[] = {tcc_exe, "-v", NULL};
+  tcc_found = r && cpu_run_process(argv, TCC_TIMEOUT_S, r) == 0 && !r->timed_out && r->status == 0;
+  free(r);
+}
+
+bool cpu_tcc_available(void) {
+  pthread_once(&tcc_once, find_tcc);
+  return tcc_found;
+}
+
+/* dir/name.ext, or "" when it does not fit. */
+static void path_in(char *out, size_t n, const char *dir, const char *name, const char *ext) {
+  if ((size_t)snprintf(out, n, "%s/%s.%s", dir, name, ext) >= n) out[0] = '\0';
+}
 
 tvk_status cpu_tcc_compile(const char *name, const char *src, void **state, CpuKernelFn *fn,
                            Error *err) {
-  (void)src;
   *state = NULL;
   if (fn) *fn = NULL;
-  return err_set(err, TVK_ERR_DEVICE,
-                 "kernel '%s': the CPU tiers are 'fast' (TinyCC only), and this tvk was built "
-                 "without libtcc (TVK_TCC; Debian: libtcc-dev)",
-                 name);
+  if (!cpu_tcc_available())
+    return err_set(err, TVK_ERR_DEVICE,
+                   "kernel '%s': TinyCC is not available: this libtvk has no libtcc built in, and "
+                   "'%s' does not run (install tcc, or set TVK_TCC_EXE to its path)",
+                   name, tcc_exe);
+  const char *tmp = getenv("TMPDIR");
+  char dir[1024], c[1280], so[1280];
+  snprintf(dir, sizeof dir, "%s/tvk-tcc-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(dir))
+    return err_set(err, TVK_ERR_DEVICE,
+                   "TinyCC: cannot make a directory in '%s' for kernel '%s': %s",
+                   tmp && *tmp ? tmp : "/tmp", name, strerror(errno));
+  path_in(c, sizeof c, dir, name, "c");
+  path_in(so, sizeof so, dir, name, "so");
+  FILE *f = c[0] && so[0] ? fopen(c, "w") : NULL;
+  bool wrote = f && fputs(src, f) >= 0;
+  if (f && fclose(f) != 0) wrote = false;
+  tvk_status st = TVK_OK;
+  CpuRun *r = wrote ? malloc(sizeof *r) : NULL;
+  if (!wrote)
+    st = err_set(err, TVK_ERR_DEVICE, "TinyCC: cannot write kernel '%s' to '%s'", name, dir);
+  else if (!r)
+    st = err_set(err, TVK_ERR_OUT_OF_MEMORY, "TinyCC: out of memory for kernel '%s'", name);
+  if (st == TVK_OK) {
+    char *argv[] = {tcc_exe, "-shared", "-o", so, c, "-lm", NULL};
+    int rc = cpu_run_process(argv, TCC_TIMEOUT_S, r);
+    if (rc != 0)
+      st = err_set(err, TVK_ERR_DEVICE, "TinyCC: cannot run '%s': %s", tcc_exe, strerror(rc));
+    else if (r->timed_out || r->status != 0)
+      st = err_set(err, TVK_ERR_COMPILE, "TinyCC failed on kernel '%s'%s: %s", name,
+                   r->timed_out ? " (timed out)" : "", r->len ? r->out : "(no message)");
+  }
+  free(r);
+  void *h = st == TVK_OK ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
+  void *sym = h ? dlsym(h, name) : NULL;
+  if (st == TVK_OK && !sym) {
+    const char *why = dlerror();
+    st = err_set(err, TVK_ERR_COMPILE, "TinyCC's build of kernel '%s' does not load: %s", name,
+                 why ? why : "no such function");
+    if (h) dlclose(h);
+  }
+  unlink(c), unlink(so), rmdir(dir);
+  if (st != TVK_OK) return st;
+  if (fn) memcpy(fn, &sym, sizeof *fn);
+  *state = h;
+  return TVK_OK;
 }
 
-void cpu_tcc_free(void *state) { (void)state; }
+void cpu_tcc_free(void *state) {
+  if (state) dlclose(state);
+}
 
 #endif

@@ -10,6 +10,7 @@ packages=(
   libshaderc-dev glslc glslang-dev spirv-tools  # GLSL -> SPIR-V
   libcmocka-dev                             # tests
   libtcc-dev                                # the CPU backend's fast tier (optional: TVK_TCC)
+  tcc                                       # the same tier in libtvk.so (the tcc executable)
   graphviz                                  # test_schedule renders TVK_GRAPH's output with dot
   mesa-vulkan-drivers vulkan-validationlayers vulkan-tools  # lavapipe + validation for tests
   libopenblas0-pthread                      # samples/bench's matmul reference (dlopen'ed; nothing links it)

@@ -622,6 +622,53 @@ static void test_cache_locations(void **state) {
   env_restore("TMPDIR", saved[3]);
 }
 
+/* Writes an empty file at dir/name whose times are `age` seconds old. */
+static void touch_aged(const char *dir, const char *name, time_t age) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fclose(f);
+  struct timespec t[2] = {{time(NULL) - age, 0}, {time(NULL) - age, 0}};
+  assert_int_equal(utimensat(AT_FDCWD, path, t, 0), 0);
+}
+
+static bool exists_in(const char *dir, const char *name) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  return access(path, F_OK) == 0;
+}
+
+/* A process killed while writing the cache leaves "<file>-XXXXXX"
+ * temporaries; the first device opening the cache removes those over an hour
+ * old, in the directory and its subdirectories, and nothing else: not a
+ * fresh temporary (a live writer's), not a published file. */
+static void test_cache_stale_temporaries(void **state) {
+  Suite *s = *state;
+  char dir[512], sub[600], msg[1024];
+  snprintf(dir, sizeof dir, "%s/stale", s->root);
+  snprintf(sub, sizeof sub, "%s/kernels", dir);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  assert_int_equal(mkdir(sub, 0700), 0);
+  const time_t old = 2 * 3600, young = 60;
+  touch_aged(dir, "0a1b.c-Ab12Cd", old);
+  touch_aged(dir, "0a1b-77aa.so-Zz99yy", old);
+  touch_aged(sub, "0a1b.kernel-Qw12er", old);
+  touch_aged(dir, "0a1b.so-Fresh1", young);
+  touch_aged(dir, "0a1b.spv", old);
+  touch_aged(dir, "00408a4f-9386ff7832312af6.so", old);
+  touch_aged(sub, "0a1b.kernel", old);
+  DeviceOptions opt = {.cpu_tiers = TVK_CPU_TIERS_OPTIMISED, .threads = 1, .cache_dir = dir};
+  assert_int_equal(compile_once(&opt, 205, msg, sizeof msg), TVK_OK);
+  assert_false(exists_in(dir, "0a1b.c-Ab12Cd"));
+  assert_false(exists_in(dir, "0a1b-77aa.so-Zz99yy"));
+  assert_false(exists_in(sub, "0a1b.kernel-Qw12er"));
+  assert_true(exists_in(dir, "0a1b.so-Fresh1"));
+  assert_true(exists_in(dir, "0a1b.spv"));
+  assert_true(exists_in(dir, "00408a4f-9386ff7832312af6.so"));
+  assert_true(exists_in(sub, "0a1b.kernel"));
+}
+
 /* The distinct files under dir that this process has mapped (/proc/self/maps):
  * the kernels loaded from a cache directory; -1 if the map cannot be read. */
 static int mapped_files_under(const char *dir) {
@@ -1069,18 +1116,21 @@ static bool process_dead(long pid) {
  * compile returns TVK_ERR_COMPILE naming the compiler, the kernel and the
  * timeout, within a few seconds; the compiler and the process it started are
  * killed, the compiler is reaped (no child of ours is left), and no temp file
- * stays in the cache. */
+ * stays in the cache. One that hangs on -dumpmachine (the probe after
+ * --version) is not run again for the kernel: one timeout, not two. */
 static void test_cc_timeout(void **state) {
   Suite *s = *state;
-  char cc[512], pids[512], body[1400], dir[512];
+  char cc[512], pids[512], calls[512], body[2048], dir[512];
   snprintf(pids, sizeof pids, "%s/hung-cc.pids", s->root);
+  snprintf(calls, sizeof calls, "%s/hung-cc.calls", s->root);
   snprintf(body, sizeof body,
            "if [ \"$1\" = --version ]; then echo 'hung-cc 1.0'; exit 0; fi\n"
+           "echo \"$1\" >> '%s'\n"
            "echo $$ > '%s'\n"
            "sleep 1000 &\n"
            "echo $! >> '%s'\n"
            "wait\n",
-           pids, pids);
+           calls, pids, pids);
   write_script(s, "hung-cc", body, cc, sizeof cc);
   snprintf(dir, sizeof dir, "%s/hung-cache", s->root);
   DeviceOptions opt = {.cpu_tiers = TVK_CPU_TIERS_OPTIMISED,
@@ -1115,6 +1165,13 @@ static void test_cc_timeout(void **state) {
   assert_true(process_dead(sh));
   assert_true(process_dead(sleeper));          /* the compiler's own child too */
   assert_int_equal(count_files(dir, NULL), 0); /* no temp source or output left */
+  f = fopen(calls, "r");
+  assert_non_null(f);
+  char line[256];
+  int runs = 0;
+  while (fgets(line, sizeof line, f)) runs++;
+  fclose(f);
+  if (runs != 1) fail_msg("the hung compiler ran %d times after --version (1: -dumpmachine)", runs);
   d->ops->destroy(d);
 
   /* One that hangs on --version, with the timeout from the environment. */
@@ -1420,6 +1477,7 @@ int main(void) {
       cmocka_unit_test(test_missing_symbol_and_bad_names),
       cmocka_unit_test(test_no_compiler),
       cmocka_unit_test(test_cache_locations),
+      cmocka_unit_test(test_cache_stale_temporaries),
       cmocka_unit_test(test_destroy_with_live_programs),
       cmocka_unit_test(test_cache_seal),
       cmocka_unit_test(test_cache_damaged_so_rebuilt),

@@ -2,15 +2,18 @@
  * directory, and atomic file publishing. See cache.h. */
 #include "cache.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- hash ---- */
@@ -160,8 +163,75 @@ static tvk_status open_explicit(const char *dir, bool want_read_only, char **out
   return TVK_OK;
 }
 
+/* ---- stale temporaries ---- */
+
+/* Whether name is a temporary of publish or of the CPU's compiler: a final
+ * name with an extension, then "-" and mkstemp's six characters ("k.spv-a1B2c3",
+ * "<key>.so-Xy12zz"). Published names never end so. */
+static bool is_temporary(const char *name) {
+  size_t n = strlen(name);
+  if (n < 9 || name[n - 7] != '-') return false;
+  for (size_t i = n - 6; i < n; i++)
+    if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
+          (name[i] >= '0' && name[i] <= '9')))
+      return false;
+  return memchr(name, '.', n - 7) != NULL;
+}
+
+/* A temporary this old is a process's that died while writing it: a writer
+ * renames or removes its own within a compile's time (TVK_CC_TIMEOUT, 120 s
+ * unless set), so an hour leaves every live writer alone. */
+#define CACHE_STALE_SECONDS 3600
+
+static void clean_dir(const char *dir, time_t now, int depth) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  for (struct dirent *e; (e = readdir(d));) {
+    if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]))) continue;
+    char *path = str_printf("%s/%s", dir, e->d_name);
+    struct stat st;
+    if (path && lstat(path, &st) == 0) {
+      if (S_ISDIR(st.st_mode) && depth > 0)
+        clean_dir(path, now, depth - 1); /* kernels/, choices/<device>/ */
+      else if (S_ISREG(st.st_mode) && is_temporary(e->d_name) &&
+               now - st.st_mtime > CACHE_STALE_SECONDS)
+        unlink(path);
+    }
+    free(path);
+  }
+  closedir(d);
+}
+
+/* Removes the stale temporaries of a writable cache directory, once per
+ * directory and process (the first context that opens it). */
+static void clean_temporaries(const char *dir) {
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  static uint64_t done[16];
+  static int ndone;
+  CacheHash h;
+  cache_hash_init(&h);
+  cache_hash_field(&h, dir);
+  uint64_t key = h.a ^ h.b;
+  pthread_mutex_lock(&lock);
+  bool seen = false;
+  for (int i = 0; i < ndone && !seen; i++) seen = done[i] == key;
+  if (!seen && ndone < 16) done[ndone++] = key; /* past 16 directories: each time */
+  pthread_mutex_unlock(&lock);
+  if (!seen) clean_dir(dir, time(NULL), 2);
+}
+
+static tvk_status open_dir(const char *explicit_dir, bool want_read_only, char **out,
+                           bool *read_only, Error *err);
+
 tvk_status cache_dir_open(const char *explicit_dir, bool want_read_only, char **out,
                           bool *read_only, Error *err) {
+  tvk_status st = open_dir(explicit_dir, want_read_only, out, read_only, err);
+  if (st == TVK_OK && !*read_only) clean_temporaries(*out);
+  return st;
+}
+
+static tvk_status open_dir(const char *explicit_dir, bool want_read_only, char **out,
+                           bool *read_only, Error *err) {
   *out = NULL;
   *read_only = want_read_only;
   if (explicit_dir && *explicit_dir)
