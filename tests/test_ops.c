@@ -1930,6 +1930,84 @@ static void test_sizes(void **state) {
   finish(s);
 }
 
+/* Whether n is prime (trial division; n below 2^27). */
+static bool is_prime(int64_t n) {
+  if (n < 2) return false;
+  for (int64_t d = 2; d * d <= n; d++)
+    if (n % d == 0) return false;
+  return true;
+}
+
+/* The first prime at or above n. */
+static int64_t prime_from(int64_t n) {
+  while (!is_prime(n)) n++;
+  return n;
+}
+
+/* A reduce of any length works on every device: the frontend splits a long
+ * one into kernels whose loops fit one GPU invocation (ops_reduce.c), also
+ * where a length has no divisor to split by (primes: padded) and where a float
+ * sum's loops cover more than the length (16305 = 3 * 5 * 1087 loops 17280
+ * times). Lengths drawn from the seeded rng in four kinds, up to 2^26: primes,
+ * a prime times a small factor, powers of two give or take a little, and
+ * uniform ones; and the issue's. Summed over tvk_full (no memory; the sum of
+ * ones is exact below 2^24, within float rounding of its last combine above),
+ * and summed and maxed over random data for the lengths up to 2^21 against
+ * double-precision loops. */
+static void test_reduce_lengths(void **state) {
+  Suite *s = *state;
+  enum { NLEN = 40 };
+  int64_t len[NLEN] = {16305, 1500007, 2000003, 3000017, 16777259, 16778216, 1087 * 3 * 5 * 7};
+  int n = 7;
+  while (n < NLEN) {
+    int kind = n % 4;
+    int64_t k = rng_int(&s->rng, 14, 26), base = (int64_t)1 << k;
+    if (kind == 0) len[n++] = prime_from(rng_int(&s->rng, 16385, (int64_t)1 << 26));
+    if (kind == 1) len[n++] = prime_from(rng_int(&s->rng, 1100, 1 << 22)) * rng_int(&s->rng, 2, 15);
+    if (kind == 2) len[n++] = base + rng_int(&s->rng, -5, 5);
+    if (kind == 3) len[n++] = rng_int(&s->rng, 16385, (int64_t)1 << 26);
+  }
+  for (int i = 0; i < NLEN; i++) {
+    if (len[i] > ((int64_t)1 << 26)) len[i] = ((int64_t)1 << 26) - 3;
+    int64_t m = len[i];
+    tvk_tensor *sum = tvk_sum(tvk_full(s->ctx, TVK_FLOAT32, 1, &m, 1.0), 0, NULL, false);
+    float got = 0;
+    tvk_status st = tvk_to_host(sum, &got, sizeof got);
+    /* exact below 2^24; above, the combine of the partials rounds: a few ulps */
+    double tol = m < (1 << 24) ? 0 : 16.0 * (double)m * 0x1p-24;
+    if (st != TVK_OK)
+      failf(s, "sum(full(%" PRId64 ", 1.0)): %s: %s", m, tvk_status_name(st),
+            tvk_ctx_error(s->ctx));
+    else if (!(fabs((double)got - (double)m) <= tol))
+      failf(s, "sum(full(%" PRId64 ", 1.0)) = %.1f", m, (double)got);
+    tvk_release(sum);
+    if (m <= (1 << 21)) {
+      Dom d = {.lo = -1, .hi = 1, .sp = SP_FIN};
+      RArr a = gen(s, TVK_FLOAT32, 1, &m, &d);
+      red_check(s, R_SUM, &a, 0, NULL, false, "");
+      red_check(s, R_MAX, &a, 0, NULL, false, "");
+      ref_free(&a);
+    }
+  }
+  /* several reduced axes, each of a prime length: their loops multiply */
+  static const int64_t two[][2] = {{127, 131}, {1021, 1031}, {4099, 4093}, {131, 1}};
+  for (size_t i = 0; i < sizeof two / sizeof *two; i++) {
+    tvk_tensor *sum = tvk_sum(tvk_full(s->ctx, TVK_FLOAT32, 2, two[i], 1.0), 0, NULL, false);
+    float got = 0;
+    tvk_status st = tvk_to_host(sum, &got, sizeof got);
+    if (st != TVK_OK || got != (float)(two[i][0] * two[i][1]))
+      failf(s, "sum(full((%" PRId64 ", %" PRId64 "), 1.0)) = %.1f: %s", two[i][0], two[i][1],
+            (double)got, st ? tvk_ctx_error(s->ctx) : "wrong");
+    tvk_release(sum);
+  }
+  Dom d = {.lo = -1, .hi = 1, .sp = SP_FIN};
+  RArr a = gen(s, TVK_FLOAT32, 2, (int64_t[]){1021, 1031}, &d);
+  red_check(s, R_SUM, &a, 0, NULL, false, "");
+  red_check(s, R_SUM, &a, 1, (int[]){1}, false, "");
+  ref_free(&a);
+  finish(s);
+}
+
 /* ---------------------------------------------------------------- realize */
 
 /* Several outputs in one schedule, shared work, realized twice, n == 0. */
@@ -2329,6 +2407,7 @@ int main(int argc, char **argv) {
       T(test_view_inputs),
       T(test_full_and_scalar),
       T(test_sizes),
+      T(test_reduce_lengths),
       T(test_realize),
       T(test_error_shapes),
       T(test_error_axes),

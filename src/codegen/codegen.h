@@ -139,6 +139,12 @@ tvk_status lower_kernel(UOp *ast, const KernelDesc *ks, const OptPlan *plan, UOp
  * it short. */
 #define CG_GRID_LOOP_BUDGET 16384
 
+/* The loop iterations a reduce axis of n elements costs one invocation at
+ * most: n, or more where a float sum's digits (CG_SUM_BLOCK) cannot factor
+ * n and cover a little past it (16305 = 3 * 5 * 1087 loops 17280 times). The
+ * frontend's split sizes its parts with it. */
+int64_t cg_reduce_trips(int64_t n);
+
 /* Grid mode (CG_MODE_GRID): the output elements, numbered row-major over the
  * output axes, map to invocations gid = group_id * local + local_id of a 1-D
  * grid, local = min(local_size, elements) (at least 1), one element each. The

@@ -111,14 +111,13 @@ static int64_t pow_sat(int64_t s, int k, int64_t cap) {
  * else k digits of ceil(n^(1/k)) with an outer one of what remains, so the
  * loops waste little past n. Fills lc->dig / ndig / past of axis d; returns the index (clamped to
  * n - 1 when the digits cover more). */
-static UOp *reduce_loops(LowerCtx *lc, int d, int64_t n, int64_t id) {
-  if (!(lc->split >> d & 1) || n <= CG_SUM_BLOCK) {
-    lc->ndig[d] = 1;
-    return lc->dig[d][0] = b_range(lc, n, id);
-  }
-  /* digits that multiply to n exactly, innermost first, each the largest
-   * divisor of what remains up to the block: no clamp, no wasted iteration */
-  int64_t f[CG_MAX_DIGITS], rest = n;
+/* The digits of a blocked reduce axis of n > CG_SUM_BLOCK elements,
+ * innermost first; returns how many. Factors of n, each the largest divisor
+ * of what remains up to the block (no clamp, no wasted iteration), where n
+ * has them; else k equal digits with an outer one of what remains, the
+ * index clamped. */
+static int reduce_digits(int64_t n, int64_t f[CG_MAX_DIGITS]) {
+  int64_t rest = n;
   int k = 0;
   while (rest > CG_SUM_BLOCK && k < CG_MAX_DIGITS - 1) {
     int64_t s = CG_SUM_BLOCK;
@@ -128,15 +127,34 @@ static UOp *reduce_loops(LowerCtx *lc, int d, int64_t n, int64_t id) {
   }
   if (rest <= CG_SUM_BLOCK) {
     f[k++] = rest;
-  } else { /* no such digits (a large prime factor): equal ones, the index clamped */
-    k = 1;
-    for (int64_t cover = CG_SUM_BLOCK; cover < n; cover *= CG_SUM_BLOCK) k++;
-    int64_t s = 2; /* the smallest digit size with s^k >= n (at most CG_SUM_BLOCK) */
-    while (pow_sat(s, k, n) < n) s++;
-    int64_t inner = 1;
-    for (int j = 0; j < k - 1; j++) f[j] = s, inner *= s;
-    f[k - 1] = (n + inner - 1) / inner;
+    return k;
   }
+  /* no such digits (a large prime factor): equal ones */
+  k = 1;
+  for (int64_t cover = CG_SUM_BLOCK; cover < n; cover *= CG_SUM_BLOCK) k++;
+  int64_t s = 2; /* the smallest digit size with s^k >= n (at most CG_SUM_BLOCK) */
+  while (pow_sat(s, k, n) < n) s++;
+  int64_t inner = 1;
+  for (int j = 0; j < k - 1; j++) f[j] = s, inner *= s;
+  f[k - 1] = (n + inner - 1) / inner;
+  return k;
+}
+
+int64_t cg_reduce_trips(int64_t n) {
+  if (n <= CG_SUM_BLOCK) return n;
+  int64_t f[CG_MAX_DIGITS], cover = 1;
+  int k = reduce_digits(n, f);
+  for (int j = 0; j < k; j++) cover *= f[j];
+  return cover;
+}
+
+static UOp *reduce_loops(LowerCtx *lc, int d, int64_t n, int64_t id) {
+  if (!(lc->split >> d & 1) || n <= CG_SUM_BLOCK) {
+    lc->ndig[d] = 1;
+    return lc->dig[d][0] = b_range(lc, n, id);
+  }
+  int64_t f[CG_MAX_DIGITS];
+  int k = reduce_digits(n, f);
   UOp *idx = NULL;
   int64_t cover = 1;
   lc->ndig[d] = k;

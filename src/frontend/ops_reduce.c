@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "codegen/codegen.h" /* cg_reduce_trips */
 #include "frontend/ops_common.h"
 
 typedef enum { RK_SUM, RK_PROD, RK_MAX, RK_MIN, RK_MEAN } RKind;
@@ -63,11 +64,26 @@ typedef struct {
   int64_t length; /* of that axis, after padding (>= its size) */
 } Split;
 
-/* A reduced axis that c splits into c parts of more than one element. */
+/* a * b, saturating at INT64_MAX */
+static int64_t mul_sat(int64_t a, int64_t b) { return b && a > INT64_MAX / b ? INT64_MAX : a * b; }
+
+/* The loop iterations of one output of the reduce over ax when the reduced
+ * axis `axis` has length `len` (-1: every axis as it is), as lowering loops
+ * them (cg_reduce_trips: a float sum's digits may cover a little more). */
+static int64_t trips(const int64_t *shape, const BcAxes *ax, int axis, int64_t len) {
+  int64_t t = 1;
+  for (int k = 0; k < ax->n; k++)
+    t = mul_sat(t, cg_reduce_trips(ax->axes[k] == axis ? len : shape[ax->axes[k]]));
+  return t;
+}
+
+/* A reduced axis that c splits into c parts of more than one element, each
+ * part's reduce within SPLIT_CHUNK iterations. */
 static bool split_by(const int64_t *shape, const BcAxes *ax, int64_t c, Split *sp) {
   for (int k = 0; k < ax->n; k++) {
     int64_t n = shape[ax->axes[k]];
-    if (n % c == 0 && n / c > 1) return *sp = (Split){(int)ax->axes[k], c, n}, true;
+    if (n % c == 0 && n / c > 1 && trips(shape, ax, (int)ax->axes[k], n / c) <= SPLIT_CHUNK)
+      return *sp = (Split){(int)ax->axes[k], c, n}, true;
   }
   return false;
 }
@@ -75,7 +91,7 @@ static bool split_by(const int64_t *shape, const BcAxes *ax, int64_t c, Split *s
 /* How a reduce of ax->count elements into `outs` outputs splits; false when
  * it need not (or cannot: no dim left for the partials, too many outputs). */
 static bool choose_split(int nd, const int64_t *shape, const BcAxes *ax, int64_t outs, Split *sp) {
-  if (ax->count <= SPLIT_CHUNK || nd >= TVK_MAX_DIMS || outs <= 0) return false;
+  if (trips(shape, ax, -1, 0) <= SPLIT_CHUNK || nd >= TVK_MAX_DIMS || outs <= 0) return false;
   int64_t need = (ax->count + SPLIT_CHUNK - 1) / SPLIT_CHUNK, limit = SPLIT_MAX_PARTIALS / outs;
   int64_t lo = need > SPLIT_MIN ? need : SPLIT_MIN, most = limit < SPLIT_MAX ? limit : SPLIT_MAX;
   for (int64_t c = most; c >= lo; c--) /* the most partials up to 256: spread wide */
@@ -86,14 +102,17 @@ static bool choose_split(int nd, const int64_t *shape, const BcAxes *ax, int64_t
   int64_t last = limit < 16 * lo + SPLIT_MAX ? limit : 16 * lo + SPLIT_MAX; /* then pad */
   for (int64_t c = lo > most ? lo : most + 1; c <= last && c < widest; c++) /* the fewest */
     if (split_by(shape, ax, c, sp)) return true;
-  /* pad the widest axis: per partial ceil(n / q) of it times the other axes */
+  /* pad the widest axis: per partial ceil(n / q) of it times the other axes,
+   * q raised until that part's loops fit */
   for (int k = 0; k < ax->n; k++) {
     int i = (int)ax->axes[k];
-    int64_t n = shape[i], rest = ax->count / n;
+    int64_t n = shape[i], rest = trips(shape, ax, i, 1);
     if (n != widest || rest > SPLIT_CHUNK / 2) continue;
     int64_t per = SPLIT_CHUNK / rest, q = (n + per - 1) / per;
     q = q > SPLIT_MIN ? q : SPLIT_MIN;
     per = (n + q - 1) / q;
+    while (per >= 2 && q <= limit && trips(shape, ax, i, per) > SPLIT_CHUNK)
+      q++, per = (n + q - 1) / q;
     if (q > limit || per < 2) continue;
     return *sp = (Split){i, q, q * per}, true;
   }
