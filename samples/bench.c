@@ -29,8 +29,9 @@
  *    a*b+c, a read-only sum ("read") for sum; median of as many runs as tvk
  *    had, the result checked. Its GB/s counts what it reads and writes (12 and
  *    4 bytes per element).
- * After the table, tvk_profile_summary: where the device's time went, per
- * kernel name, over every run of the cases (warm-up and settle runs too).
+ * Before the table: the host (the CPU's model, its vector ISA, the CPUs
+ * online, the load average) and the device. After the table, tvk_profile_summary: where the
+ * device's time went, per kernel name, over every run of the cases (warm-up and settle runs too).
  * "tvk/ref" is tvk's rate over the reference's: GFLOP/s for OpenBLAS and C
  * (= ref time / tvk time), GB/s for the probes. Above 1: tvk is faster.
  * FLOP counts: matmul 2*M*N*K (per matrix of a batch); conv2d 2 per
@@ -42,6 +43,7 @@
 #include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -623,6 +625,45 @@ static Spec matmul_spec(const char *name, int64_t sz, int quick) {
                 .bytes = 3.0 * (double)(sz * sz) * 4};
 }
 
+/* The machine the figures come from: the CPU's model, the vector ISA its
+ * kernels and OpenBLAS can use, the CPUs online and the load when the bench
+ * starts (only ratios within one run compare across machines). */
+static void print_host(void) {
+  char line[4096], model[256] = "unknown", isa[128] = "";
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  bool have_flags = false;
+  while (f && fgets(line, sizeof line, f)) {
+    char *v = strchr(line, ':');
+    if (!v) continue;
+    v += 1 + (v[1] == ' ');
+    v[strcspn(v, "\n")] = '\0';
+    if (!strncmp(line, "model name", 10) && !strcmp(model, "unknown"))
+      snprintf(model, sizeof model, "%s", v);
+    if (!have_flags && (!strncmp(line, "flags", 5) || !strncmp(line, "Features", 8))) {
+      /* the widest vector extensions named, with FMA and AMX */
+      static const char *const names[] = {"avx512f", "avx512_bf16", "amx_tile", "avx2",
+                                          "fma",     "asimd",       "sve",      "sve2"};
+      size_t at = 0;
+      for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char pat[32];
+        snprintf(pat, sizeof pat, " %s ", names[i]);
+        char padded[4096];
+        snprintf(padded, sizeof padded, " %s ", v);
+        if (strstr(padded, pat) && at < sizeof isa)
+          at += (size_t)snprintf(isa + at, sizeof isa - at, "%s%s", at ? " " : "", names[i]);
+      }
+      have_flags = true;
+    }
+  }
+  if (f) fclose(f);
+  double load = -1;
+  f = fopen("/proc/loadavg", "r");
+  if (f && fscanf(f, "%lf", &load) != 1) load = -1;
+  if (f) fclose(f);
+  printf("host: %s; %s; %ld CPUs online; load %.2f\n", model, *isa ? isa : "no vector ISA listed",
+         sysconf(_SC_NPROCESSORS_ONLN), load);
+}
+
 int main(int argc, char **argv) {
   const char *dev = NULL, *only = NULL;
   int quick = 0;
@@ -641,6 +682,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench: no device: %s\n", tvk_last_create_error());
     return 1;
   }
+  print_host();
   printf("device: %s\n", tvk_ctx_device(ctx));
   load_openblas();
   printf("%-26s %9s %9s %8s | %-8s %8s %8s %8s %8s\n", "case", "ms (med)", "GFLOP/s", "GB/s", "ref",
