@@ -598,7 +598,9 @@ tvk_status render_program(const LinearProgram *lp, const Lang *lang, const Rende
   if (ok) {
     Str out = {0};
     assemble(&w, &out);
-    if (w.body.oom || w.locals.oom || !(*src = str_take(&out))) fail_oom(&w);
+    *src = str_take(&out); /* NULL (and freed) when out ran out of memory */
+    if (*src && (w.body.oom || w.locals.oom)) free(*src), *src = NULL;
+    if (!*src) fail_oom(&w);
   }
   for (size_t p = 0; w.expr && p < lp->n; p++) free(w.expr[p]);
   for (size_t i = 0; i < w.nhelpers; i++) free(w.helpers[i]);
