@@ -16,8 +16,8 @@
  *
  *   test_oom DEVICE [STRIDE]
  *
- * fails every STRIDE-th allocation (default 1: each), or every
- * $TVK_OOM_STRIDE-th when that is set (the sanitizer build's quicker sweep);
+ * fails every STRIDE-th allocation (default 1: each), times
+ * $TVK_OOM_STRIDE when that is set (the sanitizer builds' quicker sweep);
  * $TVK_OOM_AT=k fails only allocation k (to debug it). */
 #define _GNU_SOURCE /* mkdtemp, nftw */
 #include <errno.h>
@@ -215,7 +215,8 @@ int main(int argc, char **argv) {
   if (missing) return missing;
   make_data();
   const char *s = getenv("TVK_OOM_STRIDE");
-  long stride = s && atol(s) > 0 ? atol(s) : argc > 2 && atol(argv[2]) > 0 ? atol(argv[2]) : 1;
+  long stride = argc > 2 && atol(argv[2]) > 0 ? atol(argv[2]) : 1;
+  if (s && atol(s) > 0) stride *= atol(s);
   /* how many allocations a run makes on a fresh cache, the second time: the
    * first also fills what a process does once (the compiler's probe) */
   long total = 0;
