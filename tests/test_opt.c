@@ -520,8 +520,8 @@ static void grid_plan(UOp *sink, char *str, size_t n, char **src) {
 /* On a GPU an elementwise kernel is upcast by 8 only while its body is light:
  * each copy repeats every math helper, and a chain of sin and mul upcast by
  * 8 took minutes to compile on lavapipe. The 20-op chain of sin and mul
- * gets no upcast, so its source holds each sin once (10 calls); exp, a
- * middling body, is upcast by 2; a*b+c keeps 8. */
+ * gets no upcast, so its source holds each sin once (10 calls); one sin, a
+ * middling body, is upcast by 2; exp and a*b+c keep 8. */
 static void test_heuristic_heavy_body(void **state) {
   Suite *s = *state;
   UCtx *c = s->c;
@@ -537,10 +537,13 @@ static void test_heuristic_heavy_body(void **state) {
   if (src && (!body || count_of(body, "tvk_sin_f32(") != 10))
     fail_msg("10 calls of tvk_sin_f32 expected in main:\n%s", src);
   free(src);
+  UOp *sn = uop_alu1(OP_SIN, ld(c, 1, DT_FLOAT32, shp(1, n)));
+  grid_plan(sink1(store(c, 0, DT_FLOAT32, shp(1, n), sn)), str, sizeof str, NULL);
+  assert_string_equal(str, "UPCAST(0,2)");
   UOp *e = uop_alu1(OP_EXP2,
                     uop_mul(ld(c, 1, DT_FLOAT32, shp(1, n)), uop_const_float(c, DT(FLOAT32), 1.4)));
   grid_plan(sink1(store(c, 0, DT_FLOAT32, shp(1, n), e)), str, sizeof str, NULL);
-  assert_string_equal(str, "UPCAST(0,2)");
+  assert_string_equal(str, "UPCAST(0,8)");
   UOp *mad =
       uop_alu2(OP_ADD, uop_mul(ld(c, 1, DT_FLOAT32, shp(1, n)), ld(c, 2, DT_FLOAT32, shp(1, n))),
                ld(c, 3, DT_FLOAT32, shp(1, n)));

@@ -24,11 +24,13 @@ _Static_assert(OPT_MAX_UNROLL == 64, "OPT_MAX_UNROLL_STR spells it");
 /* Elements of an elementwise kernel per GPU invocation, at most. */
 #define OPT_GRID_ELEMENTS 8
 /* What a GPU invocation's upcast copies of an elementwise body may weigh in
- * all (body_weight): a*b+c (weight 10) is upcast by 8, exp (33) by 2, sin
- * (120) not at all. Each copy inlines every math helper again, and a
- * compiler's time grows faster than the code (lavapipe, a chain of sin, mul,
- * sin, mul over 4096 floats: 8.4 s to compile upcast by 8, 0.2 s not). */
-#define OPT_GRID_BODY_BUDGET 96
+ * all (body_weight): a*b+c (weight 10), exp (30) and softmax's last kernel
+ * (about 45) are upcast by 8, sin (114) by 2, two sins or more not at all.
+ * Each copy inlines every math helper again, and a compiler's time grows
+ * faster than the code (lavapipe, a chain of sin, mul, sin, mul over 4096
+ * floats: 8.5 s to compile upcast by 8, 0.5 s not); lavapipe's softmax
+ * 4096^2 ran as fast as before at 384 and 30% slower at 96 (upcast 2). */
+#define OPT_GRID_BODY_BUDGET 384
 /* A GPU reduce axis this long or longer is unrolled (opt_heuristic). */
 #define OPT_GRID_UNROLL_FROM 1024
 
