@@ -275,7 +275,7 @@ static OptPlan random_plan(const Case *k, const Device *d) {
     if (!nd) continue;
     int64_t a = divs[pick(nd)];
     copies *= a;
-    p.step[p.n++] = (OptStep){OPT_UPCAST, (uint8_t)d, (int32_t)a};
+    p.step[p.n++] = (OptStep){pick(3) ? OPT_UPCAST : OPT_SPREAD, (uint8_t)d, (int32_t)a};
   }
   return p;
 }
@@ -539,16 +539,16 @@ static void test_heuristic_heavy_body(void **state) {
   free(src);
   UOp *sn = uop_alu1(OP_SIN, ld(c, 1, DT_FLOAT32, shp(1, n)));
   grid_plan(sink1(store(c, 0, DT_FLOAT32, shp(1, n), sn)), str, sizeof str, NULL);
-  assert_string_equal(str, "UPCAST(0,2)");
+  assert_string_equal(str, "SPREAD(0,2)");
   UOp *e = uop_alu1(OP_EXP2,
                     uop_mul(ld(c, 1, DT_FLOAT32, shp(1, n)), uop_const_float(c, DT(FLOAT32), 1.4)));
   grid_plan(sink1(store(c, 0, DT_FLOAT32, shp(1, n), e)), str, sizeof str, NULL);
-  assert_string_equal(str, "UPCAST(0,8)");
+  assert_string_equal(str, "SPREAD(0,8)");
   UOp *mad =
       uop_alu2(OP_ADD, uop_mul(ld(c, 1, DT_FLOAT32, shp(1, n)), ld(c, 2, DT_FLOAT32, shp(1, n))),
                ld(c, 3, DT_FLOAT32, shp(1, n)));
   grid_plan(sink1(store(c, 0, DT_FLOAT32, shp(1, n), mad)), str, sizeof str, NULL);
-  assert_string_equal(str, "UPCAST(0,8)");
+  assert_string_equal(str, "SPREAD(0,8)");
   uop_pool_drain(c, 0);
 }
 

@@ -71,7 +71,8 @@ typedef struct {
 
 /* An optimisation plan: steps applied to the kernel's axes before lowering
  * (opt.h says what each kind does). */
-typedef enum { OPT_UPCAST, OPT_GROUP, OPT_UNROLL, OPT_KINDS } OptKind;
+/* (new kinds go last: stored plans keep their numbers) */
+typedef enum { OPT_UPCAST, OPT_GROUP, OPT_UNROLL, OPT_SPREAD, OPT_KINDS } OptKind;
 
 typedef struct {
   uint8_t kind; /* OptKind */

@@ -18,8 +18,9 @@ typedef struct {
   UOp *axis[TVK_MAX_DIMS]; /* the index of each axis: a RANGE, split start + RANGE, or 0 */
   /* The plan's upcasts (opt.h): amount per axis (1: none) and, for an
    * upcast axis, the index of its block; each copy of the body sets axis[d]
-   * to block * amount + its lane. */
+   * to block * amount + its lane, or for a spread one lane * blocks + block. */
   int64_t up[TVK_MAX_DIMS];
+  uint32_t spread; /* bit d: axis d's copies lie full/up apart (OPT_SPREAD) */
   UOp *block[TVK_MAX_DIMS];
   /* The plan's GROUP (grid mode): the reduce axis split across the work
    * group (-1: none), its lanes, the invocation's lane, and the number of
@@ -580,8 +581,13 @@ static tvk_status lower_copies(UOp *ast, LowerCtx *lc, UOp **out, Error *err) {
       if (lc->up[d] == 1) continue;
       int64_t lane = rest % lc->up[d];
       rest /= lc->up[d];
-      UOp *k = b_c(lc, lane), *a = b_c(lc, lc->up[d]);
-      lc->axis[d] = b2(OP_ADD, b2(OP_MUL, lc->block[d], a), k);
+      if (lc->spread >> d & 1) { /* lane * blocks + block: neighbouring blocks, neighbours */
+        UOp *k = b_c(lc, lane * (ks->full[d] / lc->up[d]));
+        lc->axis[d] = b2(OP_ADD, lc->block[d], k);
+      } else { /* block * up + lane */
+        UOp *k = b_c(lc, lane), *a = b_c(lc, lc->up[d]);
+        lc->axis[d] = b2(OP_ADD, b2(OP_MUL, lc->block[d], a), k);
+      }
       if (!lc->axis[d]) st = err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
     }
     UOp *res = NULL;
@@ -612,6 +618,7 @@ static bool lower_init(LowerCtx *lc, UOp *ast, const KernelDesc *ks, const OptPl
                        Error *err) {
   *lc = (LowerCtx){.ctx = ast->ctx, .ks = ks, .err = err};
   opt_upcasts(ks, plan, lc->up);
+  lc->spread = opt_spread_axes(plan);
   lc->gaxis = opt_group(plan, &lc->glanes);
   lc->uaxis = opt_unroll(plan, &lc->ulanes);
   lc->idt = ks->index64 ? dt_make(DT_INT64) : dt_make(DT_INT32);

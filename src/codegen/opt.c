@@ -7,7 +7,7 @@
 
 #include "codegen/opt.h"
 
-static const char *const kind_name[OPT_KINDS] = {"UPCAST", "GROUP", "UNROLL"};
+static const char *const kind_name[OPT_KINDS] = {"UPCAST", "GROUP", "UNROLL", "SPREAD"};
 
 static bool is_output_axis(const KernelDesc *kd, int d) { return !(kd->reduce_axes >> d & 1); }
 
@@ -159,11 +159,20 @@ static int step_of(const OptPlan *plan, OptKind kind, int64_t *amount) {
 int opt_group(const OptPlan *plan, int64_t *lanes) { return step_of(plan, OPT_GROUP, lanes); }
 int opt_unroll(const OptPlan *plan, int64_t *lanes) { return step_of(plan, OPT_UNROLL, lanes); }
 
+static bool copies_axis(uint8_t kind) { return kind == OPT_UPCAST || kind == OPT_SPREAD; }
+
 void opt_upcasts(const KernelDesc *kd, const OptPlan *plan, int64_t up[TVK_MAX_DIMS]) {
   for (int d = 0; d < TVK_MAX_DIMS; d++) up[d] = 1;
   for (int i = 0; i < plan->n; i++)
-    if (plan->step[i].kind == OPT_UPCAST && plan->step[i].axis < kd->ndim)
+    if (copies_axis(plan->step[i].kind) && plan->step[i].axis < kd->ndim)
       up[plan->step[i].axis] = plan->step[i].amount;
+}
+
+uint32_t opt_spread_axes(const OptPlan *plan) {
+  uint32_t m = 0;
+  for (int i = 0; i < plan->n; i++)
+    if (plan->step[i].kind == OPT_SPREAD && plan->step[i].axis < 32) m |= 1u << plan->step[i].axis;
+  return m;
 }
 
 void opt_plan_str(const OptPlan *plan, char *buf, size_t n) {
@@ -180,6 +189,7 @@ void opt_kernel_name(const KernelDesc *kd, const OptPlan *plan, char *buf, size_
   int64_t up[TVK_MAX_DIMS], lanes, ulanes;
   opt_upcasts(kd, plan, up);
   int g = opt_group(plan, &lanes), un = opt_unroll(plan, &ulanes);
+  uint32_t spread = opt_spread_axes(plan);
   size_t at = (size_t)snprintf(buf, n, "%s", kd->reduce_axes ? "r" : "E");
   for (int d = 0; d < kd->ndim && at < n; d++) {
     if (d == g)
@@ -189,7 +199,8 @@ void opt_kernel_name(const KernelDesc *kd, const OptPlan *plan, char *buf, size_
       at +=
           (size_t)snprintf(buf + at, n - at, "_%" PRId64 "r%" PRId64, kd->full[d] / ulanes, ulanes);
     else if (up[d] > 1)
-      at += (size_t)snprintf(buf + at, n - at, "_%" PRId64 "u%" PRId64, kd->full[d] / up[d], up[d]);
+      at += (size_t)snprintf(buf + at, n - at, "_%" PRId64 "%c%" PRId64, kd->full[d] / up[d],
+                             spread >> d & 1 ? 's' : 'u', up[d]);
     else
       at += (size_t)snprintf(buf + at, n - at, "_%" PRId64, kd->full[d]);
   }
@@ -398,14 +409,15 @@ void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan 
   /* elementwise, and reduces with outputs: fill the lanes along the
    * contiguous axis (the CPU's vectoriser packs the copies) */
   if (!grid) push(plan, OPT_UPCAST, vec, dividing(kd->full[vec], lanes));
-  /* an elementwise kernel on a GPU: up to 8 neighbouring elements per
-   * invocation (lavapipe, a*b+c over 16M: 106 -> 66 ms; reduces with outputs
-   * were slower upcast, 11 -> 44 ms for a long sum's first kernel), fewer
-   * as the body grows, none for a heavy one */
+  /* an elementwise kernel on a GPU: up to 8 elements per invocation
+   * (lavapipe, a*b+c over 16M: 106 -> 66 ms; reduces with outputs were
+   * slower upcast, 11 -> 44 ms for a long sum's first kernel), fewer as the
+   * body grows, none for a heavy one; spread n/8 apart, so that neighbouring
+   * invocations take neighbouring elements (coalesced loads on a GPU) */
   if (grid && !sh.reduce) {
     int32_t most = OPT_GRID_ELEMENTS;
     while (most > 1 && most * sh.body > OPT_GRID_BODY_BUDGET) most /= 2;
-    push(plan, OPT_UPCAST, vec, dividing(kd->full[vec], most));
+    push(plan, OPT_SPREAD, vec, dividing(kd->full[vec], most));
   }
   /* a long reduce on a GPU, one invocation per output: its longest axis
    * unrolled by 8 into accumulators of their own, which spares a loop's

@@ -12,6 +12,13 @@
  *               matmul is made once for the u columns of B), and each keeps
  *               its own accumulator, so two upcast axes make a register tile.
  *
+ *   OPT_SPREAD  axis a, amount u: as OPT_UPCAST, u copies of the body, but
+ *               copy j takes element j*(n/u) + block of the axis: the copies
+ *               lie n/u apart and neighbouring blocks (on a GPU, neighbouring
+ *               invocations) take neighbouring elements, so each load of a
+ *               warp is one run of memory (coalesced) where UPCAST's are u
+ *               elements apart. GPU elementwise kernels use it.
+ *
  *   OPT_GROUP   axis a, amount L (grid mode): a reduce axis is split across
  *               the L invocations of a work group, one work group per output
  *               element (of the kernel's output blocks). Invocation l reduces
@@ -82,8 +89,11 @@ int opt_group(const OptPlan *plan, int64_t *lanes);
 /* The unrolled reduce axis of a checked plan and its lanes; -1 and 1 if none. */
 int opt_unroll(const OptPlan *plan, int64_t *lanes);
 
-/* The upcast amount of every axis (1: none) of a checked plan. */
+/* The upcast amount of every axis (1: none) of a checked plan, UPCAST and
+ * SPREAD alike. */
 void opt_upcasts(const KernelDesc *kd, const OptPlan *plan, int64_t up[TVK_MAX_DIMS]);
+/* Bit d: axis d is spread (OPT_SPREAD) rather than upcast. */
+uint32_t opt_spread_axes(const OptPlan *plan);
 
 /* "UPCAST(1,16) UPCAST(0,4)"; "" for an empty plan. */
 void opt_plan_str(const OptPlan *plan, char *buf, size_t n);

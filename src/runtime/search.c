@@ -142,6 +142,11 @@ static int extensions(const KernelDesc *kd, const CodegenOpts *base, const OptPl
       out[n] = *from;
       out[n].step[out[n].n++] = (OptStep){OPT_UPCAST, (uint8_t)d, a};
       n++;
+      if (grid && n < cap) { /* the same copies, spread (coalesced) */
+        out[n] = *from;
+        out[n].step[out[n].n++] = (OptStep){OPT_SPREAD, (uint8_t)d, a};
+        n++;
+      }
     }
     for (int32_t u = 4; red && u <= 32 && n < cap; u *= 2) {
       if (kd->full[d] % u) continue;
