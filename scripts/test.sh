@@ -26,10 +26,12 @@ case "$mode" in
     export TVK_OOM_STRIDE=${TVK_OOM_STRIDE:-7} ;;
   clang)
     dir=build-clang-rel
-    flags=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Release) ;;
+    flags=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Release)
+    export TVK_OOM_STRIDE=${TVK_OOM_STRIDE:-5} ;; # the plain build sweeps every allocation
   cpu)
     dir=build-cpu
     flags=(-DTVK_VULKAN=OFF)
+    export TVK_OOM_STRIDE=${TVK_OOM_STRIDE:-5} # as for clang
     export TVK_REQUIRE_VK=0 ;; # a library without Vulkan has no Vulkan device to require
   tsan)
     dir=build-tsan
@@ -42,7 +44,8 @@ case "$mode" in
     export TVK_OOM_STRIDE=${TVK_OOM_STRIDE:-7} ;; # as under ASan
   release)
     dir=build-rel
-    flags=(-DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=Release) ;;
+    flags=(-DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=Release)
+    export TVK_OOM_STRIDE=${TVK_OOM_STRIDE:-5} ;; # as for clang
   *) echo "usage: $0 [plain|sanitize|clang|release|cpu|tsan] [cmake options]" >&2; exit 2 ;;
 esac
 
