@@ -227,9 +227,14 @@ static ProbeMemo *memo;
 
 static bool same_str(const char *a, const char *b) { return !strcmp(a ? a : "", b ? b : ""); }
 
+/* The PATH a request was searched in; NULL for a path (it has a '/'). */
+static const char *memo_path(const CpuToolchain *t) {
+  return t->cc_request && strchr(t->cc_request, '/') ? NULL : getenv("PATH");
+}
+
 /* Fills t's compiler from the memo; false when it holds none for t. */
 static bool memo_get(CpuToolchain *t) {
-  const char *path = t->cc_request && strchr(t->cc_request, '/') ? NULL : getenv("PATH");
+  const char *path = memo_path(t);
   bool hit = false;
   pthread_mutex_lock(&memo_mu);
   for (ProbeMemo *m = memo; m && !hit; m = m->next) {
@@ -250,7 +255,7 @@ static bool memo_get(CpuToolchain *t) {
 
 /* Remembers t's working compiler (nothing when out of memory). */
 static void memo_put(const CpuToolchain *t) {
-  const char *path = t->cc_request && strchr(t->cc_request, '/') ? NULL : getenv("PATH");
+  const char *path = memo_path(t);
   ProbeMemo *m = calloc(1, sizeof *m);
   if (m) {
     m->request = t->cc_request ? strdup(t->cc_request) : NULL;

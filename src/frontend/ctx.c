@@ -99,8 +99,8 @@ static void tensor_unlink_free(tvk_tensor *t) {
 /* ctx's out-of-memory tensor (tvk_ctx.oom_tensor), with the message in
  * ctx's error too. */
 static tvk_tensor *tensor_oom(tvk_ctx *ctx) {
-  err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "%s", ctx->oom_tensor->msg);
-  return ctx->oom_tensor;
+  err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "%s", ctx->oom_tensor.msg);
+  return &ctx->oom_tensor;
 }
 
 tvk_tensor *tensor_new(tvk_ctx *ctx, UOp *u, tvk_dtype dt, int ndim, const int64_t *shape) {
@@ -165,7 +165,7 @@ tvk_tensor *tensor_check_inputs(const char *op, int n, tvk_tensor *const *ts) {
 }
 
 void tvk_release(tvk_tensor *t) {
-  if (!t || t == t->ctx->oom_tensor) return;
+  if (!t || t == &t->ctx->oom_tensor) return;
   tvk_ctx *ctx = t->ctx;
   size_t m = FRONT_BEGIN(ctx);
   tensor_unlink_free(t);
@@ -614,18 +614,11 @@ static tvk_status ctx_create(const tvk_ctx_options *opts, const void *vk_app, si
   if (!out) return err_set(&create_err, TVK_ERR_INVALID_ARG, "%s: out is NULL", fn);
   *out = NULL;
   tvk_ctx *ctx = calloc(1, sizeof *ctx);
-  static const char oom_msg[] = "out of memory making a tensor";
-  char *msg = malloc(sizeof oom_msg);
-  if (ctx) ctx->oom_tensor = calloc(1, sizeof *ctx->oom_tensor);
-  if (!ctx || !ctx->oom_tensor || !msg) {
-    if (ctx) free(ctx->oom_tensor);
-    free(ctx), free(msg);
-    return err_set(&create_err, TVK_ERR_OUT_OF_MEMORY, "tvk_ctx_create: out of memory");
-  }
-  *ctx->oom_tensor = (tvk_tensor){.ctx = ctx,
-                                  .status = TVK_ERR_OUT_OF_MEMORY,
-                                  .msg = memcpy(msg, oom_msg, sizeof oom_msg),
-                                  .dtype = TVK_FLOAT32};
+  if (!ctx) return err_set(&create_err, TVK_ERR_OUT_OF_MEMORY, "tvk_ctx_create: out of memory");
+  /* never unlinked, so its message is never freed */
+  static char oom_msg[] = "out of memory making a tensor";
+  ctx->oom_tensor = (tvk_tensor){
+      .ctx = ctx, .status = TVK_ERR_OUT_OF_MEMORY, .msg = oom_msg, .dtype = TVK_FLOAT32};
   tvk_ctx_options o = opts ? *opts : (tvk_ctx_options){0};
   ctx->log = (LogSink){o.log, o.log_user};
   o.debug = env_int("TVK_DEBUG", o.debug);
@@ -733,7 +726,5 @@ void tvk_ctx_destroy(tvk_ctx *ctx) {
   free(ctx->graph);
   free(ctx->trace_path);
   profile_free(ctx);
-  free(ctx->oom_tensor->msg);
-  free(ctx->oom_tensor);
   free(ctx);
 }

@@ -37,6 +37,18 @@ typedef struct {
   void *release_user;
 } Buffer;
 
+struct tvk_tensor {
+  tvk_ctx *ctx;
+  UOp *uop;          /* retained; NULL in an error tensor */
+  tvk_status status; /* TVK_OK or the error */
+  char *msg;         /* the error message (malloc'd) or NULL */
+  tvk_dtype dtype;
+  int ndim;
+  int64_t shape[TVK_MAX_DIMS];
+  uint64_t seq; /* creation order, for scopes */
+  tvk_tensor *prev, *next;
+};
+
 struct tvk_ctx {
   UCtx *u;
   Device *dev;
@@ -55,7 +67,7 @@ struct tvk_ctx {
    * an error tensor (TVK_ERR_OUT_OF_MEMORY) that needs no memory of its
    * own, so ops on it and checks of it report the real cause. Not in the
    * list above; tvk_release ignores it. */
-  struct tvk_tensor *oom_tensor;
+  tvk_tensor oom_tensor;
   uint64_t next_seq;
   uint64_t next_value;        /* the serial of the next VALUE (tvk_scalar) */
   struct ProgCache *programs; /* compiled programs (runtime/run.h); NULL until the first */
@@ -103,18 +115,6 @@ void optim_free_all(tvk_ctx *ctx);
 void profile_on_time(void *ctx, const LaunchTime *t);
 /* Frees the rows and the text. */
 void profile_free(tvk_ctx *ctx);
-
-struct tvk_tensor {
-  tvk_ctx *ctx;
-  UOp *uop;          /* retained; NULL in an error tensor */
-  tvk_status status; /* TVK_OK or the error */
-  char *msg;         /* the error message (malloc'd) or NULL */
-  tvk_dtype dtype;
-  int ndim;
-  int64_t shape[TVK_MAX_DIMS];
-  uint64_t seq; /* creation order, for scopes */
-  tvk_tensor *prev, *next;
-};
 
 /* ---- dtypes ---- */
 ScalarType dt_from_tvk(tvk_dtype dt);
