@@ -209,7 +209,14 @@ static const Lang glsl_base = {
     .store = "$0 = $1;",
     .store_gated = "if ($2) $0 = $1;",
 
-    .max_vector = 0,
+    .max_vector = 4,
+    /* a buffer's quads through a second block on its binding (vectorize.c) */
+    .vec_type = {[DT_INT32] = "ivec4", [DT_UINT32] = "uvec4", [DT_FLOAT32] = "vec4"},
+    .vec_buf_decl_file =
+        "layout(set = 0, binding = $I, std430) $Rbuffer tvk_vbuf$I { precise $B $Vv[]; };\n",
+    .vec_index = "$0v[$1]",
+    .gep = "$0[$I]",
+    .vectorize = "$T($0, $1, $2, $3)",
     .alu =
         {
             [CL_FLOAT] =

@@ -1107,6 +1107,116 @@ static void test_golden_packed(void **state) {
   check_golden(sink1(store(c, 0, DT_UINT8, shp(2, (int64_t)3, (int64_t)25), x)), 0, golden_E_3_25);
 }
 
+/* The source of sink under `plan` in the device language with every feature. */
+static char *glsl_planned(UOp *sink, const OptPlan *plan) {
+  Lang *L = vk_glsl_lang_new(VKFEAT_STORAGE8 | VKFEAT_STORAGE16 | VKFEAT_INT64 | VKFEAT_FLOAT64);
+  assert_non_null(L);
+  CodegenOpts o = {.lang = L, .mode = CG_MODE_GRID, .local_size = 64, .plan = plan};
+  KernelSource ks;
+  tvk_status st = codegen_kernel_opts(sink, NULL, &o, &ks);
+  vk_glsl_lang_free(L);
+  if (st != TVK_OK) fail_msg("codegen: %s", ks.err.msg);
+  char *src = strdup(ks.src);
+  kernel_source_free(&ks);
+  assert_non_null(src);
+  return src;
+}
+
+static const char golden_E_2_2u4[] =
+    "#version 450\n"
+    "#extension GL_EXT_shader_8bit_storage : require\n"
+    "#extension GL_EXT_shader_16bit_storage : require\n"
+    "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n"
+    "layout(set = 0, binding = 0, std430) buffer tvk_buf0 { precise float data0[]; };\n"
+    "layout(set = 0, binding = 0, std430) buffer tvk_vbuf0 { precise vec4 data0v[]; };\n"
+    "layout(set = 0, binding = 1, std430) readonly buffer tvk_buf1 { precise float data1[]; };\n"
+    "layout(set = 0, binding = 1, std430) readonly buffer tvk_vbuf1 { precise vec4 data1v[]; };\n"
+    "layout(set = 0, binding = 2, std430) readonly buffer tvk_buf2 { precise float data2[]; };\n"
+    "layout(set = 0, binding = 2, std430) readonly buffer tvk_vbuf2 { precise vec4 data2v[]; };\n"
+    "layout(push_constant, std430) uniform tvk_push {\n"
+    "  uint grid_x, grid_y, grid_z;\n"
+    "} pc;\n"
+    "layout(local_size_x = 4, local_size_y = 1, local_size_z = 1) in;\n"
+    "void main() {  // E_2_2u4\n"
+    "  uint tvk_lin = gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y +\n"
+    "                 gl_NumWorkGroups.y * gl_WorkGroupID.z);\n"
+    "  if (tvk_lin >= pc.grid_x * pc.grid_y * pc.grid_z) return;\n"
+    "  const float tvk_zero = uintBitsToFloat(pc.grid_x >> 31);\n"
+    "  precise vec4 val0 = data1v[int(gl_LocalInvocationID.x)];\n"
+    "  precise vec4 val1 = data2v[((((int(gl_LocalInvocationID.x)/2)*2)+((int(gl_LocalInvocationID."
+    "x)%2)*(-1)))+1)];\n"
+    "  data0v[int(gl_LocalInvocationID.x)] = vec4((val0[0]*val1[3]), (val0[1]*val1[2]), "
+    "(val0[2]*val1[1]), (val0[3]*val1[0]));\n"
+    "}\n";
+
+/* out = a * flip(b) on float32 (2, 8), the inner axis upcast by 4: one vec4
+ * load of each input and one vec4 store per invocation (vectorize.c); the
+ * flipped view reads its quad in reverse lane order. */
+static void test_golden_vec4(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  ShapeTracker *b0 = shp(2, (int64_t)2, (int64_t)8), *bf = st_flip(b0, (const bool[]){false, true});
+  st_free(b0);
+  UOp *x = uop_mul(ld(c, 1, DT_FLOAT32, shp(2, (int64_t)2, (int64_t)8)), ld(c, 2, DT_FLOAT32, bf));
+  UOp *sink = sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)2, (int64_t)8), x));
+  OptPlan plan = {1, {{OPT_UPCAST, 1, 4}}};
+  char *src = glsl_planned(sink, &plan);
+  if (strcmp(src, golden_E_2_2u4) != 0) {
+    fprintf(stderr, "got:\n%s\nexpected:\n%s\n", src, golden_E_2_2u4);
+    free(src);
+    fail_msg("the source differs from the golden one");
+  }
+  compile_ok(s, src, "vec4 kernel");
+  free(src);
+}
+
+/* What must stay scalar: a quad that does not start at a multiple of 4 (a
+ * view shifted by one), a buffer read and written by the kernel, 8-bit
+ * elements, gated (padded) loads; and a quad of int32 that may go wide. */
+static void test_vec4_refusals(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  OptPlan plan = {1, {{OPT_UPCAST, 1, 4}}};
+  const int64_t n[2] = {2, 8};
+  /* a[:, 1:9] of a (2, 9) buffer: every quad starts at 9r + 1 + 4b */
+  ShapeTracker *a0 = shp(2, (int64_t)2, (int64_t)9);
+  ShapeTracker *a1 = st_shrink(a0, (const sint[][2]){{0, 2}, {1, 9}});
+  st_free(a0);
+  UOp *sink = sink1(store(c, 0, DT_FLOAT32, st_from_shape(2, n), ld(c, 1, DT_FLOAT32, a1)));
+  char *src = glsl_planned(sink, &plan);
+  assert_null(strstr(src, "data1v"));
+  assert_non_null(strstr(src, "data0v")); /* the store's quads are aligned */
+  free(src);
+  /* out += 1 in place: buffer 0 read and written */
+  UOp *io = uop_add(ld(c, 0, DT_FLOAT32, st_from_shape(2, n)), uop_const_float(c, DT(FLOAT32), 1));
+  sink = sink1(store(c, 0, DT_FLOAT32, st_from_shape(2, n), io));
+  src = glsl_planned(sink, &plan);
+  assert_null(strstr(src, "vec4"));
+  free(src);
+  /* int8 copy */
+  sink = sink1(store(c, 0, DT_INT8, st_from_shape(2, n), ld(c, 1, DT_INT8, st_from_shape(2, n))));
+  src = glsl_planned(sink, &plan);
+  assert_null(strstr(src, "vec4"));
+  free(src);
+  /* a padded view: gated loads stay scalar, the store goes wide */
+  ShapeTracker *p0 = shp(2, (int64_t)2, (int64_t)6);
+  ShapeTracker *p1 = st_pad(p0, (const sint[][2]){{0, 0}, {1, 1}});
+  st_free(p0);
+  sink = sink1(store(c, 0, DT_FLOAT32, st_from_shape(2, n), ld(c, 1, DT_FLOAT32, p1)));
+  src = glsl_planned(sink, &plan);
+  assert_null(strstr(src, "data1v"));
+  assert_non_null(strstr(src, "data0v"));
+  free(src);
+  /* int32: ivec4 both ways */
+  sink = sink1(store(c, 0, DT_INT32, st_from_shape(2, n), ld(c, 1, DT_INT32, st_from_shape(2, n))));
+  src = glsl_planned(sink, &plan);
+  assert_non_null(strstr(src, "ivec4 data1v[]"));
+  assert_non_null(strstr(src, "] = val0;")); /* the loaded vector, stored as it is */
+  compile_ok(s, src, "ivec4 kernel");
+  free(src);
+  uop_pool_drain(c, 0);
+}
+
 /* Every ALU op of ops.def that the IR evaluates on a dtype (alu_exec, the
  * constant folder's semantics) has a spelling for that dtype in the C table
  * and in the GLSL table: a new op row, or a new dtype for an op, cannot be
@@ -1164,6 +1274,8 @@ int main(void) {
       T(test_refused),
       T(test_golden_sum),
       T(test_golden_packed),
+      T(test_golden_vec4),
+      T(test_vec4_refusals),
       T(test_run_int_ops),
       T(test_run_bool_ops),
       T(test_run_float_ops),

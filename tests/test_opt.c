@@ -182,6 +182,8 @@ static OptTarget target_of(const Device *d) {
                      .shared_bytes = d->limits.shared_mem_bytes};
 }
 
+static int vector_kernels; /* kernels run with 4-wide memory access */
+
 /* Codegen under `plan` (NULL: no optimisation) for device d, compile, run;
  * the output (float or int32 as the case's dtype) into out. */
 static void run_plan(Device *d, const Case *k, const OptPlan *plan, void *out, size_t out_bytes) {
@@ -196,6 +198,7 @@ static void run_plan(Device *d, const Case *k, const OptPlan *plan, void *out, s
   KernelSource ks;
   if (codegen_kernel_opts(k->sink, NULL, &o, &ks) != TVK_OK) fail_msg("codegen: %s", ks.err.msg);
   if (getenv("TVK_OPT_PRINT")) fprintf(stderr, "%s\n", ks.src);
+  if (strstr(ks.src, "tvk_vbuf")) vector_kernels++; /* 4-wide loads or stores (vectorize.c) */
   DevProgram *p = NULL;
   bool hit;
   if (d->ops->compile(d, ks.name, ks.src, &p, &hit, NULL) != TVK_OK)
@@ -350,6 +353,9 @@ static void test_random_plans(void **state) {
     case_free(&k);
     uop_pool_drain(s->c, 0);
   }
+  if (s->dev[1]) /* the cases reach vectorize.c's quads, not only scalar code */
+    assert_true(vector_kernels >= 5);
+  fprintf(stderr, "random plans: %d kernels with 4-wide memory access\n", vector_kernels);
 }
 
 /* ---------------------------------------------------------------- checks and heuristic */

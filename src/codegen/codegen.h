@@ -165,6 +165,16 @@ tvk_status lower_kernel_grid(UOp *ast, const KernelDesc *ks, const OptPlan *plan
  * MULACC (fused where the target can). Autoreleased. */
 tvk_status legalize_dtypes(UOp *sink, const Lang *lang, bool fma, UOp **out, Error *err);
 
+/* ---- vectorize.c ---- */
+
+/* Where `lang` has 4-vectors (Lang.vec_type), turns aligned quads of scalar
+ * loads of one read-only buffer into a 4-wide LOAD and GEPs of its lanes,
+ * and quads of ungated stores to a write-only buffer into one STORE of a
+ * VECTORIZE (vectorize.c says when). *out is sink itself where nothing
+ * changes. Autoreleased. */
+tvk_status vectorize_memory(UOp *sink, const Lang *lang, const KernelDesc *kd, UOp **out,
+                            Error *err);
+
 /* ---- linearize.c ---- */
 
 typedef struct {

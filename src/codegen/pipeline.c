@@ -70,7 +70,7 @@ static tvk_status choose_plan(UOp *norm, const KernelDesc *kd, const CodegenOpts
 static tvk_status passes(UOp *norm, const KernelDesc *kd, const CodegenOpts *opts,
                          const OptPlan *plan, const Lang *lang, LinearProgram *lp, CgLaunch *launch,
                          Error *err) {
-  UOp *low, *legal;
+  UOp *low, *legal, *vec;
   *launch = (CgLaunch){{1, 1, 1}, {1, 1, 1}};
   if (opts && opts->mode == CG_MODE_GRID) {
     int local = opts->local_size > 0 ? opts->local_size : 64;
@@ -82,7 +82,8 @@ static tvk_status passes(UOp *norm, const KernelDesc *kd, const CodegenOpts *opt
   if (!simple)
     return err_first(err, TVK_ERR_OUT_OF_MEMORY, "codegen: out of memory in uop_simplify");
   if (legalize_dtypes(simple, lang, opts && opts->fma, &legal, err) != TVK_OK) return err->status;
-  return linearize(legal, lp, err);
+  if (vectorize_memory(legal, lang, kd, &vec, err) != TVK_OK) return err->status;
+  return linearize(vec, lp, err);
 }
 
 tvk_status codegen_kernel_opts(UOp *ast, const char *name, const CodegenOpts *opts,

@@ -39,7 +39,9 @@ static void expand(const Lang *L, Str *out, const char *tmpl, const Subst *s) {
     case '1':
     case '2':
     case '3': str_add(out, or_empty(s->op[*p - '0'])); break;
-    case 'T': str_add(out, or_empty(L->type[s->t.scalar])); break;
+    case 'T':
+      str_add(out, or_empty(s->t.count > 1 ? L->vec_type[s->t.scalar] : L->type[s->t.scalar]));
+      break;
     case 'S': str_add(out, or_empty(L->type[s->s.scalar])); break;
     case 'U': str_add(out, or_empty(L->wrap_type[s->t.scalar])); break;
     case 'N': str_add(out, or_empty(L->short_name[s->t.scalar])); break;
@@ -143,7 +145,9 @@ static const char *elem_tmpl(const char *const *per, const UOp *place, const cha
 static const char *user_template(const Lang *L, UOp *u, int *slot_of_src) {
   for (uint32_t k = 0; k < u->nsrc && k < 4; k++) slot_of_src[k] = (int)k;
   switch ((Op)u->op) {
-  case OP_INDEX: return elem_tmpl(L->index_elem, u, L->index);
+  case OP_INDEX: return u->dtype.count > 1 ? L->vec_index : elem_tmpl(L->index_elem, u, L->index);
+  case OP_GEP: return L->gep;
+  case OP_VECTORIZE: return L->vectorize;
   case OP_LOAD: return u->nsrc == 3 ? L->load_gated : NULL;
   case OP_STORE:
     if (u->nsrc > 2 && u->src[2]->op != OP_RANGE)
@@ -162,12 +166,13 @@ typedef struct {
   const Lang *L;
   const LinearProgram *lp;
   const RenderInfo *info;
-  PtrMap pos;   /* UOp -> position in the program */
-  char **expr;  /* per position: its name, literal, or inline expression */
-  int *users;   /* per position: uses by later UOps */
-  size_t *user; /* per position: its last user */
-  int *block;   /* per position: position of the innermost open RANGE, or -1 */
-  bool *named;  /* per position: must be a variable */
+  PtrMap pos;     /* UOp -> position in the program */
+  char **expr;    /* per position: its name, literal, or inline expression */
+  int *users;     /* per position: uses by later UOps */
+  size_t *user;   /* per position: its last user */
+  int *block;     /* per position: position of the innermost open RANGE, or -1 */
+  bool *named;    /* per position: must be a variable */
+  bool *vec_bufs; /* per buffer: accessed as 4-vectors (declared again as such) */
   int nval, nalu, ncast;
   int depth;
   Str body;
@@ -202,6 +207,20 @@ static bool prepass(Walker *w) {
       char d[48];
       err_first(w->err, TVK_ERR_DTYPE, "render: %s has no vector type for %s", w->L->name,
                 dt_str(u->dtype, d));
+      return false;
+    }
+    if (u->op == OP_INDEX && u->dtype.count > 1) {
+      if (!w->L->vec_index || !w->L->vec_buf_decl_file || !w->L->vec_type[u->dtype.scalar] ||
+          u->src[0]->op != OP_DEFINE_GLOBAL || u->src[0]->arg.i < 0 ||
+          u->src[0]->arg.i >= w->info->nbufs) {
+        err_first(w->err, TVK_ERR_INTERNAL, "render: %s has no 4-vector access of this buffer",
+                  w->L->name);
+        return false;
+      }
+      w->vec_bufs[u->src[0]->arg.i] = true;
+    }
+    if ((u->op == OP_GEP && !w->L->gep) || (u->op == OP_VECTORIZE && !w->L->vectorize)) {
+      err_first(w->err, TVK_ERR_INTERNAL, "render: %s has no %s", w->L->name, op_name((Op)u->op));
       return false;
     }
     if (u->op == OP_ENDRANGE) nopen--;
@@ -490,9 +509,19 @@ static bool render_one(Walker *w, size_t p) {
     w->expr[p] = printf_new("%s", ex(w, u->src[0]));
     break;
   case OP_INDEX:
-    w->expr[p] = expand_new(L, elem_tmpl(L->index_elem, u, L->index),
-                            &(Subst){.op = {ex(w, u->src[0]), ex(w, u->src[1])}, .t = u->dtype});
+    w->expr[p] =
+        expand_new(L, u->dtype.count > 1 ? L->vec_index : elem_tmpl(L->index_elem, u, L->index),
+                   &(Subst){.op = {ex(w, u->src[0]), ex(w, u->src[1])}, .t = u->dtype});
     break;
+  case OP_GEP: /* a lane of a named vector (a LOAD): an expression */
+    w->expr[p] = expand_new(L, L->gep, &(Subst){.op = {ex(w, u->src[0])}, .i = u->arg.i});
+    break;
+  case OP_VECTORIZE: {
+    Subst sv = {.t = u->dtype};
+    for (uint32_t k = 0; k < u->nsrc && k < 4; k++) sv.op[k] = ex(w, u->src[k]);
+    w->expr[p] = expand_new(L, L->vectorize, &sv);
+    break;
+  }
   case OP_LOAD: return render_load(w, p, u);
   case OP_STORE:
     if (!render_store(w, u)) return false;
@@ -555,6 +584,10 @@ static void assemble(Walker *w, Str *out) {
                  .r = b->written ? "" : L->ro_qualifier,
                  .t = dt_make((ScalarType)b->dtype)};
       expand(L, out, pass ? L->buf_decl : L->buf_decl_file, &s);
+      if (!pass && w->vec_bufs && w->vec_bufs[i]) {
+        s.b = L->vec_type[b->dtype];
+        expand(L, out, L->vec_buf_decl_file, &s);
+      }
     }
   }
   for (int i = 0; i < in->nvars; i++) {
@@ -591,7 +624,9 @@ tvk_status render_program(const LinearProgram *lp, const Lang *lang, const Rende
   w.user = calloc(n, sizeof *w.user);
   w.block = calloc(n, sizeof *w.block);
   w.named = calloc(n, sizeof *w.named);
-  bool ok = w.expr && w.users && w.user && w.block && w.named && ptrmap_init(&w.pos, n);
+  w.vec_bufs = calloc(info->nbufs > 0 ? (size_t)info->nbufs : 1, sizeof *w.vec_bufs);
+  bool ok =
+      w.expr && w.users && w.user && w.block && w.named && w.vec_bufs && ptrmap_init(&w.pos, n);
   if (!ok) fail_oom(&w);
   ok = ok && prepass(&w);
   for (size_t p = 0; ok && p < lp->n; p++) ok = render_one(&w, p);
@@ -605,7 +640,7 @@ tvk_status render_program(const LinearProgram *lp, const Lang *lang, const Rende
   for (size_t p = 0; w.expr && p < lp->n; p++) free(w.expr[p]);
   for (size_t i = 0; i < w.nhelpers; i++) free(w.helpers[i]);
   free(w.helpers);
-  free(w.expr), free(w.users), free(w.user), free(w.block), free(w.named);
+  free(w.expr), free(w.users), free(w.user), free(w.block), free(w.named), free(w.vec_bufs);
   free(w.body.p);
   free(w.locals.p);
   ptrmap_free(&w.pos);

@@ -131,6 +131,12 @@ struct Lang {
 
   /* ---- ops ---- */
   int max_vector; /* widest vector type (0: none; vector dtypes are refused) */
+  /* 4-wide memory access (vectorize.c), where max_vector >= 4: */
+  const char *vec_type[DT_COUNT]; /* $T of a 4-vector of the dtype; NULL: no quads of it */
+  const char *vec_buf_decl_file;  /* a buffer declared again as 4-vectors ($I $V $B $R) */
+  const char *vec_index;          /* the place of 4-vector $1 of buffer $0 */
+  const char *gep;                /* lane $I of vector $0 */
+  const char *vectorize;          /* the 4-vector ($T) of $0 $1 $2 $3 */
   Spell alu[CL_COUNT][OP_COUNT];
   /* Per operand dtype: OP_COUNT spellings that override alu[class] where set
    * (e.g. float64 math done by other helpers than float32's); NULL: none. */

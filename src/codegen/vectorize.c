@@ -1,0 +1,250 @@
+/* Vector memory access (codegen.h): four scalar loads of one buffer at
+ * elements i, i+1, i+2, i+3 with i a multiple of 4 become one 4-wide load
+ * (and GEPs of its lanes); four such stores become one 4-wide store of a
+ * VECTORIZE. On a GPU that is one 128-bit memory instruction instead of
+ * four: a warp whose lanes take neighbouring quads reads whole 512-byte runs
+ * per instruction, and the instruction count of a memory-bound kernel drops
+ * by four. The quads come from upcast axes (opt.h): a matmul's register tile
+ * along a contiguous axis of B, an unrolled reduce along a contiguous row.
+ *
+ * Only buffers the kernel either reads or writes, not both: the language
+ * addresses a buffer's quads through a second declaration of it, and two
+ * declarations of one binding may be assumed not to alias. Only 32-bit
+ * elements (the language's vec_type), ungated accesses, and only where the
+ * index's alignment is proven: its base (the index without its constant
+ * term) has a known factor of 4 (alignment counts from the start of the
+ * binding, so any device's offset alignment is fine). Nothing here changes
+ * a value: the same elements are read and written. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+#include "codegen/render.h"
+#include "ir/pattern.h"
+#include "ir/symbolic.h"
+
+#define QUAD 4
+
+/* A known factor of integer expression u (the gcd of what its terms are
+ * multiples of); 1 where nothing is known. `budget` bounds the nodes looked
+ * at, as index expressions share subtrees. */
+static int64_t gcd64(int64_t a, int64_t b) {
+  while (b) {
+    int64_t t = a % b;
+    a = b, b = t;
+  }
+  return a;
+}
+
+#define FACTOR_ANY ((int64_t)1 << 40) /* of 0: a multiple of everything */
+
+static int64_t factor(const UOp *u, int *budget) {
+  if (--*budget < 0) return 1;
+  switch ((Op)u->op) {
+  case OP_CONST: {
+    int64_t v = u->arg.i < 0 ? -u->arg.i : u->arg.i;
+    return v == 0 || v > FACTOR_ANY ? FACTOR_ANY : v;
+  }
+  case OP_MUL: {
+    int64_t a = factor(u->src[0], budget), b = factor(u->src[1], budget);
+    return a >= FACTOR_ANY / b ? FACTOR_ANY : a * b;
+  }
+  case OP_ADD:
+  case OP_SUB: return gcd64(factor(u->src[0], budget), factor(u->src[1], budget));
+  case OP_NEG: return factor(u->src[0], budget);
+  case OP_SHL: {
+    const UOp *k = u->src[1];
+    if (k->op != OP_CONST || k->arg.i < 0 || k->arg.i > 30) return 1;
+    int64_t a = factor(u->src[0], budget);
+    return a >= FACTOR_ANY >> k->arg.i ? FACTOR_ANY : a << k->arg.i;
+  }
+  case OP_CAST: /* between int dtypes that hold the value (index math widens) */
+    return dt_is_int(u->dtype) && dt_is_int(u->src[0]->dtype) &&
+                   dt_bits(u->dtype) >= dt_bits(u->src[0]->dtype)
+               ? factor(u->src[0], budget)
+               : 1;
+  default: return 1;
+  }
+}
+
+/* A scalar access of a buffer that may go in a quad. */
+typedef struct {
+  UOp *global;  /* the DEFINE_GLOBAL */
+  UOp *base;    /* the index less its constant term; NULL: the index is a constant */
+  int64_t off;  /* the constant term */
+  UOp *uop;     /* the LOAD, or the STORE */
+  uint32_t key; /* stores: which tail of sources (position of the first store with it) */
+} Access;
+
+static int cmp_access(const void *pa, const void *pb) {
+  const Access *a = pa, *b = pb;
+  if (a->key != b->key) return a->key < b->key ? -1 : 1;
+  if (a->global != b->global) return (uintptr_t)a->global < (uintptr_t)b->global ? -1 : 1;
+  if (a->base != b->base) return (uintptr_t)a->base < (uintptr_t)b->base ? -1 : 1;
+  return a->off < b->off ? -1 : a->off > b->off;
+}
+
+/* Whether `place` (an INDEX) addresses a buffer of the kernel that the
+ * language has quads of and that is only read (want_read) or only written. */
+static bool quad_place(const UOp *place, const Lang *L, const KernelDesc *kd, bool want_read) {
+  if (place->op != OP_INDEX || place->src[0]->op != OP_DEFINE_GLOBAL) return false;
+  int64_t b = place->src[0]->arg.i;
+  if (b < 0 || b >= kd->nbufs) return false;
+  const KernelBuf *kb = &kd->bufs[b];
+  if (kb->read != want_read || kb->written == want_read) return false;
+  DType d = place->dtype;
+  return d.count == 1 && dt_scalar_size((ScalarType)d.scalar) == 4 && L->vec_type[d.scalar];
+}
+
+static void split_index(UOp *idx, Access *a) {
+  if (idx->op == OP_CONST) {
+    a->base = NULL, a->off = idx->arg.i;
+  } else if (idx->op == OP_ADD && idx->src[1]->op == OP_CONST) {
+    a->base = idx->src[0], a->off = idx->src[1]->arg.i;
+  } else {
+    a->base = idx, a->off = 0;
+  }
+}
+
+/* Whether sorted accesses v[i..i+3] are one aligned quad. */
+static bool is_quad(const Access *v, size_t n, size_t i) {
+  if (i + QUAD > n) return false;
+  const Access *a = &v[i];
+  if (a->off % QUAD) return false;
+  for (int j = 1; j < QUAD; j++) {
+    const Access *b = &v[i + j];
+    if (b->key != a->key || b->global != a->global || b->base != a->base || b->off != a->off + j)
+      return false;
+  }
+  int budget = 256;
+  return !a->base || factor(a->base, &budget) % QUAD == 0;
+}
+
+/* The place of the quad starting at a: INDEX(global, (base + off) / 4) as a
+ * pointer to 4-vectors. */
+static UOp *quad_place_of(const Access *a, DType idt, DType elem) {
+  UCtx *c = a->global->ctx;
+  UOp *first = a->base ? uop_add_c(a->base, a->off) : uop_const_int(c, idt, a->off);
+  UOp *q = first ? uop_simplify(uop_idiv_c(first, QUAD)) : NULL;
+  DType pt = dt_ptr(dt_vec(elem, QUAD), ADDR_GLOBAL);
+  return q ? uop_new(c, OP_INDEX, pt, 2, (UOp *[]){a->global, q}, arg_none()) : NULL;
+}
+
+static tvk_status oom(Error *err) {
+  return err_first(err, TVK_ERR_OUT_OF_MEMORY, "codegen: out of memory in vectorize_memory");
+}
+
+tvk_status vectorize_memory(UOp *sink, const Lang *L, const KernelDesc *kd, UOp **out, Error *err) {
+  *out = sink;
+  if (!L->max_vector || L->max_vector < QUAD) return TVK_OK;
+  size_t n = 0;
+  UOp **topo = uop_toposort(sink, &n);
+  if (!topo) return oom(err);
+  Access *ld = calloc(n + 1, sizeof *ld), *st = calloc(sink->nsrc + 1u, sizeof *st);
+  UOp **from = calloc(n + 1, sizeof *from), **to = calloc(n + 1, sizeof *to);
+  UOp **srcs = calloc(sink->nsrc + 1u, sizeof *srcs);
+  tvk_status status = TVK_OK;
+  if (!ld || !st || !from || !to || !srcs) {
+    status = oom(err);
+    goto done;
+  }
+  size_t nld = 0, nst = 0, nmap = 0;
+  for (size_t i = 0; i < n; i++) {
+    UOp *u = topo[i];
+    if (u->op != OP_LOAD || u->nsrc != 1 || !quad_place(u->src[0], L, kd, true)) continue;
+    Access *a = &ld[nld++];
+    a->global = u->src[0]->src[0], a->uop = u;
+    split_index(u->src[0]->src[1], a);
+  }
+  qsort(ld, nld, sizeof *ld, cmp_access);
+  for (size_t i = 0; i < nld; i++) {
+    if (!is_quad(ld, nld, i)) continue;
+    DType elem = dt_scalar(ld[i].uop->dtype);
+    UOp *place = quad_place_of(&ld[i], ld[i].uop->src[0]->src[1]->dtype, elem);
+    UOp *vload =
+        place ? uop_new(sink->ctx, OP_LOAD, dt_vec(elem, QUAD), 1, &place, arg_none()) : NULL;
+    for (int j = 0; j < QUAD; j++) {
+      from[nmap] = ld[i + j].uop;
+      to[nmap++] = vload ? uop_new(sink->ctx, OP_GEP, elem, 1, &vload, arg_int(j)) : NULL;
+      if (!to[nmap - 1]) {
+        status = oom(err);
+        goto done;
+      }
+    }
+    i += QUAD - 1;
+  }
+  UOp *res = nmap ? uop_substitute(sink, (int)nmap, from, to) : sink;
+  if (!res) {
+    status = oom(err);
+    goto done;
+  }
+
+  /* stores, grouped also by what follows the value (gate, output ranges) */
+  for (uint32_t i = 0; i < res->nsrc && res->nsrc <= sink->nsrc; i++) {
+    UOp *u = res->src[i];
+    if (u->op != OP_STORE || u->nsrc < 2 || !quad_place(u->src[0], L, kd, false)) continue;
+    if (u->nsrc > 2 && u->src[2]->op != OP_RANGE) continue; /* gated */
+    Access *a = &st[nst++];
+    a->global = u->src[0]->src[0], a->uop = u, a->key = i;
+    for (uint32_t j = 0; j < i; j++) { /* the first store with the same tail names the group */
+      UOp *v = res->src[j];
+      if (v->op != OP_STORE || v->nsrc != u->nsrc) continue;
+      if (!memcmp(v->src + 2, u->src + 2, (u->nsrc - 2) * sizeof *u->src)) {
+        a->key = j;
+        break;
+      }
+    }
+    split_index(u->src[0]->src[1], a);
+  }
+  qsort(st, nst, sizeof *st, cmp_access);
+  /* the sink's sources, each quad of stores replaced by one vector store */
+  if (nst) memcpy(srcs, res->src, res->nsrc * sizeof *srcs);
+  bool stores_changed = false;
+  for (size_t i = 0; i < nst; i++) {
+    if (!is_quad(st, nst, i)) continue;
+    UOp *s0 = st[i].uop;
+    DType elem = dt_scalar(s0->src[1]->dtype);
+    UOp *lanes[QUAD];
+    bool whole = true; /* the lanes of one vector in order: store it as it is */
+    for (int j = 0; j < QUAD; j++) {
+      lanes[j] = st[i + j].uop->src[1];
+      whole = whole && lanes[j]->op == OP_GEP && lanes[j]->arg.i == j &&
+              lanes[j]->src[0] == lanes[0]->src[0];
+    }
+    UOp *vec = whole
+                   ? lanes[0]->src[0]
+                   : uop_new(sink->ctx, OP_VECTORIZE, dt_vec(elem, QUAD), QUAD, lanes, arg_none());
+    UOp *place = quad_place_of(&st[i], s0->src[0]->src[1]->dtype, elem);
+    UOp *ssrc[2 + TVK_MAX_DIMS + 2];
+    uint32_t ns = s0->nsrc <= 2 + TVK_MAX_DIMS + 2 ? s0->nsrc : 0;
+    if (!ns) continue; /* more output ranges than any lowering makes */
+    memcpy(ssrc, s0->src, ns * sizeof *ssrc);
+    ssrc[0] = place, ssrc[1] = vec;
+    UOp *vstore =
+        vec && place ? uop_new(sink->ctx, OP_STORE, s0->dtype, (int)ns, ssrc, arg_none()) : NULL;
+    if (!vstore) {
+      status = oom(err);
+      goto done;
+    }
+    for (uint32_t k = 0; k < res->nsrc; k++) {
+      if (res->src[k] == s0) srcs[k] = vstore;
+      for (int j = 1; j < QUAD; j++)
+        if (res->src[k] == st[i + j].uop) srcs[k] = NULL;
+    }
+    stores_changed = true;
+    i += QUAD - 1;
+  }
+  if (stores_changed) {
+    uint32_t m = 0;
+    for (uint32_t k = 0; k < res->nsrc; k++)
+      if (srcs[k]) srcs[m++] = srcs[k];
+    res = uop_sink(sink->ctx, (int)m, srcs);
+  }
+  if (!res)
+    status = oom(err);
+  else
+    *out = res;
+done:
+  free(topo), free(ld), free(st), free(from), free(to), free(srcs);
+  return status;
+}
