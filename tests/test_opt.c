@@ -231,10 +231,10 @@ static void run_plan(Device *d, const Case *k, const OptPlan *plan, void *out, s
   kernel_source_free(&ks);
 }
 
-/* A random valid plan: each output axis upcast by a random divisor of its
- * size, or not, within OPT_MAX_COPIES, after (a third of the time) an UNROLL
- * of a reduced axis by a divisor; on a device with work groups, half the time
- * instead a GROUP of a reduced axis by a power of two. */
+/* A random valid plan: each output axis upcast or spread by a random divisor
+ * of its size (a spread one maybe in runs of 2 or 4), or not, within OPT_MAX_COPIES, after (a third
+ * of the time) an UNROLL of a reduced axis by a divisor; on a device with work groups, half the
+ * time instead a GROUP of a reduced axis by a power of two. */
 static OptPlan random_plan(const Case *k, const Device *d) {
   OptPlan p = {0};
   int64_t copies = 1;
@@ -278,7 +278,11 @@ static OptPlan random_plan(const Case *k, const Device *d) {
     if (!nd) continue;
     int64_t a = divs[pick(nd)];
     copies *= a;
-    p.step[p.n++] = (OptStep){pick(3) ? OPT_UPCAST : OPT_SPREAD, (uint8_t)d, (int32_t)a};
+    OptKind kind = pick(3) ? OPT_UPCAST : OPT_SPREAD;
+    p.step[p.n++] = (OptStep){(uint8_t)kind, (uint8_t)d, (int32_t)a};
+    int64_t r = 2 + 2 * pick(2); /* spread runs of 2 or 4 neighbours */
+    if (kind == OPT_SPREAD && pick(2) && (k->full[d] / a) % r == 0 && copies * r <= OPT_MAX_COPIES)
+      copies *= r, p.step[p.n++] = (OptStep){OPT_UPCAST, (uint8_t)d, (int32_t)r};
   }
   return p;
 }
@@ -391,6 +395,9 @@ static void test_check_refuses(void **state) {
       {{1, {{OPT_GROUP, 1, 512}}}, "power of two"},
       {{1, {{OPT_GROUP, 1, 128}}}, "more invocations"},
       {{2, {{OPT_GROUP, 1, 4}, {OPT_UPCAST, 0, 2}}}, "both groups and upcasts"},
+      {{2, {{OPT_SPREAD, 0, 2}, {OPT_SPREAD, 0, 3}}}, "split twice"},
+      {{3, {{OPT_SPREAD, 0, 2}, {OPT_UPCAST, 0, 2}, {OPT_UPCAST, 0, 3}}}, "split twice"},
+      {{2, {{OPT_SPREAD, 0, 4}, {OPT_UPCAST, 0, 2}}}, "must divide"}, /* 8 of 12 */
   };
   OptTarget cpu = {.mode = CG_MODE_CORES},
             grid = {.mode = CG_MODE_GRID, .max_local = 64, .shared_bytes = 16384};
@@ -416,6 +423,10 @@ static void test_check_refuses(void **state) {
   char gname[64];
   opt_kernel_name(kd, &g, gname, sizeof gname);
   assert_string_equal(gname, "r_12_2g4");
+  OptPlan sr = {2, {{OPT_UPCAST, 0, 2}, {OPT_SPREAD, 0, 3}}}; /* 3 runs of 2 */
+  assert_int_equal(opt_check(norm, kd, &sr, &grid, &err), TVK_OK);
+  opt_kernel_name(kd, &sr, gname, sizeof gname);
+  assert_string_equal(gname, "r_2s3u2_5");
   /* reduces of a reduce are not grouped */
   UOp *in = reduce(ld(c, 1, DT_FLOAT32, shp(2, (int64_t)12, (int64_t)5)), OP_MAX, 1, ax);
   UOp *nest = reduce(in, OP_ADD, 1, (const int64_t[]){0});
@@ -549,12 +560,37 @@ static void test_heuristic_heavy_body(void **state) {
   UOp *e = uop_alu1(OP_EXP2,
                     uop_mul(ld(c, 1, DT_FLOAT32, shp(1, n)), uop_const_float(c, DT(FLOAT32), 1.4)));
   grid_plan(sink1(store(c, 0, DT_FLOAT32, shp(1, n), e)), str, sizeof str, NULL);
-  assert_string_equal(str, "SPREAD(0,8)");
+  assert_string_equal(str, "UPCAST(0,4) SPREAD(0,2)"); /* runs of 4: aligned quads */
   UOp *mad =
       uop_alu2(OP_ADD, uop_mul(ld(c, 1, DT_FLOAT32, shp(1, n)), ld(c, 2, DT_FLOAT32, shp(1, n))),
                ld(c, 3, DT_FLOAT32, shp(1, n)));
   grid_plan(sink1(store(c, 0, DT_FLOAT32, shp(1, n), mad)), str, sizeof str, NULL);
+  assert_string_equal(str, "UPCAST(0,4) SPREAD(0,2)");
+  /* where some access has no aligned quads along the axis, spread single
+   * elements: a transposed input, 8-bit elements, a view shifted by one */
+  ShapeTracker *t0 = shp(2, (int64_t)64, (int64_t)64), *tt = st_permute(t0, (const int[]){1, 0});
+  st_free(t0);
+  UOp *tr =
+      uop_add(ld(c, 1, DT_FLOAT32, tt), ld(c, 2, DT_FLOAT32, shp(2, (int64_t)64, (int64_t)64)));
+  grid_plan(sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)64, (int64_t)64), tr)), str, sizeof str,
+            NULL);
+  assert_string_equal(str, "SPREAD(1,8)");
+  UOp *b8 = uop_add(ld(c, 1, DT_INT8, shp(1, n)), ld(c, 2, DT_INT8, shp(1, n)));
+  grid_plan(sink1(store(c, 0, DT_INT8, shp(1, n), b8)), str, sizeof str, NULL);
   assert_string_equal(str, "SPREAD(0,8)");
+  ShapeTracker *w0 = shp(1, n + 1), *w1 = st_shrink(w0, (const sint[][2]){{1, n + 1}});
+  st_free(w0);
+  UOp *sh = uop_add(ld(c, 1, DT_FLOAT32, w1), ld(c, 2, DT_FLOAT32, shp(1, n)));
+  grid_plan(sink1(store(c, 0, DT_FLOAT32, shp(1, n), sh)), str, sizeof str, NULL);
+  assert_string_equal(str, "SPREAD(0,8)");
+  /* a row broadcast along the axis (stride 0) is one element per run */
+  ShapeTracker *r0 = shp(2, (int64_t)64, (int64_t)1), *rb = st_expand(r0, (const sint[]){64, 64});
+  st_free(r0);
+  UOp *bc =
+      uop_mul(ld(c, 1, DT_FLOAT32, rb), ld(c, 2, DT_FLOAT32, shp(2, (int64_t)64, (int64_t)64)));
+  grid_plan(sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)64, (int64_t)64), bc)), str, sizeof str,
+            NULL);
+  assert_string_equal(str, "UPCAST(1,4) SPREAD(1,2)");
   uop_pool_drain(c, 0);
 }
 

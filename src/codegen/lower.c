@@ -20,7 +20,8 @@ typedef struct {
    * upcast axis, the index of its block; each copy of the body sets axis[d]
    * to block * amount + its lane, or for a spread one lane * blocks + block. */
   int64_t up[TVK_MAX_DIMS];
-  uint32_t spread; /* bit d: axis d's copies lie full/up apart (OPT_SPREAD) */
+  uint32_t spread;           /* bit d: axis d's copies lie full/up apart (OPT_SPREAD) */
+  int64_t run[TVK_MAX_DIMS]; /* a spread axis's runs of neighbours (opt_spread_run) */
   UOp *block[TVK_MAX_DIMS];
   /* The plan's GROUP (grid mode): the reduce axis split across the work
    * group (-1: none), its lanes, the invocation's lane, and the number of
@@ -581,9 +582,14 @@ static tvk_status lower_copies(UOp *ast, LowerCtx *lc, UOp **out, Error *err) {
       if (lc->up[d] == 1) continue;
       int64_t lane = rest % lc->up[d];
       rest /= lc->up[d];
-      if (lc->spread >> d & 1) { /* lane * blocks + block: neighbouring blocks, neighbours */
-        UOp *k = b_c(lc, lane * (ks->full[d] / lc->up[d]));
-        lc->axis[d] = b2(OP_ADD, lc->block[d], k);
+      if (lc->spread >> d & 1) {
+        /* runs of r neighbours n/(up/r) apart: run lane / r starts at
+         * (lane / r) * n / (up / r), and block b's elements in it are
+         * b * r + lane % r; with r = 1, neighbouring blocks are neighbours */
+        int64_t r = lc->run[d], seg = ks->full[d] / (lc->up[d] / r);
+        UOp *k = b_c(lc, lane / r * seg + lane % r);
+        lc->axis[d] = r > 1 ? b2(OP_ADD, b2(OP_MUL, lc->block[d], b_c(lc, r)), k)
+                            : b2(OP_ADD, lc->block[d], k);
       } else { /* block * up + lane */
         UOp *k = b_c(lc, lane), *a = b_c(lc, lc->up[d]);
         lc->axis[d] = b2(OP_ADD, b2(OP_MUL, lc->block[d], a), k);
@@ -619,6 +625,7 @@ static bool lower_init(LowerCtx *lc, UOp *ast, const KernelDesc *ks, const OptPl
   *lc = (LowerCtx){.ctx = ast->ctx, .ks = ks, .err = err};
   opt_upcasts(ks, plan, lc->up);
   lc->spread = opt_spread_axes(plan);
+  for (int d = 0; d < TVK_MAX_DIMS; d++) lc->run[d] = opt_spread_run(plan, d);
   lc->gaxis = opt_group(plan, &lc->glanes);
   lc->uaxis = opt_unroll(plan, &lc->ulanes);
   lc->idt = ks->index64 ? dt_make(DT_INT64) : dt_make(DT_INT32);

@@ -18,6 +18,11 @@
  *               invocations) take neighbouring elements, so each load of a
  *               warp is one run of memory (coalesced) where UPCAST's are u
  *               elements apart. GPU elementwise kernels use it.
+ *               With an UPCAST of the same axis by r (the one axis two steps
+ *               may split), the copies are u runs of r neighbours: copy
+ *               (j, l) takes element j*(n/u) + block*r + l, so a run is one
+ *               4-wide access (vectorize.c) and neighbouring invocations take
+ *               neighbouring runs: 16-byte loads, coalesced.
  *
  *   OPT_GROUP   axis a, amount L (grid mode): a reduce axis is split across
  *               the L invocations of a work group, one work group per output
@@ -73,8 +78,9 @@ typedef struct {
 void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan *plan);
 
 /* Whether `plan` can be applied to the verified kernel (norm, kd) on target
- * t: known kinds, axes in range, no axis split twice; UPCAST of output axes by
- * amounts >= 1 dividing them, at most OPT_MAX_COPIES copies; one GROUP, in
+ * t: known kinds, axes in range, no axis split twice (but by one SPREAD and
+ * one UPCAST); UPCAST and SPREAD of output axes by amounts >= 1 whose
+ * product divides the axis, at most OPT_MAX_COPIES copies; one GROUP, in
  * grid mode, of an axis every reduce of the kernel reduces (reduces not
  * nested, of 32-bit dtypes), by a power of two in [2, OPT_MAX_GROUP] within
  * the work-group size and memory, and no UPCAST with it; one UNROLL, of an
@@ -94,6 +100,9 @@ int opt_unroll(const OptPlan *plan, int64_t *lanes);
 void opt_upcasts(const KernelDesc *kd, const OptPlan *plan, int64_t up[TVK_MAX_DIMS]);
 /* Bit d: axis d is spread (OPT_SPREAD) rather than upcast. */
 uint32_t opt_spread_axes(const OptPlan *plan);
+/* A spread axis's run: the UPCAST amount of the same axis (1: none, or the
+ * axis is not spread). */
+int64_t opt_spread_run(const OptPlan *plan, int axis);
 
 /* "UPCAST(1,16) UPCAST(0,4)"; "" for an empty plan. */
 void opt_plan_str(const OptPlan *plan, char *buf, size_t n);
