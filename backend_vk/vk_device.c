@@ -688,6 +688,8 @@ static void read_limits(VkDev *v, const Extensions *e, uint32_t ts_bits) {
       /* GPUs run fma at the rate of a multiply. Vulkan leaves it to the
        * driver whether GLSL's fma rounds once (lavapipe's rounds twice). */
       .fma = true,
+      .emulated = v->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU,
+      .subgroup_size = x->subgroup_size > 1024 ? 1024 : (int)x->subgroup_size,
   };
 }
 

@@ -26,6 +26,8 @@
 #include "codegen/codegen.h"
 #include "codegen/kernel.h"
 #include "codegen/opt.h"
+#include "codegen/render.h"
+#include "ir/symbolic.h"
 #include "ir/view.h"
 #include "runtime/device.h"
 #include "test_util.h"
@@ -900,6 +902,196 @@ static int suite_teardown(void **state) {
   return bad;
 }
 
+/* ---------------------------------------------------------------- coalescing */
+
+/* A discrete GPU as the heuristic sees one: the target is data, so this runs
+ * on any machine, lavapipe's included. */
+static const OptTarget gpu = {.mode = CG_MODE_GRID, .max_local = 1024, .shared_bytes = 49152};
+
+/* The final graph of sink for the GPU: the heuristic's plan (into *plan; or
+ * *plan itself when given),
+ * lowering with 64 invocations per work group, simplify, legalize, and 4-wide
+ * access in a language that has float32 and int32 quads. */
+static UOp *gpu_graph(UOp *sink, OptPlan *plan, bool given) {
+  KernelDesc *kd = calloc(1, sizeof *kd);
+  assert_non_null(kd);
+  UOp *norm, *low, *legal, *vec;
+  Error err = {0};
+  assert_int_equal(kernel_verify(sink, &norm, kd, &err), TVK_OK);
+  if (!given) opt_heuristic(norm, kd, &gpu, plan);
+  assert_int_equal(opt_check(norm, kd, plan, &gpu, &err), TVK_OK);
+  CgLaunch launch;
+  if (lower_kernel_grid(norm, kd, plan, 64, &low, &launch, &err) != TVK_OK) fail_msg("%s", err.msg);
+  Lang quads = lang_c;
+  quads.max_vector = 4;
+  quads.vec_type[DT_FLOAT32] = "float4", quads.vec_type[DT_INT32] = "int4";
+  UOp *simple = uop_simplify(low);
+  assert_non_null(simple);
+  assert_int_equal(legalize_dtypes(simple, &quads, true, &legal, &err), TVK_OK);
+  assert_int_equal(vectorize_memory(legal, &quads, kd, &vec, &err), TVK_OK);
+  free(kd);
+  return vec;
+}
+
+enum { WARP = 32, SEGMENT = 128 };
+
+/* Every global load and store of graph g, evaluated for the 32 invocations
+ * of a warp (local ids 0..31 of a work group, each loop at its first and at
+ * its second iteration), touches at most the fewest 128-byte segments that
+ * its distinct addresses can fill, plus one for a run that starts inside a
+ * segment. Lanes whose gate is false touch nothing. Returns the accesses
+ * checked. */
+static int coalescing(UOp *g, const char *what, int *bad) {
+  size_t n = 0;
+  UOp **t = uop_toposort(g, &n);
+  assert_non_null(t);
+  UOp *vars[64];
+  int nv = 0, gid = -1, lid = -1, checked = 0;
+  for (size_t i = 0; i < n && nv < 64; i++) {
+    UOp *u = t[i];
+    if (u->op == OP_SPECIAL && !strcmp(u->arg.var.name, "group_id")) gid = nv, vars[nv++] = u;
+    if (u->op == OP_SPECIAL && !strcmp(u->arg.var.name, "local_id")) lid = nv, vars[nv++] = u;
+    if (u->op == OP_RANGE) vars[nv++] = u;
+  }
+  assert_true(lid >= 0);
+  for (size_t i = 0; i < n; i++) {
+    UOp *u = t[i];
+    if ((u->op != OP_LOAD && u->op != OP_STORE) || u->src[0]->op != OP_INDEX ||
+        u->src[0]->src[0]->op != OP_DEFINE_GLOBAL)
+      continue;
+    UOp *idx = u->src[0]->src[1];
+    UOp *gate = u->op == OP_LOAD ? (u->nsrc == 3 ? u->src[2] : NULL)
+                                 : (u->nsrc > 2 && u->src[2]->op != OP_RANGE ? u->src[2] : NULL);
+    int64_t bytes = (int64_t)dt_itemsize(dt_base(u->src[0]->dtype));
+    for (int it = 0; it < 2; it++)
+      for (int64_t grp = 0; grp < 2; grp++) {
+        int64_t vals[64], addr[WARP], segs[WARP];
+        int na = 0, ns = 0;
+        for (int lane = 0; lane < WARP; lane++) {
+          for (int k = 0; k < nv; k++) {
+            int64_t hi = uop_vmax(vars[k]);
+            vals[k] = k == lid ? lane : k == gid ? grp : (it < hi ? it : hi);
+          }
+          if (vals[lid] > uop_vmax(vars[lid])) continue; /* a work group smaller than a warp */
+          if (gate && !sym_infer(gate, nv, vars, vals)) continue;
+          int64_t a = sym_infer(idx, nv, vars, vals) * bytes, sg = a / SEGMENT;
+          bool seen = false;
+          for (int k = 0; k < na && !seen; k++) seen = addr[k] == a;
+          if (!seen) addr[na++] = a;
+          seen = false;
+          for (int k = 0; k < ns && !seen; k++) seen = segs[k] == sg;
+          if (!seen) segs[ns++] = sg;
+        }
+        int64_t fewest = (na * bytes + SEGMENT - 1) / SEGMENT;
+        if (ns > fewest + 1 && bad) {
+          ++*bad;
+        } else if (ns > fewest + 1) {
+          char *text = uop_render(idx);
+          fail_msg("%s: a %s of %lld-byte elements at %s touches %d segments for %d addresses "
+                   "(at most %lld)",
+                   what, u->op == OP_LOAD ? "load" : "store", (long long)bytes, text ? text : "?",
+                   ns, na, (long long)fewest + 1);
+        }
+      }
+    checked++;
+  }
+  free(t);
+  return checked;
+}
+
+static int check_coalesced(UOp *g, const char *what) { return coalescing(g, what, NULL); }
+
+/* How many global accesses of g are not coalesced (the check above). */
+static int uncoalesced(UOp *g) {
+  int bad = 0;
+  coalescing(g, "", &bad);
+  return bad;
+}
+
+/* What the heuristic makes for a GPU of an elementwise kernel, row and
+ * column reduces, a softmax step and a matmul: every global access of a warp
+ * is coalesced (the issue's numerical check; docs/optimiser.md). */
+static void test_coalesced_on_gpu(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  char str[96];
+  OptPlan plan;
+  const int64_t M = 256, N = 512;
+  /* a * b + c */
+  UOp *mad =
+      uop_add(uop_mul(ld(c, 1, DT_FLOAT32, shp(2, M, N)), ld(c, 2, DT_FLOAT32, shp(2, M, N))),
+              ld(c, 3, DT_FLOAT32, shp(2, M, N)));
+  UOp *g = gpu_graph(sink1(store(c, 0, DT_FLOAT32, shp(2, M, N), mad)), &plan, false);
+  opt_plan_str(&plan, str, sizeof str);
+  assert_string_equal(str, "UPCAST(1,4) SPREAD(1,2)");
+  assert_int_equal(check_coalesced(g, "a*b+c"), 8); /* 2 runs of 4 per buffer */
+  /* row sums: the reduce across a work group (a warp reads one run) */
+  const int64_t ax1[] = {1}, ax0[] = {0};
+  UOp *rs = reduce(ld(c, 1, DT_FLOAT32, shp(2, M, N * 8)), OP_ADD, 1, ax1);
+  g = gpu_graph(sink1(store(c, 0, DT_FLOAT32, shp(2, M, (int64_t)1), rs)), &plan, false);
+  opt_plan_str(&plan, str, sizeof str);
+  assert_string_equal(str, "GROUP(1,64)");
+  assert_true(check_coalesced(g, "row sums") >= 2);
+  /* column sums: an invocation per output, neighbours reading neighbours */
+  UOp *cs = reduce(ld(c, 1, DT_FLOAT32, shp(2, N * 8, M)), OP_ADD, 1, ax0);
+  g = gpu_graph(sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)1, M), cs)), &plan, false);
+  assert_true(check_coalesced(g, "column sums") >= 2);
+  /* exp2(x - rowmax): the row's value broadcast along the rows */
+  ShapeTracker *m0 = shp(2, M, (int64_t)1), *mb = st_expand(m0, (const sint[]){M, N});
+  st_free(m0);
+  UOp *sm =
+      uop_alu1(OP_EXP2, uop_sub(ld(c, 1, DT_FLOAT32, shp(2, M, N)), ld(c, 2, DT_FLOAT32, mb)));
+  g = gpu_graph(sink1(store(c, 0, DT_FLOAT32, shp(2, M, N), sm)), &plan, false);
+  assert_true(check_coalesced(g, "exp2(x - max)") >= 3);
+  /* matmul (M, K) x (K, N), both row-major: B's rows in quads along the
+   * lanes, A's element the same for a warp, C's stores in quads */
+  const int64_t K = 64, full[3] = {M, N, K};
+  ShapeTracker *a0 = shp(3, M, (int64_t)1, K), *b0 = shp(3, K, N, (int64_t)1);
+  ShapeTracker *b1 = st_permute(b0, (const int[]){2, 1, 0});
+  UOp *mm = reduce(
+      uop_mul(ld(c, 1, DT_FLOAT32, st_expand(a0, full)), ld(c, 2, DT_FLOAT32, st_expand(b1, full))),
+      OP_ADD, 1, (const int64_t[]){2});
+  st_free(a0), st_free(b0), st_free(b1);
+  g = gpu_graph(sink1(store(c, 0, DT_FLOAT32, shp(3, M, N, (int64_t)1), mm)), &plan, false);
+  opt_plan_str(&plan, str, sizeof str);
+  assert_string_equal(str, "UPCAST(1,4) UPCAST(0,4)");
+  assert_true(check_coalesced(g, "matmul") >= 4 + 1 + 4); /* A's rows, B's quad, C's quads */
+  /* the check catches what is not coalesced: upcast by 8 (lanes 32 bytes
+   * apart), row sums with an invocation per row (rows apart), B packed in
+   * panels of 16 columns (a jump every 4 lanes) */
+  OptPlan up8 = {1, {{OPT_UPCAST, 1, 8}}};
+  assert_true(uncoalesced(gpu_graph(sink1(store(c, 0, DT_FLOAT32, shp(2, M, N), mad)), &up8,
+                                    true)) >= 8); /* each access, as 2 quads or 8 floats */
+  OptPlan unroll = {1, {{OPT_UNROLL, 1, 8}}};
+  assert_true(uncoalesced(gpu_graph(sink1(store(c, 0, DT_FLOAT32, shp(2, M, (int64_t)1), rs)),
+                                    &unroll, true)) >= 1);
+  ShapeTracker *p0 = shp(3, N / 16, K, (int64_t)16); /* (N/16, K, 16) read as (K, N) */
+  ShapeTracker *p1 = st_permute(p0, (const int[]){1, 0, 2}),
+               *p2 = st_reshape(p1, 2, (const sint[]){K, N});
+  ShapeTracker *p3 = p2 ? st_reshape(p2, 3, (const sint[]){K, N, 1}) : NULL;
+  ShapeTracker *p4 = p3 ? st_permute(p3, (const int[]){2, 1, 0}) : NULL;
+  assert_non_null(p4);
+  ShapeTracker *a1 = shp(3, M, (int64_t)1, K);
+  UOp *mp = reduce(
+      uop_mul(ld(c, 1, DT_FLOAT32, st_expand(a1, full)), ld(c, 2, DT_FLOAT32, st_expand(p4, full))),
+      OP_ADD, 1, (const int64_t[]){2});
+  st_free(p0), st_free(p1), st_free(p2), st_free(p3), st_free(p4), st_free(a1);
+  OptPlan tile = {2, {{OPT_UPCAST, 1, 4}, {OPT_UPCAST, 0, 4}}};
+  assert_true(uncoalesced(gpu_graph(sink1(store(c, 0, DT_FLOAT32, shp(3, M, N, (int64_t)1), mp)),
+                                    &tile, true)) >= 1);
+  /* on an emulated device (lavapipe) the row sums are not grouped */
+  OptTarget emu = gpu;
+  emu.emulated = true;
+  KernelDesc *kd = calloc(1, sizeof *kd);
+  UOp *norm;
+  desc_of(sink1(store(c, 0, DT_FLOAT32, shp(2, M, (int64_t)1), rs)), kd, &norm);
+  opt_heuristic(norm, kd, &emu, &plan);
+  opt_plan_str(&plan, str, sizeof str);
+  assert_null(strstr(str, "GROUP"));
+  free(kd);
+  uop_pool_drain(c, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_check_refuses),        cmocka_unit_test(test_heuristic_matmul),
@@ -908,6 +1100,7 @@ int main(void) {
       cmocka_unit_test(test_golden_group),
 #endif
       cmocka_unit_test(test_random_plans),         cmocka_unit_test(test_search),
+      cmocka_unit_test(test_coalesced_on_gpu),
   };
   return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
 }

@@ -133,6 +133,7 @@ typedef struct {
   int max_local;       /* GRID: the most invocations of one work group (0: local_size) */
   size_t shared_bytes; /* GRID: work-group memory of one work group (0: none) */
   bool fma;            /* a reduce's float acc + a * b becomes MULACC (legalize.c) */
+  bool emulated;       /* GRID: the device runs on the CPU (DeviceLimits.emulated): its rules */
 } CodegenOpts;
 
 /* Generates the kernel for `ast` (a SINK as above) in C. `name` is the function

@@ -66,6 +66,16 @@ static const char *group_blocker(UOp *norm, bool need32, uint32_t *axes, int *nr
 
 static bool pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
+void opt_target(const CodegenOpts *o, OptTarget *t) {
+  int local = o && o->local_size > 0 ? o->local_size : 64;
+  *t = (OptTarget){.mode = o ? o->mode : CG_MODE_CORES,
+                   .vector_floats = o && o->vector_floats ? o->vector_floats : 8,
+                   .vector_regs = o && o->vector_regs ? o->vector_regs : 16,
+                   .max_local = o && o->max_local > 0 ? o->max_local : local,
+                   .shared_bytes = o ? o->shared_bytes : 0,
+                   .emulated = o && o->emulated};
+}
+
 tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const OptTarget *t,
                      Error *err) {
   if (plan->n < 0 || plan->n > OPT_MAX_STEPS)
@@ -372,21 +382,29 @@ static bool unroll_plan(UOp *norm, const KernelDesc *kd, const Shape *sh, const 
   return try_unroll(norm, kd, t, axis, u, plan);
 }
 
-/* Grid mode, a reduce with few outputs: its longest axis across a work group
- * (OPT_GROUP), when the lanes get a few elements each and read neighbouring
- * elements (a load walks the axis with stride 1) or the outputs are too few
- * to keep the device busy any other way. Lanes of a strided axis would
- * gather where invocations per output read in step. */
+/* Grid mode: a reduce's longest axis across a work group (OPT_GROUP), when
+ * the lanes get a few elements each and either read neighbouring elements
+ * (a load walks the axis with stride 1) or the outputs are too few to keep
+ * the device busy any other way. Lanes of a strided axis would gather where
+ * invocations per output read in step (neighbouring outputs, neighbouring
+ * elements).
+ * On a GPU a contiguous axis is grouped whatever the outputs: a warp's
+ * lanes then read one run of memory, where an invocation per output reads
+ * a row each, rows apart. Many outputs get 64 lanes (the combine reads
+ * every lane's partial), few up to 256. On an emulated device (lavapipe)
+ * only few outputs are grouped: grouping the 256 outputs of a 16M-element
+ * sum's first stage was 6x slower there than an invocation per output. */
 static bool group_plan(UOp *norm, const KernelDesc *kd, const Shape *sh, const OptTarget *t,
                        OptPlan *plan) {
   int64_t outputs = 1;
   int axis = longest_reduce_axis(kd);
   for (int d = 0; d < kd->ndim; d++)
     if (is_output_axis(kd, d)) outputs *= kd->full[d];
-  if (axis < 0 || outputs > OPT_GROUP_MAX_OUTPUTS) return false;
-  if (!(sh->unit_loads >> axis & 1) && outputs > 16) return false; /* lanes would gather */
-  int64_t lanes = 1;
-  while (lanes * 2 <= OPT_MAX_GROUP && lanes * 2 <= t->max_local && lanes * 2 * 4 <= kd->full[axis])
+  bool unit = axis >= 0 && sh->unit_loads >> axis & 1, few = outputs <= OPT_GROUP_MAX_OUTPUTS;
+  if (axis < 0 || (!few && (t->emulated || !unit))) return false;
+  if (!unit && outputs > 16) return false; /* lanes would gather */
+  int64_t most = few ? OPT_MAX_GROUP : 64, lanes = 1;
+  while (lanes * 2 <= most && lanes * 2 <= t->max_local && lanes * 2 * 4 <= kd->full[axis])
     lanes *= 2;
   if (lanes < 16) return false;
   OptPlan p = {1, {{OPT_GROUP, (uint8_t)axis, (int32_t)lanes}}};

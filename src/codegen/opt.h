@@ -65,7 +65,16 @@ typedef struct {
   int vector_regs;     /* CPU: SIMD registers of that width, for a register tile's size */
   int max_local;       /* grid: invocations of one work group at most */
   size_t shared_bytes; /* grid: work-group memory of one work group */
+  /* grid: a GPU API device that runs on the CPU (lavapipe): the rules
+   * measured there (few grouped reduces: its lanes gather) rather than the
+   * GPU ones (coalesced accesses first) */
+  bool emulated;
 } OptTarget;
+
+/* The target of codegen options (NULL: the CPU's defaults), with their
+ * defaults filled in: the one place the heuristic's, the search's and
+ * lowering's view of the device is made. */
+void opt_target(const CodegenOpts *o, OptTarget *t);
 
 /* GROUP amounts: powers of two up to this (the combine is two levels of 16). */
 #define OPT_MAX_GROUP 256

@@ -52,12 +52,8 @@ static tvk_status describe(const KernelDesc *kd, const char *name, KernelSource 
 /* The plan of the kernel (CodegenOpts.plan / noopt / the heuristic), checked. */
 static tvk_status choose_plan(UOp *norm, const KernelDesc *kd, const CodegenOpts *opts,
                               OptPlan *plan, Error *err) {
-  int local = opts && opts->local_size > 0 ? opts->local_size : 64;
-  OptTarget t = {.mode = opts ? opts->mode : CG_MODE_CORES,
-                 .vector_floats = opts && opts->vector_floats ? opts->vector_floats : 8,
-                 .vector_regs = opts && opts->vector_regs ? opts->vector_regs : 16,
-                 .max_local = opts && opts->max_local > 0 ? opts->max_local : local,
-                 .shared_bytes = opts ? opts->shared_bytes : 0};
+  OptTarget t;
+  opt_target(opts, &t);
   plan->n = 0;
   if (opts && opts->plan)
     *plan = *opts->plan;

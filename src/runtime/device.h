@@ -66,6 +66,11 @@ typedef struct {
   /* Its kernels may fuse a reduce's acc + a * b into one multiply-add (one
    * rounding): the device does that at full speed (codegen's MULACC). */
   bool fma;
+  /* A GPU API device that runs on the CPU (Vulkan's CPU type: lavapipe,
+   * SwiftShader): kernels get the plans measured to suit such devices, not
+   * the GPU rules (CodegenOpts.emulated). */
+  bool emulated;
+  int subgroup_size; /* invocations that run in lockstep (a warp); 0: unknown or none */
 } DeviceLimits;
 
 /* Memory the app owns, for DeviceOps.wrap: host memory (host not NULL), or a

@@ -120,7 +120,8 @@ bool kstore_key(UOp *ast, const CodegenOpts *o, const char *device, int beam,
                     (int64_t)o->shared_bytes,
                     beam,
                     o->plan ? o->plan->n : -1,
-                    o->fma};
+                    o->fma,
+                    o->emulated};
   cache_hash_bytes(&h, opts, sizeof opts);
   for (int i = 0; o->plan && i < o->plan->n; i++) {
     const OptStep *s = &o->plan->step[i];

@@ -331,7 +331,8 @@ static tvk_status prepare(const Runner *r, const Schedule *s, int i, Prepared *p
                    .shared_bytes = d->limits.shared_mem_bytes,
                    .vector_floats = d->limits.vector_bytes / 4,
                    .vector_regs = d->limits.vector_regs,
-                   .fma = d->limits.fma};
+                   .fma = d->limits.fma,
+                   .emulated = d->limits.emulated};
   /* A kernel generated before, in this or another process, with this tvk
    * build: its record replaces codegen and any plan search. */
   ProgCache *c = programs_of(r);

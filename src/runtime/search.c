@@ -238,11 +238,8 @@ tvk_status search_plan(const SearchCtx *r, const Schedule *s, int i, const Codeg
   void *data = NULL;
   size_t n = 0;
   int rc = path ? cache_file_read_sealed(path, &data, &n) : ENOENT;
-  OptTarget target = {.mode = base->mode,
-                      .vector_floats = base->vector_floats,
-                      .vector_regs = base->vector_regs ? base->vector_regs : 16,
-                      .max_local = base->max_local,
-                      .shared_bytes = base->shared_bytes};
+  OptTarget target;
+  opt_target(base, &target);
   if (rc == 0) {
     OptPlan found;
     Error chk = {0};
