@@ -844,6 +844,38 @@ static void test_run_reduces(void **state) {
   }
 }
 
+/* A matmul's k loop unrolled by 4 in order so A's row is read in quads
+ * (vectorize.c, unroll_for_quads): the same bits as the kernel without
+ * 4-vectors, and the source has the quads. (8, 12) x 48, as a reduce of a
+ * product over the last axis of (8, 12, 48). */
+static void test_run_unrolled_same_bits(void **state) {
+  Suite *s = *state;
+  SKIP_WITHOUT_VK(s);
+  UCtx *c = s->c;
+  const int64_t M = 8, N = 12, K = 48, full[3] = {M, N, K};
+  ShapeTracker *a0 = shp(3, M, (int64_t)1, K), *b0 = shp(3, K, N, (int64_t)1);
+  ShapeTracker *b1 = st_permute(b0, (const int[]){2, 1, 0});
+  UOp *mm = reduce(
+      uop_mul(ld(c, 1, DT_FLOAT32, st_expand(a0, full)), ld(c, 2, DT_FLOAT32, st_expand(b1, full))),
+      OP_ADD, 1, (const int64_t[]){2});
+  st_free(a0), st_free(b0), st_free(b1);
+  UOp *sink = sink1(store(c, 0, DT_FLOAT32, shp(3, M, N, (int64_t)1), mm));
+  KernelSource ks;
+  assert_int_equal(glsl_of(s->lang[L_DEV], sink, &ks), TVK_OK);
+  assert_non_null(strstr(ks.src, "precise vec4 val0 = data1v[")); /* A's quad along k */
+  kernel_source_free(&ks);
+  Lang scalar = *s->lang[L_DEV];
+  scalar.max_vector = 0; /* no 4-vectors: neither quads nor the unroll */
+  HostBuf hb[3] = {hb_new(DT_FLOAT32, M * N), random_buf(DT_FLOAT32, M * K, -4, 4),
+                   random_buf(DT_FLOAT32, K * N, -4, 4)};
+  HostBuf quad[3], plain[3];
+  run_on(s->vk, s->lang[L_DEV], sink, 3, hb, quad, 0, NULL);
+  run_on(s->vk, &scalar, sink, 3, hb, plain, 0, NULL);
+  assert_memory_equal(quad[0].data, plain[0].data, quad[0].bytes);
+  free_all(quad, 3), free_all(plain, 3), free_all(hb, 3);
+  uop_pool_drain(c, 0);
+}
+
 /* Loads through permuted, padded (gated loads), flipped, shrunk and expanded
  * views, in int32 and in uint8 (packed without 8-bit storage). */
 static void test_run_views(void **state) {
@@ -1281,6 +1313,7 @@ int main(void) {
       T(test_run_float_ops),
       T(test_run_casts),
       T(test_run_reduces),
+      T(test_run_unrolled_same_bits),
       T(test_run_views),
       T(test_run_big_grid),
       T(test_run_empty_and_one),

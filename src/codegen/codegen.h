@@ -174,6 +174,16 @@ tvk_status legalize_dtypes(UOp *sink, const Lang *lang, bool fma, UOp **out, Err
  * changes. Autoreleased. */
 tvk_status vectorize_memory(UOp *sink, const Lang *lang, const KernelDesc *kd, UOp **out,
                             Error *err);
+/* Where `lang` has 4-vectors: an accumulator's innermost loop of a constant
+ * trip that is a multiple of 4, along which some global load reads
+ * neighbouring, aligned elements, is unrolled by 4 in order (loop r over T
+ * becomes r' over T/4 with the update applied for 4r', 4r'+1, 4r'+2,
+ * 4r'+3, each on the value the previous left): the same additions in the
+ * same order, and vectorize_memory then sees the loads' quads (a matmul's
+ * row of A along k). Runs before legalize_dtypes, which makes the chain's
+ * multiply-adds MULACCs. *out is sink where nothing changes. Autoreleased. */
+tvk_status unroll_for_quads(UOp *sink, const Lang *lang, const KernelDesc *kd, UOp **out,
+                            Error *err);
 
 /* ---- linearize.c ---- */
 

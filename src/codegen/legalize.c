@@ -110,18 +110,24 @@ static const Rule legal_rules[] = {
     {UPAT(.ops = P_OPS(OP_ADD), .dtypes = DT_BITS_INT, .kind = UPAT_SRC_PERM, .nsrc = 2,
           .src = P_SRC(PAT_ANY(X), PAT_OP(OP_NEG, 0, PAT_ANY(Y)))),
      to_sub},
-    /* last, as only a device with a fast fma has it (legalize_dtypes):
+    /* last two, as only a device with a fast fma has them (legalize_dtypes):
      * acc + a * b -> MULACC(a, b, acc)  (float32, float64) */
     {UPAT(.ops = P_OPS(OP_ADD), .dtypes = DT_BIT(DT_FLOAT32) | DT_BIT(DT_FLOAT64),
           .kind = UPAT_SRC_PERM, .nsrc = 2,
           .src = P_SRC(PAT_OP(OP_MUL, 0, PAT_ANY(X), PAT_ANY(Y)), PAT_OP0(OP_DEFINE_ACC, Z))),
+     to_mulacc},
+    /* and the next of a chain of them (a loop unrolled in order, vectorize.c):
+     * MULACC(..) + a * b -> MULACC(a, b, MULACC(..)) */
+    {UPAT(.ops = P_OPS(OP_ADD), .dtypes = DT_BIT(DT_FLOAT32) | DT_BIT(DT_FLOAT64),
+          .kind = UPAT_SRC_PERM, .nsrc = 2,
+          .src = P_SRC(PAT_OP(OP_MUL, 0, PAT_ANY(X), PAT_ANY(Y)), PAT_OP0(OP_MULACC, Z))),
      to_mulacc},
 };
 
 tvk_status legalize_dtypes(UOp *sink, const Lang *lang, bool fma, UOp **out, Error *err) {
   *out = sink;
   LegalCtx lc = {lang, err};
-  PatternMatcher *pm = pm_new(legal_rules, RULES_N(legal_rules) - (fma ? 0 : 1));
+  PatternMatcher *pm = pm_new(legal_rules, RULES_N(legal_rules) - (fma ? 0 : 2));
   UOp *res = pm ? graph_rewrite(sink, pm, &lc, false) : NULL;
   pm_free(pm);
   if (err->status != TVK_OK) return err->status;

@@ -134,6 +134,125 @@ static tvk_status oom(Error *err) {
   return err_first(err, TVK_ERR_OUT_OF_MEMORY, "codegen: out of memory in vectorize_memory");
 }
 
+/* ---------------------------------------------------------------- unrolling */
+
+/* Whether global index idx is rng + rest, with rest a known multiple of 4:
+ * the loop's 4 neighbouring iterations then read one aligned quad. */
+static bool unit_term(UOp *idx, UOp *rng) {
+  UOp *terms[32];
+  int n = 0, at = 0;
+  terms[n++] = idx;
+  bool found = false;
+  int64_t g = 0;
+  while (at < n) { /* flatten the sum */
+    UOp *t = terms[at++];
+    if (t->op == OP_ADD && n + 2 <= 32) {
+      terms[n++] = t->src[0], terms[n++] = t->src[1];
+      continue;
+    }
+    UOp *r = t->op == OP_CAST ? t->src[0] : t;
+    if (r == rng && !found) {
+      found = true;
+      continue;
+    }
+    int budget = 256;
+    g = gcd64(g, factor(t, &budget));
+  }
+  return found && (g == 0 || g % QUAD == 0);
+}
+
+/* Whether the update value v of an accumulator reads, through a global
+ * load of a read-only 32-bit buffer, neighbouring elements as rng steps. */
+static bool reads_along(UOp *v, UOp *rng, const Lang *L, const KernelDesc *kd) {
+  size_t n = 0;
+  UOp **t = uop_toposort(v, &n);
+  bool yes = false;
+  for (size_t i = 0; t && i < n && !yes; i++)
+    yes = t[i]->op == OP_LOAD && quad_place(t[i]->src[0], L, kd, true) &&
+          unit_term(t[i]->src[0]->src[1], rng);
+  free(t);
+  return yes;
+}
+
+tvk_status unroll_for_quads(UOp *sink, const Lang *L, const KernelDesc *kd, UOp **out, Error *err) {
+  *out = sink;
+  if (!L->max_vector || L->max_vector < QUAD) return TVK_OK;
+  size_t n = 0;
+  UOp **t = uop_toposort(sink, &n);
+  if (!t) return oom(err);
+  UOp **from = calloc(n + 1, sizeof *from), **to = calloc(n + 1, sizeof *to);
+  tvk_status status = TVK_OK;
+  if (!from || !to) {
+    status = oom(err);
+    goto done;
+  }
+  int64_t next_id = 0;
+  for (size_t i = 0; i < n; i++)
+    if (t[i]->op == OP_RANGE && t[i]->arg.i >= next_id) next_id = t[i]->arg.i + 1;
+  UOp *res = sink;
+  /* each loop that is the innermost of some accumulator, once */
+  for (size_t i = 0; i < n && res; i++) {
+    UOp *rng = t[i];
+    if (rng->op != OP_RANGE || rng->src[0]->op != OP_CONST) continue;
+    int64_t trip = rng->src[0]->arg.i;
+    if (trip < QUAD || trip % QUAD) continue;
+    /* its accumulators: every ASSIGN whose accumulator has rng last; none
+     * may have it elsewhere */
+    int nmap = 0;
+    bool ok = true, along = false;
+    for (size_t j = 0; j < n && ok; j++) {
+      UOp *a = t[j];
+      if (a->op != OP_ASSIGN) continue;
+      UOp *acc = a->src[0];
+      for (uint32_t k = 1; k + 1 < acc->nsrc; k++) ok &= acc->src[k] != rng;
+      if (!ok || acc->src[acc->nsrc - 1] != rng) continue;
+      from[nmap++] = a;
+      along = along || reads_along(a->src[1], rng, L, kd);
+    }
+    if (!ok || !nmap || !along) continue;
+    /* rng -> rng' * 4 + u; each update applied 4 times in order, the u-th
+     * on the value the (u-1)-th left: the same additions in the same order */
+    UCtx *c = sink->ctx;
+    UOp *r4 = uop_range(c, uop_const_int(c, rng->dtype, trip / QUAD), next_id++);
+    UOp *base = r4 ? uop_mul_c(r4, QUAD) : NULL;
+    for (int m = 0; m < nmap && base; m++) {
+      UOp *a = from[m], *acc = a->src[0];
+      UOp *asrc[1 + TVK_MAX_DIMS * CG_MAX_DIGITS + 1];
+      if (acc->nsrc > sizeof asrc / sizeof *asrc) {
+        base = NULL;
+        break;
+      }
+      memcpy(asrc, acc->src, acc->nsrc * sizeof *asrc);
+      asrc[acc->nsrc - 1] = r4;
+      UOp *acc4 = uop_new(c, OP_DEFINE_ACC, acc->dtype, (int)acc->nsrc, asrc, acc->arg);
+      UOp *v = acc4;
+      for (int u = 0; u < QUAD && v; u++) {
+        UOp *at = uop_add_c(base, u);
+        v = at ? uop_substitute(a->src[1], 2, (UOp *[]){acc, rng}, (UOp *[]){v, at}) : NULL;
+      }
+      to[m] = v ? uop_new(c, OP_ASSIGN, a->dtype, 2, (UOp *[]){acc4, v}, arg_none()) : NULL;
+      if (!to[m]) base = NULL;
+    }
+    if (!base) {
+      status = oom(err);
+      goto done;
+    }
+    res = uop_substitute(res, nmap, from, to);
+  }
+  if (!res) {
+    status = oom(err);
+  } else if (res != sink) {
+    UOp *simple = uop_simplify(res); /* the new indices: base + 4 r' + u */
+    if (!simple)
+      status = oom(err);
+    else
+      *out = simple;
+  }
+done:
+  free(t), free(from), free(to);
+  return status;
+}
+
 tvk_status vectorize_memory(UOp *sink, const Lang *L, const KernelDesc *kd, UOp **out, Error *err) {
   *out = sink;
   if (!L->max_vector || L->max_vector < QUAD) return TVK_OK;
