@@ -240,6 +240,10 @@ static void compile_batch(const Runner *r, CompileJob *jobs, int n) {
   atomic_init(&b.next, 0);
   atomic_init(&b.done, 0);
   b.t0 = 1e-6 * (double)trace_now_ns();
+  /* a large batch says so before it starts: the other threads may finish
+   * every job before this one looks again, and the final message is only
+   * said of a batch reported as it went */
+  report_progress(&b, false);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int extra = (int)(cores < n ? cores : n) - 1;
   if (extra > RUN_MAX_COMPILE_THREADS - 1) extra = RUN_MAX_COMPILE_THREADS - 1;
