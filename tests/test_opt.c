@@ -185,6 +185,7 @@ static OptTarget target_of(const Device *d) {
 }
 
 static int vector_kernels; /* kernels run with 4-wide memory access */
+static int local_kernels;  /* LOCAL steps of the plans run */
 
 /* Codegen under `plan` (NULL: no optimisation) for device d, compile, run;
  * the output (float or int32 as the case's dtype) into out. */
@@ -201,6 +202,7 @@ static void run_plan(Device *d, const Case *k, const OptPlan *plan, void *out, s
   if (codegen_kernel_opts(k->sink, NULL, &o, &ks) != TVK_OK) fail_msg("codegen: %s", ks.err.msg);
   if (getenv("TVK_OPT_PRINT")) fprintf(stderr, "%s\n", ks.src);
   if (strstr(ks.src, "tvk_vbuf")) vector_kernels++; /* 4-wide loads or stores (vectorize.c) */
+  for (int i = 0; plan && i < plan->n; i++) local_kernels += plan->step[i].kind == OPT_LOCAL;
   DevProgram *p = NULL;
   bool hit;
   if (d->ops->compile(d, ks.name, ks.src, &p, &hit, NULL) != TVK_OK)
@@ -286,6 +288,19 @@ static OptPlan random_plan(const Case *k, const Device *d) {
     if (kind == OPT_SPREAD && pick(2) && (k->full[d] / a) % r == 0 && copies * r <= OPT_MAX_COPIES)
       copies *= r, p.step[p.n++] = (OptStep){OPT_UPCAST, (uint8_t)d, (int32_t)r};
   }
+  /* on a device with work groups, a third of the time LOCAL tiles of the
+   * blocks the upcasts leave (2, 4 or 8 of an axis, 64 invocations at most) */
+  int64_t up[ND] = {1, 1, 1}, invocations = 1;
+  for (int i = 0; i < p.n; i++)
+    if (p.step[i].kind == OPT_UPCAST || p.step[i].kind == OPT_SPREAD)
+      up[p.step[i].axis] *= p.step[i].amount;
+  for (int e = 0; e < ND && d->codegen_mode == CG_MODE_GRID; e++) {
+    int64_t blocks = k->full[e] / up[e], l = (int64_t)2 << pick(3);
+    if (k->red >> e & 1 || pick(3) || blocks % l || invocations * l > 64 || p.n >= OPT_MAX_STEPS)
+      continue;
+    invocations *= l;
+    p.step[p.n++] = (OptStep){OPT_LOCAL, (uint8_t)e, (int32_t)l};
+  }
   return p;
 }
 
@@ -359,9 +374,10 @@ static void test_random_plans(void **state) {
     case_free(&k);
     uop_pool_drain(s->c, 0);
   }
-  if (s->dev[1]) /* the cases reach vectorize.c's quads, not only scalar code */
-    assert_true(vector_kernels >= 5);
-  fprintf(stderr, "random plans: %d kernels with 4-wide memory access\n", vector_kernels);
+  if (s->dev[1]) /* the cases reach vectorize.c's quads and work-group tiles */
+    assert_true(vector_kernels >= 5 && local_kernels >= 5);
+  fprintf(stderr, "random plans: %d kernels with 4-wide memory access, %d LOCAL steps\n",
+          vector_kernels, local_kernels);
 }
 
 /* ---------------------------------------------------------------- checks and heuristic */
@@ -400,6 +416,11 @@ static void test_check_refuses(void **state) {
       {{2, {{OPT_SPREAD, 0, 2}, {OPT_SPREAD, 0, 3}}}, "split twice"},
       {{3, {{OPT_SPREAD, 0, 2}, {OPT_UPCAST, 0, 2}, {OPT_UPCAST, 0, 3}}}, "split twice"},
       {{2, {{OPT_SPREAD, 0, 4}, {OPT_UPCAST, 0, 2}}}, "must divide"}, /* 8 of 12 */
+      {{1, {{OPT_LOCAL, 1, 2}}}, "reduced"},
+      {{2, {{OPT_UPCAST, 0, 4}, {OPT_LOCAL, 0, 2}}}, "divide the axis's blocks"}, /* 3 blocks */
+      {{2, {{OPT_LOCAL, 0, 2}, {OPT_LOCAL, 0, 2}}}, "split twice"},
+      {{1, {{OPT_LOCAL, 0, 128}}}, "divide"},
+      {{2, {{OPT_GROUP, 1, 4}, {OPT_LOCAL, 0, 2}}}, "groups a reduce"},
   };
   OptTarget cpu = {.mode = CG_MODE_CORES},
             grid = {.mode = CG_MODE_GRID, .max_local = 64, .shared_bytes = 16384};
@@ -429,6 +450,17 @@ static void test_check_refuses(void **state) {
   assert_int_equal(opt_check(norm, kd, &sr, &grid, &err), TVK_OK);
   opt_kernel_name(kd, &sr, gname, sizeof gname);
   assert_string_equal(gname, "r_2s3u2_5");
+  OptPlan lp = {2, {{OPT_UPCAST, 0, 2}, {OPT_LOCAL, 0, 3}}}; /* 6 blocks: 2 tiles of 3 */
+  assert_int_equal(opt_check(norm, kd, &lp, &grid, &err), TVK_OK);
+  opt_kernel_name(kd, &lp, gname, sizeof gname);
+  assert_string_equal(gname, "r_2l3u2_5");
+  assert_int_equal(opt_check(norm, kd, &lp, &cpu, &err), TVK_ERR_INVALID_ARG);
+  if (!strstr(err.msg, "no work groups")) fail_msg("'%s'", err.msg);
+  OptPlan many = {1, {{OPT_LOCAL, 0, 12}}};
+  OptTarget small = grid;
+  small.max_local = 8;
+  assert_int_equal(opt_check(norm, kd, &many, &small, &err), TVK_ERR_INVALID_ARG);
+  if (!strstr(err.msg, "more invocations")) fail_msg("'%s'", err.msg);
   /* reduces of a reduce are not grouped */
   UOp *in = reduce(ld(c, 1, DT_FLOAT32, shp(2, (int64_t)12, (int64_t)5)), OP_MAX, 1, ax);
   UOp *nest = reduce(in, OP_ADD, 1, (const int64_t[]){0});
@@ -723,6 +755,45 @@ static const char golden_group[] =
     "  }\n"
     "  if ((int(gl_LocalInvocationID.x)<1)) data0[int(tvk_lin)] = acc1;\n"
     "}\n";
+
+/* GROUP(1, 64) of a float sum on Vulkan adds in the documented order (opt.h,
+ * lower.c): lane l sums elements l, l+64, l+128, l+192; blocks of 16 lanes'
+ * partials are summed in lane order, then the 4 block sums in order. The
+ * reference does exactly those float additions on the host: the same bits. */
+static void test_group_order(void **state) {
+  Suite *s = *state;
+  Device *vk = s->dev[1];
+  if (!vk) skip();
+  UCtx *c = s->c;
+  enum { R = 3, N = 256, L = 64 };
+  const int64_t ax[] = {1};
+  UOp *r = reduce(ld(c, 1, DT_FLOAT32, shp(2, (int64_t)R, (int64_t)N)), OP_ADD, 1, ax);
+  Case k = {.kind = 1, .t = DT_FLOAT32, .full = {R, N, 1}, .red = 2, .rop = OP_ADD};
+  k.sink = sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)R, (int64_t)1), r));
+  k.in[0] = (Input){shp(2, (int64_t)R, (int64_t)N), R * N, malloc(R * N * sizeof(double))};
+  k.in[1] = (Input){shp(2, (int64_t)R, (int64_t)N), R * N, malloc(R * N * sizeof(double))};
+  for (int i = 0; i < R * N; i++) /* values whose sums round: the order shows */
+    k.in[0].host[i] = k.in[1].host[i] = (double)(float)((pick(2000001) - 1000000) / 7777.0);
+  OptPlan p = {1, {{OPT_GROUP, 1, L}}};
+  float out[R];
+  run_plan(vk, &k, &p, out, sizeof out);
+  for (int row = 0; row < R; row++) {
+    float part[L], blocks[L / 16], total = 0;
+    for (int l = 0; l < L; l++) {
+      part[l] = 0;
+      for (int j = 0; j < N / L; j++) part[l] += (float)k.in[0].host[row * N + j * L + l];
+    }
+    for (int b = 0; b < L / 16; b++) {
+      blocks[b] = 0;
+      for (int l = 0; l < 16; l++) blocks[b] += part[b * 16 + l];
+    }
+    for (int b = 0; b < L / 16; b++) total += blocks[b];
+    if (memcmp(&total, &out[row], sizeof total))
+      fail_msg("row %d: %.9g on Vulkan, %.9g in the documented order", row, out[row], total);
+  }
+  case_free(&k);
+  uop_pool_drain(c, 0);
+}
 
 static void test_golden_group(void **state) {
   Suite *s = *state;
@@ -1054,7 +1125,8 @@ static void test_coalesced_on_gpu(void **state) {
   st_free(a0), st_free(b0), st_free(b1);
   g = gpu_graph(sink1(store(c, 0, DT_FLOAT32, shp(3, M, N, (int64_t)1), mm)), &plan, false);
   opt_plan_str(&plan, str, sizeof str);
-  assert_string_equal(str, "UPCAST(1,4) UPCAST(0,4)");
+  /* a 64 x 64 tile of outputs per work group: 16 x 16 invocations of 4 x 4 */
+  assert_string_equal(str, "UPCAST(1,4) UPCAST(0,4) LOCAL(1,16) LOCAL(0,16)");
   assert_true(check_coalesced(g, "matmul") >= 4 + 1 + 4); /* A's rows, B's quad, C's quads */
   /* the check catches what is not coalesced: upcast by 8 (lanes 32 bytes
    * apart), row sums with an invocation per row (rows apart), B packed in
@@ -1097,7 +1169,7 @@ int main(void) {
       cmocka_unit_test(test_check_refuses),        cmocka_unit_test(test_heuristic_matmul),
       cmocka_unit_test(test_heuristic_heavy_body), cmocka_unit_test(test_golden_matmul),
 #ifdef TVK_HAVE_VULKAN
-      cmocka_unit_test(test_golden_group),
+      cmocka_unit_test(test_golden_group),         cmocka_unit_test(test_group_order),
 #endif
       cmocka_unit_test(test_random_plans),         cmocka_unit_test(test_search),
       cmocka_unit_test(test_coalesced_on_gpu),

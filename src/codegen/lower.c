@@ -22,6 +22,7 @@ typedef struct {
   int64_t up[TVK_MAX_DIMS];
   uint32_t spread;           /* bit d: axis d's copies lie full/up apart (OPT_SPREAD) */
   int64_t run[TVK_MAX_DIMS]; /* a spread axis's runs of neighbours (opt_spread_run) */
+  int64_t loc[TVK_MAX_DIMS]; /* the plan's LOCAL amounts (1: none) */
   UOp *block[TVK_MAX_DIMS];
   /* The plan's GROUP (grid mode): the reduce axis split across the work
    * group (-1: none), its lanes, the invocation's lane, and the number of
@@ -288,13 +289,52 @@ static bool make_axes_group(LowerCtx *lc, int64_t total, CgLaunch *launch) {
   return true;
 }
 
+/* Grid mode with LOCAL axes (opt.h): the work group is their tile of
+ * blocks, the invocation's index along each a digit of local_id (the last
+ * axis fastest); the work groups number the tiles and the other axes'
+ * blocks row-major. The tiles divide the blocks: no bounds check. */
+static bool make_axes_local(LowerCtx *lc, int64_t total, CgLaunch *launch) {
+  const KernelDesc *ks = lc->ks;
+  int64_t local = 1;
+  for (int d = 0; d < ks->ndim; d++) local *= lc->loc[d];
+  int64_t groups = total / local;
+  *launch = (CgLaunch){{groups, 1, 1}, {local, 1, 1}};
+  UOp *grp = b_special(lc, arg_var("group_id", 0, groups > 1 ? groups - 1 : 0));
+  UOp *lane = b_special(lc, arg_var("local_id", 0, local - 1));
+  if (!grp || !lane) return false;
+  int64_t gstride = 1, lstride = 1;
+  for (int d = ks->ndim - 1; d >= 0; d--) {
+    bool red = ks->reduce_axes >> d & 1;
+    int64_t n = red ? ks->full[d] : ks->full[d] / lc->up[d], l = lc->loc[d];
+    if (n == 1) {
+      lc->axis[d] = lc->zero;
+    } else if (red) {
+      lc->axis[d] = reduce_axis(lc, d, n);
+    } else {
+      UOp *tile = b2(OP_MOD, b2(OP_IDIV, grp, b_c(lc, gstride)), b_c(lc, n / l));
+      gstride *= n / l;
+      if (l > 1) {
+        UOp *in = b2(OP_MOD, b2(OP_IDIV, lane, b_c(lc, lstride)), b_c(lc, l));
+        lstride *= l;
+        tile = b2(OP_ADD, b2(OP_MUL, tile, b_c(lc, l)), in);
+      }
+      lc->axis[d] = tile;
+    }
+    if (!(lc->block[d] = lc->axis[d])) return false;
+  }
+  return true;
+}
+
 static bool make_axes_grid(LowerCtx *lc, int local_size, CgLaunch *launch) {
   const KernelDesc *ks = lc->ks;
   UCtx *c = lc->ctx;
-  int64_t total = 1; /* invocations: the output's blocks */
-  for (int d = 0; d < ks->ndim; d++)
+  int64_t total = 1, locals = 1; /* invocations: the output's blocks */
+  for (int d = 0; d < ks->ndim; d++) {
     if (!(ks->reduce_axes >> d & 1)) total *= ks->full[d] / lc->up[d];
+    locals *= lc->loc[d];
+  }
   if (lc->gaxis >= 0) return make_axes_group(lc, total, launch);
+  if (locals > 1) return make_axes_local(lc, total, launch);
   int64_t local = total < local_size ? (total > 1 ? total : 1) : local_size;
   int64_t groups = (total + local - 1) / local; /* 0 for an empty output: nothing runs */
   *launch = (CgLaunch){{groups, 1, 1}, {local, 1, 1}};
@@ -430,7 +470,12 @@ static UOp *fold(Op op, UOp *ident, UOp *const *v, int n) {
 
 /* A grouped reduce's second stage (opt.h, OPT_GROUP): each lane's partial v
  * goes to work-group memory; after a barrier every lane combines the L
- * partials in lane order, a float sum in two levels of at most 16. */
+ * partials in lane order. A float sum of more than 16 partials goes in two
+ * levels: lane b < L/16 sums block b (partials 16b .. 16b+15) into a second
+ * array, and after another barrier every lane sums the L/16 block sums in
+ * order: the same additions as one lane doing both levels, but each lane
+ * reads 16 + L/16 partials instead of L. (Lanes past L/16 sum a block too,
+ * the last, into their own slot: every lane stores, no two to one place.) */
 static UOp *group_combine(LowerCtx *lc, Op op, UOp *ident, UOp *v, bool sum) {
   UCtx *c = lc->ctx;
   int64_t L = lc->glanes, ids[2] = {lc->nlocal++, L};
@@ -444,18 +489,30 @@ static UOp *group_combine(LowerCtx *lc, Op op, UOp *ident, UOp *v, bool sum) {
   if (!bar) return NULL;
   int64_t inner = sum && L > CG_SUM_BLOCK ? CG_SUM_BLOCK : L, outer = L / inner;
   UOp *ri = b_range(lc, inner, lc->range_id++);
-  UOp *ro = outer > 1 ? b_range(lc, outer, lc->range_id++) : NULL;
-  if (!ri || (outer > 1 && !ro)) return NULL;
-  UOp *k = ro ? b2(OP_ADD, b2(OP_MUL, ro, b_c(lc, inner)), ri) : ri;
+  if (!ri) return NULL;
+  /* the block this lane sums: its own, or past the blocks the last */
+  UOp *blk = outer > 1 ? b_min(lc->lane, b_c(lc, outer - 1)) : NULL;
+  UOp *k = blk ? b2(OP_ADD, b2(OP_MUL, blk, b_c(lc, inner)), ri) : ri;
   UOp *at = k ? uop_new(c, OP_INDEX, mem->dtype, 2, (UOp *[]){mem, k}, arg_none()) : NULL;
   UOp *ld = at ? uop_new(c, OP_LOAD, dt, 2, (UOp *[]){at, bar}, arg_none()) : NULL;
   UOp *acc =
       ld ? uop_new(c, OP_DEFINE_ACC, dt, 2, (UOp *[]){ident, ri}, arg_int(lc->nacc++)) : NULL;
   UOp *r = acc ? b2(op, acc, ld) : NULL;
   r = r ? uop_new(c, OP_ASSIGN, dt, 2, (UOp *[]){acc, r}, arg_none()) : NULL;
-  if (!r || !ro) return r;
-  UOp *acc2 = uop_new(c, OP_DEFINE_ACC, dt, 2, (UOp *[]){ident, ro}, arg_int(lc->nacc++));
-  UOp *r2 = acc2 ? b2(op, acc2, r) : NULL;
+  if (!r || outer == 1) return r;
+  /* the block sums, through a second array, summed in order */
+  int64_t ids2[2] = {lc->nlocal++, L};
+  UOp *mem2 = uop_new(c, OP_DEFINE_LOCAL, dt_ptr(dt, ADDR_LOCAL), 0, NULL, arg_ints(2, ids2));
+  UOp *p2 =
+      mem2 ? uop_new(c, OP_INDEX, mem2->dtype, 2, (UOp *[]){mem2, lc->lane}, arg_none()) : NULL;
+  UOp *st2 = p2 ? uop_new(c, OP_STORE, dt_make(DT_VOID), 2, (UOp *[]){p2, r}, arg_none()) : NULL;
+  UOp *bar2 = st2 ? uop_new(c, OP_BARRIER, dt_make(DT_VOID), 1, &st2, arg_none()) : NULL;
+  UOp *ro = bar2 ? b_range(lc, outer, lc->range_id++) : NULL;
+  UOp *at2 = ro ? uop_new(c, OP_INDEX, mem2->dtype, 2, (UOp *[]){mem2, ro}, arg_none()) : NULL;
+  UOp *ld2 = at2 ? uop_new(c, OP_LOAD, dt, 2, (UOp *[]){at2, bar2}, arg_none()) : NULL;
+  UOp *acc2 =
+      ld2 ? uop_new(c, OP_DEFINE_ACC, dt, 2, (UOp *[]){ident, ro}, arg_int(lc->nacc++)) : NULL;
+  UOp *r2 = acc2 ? b2(op, acc2, ld2) : NULL;
   return r2 ? uop_new(c, OP_ASSIGN, dt, 2, (UOp *[]){acc2, r2}, arg_none()) : NULL;
 }
 
@@ -626,6 +683,7 @@ static bool lower_init(LowerCtx *lc, UOp *ast, const KernelDesc *ks, const OptPl
   opt_upcasts(ks, plan, lc->up);
   lc->spread = opt_spread_axes(plan);
   for (int d = 0; d < TVK_MAX_DIMS; d++) lc->run[d] = opt_spread_run(plan, d);
+  opt_locals(plan, lc->loc);
   lc->gaxis = opt_group(plan, &lc->glanes);
   lc->uaxis = opt_unroll(plan, &lc->ulanes);
   lc->idt = ks->index64 ? dt_make(DT_INT64) : dt_make(DT_INT32);

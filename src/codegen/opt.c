@@ -7,7 +7,7 @@
 
 #include "codegen/opt.h"
 
-static const char *const kind_name[OPT_KINDS] = {"UPCAST", "GROUP", "UNROLL", "SPREAD"};
+static const char *const kind_name[OPT_KINDS] = {"UPCAST", "GROUP", "UNROLL", "SPREAD", "LOCAL"};
 
 static bool is_output_axis(const KernelDesc *kd, int d) { return !(kd->reduce_axes >> d & 1); }
 
@@ -83,6 +83,7 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
                    OPT_MAX_STEPS);
   int64_t copies = 1;
   uint32_t seen = 0, spread = 0, upcast = 0; /* axes split by any step, by SPREAD, by UPCAST */
+  uint32_t local = 0;                        /* axes split by LOCAL */
   int64_t split[TVK_MAX_DIMS]; /* per axis: what SPREAD and UPCAST split it by so far */
   for (int d = 0; d < TVK_MAX_DIMS; d++) split[d] = 1;
   int groups = 0, upcasts = 0, unrolls = 0;
@@ -94,6 +95,13 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
     if (s->axis >= kd->ndim)
       return err_set(err, TVK_ERR_INVALID_ARG, "opt: step %d: %s of axis %d of a %d-dim kernel", i,
                      k, s->axis, kd->ndim);
+    if (s->kind == OPT_LOCAL) { /* checked below, against the axis's blocks */
+      if (local >> s->axis & 1)
+        return err_set(err, TVK_ERR_INVALID_ARG, "opt: step %d: axis %d is split twice", i,
+                       s->axis);
+      local |= 1u << s->axis;
+      continue;
+    }
     /* one step per axis, but for a SPREAD and an UPCAST of one axis (spread quads) */
     bool pair = (s->kind == OPT_SPREAD && (upcast & ~spread) >> s->axis & 1) ||
                 (s->kind == OPT_UPCAST && (spread & ~upcast) >> s->axis & 1);
@@ -114,7 +122,7 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
       if (!why && (!pow2(s->amount) || s->amount < 2 || s->amount > OPT_MAX_GROUP))
         why = "the amount must be a power of two from 2 to " OPT_MAX_GROUP_STR;
       if (!why && s->amount > t->max_local) why = "more invocations than a work group has";
-      if (!why && (size_t)s->amount * 4 * (size_t)nred > t->shared_bytes)
+      if (!why && (size_t)s->amount * 8 * (size_t)nred > t->shared_bytes) /* 2 arrays each */
         why = "the partials do not fit the work-group memory";
       if (why)
         return err_set(err, TVK_ERR_INVALID_ARG, "opt: step %d: GROUP(%d, %" PRId32 "): %s", i,
@@ -161,7 +169,33 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
   if (groups && (upcasts || unrolls))
     return err_set(err, TVK_ERR_INVALID_ARG, "opt: a plan both groups and %s (not supported)",
                    upcasts ? "upcasts" : "unrolls");
+  /* LOCAL: the axis's blocks (what the upcasts leave) across the work group */
+  int64_t invocations = 1;
+  for (int i = 0; i < plan->n && local; i++) {
+    const OptStep *s = &plan->step[i];
+    if (s->kind != OPT_LOCAL) continue;
+    int64_t blocks = kd->full[s->axis] / split[s->axis];
+    const char *why = t->mode != CG_MODE_GRID        ? "the device has no work groups"
+                      : !is_output_axis(kd, s->axis) ? "the axis is reduced"
+                      : groups                       ? "the plan groups a reduce (not supported)"
+                      : s->amount < 1 || blocks % s->amount
+                          ? "the amount must divide the axis's blocks"
+                          : NULL;
+    if (!why && (invocations *= s->amount) > t->max_local)
+      why = "more invocations than a work group has";
+    if (why)
+      return err_set(err, TVK_ERR_INVALID_ARG,
+                     "opt: step %d: LOCAL(%d, %" PRId32 ") of %" PRId64 " blocks: %s", i, s->axis,
+                     s->amount, blocks, why);
+  }
   return TVK_OK;
+}
+
+void opt_locals(const OptPlan *plan, int64_t loc[TVK_MAX_DIMS]) {
+  for (int d = 0; d < TVK_MAX_DIMS; d++) loc[d] = 1;
+  for (int i = 0; i < plan->n; i++)
+    if (plan->step[i].kind == OPT_LOCAL && plan->step[i].axis < TVK_MAX_DIMS)
+      loc[plan->step[i].axis] = plan->step[i].amount;
 }
 
 static int step_of(const OptPlan *plan, OptKind kind, int64_t *amount) {
@@ -215,8 +249,9 @@ void opt_plan_str(const OptPlan *plan, char *buf, size_t n) {
 }
 
 void opt_kernel_name(const KernelDesc *kd, const OptPlan *plan, char *buf, size_t n) {
-  int64_t up[TVK_MAX_DIMS], lanes, ulanes;
+  int64_t up[TVK_MAX_DIMS], loc[TVK_MAX_DIMS], lanes, ulanes;
   opt_upcasts(kd, plan, up);
+  opt_locals(plan, loc);
   int g = opt_group(plan, &lanes), un = opt_unroll(plan, &ulanes);
   uint32_t spread = opt_spread_axes(plan);
   size_t at = (size_t)snprintf(buf, n, "%s", kd->reduce_axes ? "r" : "E");
@@ -227,8 +262,13 @@ void opt_kernel_name(const KernelDesc *kd, const OptPlan *plan, char *buf, size_
     else if (d == un)
       at +=
           (size_t)snprintf(buf + at, n - at, "_%" PRId64 "r%" PRId64, kd->full[d] / ulanes, ulanes);
-    else if (spread >> d & 1 &&
-             opt_spread_run(plan, d) > 1) /* spread runs: _<blocks>s<runs>u<run> */
+    else if (loc[d] > 1) { /* _<tiles>l<local>, then u<amount> or s<amount> of an upcast */
+      at += (size_t)snprintf(buf + at, n - at, "_%" PRId64 "l%" PRId64,
+                             kd->full[d] / up[d] / loc[d], loc[d]);
+      if (up[d] > 1 && at < n)
+        at += (size_t)snprintf(buf + at, n - at, "%c%" PRId64, spread >> d & 1 ? 's' : 'u', up[d]);
+    } else if (spread >> d & 1 &&
+               opt_spread_run(plan, d) > 1) /* spread runs: _<blocks>s<runs>u<run> */
       at += (size_t)snprintf(buf + at, n - at, "_%" PRId64 "s%" PRId64 "u%" PRId64,
                              kd->full[d] / up[d], up[d] / opt_spread_run(plan, d),
                              opt_spread_run(plan, d));
@@ -430,6 +470,22 @@ static int32_t tile_rows(const KernelDesc *kd, const OptTarget *t, int32_t cols)
   return 8 * per_row * levels + 4 <= t->vector_regs ? 8 : 4;
 }
 
+/* A GPU matmul's work-group tile: LOCAL of the register tile's two axes,
+ * up to 16 x 16 invocations (a 64 x 64 tile of outputs from 4 x 4 ones),
+ * as many as divide the blocks and fit the work group, the lanes' axis
+ * first: a warp's invocations then share A's rows and B's columns, and
+ * neighbouring ones still take neighbouring quads of B and C. */
+static void tile_locals(const KernelDesc *kd, const OptTarget *t, int vec, int32_t cols, int other,
+                        int32_t rows, OptPlan *plan) {
+  int64_t most = t->max_local < 256 ? t->max_local : 256;
+  int32_t lv = dividing(kd->full[vec] / cols, 16);
+  while (lv > 1 && lv > most) lv /= 2;
+  int32_t lo = dividing(kd->full[other] / rows, 16);
+  while (lo > 1 && (int64_t)lv * lo > most) lo /= 2;
+  push(plan, OPT_LOCAL, vec, lv);
+  push(plan, OPT_LOCAL, other, lo);
+}
+
 void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan *plan) {
   plan->n = 0;
   Shape sh;
@@ -461,6 +517,7 @@ void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan 
       if (reuse >= 0) other = reuse;
       if (other >= 0) {
         push(plan, OPT_UPCAST, other, rows);
+        if (grid && !t->emulated) tile_locals(kd, t, vec, cols, other, rows, plan);
         return;
       }
     }

@@ -34,6 +34,18 @@
  *               few outputs then runs on a work group instead of one
  *               invocation, and an invocation's loops shrink by L.
  *
+ *   OPT_LOCAL   axis a, amount L (grid mode): the output axis's blocks (what
+ *               its upcast leaves; L divides them) are split into tiles of L
+ *               blocks taken by the invocations of one work group: block =
+ *               tile * L + the invocation's index along a. The LOCAL axes
+ *               make the work group (their amounts multiplied: its size),
+ *               the last axis's index fastest, and the other output axes
+ *               and the tiles number the work groups. Two LOCAL axes make a
+ *               2-D work-group tile (a matmul's 64 x 64 outputs on 16 x 16
+ *               invocations of 4 x 4), whose invocations share the rows of
+ *               A and the columns of B they read, in the cache and, later,
+ *               in work-group memory.
+ *
  *   OPT_UNROLL  axis a, amount u: a reduce axis of size n (u divides n) is
  *               split into u lanes, lane l taking elements l, l + u, ...,
  *               each with accumulators of its own; after the loops the u
@@ -92,7 +104,9 @@ void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan 
  * product divides the axis, at most OPT_MAX_COPIES copies; one GROUP, in
  * grid mode, of an axis every reduce of the kernel reduces (reduces not
  * nested, of 32-bit dtypes), by a power of two in [2, OPT_MAX_GROUP] within
- * the work-group size and memory, and no UPCAST with it; one UNROLL, of an
+ * the work-group size and memory, and no UPCAST or LOCAL with it; LOCAL of
+ * output axes in grid mode by amounts dividing the axis's blocks, their
+ * product within the work-group size; one UNROLL, of an
  * axis every (non-nested) reduce reduces, by an amount from 2 to
  * OPT_MAX_UNROLL dividing it, its lanes counted as copies.
  * TVK_ERR_INVALID_ARG naming the step otherwise. */
@@ -104,6 +118,8 @@ int opt_group(const OptPlan *plan, int64_t *lanes);
 /* The unrolled reduce axis of a checked plan and its lanes; -1 and 1 if none. */
 int opt_unroll(const OptPlan *plan, int64_t *lanes);
 
+/* The LOCAL amount of every axis (1: none) of a checked plan. */
+void opt_locals(const OptPlan *plan, int64_t loc[TVK_MAX_DIMS]);
 /* The upcast amount of every axis (1: none) of a checked plan, UPCAST and
  * SPREAD alike. */
 void opt_upcasts(const KernelDesc *kd, const OptPlan *plan, int64_t up[TVK_MAX_DIMS]);
