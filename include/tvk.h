@@ -206,6 +206,11 @@ typedef struct {
    * waits for the device because of it. A path that cannot be written is a
    * TVK_LOG_WARN message and no trace. */
   const char *trace;
+  /* $TVK_GPU_RULES: 1 plans the kernels of a Vulkan device that runs on the
+   * CPU (lavapipe, SwiftShader) by the rules for GPUs (work-group tiles,
+   * staging through work-group memory, grouped reduces) instead of the ones
+   * measured to suit it: for testing those plans without a GPU. */
+  int gpu_rules;
 } tvk_ctx_options;
 
 /* ------------------------------------------------------------------ devices */

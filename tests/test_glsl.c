@@ -236,11 +236,10 @@ static void check_compiles(Suite *s, int k, UOp *sink, uint32_t uses, const char
 
 /* Generates sink for d (C in cores mode when L is NULL, else L in grid mode),
  * compiles it on d, runs it on copies of hb and leaves the buffers in out. */
-static void run_on(Device *d, const Lang *L, UOp *sink, int nb, const HostBuf *hb, HostBuf *out,
-                   int nv, const int32_t *vals) {
+static void run_with(Device *d, const CodegenOpts *o, UOp *sink, int nb, const HostBuf *hb,
+                     HostBuf *out, int nv, const int32_t *vals) {
   KernelSource ks;
-  CodegenOpts o = {.lang = L, .mode = L ? CG_MODE_GRID : CG_MODE_CORES, .local_size = 64};
-  if (codegen_kernel_opts(sink, NULL, &o, &ks) != TVK_OK) fail_msg("codegen: %s", ks.err.msg);
+  if (codegen_kernel_opts(sink, NULL, o, &ks) != TVK_OK) fail_msg("codegen: %s", ks.err.msg);
   assert_int_equal(ks.nbufs, nb);
   DevProgram *p = NULL;
   bool hit;
@@ -265,6 +264,12 @@ static void run_on(Device *d, const Lang *L, UOp *sink, int nb, const HostBuf *h
   }
   d->ops->program_free(d, p);
   kernel_source_free(&ks);
+}
+
+static void run_on(Device *d, const Lang *L, UOp *sink, int nb, const HostBuf *hb, HostBuf *out,
+                   int nv, const int32_t *vals) {
+  CodegenOpts o = {.lang = L, .mode = L ? CG_MODE_GRID : CG_MODE_CORES, .local_size = 64};
+  run_with(d, &o, sink, nb, hb, out, nv, vals);
 }
 
 /* Output j of the Vulkan run against the CPU run: equal within tol. */
@@ -860,17 +865,22 @@ static void test_run_unrolled_same_bits(void **state) {
       OP_ADD, 1, (const int64_t[]){2});
   st_free(a0), st_free(b0), st_free(b1);
   UOp *sink = sink1(store(c, 0, DT_FLOAT32, shp(3, M, N, (int64_t)1), mm));
+  /* the register tile alone (no work-group tile or staging: A from global) */
+  OptPlan tile = {2, {{OPT_UPCAST, 1, 4}, {OPT_UPCAST, 0, 4}}};
+  CodegenOpts o = {.lang = s->lang[L_DEV], .mode = CG_MODE_GRID, .local_size = 64, .plan = &tile};
   KernelSource ks;
-  assert_int_equal(glsl_of(s->lang[L_DEV], sink, &ks), TVK_OK);
+  assert_int_equal(codegen_kernel_opts(sink, NULL, &o, &ks), TVK_OK);
   assert_non_null(strstr(ks.src, "precise vec4 val0 = data1v[")); /* A's quad along k */
   kernel_source_free(&ks);
   Lang scalar = *s->lang[L_DEV];
   scalar.max_vector = 0; /* no 4-vectors: neither quads nor the unroll */
+  CodegenOpts so = o;
+  so.lang = &scalar;
   HostBuf hb[3] = {hb_new(DT_FLOAT32, M * N), random_buf(DT_FLOAT32, M * K, -4, 4),
                    random_buf(DT_FLOAT32, K * N, -4, 4)};
   HostBuf quad[3], plain[3];
-  run_on(s->vk, s->lang[L_DEV], sink, 3, hb, quad, 0, NULL);
-  run_on(s->vk, &scalar, sink, 3, hb, plain, 0, NULL);
+  run_with(s->vk, &o, sink, 3, hb, quad, 0, NULL);
+  run_with(s->vk, &so, sink, 3, hb, plain, 0, NULL);
   assert_memory_equal(quad[0].data, plain[0].data, quad[0].bytes);
   free_all(quad, 3), free_all(plain, 3), free_all(hb, 3);
   uop_pool_drain(c, 0);

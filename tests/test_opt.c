@@ -186,6 +186,7 @@ static OptTarget target_of(const Device *d) {
 
 static int vector_kernels; /* kernels run with 4-wide memory access */
 static int local_kernels;  /* LOCAL steps of the plans run */
+static int staged_kernels; /* STAGE steps of the plans run */
 
 /* Codegen under `plan` (NULL: no optimisation) for device d, compile, run;
  * the output (float or int32 as the case's dtype) into out. */
@@ -203,6 +204,7 @@ static void run_plan(Device *d, const Case *k, const OptPlan *plan, void *out, s
   if (getenv("TVK_OPT_PRINT")) fprintf(stderr, "%s\n", ks.src);
   if (strstr(ks.src, "tvk_vbuf")) vector_kernels++; /* 4-wide loads or stores (vectorize.c) */
   for (int i = 0; plan && i < plan->n; i++) local_kernels += plan->step[i].kind == OPT_LOCAL;
+  for (int i = 0; plan && i < plan->n; i++) staged_kernels += plan->step[i].kind == OPT_STAGE;
   DevProgram *p = NULL;
   bool hit;
   if (d->ops->compile(d, ks.name, ks.src, &p, &hit, NULL) != TVK_OK)
@@ -301,6 +303,16 @@ static OptPlan random_plan(const Case *k, const Device *d) {
     invocations *= l;
     p.step[p.n++] = (OptStep){OPT_LOCAL, (uint8_t)e, (int32_t)l};
   }
+  /* and with LOCAL, half the time the one reduced axis staged through
+   * work-group memory, where nothing unrolls or spreads */
+  bool plain = invocations > 1 && p.n < OPT_MAX_STEPS;
+  for (int i = 0; i < p.n; i++)
+    plain &= p.step[i].kind == OPT_UPCAST || p.step[i].kind == OPT_LOCAL;
+  int one = k->red == 1u || k->red == 2u || k->red == 4u ? __builtin_ctz(k->red) : -1;
+  if (plain && one >= 0 && k->full[one] > 1 && pick(2)) {
+    int64_t b = cg_reduce_inner(k->full[one], k->t == DT_FLOAT32 && k->rop == OP_ADD);
+    if (b > 0) p.step[p.n++] = (OptStep){OPT_STAGE, (uint8_t)one, (int32_t)b};
+  }
   return p;
 }
 
@@ -376,8 +388,8 @@ static void test_random_plans(void **state) {
   }
   if (s->dev[1]) /* the cases reach vectorize.c's quads and work-group tiles */
     assert_true(vector_kernels >= 5 && local_kernels >= 5);
-  fprintf(stderr, "random plans: %d kernels with 4-wide memory access, %d LOCAL steps\n",
-          vector_kernels, local_kernels);
+  fprintf(stderr, "random plans: %d kernels with 4-wide memory access, %d LOCAL, %d STAGE steps\n",
+          vector_kernels, local_kernels, staged_kernels);
 }
 
 /* ---------------------------------------------------------------- checks and heuristic */
@@ -795,6 +807,72 @@ static void test_group_order(void **state) {
   uop_pool_drain(c, 0);
 }
 
+/* STAGE (opt.h): matmuls whose reduce is staged through work-group memory
+ * on LOCAL tiles give the unoptimised kernel's bits (the additions do not
+ * change) on Vulkan with synchronization validation when the suite runs
+ * under it: a K of several blocks (a barrier opens each), one block, an
+ * int32 one (exact: one loop), a tile whose invocations each fill several
+ * elements, and a view of B transposed. */
+static void test_staged_matmul(void **state) {
+  Suite *s = *state;
+  Device *vk = s->dev[1];
+  if (!vk) skip();
+  const struct {
+    int64_t m, n, k;
+    ScalarType t;
+    OptPlan p;
+  } cases[] = {
+      {16,
+       32,
+       48,
+       DT_FLOAT32,
+       {4, {{OPT_UPCAST, 1, 2}, {OPT_UPCAST, 0, 2}, {OPT_LOCAL, 1, 8}, {OPT_LOCAL, 0, 4}}}},
+      {8, 8, 12, DT_FLOAT32, {2, {{OPT_LOCAL, 1, 4}, {OPT_LOCAL, 0, 4}}}},
+      {12, 16, 20, DT_INT32, {3, {{OPT_UPCAST, 1, 4}, {OPT_LOCAL, 1, 4}, {OPT_LOCAL, 0, 3}}}},
+      {32,
+       64,
+       64,
+       DT_FLOAT32,
+       {4, {{OPT_UPCAST, 1, 4}, {OPT_UPCAST, 0, 4}, {OPT_LOCAL, 1, 16}, {OPT_LOCAL, 0, 8}}}},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    Case k = {.kind = 2,
+              .t = cases[i].t,
+              .full = {cases[i].m, cases[i].n, cases[i].k},
+              .red = 4,
+              .rop = OP_ADD};
+    ShapeTracker *a0 = shp(3, k.full[0], (int64_t)1, k.full[2]);
+    ShapeTracker *b0 = shp(3, k.full[2], k.full[1], (int64_t)1);
+    ShapeTracker *b1 = st_permute(b0, (const int[]){2, 1, 0});
+    k.in[0] = (Input){st_expand(a0, k.full), k.full[0] * k.full[2], NULL};
+    k.in[1] = (Input){st_expand(b1, k.full), k.full[1] * k.full[2], NULL};
+    st_free(a0), st_free(b0), st_free(b1);
+    for (int j = 0; j < 2; j++) {
+      k.in[j].host = malloc((size_t)k.in[j].numel * sizeof(double));
+      for (int64_t e = 0; e < k.in[j].numel; e++)
+        k.in[j].host[e] =
+            k.t == DT_INT32 ? (double)(pick(11) - 5) : (double)(pick(2001) - 1000) / 512;
+    }
+    UCtx *c = s->c;
+    UOp *mm =
+        reduce(uop_mul(ld(c, 1, k.t, st_clone(k.in[0].st)), ld(c, 2, k.t, st_clone(k.in[1].st))),
+               OP_ADD, 1, (const int64_t[]){2});
+    k.sink = sink1(store(c, 0, k.t, shp(3, k.full[0], k.full[1], (int64_t)1), mm));
+    OptPlan p = cases[i].p;
+    p.step[p.n++] = (OptStep){OPT_STAGE, 2, (int32_t)cg_reduce_inner(k.full[2], k.t == DT_FLOAT32)};
+    size_t bytes = (size_t)(k.full[0] * k.full[1]) * 4;
+    void *plain = malloc(bytes), *staged = malloc(bytes);
+    run_plan(vk, &k, NULL, plain, bytes);
+    run_plan(vk, &k, &p, staged, bytes);
+    char what[200];
+    describe(&k, &p, what, sizeof what);
+    if (memcmp(plain, staged, bytes)) fail_msg("%s: the staged kernel's result differs", what);
+    free(plain), free(staged);
+    case_free(&k);
+    uop_pool_drain(c, 0);
+  }
+}
+
 static void test_golden_group(void **state) {
   Suite *s = *state;
   UCtx *c = s->c;
@@ -1125,9 +1203,12 @@ static void test_coalesced_on_gpu(void **state) {
   st_free(a0), st_free(b0), st_free(b1);
   g = gpu_graph(sink1(store(c, 0, DT_FLOAT32, shp(3, M, N, (int64_t)1), mm)), &plan, false);
   opt_plan_str(&plan, str, sizeof str);
-  /* a 64 x 64 tile of outputs per work group: 16 x 16 invocations of 4 x 4 */
-  assert_string_equal(str, "UPCAST(1,4) UPCAST(0,4) LOCAL(1,16) LOCAL(0,16)");
-  assert_true(check_coalesced(g, "matmul") >= 4 + 1 + 4); /* A's rows, B's quad, C's quads */
+  /* a 64 x 64 tile of outputs per work group (16 x 16 invocations of 4 x 4),
+   * K staged through work-group memory in blocks of 16: the global loads are
+   * the fills (4 elements of A's and of B's 64 x 16 blocks per invocation,
+   * neighbouring invocations on neighbouring elements), then C's quads */
+  assert_string_equal(str, "UPCAST(1,4) UPCAST(0,4) LOCAL(1,16) LOCAL(0,16) STAGE(2,16)");
+  assert_true(check_coalesced(g, "matmul") >= 4 + 4 + 4);
   /* the check catches what is not coalesced: upcast by 8 (lanes 32 bytes
    * apart), row sums with an invocation per row (rows apart), B packed in
    * panels of 16 columns (a jump every 4 lanes) */
@@ -1170,6 +1251,7 @@ int main(void) {
       cmocka_unit_test(test_heuristic_heavy_body), cmocka_unit_test(test_golden_matmul),
 #ifdef TVK_HAVE_VULKAN
       cmocka_unit_test(test_golden_group),         cmocka_unit_test(test_group_order),
+      cmocka_unit_test(test_staged_matmul),
 #endif
       cmocka_unit_test(test_random_plans),         cmocka_unit_test(test_search),
       cmocka_unit_test(test_coalesced_on_gpu),

@@ -144,6 +144,10 @@ tvk_status lower_kernel(UOp *ast, const KernelDesc *ks, const OptPlan *plan, UOp
  * n and cover a little past it (16305 = 3 * 5 * 1087 loops 17280 times). The
  * frontend's split sizes its parts with it. */
 int64_t cg_reduce_trips(int64_t n);
+/* The trips of the innermost loop lowering makes of a reduce axis of n
+ * elements (a float sum's first digit, else the axis), or 0 when its loops
+ * cover more than n (the index is clamped): OPT_STAGE's block. */
+int64_t cg_reduce_inner(int64_t n, bool sum);
 
 /* Grid mode (CG_MODE_GRID): the output elements, numbered row-major over the
  * output axes, map to invocations gid = group_id * local + local_id of a 1-D

@@ -72,7 +72,15 @@ typedef struct {
 /* An optimisation plan: steps applied to the kernel's axes before lowering
  * (opt.h says what each kind does). */
 /* (new kinds go last: stored plans keep their numbers) */
-typedef enum { OPT_UPCAST, OPT_GROUP, OPT_UNROLL, OPT_SPREAD, OPT_LOCAL, OPT_KINDS } OptKind;
+typedef enum {
+  OPT_UPCAST,
+  OPT_GROUP,
+  OPT_UNROLL,
+  OPT_SPREAD,
+  OPT_LOCAL,
+  OPT_STAGE,
+  OPT_KINDS
+} OptKind;
 
 typedef struct {
   uint8_t kind; /* OptKind */

@@ -23,6 +23,20 @@ typedef struct {
   uint32_t spread;           /* bit d: axis d's copies lie full/up apart (OPT_SPREAD) */
   int64_t run[TVK_MAX_DIMS]; /* a spread axis's runs of neighbours (opt_spread_run) */
   int64_t loc[TVK_MAX_DIMS]; /* the plan's LOCAL amounts (1: none) */
+  /* The plan's STAGE (opt.h): the reduce axis walked in blocks through
+   * work-group memory (-1: none), its block, the work group's first element
+   * along each LOCAL axis, the invocation (local_id) and the group's size,
+   * the loads staged so far (their VIEWs, the arrays' ids) and the barrier
+   * that opens each block. */
+  int saxis;
+  int64_t sblock;
+  UOp *tbase[TVK_MAX_DIMS];
+  UOp *inv;
+  int64_t ninv;
+  UOp *sview[16];
+  int64_t sid[16];
+  int nstaged;
+  UOp *bar0;
   UOp *block[TVK_MAX_DIMS];
   /* The plan's GROUP (grid mode): the reduce axis split across the work
    * group (-1: none), its lanes, the invocation's lane, and the number of
@@ -149,6 +163,14 @@ int64_t cg_reduce_trips(int64_t n) {
   int k = reduce_digits(n, f);
   for (int j = 0; j < k; j++) cover *= f[j];
   return cover;
+}
+
+int64_t cg_reduce_inner(int64_t n, bool sum) {
+  if (!sum || n <= CG_SUM_BLOCK) return n;
+  int64_t f[CG_MAX_DIGITS], cover = 1;
+  int k = reduce_digits(n, f);
+  for (int j = 0; j < k; j++) cover *= f[j];
+  return cover == n ? f[0] : 0;
 }
 
 static UOp *reduce_loops(LowerCtx *lc, int d, int64_t n, int64_t id) {
@@ -302,6 +324,7 @@ static bool make_axes_local(LowerCtx *lc, int64_t total, CgLaunch *launch) {
   UOp *grp = b_special(lc, arg_var("group_id", 0, groups > 1 ? groups - 1 : 0));
   UOp *lane = b_special(lc, arg_var("local_id", 0, local - 1));
   if (!grp || !lane) return false;
+  lc->inv = lane, lc->ninv = local;
   int64_t gstride = 1, lstride = 1;
   for (int d = ks->ndim - 1; d >= 0; d--) {
     bool red = ks->reduce_axes >> d & 1;
@@ -313,6 +336,7 @@ static bool make_axes_local(LowerCtx *lc, int64_t total, CgLaunch *launch) {
     } else {
       UOp *tile = b2(OP_MOD, b2(OP_IDIV, grp, b_c(lc, gstride)), b_c(lc, n / l));
       gstride *= n / l;
+      lc->tbase[d] = b2(OP_MUL, tile, b_c(lc, l * lc->up[d])); /* the tile's first element */
       if (l > 1) {
         UOp *in = b2(OP_MOD, b2(OP_IDIV, lane, b_c(lc, lstride)), b_c(lc, l));
         lstride *= l;
@@ -386,9 +410,117 @@ static UOp *oom(LowerCtx *lc) {
 
 enum { X = 1, B, V, Y };
 
+/* The value of buf at the element the view maps idxs to: LOAD(INDEX(buf,
+ * idx)), or gated where the view is masked (0 outside), or 0. */
+static UOp *load_at(LowerCtx *lc, UOp *x, UOp *buf, const ShapeTracker *st, UOp *const *idxs) {
+  UOp *idx, *valid, *at[TVK_MAX_DIMS];
+  for (int d = 0; d < st_ndim(st); d++) at[d] = st_shape(st)[d] == 1 ? lc->zero : idxs[d];
+  if (!st_to_indexed_uops(st, lc->ctx, lc->idt, at, &idx, &valid)) return NULL;
+  UOp *zero = uop_const_int(lc->ctx, x->dtype, 0);
+  if (!zero || is_false(valid)) return zero;
+  UOp *index = uop_new(lc->ctx, OP_INDEX, buf->dtype, 2, (UOp *[]){buf, idx}, arg_none());
+  if (!index) return NULL;
+  if (is_true(valid)) return uop_new(lc->ctx, OP_LOAD, x->dtype, 1, &index, arg_none());
+  return uop_new(lc->ctx, OP_LOAD, x->dtype, 3, (UOp *[]){index, zero, valid}, arg_none());
+}
+
+/* Most elements one staged load's block may hold in work-group memory. */
+#define STAGE_MAX_ELEMENTS 4096
+
+/* A load of a STAGE plan (opt.h) through work-group memory, or NULL (then
+ * read from global memory) where the view does not walk the staged axis,
+ * walks a spread axis, or its block does not fit or divide among the
+ * invocations. The block: per axis the view walks, the staged axis's
+ * block of elements and the work group's elements of each output axis
+ * (a LOCAL axis's tile, another's upcast block); laid out row-major with
+ * the view's smallest stride fastest, so the fill's neighbouring
+ * invocations read neighbouring elements. Each invocation fills elements
+ * lane, lane + P, ... (P: the group's size), after the barrier that opens
+ * the block (the reads of the last block are done); a barrier after the
+ * fill; then each copy reads its element. The fill uses no copy's lanes, so
+ * the copies share it. */
+static UOp *staged_load(LowerCtx *lc, UOp **c) {
+  const KernelDesc *ks = lc->ks;
+  const ShapeTracker *st = c[V]->arg.st;
+  const View *v = st->nviews == 1 ? st_top(st) : NULL;
+  int k = lc->saxis, nd = ks->ndim, order[TVK_MAX_DIMS];
+  int64_t ext[TVK_MAX_DIMS], lstride[TVK_MAX_DIMS], elems = 1;
+  bool walks[TVK_MAX_DIMS];
+  for (int d = 0; d < nd; d++) {
+    walks[d] = st_shape(st)[d] > 1 && (!v || v->strides[d] != 0 || v->has_mask);
+    bool red = ks->reduce_axes >> d & 1;
+    ext[d] = !walks[d] ? 1 : red ? lc->sblock : lc->loc[d] * lc->up[d];
+    if (walks[d] && !red && lc->spread >> d & 1) return NULL;
+    elems *= ext[d];
+    order[d] = d;
+  }
+  if (!walks[k] || elems > STAGE_MAX_ELEMENTS || elems % lc->ninv || lc->nstaged >= 16) return NULL;
+  for (int i = 1; i < nd && v; i++) /* by stride, largest first (insertion sort) */
+    for (int j = i; j > 0; j--) {
+      sint a = v->strides[order[j - 1]], b = v->strides[order[j]];
+      if ((a < 0 ? -a : a) >= (b < 0 ? -b : b)) break;
+      int t = order[j];
+      order[j] = order[j - 1], order[j - 1] = t;
+    }
+  for (int i = nd - 1, s = 1; i >= 0; i--) lstride[order[i]] = s, s *= (int)ext[order[i]];
+  /* the block's first element per axis, and this copy's place in it */
+  UOp *base[TVK_MAX_DIMS], *pos = lc->zero;
+  for (int d = 0; d < nd; d++) {
+    bool red = ks->reduce_axes >> d & 1;
+    UOp *ki = lc->dig[k][0], *z = lc->zero;
+    base[d] = !walks[d]        ? lc->axis[d]
+              : red            ? uop_substitute(lc->axis[d], 1, &ki, &z)
+              : lc->loc[d] > 1 ? lc->tbase[d]
+                               : b2(OP_MUL, lc->block[d], b_c(lc, lc->up[d]));
+    if (!base[d]) return oom(lc);
+    if (walks[d]) {
+      UOp *off = red ? lc->dig[k][0] : uop_sub(lc->axis[d], base[d]);
+      pos = b2(OP_ADD, pos, b2(OP_MUL, off, b_c(lc, lstride[d])));
+    }
+  }
+  int id = -1;
+  for (int i = 0; i < lc->nstaged; i++)
+    if (lc->sview[i] == c[V]) id = (int)lc->sid[i];
+  if (id < 0) {
+    id = lc->nlocal++;
+    lc->sview[lc->nstaged] = c[V], lc->sid[lc->nstaged++] = id;
+  }
+  int64_t ids[2] = {id, elems};
+  UOp *mem =
+      uop_new(lc->ctx, OP_DEFINE_LOCAL, dt_ptr(c[X]->dtype, ADDR_LOCAL), 0, NULL, arg_ints(2, ids));
+  if (!mem || !pos) return oom(lc);
+  UOp *stores[STAGE_MAX_ELEMENTS / 16];
+  int64_t per = elems / lc->ninv;
+  if (per > (int64_t)(sizeof stores / sizeof *stores)) return NULL;
+  for (int64_t i = 0; i < per; i++) {
+    UOp *e = b2(OP_ADD, lc->inv, b_c(lc, i * lc->ninv)), *at[TVK_MAX_DIMS];
+    for (int d = 0; d < nd; d++)
+      at[d] = !walks[d] ? base[d]
+                        : b2(OP_ADD, base[d],
+                             b2(OP_MOD, b2(OP_IDIV, e, b_c(lc, lstride[d])), b_c(lc, ext[d])));
+    UOp *val = load_at(lc, c[X], c[B], st, at);
+    UOp *place =
+        e && val ? uop_new(lc->ctx, OP_INDEX, mem->dtype, 2, (UOp *[]){mem, e}, arg_none()) : NULL;
+    UOp *src[3] = {place, val, lc->bar0};
+    stores[i] =
+        place ? uop_new(lc->ctx, OP_STORE, dt_make(DT_VOID), lc->bar0 ? 3 : 2, src, arg_none())
+              : NULL;
+    if (!stores[i]) return oom(lc);
+  }
+  UOp *bar1 = uop_new(lc->ctx, OP_BARRIER, dt_make(DT_VOID), (int)per, stores, arg_none());
+  UOp *place =
+      bar1 ? uop_new(lc->ctx, OP_INDEX, mem->dtype, 2, (UOp *[]){mem, pos}, arg_none()) : NULL;
+  return place ? uop_new(lc->ctx, OP_LOAD, c[X]->dtype, 2, (UOp *[]){place, bar1}, arg_none())
+               : oom(lc);
+}
+
 /* LOAD(buf, VIEW) -> LOAD(INDEX(buf, idx))  or  LOAD(INDEX(buf, idx), 0, valid) */
 static UOp *lower_load(void *ctx, UOp **c) {
   LowerCtx *lc = ctx;
+  if (lc->saxis >= 0) {
+    UOp *s = staged_load(lc, c);
+    if (s || lc->err->status != TVK_OK) return s;
+  }
   UOp *idx, *valid;
   if (!view_index(lc, c[V], &idx, &valid)) return oom(lc);
   UOp *zero = uop_const_int(lc->ctx, c[X]->dtype, 0);
@@ -684,6 +816,7 @@ static bool lower_init(LowerCtx *lc, UOp *ast, const KernelDesc *ks, const OptPl
   lc->spread = opt_spread_axes(plan);
   for (int d = 0; d < TVK_MAX_DIMS; d++) lc->run[d] = opt_spread_run(plan, d);
   opt_locals(plan, lc->loc);
+  lc->saxis = opt_stage(plan, &lc->sblock);
   lc->gaxis = opt_group(plan, &lc->glanes);
   lc->uaxis = opt_unroll(plan, &lc->ulanes);
   lc->idt = ks->index64 ? dt_make(DT_INT64) : dt_make(DT_INT32);
@@ -721,6 +854,12 @@ tvk_status lower_kernel_grid(UOp *ast, const KernelDesc *ks, const OptPlan *plan
     return err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
   if (!make_axes_grid(&lc, local_size, launch))
     return err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
+  if (lc.saxis >= 0 && lc.ndig[lc.saxis] > 1) { /* the barrier opening each staged block */
+    int k = lc.saxis;
+    lc.bar0 =
+        uop_new(lc.ctx, OP_BARRIER, dt_make(DT_VOID), lc.ndig[k] - 1, lc.dig[k] + 1, arg_none());
+    if (!lc.bar0) return err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
+  }
   if (check_budget(&lc) != TVK_OK) return err->status;
   return lower_copies(ast, &lc, out, err);
 }

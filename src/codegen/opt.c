@@ -7,7 +7,8 @@
 
 #include "codegen/opt.h"
 
-static const char *const kind_name[OPT_KINDS] = {"UPCAST", "GROUP", "UNROLL", "SPREAD", "LOCAL"};
+static const char *const kind_name[OPT_KINDS] = {"UPCAST", "GROUP", "UNROLL",
+                                                 "SPREAD", "LOCAL", "STAGE"};
 
 static bool is_output_axis(const KernelDesc *kd, int d) { return !(kd->reduce_axes >> d & 1); }
 
@@ -66,6 +67,11 @@ static const char *group_blocker(UOp *norm, bool need32, uint32_t *axes, int *nr
 
 static bool pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
+static const char *stage_blocker(UOp *norm, const KernelDesc *kd, const OptPlan *plan,
+                                 const OptStep *s, int stages, uint32_t local, int groups,
+                                 int unrolls, uint32_t spread);
+static int step_of(const OptPlan *plan, OptKind kind, int64_t *amount);
+
 void opt_target(const CodegenOpts *o, OptTarget *t) {
   int local = o && o->local_size > 0 ? o->local_size : 64;
   *t = (OptTarget){.mode = o ? o->mode : CG_MODE_CORES,
@@ -86,7 +92,7 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
   uint32_t local = 0;                        /* axes split by LOCAL */
   int64_t split[TVK_MAX_DIMS]; /* per axis: what SPREAD and UPCAST split it by so far */
   for (int d = 0; d < TVK_MAX_DIMS; d++) split[d] = 1;
-  int groups = 0, upcasts = 0, unrolls = 0;
+  int groups = 0, upcasts = 0, unrolls = 0, stages = 0;
   for (int i = 0; i < plan->n; i++) {
     const OptStep *s = &plan->step[i];
     if (s->kind >= OPT_KINDS)
@@ -95,6 +101,10 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
     if (s->axis >= kd->ndim)
       return err_set(err, TVK_ERR_INVALID_ARG, "opt: step %d: %s of axis %d of a %d-dim kernel", i,
                      k, s->axis, kd->ndim);
+    if (s->kind == OPT_STAGE) { /* checked below, with the plan's LOCALs */
+      stages++;
+      continue;
+    }
     if (s->kind == OPT_LOCAL) { /* checked below, against the axis's blocks */
       if (local >> s->axis & 1)
         return err_set(err, TVK_ERR_INVALID_ARG, "opt: step %d: axis %d is split twice", i,
@@ -169,6 +179,16 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
   if (groups && (upcasts || unrolls))
     return err_set(err, TVK_ERR_INVALID_ARG, "opt: a plan both groups and %s (not supported)",
                    upcasts ? "upcasts" : "unrolls");
+  for (int i = 0; i < plan->n && stages; i++) {
+    const OptStep *s = &plan->step[i];
+    if (s->kind != OPT_STAGE) continue;
+    const char *why = t->mode != CG_MODE_GRID ? "the device has no work groups"
+                                              : stage_blocker(norm, kd, plan, s, stages, local,
+                                                              groups, unrolls, spread);
+    if (why)
+      return err_set(err, TVK_ERR_INVALID_ARG, "opt: step %d: STAGE(%d, %" PRId32 "): %s", i,
+                     s->axis, s->amount, why);
+  }
   /* LOCAL: the axis's blocks (what the upcasts leave) across the work group */
   int64_t invocations = 1;
   for (int i = 0; i < plan->n && local; i++) {
@@ -190,6 +210,34 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
   }
   return TVK_OK;
 }
+
+/* What STAGE needs: one STAGE, with LOCAL, no GROUP, UNROLL or SPREAD, of
+ * the kernel's one reduced axis, whose reduces are all float sums or all
+ * exact, by the innermost loop lowering makes of it (cg_reduce_inner), with
+ * nothing past the axis's end. NULL when it can, else why not. */
+static const char *stage_blocker(UOp *norm, const KernelDesc *kd, const OptPlan *plan,
+                                 const OptStep *s, int stages, uint32_t local, int groups,
+                                 int unrolls, uint32_t spread) {
+  if (stages > 1) return "the plan stages twice";
+  if (!local) return "the plan has no LOCAL (no invocations to share the block)";
+  if (groups || unrolls || spread) return "the plan groups, unrolls or spreads (not supported)";
+  if (kd->reduce_axes != 1u << s->axis) return "the axis is not the kernel's one reduced axis";
+  size_t n = 0;
+  UOp **t = uop_toposort(norm, &n);
+  if (!t) return "out of memory";
+  int sums = 0, exact = 0;
+  for (size_t i = 0; i < n; i++)
+    if (t[i]->op == OP_REDUCE_AXIS)
+      t[i]->arg.red.op == OP_ADD &&dt_is_float(t[i]->dtype) ? sums++ : exact++;
+  free(t);
+  if (sums && exact) return "its reduces are float sums and exact ones";
+  int64_t len = kd->full[s->axis], inner = cg_reduce_inner(len, sums > 0);
+  if (inner <= 0 || s->amount != inner) return "the amount must be the axis's innermost loop";
+  (void)plan;
+  return NULL;
+}
+
+int opt_stage(const OptPlan *plan, int64_t *block) { return step_of(plan, OPT_STAGE, block); }
 
 void opt_locals(const OptPlan *plan, int64_t loc[TVK_MAX_DIMS]) {
   for (int d = 0; d < TVK_MAX_DIMS; d++) loc[d] = 1;
@@ -252,13 +300,17 @@ void opt_kernel_name(const KernelDesc *kd, const OptPlan *plan, char *buf, size_
   int64_t up[TVK_MAX_DIMS], loc[TVK_MAX_DIMS], lanes, ulanes;
   opt_upcasts(kd, plan, up);
   opt_locals(plan, loc);
-  int g = opt_group(plan, &lanes), un = opt_unroll(plan, &ulanes);
+  int64_t sblock;
+  int g = opt_group(plan, &lanes), un = opt_unroll(plan, &ulanes), sa = opt_stage(plan, &sblock);
   uint32_t spread = opt_spread_axes(plan);
   size_t at = (size_t)snprintf(buf, n, "%s", kd->reduce_axes ? "r" : "E");
   for (int d = 0; d < kd->ndim && at < n; d++) {
     if (d == g)
       at += (size_t)snprintf(buf + at, n - at, "_%" PRId64 "g%" PRId64,
                              (kd->full[d] + lanes - 1) / lanes, lanes);
+    else if (d == sa) /* staged in blocks: _<blocks>t<block> */
+      at +=
+          (size_t)snprintf(buf + at, n - at, "_%" PRId64 "t%" PRId64, kd->full[d] / sblock, sblock);
     else if (d == un)
       at +=
           (size_t)snprintf(buf + at, n - at, "_%" PRId64 "r%" PRId64, kd->full[d] / ulanes, ulanes);
@@ -475,8 +527,8 @@ static int32_t tile_rows(const KernelDesc *kd, const OptTarget *t, int32_t cols)
  * as many as divide the blocks and fit the work group, the lanes' axis
  * first: a warp's invocations then share A's rows and B's columns, and
  * neighbouring ones still take neighbouring quads of B and C. */
-static void tile_locals(const KernelDesc *kd, const OptTarget *t, int vec, int32_t cols, int other,
-                        int32_t rows, OptPlan *plan) {
+static void tile_locals(UOp *norm, const KernelDesc *kd, const OptTarget *t, int vec, int32_t cols,
+                        int other, int32_t rows, OptPlan *plan) {
   int64_t most = t->max_local < 256 ? t->max_local : 256;
   int32_t lv = dividing(kd->full[vec] / cols, 16);
   while (lv > 1 && lv > most) lv /= 2;
@@ -484,6 +536,22 @@ static void tile_locals(const KernelDesc *kd, const OptTarget *t, int vec, int32
   while (lo > 1 && (int64_t)lv * lo > most) lo /= 2;
   push(plan, OPT_LOCAL, vec, lv);
   push(plan, OPT_LOCAL, other, lo);
+  /* and the reduce staged through work-group memory in blocks of its
+   * innermost loop, where opt_check takes it (one reduced axis) */
+  for (int d = 0; d < kd->ndim && plan->n < OPT_MAX_STEPS && lv * lo > 1; d++) {
+    if (is_output_axis(kd, d)) continue;
+    for (int sum = 1; sum >= 0; sum--) {
+      OptPlan p = *plan;
+      int64_t b = cg_reduce_inner(kd->full[d], sum);
+      if (b < 2 || b > INT32_MAX) continue;
+      p.step[p.n++] = (OptStep){OPT_STAGE, (uint8_t)d, (int32_t)b};
+      Error err = {0};
+      if (opt_check(norm, kd, &p, t, &err) == TVK_OK) {
+        *plan = p;
+        return;
+      }
+    }
+  }
 }
 
 void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan *plan) {
@@ -517,7 +585,7 @@ void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan 
       if (reuse >= 0) other = reuse;
       if (other >= 0) {
         push(plan, OPT_UPCAST, other, rows);
-        if (grid && !t->emulated) tile_locals(kd, t, vec, cols, other, rows, plan);
+        if (grid && !t->emulated) tile_locals(norm, kd, t, vec, cols, other, rows, plan);
         return;
       }
     }

@@ -29,8 +29,9 @@
  *               element (of the kernel's output blocks). Invocation l reduces
  *               elements l, l + L, l + 2L, ... (blocked, as any float sum),
  *               stores its partial in work-group memory, and after a barrier
- *               every invocation combines the L partials in order (in levels
- *               of 16 for float sums); invocation 0 stores. A long reduce with
+ *               every invocation combines the L partials in order (a float
+ *               sum in two levels of 16 through a second array, lower.c);
+ *               invocation 0 stores. A long reduce with
  *               few outputs then runs on a work group instead of one
  *               invocation, and an invocation's loops shrink by L.
  *
@@ -45,6 +46,21 @@
  *               invocations of 4 x 4), whose invocations share the rows of
  *               A and the columns of B they read, in the cache and, later,
  *               in work-group memory.
+ *
+ *   OPT_STAGE   axis a, amount b (grid mode, with LOCAL): the kernel's one
+ *               reduced axis walked in blocks of b elements (b: the innermost
+ *               loop lowering makes of it) through work-group memory. Each
+ *               load that walks the axis gets a block of its elements: per
+ *               axis it walks, the b elements of the reduce and the work
+ *               group's elements of each output axis (a LOCAL tile, an
+ *               upcast block). The invocations fill it together, lanes on
+ *               neighbouring elements, between two barriers, and every copy
+ *               then reads its element from it: a matmul's 64 x 64 tile
+ *               reads each element of A's and B's 64 x b blocks from global
+ *               memory once instead of 16 times. The additions and their
+ *               order do not change. A load whose block does not fit (4096
+ *               elements) or divide among the invocations reads global
+ *               memory as before.
  *
  *   OPT_UNROLL  axis a, amount u: a reduce axis of size n (u divides n) is
  *               split into u lanes, lane l taking elements l, l + u, ...,
@@ -118,6 +134,8 @@ int opt_group(const OptPlan *plan, int64_t *lanes);
 /* The unrolled reduce axis of a checked plan and its lanes; -1 and 1 if none. */
 int opt_unroll(const OptPlan *plan, int64_t *lanes);
 
+/* The staged reduce axis of a checked plan and its block; -1 and 1 if none. */
+int opt_stage(const OptPlan *plan, int64_t *block);
 /* The LOCAL amount of every axis (1: none) of a checked plan. */
 void opt_locals(const OptPlan *plan, int64_t loc[TVK_MAX_DIMS]);
 /* The upcast amount of every axis (1: none) of a checked plan, UPCAST and

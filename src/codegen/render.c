@@ -140,6 +140,13 @@ static const char *elem_tmpl(const char *const *per, const UOp *place, const cha
   return t ? t : common;
 }
 
+/* A STORE's gate: its third source unless that is a RANGE (it runs once per
+ * output element) or a BARRIER (it runs after one); NULL: none. */
+static UOp *store_gate(const UOp *u) {
+  if (u->nsrc < 3 || u->src[2]->op == OP_RANGE || u->src[2]->op == OP_BARRIER) return NULL;
+  return u->src[2];
+}
+
 /* The template a UOp renders its sources through, with the operand each
  * source fills (-1: none); used to find sources that must be named. */
 static const char *user_template(const Lang *L, UOp *u, int *slot_of_src) {
@@ -150,8 +157,7 @@ static const char *user_template(const Lang *L, UOp *u, int *slot_of_src) {
   case OP_VECTORIZE: return L->vectorize;
   case OP_LOAD: return u->nsrc == 3 ? L->load_gated : NULL;
   case OP_STORE:
-    if (u->nsrc > 2 && u->src[2]->op != OP_RANGE)
-      return elem_tmpl(L->store_gated_elem, u->src[0], L->store_gated);
+    if (store_gate(u)) return elem_tmpl(L->store_gated_elem, u->src[0], L->store_gated);
     return elem_tmpl(L->store_elem, u->src[0], L->store);
   case OP_ASSIGN: slot_of_src[0] = -1, slot_of_src[1] = 0; return L->assign;
   default: break;
@@ -412,7 +418,7 @@ static bool render_load(Walker *w, size_t p, UOp *u) {
 }
 
 static bool render_store(Walker *w, UOp *u) {
-  bool gated = u->nsrc > 2 && u->src[2]->op != OP_RANGE;
+  bool gated = store_gate(u) != NULL;
   DType t = u->src[1]->dtype;
   bool local = is_local_place(u->src[0]);
   char *val = convert(w->L, local ? NULL : w->L->store_conv[t.scalar], ex(w, u->src[1]), t);

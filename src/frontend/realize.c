@@ -319,6 +319,7 @@ static tvk_status run(tvk_ctx *ctx, const Schedule *s) {
               .progress = ctx->opt.progress > 0 || ctx->opt.debug >= 1,
               .graph = ctx->opt.graph,
               .noopt = ctx->opt.noopt != 0,
+              .gpu_rules = ctx->opt.gpu_rules != 0,
               .beam = ctx->opt.beam > 0 ? ctx->opt.beam : 0,
               .cache_dir = ctx->cache_dir,
               .no_disk = ctx->opt.no_disk_cache > 0,

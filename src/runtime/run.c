@@ -336,7 +336,7 @@ static tvk_status prepare(const Runner *r, const Schedule *s, int i, Prepared *p
                    .vector_floats = d->limits.vector_bytes / 4,
                    .vector_regs = d->limits.vector_regs,
                    .fma = d->limits.fma,
-                   .emulated = d->limits.emulated};
+                   .emulated = d->limits.emulated && !r->gpu_rules};
   /* A kernel generated before, in this or another process, with this tvk
    * build: its record replaces codegen and any plan search. */
   ProgCache *c = programs_of(r);
