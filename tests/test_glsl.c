@@ -857,14 +857,8 @@ static void test_run_unrolled_same_bits(void **state) {
   Suite *s = *state;
   SKIP_WITHOUT_VK(s);
   UCtx *c = s->c;
-  const int64_t M = 8, N = 12, K = 48, full[3] = {M, N, K};
-  ShapeTracker *a0 = shp(3, M, (int64_t)1, K), *b0 = shp(3, K, N, (int64_t)1);
-  ShapeTracker *b1 = st_permute(b0, (const int[]){2, 1, 0});
-  UOp *mm = reduce(
-      uop_mul(ld(c, 1, DT_FLOAT32, st_expand(a0, full)), ld(c, 2, DT_FLOAT32, st_expand(b1, full))),
-      OP_ADD, 1, (const int64_t[]){2});
-  st_free(a0), st_free(b0), st_free(b1);
-  UOp *sink = sink1(store(c, 0, DT_FLOAT32, shp(3, M, N, (int64_t)1), mm));
+  const int64_t M = 8, N = 12, K = 48;
+  UOp *sink = matmul_sink(c, DT_FLOAT32, M, N, K);
   /* the register tile alone (no work-group tile or staging: A from global) */
   OptPlan tile = {2, {{OPT_UPCAST, 1, 4}, {OPT_UPCAST, 0, 4}}};
   CodegenOpts o = {.lang = s->lang[L_DEV], .mode = CG_MODE_GRID, .local_size = 64, .plan = &tile};

@@ -490,7 +490,7 @@ static void test_check_refuses(void **state) {
 
 /* The kernel of C = A @ B over the full shape (M, N, K): A (M, K) and B
  * stored (N, K), both expanded over the axis they lack, summed over K. */
-static UOp *matmul_sink(UCtx *c, int64_t M, int64_t N, int64_t K) {
+static UOp *matmul_bt_sink(UCtx *c, int64_t M, int64_t N, int64_t K) {
   const int64_t ax[] = {2}, full[] = {M, N, K};
   ShapeTracker *a0 = shp(3, M, (int64_t)1, K), *b0 = shp(3, (int64_t)1, N, K);
   UOp *mm = reduce(
@@ -505,7 +505,7 @@ static UOp *matmul_sink(UCtx *c, int64_t M, int64_t N, int64_t K) {
 static void test_heuristic_matmul(void **state) {
   Suite *s = *state;
   UCtx *c = s->c;
-  UOp *sink = matmul_sink(c, 64, 48, 32);
+  UOp *sink = matmul_bt_sink(c, 64, 48, 32);
   KernelDesc *kd = calloc(1, sizeof *kd);
   UOp *norm;
   desc_of(sink, kd, &norm);
@@ -518,7 +518,7 @@ static void test_heuristic_matmul(void **state) {
   opt_kernel_name(kd, &p, name, sizeof name);
   assert_string_equal(name, "r_16u4_3u16_32");
   /* no upcast without an axis it divides (47 is prime) */
-  UOp *s2 = matmul_sink(c, 64, 47, 32);
+  UOp *s2 = matmul_bt_sink(c, 64, 47, 32);
   desc_of(s2, kd, &norm);
   opt_heuristic(norm, kd, &t, &p);
   opt_plan_str(&p, str, sizeof str);
@@ -536,7 +536,7 @@ static void test_heuristic_matmul(void **state) {
   opt_plan_str(&p, str, sizeof str);
   assert_string_equal(str, "UPCAST(1,16) UPCAST(0,4)");
   t.vector_regs = 32;
-  desc_of(matmul_sink(c, 36, 48, 32), kd, &norm);
+  desc_of(matmul_bt_sink(c, 36, 48, 32), kd, &norm);
   opt_heuristic(norm, kd, &t, &p);
   opt_plan_str(&p, str, sizeof str);
   assert_string_equal(str, "UPCAST(1,16) UPCAST(0,4)");
@@ -715,7 +715,7 @@ static const char golden_mm[] = C_PRELUDE
 
 static void test_golden_matmul(void **state) {
   Suite *s = *state;
-  UOp *sink = matmul_sink(s->c, 4, 8, 4);
+  UOp *sink = matmul_bt_sink(s->c, 4, 8, 4);
   OptPlan p = {2, {{OPT_UPCAST, 1, 4}, {OPT_UPCAST, 0, 2}}};
   CodegenOpts o = {.plan = &p, .fma = true};
   KernelSource ks;
@@ -1195,13 +1195,7 @@ static void test_coalesced_on_gpu(void **state) {
   /* matmul (M, K) x (K, N), both row-major: B's rows in quads along the
    * lanes, A's element the same for a warp, C's stores in quads */
   const int64_t K = 64, full[3] = {M, N, K};
-  ShapeTracker *a0 = shp(3, M, (int64_t)1, K), *b0 = shp(3, K, N, (int64_t)1);
-  ShapeTracker *b1 = st_permute(b0, (const int[]){2, 1, 0});
-  UOp *mm = reduce(
-      uop_mul(ld(c, 1, DT_FLOAT32, st_expand(a0, full)), ld(c, 2, DT_FLOAT32, st_expand(b1, full))),
-      OP_ADD, 1, (const int64_t[]){2});
-  st_free(a0), st_free(b0), st_free(b1);
-  g = gpu_graph(sink1(store(c, 0, DT_FLOAT32, shp(3, M, N, (int64_t)1), mm)), &plan, false);
+  g = gpu_graph(matmul_sink(c, DT_FLOAT32, M, N, K), &plan, false);
   opt_plan_str(&plan, str, sizeof str);
   /* a 64 x 64 tile of outputs per work group (16 x 16 invocations of 4 x 4),
    * K staged through work-group memory in blocks of 16: the global loads are

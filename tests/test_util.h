@@ -249,6 +249,19 @@ static inline UOp *reduce(UOp *x, Op op, int n, const int64_t *axes) {
   return uop_new(x->ctx, OP_REDUCE_AXIS, x->dtype, 1, &x, arg_reduce(op, n, axes));
 }
 
+/* The kernel of C = A B for row-major A (M, K) in buffer 1 and B (K, N) in
+ * buffer 2 into C (M, N) in buffer 0: a sum over the last axis of the full
+ * shape (M, N, K) of A broadcast along N times B read transposed. */
+static inline UOp *matmul_sink(UCtx *c, ScalarType t, int64_t M, int64_t N, int64_t K) {
+  const int64_t full[3] = {M, N, K};
+  ShapeTracker *a0 = shp(3, M, (int64_t)1, K), *b0 = shp(3, K, N, (int64_t)1);
+  ShapeTracker *b1 = st_permute(b0, (const int[]){2, 1, 0});
+  UOp *mm = reduce(uop_mul(ld(c, 1, t, st_expand(a0, full)), ld(c, 2, t, st_expand(b1, full))),
+                   OP_ADD, 1, (const int64_t[]){2});
+  st_free(a0), st_free(b0), st_free(b1);
+  return sink1(store(c, 0, t, shp(3, M, N, (int64_t)1), mm));
+}
+
 /* render_c.c's prelude: the golden C sources of test_codegen and test_opt
  * start with it. */
 #define C_PRELUDE                                                                                  \

@@ -185,7 +185,9 @@ tvk_status vectorize_memory(UOp *sink, const Lang *lang, const KernelDesc *kd, U
  * 4r'+3, each on the value the previous left): the same additions in the
  * same order, and vectorize_memory then sees the loads' quads (a matmul's
  * row of A along k). Runs before legalize_dtypes, which makes the chain's
- * multiply-adds MULACCs. *out is sink where nothing changes. Autoreleased. */
+ * multiply-adds MULACCs. Not for an emulated device (CodegenOpts.emulated:
+ * lavapipe's matmul 2048 ran slower unrolled). *out is sink where nothing
+ * changes. Autoreleased. */
 tvk_status unroll_for_quads(UOp *sink, const Lang *lang, const KernelDesc *kd, UOp **out,
                             Error *err);
 
