@@ -877,6 +877,23 @@ static void test_run_unrolled_same_bits(void **state) {
   run_with(s->vk, &so, sink, 3, hb, plain, 0, NULL);
   assert_memory_equal(quad[0].data, plain[0].data, quad[0].bytes);
   free_all(quad, 3), free_all(plain, 3), free_all(hb, 3);
+  /* a sum over (4, 16, 24) read with axis 1 contiguous, axis 2 grouped: the
+   * blocked sum's outer level loops over axis 1 and holds the inner level's
+   * accumulator, so it must not be unrolled (copies would share that
+   * accumulator; the random plan test once caught it) */
+  ShapeTracker *x0 = shp(3, (int64_t)4, (int64_t)24, (int64_t)16);
+  ShapeTracker *x1 = st_permute(x0, (const int[]){0, 2, 1});
+  st_free(x0);
+  UOp *all = reduce(ld(c, 1, DT_FLOAT32, x1), OP_ADD, 3, (const int64_t[]){0, 1, 2});
+  UOp *sink2 = sink1(store(c, 0, DT_FLOAT32, shp(3, (int64_t)1, (int64_t)1, (int64_t)1), all));
+  OptPlan grp = {1, {{OPT_GROUP, 2, 16}}};
+  o.plan = so.plan = &grp, o.max_local = so.max_local = 64;
+  o.shared_bytes = so.shared_bytes = 16384;
+  HostBuf hx[2] = {hb_new(DT_FLOAT32, 1), random_buf(DT_FLOAT32, 4 * 24 * 16, -4, 4)};
+  run_with(s->vk, &o, sink2, 2, hx, quad, 0, NULL);
+  run_with(s->vk, &so, sink2, 2, hx, plain, 0, NULL);
+  assert_memory_equal(quad[0].data, plain[0].data, quad[0].bytes);
+  free_all(quad, 2), free_all(plain, 2), free_all(hx, 2);
   uop_pool_drain(c, 0);
 }
 

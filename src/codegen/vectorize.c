@@ -162,16 +162,22 @@ static bool unit_term(UOp *idx, UOp *rng) {
 }
 
 /* Whether the update value v of an accumulator reads, through a global
- * load of a read-only 32-bit buffer, neighbouring elements as rng steps. */
+ * load of a read-only 32-bit buffer, neighbouring elements as rng steps,
+ * and holds no other accumulator: an inner level of a blocked sum (or any
+ * reduce nested in v) lives inside rng's loop, and copies of it would
+ * share one accumulator. */
 static bool reads_along(UOp *v, UOp *rng, const Lang *L, const KernelDesc *kd) {
   size_t n = 0;
   UOp **t = uop_toposort(v, &n);
-  bool yes = false;
-  for (size_t i = 0; t && i < n && !yes; i++)
-    yes = t[i]->op == OP_LOAD && quad_place(t[i]->src[0], L, kd, true) &&
-          unit_term(t[i]->src[0]->src[1], rng);
+  bool yes = false, nested = false;
+  for (size_t i = 0; t && i < n; i++) {
+    nested |= t[i]->op == OP_ASSIGN;
+    yes |= t[i]->op == OP_LOAD && quad_place(t[i]->src[0], L, kd, true) &&
+           unit_term(t[i]->src[0]->src[1], rng);
+  }
+  bool ok = t && yes && !nested;
   free(t);
-  return yes;
+  return ok;
 }
 
 tvk_status unroll_for_quads(UOp *sink, const Lang *L, const KernelDesc *kd, UOp **out, Error *err) {
