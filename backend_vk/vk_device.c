@@ -690,6 +690,14 @@ static void read_limits(VkDev *v, const Extensions *e, uint32_t ts_bits) {
       .fma = true,
       .emulated = v->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU,
       .subgroup_size = x->subgroup_size > 1024 ? 1024 : (int)x->subgroup_size,
+      /* GL_KHR_shader_subgroup_arithmetic in compute kernels: SPIR-V for
+       * Vulkan 1.1 or later (vk_compile.c's target), the subgroup size a
+       * power of two */
+      .subgroup_reduce = v->api_version >= VK_API_VERSION_1_1 &&
+                         (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
+                         (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                         x->subgroup_size >= 2 && x->subgroup_size <= 128 &&
+                         (x->subgroup_size & (x->subgroup_size - 1)) == 0,
   };
 }
 

@@ -189,8 +189,10 @@ static const Lang glsl_base = {
     .local_decl = "shared $T $V[$I];\n",
     .barrier = "memoryBarrierShared(); barrier();",
     .specials = (const SpecialSpell[]){{"group_id", "int(tvk_lin)", ""},
-                                       {"local_id", "int(gl_LocalInvocationID.x)", ""}},
-    .nspecials = 2,
+                                       {"local_id", "int(gl_LocalInvocationID.x)", ""},
+                                       {"subgroup_id", "int(gl_SubgroupID)", ""},
+                                       {"subgroup_lane", "int(gl_SubgroupInvocationID)", ""}},
+    .nspecials = 4,
     .indent = "  ",
 
     .decl = "precise $T $V = $0;",
@@ -217,6 +219,10 @@ static const Lang glsl_base = {
     .vec_index = "$0v[$1]",
     .gep = "$0[$I]",
     .vectorize = "$T($0, $1, $2, $3)",
+    /* a GROUP's combine across subgroups (lower.c, subgroup_combine) */
+    .subgroup_reduce = {[OP_ADD] = "subgroupAdd($0)", [OP_MUL] = "subgroupMul($0)",
+                        [OP_MAX] = "subgroupMax($0)"},
+    .subgroup_header = "#extension GL_KHR_shader_subgroup_arithmetic : require\n",
     .alu =
         {
             [CL_FLOAT] =

@@ -190,17 +190,11 @@ static int staged_kernels; /* STAGE steps of the plans run */
 
 /* Codegen under `plan` (NULL: no optimisation) for device d, compile, run;
  * the output (float or int32 as the case's dtype) into out. */
-static void run_plan(Device *d, const Case *k, const OptPlan *plan, void *out, size_t out_bytes) {
-  OptTarget t = target_of(d);
-  CodegenOpts o = {.lang = d->lang,
-                   .mode = t.mode,
-                   .local_size = 32,
-                   .plan = plan,
-                   .noopt = plan == NULL,
-                   .max_local = t.max_local,
-                   .shared_bytes = t.shared_bytes};
+static void run_plan_opts(Device *d, const Case *k, const CodegenOpts *o, void *out,
+                          size_t out_bytes) {
+  const OptPlan *plan = o->plan;
   KernelSource ks;
-  if (codegen_kernel_opts(k->sink, NULL, &o, &ks) != TVK_OK) fail_msg("codegen: %s", ks.err.msg);
+  if (codegen_kernel_opts(k->sink, NULL, o, &ks) != TVK_OK) fail_msg("codegen: %s", ks.err.msg);
   if (getenv("TVK_OPT_PRINT")) fprintf(stderr, "%s\n", ks.src);
   if (strstr(ks.src, "tvk_vbuf")) vector_kernels++; /* 4-wide loads or stores (vectorize.c) */
   for (int i = 0; plan && i < plan->n; i++) local_kernels += plan->step[i].kind == OPT_LOCAL;
@@ -235,6 +229,18 @@ static void run_plan(Device *d, const Case *k, const OptPlan *plan, void *out, s
   for (int i = 0; i < 3; i++) d->ops->free(d, bufs[i]);
   d->ops->program_free(d, p);
   kernel_source_free(&ks);
+}
+
+static void run_plan(Device *d, const Case *k, const OptPlan *plan, void *out, size_t out_bytes) {
+  OptTarget t = target_of(d);
+  CodegenOpts o = {.lang = d->lang,
+                   .mode = t.mode,
+                   .local_size = 32,
+                   .plan = plan,
+                   .noopt = plan == NULL,
+                   .max_local = t.max_local,
+                   .shared_bytes = t.shared_bytes};
+  run_plan_opts(d, k, &o, out, out_bytes);
 }
 
 /* A random valid plan: each output axis upcast or spread by a random divisor
@@ -873,6 +879,89 @@ static void test_staged_matmul(void **state) {
   }
 }
 
+/* GROUP(1, 32) of a float sum (of a product, the random cases' kernel) on
+ * a device with 8-wide subgroups: each
+ * subgroup adds its partials with subgroupAdd, its first invocation stores
+ * the total, and every lane adds the 4 totals in order. The source is
+ * compiled on the Vulkan device, and its result checked within the sum's
+ * rounding bound (the subgroup adds in an order of its own). */
+static const char golden_subgroup[] =
+    "shared float temp0[4];\n"
+    "layout(local_size_x = 32, local_size_y = 1, local_size_z = 1) in;\n"
+    "void main() {  // r_2_2g32\n"
+    "  uint tvk_lin = gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y +\n"
+    "                 gl_NumWorkGroups.y * gl_WorkGroupID.z);\n"
+    "  if (tvk_lin >= pc.grid_x * pc.grid_y * pc.grid_z) return;\n"
+    "  const float tvk_zero = uintBitsToFloat(pc.grid_x >> 31);\n"
+    "  precise float acc1 = float(tvk_zero);\n"
+    "  precise float acc0 = float(tvk_zero);\n"
+    "  precise int alu0 = (int(tvk_lin)*64);\n"
+    "  for (int ridx1 = 0; ridx1 < 2; ridx1++) {\n"
+    "    precise int alu1 = ((alu0+(ridx1*32))+int(gl_LocalInvocationID.x));\n"
+    "    precise float val0 = data1[alu1];\n"
+    "    precise float val1 = data2[alu1];\n"
+    "    acc0 = (acc0+(val0*val1));\n"
+    "  }\n"
+    "  precise float alu2 = subgroupAdd(acc0);\n"
+    "  if ((int(gl_SubgroupInvocationID)<1)) temp0[int(gl_SubgroupID)] = alu2;\n"
+    "  memoryBarrierShared(); barrier();\n"
+    "  for (int ridx6 = 0; ridx6 < 4; ridx6++) {\n"
+    "    precise float val2 = temp0[ridx6];\n"
+    "    acc1 = (acc1+val2);\n"
+    "  }\n"
+    "  if ((int(gl_LocalInvocationID.x)<1)) data0[int(tvk_lin)] = acc1;\n"
+    "}\n";
+
+static void test_golden_subgroup(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  const int64_t ax[] = {1};
+  UOp *x = uop_mul(ld(c, 1, DT_FLOAT32, shp(2, (int64_t)2, (int64_t)64)),
+                   ld(c, 2, DT_FLOAT32, shp(2, (int64_t)2, (int64_t)64)));
+  UOp *r = reduce(x, OP_ADD, 1, ax);
+  UOp *sink = sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)2, (int64_t)1), r));
+  Lang *L = vk_glsl_lang_new(VKFEAT_STORAGE8 | VKFEAT_STORAGE16 | VKFEAT_INT64 | VKFEAT_FLOAT64);
+  assert_non_null(L);
+  OptPlan p = {1, {{OPT_GROUP, 1, 32}}};
+  CodegenOpts o = {.lang = L,
+                   .mode = CG_MODE_GRID,
+                   .local_size = 64,
+                   .plan = &p,
+                   .max_local = 64,
+                   .shared_bytes = 16384,
+                   .subgroup = 8};
+  KernelSource ks;
+  tvk_status st = codegen_kernel_opts(sink, NULL, &o, &ks);
+  vk_glsl_lang_free(L);
+  if (st != TVK_OK) fail_msg("codegen: %s", ks.err.msg);
+  const char *body = strstr(ks.src, "shared float temp0[4];");
+  if (getenv("TVK_GOLDEN_PRINT")) fprintf(stderr, "---- golden ----\n%s----\n", ks.src);
+  if (!strstr(ks.src, "#extension GL_KHR_shader_subgroup_arithmetic : require\n") || !body ||
+      strcmp(body, golden_subgroup) != 0)
+    fail_msg("generated source changed:\n%s", ks.src);
+  kernel_source_free(&ks);
+  Device *vk = s->dev[1];
+  if (vk && vk->limits.subgroup_reduce && vk->limits.subgroup_size == 8) {
+    Case k = {.kind = 1, .t = DT_FLOAT32, .full = {2, 64, 1}, .red = 2, .rop = OP_ADD};
+    k.sink = sink;
+    for (int i = 0; i < 2; i++) {
+      k.in[i] = (Input){shp(2, (int64_t)2, (int64_t)64), 128, malloc(128 * sizeof(double))};
+      for (int e = 0; e < 128; e++) k.in[i].host[e] = (double)(pick(2001) - 1000) / 512;
+    }
+    float out[2];
+    o.lang = vk->lang;
+    run_plan_opts(vk, &k, &o, out, sizeof out);
+    for (int row = 0; row < 2; row++) {
+      int64_t idx[3] = {row, 0, 0};
+      double want = reference(&k, idx);
+      if (!(fabs(out[row] - want) <= tolerance(&k, idx)))
+        fail_msg("row %d: %.9g, the reference %.9g", row, out[row], want);
+    }
+    case_free(&k);
+  }
+  uop_pool_drain(c, 0);
+}
+
 static void test_golden_group(void **state) {
   Suite *s = *state;
   UCtx *c = s->c;
@@ -1070,7 +1159,8 @@ static UOp *gpu_graph(UOp *sink, OptPlan *plan, bool given) {
   if (!given) opt_heuristic(norm, kd, &gpu, plan);
   assert_int_equal(opt_check(norm, kd, plan, &gpu, &err), TVK_OK);
   CgLaunch launch;
-  if (lower_kernel_grid(norm, kd, plan, 64, &low, &launch, &err) != TVK_OK) fail_msg("%s", err.msg);
+  if (lower_kernel_grid(norm, kd, plan, 64, 32, &low, &launch, &err) != TVK_OK)
+    fail_msg("%s", err.msg);
   Lang quads = lang_c;
   quads.max_vector = 4;
   quads.vec_type[DT_FLOAT32] = "float4", quads.vec_type[DT_INT32] = "int4";
@@ -1245,7 +1335,7 @@ int main(void) {
       cmocka_unit_test(test_heuristic_heavy_body), cmocka_unit_test(test_golden_matmul),
 #ifdef TVK_HAVE_VULKAN
       cmocka_unit_test(test_golden_group),         cmocka_unit_test(test_group_order),
-      cmocka_unit_test(test_staged_matmul),
+      cmocka_unit_test(test_golden_subgroup),      cmocka_unit_test(test_staged_matmul),
 #endif
       cmocka_unit_test(test_random_plans),         cmocka_unit_test(test_search),
       cmocka_unit_test(test_coalesced_on_gpu),

@@ -156,9 +156,11 @@ int64_t cg_reduce_inner(int64_t n, bool sum);
  * even in code hoisted out of the bounds check; the bounds check, when the
  * last work group runs past the elements, is the one output RANGE, of (gid <
  * elements ? 1 : 0) iterations (axis id ndim), which holds the stores and the
- * reduce loops. Fills *launch. Autoreleased. */
+ * reduce loops. subgroup > 1: a GROUP's combine may reduce across subgroups
+ * of that many invocations (SUBGROUP_REDUCE; CodegenOpts.subgroup). Fills
+ * *launch. Autoreleased. */
 tvk_status lower_kernel_grid(UOp *ast, const KernelDesc *ks, const OptPlan *plan, int local_size,
-                             UOp **out, CgLaunch *launch, Error *err);
+                             int subgroup, UOp **out, CgLaunch *launch, Error *err);
 
 /* ---- legalize.c ---- */
 

@@ -142,6 +142,9 @@ typedef struct {
   size_t shared_bytes; /* GRID: work-group memory of one work group (0: none) */
   bool fma;            /* a reduce's float acc + a * b becomes MULACC (legalize.c) */
   bool emulated;       /* GRID: the device runs on the CPU (DeviceLimits.emulated): its rules */
+  /* GRID: the subgroup size when a GROUP's combine may reduce across
+   * subgroups (DeviceLimits.subgroup_reduce); 0: through memory only */
+  int subgroup;
 } CodegenOpts;
 
 /* Generates the kernel for `ast` (a SINK as above) in C. `name` is the function

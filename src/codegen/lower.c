@@ -45,6 +45,7 @@ typedef struct {
   int64_t glanes;
   UOp *lane;
   int nlocal;
+  int subgroup; /* the combine may reduce across subgroups of this many (> 1) */
   /* The plan's UNROLL: the reduce axis split into lanes (-1: none), their
    * number, and the placeholder of the lane in its index (each lane's copy
    * of the reduce body has it replaced by a constant). */
@@ -608,8 +609,39 @@ static UOp *fold(Op op, UOp *ident, UOp *const *v, int n) {
  * order: the same additions as one lane doing both levels, but each lane
  * reads 16 + L/16 partials instead of L. (Lanes past L/16 sum a block too,
  * the last, into their own slot: every lane stores, no two to one place.) */
+/* The combine through subgroups (CodegenOpts.subgroup = S dividing L): each
+ * subgroup reduces its S partials at once (SUBGROUP_REDUCE, in an order the
+ * device chooses); its first invocation stores the total in work-group
+ * memory at the subgroup's id; after a barrier every lane combines the L/S
+ * totals in subgroup order. Each lane reads L/S values instead of 16 + L/16
+ * (2 on a GPU with 32-wide subgroups and 64 lanes). */
+static UOp *subgroup_combine(LowerCtx *lc, Op op, UOp *ident, UOp *v) {
+  UCtx *c = lc->ctx;
+  int64_t S = lc->subgroup, n = lc->glanes / S, ids[2] = {lc->nlocal++, n};
+  DType dt = v->dtype;
+  UOp *tot = uop_new(c, OP_SUBGROUP_REDUCE, dt, 1, &v, arg_int(op));
+  UOp *sid = b_special(lc, arg_var("subgroup_id", 0, n - 1));
+  UOp *sl = b_special(lc, arg_var("subgroup_lane", 0, S - 1));
+  UOp *first = b2(OP_CMPLT, sl, b_c(lc, 1));
+  UOp *mem = uop_new(c, OP_DEFINE_LOCAL, dt_ptr(dt, ADDR_LOCAL), 0, NULL, arg_ints(2, ids));
+  UOp *place =
+      mem && sid ? uop_new(c, OP_INDEX, mem->dtype, 2, (UOp *[]){mem, sid}, arg_none()) : NULL;
+  UOp *st = place && tot && first ? uop_new(c, OP_STORE, dt_make(DT_VOID), 3,
+                                            (UOp *[]){place, tot, first}, arg_none())
+                                  : NULL;
+  UOp *bar = st ? uop_new(c, OP_BARRIER, dt_make(DT_VOID), 1, &st, arg_none()) : NULL;
+  UOp *r = bar ? b_range(lc, n, lc->range_id++) : NULL;
+  UOp *at = r ? uop_new(c, OP_INDEX, mem->dtype, 2, (UOp *[]){mem, r}, arg_none()) : NULL;
+  UOp *ld = at ? uop_new(c, OP_LOAD, dt, 2, (UOp *[]){at, bar}, arg_none()) : NULL;
+  UOp *acc = ld ? uop_new(c, OP_DEFINE_ACC, dt, 2, (UOp *[]){ident, r}, arg_int(lc->nacc++)) : NULL;
+  UOp *upd = acc ? b2(op, acc, ld) : NULL;
+  return upd ? uop_new(c, OP_ASSIGN, dt, 2, (UOp *[]){acc, upd}, arg_none()) : NULL;
+}
+
 static UOp *group_combine(LowerCtx *lc, Op op, UOp *ident, UOp *v, bool sum) {
   UCtx *c = lc->ctx;
+  if (lc->subgroup > 1 && lc->glanes > lc->subgroup && lc->glanes % lc->subgroup == 0)
+    return subgroup_combine(lc, op, ident, v);
   int64_t L = lc->glanes, ids[2] = {lc->nlocal++, L};
   DType dt = v->dtype;
   UOp *mem = uop_new(c, OP_DEFINE_LOCAL, dt_ptr(dt, ADDR_LOCAL), 0, NULL, arg_ints(2, ids));
@@ -845,13 +877,14 @@ tvk_status lower_kernel(UOp *ast, const KernelDesc *ks, const OptPlan *plan, UOp
 }
 
 tvk_status lower_kernel_grid(UOp *ast, const KernelDesc *ks, const OptPlan *plan, int local_size,
-                             UOp **out, CgLaunch *launch, Error *err) {
+                             int subgroup, UOp **out, CgLaunch *launch, Error *err) {
   *out = NULL;
   if (local_size < 1)
     return err_first(err, TVK_ERR_INVALID_ARG, "lowering: work-group size %d", local_size);
   LowerCtx lc;
   if (!lower_init(&lc, ast, ks, plan, err))
     return err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
+  lc.subgroup = subgroup;
   if (!make_axes_grid(&lc, local_size, launch))
     return err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
   if (lc.saxis >= 0 && lc.ndig[lc.saxis] > 1) { /* the barrier opening each staged block */

@@ -30,8 +30,10 @@
  *               elements l, l + L, l + 2L, ... (blocked, as any float sum),
  *               stores its partial in work-group memory, and after a barrier
  *               every invocation combines the L partials in order (a float
- *               sum in two levels of 16 through a second array, lower.c);
- *               invocation 0 stores. A long reduce with
+ *               sum in two levels of 16 through a second array, lower.c;
+ *               or, where the device reduces across subgroups, each
+ *               subgroup's total, CodegenOpts.subgroup); invocation 0
+ *               stores. A long reduce with
  *               few outputs then runs on a work group instead of one
  *               invocation, and an invocation's loops shrink by L.
  *

@@ -70,7 +70,8 @@ static tvk_status passes(UOp *norm, const KernelDesc *kd, const CodegenOpts *opt
   *launch = (CgLaunch){{1, 1, 1}, {1, 1, 1}};
   if (opts && opts->mode == CG_MODE_GRID) {
     int local = opts->local_size > 0 ? opts->local_size : 64;
-    if (lower_kernel_grid(norm, kd, plan, local, &low, launch, err) != TVK_OK) return err->status;
+    if (lower_kernel_grid(norm, kd, plan, local, opts->subgroup, &low, launch, err) != TVK_OK)
+      return err->status;
   } else if (lower_kernel(norm, kd, plan, &low, launch, err) != TVK_OK) {
     return err->status;
   }

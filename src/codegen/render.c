@@ -179,6 +179,7 @@ typedef struct {
   int *block;     /* per position: position of the innermost open RANGE, or -1 */
   bool *named;    /* per position: must be a variable */
   bool *vec_bufs; /* per buffer: accessed as 4-vectors (declared again as such) */
+  bool subgroups; /* some SUBGROUP_REDUCE (the language's subgroup_header) */
   int nval, nalu, ncast;
   int depth;
   Str body;
@@ -426,9 +427,10 @@ static bool render_store(Walker *w, UOp *u) {
   Subst s = {.op = {ex(w, u->src[0]), val, gated ? ex(w, u->src[2]) : NULL}, .t = t};
   const Lang *L = w->L;
   line(w,
-       local   ? L->store
-       : gated ? elem_tmpl(L->store_gated_elem, u->src[0], L->store_gated)
-               : elem_tmpl(L->store_elem, u->src[0], L->store),
+       local && gated ? L->store_gated
+       : local        ? L->store
+       : gated        ? elem_tmpl(L->store_gated_elem, u->src[0], L->store_gated)
+                      : elem_tmpl(L->store_elem, u->src[0], L->store),
        &s);
   free(val);
   return true;
@@ -529,6 +531,19 @@ static bool render_one(Walker *w, size_t p) {
     break;
   }
   case OP_LOAD: return render_load(w, p, u);
+  case OP_SUBGROUP_REDUCE: {
+    const char *t = u->arg.i >= 0 && u->arg.i < OP_COUNT ? L->subgroup_reduce[u->arg.i] : NULL;
+    if (!t)
+      return err_first(w->err, TVK_ERR_DTYPE, "render: %s has no subgroup %s", L->name,
+                       u->arg.i >= 0 && u->arg.i < OP_COUNT ? op_name((Op)u->arg.i) : "op"),
+             false;
+    char *rhs = expand_new(L, t, &(Subst){.op = {ex(w, u->src[0])}, .t = u->dtype});
+    w->expr[p] = printf_new("alu%d", w->nalu++);
+    if (rhs && w->expr[p]) line(w, L->decl, &(Subst){.op = {rhs}, .t = u->dtype, .v = w->expr[p]});
+    free(rhs);
+    w->subgroups = true;
+    break;
+  }
   case OP_STORE:
     if (!render_store(w, u)) return false;
     w->expr[p] = printf_new("%s", "");
@@ -573,6 +588,7 @@ static void assemble(Walker *w, Str *out) {
   const Lang *L = w->L;
   const RenderInfo *in = w->info;
   str_add(out, or_empty(L->file_header));
+  if (w->subgroups) str_add(out, or_empty(L->subgroup_header));
   if (in->register_tile) str_add(out, or_empty(L->tile_header));
   for (size_t i = 0; i < w->nhelpers; i++) str_add(out, w->helpers[i]);
   for (int pass = 0; pass < 2; pass++) {

@@ -137,6 +137,9 @@ struct Lang {
   const char *vec_index;          /* the place of 4-vector $1 of buffer $0 */
   const char *gep;                /* lane $I of vector $0 */
   const char *vectorize;          /* the 4-vector ($T) of $0 $1 $2 $3 */
+  /* SUBGROUP_REDUCE by its reduce op (ADD, MUL, MAX) of $0 ($T); NULL: none */
+  const char *subgroup_reduce[OP_COUNT];
+  const char *subgroup_header; /* after file_header, in a kernel that uses them */
   Spell alu[CL_COUNT][OP_COUNT];
   /* Per operand dtype: OP_COUNT spellings that override alu[class] where set
    * (e.g. float64 math done by other helpers than float32's); NULL: none. */

@@ -71,6 +71,9 @@ typedef struct {
    * the GPU rules (CodegenOpts.emulated). */
   bool emulated;
   int subgroup_size; /* invocations that run in lockstep (a warp); 0: unknown or none */
+  /* Compute kernels may reduce across a subgroup (Vulkan 1.1's arithmetic
+   * subgroup operations; the subgroup size is then fixed: subgroup_size). */
+  bool subgroup_reduce;
 } DeviceLimits;
 
 /* Memory the app owns, for DeviceOps.wrap: host memory (host not NULL), or a

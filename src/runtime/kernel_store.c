@@ -121,7 +121,8 @@ bool kstore_key(UOp *ast, const CodegenOpts *o, const char *device, int beam,
                     beam,
                     o->plan ? o->plan->n : -1,
                     o->fma,
-                    o->emulated};
+                    o->emulated,
+                    o->subgroup};
   cache_hash_bytes(&h, opts, sizeof opts);
   for (int i = 0; o->plan && i < o->plan->n; i++) {
     const OptStep *s = &o->plan->step[i];

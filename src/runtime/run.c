@@ -336,7 +336,8 @@ static tvk_status prepare(const Runner *r, const Schedule *s, int i, Prepared *p
                    .vector_floats = d->limits.vector_bytes / 4,
                    .vector_regs = d->limits.vector_regs,
                    .fma = d->limits.fma,
-                   .emulated = d->limits.emulated && !r->gpu_rules};
+                   .emulated = d->limits.emulated && !r->gpu_rules,
+                   .subgroup = d->limits.subgroup_reduce ? d->limits.subgroup_size : 0};
   /* A kernel generated before, in this or another process, with this tvk
    * build: its record replaces codegen and any plan search. */
   ProgCache *c = programs_of(r);
