@@ -4,7 +4,7 @@
 # samples/bench VK, and prints each case's GFLOP/s and GB/s next to the
 # device's peak.
 #
-#   scripts/gpu-check.sh [--device VK:n] [--peak-gbs G] [--peak-gflops F]
+#   scripts/gpu-check.sh [--device VK|VK:n] [--peak-gbs G] [--peak-gflops F]
 #                        [--build DIR] [--no-tests] [--no-bench]
 #
 # The peak comes from the command line, else from a small table of known
@@ -14,7 +14,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-device=VK:0 peak_gbs= peak_gflops= dir=build-gpu tests=1 bench=1
+device=VK peak_gbs= peak_gflops= dir=build-gpu tests=1 bench=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --device) device=$2; shift ;;
@@ -47,9 +47,13 @@ echo "built in $(($(date +%s) - t0)) s"
 
 say "devices"
 "$dir/samples/devices" || { echo "gpu-check: no devices listed" >&2; exit 2; }
-desc=$("$dir/samples/devices" 2>/dev/null | awk -v d="$device" '$1 == d || ($1 == "*" && $2 == d) {
-  sub(/^[* ]*[^ ]+ +/, ""); print; exit }')
-echo "checking $device: ${desc:-?}"
+# the device a context gets for $device (VK: the best Vulkan device), as tvk names it
+desc=$(TVK_DEVICE=$device "$dir/samples/hello" 2>/dev/null | sed -n 's/^device: //p' | head -1)
+[ -n "$desc" ] || { echo "gpu-check: tvk cannot open $device" >&2; exit 2; }
+echo "checking $device: $desc"
+case "$desc" in
+  *llvmpipe*|*SwiftShader*) echo "note: a device that runs on the CPU, not a GPU" ;;
+esac
 
 # Known peaks (GB/s of memory, fp32 GFLOP/s without tensor cores), by name.
 if [ -z "$peak_gbs" ] || [ -z "$peak_gflops" ]; then
