@@ -37,11 +37,12 @@ done
 
 say "build ($dir, Release)"
 t0=$(date +%s)
-if ! cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release >"$dir.cmake.log" 2>&1; then
-  tail -20 "$dir.cmake.log"; exit 2
+mkdir -p "$dir"
+if ! cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release >"$dir/gpu-check.cmake.log" 2>&1; then
+  tail -20 "$dir/gpu-check.cmake.log"; exit 2
 fi
-if ! cmake --build "$dir" -j"$(nproc)" >"$dir.build.log" 2>&1; then
-  grep -E 'error|Error' "$dir.build.log" | head -20; exit 2
+if ! cmake --build "$dir" -j"$(nproc)" >"$dir/gpu-check.build.log" 2>&1; then
+  grep -E 'error|Error' "$dir/gpu-check.build.log" | head -20; exit 2
 fi
 echo "built in $(($(date +%s) - t0)) s"
 
