@@ -879,6 +879,26 @@ static void test_staged_matmul(void **state) {
   }
 }
 
+/* The GLSL of sink under a GROUP plan for a device with every storage
+ * feature, work groups of up to 64 and the given subgroups (0: none); *o is
+ * left with those options (its language freed). */
+static void group_glsl(UOp *sink, const OptPlan *p, int subgroup, CodegenOpts *o,
+                       KernelSource *ks) {
+  Lang *L = vk_glsl_lang_new(VKFEAT_STORAGE8 | VKFEAT_STORAGE16 | VKFEAT_INT64 | VKFEAT_FLOAT64);
+  assert_non_null(L);
+  *o = (CodegenOpts){.lang = L,
+                     .mode = CG_MODE_GRID,
+                     .local_size = 64,
+                     .plan = p,
+                     .max_local = 64,
+                     .shared_bytes = 16384,
+                     .subgroup = subgroup};
+  tvk_status st = codegen_kernel_opts(sink, NULL, o, ks);
+  vk_glsl_lang_free(L);
+  o->lang = NULL;
+  if (st != TVK_OK) fail_msg("codegen: %s", ks->err.msg);
+}
+
 /* GROUP(1, 32) of a float sum (of a product, the random cases' kernel) on
  * a device with 8-wide subgroups: each
  * subgroup adds its partials with subgroupAdd, its first invocation stores
@@ -920,20 +940,10 @@ static void test_golden_subgroup(void **state) {
                    ld(c, 2, DT_FLOAT32, shp(2, (int64_t)2, (int64_t)64)));
   UOp *r = reduce(x, OP_ADD, 1, ax);
   UOp *sink = sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)2, (int64_t)1), r));
-  Lang *L = vk_glsl_lang_new(VKFEAT_STORAGE8 | VKFEAT_STORAGE16 | VKFEAT_INT64 | VKFEAT_FLOAT64);
-  assert_non_null(L);
   OptPlan p = {1, {{OPT_GROUP, 1, 32}}};
-  CodegenOpts o = {.lang = L,
-                   .mode = CG_MODE_GRID,
-                   .local_size = 64,
-                   .plan = &p,
-                   .max_local = 64,
-                   .shared_bytes = 16384,
-                   .subgroup = 8};
+  CodegenOpts o;
   KernelSource ks;
-  tvk_status st = codegen_kernel_opts(sink, NULL, &o, &ks);
-  vk_glsl_lang_free(L);
-  if (st != TVK_OK) fail_msg("codegen: %s", ks.err.msg);
+  group_glsl(sink, &p, 8, &o, &ks);
   const char *body = strstr(ks.src, "shared float temp0[4];");
   if (getenv("TVK_GOLDEN_PRINT")) fprintf(stderr, "---- golden ----\n%s----\n", ks.src);
   if (!strstr(ks.src, "#extension GL_KHR_shader_subgroup_arithmetic : require\n") || !body ||
@@ -968,19 +978,10 @@ static void test_golden_group(void **state) {
   const int64_t ax[] = {1};
   UOp *r = reduce(ld(c, 1, DT_FLOAT32, shp(2, (int64_t)2, (int64_t)8)), OP_ADD, 1, ax);
   UOp *sink = sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)2, (int64_t)1), r));
-  Lang *L = vk_glsl_lang_new(VKFEAT_STORAGE8 | VKFEAT_STORAGE16 | VKFEAT_INT64 | VKFEAT_FLOAT64);
-  assert_non_null(L);
   OptPlan p = {1, {{OPT_GROUP, 1, 4}}};
-  CodegenOpts o = {.lang = L,
-                   .mode = CG_MODE_GRID,
-                   .local_size = 64,
-                   .plan = &p,
-                   .max_local = 64,
-                   .shared_bytes = 16384};
+  CodegenOpts o;
   KernelSource ks;
-  tvk_status st = codegen_kernel_opts(sink, NULL, &o, &ks);
-  vk_glsl_lang_free(L);
-  if (st != TVK_OK) fail_msg("codegen: %s", ks.err.msg);
+  group_glsl(sink, &p, 0, &o, &ks);
   assert_int_equal(ks.global[0], 2);
   assert_int_equal(ks.local[0], 4);
   if (getenv("TVK_GOLDEN_PRINT")) fprintf(stderr, "---- golden ----\n%s----\n", ks.src);

@@ -391,12 +391,17 @@ static bool make_axes_grid(LowerCtx *lc, int local_size, CgLaunch *launch) {
   return true;
 }
 
-/* (index, valid) of a view: size-1 dims of the view are indexed by 0. */
-static bool view_index(LowerCtx *lc, UOp *view, UOp **idx, UOp **valid) {
-  const ShapeTracker *st = view->arg.st;
+/* (index, valid) of the element of st at the axis indices `at`: size-1
+ * dims of the view are indexed by 0. */
+static bool index_at(LowerCtx *lc, const ShapeTracker *st, UOp *const *at, UOp **idx, UOp **valid) {
   UOp *idxs[TVK_MAX_DIMS];
-  for (int d = 0; d < st_ndim(st); d++) idxs[d] = st_shape(st)[d] == 1 ? lc->zero : lc->axis[d];
+  for (int d = 0; d < st_ndim(st); d++) idxs[d] = st_shape(st)[d] == 1 ? lc->zero : at[d];
   return st_to_indexed_uops(st, lc->ctx, lc->idt, idxs, idx, valid);
+}
+
+/* The same at the kernel's axes (lc->axis). */
+static bool view_index(LowerCtx *lc, UOp *view, UOp **idx, UOp **valid) {
+  return index_at(lc, view->arg.st, lc->axis, idx, valid);
 }
 
 static bool is_true(const UOp *u) { return u->op == OP_CONST && u->arg.i != 0; }
@@ -414,9 +419,8 @@ enum { X = 1, B, V, Y };
 /* The value of buf at the element the view maps idxs to: LOAD(INDEX(buf,
  * idx)), or gated where the view is masked (0 outside), or 0. */
 static UOp *load_at(LowerCtx *lc, UOp *x, UOp *buf, const ShapeTracker *st, UOp *const *idxs) {
-  UOp *idx, *valid, *at[TVK_MAX_DIMS];
-  for (int d = 0; d < st_ndim(st); d++) at[d] = st_shape(st)[d] == 1 ? lc->zero : idxs[d];
-  if (!st_to_indexed_uops(st, lc->ctx, lc->idt, at, &idx, &valid)) return NULL;
+  UOp *idx, *valid;
+  if (!index_at(lc, st, idxs, &idx, &valid)) return NULL;
   UOp *zero = uop_const_int(lc->ctx, x->dtype, 0);
   if (!zero || is_false(valid)) return zero;
   UOp *index = uop_new(lc->ctx, OP_INDEX, buf->dtype, 2, (UOp *[]){buf, idx}, arg_none());
@@ -522,14 +526,8 @@ static UOp *lower_load(void *ctx, UOp **c) {
     UOp *s = staged_load(lc, c);
     if (s || lc->err->status != TVK_OK) return s;
   }
-  UOp *idx, *valid;
-  if (!view_index(lc, c[V], &idx, &valid)) return oom(lc);
-  UOp *zero = uop_const_int(lc->ctx, c[X]->dtype, 0);
-  if (is_false(valid)) return zero;
-  UOp *index = uop_new(lc->ctx, OP_INDEX, c[B]->dtype, 2, (UOp *[]){c[B], idx}, arg_none());
-  if (!index || !zero) return oom(lc);
-  if (is_true(valid)) return uop_new(lc->ctx, OP_LOAD, c[X]->dtype, 1, &index, arg_none());
-  return uop_new(lc->ctx, OP_LOAD, c[X]->dtype, 3, (UOp *[]){index, zero, valid}, arg_none());
+  UOp *r = load_at(lc, c[X], c[B], c[V]->arg.st, lc->axis);
+  return r ? r : oom(lc);
 }
 
 /* STORE(buf, VIEW, x) -> STORE(INDEX(buf, idx), x, [valid,] output RANGEs...): the
@@ -601,14 +599,6 @@ static UOp *fold(Op op, UOp *ident, UOp *const *v, int n) {
   return r;
 }
 
-/* A grouped reduce's second stage (opt.h, OPT_GROUP): each lane's partial v
- * goes to work-group memory; after a barrier every lane combines the L
- * partials in lane order. A float sum of more than 16 partials goes in two
- * levels: lane b < L/16 sums block b (partials 16b .. 16b+15) into a second
- * array, and after another barrier every lane sums the L/16 block sums in
- * order: the same additions as one lane doing both levels, but each lane
- * reads 16 + L/16 partials instead of L. (Lanes past L/16 sum a block too,
- * the last, into their own slot: every lane stores, no two to one place.) */
 /* The combine through subgroups (CodegenOpts.subgroup = S dividing L): each
  * subgroup reduces its S partials at once (SUBGROUP_REDUCE, in an order the
  * device chooses); its first invocation stores the total in work-group
@@ -638,6 +628,15 @@ static UOp *subgroup_combine(LowerCtx *lc, Op op, UOp *ident, UOp *v) {
   return upd ? uop_new(c, OP_ASSIGN, dt, 2, (UOp *[]){acc, upd}, arg_none()) : NULL;
 }
 
+/* A grouped reduce's second stage (opt.h, OPT_GROUP): each lane's partial v
+ * goes to work-group memory; after a barrier every lane combines the L
+ * partials in lane order. A float sum of more than 16 partials goes in two
+ * levels: lane b < L/16 sums block b (partials 16b .. 16b+15) into a second
+ * array, and after another barrier every lane sums the L/16 block sums in
+ * order: the same additions as one lane doing both levels, but each lane
+ * reads 16 + L/16 partials instead of L. (Lanes past L/16 sum a block too,
+ * the last, into their own slot: every lane stores, no two to one place.)
+ * Through subgroups instead where the device reduces across them. */
 static UOp *group_combine(LowerCtx *lc, Op op, UOp *ident, UOp *v, bool sum) {
   UCtx *c = lc->ctx;
   if (lc->subgroup > 1 && lc->glanes > lc->subgroup && lc->glanes % lc->subgroup == 0)

@@ -67,9 +67,8 @@ static const char *group_blocker(UOp *norm, bool need32, uint32_t *axes, int *nr
 
 static bool pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
-static const char *stage_blocker(UOp *norm, const KernelDesc *kd, const OptPlan *plan,
-                                 const OptStep *s, int stages, uint32_t local, int groups,
-                                 int unrolls, uint32_t spread);
+static const char *stage_blocker(UOp *norm, const KernelDesc *kd, const OptStep *s, int stages,
+                                 uint32_t local, int groups, int unrolls, uint32_t spread);
 static int step_of(const OptPlan *plan, OptKind kind, int64_t *amount);
 
 void opt_target(const CodegenOpts *o, OptTarget *t) {
@@ -182,9 +181,9 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
   for (int i = 0; i < plan->n && stages; i++) {
     const OptStep *s = &plan->step[i];
     if (s->kind != OPT_STAGE) continue;
-    const char *why = t->mode != CG_MODE_GRID ? "the device has no work groups"
-                                              : stage_blocker(norm, kd, plan, s, stages, local,
-                                                              groups, unrolls, spread);
+    const char *why = t->mode != CG_MODE_GRID
+                          ? "the device has no work groups"
+                          : stage_blocker(norm, kd, s, stages, local, groups, unrolls, spread);
     if (why)
       return err_set(err, TVK_ERR_INVALID_ARG, "opt: step %d: STAGE(%d, %" PRId32 "): %s", i,
                      s->axis, s->amount, why);
@@ -215,9 +214,8 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
  * the kernel's one reduced axis, whose reduces are all float sums or all
  * exact, by the innermost loop lowering makes of it (cg_reduce_inner), with
  * nothing past the axis's end. NULL when it can, else why not. */
-static const char *stage_blocker(UOp *norm, const KernelDesc *kd, const OptPlan *plan,
-                                 const OptStep *s, int stages, uint32_t local, int groups,
-                                 int unrolls, uint32_t spread) {
+static const char *stage_blocker(UOp *norm, const KernelDesc *kd, const OptStep *s, int stages,
+                                 uint32_t local, int groups, int unrolls, uint32_t spread) {
   if (stages > 1) return "the plan stages twice";
   if (!local) return "the plan has no LOCAL (no invocations to share the block)";
   if (groups || unrolls || spread) return "the plan groups, unrolls or spreads (not supported)";
@@ -233,7 +231,6 @@ static const char *stage_blocker(UOp *norm, const KernelDesc *kd, const OptPlan 
   if (sums && exact) return "its reduces are float sums and exact ones";
   int64_t len = kd->full[s->axis], inner = cg_reduce_inner(len, sums > 0);
   if (inner <= 0 || s->amount != inner) return "the amount must be the axis's innermost loop";
-  (void)plan;
   return NULL;
 }
 
@@ -305,6 +302,7 @@ void opt_kernel_name(const KernelDesc *kd, const OptPlan *plan, char *buf, size_
   uint32_t spread = opt_spread_axes(plan);
   size_t at = (size_t)snprintf(buf, n, "%s", kd->reduce_axes ? "r" : "E");
   for (int d = 0; d < kd->ndim && at < n; d++) {
+    int64_t run = opt_spread_run(plan, d); /* > 1: spread runs */
     if (d == g)
       at += (size_t)snprintf(buf + at, n - at, "_%" PRId64 "g%" PRId64,
                              (kd->full[d] + lanes - 1) / lanes, lanes);
@@ -319,11 +317,9 @@ void opt_kernel_name(const KernelDesc *kd, const OptPlan *plan, char *buf, size_
                              kd->full[d] / up[d] / loc[d], loc[d]);
       if (up[d] > 1 && at < n)
         at += (size_t)snprintf(buf + at, n - at, "%c%" PRId64, spread >> d & 1 ? 's' : 'u', up[d]);
-    } else if (spread >> d & 1 &&
-               opt_spread_run(plan, d) > 1) /* spread runs: _<blocks>s<runs>u<run> */
+    } else if (run > 1) /* spread runs: _<blocks>s<runs>u<run> */
       at += (size_t)snprintf(buf + at, n - at, "_%" PRId64 "s%" PRId64 "u%" PRId64,
-                             kd->full[d] / up[d], up[d] / opt_spread_run(plan, d),
-                             opt_spread_run(plan, d));
+                             kd->full[d] / up[d], up[d] / run, run);
     else if (up[d] > 1)
       at += (size_t)snprintf(buf + at, n - at, "_%" PRId64 "%c%" PRId64, kd->full[d] / up[d],
                              spread >> d & 1 ? 's' : 'u', up[d]);
@@ -349,6 +345,7 @@ typedef struct {
    * every access (vectorize.c can make them 4-wide), or one element of a load
    * that does not walk d. */
   uint32_t quads;
+  bool float_sum; /* some reduce is a float sum (its loops are a blocked sum's digits) */
 } Shape;
 
 /* Whether 4 neighbours along axis d of a view of 32-bit elements are one
@@ -406,6 +403,7 @@ static void scan(UOp *norm, const KernelDesc *kd, Shape *sh) {
           sh->quads &= ~(1u << d);
     if (u->op == OP_REDUCE_AXIS) {
       sh->reduce = true;
+      sh->float_sum |= u->arg.red.op == OP_ADD && dt_is_float(u->dtype);
       const UOp *x = skip_casts(u->src[0]);
       if (!sh->matmul_like && u->arg.red.op == OP_ADD && x->op == OP_MUL &&
           skip_casts(x->src[0])->op == OP_LOAD && skip_casts(x->src[1])->op == OP_LOAD) {
@@ -527,8 +525,8 @@ static int32_t tile_rows(const KernelDesc *kd, const OptTarget *t, int32_t cols)
  * as many as divide the blocks and fit the work group, the lanes' axis
  * first: a warp's invocations then share A's rows and B's columns, and
  * neighbouring ones still take neighbouring quads of B and C. */
-static void tile_locals(UOp *norm, const KernelDesc *kd, const OptTarget *t, int vec, int32_t cols,
-                        int other, int32_t rows, OptPlan *plan) {
+static void tile_locals(UOp *norm, const KernelDesc *kd, const Shape *sh, const OptTarget *t,
+                        int vec, int32_t cols, int other, int32_t rows, OptPlan *plan) {
   int64_t most = t->max_local < 256 ? t->max_local : 256;
   int32_t lv = dividing(kd->full[vec] / cols, 16);
   while (lv > 1 && lv > most) lv /= 2;
@@ -536,22 +534,17 @@ static void tile_locals(UOp *norm, const KernelDesc *kd, const OptTarget *t, int
   while (lo > 1 && (int64_t)lv * lo > most) lo /= 2;
   push(plan, OPT_LOCAL, vec, lv);
   push(plan, OPT_LOCAL, other, lo);
-  /* and the reduce staged through work-group memory in blocks of its
-   * innermost loop, where opt_check takes it (one reduced axis) */
-  for (int d = 0; d < kd->ndim && plan->n < OPT_MAX_STEPS && lv * lo > 1; d++) {
-    if (is_output_axis(kd, d)) continue;
-    for (int sum = 1; sum >= 0; sum--) {
-      OptPlan p = *plan;
-      int64_t b = cg_reduce_inner(kd->full[d], sum);
-      if (b < 2 || b > INT32_MAX) continue;
-      p.step[p.n++] = (OptStep){OPT_STAGE, (uint8_t)d, (int32_t)b};
-      Error err = {0};
-      if (opt_check(norm, kd, &p, t, &err) == TVK_OK) {
-        *plan = p;
-        return;
-      }
-    }
-  }
+  /* and the kernel's one reduced axis staged through work-group memory in
+   * blocks of its innermost loop, where opt_check takes it */
+  uint32_t red = kd->reduce_axes;
+  if (lv * lo == 1 || plan->n >= OPT_MAX_STEPS || !red || (red & (red - 1))) return;
+  int d = __builtin_ctz(red);
+  int64_t b = cg_reduce_inner(kd->full[d], sh->float_sum);
+  if (b < 2 || b > INT32_MAX) return;
+  OptPlan p = *plan;
+  p.step[p.n++] = (OptStep){OPT_STAGE, (uint8_t)d, (int32_t)b};
+  Error err = {0};
+  if (opt_check(norm, kd, &p, t, &err) == TVK_OK) *plan = p;
 }
 
 void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan *plan) {
@@ -585,7 +578,7 @@ void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan 
       if (reuse >= 0) other = reuse;
       if (other >= 0) {
         push(plan, OPT_UPCAST, other, rows);
-        if (grid && !t->emulated) tile_locals(norm, kd, t, vec, cols, other, rows, plan);
+        if (grid && !t->emulated) tile_locals(norm, kd, &sh, t, vec, cols, other, rows, plan);
         return;
       }
     }

@@ -362,6 +362,16 @@ static bool add_helper(Walker *w, const char *tmpl, const Subst *s) {
   return true;
 }
 
+/* Binds rhs (taken: freed here) to a new variable <prefix><n> of u's dtype:
+ * the value of position p. */
+static bool declare(Walker *w, size_t p, const UOp *u, char *rhs, const char *prefix,
+                    int *counter) {
+  w->expr[p] = rhs ? printf_new("%s%d", prefix, (*counter)++) : NULL;
+  if (w->expr[p]) line(w, w->L->decl, &(Subst){.op = {rhs}, .t = u->dtype, .v = w->expr[p]});
+  free(rhs);
+  return w->expr[p] ? true : fail_oom(w);
+}
+
 /* ALU ops and casts: the expression, inlined or bound to a new variable. */
 static bool render_alu(Walker *w, size_t p, UOp *u) {
   if (u->op != OP_CAST && (w->L->storage_only >> operand_dtype(u).scalar & 1u)) {
@@ -387,10 +397,7 @@ static bool render_alu(Walker *w, size_t p, UOp *u) {
     return true;
   }
   bool cast = u->op == OP_CAST;
-  w->expr[p] = printf_new("%s%d", cast ? "cast" : "alu", cast ? w->ncast++ : w->nalu++);
-  if (w->expr[p]) line(w, w->L->decl, &(Subst){.op = {rhs}, .t = u->dtype, .v = w->expr[p]});
-  free(rhs);
-  return w->expr[p] ? true : fail_oom(w);
+  return declare(w, p, u, rhs, cast ? "cast" : "alu", cast ? &w->ncast : &w->nalu);
 }
 
 /* A template applied to one expression (NULL template: the expression itself). */
@@ -407,15 +414,12 @@ static bool render_load(Walker *w, size_t p, UOp *u) {
   const Lang *L = w->L;
   const char *conv = is_local_place(u->src[0]) ? NULL : L->load_conv[u->dtype.scalar];
   char *val = convert(L, conv, ex(w, u->src[0]), u->dtype), *rhs = val;
-  if (val && u->nsrc == 3)
+  if (val && u->nsrc == 3) {
     rhs = expand_new(L, L->load_gated,
                      &(Subst){.op = {val, ex(w, u->src[1]), ex(w, u->src[2])}, .t = u->dtype});
-  w->expr[p] = printf_new("val%d", w->nval++);
-  bool ok = rhs && w->expr[p];
-  if (ok) line(w, L->decl, &(Subst){.op = {rhs}, .t = u->dtype, .v = w->expr[p]});
-  if (rhs != val) free(rhs);
-  free(val);
-  return ok ? true : fail_oom(w);
+    free(val);
+  }
+  return declare(w, p, u, rhs, "val", &w->nval);
 }
 
 static bool render_store(Walker *w, UOp *u) {
@@ -537,12 +541,9 @@ static bool render_one(Walker *w, size_t p) {
       return err_first(w->err, TVK_ERR_DTYPE, "render: %s has no subgroup %s", L->name,
                        u->arg.i >= 0 && u->arg.i < OP_COUNT ? op_name((Op)u->arg.i) : "op"),
              false;
-    char *rhs = expand_new(L, t, &(Subst){.op = {ex(w, u->src[0])}, .t = u->dtype});
-    w->expr[p] = printf_new("alu%d", w->nalu++);
-    if (rhs && w->expr[p]) line(w, L->decl, &(Subst){.op = {rhs}, .t = u->dtype, .v = w->expr[p]});
-    free(rhs);
     w->subgroups = true;
-    break;
+    return declare(w, p, u, expand_new(L, t, &(Subst){.op = {ex(w, u->src[0])}, .t = u->dtype}),
+                   "alu", &w->nalu);
   }
   case OP_STORE:
     if (!render_store(w, u)) return false;

@@ -187,14 +187,18 @@ tvk_status unroll_for_quads(UOp *sink, const Lang *L, const KernelDesc *kd, UOp 
   UOp **t = uop_toposort(sink, &n);
   if (!t) return oom(err);
   UOp **from = calloc(n + 1, sizeof *from), **to = calloc(n + 1, sizeof *to);
+  UOp **assigns = calloc(n + 1, sizeof *assigns);
   tvk_status status = TVK_OK;
-  if (!from || !to) {
+  if (!from || !to || !assigns) {
     status = oom(err);
     goto done;
   }
   int64_t next_id = 0;
-  for (size_t i = 0; i < n; i++)
+  size_t nassign = 0;
+  for (size_t i = 0; i < n; i++) {
     if (t[i]->op == OP_RANGE && t[i]->arg.i >= next_id) next_id = t[i]->arg.i + 1;
+    if (t[i]->op == OP_ASSIGN) assigns[nassign++] = t[i];
+  }
   UOp *res = sink;
   /* each loop that is the innermost of some accumulator, once */
   for (size_t i = 0; i < n && res; i++) {
@@ -206,10 +210,8 @@ tvk_status unroll_for_quads(UOp *sink, const Lang *L, const KernelDesc *kd, UOp 
      * may have it elsewhere */
     int nmap = 0;
     bool ok = true, along = false;
-    for (size_t j = 0; j < n && ok; j++) {
-      UOp *a = t[j];
-      if (a->op != OP_ASSIGN) continue;
-      UOp *acc = a->src[0];
+    for (size_t j = 0; j < nassign && ok; j++) {
+      UOp *a = assigns[j], *acc = a->src[0];
       for (uint32_t k = 1; k + 1 < acc->nsrc; k++) ok &= acc->src[k] != rng;
       if (!ok || acc->src[acc->nsrc - 1] != rng) continue;
       from[nmap++] = a;
@@ -255,7 +257,7 @@ tvk_status unroll_for_quads(UOp *sink, const Lang *L, const KernelDesc *kd, UOp 
       *out = simple;
   }
 done:
-  free(t), free(from), free(to);
+  free(t), free(from), free(to), free(assigns);
   return status;
 }
 
@@ -304,8 +306,10 @@ tvk_status vectorize_memory(UOp *sink, const Lang *L, const KernelDesc *kd, UOp 
     goto done;
   }
 
-  /* stores, grouped also by what follows the value (gate, output ranges) */
-  for (uint32_t i = 0; i < res->nsrc && res->nsrc <= sink->nsrc; i++) {
+  /* stores, grouped also by what follows the value (gate, output ranges);
+   * substituting loads keeps the sink's sources (st and srcs are that long) */
+  uint32_t nres = res->nsrc <= sink->nsrc ? res->nsrc : 0;
+  for (uint32_t i = 0; i < nres; i++) {
     UOp *u = res->src[i];
     if (u->op != OP_STORE || u->nsrc < 2 || !quad_place(u->src[0], L, kd, false)) continue;
     if (u->nsrc > 2 && u->src[2]->op != OP_RANGE) continue; /* gated */

@@ -136,11 +136,12 @@ static int extensions(const KernelDesc *kd, const CodegenOpts *base, const OptPl
   int most = base->max_local > 0 ? base->max_local : 64;
   /* grid: a work-group tile along an output axis the plan has no LOCAL of,
    * of the blocks its upcasts leave (opt_check refuses what does not fit) */
-  int64_t up[TVK_MAX_DIMS], loc[TVK_MAX_DIMS];
+  int64_t up[TVK_MAX_DIMS], loc[TVK_MAX_DIMS], lanes;
   opt_upcasts(kd, from, up);
   opt_locals(from, loc);
-  for (int d = 0; grid && d < kd->ndim && from->n < OPT_MAX_STEPS; d++) {
-    if (kd->reduce_axes >> d & 1 || loc[d] > 1 || opt_group(from, &(int64_t){0}) >= 0) continue;
+  bool grouped = opt_group(from, &lanes) >= 0;
+  for (int d = 0; grid && !grouped && d < kd->ndim && from->n < OPT_MAX_STEPS; d++) {
+    if (kd->reduce_axes >> d & 1 || loc[d] > 1) continue;
     for (int32_t l = 4; l <= 16 && l <= most && n < cap; l *= 2) {
       if ((kd->full[d] / up[d]) % l) continue;
       out[n] = *from;
