@@ -14,7 +14,7 @@ if [ $# -gt 0 ]; then
 else
   mapfile -t files < <(git ls-files -- \
     'include/*.[ch]' 'src/*.[ch]' 'backend_cpu/*.[ch]' 'backend_vk/*.[ch]' \
-    'tests/*.[ch]' 'samples/*.[ch]')
+    'tests/*.[ch]' 'samples/*.[ch]' 'onnx/*.[ch]')
 fi
 [ ${#files[@]} -gt 0 ] || { echo "check-format: no files" >&2; exit 2; }
 

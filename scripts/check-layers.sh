@@ -10,7 +10,10 @@
 #   3. A folder with a LAYERS file (lines "rank module ...", lowest first, as
 #      backend_vk/LAYERS) ranks its modules the same way: a file includes only
 #      modules of a lower rank than its own.
-#   4. Modules include each other without a cycle. A module is a file's path
+#   4. The ONNX importer (onnx/) is a client of the public API: it includes
+#      tvk.h, tvk_onnx.h, its generated parser (onnx.pb-c.h) and its own
+#      files, nothing of src/ or the backends.
+#   5. Modules include each other without a cycle. A module is a file's path
 #      without its extension and without an "_internal" suffix (uop.h + uop.c,
 #      symbolic.h + symbolic_internal.h); an include of another module's file is
 #      an edge, and any cycle of edges, in a folder or across folders, fails.
@@ -27,7 +30,7 @@ if [ "${1:-}" = --self-test ]; then
   cd "$here/.."
   "$here/check-layers.sh" >/dev/null || { echo "self-test: the tree itself fails"; exit 1; }
   plant() { # file, line to add, what it breaks
-    rm -rf "$tmp/t" && mkdir -p "$tmp/t" && cp -r src include backend_* "$tmp/t/"
+    rm -rf "$tmp/t" && mkdir -p "$tmp/t" && cp -r src include backend_* onnx "$tmp/t/"
     echo "$2" >>"$tmp/t/$1"
     if "$here/check-layers.sh" "$tmp/t" >/dev/null; then
       echo "self-test: not caught: $3"
@@ -41,13 +44,14 @@ if [ "${1:-}" = --self-test ]; then
   plant src/ir/view.c '#include "uop.h"' "a cycle inside ir (view <-> uop)"
   plant backend_vk/vk_core.c '#include "vk_memory.h"' "vk_core including a higher rank"
   plant backend_vk/vk_pipeline.c '#include "vk_dispatch.h"' "a rank-order violation in backend_vk"
+  plant onnx/onnx_run.c '#include "ir/uop.h"' "the ONNX importer including an internal header"
   echo "self-test: every planted violation was caught"
   exit 0
 fi
 
 cd "${1:-$here/..}"
 
-files=$(ls src/*/*.[ch] backend_*/*.[ch] include/*.h)
+files=$(ls src/*/*.[ch] backend_*/*.[ch] onnx/*.[ch] include/*.h 2>/dev/null)
 # "dir/module rank" for every module a LAYERS file names.
 layers=$(for f in src/*/LAYERS backend_*/LAYERS; do
   [ -f "$f" ] || continue
@@ -57,7 +61,8 @@ report=$(mktemp)
 trap 'rm -f "$report"' EXIT
 
 # One line per include: "file<TAB>< or \"<TAB>included path".
-grep -HE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]' src/*/*.[ch] backend_*/*.[ch] |
+grep -HE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]' src/*/*.[ch] backend_*/*.[ch] \
+  $(ls onnx/*.[ch] 2>/dev/null) |
   sed -E 's/^([^:]+):[^<"]*([<"])([^>"]+)[>"].*$/\1\t\2\t\3/' |
   awk -F'\t' -v files="$files" -v layers="$layers" -v report="$report" '
     BEGIN {
@@ -74,7 +79,10 @@ grep -HE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]' src/*/*.[ch] backen
       file = $1; quoted = $2 == "\""; inc = $3; checked++
       dir = file; sub(/\/[^\/]*$/, "", dir)
       to = index(inc, "/") ? substr(inc, 1, index(inc, "/") - 1) : ""
-      if (dir ~ /^src\//) {
+      if (dir == "onnx") {
+        if (quoted && inc !~ /^(tvk\.h|tvk_onnx\.h|onnx\.pb-c\.h|onnx_[a-z_]+\.h)$/)
+          bad(file " includes \"" inc "\": the ONNX importer sees tvk only through tvk.h")
+      } else if (dir ~ /^src\//) {
         from = substr(dir, 5)
         if (to in rank && rank[to] > rank[from])
           bad(file " includes \"" inc "\": " from " may not include " to " (a higher layer)")

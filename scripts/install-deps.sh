@@ -15,6 +15,8 @@ packages=(
   mesa-vulkan-drivers vulkan-validationlayers vulkan-tools  # lavapipe + validation for tests
   libopenblas0-pthread                      # samples/bench's matmul reference (dlopen'ed; nothing links it)
   zlib1g-dev dataset-fashion-mnist          # samples/fashion_mnist: reads the gzipped IDX files
+  libprotobuf-c-dev protobuf-c-compiler libonnx-dev  # the ONNX importer (libtvk_onnx, TVK_ONNX)
+  libonnx-testdata                          # its reference: the ONNX backend test suite
 )
 
 missing=()

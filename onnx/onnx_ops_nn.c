@@ -1,0 +1,479 @@
+/* Neural-network ONNX ops: MatMul, Gemm, Conv, the pools, the norms,
+ * Softmax, the reductions, ArgMax/ArgMin, CumSum, Dropout. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "onnx_internal.h"
+#include "onnx_ops.h"
+
+#define IN(i) onnx_in(c, i)
+#define CTX (c->m->ctx)
+
+static bool is_float(tvk_dtype dt) {
+  return dt == TVK_FLOAT16 || dt == TVK_BFLOAT16 || dt == TVK_FLOAT32 || dt == TVK_FLOAT64;
+}
+
+static tvk_tensor *fconst(onnx_run_ctx *c, tvk_tensor *like, double v) {
+  tvk_dtype dt = tvk_dtype_of(like);
+  return onnx_scalar(c, is_float(dt) ? dt : TVK_FLOAT32, v);
+}
+
+static const char *axis_text(int64_t a) {
+  static _Thread_local char buf[32];
+  snprintf(buf, sizeof buf, "%lld", (long long)a);
+  return buf;
+}
+
+/* ---- matrix products ---- */
+
+static tvk_status op_matmul(onnx_run_ctx *c) {
+  return onnx_set_out(c, 0, tvk_matmul(IN(0), IN(1)));
+}
+
+static tvk_status op_gemm(onnx_run_ctx *c) {
+  tvk_tensor *a = IN(0), *b = IN(1);
+  if (onnx_attr_int(c, "transA", 0)) a = tvk_transpose(a, 0, 1);
+  if (onnx_attr_int(c, "transB", 0)) b = tvk_transpose(b, 0, 1);
+  double alpha = onnx_attr_float(c, "alpha", 1.0), beta = onnx_attr_float(c, "beta", 1.0);
+  tvk_tensor *y = tvk_matmul(a, b);
+  if (alpha != 1.0) y = tvk_mul(y, onnx_scalar(c, tvk_dtype_of(y), alpha));
+  if (onnx_has_in(c, 2)) {
+    tvk_tensor *cc = IN(2);
+    if (beta != 1.0) cc = tvk_mul(cc, onnx_scalar(c, tvk_dtype_of(cc), beta));
+    y = tvk_add(y, cc);
+  }
+  return onnx_set_out(c, 0, y);
+}
+
+/* ---- windows: conv and pools share kernel, strides, pads, dilations ---- */
+
+typedef struct {
+  int nsp; /* spatial dims: 1 or 2 */
+  int64_t k[2], s[2], d[2];
+  int64_t pad[2][2]; /* per spatial dim: {begin, end} */
+} window;
+
+/* Reads kernel_shape (or takes kshape), strides, dilations, pads and
+ * auto_pad for a window over the last nsp dims of in_shape. */
+static tvk_status read_window(onnx_run_ctx *c, int nsp, const int64_t *in_sp, const int64_t *kshape,
+                              window *w) {
+  memset(w, 0, sizeof *w);
+  w->nsp = nsp;
+  int64_t v[8];
+  int n = onnx_attr_ints(c, "kernel_shape", v, 8);
+  for (int i = 0; i < nsp; i++) w->k[i] = n == nsp ? v[i] : kshape ? kshape[i] : 0;
+  if (n >= 0 && n != nsp)
+    return onnx_node_fail(c, TVK_ERR_SHAPE, "kernel_shape has %d values for %d spatial dims", n,
+                          nsp);
+  for (int i = 0; i < nsp; i++)
+    if (w->k[i] <= 0) return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "no kernel_shape");
+  n = onnx_attr_ints(c, "strides", v, 8);
+  if (n >= 0 && n != nsp)
+    return onnx_node_fail(c, TVK_ERR_SHAPE, "strides has %d values for %d spatial dims", n, nsp);
+  for (int i = 0; i < nsp; i++) w->s[i] = n > 0 ? v[i] : 1;
+  n = onnx_attr_ints(c, "dilations", v, 8);
+  if (n >= 0 && n != nsp)
+    return onnx_node_fail(c, TVK_ERR_SHAPE, "dilations has %d values for %d spatial dims", n, nsp);
+  for (int i = 0; i < nsp; i++) w->d[i] = n > 0 ? v[i] : 1;
+  n = onnx_attr_ints(c, "pads", v, 8);
+  if (n >= 0 && n != 2 * nsp)
+    return onnx_node_fail(c, TVK_ERR_SHAPE, "pads has %d values for %d spatial dims", n, nsp);
+  for (int i = 0; i < nsp; i++) {
+    w->pad[i][0] = n > 0 ? v[i] : 0;
+    w->pad[i][1] = n > 0 ? v[i + nsp] : 0;
+  }
+  char buf[16];
+  const char *ap = onnx_attr_string(c, "auto_pad", "NOTSET", buf, sizeof buf);
+  if (!strcmp(ap, "VALID")) {
+    memset(w->pad, 0, sizeof w->pad);
+  } else if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+    for (int i = 0; i < nsp; i++) {
+      int64_t out = (in_sp[i] + w->s[i] - 1) / w->s[i];
+      int64_t total = (out - 1) * w->s[i] + (w->k[i] - 1) * w->d[i] + 1 - in_sp[i];
+      if (total < 0) total = 0;
+      int64_t small = total / 2, big = total - small;
+      w->pad[i][0] = ap[5] == 'U' ? small : big;
+      w->pad[i][1] = ap[5] == 'U' ? big : small;
+    }
+  } else if (strcmp(ap, "NOTSET")) {
+    return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "auto_pad '%s'", ap);
+  }
+  for (int i = 0; i < nsp; i++)
+    if (w->s[i] <= 0 || w->d[i] <= 0 || w->pad[i][0] < 0 || w->pad[i][1] < 0)
+      return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "strides, dilations and pads must be positive");
+  return TVK_OK;
+}
+
+/* (N, C, L) -> (N, C, 1, L) for the 1-D forms; 2-D stays. */
+static tvk_tensor *to_2d(tvk_tensor *x, int nsp) {
+  if (nsp == 2) return x;
+  const int64_t *sh = tvk_shape(x);
+  int64_t s[4] = {sh[0], sh[1], 1, sh[2]};
+  return tvk_reshape(x, 4, s);
+}
+
+static tvk_tensor *from_2d(tvk_tensor *y, int nsp) {
+  if (nsp == 2) return y;
+  const int64_t *sh = tvk_shape(y);
+  int64_t s[3] = {sh[0], sh[1], sh[3]};
+  return tvk_reshape(y, 3, s);
+}
+
+static void window_2d(const window *w, int64_t k[2], int64_t s[2], int64_t d[2], int64_t pad[4]) {
+  int o = w->nsp == 1; /* the 1-D window is the W of (1, L) */
+  k[0] = o ? 1 : w->k[0], k[1] = w->k[1 - o];
+  s[0] = o ? 1 : w->s[0], s[1] = w->s[1 - o];
+  d[0] = o ? 1 : w->d[0], d[1] = w->d[1 - o];
+  pad[0] = o ? 0 : w->pad[0][0], pad[1] = o ? 0 : w->pad[0][1];
+  pad[2] = w->pad[1 - o][0], pad[3] = w->pad[1 - o][1];
+}
+
+static int spatial_dims(onnx_run_ctx *c, int input) {
+  int nd = onnx_in_ndim(c, input);
+  if (nd != 3 && nd != 4) {
+    onnx_node_fail(c, TVK_ERR_SHAPE,
+                   "%d dims: tvk takes 1-D and 2-D windows ((N, C, L) or (N, C, H, W))", nd);
+    return -1;
+  }
+  return nd - 2;
+}
+
+static tvk_status op_conv(onnx_run_ctx *c) {
+  int nsp = spatial_dims(c, 0);
+  if (nsp < 0) return TVK_ERR_SHAPE;
+  if (onnx_in_ndim(c, 1) != nsp + 2)
+    return onnx_node_fail(c, TVK_ERR_SHAPE, "weight has %d dims", onnx_in_ndim(c, 1));
+  window w;
+  tvk_status s = read_window(c, nsp, onnx_in_shape(c, 0) + 2, onnx_in_shape(c, 1) + 2, &w);
+  if (s != TVK_OK) return s;
+  int64_t k[2], st[2], d[2], pad[4];
+  window_2d(&w, k, st, d, pad);
+  tvk_tensor *y = tvk_conv2d(to_2d(IN(0), nsp), to_2d(IN(1), nsp), onnx_has_in(c, 2) ? IN(2) : NULL,
+                             st, pad, d, onnx_attr_int(c, "group", 1));
+  return onnx_set_out(c, 0, from_2d(y, nsp));
+}
+
+/* Extra end padding so that ceil_mode's last window fits; a window must
+ * start inside the input or its begin padding (as the reference). */
+static void ceil_extra(const window *w, const int64_t *in_sp, int64_t extra[2]) {
+  for (int i = 0; i < w->nsp; i++) {
+    int64_t span = in_sp[i] + w->pad[i][0] + w->pad[i][1] - ((w->k[i] - 1) * w->d[i] + 1);
+    int64_t out = span < 0 ? 0 : (span + w->s[i] - 1) / w->s[i] + 1;
+    if ((out - 1) * w->s[i] >= in_sp[i] + w->pad[i][0]) out--;
+    int64_t need = (out - 1) * w->s[i] + (w->k[i] - 1) * w->d[i] + 1;
+    int64_t have = in_sp[i] + w->pad[i][0] + w->pad[i][1];
+    extra[i] = need > have ? need - have : 0;
+  }
+}
+
+static tvk_status op_max_pool(onnx_run_ctx *c) {
+  if (c->node->nout > 1 && c->node->out[1] >= 0)
+    return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "the Indices output is not supported");
+  int nsp = spatial_dims(c, 0);
+  if (nsp < 0) return TVK_ERR_SHAPE;
+  window w;
+  const int64_t *sp = onnx_in_shape(c, 0) + 2;
+  tvk_status s = read_window(c, nsp, sp, NULL, &w);
+  if (s != TVK_OK) return s;
+  if (onnx_attr_int(c, "storage_order", 0))
+    return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "storage_order 1 is not supported");
+  if (w.d[0] != 1 || (nsp == 2 && w.d[1] != 1))
+    return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "dilated pools are not supported");
+  int64_t extra[2] = {0, 0};
+  if (onnx_attr_int(c, "ceil_mode", 0)) ceil_extra(&w, sp, extra);
+  for (int i = 0; i < nsp; i++) w.pad[i][1] += extra[i];
+  int64_t k[2], st[2], d[2], pad[4];
+  window_2d(&w, k, st, d, pad);
+  tvk_tensor *x = to_2d(IN(0), nsp);
+  if (!is_float(tvk_dtype_of(x))) {
+    /* integers pad with their minimum, which tvk's -inf padding cannot say */
+    if (pad[0] || pad[1] || pad[2] || pad[3])
+      return onnx_node_fail(c, TVK_ERR_DTYPE, "a padded max pool of %s",
+                            tvk_dtype_name(tvk_dtype_of(x)));
+  }
+  return onnx_set_out(c, 0, from_2d(tvk_max_pool2d(x, k, st, pad), nsp));
+}
+
+static tvk_status op_average_pool(onnx_run_ctx *c) {
+  int nsp = spatial_dims(c, 0);
+  if (nsp < 0) return TVK_ERR_SHAPE;
+  window w;
+  const int64_t *sp = onnx_in_shape(c, 0) + 2;
+  tvk_status s = read_window(c, nsp, sp, NULL, &w);
+  if (s != TVK_OK) return s;
+  if (w.d[0] != 1 || (nsp == 2 && w.d[1] != 1))
+    return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "dilated pools are not supported");
+  int64_t extra[2] = {0, 0};
+  if (onnx_attr_int(c, "ceil_mode", 0)) ceil_extra(&w, sp, extra);
+  bool include = onnx_attr_int(c, "count_include_pad", 0) != 0;
+  int64_t k[2], st[2], d[2], pad[4];
+  window_2d(&w, k, st, d, pad);
+  tvk_tensor *x = to_2d(IN(0), nsp);
+  bool padded = pad[0] || pad[1] || pad[2] || pad[3] || extra[0] || extra[1];
+  if (!padded) return onnx_set_out(c, 0, from_2d(tvk_avg_pool2d(x, k, st, NULL), nsp));
+  /* sum over the window / the elements counted: the input's, plus the pads'
+   * when count_include_pad (ceil_mode's extra never counts) */
+  int64_t p4[TVK_MAX_DIMS][2] = {{0}}, e4[TVK_MAX_DIMS][2] = {{0}};
+  p4[2][0] = pad[0], p4[2][1] = pad[1], p4[3][0] = pad[2], p4[3][1] = pad[3];
+  e4[2][1] = nsp == 2 ? extra[0] : 0, e4[3][1] = nsp == 2 ? extra[1] : extra[0];
+  tvk_tensor *xs = tvk_pad(tvk_pad(x, p4, 0), e4, 0);
+  tvk_tensor *ones = tvk_full(CTX, tvk_dtype_of(x), 4, tvk_shape(x), 1);
+  tvk_tensor *cnt = tvk_pad(tvk_pad(ones, p4, include ? 1 : 0), e4, 0);
+  tvk_tensor *y = tvk_div(tvk_avg_pool2d(xs, k, st, NULL), tvk_avg_pool2d(cnt, k, st, NULL));
+  return onnx_set_out(c, 0, from_2d(y, nsp));
+}
+
+static tvk_status global_pool(onnx_run_ctx *c,
+                              tvk_tensor *(*f)(tvk_tensor *, int, const int *, bool)) {
+  int nd = onnx_in_ndim(c, 0);
+  if (nd < 3) return onnx_node_fail(c, TVK_ERR_SHAPE, "%d dims (N, C, spatial...)", nd);
+  int axes[TVK_MAX_DIMS];
+  for (int i = 2; i < nd; i++) axes[i - 2] = i;
+  return onnx_set_out(c, 0, f(IN(0), nd - 2, axes, true));
+}
+static tvk_status op_global_average_pool(onnx_run_ctx *c) { return global_pool(c, tvk_mean); }
+static tvk_status op_global_max_pool(onnx_run_ctx *c) { return global_pool(c, tvk_max); }
+
+/* ---- norms ---- */
+
+static tvk_status op_batch_norm(onnx_run_ctx *c) {
+  if (onnx_attr_int(c, "training_mode", 0) || c->node->nout > 1)
+    return onnx_node_fail(c, TVK_ERR_INVALID_ARG,
+                          "training mode is not supported (inference only)");
+  double eps = onnx_attr_float(c, "epsilon", 1e-5);
+  tvk_tensor *x = IN(0);
+  tvk_tensor *y = tvk_batchnorm(x, IN(1), IN(2), IN(3), IN(4), eps);
+  return onnx_set_out(c, 0, tvk_cast(y, tvk_dtype_of(x)));
+}
+
+static tvk_status op_instance_norm(onnx_run_ctx *c) {
+  int nd = onnx_in_ndim(c, 0);
+  if (nd < 3) return onnx_node_fail(c, TVK_ERR_SHAPE, "%d dims (N, C, spatial...)", nd);
+  tvk_tensor *x = IN(0);
+  double eps = onnx_attr_float(c, "epsilon", 1e-5);
+  int axes[TVK_MAX_DIMS];
+  for (int i = 2; i < nd; i++) axes[i - 2] = i;
+  tvk_tensor *mean = tvk_mean(x, nd - 2, axes, true), *var = tvk_var(x, nd - 2, axes, true, 0);
+  tvk_tensor *y = tvk_mul(tvk_sub(x, mean), tvk_rsqrt(tvk_add(var, fconst(c, x, eps))));
+  int64_t cs[TVK_MAX_DIMS];
+  cs[0] = onnx_in_shape(c, 0)[1];
+  for (int i = 1; i < nd - 1; i++) cs[i] = 1;
+  y = tvk_add(tvk_mul(y, tvk_reshape(IN(1), nd - 1, cs)), tvk_reshape(IN(2), nd - 1, cs));
+  return onnx_set_out(c, 0, y);
+}
+
+static tvk_status op_layer_norm(onnx_run_ctx *c) {
+  int nd = onnx_in_ndim(c, 0);
+  int axis = onnx_axis(onnx_attr_int(c, "axis", -1), nd);
+  if (axis < 0)
+    return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "axis %s for %d dims",
+                          axis_text(onnx_attr_int(c, "axis", -1)), nd);
+  double eps = onnx_attr_float(c, "epsilon", 1e-5);
+  tvk_tensor *x = IN(0);
+  if (c->node->nout == 1)
+    return onnx_set_out(c, 0,
+                        tvk_layernorm(x, nd - axis, IN(1), onnx_has_in(c, 2) ? IN(2) : NULL, eps));
+  int axes[TVK_MAX_DIMS];
+  for (int i = axis; i < nd; i++) axes[i - axis] = i;
+  tvk_tensor *mean = tvk_mean(x, nd - axis, axes, true);
+  tvk_tensor *inv = tvk_rsqrt(tvk_add(tvk_var(x, nd - axis, axes, true, 0), fconst(c, x, eps)));
+  tvk_tensor *y = tvk_mul(tvk_mul(tvk_sub(x, mean), inv), IN(1));
+  if (onnx_has_in(c, 2)) y = tvk_add(y, IN(2));
+  tvk_status s = onnx_set_out(c, 0, y);
+  if (s == TVK_OK) s = onnx_set_out(c, 1, mean);
+  if (s == TVK_OK && c->node->nout > 2) s = onnx_set_out(c, 2, inv);
+  return s;
+}
+
+/* ---- softmax ---- */
+
+static tvk_status softmax(onnx_run_ctx *c, tvk_tensor *(*f)(tvk_tensor *, int)) {
+  int nd = onnx_in_ndim(c, 0);
+  int64_t dflt = c->node->opset < 13 ? 1 : -1;
+  int axis = onnx_axis(onnx_attr_int(c, "axis", dflt), nd);
+  if (axis < 0)
+    return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "axis %s for %d dims",
+                          axis_text(onnx_attr_int(c, "axis", dflt)), nd);
+  tvk_tensor *x = IN(0);
+  if (c->node->opset >= 13) return onnx_set_out(c, 0, f(x, axis));
+  /* before opset 13: over the input flattened to 2-D at axis */
+  const int64_t *sh = onnx_in_shape(c, 0);
+  int64_t rows = 1, cols = 1;
+  for (int i = 0; i < nd; i++) *(i < axis ? &rows : &cols) *= sh[i];
+  int64_t s2[2] = {rows, cols};
+  return onnx_set_out(c, 0, tvk_reshape(f(tvk_reshape(x, 2, s2), 1), nd, sh));
+}
+static tvk_status op_softmax(onnx_run_ctx *c) { return softmax(c, tvk_softmax); }
+static tvk_status op_log_softmax(onnx_run_ctx *c) { return softmax(c, tvk_log_softmax); }
+
+/* ---- reductions ---- */
+
+typedef enum {
+  R_SUM,
+  R_MEAN,
+  R_MAX,
+  R_MIN,
+  R_PROD,
+  R_L1,
+  R_L2,
+  R_LOGSUM,
+  R_LOGSUMEXP,
+  R_SUMSQUARE
+} reduce_kind;
+
+static tvk_status reduce(onnx_run_ctx *c, reduce_kind k) {
+  int nd = onnx_in_ndim(c, 0);
+  bool keep = onnx_attr_int(c, "keepdims", 1) != 0;
+  int64_t ax[TVK_MAX_DIMS];
+  int na;
+  /* axes became an input: ReduceSum in opset 13, the others in 18 */
+  int from = k == R_SUM ? 13 : 18;
+  if (c->node->opset < from) {
+    na = onnx_attr_ints(c, "axes", ax, TVK_MAX_DIMS);
+  } else if (onnx_has_in(c, 1)) {
+    const onnx_host *h = onnx_in_host(c, 1);
+    if (!h) return TVK_ERR_INVALID_ARG;
+    if (h->numel > TVK_MAX_DIMS)
+      return onnx_node_fail(c, TVK_ERR_SHAPE, "%lld axes", (long long)h->numel);
+    na = (int)h->numel;
+    for (int i = 0; i < na; i++) ax[i] = onnx_host_get_int(h, i);
+  } else {
+    na = -1;
+  }
+  tvk_tensor *x = IN(0);
+  tvk_dtype dt = tvk_dtype_of(x);
+  if (na <= 0 && onnx_attr_int(c, "noop_with_empty_axes", 0)) return onnx_set_out(c, 0, x);
+  int axes[TVK_MAX_DIMS];
+  bool seen[TVK_MAX_DIMS] = {false};
+  for (int i = 0; i < na; i++) {
+    axes[i] = onnx_axis(ax[i], nd);
+    if (axes[i] < 0 || seen[axes[i]])
+      return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "axis %s for %d dims", axis_text(ax[i]), nd);
+    seen[axes[i]] = true;
+  }
+  if (na < 0) na = 0; /* every axis */
+  tvk_tensor *y;
+  switch (k) {
+  case R_SUM: y = tvk_sum(x, na, axes, keep); break;
+  case R_MEAN: y = tvk_mean(x, na, axes, keep); break;
+  case R_MAX: y = tvk_max(x, na, axes, keep); break;
+  case R_MIN: y = tvk_min(x, na, axes, keep); break;
+  case R_PROD: y = tvk_prod(x, na, axes, keep); break;
+  case R_L1: y = tvk_sum(tvk_abs(x), na, axes, keep); break;
+  case R_L2: y = tvk_sqrt(tvk_sum(tvk_mul(x, x), na, axes, keep)); break;
+  case R_SUMSQUARE: y = tvk_sum(tvk_mul(x, x), na, axes, keep); break;
+  case R_LOGSUM: y = tvk_log(tvk_sum(x, na, axes, keep)); break;
+  case R_LOGSUMEXP: {
+    tvk_tensor *m = tvk_max(x, na, axes, true);
+    /* an all -inf row keeps -inf rather than nan */
+    m = tvk_where(tvk_eq(m, fconst(c, x, -INFINITY)), fconst(c, x, 0), m);
+    y = tvk_add(tvk_log(tvk_sum(tvk_exp(tvk_sub(x, m)), na, axes, true)), m);
+    if (!keep) y = tvk_squeeze(y, na ? na : 0, na ? axes : NULL);
+    if (!keep && !na) {
+      int64_t none[1];
+      y = tvk_reshape(y, 0, none);
+    }
+    break;
+  }
+  }
+  return onnx_set_out(c, 0, tvk_cast(y, dt));
+}
+static tvk_status op_reduce_sum(onnx_run_ctx *c) { return reduce(c, R_SUM); }
+static tvk_status op_reduce_mean(onnx_run_ctx *c) { return reduce(c, R_MEAN); }
+static tvk_status op_reduce_max(onnx_run_ctx *c) { return reduce(c, R_MAX); }
+static tvk_status op_reduce_min(onnx_run_ctx *c) { return reduce(c, R_MIN); }
+static tvk_status op_reduce_prod(onnx_run_ctx *c) { return reduce(c, R_PROD); }
+static tvk_status op_reduce_l1(onnx_run_ctx *c) { return reduce(c, R_L1); }
+static tvk_status op_reduce_l2(onnx_run_ctx *c) { return reduce(c, R_L2); }
+static tvk_status op_reduce_log_sum(onnx_run_ctx *c) { return reduce(c, R_LOGSUM); }
+static tvk_status op_reduce_log_sum_exp(onnx_run_ctx *c) { return reduce(c, R_LOGSUMEXP); }
+static tvk_status op_reduce_sum_square(onnx_run_ctx *c) { return reduce(c, R_SUMSQUARE); }
+
+static tvk_status arg(onnx_run_ctx *c, tvk_tensor *(*f)(tvk_tensor *, int, bool)) {
+  int nd = onnx_in_ndim(c, 0);
+  int axis = onnx_axis(onnx_attr_int(c, "axis", 0), nd);
+  if (axis < 0)
+    return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "axis %s for %d dims",
+                          axis_text(onnx_attr_int(c, "axis", 0)), nd);
+  bool keep = onnx_attr_int(c, "keepdims", 1) != 0;
+  tvk_tensor *x = IN(0);
+  if (!onnx_attr_int(c, "select_last_index", 0))
+    return onnx_set_out(c, 0, tvk_cast(f(x, axis, keep), TVK_INT64));
+  /* the last of equal extremes: the first in the flipped axis, counted back */
+  tvk_tensor *i = tvk_cast(f(tvk_flip(x, 1, &axis), axis, keep), TVK_INT64);
+  tvk_tensor *last = onnx_scalar(c, TVK_INT64, (double)(onnx_in_shape(c, 0)[axis] - 1));
+  return onnx_set_out(c, 0, tvk_sub(last, i));
+}
+static tvk_status op_argmax(onnx_run_ctx *c) { return arg(c, tvk_argmax); }
+static tvk_status op_argmin(onnx_run_ctx *c) { return arg(c, tvk_argmin); }
+
+static tvk_status op_cumsum(onnx_run_ctx *c) {
+  const onnx_host *h = onnx_in_host(c, 1);
+  if (!h) return TVK_ERR_INVALID_ARG;
+  if (h->numel != 1)
+    return onnx_node_fail(c, TVK_ERR_SHAPE, "axis has %lld values (one)", (long long)h->numel);
+  int nd = onnx_in_ndim(c, 0);
+  int axis = onnx_axis(onnx_host_get_int(h, 0), nd);
+  if (axis < 0)
+    return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "axis %s for %d dims",
+                          axis_text(onnx_host_get_int(h, 0)), nd);
+  tvk_tensor *x = IN(0);
+  tvk_dtype dt = tvk_dtype_of(x);
+  bool rev = onnx_attr_int(c, "reverse", 0) != 0;
+  if (rev) x = tvk_flip(x, 1, &axis);
+  tvk_tensor *y = tvk_cumsum(x, axis);
+  if (onnx_attr_int(c, "exclusive", 0)) y = tvk_sub(y, x);
+  if (rev) y = tvk_flip(y, 1, &axis);
+  return onnx_set_out(c, 0, tvk_cast(y, dt));
+}
+
+static tvk_status op_dropout(onnx_run_ctx *c) {
+  if (c->node->opset < 12 && onnx_attr_int(c, "is_test", 1) == 0 && c->node->opset < 7)
+    return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "training mode is not supported");
+  if (onnx_has_in(c, 2)) {
+    const onnx_host *t = onnx_in_host(c, 2);
+    if (!t) return TVK_ERR_INVALID_ARG;
+    if (t->numel && onnx_host_get(t, 0) != 0)
+      return onnx_node_fail(c, TVK_ERR_INVALID_ARG,
+                            "training mode is not supported (inference only)");
+  }
+  tvk_tensor *x = IN(0);
+  tvk_status s = onnx_set_out(c, 0, x);
+  if (s == TVK_OK && c->node->nout > 1)
+    s = onnx_set_out(c, 1, tvk_full(CTX, TVK_BOOL, tvk_ndim(x), tvk_shape(x), 1));
+  return s;
+}
+
+const onnx_op onnx_ops_nn[] = {
+    {"ArgMax", "axis,keepdims,select_last_index", 1, 1, 1, 1, op_argmax},
+    {"ArgMin", "axis,keepdims,select_last_index", 1, 1, 1, 1, op_argmin},
+    {"AveragePool", "auto_pad,ceil_mode,count_include_pad,dilations,kernel_shape,pads,strides", 1,
+     1, 1, 1, op_average_pool},
+    {"BatchNormalization", "epsilon,momentum,training_mode,spatial,is_test,consumed_inputs", 5, 5,
+     1, 3, op_batch_norm},
+    {"Conv", "auto_pad,dilations,group,kernel_shape,pads,strides", 2, 3, 1, 1, op_conv},
+    {"CumSum", "exclusive,reverse", 2, 2, 1, 1, op_cumsum},
+    {"Dropout", "ratio,seed,is_test", 1, 3, 1, 2, op_dropout},
+    {"Gemm", "alpha,beta,transA,transB", 2, 3, 1, 1, op_gemm},
+    {"GlobalAveragePool", "", 1, 1, 1, 1, op_global_average_pool},
+    {"GlobalMaxPool", "", 1, 1, 1, 1, op_global_max_pool},
+    {"InstanceNormalization", "epsilon", 3, 3, 1, 1, op_instance_norm},
+    {"LayerNormalization", "axis,epsilon,stash_type", 2, 3, 1, 3, op_layer_norm},
+    {"LogSoftmax", "axis", 1, 1, 1, 1, op_log_softmax},
+    {"MatMul", "", 2, 2, 1, 1, op_matmul},
+    {"MaxPool", "auto_pad,ceil_mode,dilations,kernel_shape,pads,storage_order,strides", 1, 1, 1, 2,
+     op_max_pool},
+    {"ReduceL1", "axes,keepdims,noop_with_empty_axes", 1, 2, 1, 1, op_reduce_l1},
+    {"ReduceL2", "axes,keepdims,noop_with_empty_axes", 1, 2, 1, 1, op_reduce_l2},
+    {"ReduceLogSum", "axes,keepdims,noop_with_empty_axes", 1, 2, 1, 1, op_reduce_log_sum},
+    {"ReduceLogSumExp", "axes,keepdims,noop_with_empty_axes", 1, 2, 1, 1, op_reduce_log_sum_exp},
+    {"ReduceMax", "axes,keepdims,noop_with_empty_axes", 1, 2, 1, 1, op_reduce_max},
+    {"ReduceMean", "axes,keepdims,noop_with_empty_axes", 1, 2, 1, 1, op_reduce_mean},
+    {"ReduceMin", "axes,keepdims,noop_with_empty_axes", 1, 2, 1, 1, op_reduce_min},
+    {"ReduceProd", "axes,keepdims,noop_with_empty_axes", 1, 2, 1, 1, op_reduce_prod},
+    {"ReduceSum", "axes,keepdims,noop_with_empty_axes", 1, 2, 1, 1, op_reduce_sum},
+    {"ReduceSumSquare", "axes,keepdims,noop_with_empty_axes", 1, 2, 1, 1, op_reduce_sum_square},
+    {"Softmax", "axis", 1, 1, 1, 1, op_softmax},
+    {NULL, NULL, 0, 0, 0, 0, NULL},
+};

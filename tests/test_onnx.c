@@ -1,0 +1,486 @@
+/* The ONNX importer as an app uses it (tvk.h, tvk_onnx.h): models built here
+ * with protobuf-c from onnx.proto's own C types, loaded from memory and from
+ * files, run against plain loops in double precision; the error paths (a
+ * missing file, unsupported ops and attributes, wrong inputs) and a fuzz of
+ * truncated and bit-flipped files, which must fail cleanly and never crash
+ * (the sanitizer build runs it under ASan + UBSan). */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "onnx.pb-c.h"
+#include "tvk.h"
+#include "tvk_onnx.h"
+
+static const char *device = "CPU";
+
+/* ---- building models: every allocation goes in one arena, freed at once ---- */
+
+static void *arena[4096];
+static int narena;
+
+static void *alloc(size_t n) {
+  void *p = calloc(1, n);
+  assert_non_null(p);
+  assert_true(narena < 4096);
+  arena[narena++] = p;
+  return p;
+}
+
+static void arena_free(void) {
+  while (narena) free(arena[--narena]);
+}
+
+static char *str(const char *s) {
+  char *p = alloc(strlen(s) + 1);
+  memcpy(p, s, strlen(s) + 1);
+  return p;
+}
+
+static Onnx__ValueInfoProto *vinfo(const char *name, int elem, int ndim, const int64_t *dims,
+                                   const char *const *dim_names) {
+  Onnx__ValueInfoProto *v = alloc(sizeof *v);
+  onnx__value_info_proto__init(v);
+  v->name = str(name);
+  Onnx__TypeProto *t = alloc(sizeof *t);
+  onnx__type_proto__init(t);
+  Onnx__TypeProto__Tensor *tt = alloc(sizeof *tt);
+  onnx__type_proto__tensor__init(tt);
+  tt->has_elem_type = 1;
+  tt->elem_type = elem;
+  Onnx__TensorShapeProto *sh = alloc(sizeof *sh);
+  onnx__tensor_shape_proto__init(sh);
+  sh->n_dim = (size_t)ndim;
+  sh->dim = alloc(sizeof *sh->dim * (size_t)(ndim + 1));
+  for (int i = 0; i < ndim; i++) {
+    Onnx__TensorShapeProto__Dimension *d = alloc(sizeof *d);
+    onnx__tensor_shape_proto__dimension__init(d);
+    if (dim_names && dim_names[i]) {
+      d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+      d->dim_param = str(dim_names[i]);
+    } else {
+      d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+      d->dim_value = dims[i];
+    }
+    sh->dim[i] = d;
+  }
+  tt->shape = sh;
+  t->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+  t->tensor_type = tt;
+  v->type = t;
+  return v;
+}
+
+static Onnx__TensorProto *tensor(const char *name, int elem, int ndim, const int64_t *dims,
+                                 const void *data, size_t bytes) {
+  Onnx__TensorProto *t = alloc(sizeof *t);
+  onnx__tensor_proto__init(t);
+  t->name = str(name);
+  t->has_data_type = 1;
+  t->data_type = elem;
+  t->n_dims = (size_t)ndim;
+  t->dims = alloc(sizeof(int64_t) * (size_t)(ndim + 1));
+  memcpy(t->dims, dims, sizeof(int64_t) * (size_t)ndim);
+  t->has_raw_data = 1;
+  t->raw_data.len = bytes;
+  t->raw_data.data = alloc(bytes + 1);
+  memcpy(t->raw_data.data, data, bytes);
+  return t;
+}
+
+static Onnx__NodeProto *node(const char *op, const char *name, const char *ins, const char *outs) {
+  Onnx__NodeProto *n = alloc(sizeof *n);
+  onnx__node_proto__init(n);
+  n->op_type = str(op);
+  n->name = str(name);
+  n->domain = str("");
+  const char *lists[2] = {ins, outs};
+  for (int k = 0; k < 2; k++) {
+    char **v = alloc(sizeof(char *) * 16);
+    size_t cnt = 0;
+    char *copy = str(lists[k]);
+    for (char *save, *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+      v[cnt++] = strcmp(tok, "-") ? tok : str(""); /* "-": an omitted optional input */
+    if (k == 0)
+      n->input = v, n->n_input = cnt;
+    else
+      n->output = v, n->n_output = cnt;
+  }
+  n->attribute = alloc(sizeof *n->attribute * 8);
+  return n;
+}
+
+static void attr_ints(Onnx__NodeProto *n, const char *name, int count, const int64_t *v) {
+  Onnx__AttributeProto *a = alloc(sizeof *a);
+  onnx__attribute_proto__init(a);
+  a->name = str(name);
+  a->has_type = 1;
+  if (count == 1) {
+    a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    a->has_i = 1;
+    a->i = v[0];
+  } else {
+    a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+    a->n_ints = (size_t)count;
+    a->ints = alloc(sizeof(int64_t) * (size_t)count);
+    memcpy(a->ints, v, sizeof(int64_t) * (size_t)count);
+  }
+  n->attribute[n->n_attribute++] = a;
+}
+
+typedef struct {
+  Onnx__NodeProto *nodes[16];
+  int nnodes;
+  Onnx__TensorProto *inits[16];
+  int ninits;
+  Onnx__ValueInfoProto *ins[8], *outs[8];
+  int nins, nouts;
+  int opset;
+} graph_def;
+
+/* Serialises the graph as a model; the bytes are the arena's. */
+static uint8_t *pack(const graph_def *g, size_t *len) {
+  Onnx__GraphProto *gp = alloc(sizeof *gp);
+  onnx__graph_proto__init(gp);
+  gp->name = str("test");
+  gp->n_node = (size_t)g->nnodes;
+  gp->node = (Onnx__NodeProto **)g->nodes;
+  gp->n_initializer = (size_t)g->ninits;
+  gp->initializer = (Onnx__TensorProto **)g->inits;
+  gp->n_input = (size_t)g->nins;
+  gp->input = (Onnx__ValueInfoProto **)g->ins;
+  gp->n_output = (size_t)g->nouts;
+  gp->output = (Onnx__ValueInfoProto **)g->outs;
+  Onnx__OperatorSetIdProto *os = alloc(sizeof *os);
+  onnx__operator_set_id_proto__init(os);
+  os->domain = str("");
+  os->has_version = 1;
+  os->version = g->opset ? g->opset : 17;
+  Onnx__OperatorSetIdProto **osv = alloc(sizeof *osv);
+  osv[0] = os;
+  Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
+  m.has_ir_version = 1;
+  m.ir_version = 8;
+  m.n_opset_import = 1;
+  m.opset_import = osv;
+  m.graph = gp;
+  *len = onnx__model_proto__get_packed_size(&m);
+  uint8_t *buf = alloc(*len + 1);
+  assert_int_equal(onnx__model_proto__pack(&m, buf), *len);
+  return buf;
+}
+
+/* y = relu(x @ W + b) for x (batch, 4), W (4, 3), b (3), and y2 = y reshaped
+ * to (Shape(x)[0], 3) through a shape subgraph that folds on the host. */
+static const float W[12] = {0.5f, -1, 2, 1.5f, 0.25f, -0.5f, -2, 1, 0.75f, 1, -0.25f, 0.5f};
+static const float B[3] = {0.1f, -0.2f, 0.3f};
+
+static uint8_t *mlp_model(size_t *len) {
+  graph_def g = {0};
+  int64_t wd[2] = {4, 3}, bd[1] = {3}, one = 1, three = 3, zero = 0;
+  g.inits[g.ninits++] = tensor("W", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, wd, W, sizeof W);
+  g.inits[g.ninits++] = tensor("b", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, bd, B, sizeof B);
+  g.inits[g.ninits++] = tensor("zero", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 0, &one, &zero, 8);
+  g.inits[g.ninits++] = tensor("three", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 1, &one, &three, 8);
+  g.inits[g.ninits++] = tensor("axes0", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 1, &one, &zero, 8);
+  g.nodes[g.nnodes++] = node("MatMul", "mm", "x,W", "xw");
+  g.nodes[g.nnodes++] = node("Add", "bias", "xw,b", "pre");
+  g.nodes[g.nnodes++] = node("Relu", "act", "pre", "y");
+  g.nodes[g.nnodes++] = node("Shape", "shape", "x", "xs");
+  g.nodes[g.nnodes++] = node("Gather", "batch", "xs,zero", "n");
+  g.nodes[g.nnodes++] = node("Unsqueeze", "n1", "n,axes0", "n_1");
+  g.nodes[g.nnodes++] = node("Concat", "cat", "n_1,three", "shape2");
+  attr_ints(g.nodes[g.nnodes - 1], "axis", 1, &zero);
+  g.nodes[g.nnodes++] = node("Reshape", "again", "y,shape2", "y2");
+  int64_t xd[2] = {0, 4};
+  const char *xn[2] = {"batch", NULL};
+  g.ins[g.nins++] = vinfo("x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, xd, xn);
+  int64_t yd[2] = {0, 3};
+  g.outs[g.nouts++] = vinfo("y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, yd, xn);
+  g.outs[g.nouts++] = vinfo("y2", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, yd, xn);
+  return pack(&g, len);
+}
+
+static void check_mlp(tvk_onnx_model *m, tvk_ctx *ctx, int batch) {
+  float x[4 * 8], y[3 * 8];
+  assert_true(batch <= 8);
+  for (int i = 0; i < batch * 4; i++) x[i] = (float)((i * 7) % 11) * 0.25f - 1.2f;
+  int64_t xs[2] = {batch, 4};
+  tvk_tensor *in = tvk_from_data(ctx, TVK_FLOAT32, 2, xs, x), *out[2];
+  assert_int_equal(tvk_onnx_run(m, 1, &in, 2, out), TVK_OK);
+  assert_int_equal(tvk_realize(2, out), TVK_OK);
+  for (int k = 0; k < 2; k++) {
+    assert_int_equal(tvk_ndim(out[k]), 2);
+    assert_int_equal(tvk_shape(out[k])[0], batch);
+    assert_int_equal(tvk_shape(out[k])[1], 3);
+    assert_int_equal(tvk_to_host(out[k], y, sizeof(float) * 3 * (size_t)batch), TVK_OK);
+    for (int r = 0; r < batch; r++)
+      for (int j = 0; j < 3; j++) {
+        double acc = B[j];
+        for (int i = 0; i < 4; i++) acc += (double)x[r * 4 + i] * W[i * 3 + j];
+        assert_float_equal(y[r * 3 + j], acc > 0 ? acc : 0, 1e-5);
+      }
+    tvk_release(out[k]);
+  }
+  tvk_release(in);
+}
+
+static void test_run_from_memory(void **state) {
+  (void)state;
+  tvk_ctx *ctx;
+  assert_int_equal(tvk_ctx_create(device, &ctx), TVK_OK);
+  size_t len;
+  uint8_t *buf = mlp_model(&len);
+  tvk_onnx_model *m;
+  assert_int_equal(tvk_onnx_load_memory(ctx, buf, len, &m), TVK_OK);
+  assert_int_equal(tvk_onnx_input_count(m), 1);
+  assert_int_equal(tvk_onnx_output_count(m), 2);
+  tvk_onnx_value_info vi;
+  assert_int_equal(tvk_onnx_input_info(m, 0, &vi), TVK_OK);
+  assert_string_equal(vi.name, "x");
+  assert_int_equal(vi.dtype, TVK_FLOAT32);
+  assert_int_equal(vi.ndim, 2);
+  assert_int_equal(vi.shape[0], -1);
+  assert_string_equal(vi.dim_names[0], "batch");
+  assert_int_equal(vi.shape[1], 4);
+  assert_null(vi.dim_names[1]);
+  assert_int_equal(tvk_onnx_output_info(m, 1, &vi), TVK_OK);
+  assert_string_equal(vi.name, "y2");
+  assert_int_equal(tvk_onnx_output_info(m, 2, &vi), TVK_ERR_INVALID_ARG);
+  assert_non_null(strstr(tvk_onnx_last_error(), "2 outputs"));
+  /* an open dim takes any size: two batch sizes on one model */
+  check_mlp(m, ctx, 2);
+  check_mlp(m, ctx, 5);
+  /* the shape subgraph ran on the host: the whole model is one kernel */
+  tvk_stats_reset(ctx);
+  check_mlp(m, ctx, 3);
+  tvk_stats st;
+  tvk_stats_get(ctx, &st);
+  assert_int_equal(st.kernels_run, 1);
+  tvk_onnx_destroy(m);
+  tvk_ctx_destroy(ctx);
+  arena_free();
+}
+
+static void test_run_from_file_and_tensor_files(void **state) {
+  (void)state;
+  tvk_ctx *ctx;
+  assert_int_equal(tvk_ctx_create(device, &ctx), TVK_OK);
+  const char *tmp = getenv("TMPDIR");
+  char tdir[512];
+  snprintf(tdir, sizeof tdir, "%s/tvk_onnx_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  char *d = mkdtemp(tdir);
+  assert_non_null(d);
+  char path[600];
+  size_t len;
+  uint8_t *buf = mlp_model(&len);
+  snprintf(path, sizeof path, "%s/model.onnx", d);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(buf, 1, len, f), len);
+  fclose(f);
+  tvk_onnx_model *m;
+  assert_int_equal(tvk_onnx_load(ctx, path, &m), TVK_OK);
+  check_mlp(m, ctx, 4);
+  tvk_onnx_destroy(m);
+  unlink(path);
+
+  /* a TensorProto file, as the test suite's input_0.pb */
+  int64_t dims[2] = {4, 3};
+  Onnx__TensorProto *tp = tensor("w", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, dims, W, sizeof W);
+  size_t tlen = onnx__tensor_proto__get_packed_size(tp);
+  uint8_t *tbuf = alloc(tlen);
+  onnx__tensor_proto__pack(tp, tbuf);
+  snprintf(path, sizeof path, "%s/w.pb", d);
+  f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(tbuf, 1, tlen, f), tlen);
+  fclose(f);
+  tvk_tensor *t;
+  assert_int_equal(tvk_onnx_load_tensor(ctx, path, &t), TVK_OK);
+  float back[12];
+  assert_int_equal(tvk_to_host(t, back, sizeof back), TVK_OK);
+  assert_memory_equal(back, W, sizeof W);
+  tvk_release(t);
+  unlink(path);
+  /* a truncated one is an error, not a crash */
+  assert_int_equal(tvk_onnx_load_tensor_memory(ctx, tbuf, tlen - 5, &t), TVK_ERR_INVALID_ARG);
+  assert_null(t);
+  assert_true(strlen(tvk_onnx_last_error()) > 0);
+  rmdir(d);
+  tvk_ctx_destroy(ctx);
+  arena_free();
+}
+
+static void test_load_errors(void **state) {
+  (void)state;
+  tvk_ctx *ctx;
+  assert_int_equal(tvk_ctx_create(device, &ctx), TVK_OK);
+  tvk_onnx_model *m = (tvk_onnx_model *)1;
+  assert_int_equal(tvk_onnx_load(ctx, "/nonexistent/model.onnx", &m), TVK_ERR_INVALID_ARG);
+  assert_null(m);
+  assert_non_null(strstr(tvk_onnx_last_error(), "/nonexistent/model.onnx"));
+  assert_int_equal(tvk_onnx_load(NULL, "x", &m), TVK_ERR_INVALID_ARG);
+  assert_int_equal(tvk_onnx_load_memory(ctx, "garbage!", 8, &m), TVK_ERR_INVALID_ARG);
+  assert_non_null(strstr(tvk_onnx_last_error(), "not a serialised ONNX ModelProto"));
+
+  /* an op tvk does not have: the node, its op */
+  graph_def g = {0};
+  int64_t d2[2] = {2, 2};
+  g.nodes[g.nnodes++] = node("FrobnicateV2", "the_node", "x", "y");
+  g.ins[g.nins++] = vinfo("x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, d2, NULL);
+  g.outs[g.nouts++] = vinfo("y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, d2, NULL);
+  size_t len;
+  uint8_t *buf = pack(&g, &len);
+  assert_int_equal(tvk_onnx_load_memory(ctx, buf, len, &m), TVK_ERR_INVALID_ARG);
+  assert_non_null(strstr(tvk_onnx_last_error(), "node 'the_node' (FrobnicateV2)"));
+  assert_non_null(strstr(tvk_onnx_last_error(), "not supported"));
+
+  /* an attribute the op does not read */
+  g.nodes[0] = node("Relu", "r", "x", "y");
+  int64_t one = 1;
+  attr_ints(g.nodes[0], "bogus", 1, &one);
+  buf = pack(&g, &len);
+  assert_int_equal(tvk_onnx_load_memory(ctx, buf, len, &m), TVK_ERR_INVALID_ARG);
+  assert_non_null(strstr(tvk_onnx_last_error(), "attribute 'bogus'"));
+
+  /* an input no node produces */
+  g.nodes[0] = node("Add", "a", "x,nowhere", "y");
+  buf = pack(&g, &len);
+  assert_int_equal(tvk_onnx_load_memory(ctx, buf, len, &m), TVK_ERR_INVALID_ARG);
+  assert_non_null(strstr(tvk_onnx_last_error(), "'nowhere'"));
+
+  /* a string input */
+  g.nodes[0] = node("Relu", "r", "x", "y");
+  g.ins[0] = vinfo("x", ONNX__TENSOR_PROTO__DATA_TYPE__STRING, 2, d2, NULL);
+  buf = pack(&g, &len);
+  assert_int_equal(tvk_onnx_load_memory(ctx, buf, len, &m), TVK_ERR_DTYPE);
+  assert_non_null(strstr(tvk_onnx_last_error(), "STRING"));
+
+  /* an initializer whose data does not fill its dims */
+  g.ins[0] = vinfo("x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, d2, NULL);
+  g.nodes[0] = node("Add", "a", "x,w", "y");
+  g.inits[g.ninits++] = tensor("w", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, d2, W, 12);
+  buf = pack(&g, &len);
+  assert_int_equal(tvk_onnx_load_memory(ctx, buf, len, &m), TVK_ERR_INVALID_ARG);
+  assert_non_null(strstr(tvk_onnx_last_error(), "initializer 'w'"));
+  tvk_ctx_destroy(ctx);
+  arena_free();
+}
+
+static void test_run_errors(void **state) {
+  (void)state;
+  tvk_ctx *ctx;
+  assert_int_equal(tvk_ctx_create(device, &ctx), TVK_OK);
+  size_t len;
+  uint8_t *buf = mlp_model(&len);
+  tvk_onnx_model *m;
+  assert_int_equal(tvk_onnx_load_memory(ctx, buf, len, &m), TVK_OK);
+  tvk_tensor *out[2] = {NULL, NULL};
+  int64_t bad[2] = {2, 5};
+  tvk_tensor *x = tvk_full(ctx, TVK_FLOAT32, 2, bad, 1);
+  assert_int_equal(tvk_onnx_run(m, 1, &x, 2, out), TVK_ERR_SHAPE);
+  assert_non_null(strstr(tvk_onnx_last_error(), "(2, 5)"));
+  assert_non_null(strstr(tvk_onnx_last_error(), "(batch, 4)"));
+  assert_null(out[0]);
+  tvk_release(x);
+  int64_t ok[2] = {2, 4};
+  x = tvk_full(ctx, TVK_INT32, 2, ok, 1);
+  assert_int_equal(tvk_onnx_run(m, 1, &x, 2, out), TVK_ERR_DTYPE);
+  assert_non_null(strstr(tvk_onnx_last_error(), "int32"));
+  tvk_release(x);
+  assert_int_equal(tvk_onnx_run(m, 0, NULL, 2, out), TVK_ERR_INVALID_ARG);
+  x = tvk_full(ctx, TVK_FLOAT32, 2, ok, 1);
+  assert_int_equal(tvk_onnx_run(m, 1, &x, 3, out), TVK_ERR_INVALID_ARG);
+  /* fewer outputs than the model has is fine */
+  assert_int_equal(tvk_onnx_run(m, 1, &x, 1, out), TVK_OK);
+  tvk_release(out[0]);
+  tvk_release(x);
+  tvk_onnx_destroy(m);
+  tvk_ctx_destroy(ctx);
+  arena_free();
+}
+
+/* Loads (and, when it loads, runs) a damaged model: any status is fine, a
+ * crash or a sanitizer report is not. */
+static void try_model(tvk_ctx *ctx, const uint8_t *buf, size_t len) {
+  tvk_onnx_model *m;
+  tvk_status s = tvk_onnx_load_memory(ctx, buf, len, &m);
+  if (s != TVK_OK) {
+    assert_null(m);
+    assert_true(strlen(tvk_onnx_last_error()) > 0);
+    return;
+  }
+  size_t scope = tvk_scope_begin(ctx);
+  tvk_tensor *in[8], *out[8];
+  int nin = tvk_onnx_input_count(m), nout = tvk_onnx_output_count(m);
+  bool ok = nin <= 8 && nout <= 8;
+  for (int i = 0; ok && i < nin; i++) {
+    tvk_onnx_value_info vi;
+    assert_int_equal(tvk_onnx_input_info(m, i, &vi), TVK_OK);
+    int64_t shape[TVK_MAX_DIMS];
+    int64_t n = 1;
+    for (int d = 0; d < vi.ndim; d++) n *= shape[d] = vi.shape[d] < 0 ? 2 : vi.shape[d];
+    ok = n < 4096;
+    in[i] = tvk_full(ctx, vi.dtype, vi.ndim, shape, 1);
+  }
+  if (ok && tvk_onnx_run(m, nin, in, nout, out) == TVK_OK) tvk_realize(nout, out);
+  tvk_scope_end(ctx, scope, 0, NULL);
+  tvk_ctx_clear_error(ctx);
+  tvk_onnx_destroy(m);
+}
+
+static void test_fuzz(void **state) {
+  (void)state;
+  tvk_ctx *ctx;
+  assert_int_equal(tvk_ctx_create(device, &ctx), TVK_OK);
+  size_t len;
+  uint8_t *good = mlp_model(&len);
+  uint8_t *buf = malloc(len);
+  assert_non_null(buf);
+  for (size_t cut = 0; cut < len; cut++) try_model(ctx, good, cut);
+  uint64_t seed = 0x9e3779b97f4a7c15ull;
+  for (int round = 0; round < 1500; round++) {
+    memcpy(buf, good, len);
+    int flips = 1 + round % 4;
+    for (int k = 0; k < flips; k++) {
+      seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+      size_t at = (size_t)(seed % len);
+      if (round % 3 == 0)
+        buf[at] = (uint8_t)(seed >> 40); /* a whole byte */
+      else
+        buf[at] ^= (uint8_t)(1u << (seed >> 32) % 8);
+    }
+    try_model(ctx, buf, len);
+  }
+  free(buf);
+  tvk_ctx_destroy(ctx);
+  arena_free();
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1) device = argv[1];
+  tvk_ctx *probe;
+  if (tvk_ctx_create(device, &probe) != TVK_OK) {
+    printf("skip: no device %s\n", device);
+    return 77;
+  }
+  tvk_ctx_destroy(probe);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_run_from_memory),
+      cmocka_unit_test(test_run_from_file_and_tensor_files),
+      cmocka_unit_test(test_load_errors),
+      cmocka_unit_test(test_run_errors),
+      cmocka_unit_test(test_fuzz),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
