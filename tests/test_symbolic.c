@@ -631,6 +631,15 @@ static void test_simp_compare(void **state) {
   CHECK_SIMP(uop_lt(ci(&t, -2), uop_idiv_c(w, 4)), uop_lt(ci(&t, -8), w));
   CHECK_SIMP(uop_max(x, ci(&t, 0)), x);
   CHECK_SIMP(uop_max(x, ci(&t, 12)), ci(&t, 12));
+  /* a compare of a widened int is the narrow int's (int64 masks of int32 indices) */
+  UOp *x64 = uop_cast(x, DT(INT64)), *m5 = uop_mod_c(x, 5);
+  CHECK_SIMP(uop_lt(x64, uop_const_int(t.ctx, DT(INT64), 4)), uop_lt_c(x, 4));
+  CHECK_SIMP(uop_lt(uop_const_int(t.ctx, DT(INT64), 0), uop_cast(m5, DT(INT64))),
+             uop_lt(ci(&t, 0), m5));
+  /* not through a cast that lost values: w in [0, 1000] as int8 wraps */
+  UOp *w8 = uop_cast(var(&t, "v", 0, 1000), DT(INT8));
+  UOp *lossy = uop_lt(w8, uop_const_int(t.ctx, DT(INT8), 3));
+  CHECK_SIMP(lossy, lossy);
   ut_end(&t);
 }
 

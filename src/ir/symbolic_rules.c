@@ -328,16 +328,35 @@ static UOp *div_self(void *ctx, UOp **c) {
   return uop_const_like(x, 1);
 }
 
-/* x < c and c < x: see sym_fold_lt / sym_fold_gt   (int, exact) */
+/* The int y of x = cast(y) when the cast kept y's value (a widening), else
+ * NULL: a compare of x with a constant that fits y's dtype is y's compare.
+ * Indices are int32 and tensor data often int64 (ONNX's), so this keeps
+ * masks such as col - row >= k (Trilu) in 32 bits, which GPUs do natively;
+ * lavapipe 22.3 also miscompiled 0 < int64(x % 5) (always true). */
+static UOp *widened(UOp *x, int64_t k) {
+  if (x->op != OP_CAST || !scalar(x) || !dt_is_int(x->dtype)) return NULL;
+  UOp *y = x->src[0];
+  if (!scalar(y) || !dt_is_int(y->dtype) || !uop_bounds_exact(y) || !sym_fits(y->dtype, k) ||
+      !sym_fits(x->dtype, uop_vmin(y)) || !sym_fits(x->dtype, uop_vmax(y)))
+    return NULL;
+  return y;
+}
+
+/* x < c and c < x: on the narrower int when x widens one (widened), else
+ * see sym_fold_lt / sym_fold_gt   (int, exact) */
 static UOp *lt_x_c(void *ctx, UOp **c) {
   (void)ctx;
   int64_t k;
-  return c[X]->op != OP_CONST && sym_const(c[C1], &k) ? sym_fold_lt(c[X], k) : NULL;
+  if (c[X]->op == OP_CONST || !sym_const(c[C1], &k)) return NULL;
+  UOp *y = widened(c[X], k);
+  return y ? uop_lt_c(y, k) : sym_fold_lt(c[X], k);
 }
 static UOp *lt_c_x(void *ctx, UOp **c) {
   (void)ctx;
   int64_t k;
-  return c[X]->op != OP_CONST && sym_const(c[C1], &k) ? sym_fold_gt(k, c[X]) : NULL;
+  if (c[X]->op == OP_CONST || !sym_const(c[C1], &k)) return NULL;
+  UOp *y = widened(c[X], k);
+  return y ? uop_lt(uop_const_like(y, k), y) : sym_fold_gt(k, c[X]);
 }
 
 /* not (x < c) -> c-1 < x ; not (c < x) -> x < c+1   (int) */
@@ -389,7 +408,8 @@ static const Rule sym_rules[] = {
     {OP2(OP_MOD, INTS, V(X), K(C1)), fold_mod},
     /* x // x -> 1 when 0 is outside x's range */
     {OP2(OP_IDIV, INTS, V(X), V(X)), div_self},
-    /* x < c, c < x: constants to one side, divide by factors, fold division */
+    /* x < c, c < x: a widening cast dropped, constants to one side, divide by
+     * factors, fold division */
     {OP2(OP_CMPLT, 0, VI(X), K(C1)), lt_x_c},
     {OP2(OP_CMPLT, 0, K(C1), VI(X)), lt_c_x},
     /* (x < y) != true  ->  y-1 < x  or  y < x+1 */
