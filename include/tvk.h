@@ -636,6 +636,11 @@ TVK_API tvk_tensor *tvk_sigmoid(tvk_tensor *a);
 TVK_API tvk_tensor *tvk_tanh(tvk_tensor *a);
 TVK_API tvk_tensor *tvk_gelu(tvk_tensor *a);
 TVK_API tvk_tensor *tvk_silu(tvk_tensor *a);
+/* The error function, 2/sqrt(pi) times the integral of exp(-t^2) from 0 to x
+ * (the exact GELU is x (1 + erf(x / sqrt 2)) / 2). Floating point (integers
+ * give float32); within 1.2e-7 relative of erf(x) for every x, float64
+ * included (a polynomial fit, not a float64 one); erf(+-inf) = +-1. */
+TVK_API tvk_tensor *tvk_erf(tvk_tensor *a);
 TVK_API tvk_tensor *tvk_floor(tvk_tensor *a);
 TVK_API tvk_tensor *tvk_ceil(tvk_tensor *a);
 TVK_API tvk_tensor *tvk_round(tvk_tensor *a);
@@ -761,6 +766,19 @@ TVK_API tvk_tensor *tvk_linear(tvk_tensor *x, tvk_tensor *w, tvk_tensor *bias);
 TVK_API tvk_tensor *tvk_conv2d(tvk_tensor *x, tvk_tensor *w, tvk_tensor *bias,
                                const int64_t stride[2], const int64_t padding[4],
                                const int64_t dilation[2], int64_t groups);
+/* The transpose of tvk_conv2d (its gradient with respect to x; "deconvolution"),
+ * as torch's conv_transpose2d: x (N, Cin, H, W), w (Cin, Cout / groups, kh,
+ * kw), bias (Cout,) or NULL. stride, padding {top, bottom, left, right},
+ * output_padding {oh, ow} (extra rows and columns at the bottom and right,
+ * each below the stride or the dilation) and dilation; NULL means 1s / 0s /
+ * 0s / 1s. Result (N, Cout, Ho, Wo) with Ho = (H - 1) * sh - top - bottom +
+ * dh * (kh - 1) + oh + 1. It runs as a conv2d over x with stride - 1 zeros
+ * between its elements (free views), so a stride-s layer does s^2 times the
+ * multiplies it needs. */
+TVK_API tvk_tensor *tvk_conv_transpose2d(tvk_tensor *x, tvk_tensor *w, tvk_tensor *bias,
+                                         const int64_t stride[2], const int64_t padding[4],
+                                         const int64_t output_padding[2], const int64_t dilation[2],
+                                         int64_t groups);
 /* Pools over the last two dims of x (..., H, W) with a kernel {kh, kw}; stride
  * NULL means the kernel size, padding NULL means 0 ({top, bottom, left, right}).
  * max_pool2d pads with -inf; avg_pool2d counts padded elements (torch's

@@ -1,4 +1,4 @@
-/* nn group "linalg": matmul, linear, conv2d, max/avg pool and scaled dot-product
+/* nn group "linalg": matmul, linear, conv2d, conv_transpose2d, max/avg pool and scaled dot-product
  * attention against plain loops in double.
  *
  * Float32 inputs are drawn and then rounded to float32 (f32_vals), so the
@@ -451,6 +451,99 @@ static void test_conv2d_window_sweep(void **state) {
   nn_finish();
 }
 
+/* ---------------------------------------------------------------- conv_transpose2d */
+
+typedef struct {
+  int64_t N, Cin, H, W, Og, kh, kw;
+  int64_t stride[2], pad[4], outpad[2], dil[2], groups;
+  bool bias;
+} ConvTCase;
+
+/* Against the definition as a scatter (the adjoint of conv2d), written
+ * independently of the gather the library builds: each input element x[n][c][i][j]
+ * adds x * w[c][o'][a][b] to out[n][g*Og + o'][i*sh + a*dh - top][j*sw + b*dw - left]
+ * when that lies inside the output. */
+static void check_conv_t(const char *what, ConvTCase cc) {
+  int64_t Cg = cc.Cin / cc.groups, Cout = cc.Og * cc.groups;
+  int64_t Ho = (cc.H - 1) * cc.stride[0] - cc.pad[0] - cc.pad[1] + cc.dil[0] * (cc.kh - 1) +
+               cc.outpad[0] + 1;
+  int64_t Wo = (cc.W - 1) * cc.stride[1] - cc.pad[2] - cc.pad[3] + cc.dil[1] * (cc.kw - 1) +
+               cc.outpad[1] + 1;
+  int64_t xs[4] = {cc.N, cc.Cin, cc.H, cc.W}, ws[4] = {cc.Cin, cc.Og, cc.kh, cc.kw};
+  double *x = f32_vals(nn_numel(4, xs), -1, 1), *w = f32_vals(nn_numel(4, ws), -1, 1);
+  double *bias = f32_vals(Cout, -1, 1);
+  int64_t os[4] = {cc.N, Cout, Ho, Wo}, no = nn_numel(4, os);
+  double *ref = calloc((size_t)no, sizeof *ref), *mag = calloc((size_t)no, sizeof *mag);
+  for (int64_t n = 0; n < cc.N; n++)
+    for (int64_t c = 0; c < cc.Cin; c++)
+      for (int64_t i = 0; i < cc.H; i++)
+        for (int64_t j = 0; j < cc.W; j++)
+          for (int64_t o = 0; o < cc.Og; o++)
+            for (int64_t a = 0; a < cc.kh; a++)
+              for (int64_t b = 0; b < cc.kw; b++) {
+                int64_t p = i * cc.stride[0] + a * cc.dil[0] - cc.pad[0];
+                int64_t q = j * cc.stride[1] + b * cc.dil[1] - cc.pad[2];
+                if (p < 0 || p >= Ho || q < 0 || q >= Wo) continue;
+                int64_t oc = c / Cg * cc.Og + o, at = ((n * Cout + oc) * Ho + p) * Wo + q;
+                double t = x[((n * cc.Cin + c) * cc.H + i) * cc.W + j] *
+                           w[((c * cc.Og + o) * cc.kh + a) * cc.kw + b];
+                ref[at] += t, mag[at] += fabs(t);
+              }
+  double bound = 0;
+  for (int64_t e = 0; e < no; e++) {
+    if (cc.bias) ref[e] += bias[(e / (Ho * Wo)) % Cout], mag[e] += 1;
+    bound = fmax(bound, mag[e]);
+  }
+  tvk_tensor *tx = nn_tensor(TVK_FLOAT32, 4, xs, x), *tw = nn_tensor(TVK_FLOAT32, 4, ws, w);
+  tvk_tensor *tb = cc.bias ? nn_tensor(TVK_FLOAT32, 1, &Cout, bias) : NULL;
+  tvk_tensor *y = tvk_conv_transpose2d(tx, tw, tb, cc.stride, cc.pad, cc.outpad, cc.dil, cc.groups);
+  double terms = (double)(Cg * cc.kh * cc.kw + 1);
+  if (!strcmp(what, "plain")) nn_expect_kernels("conv_transpose2d + bias", y, 1);
+  nn_check(what, y, TVK_FLOAT32, 4, os, ref, 0, terms * EPS32 * bound);
+  free(x), free(w), free(bias), free(ref), free(mag);
+}
+
+static void test_conv_transpose2d(void **state) {
+  (void)state;
+  check_conv_t("plain", (ConvTCase){2, 3, 4, 5, 2, 3, 2, ONE2, ZERO4, {0, 0}, ONE2, 1, true});
+  check_conv_t("stride 2", (ConvTCase){1, 2, 3, 4, 3, 3, 3, {2, 2}, ZERO4, {0, 0}, ONE2, 1, false});
+  check_conv_t("stride (3, 2), padding, output_padding",
+               (ConvTCase){2, 2, 4, 3, 2, 3, 4, {3, 2}, {1, 2, 0, 1}, {2, 1}, ONE2, 1, true});
+  check_conv_t("padding past the kernel",
+               (ConvTCase){1, 1, 6, 5, 1, 2, 2, {1, 2}, {2, 1, 1, 3}, {0, 0}, ONE2, 1, false});
+  check_conv_t("dilation",
+               (ConvTCase){1, 2, 4, 4, 2, 2, 3, {2, 1}, ZERO4, {1, 0}, {2, 3}, 1, true});
+  check_conv_t("groups 2",
+               (ConvTCase){2, 4, 3, 3, 3, 2, 2, {2, 2}, {0, 1, 1, 0}, {1, 1}, ONE2, 2, true});
+  check_conv_t("depthwise",
+               (ConvTCase){1, 3, 5, 4, 1, 3, 3, ONE2, {1, 1, 1, 1}, {0, 0}, ONE2, 3, false});
+  nn_finish();
+}
+
+static void test_conv_transpose2d_errors(void **state) {
+  (void)state;
+  double z[512] = {0};
+  tvk_tensor *x = nn_tensor(TVK_FLOAT32, 4, (int64_t[]){1, 4, 5, 5}, z);
+  tvk_tensor *w = nn_tensor(TVK_FLOAT32, 4, (int64_t[]){4, 2, 3, 3}, z);
+  tvk_tensor *w3 = nn_tensor(TVK_FLOAT32, 4, (int64_t[]){3, 2, 3, 3}, z);
+  tvk_tensor *b5 = nn_tensor(TVK_FLOAT32, 1, (int64_t[]){5}, z);
+  nn_check_error("Cin mismatch", tvk_conv_transpose2d(x, w3, NULL, NULL, NULL, NULL, NULL, 1),
+                 TVK_ERR_SHAPE);
+  nn_check_error("groups 3", tvk_conv_transpose2d(x, w, NULL, NULL, NULL, NULL, NULL, 3),
+                 TVK_ERR_INVALID_ARG);
+  nn_check_error("bias of 5 for Cout 2", tvk_conv_transpose2d(x, w, b5, NULL, NULL, NULL, NULL, 1),
+                 TVK_ERR_SHAPE);
+  nn_check_error(
+      "output_padding = stride",
+      tvk_conv_transpose2d(x, w, NULL, (int64_t[]){2, 2}, NULL, (int64_t[]){2, 0}, NULL, 1),
+      TVK_ERR_INVALID_ARG);
+  nn_check_error("padding eating the output",
+                 tvk_conv_transpose2d(x, w, NULL, NULL, (int64_t[]){4, 4, 0, 0}, NULL, NULL, 1),
+                 TVK_ERR_SHAPE);
+  tvk_release(x), tvk_release(w), tvk_release(w3), tvk_release(b5);
+  nn_finish();
+}
+
 static void test_conv2d_errors(void **state) {
   (void)state;
   double z[512] = {0};
@@ -747,14 +840,25 @@ static void test_attention_broadcast(void **state) {
 }
 
 const struct CMUnitTest nn_linalg_tests[] = {
-    NN_TEST(test_matmul_vectors),   NN_TEST(test_matmul_2d),
-    NN_TEST(test_matmul_batched),   NN_TEST(test_matmul_dtypes),
-    NN_TEST(test_matmul_errors),    NN_TEST(test_linear),
-    NN_TEST(test_matmul_bias_relu), NN_TEST(test_matmul_fused),
-    NN_TEST(test_conv2d_basic),     NN_TEST(test_conv2d_stride_pad_dilation),
-    NN_TEST(test_conv2d_groups),    NN_TEST(test_conv2d_window_sweep),
-    NN_TEST(test_conv2d_errors),    NN_TEST(test_pools),
-    NN_TEST(test_pool_errors),      NN_TEST(test_window_huge_args),
-    NN_TEST(test_attention),        NN_TEST(test_attention_broadcast),
+    NN_TEST(test_matmul_vectors),
+    NN_TEST(test_matmul_2d),
+    NN_TEST(test_matmul_batched),
+    NN_TEST(test_matmul_dtypes),
+    NN_TEST(test_matmul_errors),
+    NN_TEST(test_linear),
+    NN_TEST(test_matmul_bias_relu),
+    NN_TEST(test_matmul_fused),
+    NN_TEST(test_conv2d_basic),
+    NN_TEST(test_conv2d_stride_pad_dilation),
+    NN_TEST(test_conv2d_groups),
+    NN_TEST(test_conv2d_window_sweep),
+    NN_TEST(test_conv2d_errors),
+    NN_TEST(test_conv_transpose2d),
+    NN_TEST(test_conv_transpose2d_errors),
+    NN_TEST(test_pools),
+    NN_TEST(test_pool_errors),
+    NN_TEST(test_window_huge_args),
+    NN_TEST(test_attention),
+    NN_TEST(test_attention_broadcast),
 };
 const size_t nn_linalg_count = sizeof nn_linalg_tests / sizeof nn_linalg_tests[0];

@@ -127,13 +127,14 @@ static tvk_tensor *f_unary(tvk_ctx *c, tvk_tensor **x) {
   tvk_tensor *a = x[0], *b = x[1];
   tvk_tensor *t = tvk_add(tvk_add(tvk_exp(a), tvk_log(b)), tvk_add(tvk_sqrt(b), tvk_sin(a)));
   t = tvk_add(t, tvk_add(tvk_recip(b), tvk_exp2(tvk_log2(tvk_mul(b, b)))));
+  t = tvk_add(t, tvk_erf(a));
   return tvk_sum(t, 0, NULL, false);
 }
 static void test_unary(void **state) {
   Inputs in = {0};
   add_input(&in, 1, (int64_t[]){6}, -1.5, 1.5);
   add_input(&in, 1, (int64_t[]){6}, 0.3, 3);
-  check_fd(*state, "exp, log, sqrt, sin, 1/x, exp2(log2)", f_unary, in);
+  check_fd(*state, "exp, log, sqrt, sin, 1/x, exp2(log2), erf", f_unary, in);
 }
 
 static tvk_tensor *f_pow(tvk_ctx *c, tvk_tensor **x) {

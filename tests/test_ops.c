@@ -460,6 +460,7 @@ typedef struct {
 #define D_TANH { -10, 10, -4, 4, -10, 10, SP_ALLF, false }
 #define D_GELU { -6, 6, -4, 4, -6, 6, SP_FIN | SP_NAN, false }
 #define D_SILU { -16, 16, -4, 4, -16, 16, SP_FIN | SP_NAN, false }
+#define D_ERF { -6, 6, -4, 4, -6, 6, SP_ALLF, false }
 #define D_ANY { -100, 100, 0, 0, 0, 0, SP_ALLF | SP_EDGE | SP_NEGZ, false }
 /* clang-format on */
 
@@ -489,6 +490,7 @@ static const UnOp UNOPS[] = {
     {"tanh", tvk_tanh, M_MATH, OUT_FLOAT, true, tanh, NULL, D_TANH},
     {"gelu", tvk_gelu, M_MATH | MBF16 | MF64, OUT_FLOAT, true, f_gelu, NULL, D_GELU},
     {"silu", tvk_silu, M_MATH, OUT_FLOAT, true, f_silu, NULL, D_SILU},
+    {"erf", tvk_erf, M_MATH | MBF16, OUT_FLOAT, true, erf, NULL, D_ERF},
     {"floor", tvk_floor, M_MATH | MU8, OUT_SAME, false, floor, i_same, D_ANY},
     {"ceil", tvk_ceil, M_MATH | MI64, OUT_SAME, false, ceil, i_same, D_ANY},
     {"round", tvk_round, M_MATH | MBF16, OUT_SAME, false, f_round, i_same, D_ANY},
@@ -868,6 +870,7 @@ static void test_table_float_specials(void **state) {
       {"trunc", 4, {-2.75, 2.75, -0.25, NAN}, {-2, 2, 0, NAN}},
       {"tanh", 3, {INFINITY, -INFINITY, 0}, {1, -1, 0}},
       {"sigmoid", 3, {INFINITY, -INFINITY, 0}, {1, 0, 0.5}},
+      {"erf", 5, {INFINITY, -INFINITY, 0, NAN, -2.5}, {1, -1, 0, NAN, -0.999593047982555}},
       {"relu", 4, {-1, 2, -INFINITY, INFINITY}, {0, 2, 0, INFINITY}},
       {"neg", 3, {INFINITY, NAN, 2}, {-INFINITY, NAN, -2}},
       {"abs", 3, {-INFINITY, NAN, -2}, {INFINITY, NAN, 2}},
@@ -880,6 +883,14 @@ static void test_table_float_specials(void **state) {
   RArr in = arr_f(TVK_FLOAT32, 1, (double[]){ref_round(TVK_FLOAT32, E)});
   RArr want = arr_f(TVK_FLOAT32, 1, (double[]){1});
   table_unary(s, "log", tvk_log, &in, &want, TOL_MATH_F32);
+  ref_free(&in), ref_free(&want);
+  /* erf near 0, relative only: its series keeps the digits 1 - erfc(x) would
+   * cancel (TOL_MATH_F32's atol would hide that) */
+  in = arr_f(TVK_FLOAT32, 4, (double[]){1e-6, -3e-4, 0.4999, 1e-30});
+  want = arr_f(TVK_FLOAT32, 4,
+               (double[]){1.1283791670955126e-6, -3.385137399732415e-4, 0.5204119951613866,
+                          1.1283791670955126e-30});
+  table_unary(s, "erf", tvk_erf, &in, &want, (Tol){1e-6, 0, false});
   ref_free(&in), ref_free(&want);
   /* logical_not: x == 0, NaN is not 0 */
   in = arr_f(TVK_FLOAT32, 4, (double[]){0, NAN, -0.0, 3});

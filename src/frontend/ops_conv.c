@@ -1,5 +1,5 @@
 /* Convolution and pooling (tvk.h "neural-network ops"): tvk_conv2d,
- * tvk_max_pool2d, tvk_avg_pool2d. All three see their input through one
+ * tvk_conv_transpose2d, tvk_max_pool2d, tvk_avg_pool2d. All three see their input through one
  * windowed view, (..., H, W) -> (..., Ho, Wo, kh, kw), made of movement ops
  * only (pad, shrink, reshape, expand, permute), so the windows cost no memory
  * and a convolution is one multiply-and-reduce kernel reading x and w
@@ -310,6 +310,100 @@ tvk_tensor *tvk_conv2d(tvk_tensor *x, tvk_tensor *w, tvk_tensor *bias, const int
   if (tvk_dtype_of(r) != rt) r = tvk_cast(r, rt);
   r = tvk_reshape(r, 4, (int64_t[]){N, Cout, Ho, Wo});
   if (bias) r = tvk_add(r, tvk_reshape(bias, 3, (int64_t[]){Cout, 1, 1}));
+  tvk_scope_end(ctx, sc, 1, &r);
+  return r;
+}
+
+/* ---------------------------------------------------------------- conv_transpose2d */
+
+/* The transpose of conv2d as a conv2d: x with stride - 1 zeros between its
+ * elements (a reshape to (.., H, 1, W, 1), a pad to (.., H, sh, W, sw), a
+ * reshape back and a shrink: movement ops only), padded by dilation * (k - 1)
+ * minus the padding, convolved with stride 1 by the kernel flipped in both
+ * spatial dims and with its channel dims swapped per group. */
+tvk_tensor *tvk_conv_transpose2d(tvk_tensor *x, tvk_tensor *w, tvk_tensor *bias,
+                                 const int64_t stride[2], const int64_t padding[4],
+                                 const int64_t output_padding[2], const int64_t dilation[2],
+                                 int64_t groups) {
+  const char *op = "conv_transpose2d";
+  bool bad;
+  tvk_tensor *err = bc_check(op, 2, (tvk_tensor *[]){x, w}, &bad);
+  if (bad) return err;
+  if (bias && (err = bc_check(op, 3, (tvk_tensor *[]){x, w, bias}, &bad))) return err;
+  tvk_ctx *ctx = x->ctx;
+  char sx[BC_SHAPE_STR_MAX], sw[BC_SHAPE_STR_MAX], sb[BC_SHAPE_STR_MAX];
+  bc_shape_str(x->ndim, x->shape, sx, sizeof sx);
+  bc_shape_str(w->ndim, w->shape, sw, sizeof sw);
+  if (x->ndim != 4)
+    return tensor_error(ctx, TVK_ERR_SHAPE, "%s: x has shape %s: expected 4 dims (N, Cin, H, W)",
+                        op, sx);
+  if (w->ndim != 4)
+    return tensor_error(ctx, TVK_ERR_SHAPE,
+                        "%s: w has shape %s: expected 4 dims (Cin, Cout / groups, kh, kw)", op, sw);
+  int64_t N = x->shape[0], Cin = x->shape[1], Og = w->shape[1], G = groups;
+  if (w->shape[0] != Cin)
+    return tensor_error(ctx, TVK_ERR_SHAPE,
+                        "%s: x has shape %s and w %s: w's dim 0 must be Cin %lld", op, sx, sw,
+                        (long long)Cin);
+  if (G < 1 || Cin % G)
+    return tensor_error(ctx, TVK_ERR_INVALID_ARG,
+                        "%s: groups %lld must be >= 1 and divide Cin %lld", op, (long long)G,
+                        (long long)Cin);
+  int64_t Cout = Og * G, Cg = Cin / G;
+  if (bias && !(bias->ndim == 1 && bias->shape[0] == Cout))
+    return tensor_error(ctx, TVK_ERR_SHAPE, "%s: bias has shape %s: expected (%lld,)", op,
+                        bc_shape_str(bias->ndim, bias->shape, sb, sizeof sb), (long long)Cout);
+  const int64_t one[2] = {1, 1}, zero[4] = {0, 0, 0, 0};
+  const int64_t *st = stride ? stride : one, *pd = padding ? padding : zero,
+                *op2 = output_padding ? output_padding : zero, *dl = dilation ? dilation : one;
+  int64_t k[2] = {w->shape[2], w->shape[3]}, out[2], lo[2], hi[2];
+  for (int q = 0; q < 2; q++) {
+    if (st[q] < 1 || dl[q] < 1 || pd[2 * q] < 0 || pd[2 * q + 1] < 0 || op2[q] < 0 ||
+        (op2[q] >= st[q] && op2[q] >= dl[q]))
+      return tensor_error(ctx, TVK_ERR_INVALID_ARG,
+                          "%s: stride (%lld, %lld) and dilation (%lld, %lld) must be >= 1, "
+                          "padding (%lld, %lld, %lld, %lld) >= 0, output_padding (%lld, %lld) >= 0 "
+                          "and below the stride or the dilation",
+                          op, (long long)st[0], (long long)st[1], (long long)dl[0],
+                          (long long)dl[1], (long long)pd[0], (long long)pd[1], (long long)pd[2],
+                          (long long)pd[3], (long long)op2[0], (long long)op2[1]);
+    int64_t i = x->shape[2 + q];
+    if (i > INT64_MAX / 4 / st[q] || k[q] > INT64_MAX / 4 / dl[q])
+      return tensor_error(ctx, TVK_ERR_SHAPE, "%s: x has shape %s: the output is too large", op,
+                          sx);
+    out[q] = (i - 1) * st[q] - pd[2 * q] - pd[2 * q + 1] + dl[q] * (k[q] - 1) + op2[q] + 1;
+    lo[q] = dl[q] * (k[q] - 1) - pd[2 * q]; /* < 0: cut */
+    hi[q] = dl[q] * (k[q] - 1) - pd[2 * q + 1] + op2[q];
+    if (i < 1 || out[q] < 1)
+      return tensor_error(ctx, TVK_ERR_SHAPE,
+                          "%s: x has shape %s, w %s: with this padding the output has dim %lld", op,
+                          sx, sw, (long long)out[q]);
+  }
+  size_t sc = tvk_scope_begin(ctx);
+  int64_t H = x->shape[2], W = x->shape[3];
+  /* zeros between the elements */
+  tvk_tensor *xd = tvk_reshape(x, 6, (int64_t[]){N, Cin, H, 1, W, 1});
+  int64_t gaps[6][2] = {{0, 0}, {0, 0}, {0, 0}, {0, st[0] - 1}, {0, 0}, {0, st[1] - 1}};
+  xd = tvk_pad(xd, gaps, 0);
+  xd = tvk_reshape(xd, 4, (int64_t[]){N, Cin, H * st[0], W * st[1]});
+  int64_t keep[4][2] = {{0, N}, {0, Cin}, {0, (H - 1) * st[0] + 1}, {0, (W - 1) * st[1] + 1}};
+  xd = tvk_shrink(xd, keep);
+  /* the border: pad where positive, cut where negative */
+  int64_t grow[4][2] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}}, cut[4][2];
+  for (int q = 0; q < 2; q++) {
+    int64_t len = tvk_shape(xd)[2 + q];
+    grow[2 + q][0] = lo[q] > 0 ? lo[q] : 0;
+    grow[2 + q][1] = hi[q] > 0 ? hi[q] : 0;
+    cut[2 + q][0] = lo[q] < 0 ? -lo[q] : 0;
+    cut[2 + q][1] = len - (hi[q] < 0 ? -hi[q] : 0);
+  }
+  cut[0][0] = 0, cut[0][1] = N, cut[1][0] = 0, cut[1][1] = Cin;
+  xd = tvk_pad(tvk_shrink(xd, cut), grow, 0);
+  /* w (Cin, Og, kh, kw) = (G, Cg, Og, ..) -> (G, Og, Cg, ..) -> (Cout, Cg, kh, kw), flipped */
+  tvk_tensor *wt = tvk_reshape(w, 5, (int64_t[]){G, Cg, Og, k[0], k[1]});
+  wt = tvk_permute(wt, (int[]){0, 2, 1, 3, 4});
+  wt = tvk_flip(tvk_reshape(wt, 4, (int64_t[]){Cout, Cg, k[0], k[1]}), 2, (int[]){2, 3});
+  tvk_tensor *r = tvk_conv2d(xd, wt, bias, NULL, NULL, dl, G);
   tvk_scope_end(ctx, sc, 1, &r);
   return r;
 }
