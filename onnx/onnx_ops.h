@@ -8,5 +8,8 @@
 extern const onnx_op onnx_ops_math[];
 extern const onnx_op onnx_ops_shape[];
 extern const onnx_op onnx_ops_nn[];
+extern const onnx_op onnx_ops_index[];
+extern const onnx_op onnx_ops_loss[];
+extern const onnx_op onnx_ops_quant[];
 
 #endif

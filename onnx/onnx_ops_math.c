@@ -78,22 +78,36 @@ static bool host_binary(onnx_run_ctx *c, host_fn2 f, bool to_bool, tvk_status *s
 
 /* ---- binary ops ---- */
 
+/* Input 1 of a binary op. Before opset 7, broadcast=1 aligned B's dims with
+ * A's starting at axis (default: at the end), not numpy's way. */
+static tvk_tensor *in_b(onnx_run_ctx *c) {
+  tvk_tensor *b = IN(1);
+  if (c->node->opset >= 7 || !onnx_attr_int(c, "broadcast", 0)) return b;
+  int na = onnx_in_ndim(c, 0), nb = tvk_ndim(b);
+  int64_t axis = onnx_attr_int(c, "axis", na - nb);
+  if (axis < 0) axis += na;
+  if (axis < 0 || axis + nb > na) return b; /* the op reports the shapes */
+  int64_t shape[TVK_MAX_DIMS];
+  for (int i = 0; i < na - (int)axis; i++) shape[i] = i < nb ? tvk_shape(b)[i] : 1;
+  return tvk_reshape(b, na - (int)axis, shape);
+}
+
 static tvk_status op_add(onnx_run_ctx *c) {
   tvk_status s;
   if (host_binary(c, h_add, false, &s)) return s;
-  return onnx_set_out(c, 0, tvk_add(IN(0), IN(1)));
+  return onnx_set_out(c, 0, tvk_add(IN(0), in_b(c)));
 }
 
 static tvk_status op_sub(onnx_run_ctx *c) {
   tvk_status s;
   if (host_binary(c, h_sub, false, &s)) return s;
-  return onnx_set_out(c, 0, tvk_sub(IN(0), IN(1)));
+  return onnx_set_out(c, 0, tvk_sub(IN(0), in_b(c)));
 }
 
 static tvk_status op_mul(onnx_run_ctx *c) {
   tvk_status s;
   if (host_binary(c, h_mul, false, &s)) return s;
-  return onnx_set_out(c, 0, tvk_mul(IN(0), IN(1)));
+  return onnx_set_out(c, 0, tvk_mul(IN(0), in_b(c)));
 }
 
 static tvk_status op_div(onnx_run_ctx *c) {
@@ -101,7 +115,7 @@ static tvk_status op_div(onnx_run_ctx *c) {
   bool fl = is_float(onnx_in_dtype(c, 0));
   if (host_binary(c, fl ? h_div : h_idiv, false, &s)) return s;
   /* integer Div truncates (the reference divides and casts back) */
-  return onnx_set_out(c, 0, fl ? tvk_div(IN(0), IN(1)) : tvk_idiv(IN(0), IN(1)));
+  return onnx_set_out(c, 0, fl ? tvk_div(IN(0), in_b(c)) : tvk_idiv(IN(0), in_b(c)));
 }
 
 static tvk_status op_mod(onnx_run_ctx *c) {
@@ -122,13 +136,13 @@ static tvk_status op_mod(onnx_run_ctx *c) {
 static tvk_status op_pow(onnx_run_ctx *c) {
   tvk_tensor *a = IN(0);
   /* the result has the base's dtype */
-  return onnx_set_out(c, 0, tvk_cast(tvk_pow(a, IN(1)), tvk_dtype_of(a)));
+  return onnx_set_out(c, 0, tvk_cast(tvk_pow(a, in_b(c)), tvk_dtype_of(a)));
 }
 
 static tvk_status cmp(onnx_run_ctx *c, host_fn2 hf, tvk_tensor *(*f)(tvk_tensor *, tvk_tensor *)) {
   tvk_status s;
   if (host_binary(c, hf, true, &s)) return s;
-  return onnx_set_out(c, 0, f(IN(0), IN(1)));
+  return onnx_set_out(c, 0, f(IN(0), in_b(c)));
 }
 static tvk_status op_equal(onnx_run_ctx *c) { return cmp(c, h_eq, tvk_eq); }
 static tvk_status op_less(onnx_run_ctx *c) { return cmp(c, h_lt, tvk_lt); }
@@ -137,7 +151,7 @@ static tvk_status op_less_eq(onnx_run_ctx *c) { return cmp(c, h_le, tvk_le); }
 static tvk_status op_greater_eq(onnx_run_ctx *c) { return cmp(c, h_ge, tvk_ge); }
 static tvk_status op_and(onnx_run_ctx *c) { return cmp(c, h_and, tvk_logical_and); }
 static tvk_status op_or(onnx_run_ctx *c) { return cmp(c, h_or, tvk_logical_or); }
-static tvk_status op_xor(onnx_run_ctx *c) { return onnx_set_out(c, 0, tvk_ne(IN(0), IN(1))); }
+static tvk_status op_xor(onnx_run_ctx *c) { return onnx_set_out(c, 0, tvk_ne(IN(0), in_b(c))); }
 static tvk_status op_not(onnx_run_ctx *c) { return onnx_set_out(c, 0, tvk_logical_not(IN(0))); }
 
 static tvk_status op_bitwise(onnx_run_ctx *c) {
@@ -199,6 +213,7 @@ UNARY(op_sign, tvk_sign)
 UNARY(op_sigmoid, tvk_sigmoid)
 UNARY(op_tanh, tvk_tanh)
 UNARY(op_relu, tvk_relu)
+UNARY(op_erf, tvk_erf)
 
 static tvk_status op_neg(onnx_run_ctx *c) {
   if (onnx_all_host(c) && !is_float(onnx_in_dtype(c, 0))) {
@@ -345,6 +360,15 @@ static tvk_status op_mish(onnx_run_ctx *c) {
   return onnx_set_out(c, 0, tvk_mul(x, tvk_tanh(softplus(c, x))));
 }
 
+static tvk_status op_shrink(onnx_run_ctx *c) {
+  tvk_tensor *x = IN(0);
+  tvk_dtype dt = tvk_dtype_of(x);
+  double lambd = onnx_attr_float(c, "lambd", 0.5), bias = onnx_attr_float(c, "bias", 0);
+  tvk_tensor *lo = tvk_add(x, onnx_scalar(c, dt, bias)), *hi = tvk_sub(x, onnx_scalar(c, dt, bias));
+  tvk_tensor *r = tvk_where(tvk_gt(x, onnx_scalar(c, dt, lambd)), hi, onnx_scalar(c, dt, 0));
+  return onnx_set_out(c, 0, tvk_cast(tvk_where(tvk_lt(x, onnx_scalar(c, dt, -lambd)), lo, r), dt));
+}
+
 /* ---- Cast, Where, Clip ---- */
 
 static tvk_status op_cast(onnx_run_ctx *c) {
@@ -404,8 +428,8 @@ static tvk_status op_identity(onnx_run_ctx *c) {
 const onnx_op onnx_ops_math[] = {
     {"Abs", "", 1, 1, 1, 1, op_abs},
     {"Acosh", "", 1, 1, 1, 1, op_acosh},
-    {"Add", "", 2, 2, 1, 1, op_add},
-    {"And", "", 2, 2, 1, 1, op_and},
+    {"Add", "axis,broadcast", 2, 2, 1, 1, op_add},
+    {"And", "axis,broadcast", 2, 2, 1, 1, op_and},
     {"Asinh", "", 1, 1, 1, 1, op_asinh},
     {"Atanh", "", 1, 1, 1, 1, op_atanh},
     {"BitShift", "direction", 2, 2, 1, 1, op_bitshift},
@@ -420,12 +444,13 @@ const onnx_op onnx_ops_math[] = {
     {"Clip", "min,max", 1, 3, 1, 1, op_clip},
     {"Cos", "", 1, 1, 1, 1, op_cos},
     {"Cosh", "", 1, 1, 1, 1, op_cosh},
-    {"Div", "", 2, 2, 1, 1, op_div},
+    {"Div", "axis,broadcast", 2, 2, 1, 1, op_div},
     {"Elu", "alpha", 1, 1, 1, 1, op_elu},
-    {"Equal", "", 2, 2, 1, 1, op_equal},
+    {"Equal", "axis,broadcast", 2, 2, 1, 1, op_equal},
+    {"Erf", "", 1, 1, 1, 1, op_erf},
     {"Exp", "", 1, 1, 1, 1, op_exp},
     {"Floor", "", 1, 1, 1, 1, op_floor},
-    {"Greater", "", 2, 2, 1, 1, op_greater},
+    {"Greater", "axis,broadcast", 2, 2, 1, 1, op_greater},
     {"GreaterOrEqual", "", 2, 2, 1, 1, op_greater_eq},
     {"HardSigmoid", "alpha,beta", 1, 1, 1, 1, op_hard_sigmoid},
     {"HardSwish", "", 1, 1, 1, 1, op_hard_swish},
@@ -433,7 +458,7 @@ const onnx_op onnx_ops_math[] = {
     {"IsInf", "detect_positive,detect_negative", 1, 1, 1, 1, op_isinf},
     {"IsNaN", "", 1, 1, 1, 1, op_isnan},
     {"LeakyRelu", "alpha", 1, 1, 1, 1, op_leaky_relu},
-    {"Less", "", 2, 2, 1, 1, op_less},
+    {"Less", "axis,broadcast", 2, 2, 1, 1, op_less},
     {"LessOrEqual", "", 2, 2, 1, 1, op_less_eq},
     {"Log", "", 1, 1, 1, 1, op_log},
     {"Max", "", 1, 1024, 1, 1, op_max},
@@ -441,29 +466,30 @@ const onnx_op onnx_ops_math[] = {
     {"Min", "", 1, 1024, 1, 1, op_min},
     {"Mish", "", 1, 1, 1, 1, op_mish},
     {"Mod", "fmod", 2, 2, 1, 1, op_mod},
-    {"Mul", "", 2, 2, 1, 1, op_mul},
+    {"Mul", "axis,broadcast", 2, 2, 1, 1, op_mul},
     {"Neg", "", 1, 1, 1, 1, op_neg},
     {"Not", "", 1, 1, 1, 1, op_not},
-    {"Or", "", 2, 2, 1, 1, op_or},
+    {"Or", "axis,broadcast", 2, 2, 1, 1, op_or},
     {"PRelu", "", 2, 2, 1, 1, op_prelu},
-    {"Pow", "", 2, 2, 1, 1, op_pow},
+    {"Pow", "axis,broadcast", 2, 2, 1, 1, op_pow},
     {"Reciprocal", "", 1, 1, 1, 1, op_reciprocal},
     {"Relu", "", 1, 1, 1, 1, op_relu},
     {"Round", "", 1, 1, 1, 1, op_round},
     {"Selu", "alpha,gamma", 1, 1, 1, 1, op_selu},
     {"Sigmoid", "", 1, 1, 1, 1, op_sigmoid},
+    {"Shrink", "bias,lambd", 1, 1, 1, 1, op_shrink},
     {"Sign", "", 1, 1, 1, 1, op_sign},
     {"Sin", "", 1, 1, 1, 1, op_sin},
     {"Sinh", "", 1, 1, 1, 1, op_sinh},
     {"Softplus", "", 1, 1, 1, 1, op_softplus},
     {"Softsign", "", 1, 1, 1, 1, op_softsign},
     {"Sqrt", "", 1, 1, 1, 1, op_sqrt},
-    {"Sub", "", 2, 2, 1, 1, op_sub},
+    {"Sub", "axis,broadcast", 2, 2, 1, 1, op_sub},
     {"Sum", "", 1, 1024, 1, 1, op_sum},
     {"Tan", "", 1, 1, 1, 1, op_tan},
     {"Tanh", "", 1, 1, 1, 1, op_tanh},
     {"ThresholdedRelu", "alpha", 1, 1, 1, 1, op_thresholded_relu},
     {"Where", "", 3, 3, 1, 1, op_where},
-    {"Xor", "", 2, 2, 1, 1, op_xor},
+    {"Xor", "axis,broadcast", 2, 2, 1, 1, op_xor},
     {NULL, NULL, 0, 0, 0, 0, NULL},
 };

@@ -154,6 +154,47 @@ static tvk_status op_conv(onnx_run_ctx *c) {
   return onnx_set_out(c, 0, from_2d(y, nsp));
 }
 
+static tvk_status op_conv_transpose(onnx_run_ctx *c) {
+  int nsp = spatial_dims(c, 0);
+  if (nsp < 0) return TVK_ERR_SHAPE;
+  if (onnx_in_ndim(c, 1) != nsp + 2)
+    return onnx_node_fail(c, TVK_ERR_SHAPE, "weight has %d dims", onnx_in_ndim(c, 1));
+  const int64_t *sp = onnx_in_shape(c, 0) + 2;
+  char buf[16];
+  const char *ap = onnx_attr_string(c, "auto_pad", "NOTSET", buf, sizeof buf);
+  bool same = !strncmp(ap, "SAME", 4);
+  window w;
+  /* read_window would pad SAME as a conv; the transpose pads from the output */
+  tvk_status s = read_window(c, nsp, sp, onnx_in_shape(c, 1) + 2, &w);
+  if (s != TVK_OK) return s;
+  int64_t outpad[2] = {0, 0}, want[TVK_MAX_DIMS];
+  int n = onnx_attr_ints(c, "output_padding", want, TVK_MAX_DIMS);
+  if (n >= 0 && n != nsp)
+    return onnx_node_fail(c, TVK_ERR_SHAPE, "output_padding has %d values", n);
+  for (int i = 0; i < n; i++) outpad[i] = want[i];
+  n = onnx_attr_ints(c, "output_shape", want, TVK_MAX_DIMS);
+  if (n >= 0 || same) {
+    if (n >= 0 && n < nsp) return onnx_node_fail(c, TVK_ERR_SHAPE, "output_shape has %d values", n);
+    for (int i = 0; i < nsp; i++) {
+      int64_t o = n >= 0 ? want[n - nsp + i] : sp[i] * w.s[i];
+      int64_t total = w.s[i] * (sp[i] - 1) + outpad[i] + (w.k[i] - 1) * w.d[i] + 1 - o;
+      if (total < 0) { /* the output is longer: more rows at the end */
+        outpad[i] -= total;
+        total = 0;
+      }
+      bool upper = !strcmp(ap, "SAME_UPPER");
+      w.pad[i][0] = upper ? total / 2 : total - total / 2;
+      w.pad[i][1] = upper ? total - total / 2 : total / 2;
+    }
+  }
+  int64_t k[2], st[2], d[2], pad[4], op2[2] = {nsp == 2 ? outpad[0] : 0, outpad[nsp - 1]};
+  window_2d(&w, k, st, d, pad);
+  tvk_tensor *y =
+      tvk_conv_transpose2d(to_2d(IN(0), nsp), to_2d(IN(1), nsp), onnx_has_in(c, 2) ? IN(2) : NULL,
+                           st, pad, op2, d, onnx_attr_int(c, "group", 1));
+  return onnx_set_out(c, 0, from_2d(y, nsp));
+}
+
 /* Extra end padding so that ceil_mode's last window fits; a window must
  * start inside the input or its begin padding (as the reference). */
 static void ceil_extra(const window *w, const int64_t *in_sp, int64_t extra[2]) {
@@ -284,6 +325,29 @@ static tvk_status op_layer_norm(onnx_run_ctx *c) {
   if (s == TVK_OK) s = onnx_set_out(c, 1, mean);
   if (s == TVK_OK && c->node->nout > 2) s = onnx_set_out(c, 2, inv);
   return s;
+}
+
+/* Local response normalisation across channels: x / (bias + alpha / size *
+ * the sum of x^2 over the size channels around) ^ beta. The window sum is an
+ * average pool over the channel axis of (N, 1, C, rest). */
+static tvk_status op_lrn(onnx_run_ctx *c) {
+  int nd = onnx_in_ndim(c, 0);
+  if (nd < 3) return onnx_node_fail(c, TVK_ERR_SHAPE, "%d dims (N, C, spatial...)", nd);
+  int64_t size = onnx_attr_int(c, "size", 0);
+  if (size <= 0) return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "size %lld", (long long)size);
+  double alpha = onnx_attr_float(c, "alpha", 1e-4), beta = onnx_attr_float(c, "beta", 0.75);
+  double bias = onnx_attr_float(c, "bias", 1.0);
+  tvk_tensor *x = IN(0);
+  const int64_t *sh = onnx_in_shape(c, 0);
+  int64_t rest = 1;
+  for (int i = 2; i < nd; i++) rest *= sh[i];
+  int64_t s4[4] = {sh[0], 1, sh[1], rest};
+  int64_t k[2] = {size, 1}, st[2] = {1, 1}, pad[4] = {(size - 1) / 2, size / 2, 0, 0};
+  tvk_tensor *sum = tvk_avg_pool2d(tvk_reshape(tvk_mul(x, x), 4, s4), k, st, pad);
+  sum = tvk_reshape(sum, nd, sh);
+  tvk_tensor *den =
+      tvk_add(fconst(c, x, bias), tvk_mul(sum, fconst(c, x, alpha))); /* mean * size */
+  return onnx_set_out(c, 0, tvk_div(x, tvk_pow(den, fconst(c, x, beta))));
 }
 
 /* ---- softmax ---- */
@@ -453,14 +517,18 @@ const onnx_op onnx_ops_nn[] = {
     {"BatchNormalization", "epsilon,momentum,training_mode,spatial,is_test,consumed_inputs", 5, 5,
      1, 3, op_batch_norm},
     {"Conv", "auto_pad,dilations,group,kernel_shape,pads,strides", 2, 3, 1, 1, op_conv},
+    {"ConvTranspose",
+     "auto_pad,dilations,group,kernel_shape,output_padding,output_shape,pads,strides", 2, 3, 1, 1,
+     op_conv_transpose},
     {"CumSum", "exclusive,reverse", 2, 2, 1, 1, op_cumsum},
     {"Dropout", "ratio,seed,is_test", 1, 3, 1, 2, op_dropout},
-    {"Gemm", "alpha,beta,transA,transB", 2, 3, 1, 1, op_gemm},
+    {"Gemm", "alpha,beta,broadcast,transA,transB", 2, 3, 1, 1, op_gemm},
     {"GlobalAveragePool", "", 1, 1, 1, 1, op_global_average_pool},
     {"GlobalMaxPool", "", 1, 1, 1, 1, op_global_max_pool},
     {"InstanceNormalization", "epsilon", 3, 3, 1, 1, op_instance_norm},
     {"LayerNormalization", "axis,epsilon,stash_type", 2, 3, 1, 3, op_layer_norm},
     {"LogSoftmax", "axis", 1, 1, 1, 1, op_log_softmax},
+    {"LRN", "alpha,beta,bias,size", 1, 1, 1, 1, op_lrn},
     {"MatMul", "", 2, 2, 1, 1, op_matmul},
     {"MaxPool", "auto_pad,ceil_mode,dilations,kernel_shape,pads,storage_order,strides", 1, 1, 1, 2,
      op_max_pool},
