@@ -788,6 +788,57 @@ TVK_API tvk_tensor *tvk_max_pool2d(tvk_tensor *x, const int64_t kernel[2], const
 TVK_API tvk_tensor *tvk_avg_pool2d(tvk_tensor *x, const int64_t kernel[2], const int64_t stride[2],
                                    const int64_t padding[4]);
 
+/* Resampling (tvk_resize): how an output position maps to the input and which
+ * input elements it combines, as ONNX's Resize (and torch's interpolate). */
+typedef enum {
+  TVK_RESIZE_NEAREST = 0, /* one element, chosen by the nearest rule */
+  TVK_RESIZE_LINEAR,      /* the two around it (bilinear over two axes, ...) */
+  TVK_RESIZE_CUBIC,       /* the four around it, Keys' cubic with parameter cubic_a */
+} tvk_resize_mode;
+/* Output index o -> input coordinate x, for an axis of in -> out elements
+ * with scale s (out / in unless given; align_corners and the out == 1 test
+ * use in * s for out when a scale is given, as ONNX does): */
+typedef enum {
+  TVK_RESIZE_HALF_PIXEL = 0,       /* (o + 0.5) / s - 0.5: pixel centres line up */
+  TVK_RESIZE_ALIGN_CORNERS,        /* o (in - 1) / (out - 1): first and last line up */
+  TVK_RESIZE_ASYMMETRIC,           /* o / s */
+  TVK_RESIZE_PYTORCH_HALF_PIXEL,   /* half_pixel, but -0.5 when out is 1 */
+  TVK_RESIZE_TF_HALF_PIXEL_FOR_NN, /* (o + 0.5) / s: TensorFlow 1's nearest */
+} tvk_resize_coord;
+/* Nearest: which neighbour a coordinate halfway between two takes, or always. */
+typedef enum {
+  TVK_RESIZE_ROUND_PREFER_FLOOR = 0,
+  TVK_RESIZE_ROUND_PREFER_CEIL,
+  TVK_RESIZE_FLOOR,
+  TVK_RESIZE_CEIL,
+} tvk_resize_nearest;
+typedef struct {
+  tvk_resize_mode mode;
+  tvk_resize_coord coord;
+  tvk_resize_nearest nearest;
+  double cubic_a;       /* cubic's parameter; 0 means -0.75 (ONNX's; torch uses -0.75 too) */
+  bool exclude_outside; /* taps outside the input get weight 0, the rest renormalised */
+  /* per resized axis, the scale s the coordinates use; NULL: sizes / input dims */
+  const double *scales;
+  /* TensorFlow's crop_and_resize: NULL, or 2 * naxes values, the starts then
+   * the ends of a window of the input in [0, 1] that the output spans
+   * (first and last line up, as align_corners); outputs outside the input
+   * are `extrapolation` */
+  const double *roi;
+  double extrapolation;
+} tvk_resize_options;
+/* Resamples x along naxes axes (negative count from the end) to sizes[i]
+ * elements each; opts NULL means nearest, half_pixel, round_prefer_floor.
+ * Inputs outside the input repeat its edge. Linear and cubic take float
+ * dtypes (TVK_ERR_DTYPE otherwise); nearest any dtype, exactly. An integer
+ * nearest upsampling (out = k in, o -> o / k) or a stride is a view and
+ * costs nothing; other resizes multiply by an (in, out) weight matrix per
+ * axis (in * out at most 2^28), one matmul kernel each. Errors: an axis out
+ * of range or twice (TVK_ERR_INVALID_ARG), a size or scale not > 0
+ * (TVK_ERR_SHAPE). */
+TVK_API tvk_tensor *tvk_resize(tvk_tensor *x, int naxes, const int *axes, const int64_t *sizes,
+                               const tvk_resize_options *opts);
+
 /* Along one axis (negative counts from the end); float results (integer inputs
  * give float32). Numerically stable: the max along the axis is subtracted first. */
 TVK_API tvk_tensor *tvk_softmax(tvk_tensor *a, int axis);

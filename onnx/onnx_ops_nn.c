@@ -350,6 +350,112 @@ static tvk_status op_lrn(onnx_run_ctx *c) {
   return onnx_set_out(c, 0, tvk_div(x, tvk_pow(den, fconst(c, x, beta))));
 }
 
+/* ---- Resize, Upsample ---- */
+
+static bool pick_string(const char *s, const char *const *names, int n, int *out) {
+  for (int i = 0; i < n; i++)
+    if (!strcmp(s, names[i])) return *out = i, true;
+  return false;
+}
+
+/* Resize (opset 10+) and Upsample: the output sizes from scales or sizes, the
+ * modes from the attributes, then tvk_resize over the axes that change. */
+static tvk_status resize(onnx_run_ctx *c, bool upsample) {
+  int nd = onnx_in_ndim(c, 0);
+  const int64_t *sh = onnx_in_shape(c, 0);
+  char mbuf[32], cbuf[32], nbuf[32];
+  const char *mode = onnx_attr_string(c, "mode", "nearest", mbuf, sizeof mbuf);
+  bool legacy = upsample || c->node->opset < 11; /* Upsample's conventions */
+  const char *coord = onnx_attr_string(c, "coordinate_transformation_mode",
+                                       legacy ? "asymmetric" : "half_pixel", cbuf, sizeof cbuf);
+  const char *near = onnx_attr_string(c, "nearest_mode", legacy ? "floor" : "round_prefer_floor",
+                                      nbuf, sizeof nbuf);
+  static const char *const modes[] = {"nearest", "linear", "cubic"};
+  static const char *const coords[] = {"half_pixel",           "align_corners",
+                                       "asymmetric",           "pytorch_half_pixel",
+                                       "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+  static const char *const nears[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+  int mi, ci, ni;
+  if (!strcmp(mode, "bilinear")) mode = "linear"; /* Upsample-7's name */
+  if (!pick_string(mode, modes, 3, &mi) || !pick_string(coord, coords, 6, &ci) ||
+      !pick_string(near, nears, 4, &ni))
+    return onnx_node_fail(c, TVK_ERR_INVALID_ARG,
+                          "mode '%s', coordinate_transformation_mode '%s' or nearest_mode '%s' is "
+                          "not supported",
+                          mode, coord, near);
+  double scales[TVK_MAX_DIMS];
+  int64_t sizes[TVK_MAX_DIMS];
+  bool have_scales = false;
+  const onnx_host *sc = NULL, *sz = NULL;
+  int scales_in = upsample || c->node->opset < 11 ? 1 : 2;
+  if (upsample && c->node->opset < 9) {
+    float f[TVK_MAX_DIMS];
+    int n = onnx_attr_floats(c, "scales", f, TVK_MAX_DIMS);
+    if (n != nd) return onnx_node_fail(c, TVK_ERR_SHAPE, "%d scales for %d dims", n, nd);
+    for (int i = 0; i < nd; i++) scales[i] = f[i];
+    have_scales = true;
+  } else {
+    if (onnx_has_in(c, scales_in) && !(sc = onnx_in_host(c, scales_in))) return TVK_ERR_INVALID_ARG;
+    if (!upsample && onnx_has_in(c, 3) && !(sz = onnx_in_host(c, 3))) return TVK_ERR_INVALID_ARG;
+    if (sc && sc->numel > 0) {
+      if (sc->numel != nd)
+        return onnx_node_fail(c, TVK_ERR_SHAPE, "%lld scales for %d dims", (long long)sc->numel,
+                              nd);
+      for (int i = 0; i < nd; i++) scales[i] = onnx_host_get(sc, i);
+      have_scales = true;
+    } else if (sz && sz->numel > 0) {
+      if (sz->numel != nd)
+        return onnx_node_fail(c, TVK_ERR_SHAPE, "%lld sizes for %d dims", (long long)sz->numel, nd);
+      for (int i = 0; i < nd; i++) sizes[i] = onnx_host_get_int(sz, i);
+    } else {
+      return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "neither scales nor sizes is given");
+    }
+  }
+  if (have_scales)
+    for (int i = 0; i < nd; i++) {
+      if (!(scales[i] > 0))
+        return onnx_node_fail(c, TVK_ERR_SHAPE, "scale %g on dim %d", scales[i], i);
+      sizes[i] = (int64_t)floor((double)sh[i] * scales[i]);
+    }
+  bool crop = ci == 5;
+  double roi[2 * TVK_MAX_DIMS];
+  if (crop) {
+    const onnx_host *r = onnx_has_in(c, 1) ? onnx_in_host(c, 1) : NULL;
+    if (!r || r->numel != 2 * nd)
+      return onnx_node_fail(c, TVK_ERR_SHAPE, "tf_crop_and_resize needs a roi of %d values",
+                            2 * nd);
+  }
+  int axes[TVK_MAX_DIMS], na = 0;
+  int64_t asz[TVK_MAX_DIMS];
+  double asc[TVK_MAX_DIMS];
+  for (int i = 0; i < nd; i++) {
+    if (!crop && sizes[i] == sh[i] && (!have_scales || scales[i] == 1)) continue;
+    axes[na] = i;
+    asz[na] = sizes[i];
+    asc[na++] = have_scales ? scales[i] : (double)sizes[i] / (double)sh[i];
+  }
+  if (crop) {
+    const onnx_host *r = onnx_in_host(c, 1);
+    for (int k = 0; k < na; k++) {
+      roi[k] = onnx_host_get(r, axes[k]);
+      roi[na + k] = onnx_host_get(r, nd + axes[k]);
+    }
+  }
+  tvk_resize_options o = {
+      .mode = (tvk_resize_mode)mi,
+      .coord = (tvk_resize_coord)(crop ? 0 : ci),
+      .nearest = (tvk_resize_nearest)ni,
+      .cubic_a = onnx_attr_float(c, "cubic_coeff_a", -0.75),
+      .exclude_outside = onnx_attr_int(c, "exclude_outside", 0) != 0,
+      .scales = asc,
+      .roi = crop ? roi : NULL,
+      .extrapolation = onnx_attr_float(c, "extrapolation_value", 0),
+  };
+  return onnx_set_out(c, 0, tvk_resize(IN(0), na, axes, asz, &o));
+}
+static tvk_status op_resize(onnx_run_ctx *c) { return resize(c, false); }
+static tvk_status op_upsample(onnx_run_ctx *c) { return resize(c, true); }
+
 /* ---- softmax ---- */
 
 static tvk_status softmax(onnx_run_ctx *c, tvk_tensor *(*f)(tvk_tensor *, int)) {
@@ -542,6 +648,11 @@ const onnx_op onnx_ops_nn[] = {
     {"ReduceProd", "axes,keepdims,noop_with_empty_axes", 1, 2, 1, 1, op_reduce_prod},
     {"ReduceSum", "axes,keepdims,noop_with_empty_axes", 1, 2, 1, 1, op_reduce_sum},
     {"ReduceSumSquare", "axes,keepdims,noop_with_empty_axes", 1, 2, 1, 1, op_reduce_sum_square},
+    {"Resize",
+     "coordinate_transformation_mode,cubic_coeff_a,exclude_outside,extrapolation_value,mode,"
+     "nearest_mode",
+     1, 4, 1, 1, op_resize},
     {"Softmax", "axis", 1, 1, 1, 1, op_softmax},
+    {"Upsample", "mode,scales", 1, 2, 1, 1, op_upsample},
     {NULL, NULL, 0, 0, 0, 0, NULL},
 };

@@ -1,5 +1,5 @@
-/* nn group "linalg": matmul, linear, conv2d, conv_transpose2d, max/avg pool and scaled dot-product
- * attention against plain loops in double.
+/* nn group "linalg": matmul, linear, conv2d, conv_transpose2d, resize, max/avg pool and scaled
+ * dot-product attention against plain loops in double.
  *
  * Float32 inputs are drawn and then rounded to float32 (f32_vals), so the
  * tensors hold exactly the reference's values and the only error left is the
@@ -544,6 +544,80 @@ static void test_conv_transpose2d_errors(void **state) {
   nn_finish();
 }
 
+/* ---------------------------------------------------------------- resize */
+
+/* Closed forms, not a second implementation: linear interpolation keeps a
+ * linear function, Keys' cubic with a = -0.5 keeps a quadratic (away from
+ * the edges), nearest upsampling by k repeats each element k times. */
+static void test_resize(void **state) {
+  (void)state;
+  /* bilinear, align_corners: f(i, j) = 3i - 2j + 1 on a 4 x 5 grid to 7 x 9 */
+  int64_t xs[4] = {2, 1, 4, 5}, os[4] = {2, 1, 7, 9};
+  double x[40], ref[126];
+  for (int n = 0; n < 2; n++)
+    for (int i = 0; i < 4; i++)
+      for (int j = 0; j < 5; j++) x[(n * 4 + i) * 5 + j] = 3 * i - 2 * j + 1 + n;
+  for (int n = 0; n < 2; n++)
+    for (int p = 0; p < 7; p++)
+      for (int q = 0; q < 9; q++)
+        ref[(n * 7 + p) * 9 + q] = 3 * (p * 3.0 / 6) - 2 * (q * 4.0 / 8) + 1 + n;
+  tvk_tensor *tx = nn_tensor(TVK_FLOAT32, 4, xs, x);
+  tvk_resize_options lin = {.mode = TVK_RESIZE_LINEAR, .coord = TVK_RESIZE_ALIGN_CORNERS};
+  tvk_tensor *y = tvk_resize(tx, 2, (int[]){2, 3}, (int64_t[]){7, 9}, &lin);
+  nn_check("bilinear align_corners keeps a plane", y, TVK_FLOAT32, 4, os, ref, 0, 2e-6 * 16);
+  tvk_release(y);
+  /* half_pixel linear 2x of [a, b]: a, a + (b-a)/4, a + 3(b-a)/4, b (edges clamp) */
+  double ab[2] = {1, 5}, want[4] = {1, 2, 4, 5};
+  tvk_tensor *t2 = nn_tensor(TVK_FLOAT32, 1, (int64_t[]){2}, ab);
+  lin.coord = TVK_RESIZE_HALF_PIXEL;
+  y = tvk_resize(t2, 1, (int[]){0}, (int64_t[]){4}, &lin);
+  nn_check("linear half_pixel 2x", y, TVK_FLOAT32, 1, (int64_t[]){4}, want, 0, 1e-6);
+  tvk_release(y), tvk_release(t2);
+  /* cubic a = -0.5, asymmetric 3x on g(i) = i^2 - 2i: exact where all four taps
+   * are inside (output o with 1 <= floor(o / 3) <= n - 3) */
+  double g[10], gr[30];
+  for (int i = 0; i < 10; i++) g[i] = i * i - 2 * i;
+  tvk_tensor *tg = nn_tensor(TVK_FLOAT64, 1, (int64_t[]){10}, g);
+  tvk_resize_options cub = {
+      .mode = TVK_RESIZE_CUBIC, .coord = TVK_RESIZE_ASYMMETRIC, .cubic_a = -0.5};
+  y = tvk_resize(tg, 1, (int[]){0}, (int64_t[]){30}, &cub);
+  double *got = nn_fetch(y);
+  for (int o = 0; got && o < 30; o++) {
+    double u = o / 3.0;
+    gr[o] = u * u - 2 * u;
+    if (floor(u) >= 1 && floor(u) <= 7)
+      nn_expect(fabs(got[o] - gr[o]) < 1e-9, "cubic keeps a quadratic at %d: %g, want %g", o,
+                got[o], gr[o]);
+  }
+  free(got);
+  tvk_release(y), tvk_release(tg);
+  /* nearest upsampling of int64 repeats, and is a view: realizing it runs nothing */
+  double v[6] = {7, -3, 12, 0, 5, 9};
+  tvk_tensor *tv = nn_tensor(TVK_INT64, 2, (int64_t[]){2, 3}, v);
+  tvk_resize_options nn_opts = {
+      .mode = TVK_RESIZE_NEAREST, .coord = TVK_RESIZE_ASYMMETRIC, .nearest = TVK_RESIZE_FLOOR};
+  y = tvk_resize(tv, 2, (int[]){0, 1}, (int64_t[]){6, 3 * 2}, &nn_opts);
+  nn_expect_kernels("nearest upsampling is a view of the input", y, 0);
+  nn_check("nearest 3x2 upsampling int64", y, TVK_INT64, 2, (int64_t[]){6, 6},
+           (double[]){7, 7, -3, -3, 12, 12, 7, 7, -3, -3, 12, 12, 7, 7, -3, -3, 12, 12,
+                      0, 0, 5,  5,  9,  9,  0, 0, 5,  5,  9,  9,  0, 0, 5,  5,  9,  9},
+           0, 0);
+  tvk_release(y);
+  /* nearest 3 -> 2 (not a multiple): gathered, exact on int64 */
+  y = tvk_resize(tv, 1, (int[]){1}, (int64_t[]){2}, NULL);
+  /* half_pixel, round_prefer_floor: o = 0 -> 0.25 -> 0, o = 1 -> 1.75 -> 2 */
+  nn_check("nearest 3 -> 2 int64", y, TVK_INT64, 2, (int64_t[]){2, 2}, (double[]){7, 12, 0, 9}, 0,
+           0);
+  tvk_release(y);
+  nn_check_error("linear on int64", tvk_resize(tv, 1, (int[]){1}, (int64_t[]){4}, &lin),
+                 TVK_ERR_DTYPE);
+  nn_check_error("axis twice", tvk_resize(tv, 2, (int[]){1, -1}, (int64_t[]){4, 4}, NULL),
+                 TVK_ERR_INVALID_ARG);
+  nn_check_error("size 0", tvk_resize(tv, 1, (int[]){0}, (int64_t[]){0}, NULL), TVK_ERR_SHAPE);
+  tvk_release(tv), tvk_release(tx);
+  nn_finish();
+}
+
 static void test_conv2d_errors(void **state) {
   (void)state;
   double z[512] = {0};
@@ -855,6 +929,7 @@ const struct CMUnitTest nn_linalg_tests[] = {
     NN_TEST(test_conv2d_errors),
     NN_TEST(test_conv_transpose2d),
     NN_TEST(test_conv_transpose2d_errors),
+    NN_TEST(test_resize),
     NN_TEST(test_pools),
     NN_TEST(test_pool_errors),
     NN_TEST(test_window_huge_args),
