@@ -44,8 +44,10 @@ tvk_status onnx_host_alloc(onnx_host *h, tvk_dtype dt, int ndim, const int64_t *
 bool onnx_dtype_to_tvk(int32_t onnx_dt, tvk_dtype *out);
 const char *onnx_dtype_name(int32_t onnx_dt);
 /* Decodes a TensorProto (raw_data or the typed fields) into h. what names it
- * in errors. External data is read relative to dir (NULL: refused). */
-tvk_status onnx_tensor_decode(const Onnx__TensorProto *tp, const char *dir, const char *what,
+ * in errors. External data is read relative to dir (NULL: refused). take:
+ * raw_data's buffer itself becomes h->data (tp no longer holds it), so that a
+ * weight is not held twice. */
+tvk_status onnx_tensor_decode(Onnx__TensorProto *tp, const char *dir, const char *what, bool take,
                               onnx_host *h);
 /* Reads a whole file into malloc'ed memory. */
 tvk_status onnx_read_file(const char *path, void **data, size_t *size);

@@ -135,6 +135,18 @@ static tvk_status value_info(const Onnx__ValueInfoProto *v, tvk_onnx_value_info 
 static tvk_status make_const(tvk_onnx_model *m, int slot, onnx_host *h) {
   onnx_slot *s = &m->slots[slot];
   s->is_const = true;
+  s->tensor = NULL;
+  if (h->numel > HOST_COPY_MAX) {
+    /* A device that runs on host memory (the CPU) uses the weight where it
+     * is, and frees it when done; others take a copy (below). */
+    s->tensor = tvk_from_host_ptr(m->ctx, h->dt, h->ndim, h->shape, h->data, free, h->data);
+    if (tvk_status_of(s->tensor) == TVK_OK) {
+      memset(h, 0, sizeof *h); /* the tensor owns the memory now */
+      return TVK_OK;
+    }
+    tvk_release(s->tensor);
+    s->tensor = NULL;
+  }
   s->tensor = tvk_from_data(m->ctx, h->dt, h->ndim, h->shape, h->data);
   tvk_status st = tvk_status_of(s->tensor);
   if (st != TVK_OK) {
@@ -159,7 +171,7 @@ static tvk_status constant_value(const Onnx__NodeProto *n, const char *label, on
   const Onnx__AttributeProto *a = n->attribute[0];
   const char *name = a->name ? a->name : "";
   int64_t one = 1;
-  if (!strcmp(name, "value") && a->t) return onnx_tensor_decode(a->t, NULL, label, h);
+  if (!strcmp(name, "value") && a->t) return onnx_tensor_decode(a->t, NULL, label, true, h);
   if (!strcmp(name, "value_float") || !strcmp(name, "value_int")) {
     bool f = name[6] == 'f';
     tvk_status s = onnx_host_alloc(h, f ? TVK_FLOAT32 : TVK_INT64, 0, &one);
@@ -222,7 +234,7 @@ static tvk_status build(tvk_onnx_model *m) {
   }
 
   for (size_t i = 0; i < g->n_initializer && s == TVK_OK; i++) {
-    const Onnx__TensorProto *tp = g->initializer[i];
+    Onnx__TensorProto *tp = g->initializer[i];
     const char *name = tp->name ? tp->name : "";
     if (slot_of(m, &map, name, false) >= 0) {
       s = onnx_fail(TVK_ERR_INVALID_ARG, "initializer '%s' is given twice", name);
@@ -231,7 +243,7 @@ static tvk_status build(tvk_onnx_model *m) {
     char what[300];
     snprintf(what, sizeof what, "initializer '%s'", name);
     onnx_host h;
-    s = onnx_tensor_decode(tp, m->dir, what, &h);
+    s = onnx_tensor_decode(tp, m->dir, what, true, &h);
     if (s == TVK_OK) s = make_const(m, slot_of(m, &map, name, true), &h);
   }
   if (g->n_sparse_initializer && s == TVK_OK)

@@ -503,7 +503,7 @@ static tvk_status op_constant_of_shape(onnx_run_ctx *c) {
   v.dt = TVK_FLOAT32;
   double value = 0;
   if (a && a->t) {
-    tvk_status s = onnx_tensor_decode(a->t, NULL, "value", &v);
+    tvk_status s = onnx_tensor_decode(a->t, NULL, "value", false, &v);
     if (s != TVK_OK) return onnx_node_fail(c, s, "%s", tvk_onnx_last_error());
     if (v.numel != 1) {
       onnx_host_free(&v);

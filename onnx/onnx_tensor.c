@@ -240,7 +240,7 @@ static tvk_status read_external(const Onnx__TensorProto *tp, const char *dir, co
   return s;
 }
 
-tvk_status onnx_tensor_decode(const Onnx__TensorProto *tp, const char *dir, const char *what,
+tvk_status onnx_tensor_decode(Onnx__TensorProto *tp, const char *dir, const char *what, bool take,
                               onnx_host *h) {
   memset(h, 0, sizeof *h);
   tvk_dtype dt;
@@ -271,7 +271,15 @@ tvk_status onnx_tensor_decode(const Onnx__TensorProto *tp, const char *dir, cons
                        "%s: raw_data holds %zu bytes; %lld %s elements need %zu", what,
                        tp->raw_data.len, (long long)h->numel, tvk_dtype_name(dt), bytes);
     }
-    if (bytes) memcpy(h->data, tp->raw_data.data, bytes); /* little-endian, as ONNX stores it */
+    if (take && bytes) { /* the parsed bytes become h's: no second copy of a weight */
+      free(h->data);
+      h->data = tp->raw_data.data;
+      tp->raw_data.data = NULL;
+      tp->raw_data.len = 0;
+      tp->has_raw_data = 0;
+    } else if (bytes) {
+      memcpy(h->data, tp->raw_data.data, bytes); /* little-endian, as ONNX stores it */
+    }
     return TVK_OK;
   }
   switch (odt) {
@@ -337,7 +345,8 @@ tvk_status tvk_onnx_load_tensor_memory(tvk_ctx *ctx, const void *data, size_t si
                      "(truncated or corrupt)",
                      size);
   onnx_host h;
-  tvk_status s = onnx_tensor_decode(tp, NULL, tp->name && *tp->name ? tp->name : "tensor", &h);
+  tvk_status s =
+      onnx_tensor_decode(tp, NULL, tp->name && *tp->name ? tp->name : "tensor", false, &h);
   onnx__tensor_proto__free_unpacked(tp, NULL);
   if (s != TVK_OK) {
     onnx_error_prefix("tvk_onnx_load_tensor: ");

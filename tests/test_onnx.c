@@ -321,6 +321,46 @@ static void test_run_from_file_and_tensor_files(void **state) {
   arena_free();
 }
 
+/* A weight past the host-copy size: on the CPU the tensor uses the parsed
+ * bytes in place (tvk_from_host_ptr, freed with the model), elsewhere a copy;
+ * either way the product must be right and nothing leak (ASan build). */
+static void test_big_weight(void **state) {
+  (void)state;
+  enum { K = 64, N = 100 };
+  static float w[K * N], x[2 * K];
+  for (int i = 0; i < K * N; i++) w[i] = (float)((i * 37) % 19) * 0.125f - 1;
+  for (int i = 0; i < 2 * K; i++) x[i] = (float)((i * 11) % 7) * 0.5f - 1.5f;
+  graph_def g = {0};
+  int64_t wd[2] = {K, N}, xd[2] = {2, K}, yd[2] = {2, N};
+  g.inits[g.ninits++] = tensor("W", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, wd, w, sizeof w);
+  g.nodes[g.nnodes++] = node("MatMul", "mm", "x,W", "y");
+  g.ins[g.nins++] = vinfo("x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, xd, NULL);
+  g.outs[g.nouts++] = vinfo("y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, yd, NULL);
+  size_t len;
+  uint8_t *buf = pack(&g, &len);
+  tvk_ctx *ctx;
+  assert_int_equal(tvk_ctx_create(device, &ctx), TVK_OK);
+  tvk_onnx_model *m;
+  assert_int_equal(tvk_onnx_load_memory(ctx, buf, len, &m), TVK_OK);
+  tvk_tensor *in = tvk_from_data(ctx, TVK_FLOAT32, 2, xd, x), *out;
+  for (int rep = 0; rep < 2; rep++) { /* the weight is reused by a second run */
+    assert_int_equal(tvk_onnx_run(m, 1, &in, 1, &out), TVK_OK);
+    static float y[2 * N];
+    assert_int_equal(tvk_to_host(out, y, sizeof y), TVK_OK);
+    for (int r = 0; r < 2; r++)
+      for (int j = 0; j < N; j++) {
+        double acc = 0;
+        for (int k = 0; k < K; k++) acc += (double)x[r * K + k] * w[k * N + j];
+        assert_float_equal(y[r * N + j], acc, 1e-4);
+      }
+    tvk_release(out);
+  }
+  tvk_release(in);
+  tvk_onnx_destroy(m);
+  tvk_ctx_destroy(ctx);
+  arena_free();
+}
+
 static void test_load_errors(void **state) {
   (void)state;
   tvk_ctx *ctx;
@@ -476,11 +516,9 @@ int main(int argc, char **argv) {
   }
   tvk_ctx_destroy(probe);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_run_from_memory),
-      cmocka_unit_test(test_run_from_file_and_tensor_files),
-      cmocka_unit_test(test_load_errors),
-      cmocka_unit_test(test_run_errors),
-      cmocka_unit_test(test_fuzz),
+      cmocka_unit_test(test_run_from_memory), cmocka_unit_test(test_run_from_file_and_tensor_files),
+      cmocka_unit_test(test_big_weight),      cmocka_unit_test(test_load_errors),
+      cmocka_unit_test(test_run_errors),      cmocka_unit_test(test_fuzz),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
