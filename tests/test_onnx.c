@@ -361,6 +361,64 @@ static void test_big_weight(void **state) {
   arena_free();
 }
 
+/* Conv -> BatchNormalization -> Relu, as exporters write a CNN block, is one
+ * kernel (docs/onnx.md): the importer's ops fuse like hand-written ones. */
+static void test_conv_bn_relu_fuses(void **state) {
+  (void)state;
+  enum { C = 3, O = 4, H = 6 };
+  static float w[O * C * 9], x[C * H * H], bias[O], sc[O], sh[O], mu[O], var[O];
+  for (int i = 0; i < O * C * 9; i++) w[i] = (float)((i * 13) % 9) * 0.25f - 1;
+  for (int i = 0; i < C * H * H; i++) x[i] = (float)((i * 7) % 11) * 0.2f - 1;
+  for (int o = 0; o < O; o++)
+    bias[o] = 0.1f * (float)o, sc[o] = 1 + 0.5f * (float)o, sh[o] = -0.25f * (float)o,
+    mu[o] = 0.3f - 0.2f * (float)o, var[o] = 0.5f + (float)o;
+  graph_def g = {0};
+  int64_t wd[4] = {O, C, 3, 3}, od[1] = {O}, xd[4] = {1, C, H, H}, yd[4] = {1, O, H - 2, H - 2};
+  g.inits[g.ninits++] = tensor("W", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, wd, w, sizeof w);
+  const char *names[5] = {"B", "scale", "shift", "mean", "var"};
+  const float *vals[5] = {bias, sc, sh, mu, var};
+  for (int k = 0; k < 5; k++)
+    g.inits[g.ninits++] =
+        tensor(names[k], ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, od, vals[k], sizeof bias);
+  g.nodes[g.nnodes++] = node("Conv", "conv", "x,W,B", "c");
+  g.nodes[g.nnodes++] = node("BatchNormalization", "bn", "c,scale,shift,mean,var", "n");
+  g.nodes[g.nnodes++] = node("Relu", "relu", "n", "y");
+  g.ins[g.nins++] = vinfo("x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, xd, NULL);
+  g.outs[g.nouts++] = vinfo("y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, yd, NULL);
+  size_t len;
+  uint8_t *buf = pack(&g, &len);
+  tvk_ctx *ctx;
+  assert_int_equal(tvk_ctx_create(device, &ctx), TVK_OK);
+  tvk_onnx_model *m;
+  assert_int_equal(tvk_onnx_load_memory(ctx, buf, len, &m), TVK_OK);
+  tvk_tensor *in = tvk_from_data(ctx, TVK_FLOAT32, 4, xd, x), *out;
+  assert_int_equal(tvk_realize(1, &in), TVK_OK);
+  assert_int_equal(tvk_onnx_run(m, 1, &in, 1, &out), TVK_OK);
+  tvk_stats_reset(ctx);
+  assert_int_equal(tvk_realize(1, &out), TVK_OK);
+  tvk_stats st;
+  tvk_stats_get(ctx, &st);
+  assert_int_equal(st.kernels_run, 1);
+  static float y[O * (H - 2) * (H - 2)];
+  assert_int_equal(tvk_to_host(out, y, sizeof y), TVK_OK);
+  for (int o = 0; o < O; o++)
+    for (int p = 0; p < H - 2; p++)
+      for (int q = 0; q < H - 2; q++) {
+        double acc = bias[o];
+        for (int c = 0; c < C; c++)
+          for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++)
+              acc += (double)x[(c * H + p + a) * H + q + b] * w[((o * C + c) * 3 + a) * 3 + b];
+        double n = (acc - mu[o]) / sqrt(var[o] + 1e-5) * sc[o] + sh[o];
+        assert_float_equal(y[(o * (H - 2) + p) * (H - 2) + q], n > 0 ? n : 0, 1e-4);
+      }
+  tvk_release(out);
+  tvk_release(in);
+  tvk_onnx_destroy(m);
+  tvk_ctx_destroy(ctx);
+  arena_free();
+}
+
 static void test_load_errors(void **state) {
   (void)state;
   tvk_ctx *ctx;
@@ -516,9 +574,13 @@ int main(int argc, char **argv) {
   }
   tvk_ctx_destroy(probe);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_run_from_memory), cmocka_unit_test(test_run_from_file_and_tensor_files),
-      cmocka_unit_test(test_big_weight),      cmocka_unit_test(test_load_errors),
-      cmocka_unit_test(test_run_errors),      cmocka_unit_test(test_fuzz),
+      cmocka_unit_test(test_run_from_memory),
+      cmocka_unit_test(test_run_from_file_and_tensor_files),
+      cmocka_unit_test(test_big_weight),
+      cmocka_unit_test(test_conv_bn_relu_fuses),
+      cmocka_unit_test(test_load_errors),
+      cmocka_unit_test(test_run_errors),
+      cmocka_unit_test(test_fuzz),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
