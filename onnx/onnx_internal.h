@@ -58,9 +58,10 @@ typedef struct {
   const Onnx__NodeProto *proto;
   const struct onnx_op *op;
   int nin, nout;
-  int *in;   /* value slots; -1 for an omitted optional input ("") */
-  int *out;  /* value slots; -1 for an omitted optional output */
-  int opset; /* the ai.onnx opset the model imports */
+  int *in;     /* value slots; -1 for an omitted optional input ("") */
+  int *out;    /* value slots; -1 for an omitted optional output */
+  int opset;   /* the ai.onnx opset the model imports */
+  bool folded; /* computed at load (onnx_fold_constants): its outputs are constants */
 } onnx_node;
 
 /* What a value slot holds before a run: nothing (computed by a node or fed
@@ -115,6 +116,12 @@ typedef struct onnx_op {
 } onnx_op;
 
 const onnx_op *onnx_op_find(const char *name);
+
+/* At load: runs every node whose inputs are all known on the host (constants
+ * with a host copy, and the shape of an input whose dims are all fixed) and
+ * whose results stay on the host (shape arithmetic), and makes its outputs
+ * constants; a run then skips it. A node that fails here fails the load. */
+tvk_status onnx_fold_constants(tvk_onnx_model *m);
 
 /* ---- helpers for op functions (onnx_run.c) ---- */
 

@@ -372,6 +372,7 @@ static tvk_status load(tvk_ctx *ctx, const void *data, size_t size, char *dir,
                      size);
   }
   tvk_status s = build(m);
+  if (s == TVK_OK) s = onnx_fold_constants(m);
   if (s != TVK_OK) {
     tvk_onnx_destroy(m);
     return s;

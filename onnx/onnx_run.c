@@ -190,6 +190,90 @@ int onnx_axis(int64_t axis, int ndim) {
   return (int)(axis < 0 ? axis + ndim : axis);
 }
 
+/* ---- folding at load ---- */
+
+/* Whether the graph input in slot is declared with every dim fixed. */
+static const tvk_onnx_value_info *static_input(const tvk_onnx_model *m, int slot) {
+  for (int i = 0; i < m->ninputs; i++) {
+    if (m->inputs[i] != slot) continue;
+    const tvk_onnx_value_info *vi = &m->input_info[i];
+    for (int d = 0; d < vi->ndim; d++)
+      if (vi->shape[d] < 0) return NULL;
+    return vi;
+  }
+  return NULL;
+}
+
+tvk_status onnx_fold_constants(tvk_onnx_model *m) {
+  onnx_value *values = calloc((size_t)m->nslots + 1, sizeof *values);
+  onnx_host *shapes = calloc((size_t)m->ninputs + 1, sizeof *shapes);
+  if (!values || !shapes) {
+    free(values), free(shapes);
+    return onnx_fail(TVK_ERR_OUT_OF_MEMORY, "out of memory loading the model");
+  }
+  for (int i = 0; i < m->nslots; i++)
+    if (m->slots[i].is_const && m->slots[i].has_host) values[i].host = &m->slots[i].host;
+  /* A fixed-shape input is known by its shape alone: a host value without
+   * data, which only Shape and Size may read. */
+  for (int i = 0; i < m->ninputs; i++) {
+    const tvk_onnx_value_info *vi = static_input(m, m->inputs[i]);
+    if (!vi) continue;
+    shapes[i].dt = vi->dtype;
+    shapes[i].ndim = vi->ndim;
+    memcpy(shapes[i].shape, vi->shape, sizeof(int64_t) * (size_t)vi->ndim);
+  }
+  onnx_run_ctx c = {.m = m, .values = values};
+  tvk_status s = TVK_OK;
+  size_t scope = tvk_scope_begin(m->ctx);
+  for (int i = 0; i < m->nnodes && s == TVK_OK; i++) {
+    onnx_node *n = &m->nodes[i];
+    bool shape_op = !strcmp(n->op->name, "Shape") || !strcmp(n->op->name, "Size");
+    bool known = true;
+    for (int k = 0; k < n->nin && known; k++) {
+      int slot = n->in[k];
+      if (slot < 0 || values[slot].host) continue;
+      int j = 0;
+      while (j < m->ninputs && m->inputs[j] != slot) j++;
+      known = shape_op && j < m->ninputs && static_input(m, slot);
+      if (known) values[slot].host = &shapes[j];
+    }
+    if (known) {
+      c.node = n;
+      s = n->op->run(&c);
+      bool host = s == TVK_OK;
+      for (int k = 0; k < n->nout && host; k++)
+        host = n->out[k] < 0 || (values[n->out[k]].host && !values[n->out[k]].t);
+      if (host) {
+        n->folded = true;
+        for (int k = 0; k < n->nout; k++) {
+          if (n->out[k] < 0) continue;
+          onnx_slot *sl = &m->slots[n->out[k]];
+          sl->is_const = true;
+          sl->has_host = true;
+          sl->host = values[n->out[k]].own; /* the slot takes the data */
+          memset(&values[n->out[k]].own, 0, sizeof(onnx_host));
+          values[n->out[k]].host = &sl->host;
+        }
+      }
+      for (int k = 0; k < n->nout; k++) /* results that went to a device are not kept */
+        if (n->out[k] >= 0 && values[n->out[k]].t && !n->folded) {
+          values[n->out[k]].t = NULL; /* released with the scope */
+          onnx_host_free(&values[n->out[k]].own);
+          values[n->out[k]].host = NULL;
+        }
+    }
+    for (int k = 0; k < n->nin; k++) /* the shape stand-ins only serve Shape and Size */
+      if (n->in[k] >= 0 && values[n->in[k]].host && !m->slots[n->in[k]].is_const)
+        values[n->in[k]].host = NULL;
+  }
+  /* every tensor made here (device results, uploads of host values) goes */
+  tvk_scope_end(m->ctx, scope, 0, NULL);
+  for (int i = 0; i < m->nslots; i++) onnx_host_free(&values[i].own);
+  free(values);
+  free(shapes);
+  return s;
+}
+
 /* ---- the run ---- */
 
 static tvk_status check_input(const tvk_onnx_model *m, int i, const tvk_tensor *t) {
@@ -270,6 +354,7 @@ tvk_status tvk_onnx_run(tvk_onnx_model *m, int nin, tvk_tensor *const *in, int n
   tvk_status s = TVK_OK;
   for (int i = 0; i < m->nnodes && s == TVK_OK; i++) {
     c.node = &m->nodes[i];
+    if (c.node->folded) continue; /* its outputs are constants */
     /* The op's temporaries go with the scope; what the node's values hold
      * (its results, inputs it uploaded from the host) stays. */
     size_t scope = tvk_scope_begin(m->ctx);

@@ -433,7 +433,7 @@ static void test_load_errors(void **state) {
 
   /* an op tvk does not have: the node, its op */
   graph_def g = {0};
-  int64_t d2[2] = {2, 2};
+  int64_t d2[2] = {2, 2}, one = 1;
   g.nodes[g.nnodes++] = node("FrobnicateV2", "the_node", "x", "y");
   g.ins[g.nins++] = vinfo("x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, d2, NULL);
   g.outs[g.nouts++] = vinfo("y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, d2, NULL);
@@ -445,7 +445,6 @@ static void test_load_errors(void **state) {
 
   /* an attribute the op does not read */
   g.nodes[0] = node("Relu", "r", "x", "y");
-  int64_t one = 1;
   attr_ints(g.nodes[0], "bogus", 1, &one);
   buf = pack(&g, &len);
   assert_int_equal(tvk_onnx_load_memory(ctx, buf, len, &m), TVK_ERR_INVALID_ARG);
@@ -456,6 +455,20 @@ static void test_load_errors(void **state) {
   buf = pack(&g, &len);
   assert_int_equal(tvk_onnx_load_memory(ctx, buf, len, &m), TVK_ERR_INVALID_ARG);
   assert_non_null(strstr(tvk_onnx_last_error(), "'nowhere'"));
+
+  /* shape arithmetic on a fixed-shape input is folded at load, so its errors
+   * are load errors: Shape(x)[5] of a 2-d x */
+  int64_t five = 5;
+  graph_def f = {0};
+  f.inits[f.ninits++] = tensor("five", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 0, &one, &five, 8);
+  f.nodes[f.nnodes++] = node("Shape", "shape", "x", "s");
+  f.nodes[f.nnodes++] = node("Gather", "pick", "s,five", "y");
+  f.ins[f.nins++] = vinfo("x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, d2, NULL);
+  f.outs[f.nouts++] = vinfo("y", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 0, d2, NULL);
+  buf = pack(&f, &len);
+  assert_int_equal(tvk_onnx_load_memory(ctx, buf, len, &m), TVK_ERR_INVALID_ARG);
+  assert_non_null(strstr(tvk_onnx_last_error(), "node 'pick' (Gather)"));
+  assert_non_null(strstr(tvk_onnx_last_error(), "index 5"));
 
   /* a string input */
   g.nodes[0] = node("Relu", "r", "x", "y");
