@@ -641,6 +641,14 @@ TVK_API tvk_tensor *tvk_silu(tvk_tensor *a);
  * give float32); within 1.2e-7 relative of erf(x) for every x, float64
  * included (a polynomial fit, not a float64 one); erf(+-inf) = +-1. */
 TVK_API tvk_tensor *tvk_erf(tvk_tensor *a);
+/* Inverse trigonometric functions, floating point (integers give float32):
+ * atan in (-pi/2, pi/2) (+-inf give +-pi/2), asin in [-pi/2, pi/2] and acos in
+ * [0, pi] for x in [-1, 1], NaN outside. Within a few float32 ulps of libm's
+ * (acos keeps relative accuracy near 1, asin near +-1); float64 inputs get
+ * float32's accuracy. */
+TVK_API tvk_tensor *tvk_atan(tvk_tensor *a);
+TVK_API tvk_tensor *tvk_asin(tvk_tensor *a);
+TVK_API tvk_tensor *tvk_acos(tvk_tensor *a);
 TVK_API tvk_tensor *tvk_floor(tvk_tensor *a);
 TVK_API tvk_tensor *tvk_ceil(tvk_tensor *a);
 TVK_API tvk_tensor *tvk_round(tvk_tensor *a);

@@ -214,6 +214,9 @@ UNARY(op_sigmoid, tvk_sigmoid)
 UNARY(op_tanh, tvk_tanh)
 UNARY(op_relu, tvk_relu)
 UNARY(op_erf, tvk_erf)
+UNARY(op_atan, tvk_atan)
+UNARY(op_asin, tvk_asin)
+UNARY(op_acos, tvk_acos)
 
 static tvk_status op_neg(onnx_run_ctx *c) {
   if (onnx_all_host(c) && !is_float(onnx_in_dtype(c, 0))) {
@@ -427,10 +430,13 @@ static tvk_status op_identity(onnx_run_ctx *c) {
 
 const onnx_op onnx_ops_math[] = {
     {"Abs", "", 1, 1, 1, 1, op_abs},
+    {"Acos", "", 1, 1, 1, 1, op_acos},
     {"Acosh", "", 1, 1, 1, 1, op_acosh},
     {"Add", "axis,broadcast", 2, 2, 1, 1, op_add},
     {"And", "axis,broadcast", 2, 2, 1, 1, op_and},
+    {"Asin", "", 1, 1, 1, 1, op_asin},
     {"Asinh", "", 1, 1, 1, 1, op_asinh},
+    {"Atan", "", 1, 1, 1, 1, op_atan},
     {"Atanh", "", 1, 1, 1, 1, op_atanh},
     {"BitShift", "direction", 2, 2, 1, 1, op_bitshift},
     {"BitwiseAnd", "", 2, 2, 1, 1, op_bitwise},

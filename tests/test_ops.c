@@ -461,6 +461,8 @@ typedef struct {
 #define D_GELU { -6, 6, -4, 4, -6, 6, SP_FIN | SP_NAN, false }
 #define D_SILU { -16, 16, -4, 4, -16, 16, SP_FIN | SP_NAN, false }
 #define D_ERF { -6, 6, -4, 4, -6, 6, SP_ALLF, false }
+#define D_ATAN { -50, 50, -8, 8, -50, 50, SP_ALLF, false }
+#define D_ASIN { -1, 1, -1, 1, -1, 1, SP_FIN | SP_NAN | SP_OUT, false }
 #define D_ANY { -100, 100, 0, 0, 0, 0, SP_ALLF | SP_EDGE | SP_NEGZ, false }
 /* clang-format on */
 
@@ -491,6 +493,9 @@ static const UnOp UNOPS[] = {
     {"gelu", tvk_gelu, M_MATH | MBF16 | MF64, OUT_FLOAT, true, f_gelu, NULL, D_GELU},
     {"silu", tvk_silu, M_MATH, OUT_FLOAT, true, f_silu, NULL, D_SILU},
     {"erf", tvk_erf, M_MATH | MBF16, OUT_FLOAT, true, erf, NULL, D_ERF},
+    {"atan", tvk_atan, M_MATH, OUT_FLOAT, true, atan, NULL, D_ATAN},
+    {"asin", tvk_asin, M_MATH, OUT_FLOAT, true, asin, NULL, D_ASIN},
+    {"acos", tvk_acos, M_MATH, OUT_FLOAT, true, acos, NULL, D_ASIN},
     {"floor", tvk_floor, M_MATH | MU8, OUT_SAME, false, floor, i_same, D_ANY},
     {"ceil", tvk_ceil, M_MATH | MI64, OUT_SAME, false, ceil, i_same, D_ANY},
     {"round", tvk_round, M_MATH | MBF16, OUT_SAME, false, f_round, i_same, D_ANY},
@@ -871,6 +876,15 @@ static void test_table_float_specials(void **state) {
       {"tanh", 3, {INFINITY, -INFINITY, 0}, {1, -1, 0}},
       {"sigmoid", 3, {INFINITY, -INFINITY, 0}, {1, 0, 0.5}},
       {"erf", 5, {INFINITY, -INFINITY, 0, NAN, -2.5}, {1, -1, 0, NAN, -0.999593047982555}},
+      {"atan",
+       5,
+       {INFINITY, -INFINITY, 0, NAN, 1},
+       {1.5707963267948966, -1.5707963267948966, 0, NAN, 0.7853981633974483}},
+      {"asin", 5, {1, -1, 0, 1.5, NAN}, {1.5707963267948966, -1.5707963267948966, 0, NAN, NAN}},
+      {"acos",
+       5,
+       {1, -1, 0, -2, 0.5},
+       {0, 3.141592653589793, 1.5707963267948966, NAN, 1.0471975511965979}},
       {"relu", 4, {-1, 2, -INFINITY, INFINITY}, {0, 2, 0, INFINITY}},
       {"neg", 3, {INFINITY, NAN, 2}, {-INFINITY, NAN, -2}},
       {"abs", 3, {-INFINITY, NAN, -2}, {INFINITY, NAN, 2}},
@@ -891,6 +905,16 @@ static void test_table_float_specials(void **state) {
                (double[]){1.1283791670955126e-6, -3.385137399732415e-4, 0.5204119951613866,
                           1.1283791670955126e-30});
   table_unary(s, "erf", tvk_erf, &in, &want, (Tol){1e-6, 0, false});
+  ref_free(&in), ref_free(&want);
+  /* acos near 1 and atan of tiny x, relative only (no atol to hide a
+   * cancellation); atan on both sides of its reduction points */
+  in = arr_f(TVK_FLOAT32, 2, (double[]){0.9999990463256836, -0.9999990463256836});
+  want = arr_f(TVK_FLOAT32, 2, (double[]){0.0013810680417624171, 3.1402115855480307});
+  table_unary(s, "acos", tvk_acos, &in, &want, (Tol){1e-6, 0, false});
+  ref_free(&in), ref_free(&want);
+  in = arr_f(TVK_FLOAT32, 3, (double[]){1e-20, 0.27, 3.7});
+  want = arr_f(TVK_FLOAT32, 3, (double[]){1e-20, 0.26371183446226615, 1.3068326031691921});
+  table_unary(s, "atan", tvk_atan, &in, &want, (Tol){1e-6, 0, false});
   ref_free(&in), ref_free(&want);
   /* logical_not: x == 0, NaN is not 0 */
   in = arr_f(TVK_FLOAT32, 4, (double[]){0, NAN, -0.0, 3});

@@ -203,6 +203,45 @@ static UOp *u_erf(const Ew *e, UOp *x) {
   return ew_where(ew_lt(z, ew_like(e, x, 0.5)), small, ew_where(neg_x, neg(big), big));
 }
 
+/* atan: odd; |x| > 1 -> pi/2 - atan(1/|x|) (inf gives pi/2); above tan(pi/12)
+ * -> pi/6 + atan((t sqrt3 - 1) / (t + sqrt3)), which lands in [-tan(pi/12),
+ * tan(pi/12)] = +-0.268, where the Maclaurin series to z^15 leaves a relative
+ * error below 1e-10. */
+static UOp *atan_pos(const Ew *e, UOp *ax) {
+  const double sqrt3 = 1.7320508075688772, pi = 3.141592653589793;
+  UOp *inv = ew_lt(ew_like(e, ax, 1), ax);
+  UOp *t = ew_where(inv, ew_alu1(OP_RECIP, ax), ax);
+  UOp *red = ew_lt(ew_like(e, ax, 0.2679491924311227), t);
+  UOp *zr = ew_mul(ew_addc(e, ew_mulc(e, t, sqrt3), -1), ew_alu1(OP_RECIP, ew_addc(e, t, sqrt3)));
+  UOp *z = ew_where(red, zr, t), *z2 = ew_mul(z, z), *p = ew_like(e, ax, -1.0 / 15);
+  for (int k = 13; k >= 1; k -= 2) p = ew_addc(e, ew_mul(p, z2), (k % 4 == 1 ? 1.0 : -1.0) / k);
+  UOp *r = ew_mul(z, p);
+  r = ew_where(red, ew_addc(e, r, pi / 6), r);
+  return ew_where(inv, ew_alu2(OP_SUB, ew_like(e, ax, pi / 2), r), r);
+}
+
+static UOp *u_atan(const Ew *e, UOp *x) {
+  UOp *neg_x = ew_lt(x, ew_like(e, x, 0)), *r = atan_pos(e, ew_where(neg_x, neg(x), x));
+  return ew_where(neg_x, neg(r), r);
+}
+
+/* asin x = atan(x / sqrt((1 - x)(1 + x))): the product form keeps its digits
+ * near +-1 (1 - x is exact there), where 1 - x^2 cancels; +-1 give x / 0 =
+ * +-inf and so +-pi/2, |x| > 1 NaN. */
+static UOp *u_asin(const Ew *e, UOp *x) {
+  UOp *one = ew_like(e, x, 1);
+  UOp *d = ew_alu1(OP_SQRT, ew_mul(ew_alu2(OP_SUB, one, x), ew_add(one, x)));
+  return u_atan(e, ew_mul(x, ew_alu1(OP_RECIP, d)));
+}
+
+/* acos x = 2 atan(sqrt((1 - x) / (1 + x))): relative accuracy near x = 1,
+ * where pi/2 - asin x would cancel; -1 gives 2 atan(inf) = pi. */
+static UOp *u_acos(const Ew *e, UOp *x) {
+  UOp *one = ew_like(e, x, 1);
+  UOp *q = ew_alu1(OP_SQRT, ew_mul(ew_alu2(OP_SUB, one, x), ew_alu1(OP_RECIP, ew_add(one, x))));
+  return ew_mulc(e, atan_pos(e, q), 2);
+}
+
 /* ---------------------------------------------------------------- rounding */
 
 typedef enum { RD_TRUNC, RD_FLOOR, RD_CEIL, RD_ROUND } RoundMode;
@@ -269,6 +308,9 @@ static const UnOp op_tanh = {"tanh", UK_FLOAT, false, true, u_tanh};
 static const UnOp op_gelu = {"gelu", UK_FLOAT, false, true, u_gelu};
 static const UnOp op_silu = {"silu", UK_FLOAT, false, true, u_silu};
 static const UnOp op_erf = {"erf", UK_FLOAT, false, true, u_erf};
+static const UnOp op_atan = {"atan", UK_FLOAT, false, true, u_atan};
+static const UnOp op_asin = {"asin", UK_FLOAT, false, true, u_asin};
+static const UnOp op_acos = {"acos", UK_FLOAT, false, true, u_acos};
 static const UnOp op_floor = {"floor", UK_ROUND, false, true, u_floor};
 static const UnOp op_ceil = {"ceil", UK_ROUND, false, true, u_ceil};
 static const UnOp op_round = {"round", UK_ROUND, false, true, u_round};
@@ -316,6 +358,9 @@ tvk_tensor *tvk_tanh(tvk_tensor *a) { return unary(&op_tanh, a); }
 tvk_tensor *tvk_gelu(tvk_tensor *a) { return unary(&op_gelu, a); }
 tvk_tensor *tvk_silu(tvk_tensor *a) { return unary(&op_silu, a); }
 tvk_tensor *tvk_erf(tvk_tensor *a) { return unary(&op_erf, a); }
+tvk_tensor *tvk_atan(tvk_tensor *a) { return unary(&op_atan, a); }
+tvk_tensor *tvk_asin(tvk_tensor *a) { return unary(&op_asin, a); }
+tvk_tensor *tvk_acos(tvk_tensor *a) { return unary(&op_acos, a); }
 tvk_tensor *tvk_floor(tvk_tensor *a) { return unary(&op_floor, a); }
 tvk_tensor *tvk_ceil(tvk_tensor *a) { return unary(&op_ceil, a); }
 tvk_tensor *tvk_round(tvk_tensor *a) { return unary(&op_round, a); }
