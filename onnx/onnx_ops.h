@@ -11,5 +11,6 @@ extern const onnx_op onnx_ops_nn[];
 extern const onnx_op onnx_ops_index[];
 extern const onnx_op onnx_ops_loss[];
 extern const onnx_op onnx_ops_quant[];
+extern const onnx_op onnx_ops_einsum[];
 
 #endif

@@ -419,6 +419,97 @@ static void test_conv_bn_relu_fuses(void **state) {
   arena_free();
 }
 
+/* Einsum against brute force: every assignment of values to the labels,
+ * products accumulated into the output's entry (equations written out in
+ * full here; the model gets the short forms). */
+static void attr_str(Onnx__NodeProto *n, const char *name, const char *v) {
+  Onnx__AttributeProto *a = alloc(sizeof *a);
+  onnx__attribute_proto__init(a);
+  a->name = str(name);
+  a->has_type = 1;
+  a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+  a->has_s = 1;
+  a->s.len = strlen(v);
+  a->s.data = (uint8_t *)str(v);
+  n->attribute[n->n_attribute++] = a;
+}
+
+static void check_einsum(tvk_ctx *ctx, const char *eq, const char *full, int n,
+                         const char *const *terms, const char *outl) {
+  /* label sizes: a=2 b=3 c=4 d=2 */
+  int64_t lsize[26] = {['a' - 'a'] = 2, ['b' - 'a'] = 3, ['c' - 'a'] = 4, ['d' - 'a'] = 2};
+  graph_def g = {0};
+  static float data[3][64];
+  tvk_tensor *ins[3];
+  char names[3][4] = {"x0", "x1", "x2"}, list[16] = "";
+  for (int i = 0; i < n; i++) {
+    int64_t dims[8];
+    int nd = (int)strlen(terms[i]);
+    int64_t cnt = 1;
+    for (int k = 0; k < nd; k++) cnt *= dims[k] = lsize[terms[i][k] - 'a'];
+    for (int64_t k = 0; k < cnt; k++) data[i][k] = (float)((k * 7 + i * 3) % 5) - 2;
+    g.ins[g.nins++] = vinfo(names[i], ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, nd, dims, NULL);
+    ins[i] = tvk_from_data(ctx, TVK_FLOAT32, nd, dims, data[i]);
+    strcat(list, i ? "," : ""), strcat(list, names[i]);
+  }
+  int no = (int)strlen(outl);
+  int64_t od[8], ocnt = 1;
+  for (int k = 0; k < no; k++) ocnt *= od[k] = lsize[outl[k] - 'a'];
+  g.nodes[g.nnodes] = node("Einsum", "e", list, "y");
+  attr_str(g.nodes[g.nnodes++], "equation", eq);
+  g.outs[g.nouts++] = vinfo("y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, no, od, NULL);
+  size_t len;
+  uint8_t *buf = pack(&g, &len);
+  tvk_onnx_model *m;
+  assert_int_equal(tvk_onnx_load_memory(ctx, buf, len, &m), TVK_OK);
+  tvk_tensor *out;
+  assert_int_equal(tvk_onnx_run(m, n, ins, 1, &out), TVK_OK);
+  assert_int_equal(tvk_ndim(out), no);
+  static float got[64];
+  double want[64] = {0};
+  assert_int_equal(tvk_to_host(out, got, sizeof(float) * (size_t)ocnt), TVK_OK);
+  /* all labels of the full equation, each over its size */
+  char labels[8] = "";
+  int nl = 0;
+  for (const char *p = full; *p; p++)
+    if (*p >= 'a' && *p <= 'z' && !strchr(labels, *p) && nl < 7) labels[nl++] = *p, labels[nl] = 0;
+  int v[26] = {0};
+  for (;;) {
+    double prod = 1;
+    for (int i = 0; i < n; i++) {
+      int64_t at = 0;
+      for (const char *p = terms[i]; *p; p++) at = at * lsize[*p - 'a'] + v[*p - 'a'];
+      prod *= data[i][at];
+    }
+    int64_t o = 0;
+    for (const char *p = outl; *p; p++) o = o * lsize[*p - 'a'] + v[*p - 'a'];
+    want[o] += prod;
+    int k = nl - 1;
+    while (k >= 0 && ++v[labels[k] - 'a'] == lsize[labels[k] - 'a']) v[labels[k--] - 'a'] = 0;
+    if (k < 0) break;
+  }
+  for (int64_t k = 0; k < ocnt; k++) assert_float_equal(got[k], want[k], 1e-4);
+  tvk_release(out);
+  for (int i = 0; i < n; i++) tvk_release(ins[i]);
+  tvk_onnx_destroy(m);
+  arena_free();
+}
+
+static void test_einsum(void **state) {
+  (void)state;
+  tvk_ctx *ctx;
+  assert_int_equal(tvk_ctx_create(device, &ctx), TVK_OK);
+  check_einsum(ctx, "ab,bc->ac", "ab,bc->ac", 2, (const char *[]){"ab", "bc"}, "ac");
+  check_einsum(ctx, "ab,bc", "ab,bc->ac", 2, (const char *[]){"ab", "bc"}, "ac"); /* implicit */
+  check_einsum(ctx, "a,c->ca", "a,c->ca", 2, (const char *[]){"a", "c"}, "ca");   /* outer */
+  check_einsum(ctx, "abc->", "abc->", 1, (const char *[]){"abc"}, "");            /* total */
+  check_einsum(ctx, "ba,ca,da->bcd", "ba,ca,da->bcd", 3, (const char *[]){"ba", "ca", "da"},
+               "bcd"); /* three operands */
+  check_einsum(ctx, "...bc,...cb->...", "abc,acb->a", 2, (const char *[]){"abc", "acb"}, "a");
+  check_einsum(ctx, "cbc->b", "cbc->b", 1, (const char *[]){"cbc"}, "b"); /* a diagonal: c twice */
+  tvk_ctx_destroy(ctx);
+}
+
 static void test_load_errors(void **state) {
   (void)state;
   tvk_ctx *ctx;
@@ -587,13 +678,10 @@ int main(int argc, char **argv) {
   }
   tvk_ctx_destroy(probe);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_run_from_memory),
-      cmocka_unit_test(test_run_from_file_and_tensor_files),
-      cmocka_unit_test(test_big_weight),
-      cmocka_unit_test(test_conv_bn_relu_fuses),
-      cmocka_unit_test(test_load_errors),
-      cmocka_unit_test(test_run_errors),
-      cmocka_unit_test(test_fuzz),
+      cmocka_unit_test(test_run_from_memory), cmocka_unit_test(test_run_from_file_and_tensor_files),
+      cmocka_unit_test(test_big_weight),      cmocka_unit_test(test_conv_bn_relu_fuses),
+      cmocka_unit_test(test_einsum),          cmocka_unit_test(test_load_errors),
+      cmocka_unit_test(test_run_errors),      cmocka_unit_test(test_fuzz),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
