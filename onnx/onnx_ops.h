@@ -12,5 +12,6 @@ extern const onnx_op onnx_ops_index[];
 extern const onnx_op onnx_ops_loss[];
 extern const onnx_op onnx_ops_quant[];
 extern const onnx_op onnx_ops_einsum[];
+extern const onnx_op onnx_ops_rnn[];
 
 #endif

@@ -510,6 +510,104 @@ static void test_einsum(void **state) {
   tvk_ctx_destroy(ctx);
 }
 
+/* Recurrent layers beyond the suite's cases: a bidirectional LSTM's reverse
+ * half is the forward LSTM run on the time-reversed sequence (the forward
+ * cell is what the suite checks), and a GRU with linear_before_reset against
+ * its equations in double precision. */
+enum { RS = 4, RB = 2, RI = 3, RH = 2 };
+
+static tvk_tensor *run_rnn(tvk_ctx *ctx, const char *op, const char *dir, int ndir, int lbr,
+                           const float *x, const float *w, const float *r, const float *b, int G) {
+  graph_def g = {0};
+  int64_t wd[3] = {ndir, G * RH, RI}, rd[3] = {ndir, G * RH, RH}, bd[2] = {ndir, 2 * G * RH};
+  int64_t xd[3] = {RS, RB, RI}, yd[4] = {RS, ndir, RB, RH};
+  g.inits[g.ninits++] = tensor("W", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 3, wd, w,
+                               sizeof(float) * (size_t)(ndir * G * RH * RI));
+  g.inits[g.ninits++] = tensor("R", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 3, rd, r,
+                               sizeof(float) * (size_t)(ndir * G * RH * RH));
+  g.inits[g.ninits++] = tensor("B", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, bd, b,
+                               sizeof(float) * (size_t)(ndir * 2 * G * RH));
+  Onnx__NodeProto *n = node(op, "cell", "x,W,R,B", "y");
+  int64_t hs = RH, l = lbr;
+  attr_ints(n, "hidden_size", 1, &hs);
+  attr_str(n, "direction", dir);
+  if (lbr) attr_ints(n, "linear_before_reset", 1, &l);
+  g.nodes[g.nnodes++] = n;
+  g.ins[g.nins++] = vinfo("x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 3, xd, NULL);
+  g.outs[g.nouts++] = vinfo("y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, yd, NULL);
+  size_t len;
+  uint8_t *buf = pack(&g, &len);
+  tvk_onnx_model *m;
+  assert_int_equal(tvk_onnx_load_memory(ctx, buf, len, &m), TVK_OK);
+  tvk_tensor *in = tvk_from_data(ctx, TVK_FLOAT32, 3, xd, x), *out;
+  assert_int_equal(tvk_onnx_run(m, 1, &in, 1, &out), TVK_OK);
+  assert_int_equal(tvk_realize(1, &out), TVK_OK);
+  tvk_release(in);
+  tvk_onnx_destroy(m);
+  arena_free();
+  return out;
+}
+
+static double sigm(double v) { return 1 / (1 + exp(-v)); }
+
+static void test_rnn_directions(void **state) {
+  (void)state;
+  tvk_ctx *ctx;
+  assert_int_equal(tvk_ctx_create(device, &ctx), TVK_OK);
+  static float x[RS * RB * RI], xr[RS * RB * RI], w[2 * 4 * RH * RI], r[2 * 4 * RH * RH],
+      b[2 * 8 * RH];
+  for (int i = 0; i < RS * RB * RI; i++) x[i] = (float)((i * 5) % 9) * 0.25f - 1;
+  for (int t = 0; t < RS; t++) /* time reversed */
+    memcpy(xr + t * RB * RI, x + (RS - 1 - t) * RB * RI, sizeof(float) * RB * RI);
+  for (int i = 0; i < 2 * 4 * RH * RI; i++) w[i] = (float)((i * 7) % 11) * 0.1f - 0.5f;
+  for (int i = 0; i < 2 * 4 * RH * RH; i++) r[i] = (float)((i * 3) % 7) * 0.1f - 0.3f;
+  for (int i = 0; i < 2 * 8 * RH; i++) b[i] = (float)(i % 5) * 0.05f - 0.1f;
+  tvk_tensor *bi = run_rnn(ctx, "LSTM", "bidirectional", 2, 0, x, w, r, b, 4);
+  /* direction 1 alone: its weights as a one-direction model on reversed x */
+  tvk_tensor *rev =
+      run_rnn(ctx, "LSTM", "forward", 1, 0, xr, w + 4 * RH * RI, r + 4 * RH * RH, b + 8 * RH, 4);
+  tvk_tensor *fwd = run_rnn(ctx, "LSTM", "forward", 1, 0, x, w, r, b, 4);
+  static float yb[RS * 2 * RB * RH], yr[RS * RB * RH], yf[RS * RB * RH];
+  assert_int_equal(tvk_to_host(bi, yb, sizeof yb), TVK_OK);
+  assert_int_equal(tvk_to_host(rev, yr, sizeof yr), TVK_OK);
+  assert_int_equal(tvk_to_host(fwd, yf, sizeof yf), TVK_OK);
+  for (int t = 0; t < RS; t++)
+    for (int k = 0; k < RB * RH; k++) {
+      assert_float_equal(yb[(t * 2 + 0) * RB * RH + k], yf[t * RB * RH + k], 1e-5);
+      assert_float_equal(yb[(t * 2 + 1) * RB * RH + k], yr[(RS - 1 - t) * RB * RH + k], 1e-5);
+    }
+  tvk_release(bi), tvk_release(rev), tvk_release(fwd);
+
+  /* GRU, linear_before_reset = 1, gates z r h:
+   * z = s(x Wz + Wbz + h Rz + Rbz), r likewise,
+   * n = tanh(x Wh + Wbh + r * (h Rh + Rbh)), h = (1 - z) n + z h */
+  tvk_tensor *gru = run_rnn(ctx, "GRU", "forward", 1, 1, x, w, r, b, 3);
+  static float yg[RS * RB * RH];
+  assert_int_equal(tvk_to_host(gru, yg, sizeof yg), TVK_OK);
+  double h[RB][RH] = {{0}};
+  for (int t = 0; t < RS; t++) {
+    double nh[RB][RH];
+    for (int bb = 0; bb < RB; bb++)
+      for (int j = 0; j < RH; j++) {
+        double a[3], hr[3];
+        for (int q = 0; q < 3; q++) {
+          int row = q * RH + j;
+          a[q] = b[row];
+          hr[q] = b[3 * RH + row];
+          for (int i = 0; i < RI; i++) a[q] += (double)x[(t * RB + bb) * RI + i] * w[row * RI + i];
+          for (int i = 0; i < RH; i++) hr[q] += h[bb][i] * r[row * RH + i];
+        }
+        double z = sigm(a[0] + hr[0]), rr = sigm(a[1] + hr[1]), n = tanh(a[2] + rr * hr[2]);
+        nh[bb][j] = (1 - z) * n + z * h[bb][j];
+      }
+    memcpy(h, nh, sizeof h);
+    for (int bb = 0; bb < RB; bb++)
+      for (int j = 0; j < RH; j++) assert_float_equal(yg[(t * RB + bb) * RH + j], h[bb][j], 1e-5);
+  }
+  tvk_release(gru);
+  tvk_ctx_destroy(ctx);
+}
+
 static void test_load_errors(void **state) {
   (void)state;
   tvk_ctx *ctx;
@@ -678,10 +776,15 @@ int main(int argc, char **argv) {
   }
   tvk_ctx_destroy(probe);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_run_from_memory), cmocka_unit_test(test_run_from_file_and_tensor_files),
-      cmocka_unit_test(test_big_weight),      cmocka_unit_test(test_conv_bn_relu_fuses),
-      cmocka_unit_test(test_einsum),          cmocka_unit_test(test_load_errors),
-      cmocka_unit_test(test_run_errors),      cmocka_unit_test(test_fuzz),
+      cmocka_unit_test(test_run_from_memory),
+      cmocka_unit_test(test_run_from_file_and_tensor_files),
+      cmocka_unit_test(test_big_weight),
+      cmocka_unit_test(test_conv_bn_relu_fuses),
+      cmocka_unit_test(test_einsum),
+      cmocka_unit_test(test_rnn_directions),
+      cmocka_unit_test(test_load_errors),
+      cmocka_unit_test(test_run_errors),
+      cmocka_unit_test(test_fuzz),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
