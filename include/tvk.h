@@ -751,6 +751,25 @@ TVK_API tvk_tensor *tvk_repeat(tvk_tensor *a, int nrep, const int64_t *repeats);
  * axis are <= t's; the result has index's shape. An index out of [0, dim) gives
  * 0 (it selects nothing). */
 TVK_API tvk_tensor *tvk_gather(tvk_tensor *t, int axis, tvk_tensor *index);
+/* How tvk_scatter combines what lands on one element. */
+typedef enum {
+  TVK_SCATTER_NONE =
+      0,           /* replaces it; of several writes to one element the last (in index order) */
+  TVK_SCATTER_ADD, /* t + the sum of what lands */
+  TVK_SCATTER_MUL, /* t times the product */
+  TVK_SCATTER_MAX, /* max(t, the largest that lands) */
+  TVK_SCATTER_MIN,
+} tvk_scatter_reduce;
+/* The inverse of gather, as torch.scatter(_reduce) and ONNX ScatterElements: a
+ * copy of t where, for axis 1, out[i][index[i][j][k]][k] is src[i][j][k]
+ * combined by reduce; elements nothing lands on keep t's value. index
+ * (integer) and src have one shape, t's number of dims, no dim larger than
+ * t's except along axis; an index outside [0, t's dim) writes nothing. The
+ * result has t's dtype (src is converted). Like gather, it compares
+ * positions instead of addressing memory, so it costs index's size times t's
+ * axis length. */
+TVK_API tvk_tensor *tvk_scatter(tvk_tensor *t, int axis, tvk_tensor *index, tvk_tensor *src,
+                                tvk_scatter_reduce reduce);
 /* Rows of weight (V, D) picked by an integer index tensor of any shape: the
  * result has shape index.shape + (D,). An index out of [0, V) gives zeros. */
 TVK_API tvk_tensor *tvk_embedding(tvk_tensor *weight, tvk_tensor *index);

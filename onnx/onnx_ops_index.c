@@ -149,11 +149,67 @@ static tvk_status op_gather_nd(onnx_run_ctx *c) {
   return onnx_set_out(c, 0, tvk_reshape(g, on, oshape));
 }
 
+/* The reduction attribute of the scatters; false with the node failed. */
+static bool scatter_reduction(onnx_run_ctx *c, tvk_scatter_reduce *out) {
+  char buf[16];
+  const char *r = onnx_attr_string(c, "reduction", "none", buf, sizeof buf);
+  static const char *const names[] = {"none", "add", "mul", "max", "min"};
+  for (int i = 0; i < 5; i++)
+    if (!strcmp(r, names[i])) return *out = (tvk_scatter_reduce)i, true;
+  onnx_node_fail(c, TVK_ERR_INVALID_ARG, "reduction '%s' (none, add, mul, max or min)", r);
+  return false;
+}
+
+static tvk_status op_scatter_elements(onnx_run_ctx *c) {
+  int nd = onnx_in_ndim(c, 0);
+  int axis = onnx_axis(onnx_attr_int(c, "axis", 0), nd);
+  tvk_scatter_reduce red;
+  if (axis < 0)
+    return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "axis %lld for %d dims",
+                          (long long)onnx_attr_int(c, "axis", 0), nd);
+  if (!scatter_reduction(c, &red)) return TVK_ERR_INVALID_ARG;
+  tvk_tensor *idx = tvk_cast(IN(1), TVK_INT64);
+  tvk_tensor *dim = onnx_scalar(c, TVK_INT64, (double)onnx_in_shape(c, 0)[axis]);
+  idx = tvk_where(tvk_lt(idx, onnx_scalar(c, TVK_INT64, 0)), tvk_add(idx, dim), idx);
+  return onnx_set_out(c, 0, tvk_scatter(IN(0), axis, idx, IN(2), red));
+}
+
+/* ScatterND: each row of indices' last dim (k values) names a slice of data
+ * (its first k dims); as rows of data viewed (rows, rest), a scatter along
+ * axis 0 of updates viewed (n, rest). */
+static tvk_status op_scatter_nd(onnx_run_ctx *c) {
+  int r = onnx_in_ndim(c, 0), q = onnx_in_ndim(c, 1);
+  const int64_t *ds = onnx_in_shape(c, 0), *is = onnx_in_shape(c, 1);
+  tvk_scatter_reduce red;
+  if (!scatter_reduction(c, &red)) return TVK_ERR_INVALID_ARG;
+  int64_t k = q ? is[q - 1] : 0;
+  if (q < 1 || k < 1 || k > r)
+    return onnx_node_fail(c, TVK_ERR_SHAPE, "index rows of %lld for data of %d dims", (long long)k,
+                          r);
+  int64_t strides[TVK_MAX_DIMS], dims[TVK_MAX_DIMS], span = 1, rest = 1, n = 1;
+  for (int64_t j = k - 1; j >= 0; j--) strides[j] = span, span *= ds[j], dims[j] = ds[j];
+  for (int j = (int)k; j < r; j++) rest *= ds[j];
+  for (int j = 0; j < q - 1; j++) n *= is[j];
+  tvk_tensor *idx = tvk_cast(IN(1), TVK_INT64);
+  tvk_tensor *dk = tvk_from_data(CTX, TVK_INT64, 1, &k, dims);
+  idx = tvk_where(tvk_lt(idx, onnx_scalar(c, TVK_INT64, 0)), tvk_add(idx, dk), idx);
+  int last = q - 1;
+  tvk_tensor *row =
+      tvk_sum(tvk_mul(idx, tvk_from_data(CTX, TVK_INT64, 1, &k, strides)), 1, &last, false);
+  int64_t d2[2] = {span, rest}, u2[2] = {n, rest}, i2[2] = {n, 1};
+  tvk_tensor *rows = tvk_expand(tvk_reshape(row, 2, i2), 2, u2);
+  tvk_tensor *y = tvk_scatter(tvk_reshape(IN(0), 2, d2), 0, rows, tvk_reshape(IN(2), 2, u2), red);
+  return onnx_set_out(c, 0, tvk_reshape(y, r, ds));
+}
+
 const onnx_op onnx_ops_index[] = {
     {"EyeLike", "dtype,k", 1, 1, 1, 1, op_eye_like},
     {"GatherND", "batch_dims", 2, 2, 1, 1, op_gather_nd},
     {"Hardmax", "axis", 1, 1, 1, 1, op_hardmax},
     {"OneHot", "axis", 3, 3, 1, 1, op_one_hot},
+    {"Scatter", "axis", 3, 3, 1, 1, op_scatter_elements},
+    {"ScatterElements", "axis,reduction", 3, 3, 1, 1, op_scatter_elements},
+    {"ScatterND", "reduction", 3, 3, 1, 1, op_scatter_nd},
     {"Trilu", "upper", 1, 2, 1, 1, op_trilu},
     {NULL, NULL, 0, 0, 0, 0, NULL},
 };

@@ -441,6 +441,70 @@ static void test_gather(void **state) {
   nn_finish();
 }
 
+/* ---------------------------------------------------------------- scatter */
+
+/* Against the loop that defines it: a copy of t, then every element of
+ * index in row-major order writes (or combines) its src value, an index out
+ * of range writing nothing. Values are small integers, so sums and products
+ * are exact in every dtype used. */
+static void check_scatter(const char *what, tvk_dtype dt, tvk_dtype idt, const int64_t *ts,
+                          const int64_t *is, int axis, tvk_scatter_reduce red, int64_t lo,
+                          int64_t hi) {
+  int64_t nt = nn_numel(3, ts), ni = nn_numel(3, is);
+  double *tv = nn_rand_ints(nt, -3, 4), *sv = nn_rand_ints(ni, -3, 4);
+  double *iv = nn_rand_ints(ni, lo, hi), *ref = malloc((size_t)(nt + 1) * sizeof *ref);
+  memcpy(ref, tv, (size_t)nt * sizeof *ref);
+  for (int64_t i = 0; i < is[0]; i++)
+    for (int64_t j = 0; j < is[1]; j++)
+      for (int64_t k = 0; k < is[2]; k++) {
+        int64_t e = (i * is[1] + j) * is[2] + k, p = (int64_t)iv[e], at[3] = {i, j, k};
+        if (p < 0 || p >= ts[axis]) continue;
+        at[axis] = p;
+        double *o = &ref[(at[0] * ts[1] + at[1]) * ts[2] + at[2]], v = sv[e];
+        switch (red) {
+        case TVK_SCATTER_ADD: *o += v; break;
+        case TVK_SCATTER_MUL: *o *= v; break;
+        case TVK_SCATTER_MAX: *o = fmax(*o, v); break;
+        case TVK_SCATTER_MIN: *o = fmin(*o, v); break;
+        default: *o = v; break;
+        }
+      }
+  tvk_tensor *t = nn_tensor(dt, 3, ts, tv), *ix = nn_tensor(idt, 3, is, iv);
+  tvk_tensor *src = nn_tensor(dt, 3, is, sv);
+  nn_check(what, tvk_scatter(t, axis, ix, src, red), dt, 3, ts, ref, 0, 0);
+  free(tv), free(sv), free(iv), free(ref);
+}
+
+static void test_scatter(void **state) {
+  (void)state;
+  int64_t ts[3] = {3, 4, 5};
+  /* duplicates are certain: more indices than positions along the axis */
+  check_scatter("scatter axis 0", TVK_FLOAT32, TVK_INT32, ts, (int64_t[]){5, 4, 5}, 0,
+                TVK_SCATTER_NONE, 0, 3);
+  check_scatter("scatter axis 1 add", TVK_FLOAT32, TVK_INT64, ts, (int64_t[]){3, 6, 5}, 1,
+                TVK_SCATTER_ADD, -1, 5);
+  check_scatter("scatter axis 2 mul, small", TVK_FLOAT32, TVK_INT32, ts, (int64_t[]){2, 3, 7}, 2,
+                TVK_SCATTER_MUL, 0, 6);
+  check_scatter("scatter max int32", TVK_INT32, TVK_INT32, ts, (int64_t[]){3, 4, 6}, 2,
+                TVK_SCATTER_MAX, 0, 5);
+  check_scatter("scatter min small", TVK_FLOAT32, TVK_INT16, ts, (int64_t[]){1, 8, 2}, 1,
+                TVK_SCATTER_MIN, 0, 4);
+  check_scatter("scatter none int64, small", TVK_INT64, TVK_INT64, ts, (int64_t[]){2, 2, 9}, 2,
+                TVK_SCATTER_NONE, -2, 7);
+  double v[60] = {0};
+  tvk_tensor *t = nn_tensor(TVK_FLOAT32, 3, ts, v), *ix = nn_tensor(TVK_INT32, 3, ts, v);
+  tvk_tensor *s2 = nn_tensor(TVK_FLOAT32, 3, (int64_t[]){3, 4, 4}, v);
+  tvk_tensor *ibig = nn_tensor(TVK_INT32, 3, (int64_t[]){4, 4, 5}, v);
+  nn_check_error("scatter src of another shape", tvk_scatter(t, 0, ix, s2, TVK_SCATTER_NONE),
+                 TVK_ERR_SHAPE);
+  nn_check_error("scatter index larger off axis", tvk_scatter(t, 1, ibig, ibig, TVK_SCATTER_ADD),
+                 TVK_ERR_SHAPE);
+  nn_check_error("scatter float index", tvk_scatter(t, 0, t, t, TVK_SCATTER_ADD), TVK_ERR_DTYPE);
+  nn_check_error("scatter bad reduce", tvk_scatter(t, 0, ix, t, (tvk_scatter_reduce)9),
+                 TVK_ERR_INVALID_ARG);
+  nn_finish();
+}
+
 /* ---------------------------------------------------------------- embedding */
 
 static void check_embedding(const char *what, tvk_dtype dt, tvk_dtype idt, int64_t V, int64_t D,
@@ -581,6 +645,7 @@ const struct CMUnitTest nn_index_tests[] = {
     NN_TEST(test_one_hot),
     NN_TEST(test_eye),
     NN_TEST(test_gather),
+    NN_TEST(test_scatter),
     NN_TEST(test_embedding),
     NN_TEST(test_embedding_memory),
     NN_TEST(test_past_int32_elements),

@@ -1,5 +1,5 @@
 /* Indexing ops (tvk.h "shape and indexing" and "more creation"): one_hot, eye,
- * gather and embedding. None of them reads memory at a data-dependent address:
+ * gather, embedding and scatter. None of them reads memory at a data-dependent address:
  * an index is compared with tvk_arange along a new axis, and the match selects
  * (tvk_where) the candidate values, which a sum over the new axis collapses.
  * Every leaf (the index, the aranges, the values) is viewed at the full shape
@@ -13,6 +13,7 @@
  * narrowed, so a value out of [0, n) never wraps onto a valid one; it matches
  * nothing and gives 0. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 
 #include "frontend/ops_common.h"
@@ -210,6 +211,109 @@ tvk_tensor *tvk_embedding(tvk_tensor *weight, tvk_tensor *index) {
   tvk_tensor *vals = tvk_reshape(tvk_transpose(weight, 0, 1), nd + 2, lead);
   vals = tvk_expand(vals, nd + 2, full);
   tvk_tensor *r = select_sum(match(idx, nd + 2, full, nd + 1, V), vals);
+  tvk_scope_end(ctx, sc, 1, &r);
+  return r;
+}
+
+/* ---------------------------------------------------------------- scatter */
+
+/* out = t with src's elements written where index says along axis. As
+ * gather, no data-dependent address: over the full shape (index's dims with
+ * the target position p of t's axis inserted after axis) the match
+ * index[.., j, ..] == p selects src[.., j, ..], and a reduce over j combines
+ * what lands on each p; dims of index smaller than t's are padded back to
+ * t's shape with "nothing lands here". NONE keeps the last j (the order a
+ * loop would write in): the max over j of the matching j's, then that one's
+ * value. */
+tvk_tensor *tvk_scatter(tvk_tensor *t, int axis, tvk_tensor *index, tvk_tensor *src,
+                        tvk_scatter_reduce reduce) {
+  tvk_tensor *in[3] = {t, index, src};
+  bool bad;
+  tvk_tensor *err = bc_check("scatter", 3, in, &bad);
+  if (bad) return err;
+  if ((err = check_index("scatter", index))) return err;
+  char ts[BC_SHAPE_STR_MAX], is[BC_SHAPE_STR_MAX], ss[BC_SHAPE_STR_MAX];
+  bc_shape_str(t->ndim, t->shape, ts, sizeof ts);
+  bc_shape_str(index->ndim, index->shape, is, sizeof is);
+  bc_shape_str(src->ndim, src->shape, ss, sizeof ss);
+  int nd = t->ndim, ax = bc_axis(axis, nd);
+  if (nd == 0 || nd + 1 > TVK_MAX_DIMS)
+    return tensor_error(t->ctx, TVK_ERR_SHAPE, "scatter: t has %d dims: expected 1..%d", nd,
+                        TVK_MAX_DIMS - 1);
+  if (ax < 0)
+    return tensor_error(t->ctx, TVK_ERR_INVALID_ARG, "scatter: axis %d out of range for %d dims",
+                        axis, nd);
+  if ((unsigned)reduce > TVK_SCATTER_MIN)
+    return tensor_error(t->ctx, TVK_ERR_INVALID_ARG,
+                        "scatter: reduce %d is not a tvk_scatter_reduce", (int)reduce);
+  bool same = index->ndim == nd && src->ndim == nd;
+  for (int d = 0; same && d < nd; d++)
+    same = index->shape[d] == src->shape[d] && (d == ax || index->shape[d] <= t->shape[d]);
+  if (!same)
+    return tensor_error(t->ctx, TVK_ERR_SHAPE,
+                        "scatter: t %s, index %s, src %s: index and src must have one shape, of "
+                        "t's dims, no larger than t's but along axis %d",
+                        ts, is, ss, ax);
+  tvk_ctx *ctx = t->ctx;
+  size_t sc = tvk_scope_begin(ctx);
+  /* over index's dims with P (t's axis length) inserted after the axis */
+  int64_t P = t->shape[ax], J = index->shape[ax], shape[TVK_MAX_DIMS];
+  for (int d = 0; d <= nd; d++) shape[d] = d == ax + 1 ? P : 1;
+  tvk_dtype idt = index->dtype == TVK_INT64 || index->dtype == TVK_UINT64 ? TVK_INT64 : TVK_INT32;
+  tvk_tensor *pos = tvk_reshape(tvk_arange(ctx, idt, 0, (double)P, 1), nd + 1, shape);
+  tvk_tensor *hot = tvk_eq(tvk_unsqueeze(tvk_cast(index, idt), ax + 1), pos);
+  tvk_tensor *val = tvk_unsqueeze(src, ax + 1);
+  tvk_dtype dt = t->dtype;
+  tvk_tensor *lands = tvk_max(tvk_cast(hot, TVK_INT32), 1, &ax, false); /* 1 where any j lands */
+  tvk_tensor *got;
+  switch (reduce) {
+  case TVK_SCATTER_ADD:
+    got = tvk_sum(tvk_where(hot, val, tvk_full(ctx, dt, 0, NULL, 0)), 1, &ax, false);
+    break;
+  case TVK_SCATTER_MUL:
+    got = tvk_prod(tvk_where(hot, val, tvk_full(ctx, dt, 0, NULL, 1)), 1, &ax, false);
+    break;
+  case TVK_SCATTER_MAX:
+  case TVK_SCATTER_MIN: {
+    bool mx = reduce == TVK_SCATTER_MAX;
+    bool fl = dt == TVK_FLOAT16 || dt == TVK_BFLOAT16 || dt == TVK_FLOAT32 || dt == TVK_FLOAT64;
+    double none = fl ? (mx ? -INFINITY : INFINITY) : 0;
+    tvk_tensor *cand = tvk_where(hot, val, tvk_full(ctx, dt, 0, NULL, none));
+    if (!fl)
+      cand = tvk_where(hot, val, mx ? tvk_min(src, 0, NULL, false) : tvk_max(src, 0, NULL, false));
+    got = (mx ? tvk_max : tvk_min)(cand, 1, &ax, false);
+    break;
+  }
+  default: { /* the last j that lands on p, then its value */
+    for (int d = 0; d <= nd; d++) shape[d] = d == ax ? J : 1;
+    tvk_tensor *j = tvk_reshape(tvk_arange(ctx, TVK_INT32, 0, (double)J, 1), nd + 1, shape);
+    tvk_tensor *last =
+        tvk_max(tvk_where(hot, j, tvk_full(ctx, TVK_INT32, 0, NULL, -1)), 1, &ax, true);
+    tvk_tensor *pick = tvk_logical_and(hot, tvk_eq(j, last));
+    got = tvk_sum(tvk_where(pick, val, tvk_full(ctx, dt, 0, NULL, 0)), 1, &ax, false);
+    break;
+  }
+  }
+  got = tvk_cast(got, dt);
+  /* index's other dims may be smaller than t's: nothing lands past them */
+  int64_t pads[TVK_MAX_DIMS][2];
+  bool pad = false;
+  for (int d = 0; d < nd; d++) {
+    pads[d][0] = 0;
+    pads[d][1] = d == ax ? 0 : t->shape[d] - index->shape[d];
+    pad = pad || pads[d][1];
+  }
+  if (pad) got = tvk_pad(got, pads, 0), lands = tvk_pad(lands, pads, 0);
+  tvk_tensor *landed = tvk_ne(lands, tvk_full(ctx, TVK_INT32, 0, NULL, 0));
+  tvk_tensor *r;
+  switch (reduce) {
+  case TVK_SCATTER_ADD: r = tvk_cast(tvk_add(t, got), dt); break;
+  case TVK_SCATTER_MUL: r = tvk_where(landed, tvk_cast(tvk_mul(t, got), dt), t); break;
+  case TVK_SCATTER_MAX: r = tvk_where(landed, tvk_maximum(t, got), t); break;
+  case TVK_SCATTER_MIN: r = tvk_where(landed, tvk_minimum(t, got), t); break;
+  default: r = tvk_where(landed, got, t); break;
+  }
+  r = tvk_cast(r, dt);
   tvk_scope_end(ctx, sc, 1, &r);
   return r;
 }
