@@ -874,6 +874,17 @@ TVK_API tvk_tensor *tvk_logsumexp(tvk_tensor *a, int axis, bool keepdim);
 /* Index (int32) of the first largest / smallest element along axis. */
 TVK_API tvk_tensor *tvk_argmax(tvk_tensor *a, int axis, bool keepdim);
 TVK_API tvk_tensor *tvk_argmin(tvk_tensor *a, int axis, bool keepdim);
+/* The k largest (largest) or smallest elements along axis, in that order:
+ * values of a's dtype, and when indices is not NULL their positions (int64)
+ * in *indices (a new tensor). Equal values come lower index first; a NaN
+ * counts as larger than every number. tvk_sort is topk of the whole axis
+ * (descending: largest first). Ranks are counted by comparing every pair
+ * along the axis, so a row of n costs n^2 compares: meant for rows up to a
+ * few thousand (the top-5 of a classifier, boxes to keep). Errors: axis out
+ * of range, k outside [0, n] (TVK_ERR_INVALID_ARG). */
+TVK_API tvk_tensor *tvk_topk(tvk_tensor *a, int64_t k, int axis, bool largest,
+                             tvk_tensor **indices);
+TVK_API tvk_tensor *tvk_sort(tvk_tensor *a, int axis, bool descending, tvk_tensor **indices);
 /* Running sum along axis (same shape; dtype as tvk_sum's). */
 TVK_API tvk_tensor *tvk_cumsum(tvk_tensor *a, int axis);
 /* Variance and standard deviation over axes (as tvk_sum's axes) with

@@ -575,6 +575,30 @@ static tvk_status arg(onnx_run_ctx *c, tvk_tensor *(*f)(tvk_tensor *, int, bool)
   tvk_tensor *last = onnx_scalar(c, TVK_INT64, (double)(onnx_in_shape(c, 0)[axis] - 1));
   return onnx_set_out(c, 0, tvk_sub(last, i));
 }
+static tvk_status op_topk(onnx_run_ctx *c) {
+  int nd = onnx_in_ndim(c, 0);
+  int axis = onnx_axis(onnx_attr_int(c, "axis", -1), nd);
+  if (axis < 0)
+    return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "axis %s for %d dims",
+                          axis_text(onnx_attr_int(c, "axis", -1)), nd);
+  int64_t k = onnx_attr_int(c, "k", -1);
+  if (c->node->opset >= 10) {
+    const onnx_host *h = onnx_in_host(c, 1);
+    if (!h) return TVK_ERR_INVALID_ARG;
+    if (h->numel != 1)
+      return onnx_node_fail(c, TVK_ERR_SHAPE, "K has %lld values (one)", (long long)h->numel);
+    k = onnx_host_get_int(h, 0);
+  }
+  tvk_tensor *idx;
+  tvk_tensor *v = tvk_topk(IN(0), k, axis, onnx_attr_int(c, "largest", 1) != 0, &idx);
+  tvk_status s = onnx_set_out(c, 0, v);
+  if (s == TVK_OK)
+    s = onnx_set_out(c, 1, idx);
+  else
+    tvk_release(idx);
+  return s;
+}
+
 static tvk_status op_argmax(onnx_run_ctx *c) { return arg(c, tvk_argmax); }
 static tvk_status op_argmin(onnx_run_ctx *c) { return arg(c, tvk_argmin); }
 
@@ -653,6 +677,7 @@ const onnx_op onnx_ops_nn[] = {
      "nearest_mode",
      1, 4, 1, 1, op_resize},
     {"Softmax", "axis", 1, 1, 1, 1, op_softmax},
+    {"TopK", "axis,k,largest,sorted", 1, 2, 2, 2, op_topk},
     {"Upsample", "mode,scales", 1, 2, 1, 1, op_upsample},
     {NULL, NULL, 0, 0, 0, 0, NULL},
 };

@@ -505,6 +505,65 @@ static void test_scatter(void **state) {
   nn_finish();
 }
 
+/* ---------------------------------------------------------------- topk, sort */
+
+static bool topk_largest;
+static const double *topk_vals;
+
+/* qsort order of positions: the larger (or smaller) value first, NaN after
+ * every number, equal values by position: the order tvk.h promises. */
+static int topk_cmp(const void *pa, const void *pb) {
+  int64_t i = *(const int64_t *)pa, j = *(const int64_t *)pb;
+  double x = topk_vals[i], y = topk_vals[j];
+  bool nx = x != x, ny = y != y;
+  if (nx != ny) return nx ? 1 : -1;
+  if (!nx && x != y) return (topk_largest ? x > y : x < y) ? -1 : 1;
+  return (i > j) - (i < j);
+}
+
+static void check_topk(const char *what, tvk_dtype dt, int64_t rows, int64_t n, int64_t k,
+                       bool largest, bool nans) {
+  double *v = nn_rand_ints(rows * n, -4, 5); /* many equal values */
+  for (int64_t i = 0; nans && i < rows * n; i += 7) v[i] = NAN;
+  /* the axis first: (n, rows), so the op moves it */
+  double *t = malloc(sizeof(double) * (size_t)(rows * n));
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t i = 0; i < n; i++) t[i * rows + r] = v[r * n + i];
+  double *rv = malloc(sizeof(double) * (size_t)(rows * k + 1)),
+         *ri = malloc(sizeof(double) * (size_t)(rows * k + 1));
+  int64_t *perm = malloc(sizeof(int64_t) * (size_t)n);
+  for (int64_t r = 0; r < rows; r++) {
+    for (int64_t i = 0; i < n; i++) perm[i] = i;
+    topk_vals = v + r * n, topk_largest = largest;
+    qsort(perm, (size_t)n, sizeof *perm, topk_cmp);
+    for (int64_t q = 0; q < k; q++)
+      rv[q * rows + r] = v[r * n + perm[q]], ri[q * rows + r] = (double)perm[q];
+  }
+  tvk_tensor *a = nn_tensor(dt, 2, (int64_t[]){n, rows}, t), *idx;
+  tvk_tensor *vals = k == n ? tvk_sort(a, 0, largest, &idx) : tvk_topk(a, k, 0, largest, &idx);
+  int64_t os[2] = {k, rows};
+  char w2[96];
+  snprintf(w2, sizeof w2, "%s indices", what);
+  nn_check(what, vals, dt, 2, os, rv, 0, 0);
+  nn_check(w2, idx, TVK_INT64, 2, os, ri, 0, 0);
+  free(v), free(t), free(rv), free(ri), free(perm);
+}
+
+static void test_topk(void **state) {
+  (void)state;
+  check_topk("topk 3 of 17", TVK_FLOAT32, 5, 17, 3, true, false);
+  check_topk("topk smallest 4 of 9, NaNs", TVK_FLOAT32, 3, 9, 4, false, true);
+  check_topk("topk largest, NaNs first", TVK_FLOAT32, 2, 11, 5, true, true);
+  check_topk("sort descending int32", TVK_INT32, 4, 12, 12, true, false);
+  check_topk("sort ascending int64", TVK_INT64, 3, 7, 7, false, false);
+  check_topk("topk 0", TVK_FLOAT32, 2, 5, 0, true, false);
+  double z[8] = {0};
+  tvk_tensor *t = nn_tensor(TVK_FLOAT32, 1, (int64_t[]){8}, z);
+  nn_check_error("topk k > n", tvk_topk(t, 9, 0, true, NULL), TVK_ERR_INVALID_ARG);
+  nn_check_error("topk axis 1 of 1-d", tvk_topk(t, 1, 1, true, NULL), TVK_ERR_INVALID_ARG);
+  nn_finish();
+}
+
 /* ---------------------------------------------------------------- embedding */
 
 static void check_embedding(const char *what, tvk_dtype dt, tvk_dtype idt, int64_t V, int64_t D,
@@ -646,6 +705,7 @@ const struct CMUnitTest nn_index_tests[] = {
     NN_TEST(test_eye),
     NN_TEST(test_gather),
     NN_TEST(test_scatter),
+    NN_TEST(test_topk),
     NN_TEST(test_embedding),
     NN_TEST(test_embedding_memory),
     NN_TEST(test_past_int32_elements),
