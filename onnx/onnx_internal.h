@@ -161,6 +161,9 @@ int onnx_attr_floats(const onnx_run_ctx *c, const char *name, float *out, int ma
 tvk_status onnx_check(onnx_run_ctx *c, tvk_tensor *t);
 /* A scalar constant of dt on the run's context. */
 tvk_tensor *onnx_scalar(onnx_run_ctx *c, tvk_dtype dt, double v);
+bool onnx_is_float(tvk_dtype dt);
+/* A constant for math on like: of like's float dtype, float32 for integers. */
+tvk_tensor *onnx_fconst(onnx_run_ctx *c, tvk_tensor *like, double v);
 /* Fails the node with TVK_ERR_INVALID_ARG / SHAPE and a message. */
 tvk_status onnx_node_fail(onnx_run_ctx *c, tvk_status s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -10,15 +10,6 @@
 #define IN(i) onnx_in(c, i)
 #define CTX (c->m->ctx)
 
-static bool is_float(tvk_dtype dt) {
-  return dt == TVK_FLOAT16 || dt == TVK_BFLOAT16 || dt == TVK_FLOAT32 || dt == TVK_FLOAT64;
-}
-
-static tvk_tensor *fconst(onnx_run_ctx *c, tvk_tensor *like, double v) {
-  tvk_dtype dt = tvk_dtype_of(like);
-  return onnx_scalar(c, is_float(dt) ? dt : TVK_FLOAT32, v);
-}
-
 /* ---- host arithmetic on small values ---- */
 
 typedef double (*host_fn2)(double, double);
@@ -44,7 +35,7 @@ static double h_or(double a, double b) { return a != 0 || b != 0; }
 static bool host_binary(onnx_run_ctx *c, host_fn2 f, bool to_bool, tvk_status *st) {
   if (!onnx_all_host(c) || c->node->nin != 2) return false;
   const onnx_host *a = onnx_in_host(c, 0), *b = onnx_in_host(c, 1);
-  if (!a || !b || is_float(a->dt) || is_float(b->dt) || a->dt != b->dt) return false;
+  if (!a || !b || onnx_is_float(a->dt) || onnx_is_float(b->dt) || a->dt != b->dt) return false;
   int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
   int64_t shape[TVK_MAX_DIMS];
   for (int d = 0; d < nd; d++) {
@@ -112,7 +103,7 @@ static tvk_status op_mul(onnx_run_ctx *c) {
 
 static tvk_status op_div(onnx_run_ctx *c) {
   tvk_status s;
-  bool fl = is_float(onnx_in_dtype(c, 0));
+  bool fl = onnx_is_float(onnx_in_dtype(c, 0));
   if (host_binary(c, fl ? h_div : h_idiv, false, &s)) return s;
   /* integer Div truncates (the reference divides and casts back) */
   return onnx_set_out(c, 0, fl ? tvk_div(IN(0), in_b(c)) : tvk_idiv(IN(0), in_b(c)));
@@ -121,11 +112,11 @@ static tvk_status op_div(onnx_run_ctx *c) {
 static tvk_status op_mod(onnx_run_ctx *c) {
   tvk_tensor *a = IN(0), *b = IN(1);
   if (onnx_attr_int(c, "fmod", 0)) {
-    if (!is_float(tvk_dtype_of(a))) return onnx_set_out(c, 0, tvk_mod(a, b));
+    if (!onnx_is_float(tvk_dtype_of(a))) return onnx_set_out(c, 0, tvk_mod(a, b));
     /* C's fmod: a - trunc(a / b) * b, the sign of a */
     return onnx_set_out(c, 0, tvk_sub(a, tvk_mul(tvk_trunc(tvk_div(a, b)), b)));
   }
-  if (is_float(tvk_dtype_of(a)))
+  if (onnx_is_float(tvk_dtype_of(a)))
     return onnx_node_fail(c, TVK_ERR_DTYPE, "fmod=0 takes integers; floats need fmod=1");
   /* Python's %: the sign of b. r = a mod b (C) moves by b where r and b differ in sign. */
   tvk_tensor *r = tvk_mod(a, b), *zero = onnx_scalar(c, tvk_dtype_of(r), 0);
@@ -187,7 +178,7 @@ static tvk_status variadic(onnx_run_ctx *c, tvk_tensor *(*f)(tvk_tensor *, tvk_t
     return s;
   tvk_tensor *r = IN(0);
   for (int i = 1; i < c->node->nin; i++) r = f(r, IN(i));
-  if (mean) r = tvk_div(r, fconst(c, r, c->node->nin));
+  if (mean) r = tvk_div(r, onnx_fconst(c, r, c->node->nin));
   return onnx_set_out(c, 0, r);
 }
 static tvk_status op_sum(onnx_run_ctx *c) { return variadic(c, tvk_add, false); }
@@ -219,7 +210,7 @@ UNARY(op_asin, tvk_asin)
 UNARY(op_acos, tvk_acos)
 
 static tvk_status op_neg(onnx_run_ctx *c) {
-  if (onnx_all_host(c) && !is_float(onnx_in_dtype(c, 0))) {
+  if (onnx_all_host(c) && !onnx_is_float(onnx_in_dtype(c, 0))) {
     const onnx_host *a = onnx_in_host(c, 0);
     onnx_host r;
     if (a && onnx_host_alloc(&r, a->dt, a->ndim, a->shape) == TVK_OK) {
@@ -236,27 +227,27 @@ static tvk_status op_tan(onnx_run_ctx *c) {
 }
 
 static tvk_status op_sinh(onnx_run_ctx *c) {
-  tvk_tensor *x = IN(0), *half = fconst(c, x, 0.5);
+  tvk_tensor *x = IN(0), *half = onnx_fconst(c, x, 0.5);
   return onnx_set_out(c, 0, tvk_mul(tvk_sub(tvk_exp(x), tvk_exp(tvk_neg(x))), half));
 }
 
 static tvk_status op_cosh(onnx_run_ctx *c) {
-  tvk_tensor *x = IN(0), *half = fconst(c, x, 0.5);
+  tvk_tensor *x = IN(0), *half = onnx_fconst(c, x, 0.5);
   return onnx_set_out(c, 0, tvk_mul(tvk_add(tvk_exp(x), tvk_exp(tvk_neg(x))), half));
 }
 
 static tvk_status op_asinh(onnx_run_ctx *c) {
-  tvk_tensor *x = IN(0), *one = fconst(c, x, 1);
+  tvk_tensor *x = IN(0), *one = onnx_fconst(c, x, 1);
   return onnx_set_out(c, 0, tvk_log(tvk_add(x, tvk_sqrt(tvk_add(tvk_mul(x, x), one)))));
 }
 
 static tvk_status op_acosh(onnx_run_ctx *c) {
-  tvk_tensor *x = IN(0), *one = fconst(c, x, 1);
+  tvk_tensor *x = IN(0), *one = onnx_fconst(c, x, 1);
   return onnx_set_out(c, 0, tvk_log(tvk_add(x, tvk_sqrt(tvk_sub(tvk_mul(x, x), one)))));
 }
 
 static tvk_status op_atanh(onnx_run_ctx *c) {
-  tvk_tensor *x = IN(0), *one = fconst(c, x, 1), *half = fconst(c, x, 0.5);
+  tvk_tensor *x = IN(0), *one = onnx_fconst(c, x, 1), *half = onnx_fconst(c, x, 0.5);
   return onnx_set_out(c, 0, tvk_mul(tvk_log(tvk_div(tvk_add(one, x), tvk_sub(one, x))), half));
 }
 
@@ -266,7 +257,7 @@ static tvk_status op_isnan(onnx_run_ctx *c) {
 }
 
 static tvk_status op_isinf(onnx_run_ctx *c) {
-  tvk_tensor *x = IN(0), *inf = fconst(c, x, INFINITY), *ninf = fconst(c, x, -INFINITY);
+  tvk_tensor *x = IN(0), *inf = onnx_fconst(c, x, INFINITY), *ninf = onnx_fconst(c, x, -INFINITY);
   bool pos = onnx_attr_int(c, "detect_positive", 1), neg = onnx_attr_int(c, "detect_negative", 1);
   tvk_tensor *r = pos && neg ? tvk_eq(tvk_abs(x), inf)
                   : pos      ? tvk_eq(x, inf)
@@ -279,8 +270,8 @@ static tvk_status op_isinf(onnx_run_ctx *c) {
 /* ---- activations ---- */
 
 static tvk_status op_leaky_relu(onnx_run_ctx *c) {
-  tvk_tensor *x = IN(0), *alpha = fconst(c, x, onnx_attr_float(c, "alpha", 0.01));
-  return onnx_set_out(c, 0, tvk_where(tvk_ge(x, fconst(c, x, 0)), x, tvk_mul(x, alpha)));
+  tvk_tensor *x = IN(0), *alpha = onnx_fconst(c, x, onnx_attr_float(c, "alpha", 0.01));
+  return onnx_set_out(c, 0, tvk_where(tvk_ge(x, onnx_fconst(c, x, 0)), x, tvk_mul(x, alpha)));
 }
 
 static tvk_status op_prelu(onnx_run_ctx *c) {
@@ -296,41 +287,41 @@ static tvk_status op_prelu(onnx_run_ctx *c) {
     for (int i = 1; i < nd - 1; i++) cs[i] = 1;
     slope = tvk_reshape(slope, nd - 1, cs);
   }
-  return onnx_set_out(c, 0, tvk_where(tvk_ge(x, fconst(c, x, 0)), x, tvk_mul(x, slope)));
+  return onnx_set_out(c, 0, tvk_where(tvk_ge(x, onnx_fconst(c, x, 0)), x, tvk_mul(x, slope)));
 }
 
 static tvk_status op_elu(onnx_run_ctx *c) {
-  tvk_tensor *x = IN(0), *alpha = fconst(c, x, onnx_attr_float(c, "alpha", 1.0));
-  tvk_tensor *neg = tvk_mul(alpha, tvk_sub(tvk_exp(x), fconst(c, x, 1)));
-  return onnx_set_out(c, 0, tvk_where(tvk_ge(x, fconst(c, x, 0)), x, neg));
+  tvk_tensor *x = IN(0), *alpha = onnx_fconst(c, x, onnx_attr_float(c, "alpha", 1.0));
+  tvk_tensor *neg = tvk_mul(alpha, tvk_sub(tvk_exp(x), onnx_fconst(c, x, 1)));
+  return onnx_set_out(c, 0, tvk_where(tvk_ge(x, onnx_fconst(c, x, 0)), x, neg));
 }
 
 static tvk_status op_celu(onnx_run_ctx *c) {
   tvk_tensor *x = IN(0);
   double a = onnx_attr_float(c, "alpha", 1.0);
   /* max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) */
-  tvk_tensor *e =
-      tvk_mul(fconst(c, x, a), tvk_sub(tvk_exp(tvk_div(x, fconst(c, x, a))), fconst(c, x, 1)));
-  return onnx_set_out(c, 0, tvk_add(tvk_relu(x), tvk_minimum(e, fconst(c, x, 0))));
+  tvk_tensor *e = tvk_mul(onnx_fconst(c, x, a),
+                          tvk_sub(tvk_exp(tvk_div(x, onnx_fconst(c, x, a))), onnx_fconst(c, x, 1)));
+  return onnx_set_out(c, 0, tvk_add(tvk_relu(x), tvk_minimum(e, onnx_fconst(c, x, 0))));
 }
 
 static tvk_status op_selu(onnx_run_ctx *c) {
   tvk_tensor *x = IN(0);
   double alpha = onnx_attr_float(c, "alpha", 1.67326319217681884765625);
   double gamma = onnx_attr_float(c, "gamma", 1.05070102214813232421875);
-  tvk_tensor *neg = tvk_mul(fconst(c, x, alpha), tvk_sub(tvk_exp(x), fconst(c, x, 1)));
-  tvk_tensor *r = tvk_where(tvk_gt(x, fconst(c, x, 0)), x, neg);
-  return onnx_set_out(c, 0, tvk_mul(r, fconst(c, x, gamma)));
+  tvk_tensor *neg = tvk_mul(onnx_fconst(c, x, alpha), tvk_sub(tvk_exp(x), onnx_fconst(c, x, 1)));
+  tvk_tensor *r = tvk_where(tvk_gt(x, onnx_fconst(c, x, 0)), x, neg);
+  return onnx_set_out(c, 0, tvk_mul(r, onnx_fconst(c, x, gamma)));
 }
 
 static tvk_status op_thresholded_relu(onnx_run_ctx *c) {
-  tvk_tensor *x = IN(0), *alpha = fconst(c, x, onnx_attr_float(c, "alpha", 1.0));
-  return onnx_set_out(c, 0, tvk_where(tvk_gt(x, alpha), x, fconst(c, x, 0)));
+  tvk_tensor *x = IN(0), *alpha = onnx_fconst(c, x, onnx_attr_float(c, "alpha", 1.0));
+  return onnx_set_out(c, 0, tvk_where(tvk_gt(x, alpha), x, onnx_fconst(c, x, 0)));
 }
 
 static tvk_tensor *hard_sigmoid(onnx_run_ctx *c, tvk_tensor *x, double alpha, double beta) {
-  tvk_tensor *y = tvk_add(tvk_mul(x, fconst(c, x, alpha)), fconst(c, x, beta));
-  return tvk_minimum(tvk_maximum(y, fconst(c, x, 0)), fconst(c, x, 1));
+  tvk_tensor *y = tvk_add(tvk_mul(x, onnx_fconst(c, x, alpha)), onnx_fconst(c, x, beta));
+  return tvk_minimum(tvk_maximum(y, onnx_fconst(c, x, 0)), onnx_fconst(c, x, 1));
 }
 
 static tvk_status op_hard_sigmoid(onnx_run_ctx *c) {
@@ -347,7 +338,7 @@ static tvk_status op_hard_swish(onnx_run_ctx *c) {
 /* log(1 + exp(x)), written so that large x does not overflow: max(x, 0) +
  * log(1 + exp(-|x|)). */
 static tvk_tensor *softplus(onnx_run_ctx *c, tvk_tensor *x) {
-  tvk_tensor *t = tvk_log(tvk_add(fconst(c, x, 1), tvk_exp(tvk_neg(tvk_abs(x)))));
+  tvk_tensor *t = tvk_log(tvk_add(onnx_fconst(c, x, 1), tvk_exp(tvk_neg(tvk_abs(x)))));
   return tvk_add(tvk_relu(x), t);
 }
 
@@ -355,7 +346,7 @@ static tvk_status op_softplus(onnx_run_ctx *c) { return onnx_set_out(c, 0, softp
 
 static tvk_status op_softsign(onnx_run_ctx *c) {
   tvk_tensor *x = IN(0);
-  return onnx_set_out(c, 0, tvk_div(x, tvk_add(fconst(c, x, 1), tvk_abs(x))));
+  return onnx_set_out(c, 0, tvk_div(x, tvk_add(onnx_fconst(c, x, 1), tvk_abs(x))));
 }
 
 static tvk_status op_mish(onnx_run_ctx *c) {
@@ -380,7 +371,7 @@ static tvk_status op_cast(onnx_run_ctx *c) {
   if (!onnx_dtype_to_tvk((int32_t)to, &dt))
     return onnx_node_fail(c, TVK_ERR_DTYPE, "casting to %s is not supported",
                           onnx_dtype_name((int32_t)to));
-  if (onnx_all_host(c) && !is_float(dt)) {
+  if (onnx_all_host(c) && !onnx_is_float(dt)) {
     const onnx_host *a = onnx_in_host(c, 0);
     onnx_host r;
     if (a && onnx_host_alloc(&r, dt, a->ndim, a->shape) == TVK_OK) {

@@ -10,15 +10,6 @@
 #define IN(i) onnx_in(c, i)
 #define CTX (c->m->ctx)
 
-static bool is_float(tvk_dtype dt) {
-  return dt == TVK_FLOAT16 || dt == TVK_BFLOAT16 || dt == TVK_FLOAT32 || dt == TVK_FLOAT64;
-}
-
-static tvk_tensor *fconst(onnx_run_ctx *c, tvk_tensor *like, double v) {
-  tvk_dtype dt = tvk_dtype_of(like);
-  return onnx_scalar(c, is_float(dt) ? dt : TVK_FLOAT32, v);
-}
-
 static const char *axis_text(int64_t a) {
   static _Thread_local char buf[32];
   snprintf(buf, sizeof buf, "%lld", (long long)a);
@@ -208,26 +199,35 @@ static void ceil_extra(const window *w, const int64_t *in_sp, int64_t extra[2]) 
   }
 }
 
+/* A pool's window over input 0 and ceil_mode's extra end padding. */
+static tvk_status pool_window(onnx_run_ctx *c, int *nsp, window *w, int64_t extra[2]) {
+  *nsp = spatial_dims(c, 0);
+  if (*nsp < 0) return TVK_ERR_SHAPE;
+  const int64_t *sp = onnx_in_shape(c, 0) + 2;
+  tvk_status s = read_window(c, *nsp, sp, NULL, w);
+  if (s != TVK_OK) return s;
+  if (w->d[0] != 1 || (*nsp == 2 && w->d[1] != 1))
+    return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "dilated pools are not supported");
+  extra[0] = extra[1] = 0;
+  if (onnx_attr_int(c, "ceil_mode", 0)) ceil_extra(w, sp, extra);
+  return TVK_OK;
+}
+
 static tvk_status op_max_pool(onnx_run_ctx *c) {
   if (c->node->nout > 1 && c->node->out[1] >= 0)
     return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "the Indices output is not supported");
-  int nsp = spatial_dims(c, 0);
-  if (nsp < 0) return TVK_ERR_SHAPE;
-  window w;
-  const int64_t *sp = onnx_in_shape(c, 0) + 2;
-  tvk_status s = read_window(c, nsp, sp, NULL, &w);
-  if (s != TVK_OK) return s;
   if (onnx_attr_int(c, "storage_order", 0))
     return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "storage_order 1 is not supported");
-  if (w.d[0] != 1 || (nsp == 2 && w.d[1] != 1))
-    return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "dilated pools are not supported");
-  int64_t extra[2] = {0, 0};
-  if (onnx_attr_int(c, "ceil_mode", 0)) ceil_extra(&w, sp, extra);
+  int nsp;
+  window w;
+  int64_t extra[2];
+  tvk_status s = pool_window(c, &nsp, &w, extra);
+  if (s != TVK_OK) return s;
   for (int i = 0; i < nsp; i++) w.pad[i][1] += extra[i];
   int64_t k[2], st[2], d[2], pad[4];
   window_2d(&w, k, st, d, pad);
   tvk_tensor *x = to_2d(IN(0), nsp);
-  if (!is_float(tvk_dtype_of(x))) {
+  if (!onnx_is_float(tvk_dtype_of(x))) {
     /* integers pad with their minimum, which tvk's -inf padding cannot say */
     if (pad[0] || pad[1] || pad[2] || pad[3])
       return onnx_node_fail(c, TVK_ERR_DTYPE, "a padded max pool of %s",
@@ -237,16 +237,11 @@ static tvk_status op_max_pool(onnx_run_ctx *c) {
 }
 
 static tvk_status op_average_pool(onnx_run_ctx *c) {
-  int nsp = spatial_dims(c, 0);
-  if (nsp < 0) return TVK_ERR_SHAPE;
+  int nsp;
   window w;
-  const int64_t *sp = onnx_in_shape(c, 0) + 2;
-  tvk_status s = read_window(c, nsp, sp, NULL, &w);
+  int64_t extra[2];
+  tvk_status s = pool_window(c, &nsp, &w, extra);
   if (s != TVK_OK) return s;
-  if (w.d[0] != 1 || (nsp == 2 && w.d[1] != 1))
-    return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "dilated pools are not supported");
-  int64_t extra[2] = {0, 0};
-  if (onnx_attr_int(c, "ceil_mode", 0)) ceil_extra(&w, sp, extra);
   bool include = onnx_attr_int(c, "count_include_pad", 0) != 0;
   int64_t k[2], st[2], d[2], pad[4];
   window_2d(&w, k, st, d, pad);
@@ -296,7 +291,7 @@ static tvk_status op_instance_norm(onnx_run_ctx *c) {
   int axes[TVK_MAX_DIMS];
   for (int i = 2; i < nd; i++) axes[i - 2] = i;
   tvk_tensor *mean = tvk_mean(x, nd - 2, axes, true), *var = tvk_var(x, nd - 2, axes, true, 0);
-  tvk_tensor *y = tvk_mul(tvk_sub(x, mean), tvk_rsqrt(tvk_add(var, fconst(c, x, eps))));
+  tvk_tensor *y = tvk_mul(tvk_sub(x, mean), tvk_rsqrt(tvk_add(var, onnx_fconst(c, x, eps))));
   int64_t cs[TVK_MAX_DIMS];
   cs[0] = onnx_in_shape(c, 0)[1];
   for (int i = 1; i < nd - 1; i++) cs[i] = 1;
@@ -318,7 +313,8 @@ static tvk_status op_layer_norm(onnx_run_ctx *c) {
   int axes[TVK_MAX_DIMS];
   for (int i = axis; i < nd; i++) axes[i - axis] = i;
   tvk_tensor *mean = tvk_mean(x, nd - axis, axes, true);
-  tvk_tensor *inv = tvk_rsqrt(tvk_add(tvk_var(x, nd - axis, axes, true, 0), fconst(c, x, eps)));
+  tvk_tensor *inv =
+      tvk_rsqrt(tvk_add(tvk_var(x, nd - axis, axes, true, 0), onnx_fconst(c, x, eps)));
   tvk_tensor *y = tvk_mul(tvk_mul(tvk_sub(x, mean), inv), IN(1));
   if (onnx_has_in(c, 2)) y = tvk_add(y, IN(2));
   tvk_status s = onnx_set_out(c, 0, y);
@@ -346,8 +342,8 @@ static tvk_status op_lrn(onnx_run_ctx *c) {
   tvk_tensor *sum = tvk_avg_pool2d(tvk_reshape(tvk_mul(x, x), 4, s4), k, st, pad);
   sum = tvk_reshape(sum, nd, sh);
   tvk_tensor *den =
-      tvk_add(fconst(c, x, bias), tvk_mul(sum, fconst(c, x, alpha))); /* mean * size */
-  return onnx_set_out(c, 0, tvk_div(x, tvk_pow(den, fconst(c, x, beta))));
+      tvk_add(onnx_fconst(c, x, bias), tvk_mul(sum, onnx_fconst(c, x, alpha))); /* mean * size */
+  return onnx_set_out(c, 0, tvk_div(x, tvk_pow(den, onnx_fconst(c, x, beta))));
 }
 
 /* ---- Resize, Upsample ---- */
@@ -537,7 +533,7 @@ static tvk_status reduce(onnx_run_ctx *c, reduce_kind k) {
   case R_LOGSUMEXP: {
     tvk_tensor *m = tvk_max(x, na, axes, true);
     /* an all -inf row keeps -inf rather than nan */
-    m = tvk_where(tvk_eq(m, fconst(c, x, -INFINITY)), fconst(c, x, 0), m);
+    m = tvk_where(tvk_eq(m, onnx_fconst(c, x, -INFINITY)), onnx_fconst(c, x, 0), m);
     y = tvk_add(tvk_log(tvk_sum(tvk_exp(tvk_sub(x, m)), na, axes, true)), m);
     if (!keep) y = tvk_squeeze(y, na ? na : 0, na ? axes : NULL);
     if (!keep && !na) {

@@ -185,6 +185,15 @@ tvk_tensor *onnx_scalar(onnx_run_ctx *c, tvk_dtype dt, double v) {
   return tvk_full(c->m->ctx, dt, 0, NULL, v);
 }
 
+bool onnx_is_float(tvk_dtype dt) {
+  return dt == TVK_FLOAT16 || dt == TVK_BFLOAT16 || dt == TVK_FLOAT32 || dt == TVK_FLOAT64;
+}
+
+tvk_tensor *onnx_fconst(onnx_run_ctx *c, tvk_tensor *like, double v) {
+  tvk_dtype dt = tvk_dtype_of(like);
+  return onnx_scalar(c, onnx_is_float(dt) ? dt : TVK_FLOAT32, v);
+}
+
 int onnx_axis(int64_t axis, int ndim) {
   if (axis < -ndim || axis >= (ndim ? ndim : 1)) return -1;
   return (int)(axis < 0 ? axis + ndim : axis);
