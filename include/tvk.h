@@ -595,6 +595,11 @@ TVK_API tvk_tensor *tvk_shr(tvk_tensor *a, tvk_tensor *b);
 TVK_API tvk_tensor *tvk_idiv(tvk_tensor *a, tvk_tensor *b);
 TVK_API tvk_tensor *tvk_mod(tvk_tensor *a, tvk_tensor *b);
 
+/* min(max(a, lo), hi) in a's dtype (the bounds converted to it): lo and hi
+ * broadcast to a's shape, either may be NULL (no bound). A NaN in a stays
+ * NaN. Errors: a bound that does not broadcast to a's shape
+ * (TVK_ERR_SHAPE). */
+TVK_API tvk_tensor *tvk_clip(tvk_tensor *a, tvk_tensor *lo, tvk_tensor *hi);
 /* cond ? a : b elementwise; cond is tested != 0, a and b promote together, all
  * three broadcast. */
 TVK_API tvk_tensor *tvk_where(tvk_tensor *cond, tvk_tensor *a, tvk_tensor *b);
@@ -897,6 +902,16 @@ TVK_API tvk_tensor *tvk_std(tvk_tensor *a, int naxes, const int *axes, bool keep
  * variance), then * weight + bias, each of the normalised shape or NULL. */
 TVK_API tvk_tensor *tvk_layernorm(tvk_tensor *x, int nlast, tvk_tensor *weight, tvk_tensor *bias,
                                   double eps);
+/* Group norm (Wu and He), channels on axis 1 of x (N, C, ...): the C
+ * channels split into `groups` groups of C / groups, each sample's group
+ * normalised over its channels and every other dim, (x - mean) / sqrt(var +
+ * eps) (population variance), then * weight + bias per channel ((C,) each,
+ * or NULL). instance_norm is groups = C; layernorm over (C, ...) is groups =
+ * 1 with per-channel parameters. groups must divide C (TVK_ERR_INVALID_ARG). */
+TVK_API tvk_tensor *tvk_group_norm(tvk_tensor *x, int64_t groups, tvk_tensor *weight,
+                                   tvk_tensor *bias, double eps);
+TVK_API tvk_tensor *tvk_instance_norm(tvk_tensor *x, tvk_tensor *weight, tvk_tensor *bias,
+                                      double eps);
 /* Batch norm, inference form, channels on axis 1 of x (N, C, ...): (x - mean) /
  * sqrt(var + eps) * weight + bias; mean and var (C,) are required, weight and
  * bias (C,) may be NULL. */

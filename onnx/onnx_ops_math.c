@@ -395,16 +395,14 @@ static tvk_status op_where(onnx_run_ctx *c) {
 static tvk_status op_clip(onnx_run_ctx *c) {
   tvk_tensor *x = IN(0), *lo = NULL, *hi = NULL;
   tvk_dtype dt = tvk_dtype_of(x);
-  if (c->node->opset < 11) {
+  if (c->node->opset < 11) { /* bounds as attributes */
     if (onnx_attr(c, "min")) lo = onnx_scalar(c, dt, onnx_attr_float(c, "min", 0));
     if (onnx_attr(c, "max")) hi = onnx_scalar(c, dt, onnx_attr_float(c, "max", 0));
   } else {
-    lo = onnx_has_in(c, 1) ? tvk_cast(IN(1), dt) : NULL;
-    hi = onnx_has_in(c, 2) ? tvk_cast(IN(2), dt) : NULL;
+    lo = onnx_has_in(c, 1) ? IN(1) : NULL;
+    hi = onnx_has_in(c, 2) ? IN(2) : NULL;
   }
-  if (lo) x = tvk_maximum(x, lo);
-  if (hi) x = tvk_minimum(x, hi);
-  return onnx_set_out(c, 0, x);
+  return onnx_set_out(c, 0, tvk_clip(x, lo, hi));
 }
 
 static tvk_status op_identity(onnx_run_ctx *c) {

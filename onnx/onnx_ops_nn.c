@@ -284,19 +284,9 @@ static tvk_status op_batch_norm(onnx_run_ctx *c) {
 }
 
 static tvk_status op_instance_norm(onnx_run_ctx *c) {
-  int nd = onnx_in_ndim(c, 0);
-  if (nd < 3) return onnx_node_fail(c, TVK_ERR_SHAPE, "%d dims (N, C, spatial...)", nd);
   tvk_tensor *x = IN(0);
-  double eps = onnx_attr_float(c, "epsilon", 1e-5);
-  int axes[TVK_MAX_DIMS];
-  for (int i = 2; i < nd; i++) axes[i - 2] = i;
-  tvk_tensor *mean = tvk_mean(x, nd - 2, axes, true), *var = tvk_var(x, nd - 2, axes, true, 0);
-  tvk_tensor *y = tvk_mul(tvk_sub(x, mean), tvk_rsqrt(tvk_add(var, onnx_fconst(c, x, eps))));
-  int64_t cs[TVK_MAX_DIMS];
-  cs[0] = onnx_in_shape(c, 0)[1];
-  for (int i = 1; i < nd - 1; i++) cs[i] = 1;
-  y = tvk_add(tvk_mul(y, tvk_reshape(IN(1), nd - 1, cs)), tvk_reshape(IN(2), nd - 1, cs));
-  return onnx_set_out(c, 0, y);
+  tvk_tensor *y = tvk_instance_norm(x, IN(1), IN(2), onnx_attr_float(c, "epsilon", 1e-5));
+  return onnx_set_out(c, 0, tvk_cast(y, tvk_dtype_of(x)));
 }
 
 static tvk_status op_layer_norm(onnx_run_ctx *c) {

@@ -481,6 +481,71 @@ static void test_layernorm(void **state) {
 
 /* ---------------------------------------------------------------- batchnorm */
 
+/* Group norm against its definition in double: per sample and group, the
+ * mean and population variance over the group's channels and positions. */
+static void test_group_norm(void **state) {
+  (void)state;
+  const int64_t sh[4] = {2, 6, 3, 2}; /* N C H W */
+  double *vals = nn_rand_vals(72, -2, 2), *wv = nn_rand_vals(6, 0.5, 1.5),
+         *bv = nn_rand_vals(6, -1, 1), *x, *w, *b, ref[72];
+  tvk_tensor *t = input(TVK_FLOAT32, 4, sh, vals, &x);
+  tvk_tensor *wt = input(TVK_FLOAT32, 1, sh + 1, wv, &w),
+             *bt = input(TVK_FLOAT32, 1, sh + 1, bv, &b);
+  const double eps = 1e-5, tol = 64 * F32_EPS;
+  int64_t groups[3] = {1, 3, 6};
+  for (int gi = 0; gi < 3; gi++) {
+    int64_t G = groups[gi], per = 6 / G * 6;
+    for (int64_t n = 0; n < 2; n++)
+      for (int64_t g = 0; g < G; g++) {
+        const double *p = x + n * 36 + g * per; /* the group's values are contiguous */
+        double mean = 0, var = 0;
+        for (int64_t i = 0; i < per; i++) mean += p[i];
+        mean /= (double)per;
+        for (int64_t i = 0; i < per; i++) var += (p[i] - mean) * (p[i] - mean);
+        var /= (double)per;
+        for (int64_t i = 0; i < per; i++) {
+          int64_t ch = g * (6 / G) + i / 6;
+          ref[n * 36 + g * per + i] = (p[i] - mean) / sqrt(var + eps) * w[ch] + b[ch];
+        }
+      }
+    char what[64];
+    snprintf(what, sizeof what, "group_norm groups %lld", (long long)G);
+    tvk_tensor *y = G == 6 ? tvk_instance_norm(t, wt, bt, eps) : tvk_group_norm(t, G, wt, bt, eps);
+    nn_check(what, y, TVK_FLOAT32, 4, sh, ref, tol, tol);
+  }
+  nn_check_error("group_norm groups 4 of 6 channels", tvk_group_norm(t, 4, NULL, NULL, eps),
+                 TVK_ERR_INVALID_ARG);
+  nn_check_error("group_norm weight (2, 3)",
+                 tvk_group_norm(t, 3, tvk_reshape(wt, 2, (int64_t[]){2, 3}), NULL, eps),
+                 TVK_ERR_SHAPE);
+  free(vals), free(wv), free(bv), free(x), free(w), free(b);
+  nn_finish();
+}
+
+/* clip: the bounds in a's dtype, broadcast, either one absent; NaN stays. */
+static void test_clip(void **state) {
+  (void)state;
+  double a[6] = {-3, 0.5, 7, NAN, 2, -1}, lo[3] = {-1, 0, 1}, hi = 2.5;
+  tvk_tensor *ta = nn_tensor(TVK_FLOAT32, 2, (int64_t[]){2, 3}, a);
+  tvk_tensor *tl = nn_tensor(TVK_FLOAT32, 1, (int64_t[]){3}, lo);
+  tvk_tensor *th = nn_tensor(TVK_FLOAT64, 0, NULL, &hi);
+  int64_t sh[2] = {2, 3};
+  nn_check("clip both", tvk_clip(ta, tl, th), TVK_FLOAT32, 2, sh,
+           (double[]){-1, 0.5, 2.5, NAN, 2, 1}, 0, 0);
+  nn_check("clip lo only", tvk_clip(ta, tl, NULL), TVK_FLOAT32, 2, sh,
+           (double[]){-1, 0.5, 7, NAN, 2, 1}, 0, 0);
+  nn_check("clip hi only", tvk_clip(ta, NULL, th), TVK_FLOAT32, 2, sh,
+           (double[]){-3, 0.5, 2.5, NAN, 2, -1}, 0, 0);
+  tvk_tensor *ti = nn_tensor(TVK_UINT8, 1, (int64_t[]){4}, (double[]){0, 3, 9, 200});
+  tvk_tensor *l8 = nn_tensor(TVK_INT32, 0, NULL, (double[]){4}),
+             *h8 = nn_tensor(TVK_INT32, 0, NULL, (double[]){100});
+  nn_check("clip uint8 keeps its dtype", tvk_clip(ti, l8, h8), TVK_UINT8, 1, (int64_t[]){4},
+           (double[]){4, 4, 9, 100}, 0, 0);
+  tvk_tensor *big = nn_tensor(TVK_FLOAT32, 2, (int64_t[]){4, 3}, (double[12]){0});
+  nn_check_error("clip bound larger than a", tvk_clip(ta, big, NULL), TVK_ERR_SHAPE);
+  nn_finish();
+}
+
 static void test_batchnorm(void **state) {
   (void)state;
   const int64_t s4[4] = {2, 3, 4, 5}, s2[2] = {4, 3}, c = 3;
@@ -760,6 +825,7 @@ const struct CMUnitTest nn_norm_tests[] = {
     NN_TEST(test_softmax_axes),  NN_TEST(test_softmax_stability), NN_TEST(test_softmax_dtypes),
     NN_TEST(test_cross_entropy), NN_TEST(test_var_std),           NN_TEST(test_layernorm),
     NN_TEST(test_batchnorm),     NN_TEST(test_cumsum_axes),       NN_TEST(test_cumsum_lengths),
-    NN_TEST(test_argmax),        NN_TEST(test_norm_kernels),
+    NN_TEST(test_argmax),        NN_TEST(test_norm_kernels),      NN_TEST(test_group_norm),
+    NN_TEST(test_clip),
 };
 const size_t nn_norm_count = sizeof nn_norm_tests / sizeof nn_norm_tests[0];

@@ -259,3 +259,35 @@ tvk_tensor *tvk_where(tvk_tensor *cond, tvk_tensor *a, tvk_tensor *b) {
   UOp *y = ew_cast(bc_to_shape(b->uop, b->ndim, b->shape, nd, shape), dt);
   return FRONT_END(ctx, m, bc_result(ctx, "where", ew_where(c, x, y), dt, nd, shape));
 }
+
+/* Bounds converted to a's dtype, so that clip never changes it; each bound
+ * must broadcast to a's shape (the result keeps it). */
+tvk_tensor *tvk_clip(tvk_tensor *a, tvk_tensor *lo, tvk_tensor *hi) {
+  bool bad;
+  tvk_tensor *err = bc_check("clip", 1, &a, &bad);
+  if (bad) return err;
+  tvk_tensor *bounds[2] = {lo, hi};
+  for (int i = 0; i < 2; i++) {
+    if (!bounds[i]) continue;
+    if ((err = bc_check("clip", 2, (tvk_tensor *[]){a, bounds[i]}, &bad))) return err;
+    int nd;
+    int64_t shape[TVK_MAX_DIMS];
+    bool same = bc_broadcast_shape(2, (tvk_tensor *[]){a, bounds[i]}, &nd, shape) && nd == a->ndim;
+    for (int d = 0; same && d < nd; d++) same = shape[d] == a->shape[d];
+    if (!same) {
+      char as[BC_SHAPE_STR_MAX], bs[BC_SHAPE_STR_MAX];
+      return tensor_error(
+          a->ctx, TVK_ERR_SHAPE, "clip: %s has shape %s, which does not broadcast to a's %s",
+          i ? "hi" : "lo", bc_shape_str(bounds[i]->ndim, bounds[i]->shape, bs, sizeof bs),
+          bc_shape_str(a->ndim, a->shape, as, sizeof as));
+    }
+  }
+  tvk_ctx *ctx = a->ctx;
+  size_t sc = tvk_scope_begin(ctx);
+  tvk_tensor *r = a;
+  if (lo) r = tvk_maximum(r, tvk_cast(lo, a->dtype));
+  if (hi) r = tvk_minimum(r, tvk_cast(hi, a->dtype));
+  if (r == a) r = bc_same(a);
+  tvk_scope_end(ctx, sc, 1, &r);
+  return r;
+}

@@ -123,6 +123,60 @@ tvk_tensor *tvk_layernorm(tvk_tensor *x, int nlast, tvk_tensor *weight, tvk_tens
   return r;
 }
 
+/* ---------------------------------------------------------------- group_norm */
+
+/* x (N, C, ...) as (N, G, C/G * the rest): each group normalised as
+ * layernorm normalises its last dim, then the per-channel affine. */
+tvk_tensor *tvk_group_norm(tvk_tensor *x, int64_t groups, tvk_tensor *weight, tvk_tensor *bias,
+                           double eps) {
+  const char *op = "group_norm";
+  bool bad;
+  tvk_tensor *given[3];
+  int ng = present(3, (tvk_tensor *[]){x, weight, bias}, given);
+  if (ng == 0) return NULL;
+  tvk_tensor *err = bc_check(op, ng, given, &bad);
+  if (bad) return err;
+  if (!x) return tensor_error(given[0]->ctx, TVK_ERR_INVALID_ARG, "%s: x is NULL", op);
+  char xs[BC_SHAPE_STR_MAX];
+  bc_shape_str(x->ndim, x->shape, xs, sizeof xs);
+  if (x->ndim < 2)
+    return tensor_error(x->ctx, TVK_ERR_SHAPE, "%s: x has shape %s: expected (N, C, ...)", op, xs);
+  int64_t N = x->shape[0], C = x->shape[1];
+  if (groups < 1 || C % groups)
+    return tensor_error(x->ctx, TVK_ERR_INVALID_ARG,
+                        "%s: groups %lld must be >= 1 and divide the %lld channels of x %s", op,
+                        (long long)groups, (long long)C, xs);
+  if (!isfinite(eps) || eps < 0)
+    return tensor_error(x->ctx, TVK_ERR_INVALID_ARG, "%s: eps %g must be finite and >= 0", op, eps);
+  if ((err = check_shape(op, "weight", weight, x, 1, &C, "the channels")) ||
+      (err = check_shape(op, "bias", bias, x, 1, &C, "the channels")))
+    return err;
+  tvk_ctx *ctx = x->ctx;
+  tvk_dtype res = norm_dtype(x, 2, (tvk_tensor *[]){weight, bias}), cdt = comp_dtype(res);
+  size_t sc = tvk_scope_begin(ctx);
+  /* the elements of one sample's group: C / groups channels times the rest */
+  int64_t per = C / groups * bc_numel(x->ndim - 2, x->shape + 2);
+  int64_t g3[3] = {N, groups, per};
+  int last = 2;
+  tvk_tensor *xf = tvk_reshape(tvk_cast(x, cdt), 3, g3);
+  tvk_tensor *d = tvk_sub(xf, tvk_mean(xf, 1, &last, true));
+  tvk_tensor *v = tvk_mean(tvk_mul(d, d), 1, &last, true);
+  tvk_tensor *r =
+      tvk_reshape(tvk_mul(d, tvk_rsqrt(tvk_add(v, front_const(ctx, cdt, eps)))), x->ndim, x->shape);
+  int64_t cs[TVK_MAX_DIMS];
+  cs[0] = C;
+  for (int i = 1; i < x->ndim - 1; i++) cs[i] = 1;
+  if (weight) r = tvk_mul(r, tvk_reshape(weight, x->ndim - 1, cs));
+  if (bias) r = tvk_add(r, tvk_reshape(bias, x->ndim - 1, cs));
+  r = tvk_cast(r, res);
+  tvk_scope_end(ctx, sc, 1, &r);
+  return r;
+}
+
+tvk_tensor *tvk_instance_norm(tvk_tensor *x, tvk_tensor *weight, tvk_tensor *bias, double eps) {
+  return tvk_group_norm(x, x && x->ndim >= 2 ? x->shape[1] : 1, weight, bias, eps);
+}
+
 /* ---------------------------------------------------------------- batchnorm */
 
 /* p (C,) seen as x's shape: reshaped to (1, C, 1, ...) and expanded, so the
