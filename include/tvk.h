@@ -819,6 +819,11 @@ TVK_API tvk_tensor *tvk_max_pool2d(tvk_tensor *x, const int64_t kernel[2], const
                                    const int64_t padding[4]);
 TVK_API tvk_tensor *tvk_avg_pool2d(tvk_tensor *x, const int64_t kernel[2], const int64_t stride[2],
                                    const int64_t padding[4]);
+/* max_pool2d whose window taps are dilation {dh, dw} apart (NULL: 1s), as
+ * torch's MaxPool2d(dilation=...): the window spans dh * (kh - 1) + 1 rows. */
+TVK_API tvk_tensor *tvk_max_pool2d_dilated(tvk_tensor *x, const int64_t kernel[2],
+                                           const int64_t stride[2], const int64_t padding[4],
+                                           const int64_t dilation[2]);
 
 /* Resampling (tvk_resize): how an output position maps to the input and which
  * input elements it combines, as ONNX's Resize (and torch's interpolate). */

@@ -168,6 +168,10 @@ tvk_tensor *onnx_fconst(onnx_run_ctx *c, tvk_tensor *like, double v);
 tvk_status onnx_node_fail(onnx_run_ctx *c, tvk_status s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* x's n elements along axis from start by step (negative steps walk back):
+ * movement ops only (flip, shrink, and pad + reshape for steps past 1). */
+tvk_tensor *onnx_slice_axis(tvk_tensor *x, int axis, int64_t start, int64_t step, int64_t n);
+
 /* Normalises a possibly negative axis against ndim; -1 when out of range. */
 int onnx_axis(int64_t axis, int ndim);
 

@@ -40,9 +40,9 @@ static tvk_status op_gemm(onnx_run_ctx *c) {
 /* ---- windows: conv and pools share kernel, strides, pads, dilations ---- */
 
 typedef struct {
-  int nsp; /* spatial dims: 1 or 2 */
-  int64_t k[2], s[2], d[2];
-  int64_t pad[2][2]; /* per spatial dim: {begin, end} */
+  int nsp; /* spatial dims: 1, 2 or 3 */
+  int64_t k[3], s[3], d[3];
+  int64_t pad[3][2]; /* per spatial dim: {begin, end} */
 } window;
 
 /* Reads kernel_shape (or takes kshape), strides, dilations, pads and
@@ -122,12 +122,104 @@ static void window_2d(const window *w, int64_t k[2], int64_t s[2], int64_t d[2],
 
 static int spatial_dims(onnx_run_ctx *c, int input) {
   int nd = onnx_in_ndim(c, input);
-  if (nd != 3 && nd != 4) {
+  if (nd < 3 || nd > 5) {
     onnx_node_fail(c, TVK_ERR_SHAPE,
-                   "%d dims: tvk takes 1-D and 2-D windows ((N, C, L) or (N, C, H, W))", nd);
+                   "%d dims: windows take (N, C, L), (N, C, H, W) or (N, C, D, H, W)", nd);
     return -1;
   }
   return nd - 2;
+}
+
+/* Out positions of a window along one spatial dim (padding included). */
+static int64_t window_out(const window *w, int i, int64_t in) {
+  int64_t span = in + w->pad[i][0] + w->pad[i][1] - w->d[i] * (w->k[i] - 1) - 1;
+  return span < 0 ? 0 : span / w->s[i] + 1;
+}
+
+/* A pool through views, for what tvk's 2-D pools do not take (3-D windows,
+ * dilation): the input padded (max: -inf, avg: 0), one strided view per
+ * kernel offset, combined by maximum or sum; an average divides by the same
+ * sum over ones padded with 1 (count_include_pad) or 0. extra: ceil_mode's
+ * end padding, which never counts. */
+static tvk_tensor *view_pool(onnx_run_ctx *c, tvk_tensor *x, const window *w, const int64_t *extra,
+                             bool is_max, bool include) {
+  int nd = tvk_ndim(x);
+  tvk_dtype dt = tvk_dtype_of(x);
+  int64_t pads[TVK_MAX_DIMS][2] = {{0}}, out[3];
+  for (int i = 0; i < w->nsp; i++) {
+    pads[2 + i][0] = w->pad[i][0];
+    pads[2 + i][1] = w->pad[i][1] + extra[i];
+  }
+  /* max pads with the dtype's lowest value */
+  double lowest = dt == TVK_INT8    ? -128.0
+                  : dt == TVK_INT16 ? -32768.0
+                  : dt == TVK_INT32 ? -2147483648.0
+                  : dt == TVK_INT64 ? -9223372036854775808.0
+                                    : 0;
+  double fill = is_max ? (onnx_is_float(dt) ? -INFINITY : lowest) : 0;
+  tvk_tensor *xp = tvk_pad(x, pads, fill), *ones = NULL;
+  if (!is_max) {
+    int64_t real[TVK_MAX_DIMS][2] = {{0}}, ext[TVK_MAX_DIMS][2] = {{0}};
+    for (int i = 0; i < w->nsp; i++) {
+      real[2 + i][0] = w->pad[i][0], real[2 + i][1] = w->pad[i][1];
+      ext[2 + i][1] = extra[i];
+    }
+    ones = tvk_pad(tvk_pad(tvk_full(CTX, dt, nd, tvk_shape(x), 1), real, include ? 1 : 0), ext, 0);
+  }
+  window we = *w; /* ceil_mode's extra positions count as outputs */
+  for (int i = 0; i < w->nsp; i++) {
+    we.pad[i][1] += extra[i];
+    out[i] = window_out(&we, i, tvk_shape(x)[2 + i]);
+  }
+  tvk_tensor *acc = NULL, *cnt = NULL;
+  int64_t o[3] = {0, 0, 0}, taps = 1;
+  for (int i = 0; i < w->nsp; i++) taps *= w->k[i];
+  if (taps > 64) { /* one view per tap: past this many, a kernel would not fuse them */
+    onnx_node_fail(c, TVK_ERR_SHAPE, "a 3-D or dilated pool window of %lld taps (at most 64)",
+                   (long long)taps);
+    return NULL;
+  }
+  for (;;) {
+    tvk_tensor *v = xp, *u = ones;
+    for (int i = 0; i < w->nsp; i++) {
+      v = onnx_slice_axis(v, 2 + i, o[i] * w->d[i], w->s[i], out[i]);
+      if (u) u = onnx_slice_axis(u, 2 + i, o[i] * w->d[i], w->s[i], out[i]);
+    }
+    acc = !acc ? v : is_max ? tvk_maximum(acc, v) : tvk_add(acc, v);
+    if (u) cnt = cnt ? tvk_add(cnt, u) : u;
+    int i = w->nsp - 1;
+    while (i >= 0 && ++o[i] == w->k[i]) o[i--] = 0;
+    if (i < 0) break;
+  }
+  return is_max ? acc : tvk_div(acc, cnt);
+}
+
+/* Conv over (N, C, D, H, W): the depth taps as kd 2-D convolutions of depth
+ * slices (each (N Do, C, H, W) against w[:, :, a]), summed. */
+static tvk_tensor *conv3d(onnx_run_ctx *c, tvk_tensor *x, tvk_tensor *wt, tvk_tensor *bias,
+                          const window *w, int64_t groups) {
+  const int64_t *xs = tvk_shape(x), *ws = tvk_shape(wt);
+  int64_t N = xs[0], C = xs[1], Co = ws[0], Do = window_out(w, 0, xs[2]);
+  int64_t dpad[TVK_MAX_DIMS][2] = {{0}};
+  dpad[2][0] = w->pad[0][0], dpad[2][1] = w->pad[0][1];
+  tvk_tensor *xp = tvk_pad(x, dpad, 0), *sum = NULL;
+  int64_t st[2] = {w->s[1], w->s[2]}, dl[2] = {w->d[1], w->d[2]};
+  int64_t pad[4] = {w->pad[1][0], w->pad[1][1], w->pad[2][0], w->pad[2][1]};
+  for (int64_t a = 0; a < w->k[0]; a++) {
+    tvk_tensor *v = onnx_slice_axis(xp, 2, a * w->d[0], w->s[0], Do); /* (N, C, Do, H, W) */
+    v = tvk_permute(v, (int[]){0, 2, 1, 3, 4});
+    v = tvk_reshape(v, 4, (int64_t[]){N * Do, C, xs[3], xs[4]});
+    int64_t r[5][2] = {{0, Co}, {0, ws[1]}, {a, a + 1}, {0, ws[3]}, {0, ws[4]}};
+    tvk_tensor *wa = tvk_reshape(tvk_shrink(wt, r), 4, (int64_t[]){Co, ws[1], ws[3], ws[4]});
+    tvk_tensor *y = tvk_conv2d(v, wa, NULL, st, pad, dl, groups); /* (N Do, Co, Ho, Wo) */
+    sum = sum ? tvk_add(sum, y) : y;
+  }
+  const int64_t *ys = tvk_shape(sum);
+  tvk_tensor *y = tvk_reshape(sum, 5, (int64_t[]){N, Do, Co, ys[2], ys[3]});
+  y = tvk_permute(y, (int[]){0, 2, 1, 3, 4});
+  if (bias) y = tvk_add(y, tvk_reshape(bias, 4, (int64_t[]){Co, 1, 1, 1}));
+  (void)c;
+  return y;
 }
 
 static tvk_status op_conv(onnx_run_ctx *c) {
@@ -138,6 +230,10 @@ static tvk_status op_conv(onnx_run_ctx *c) {
   window w;
   tvk_status s = read_window(c, nsp, onnx_in_shape(c, 0) + 2, onnx_in_shape(c, 1) + 2, &w);
   if (s != TVK_OK) return s;
+  if (nsp == 3)
+    return onnx_set_out(c, 0,
+                        conv3d(c, IN(0), IN(1), onnx_has_in(c, 2) ? IN(2) : NULL, &w,
+                               onnx_attr_int(c, "group", 1)));
   int64_t k[2], st[2], d[2], pad[4];
   window_2d(&w, k, st, d, pad);
   tvk_tensor *y = tvk_conv2d(to_2d(IN(0), nsp), to_2d(IN(1), nsp), onnx_has_in(c, 2) ? IN(2) : NULL,
@@ -148,6 +244,7 @@ static tvk_status op_conv(onnx_run_ctx *c) {
 static tvk_status op_conv_transpose(onnx_run_ctx *c) {
   int nsp = spatial_dims(c, 0);
   if (nsp < 0) return TVK_ERR_SHAPE;
+  if (nsp == 3) return onnx_node_fail(c, TVK_ERR_SHAPE, "3-D ConvTranspose is not supported");
   if (onnx_in_ndim(c, 1) != nsp + 2)
     return onnx_node_fail(c, TVK_ERR_SHAPE, "weight has %d dims", onnx_in_ndim(c, 1));
   const int64_t *sp = onnx_in_shape(c, 0) + 2;
@@ -188,7 +285,7 @@ static tvk_status op_conv_transpose(onnx_run_ctx *c) {
 
 /* Extra end padding so that ceil_mode's last window fits; a window must
  * start inside the input or its begin padding (as the reference). */
-static void ceil_extra(const window *w, const int64_t *in_sp, int64_t extra[2]) {
+static void ceil_extra(const window *w, const int64_t *in_sp, int64_t extra[3]) {
   for (int i = 0; i < w->nsp; i++) {
     int64_t span = in_sp[i] + w->pad[i][0] + w->pad[i][1] - ((w->k[i] - 1) * w->d[i] + 1);
     int64_t out = span < 0 ? 0 : (span + w->s[i] - 1) / w->s[i] + 1;
@@ -200,15 +297,13 @@ static void ceil_extra(const window *w, const int64_t *in_sp, int64_t extra[2]) 
 }
 
 /* A pool's window over input 0 and ceil_mode's extra end padding. */
-static tvk_status pool_window(onnx_run_ctx *c, int *nsp, window *w, int64_t extra[2]) {
+static tvk_status pool_window(onnx_run_ctx *c, int *nsp, window *w, int64_t extra[3]) {
   *nsp = spatial_dims(c, 0);
   if (*nsp < 0) return TVK_ERR_SHAPE;
   const int64_t *sp = onnx_in_shape(c, 0) + 2;
   tvk_status s = read_window(c, *nsp, sp, NULL, w);
   if (s != TVK_OK) return s;
-  if (w->d[0] != 1 || (*nsp == 2 && w->d[1] != 1))
-    return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "dilated pools are not supported");
-  extra[0] = extra[1] = 0;
+  extra[0] = extra[1] = extra[2] = 0;
   if (onnx_attr_int(c, "ceil_mode", 0)) ceil_extra(w, sp, extra);
   return TVK_OK;
 }
@@ -220,28 +315,33 @@ static tvk_status op_max_pool(onnx_run_ctx *c) {
     return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "storage_order 1 is not supported");
   int nsp;
   window w;
-  int64_t extra[2];
+  int64_t extra[3];
   tvk_status s = pool_window(c, &nsp, &w, extra);
   if (s != TVK_OK) return s;
+  if (nsp == 3) {
+    tvk_tensor *y = view_pool(c, IN(0), &w, extra, true, false);
+    return y ? onnx_set_out(c, 0, y) : TVK_ERR_SHAPE;
+  }
   for (int i = 0; i < nsp; i++) w.pad[i][1] += extra[i];
   int64_t k[2], st[2], d[2], pad[4];
   window_2d(&w, k, st, d, pad);
   tvk_tensor *x = to_2d(IN(0), nsp);
-  if (!onnx_is_float(tvk_dtype_of(x))) {
-    /* integers pad with their minimum, which tvk's -inf padding cannot say */
-    if (pad[0] || pad[1] || pad[2] || pad[3])
-      return onnx_node_fail(c, TVK_ERR_DTYPE, "a padded max pool of %s",
-                            tvk_dtype_name(tvk_dtype_of(x)));
-  }
-  return onnx_set_out(c, 0, from_2d(tvk_max_pool2d(x, k, st, pad), nsp));
+  return onnx_set_out(c, 0, from_2d(tvk_max_pool2d_dilated(x, k, st, pad, d), nsp));
 }
 
 static tvk_status op_average_pool(onnx_run_ctx *c) {
   int nsp;
   window w;
-  int64_t extra[2];
+  int64_t extra[3];
   tvk_status s = pool_window(c, &nsp, &w, extra);
   if (s != TVK_OK) return s;
+  bool dilated = false;
+  for (int i = 0; i < nsp; i++) dilated = dilated || w.d[i] != 1;
+  if (nsp == 3 || dilated) {
+    tvk_tensor *y =
+        view_pool(c, IN(0), &w, extra, false, onnx_attr_int(c, "count_include_pad", 0) != 0);
+    return y ? onnx_set_out(c, 0, y) : TVK_ERR_SHAPE;
+  }
   bool include = onnx_attr_int(c, "count_include_pad", 0) != 0;
   int64_t k[2], st[2], d[2], pad[4];
   window_2d(&w, k, st, d, pad);

@@ -199,6 +199,48 @@ int onnx_axis(int64_t axis, int ndim) {
   return (int)(axis < 0 ? axis + ndim : axis);
 }
 
+/* x's elements along axis from start by step (may be negative), n of them. */
+tvk_tensor *onnx_slice_axis(tvk_tensor *x, int axis, int64_t start, int64_t step, int64_t n) {
+  int nd = tvk_ndim(x);
+  int64_t ranges[TVK_MAX_DIMS][2], dim = tvk_shape(x)[axis];
+  for (int d = 0; d < nd; d++) ranges[d][0] = 0, ranges[d][1] = tvk_shape(x)[d];
+  if (step < 0) { /* walk the flipped axis forward */
+    int ax = axis;
+    x = tvk_flip(x, 1, &ax);
+    start = dim - 1 - start;
+    step = -step;
+  }
+  if (n == 0) {
+    ranges[axis][0] = ranges[axis][1] = 0;
+    return tvk_shrink(x, ranges);
+  }
+  int64_t end = start + (n - 1) * step + 1;
+  ranges[axis][0] = start;
+  ranges[axis][1] = end;
+  x = tvk_shrink(x, ranges);
+  if (step == 1) return x;
+  /* Every step-th element: pad to n * step, view as (n, step), keep column 0. */
+  int64_t pads[TVK_MAX_DIMS][2] = {{0}};
+  pads[axis][1] = n * step - (end - start);
+  x = tvk_pad(x, pads, 0);
+  int64_t shape[TVK_MAX_DIMS + 1];
+  for (int d = 0, k = 0; d < nd; d++) {
+    if (d == axis) {
+      shape[k++] = n;
+      shape[k++] = step;
+    } else {
+      shape[k++] = tvk_shape(x)[d];
+    }
+  }
+  x = tvk_reshape(x, nd + 1, shape);
+  int64_t r2[TVK_MAX_DIMS + 1][2];
+  for (int d = 0; d < nd + 1; d++) r2[d][0] = 0, r2[d][1] = shape[d];
+  r2[axis + 1][1] = 1;
+  x = tvk_shrink(x, r2);
+  memmove(shape + axis + 1, shape + axis + 2, sizeof(int64_t) * (size_t)(nd - axis - 1));
+  return tvk_reshape(x, nd, shape);
+}
+
 /* ---- folding at load ---- */
 
 /* Whether the graph input in slot is declared with every dim fixed. */

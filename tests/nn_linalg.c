@@ -720,6 +720,40 @@ static void test_pools(void **state) {
   nn_finish();
 }
 
+/* max_pool2d_dilated against its loop: taps dilation apart, padding the
+ * lowest value (ints too). */
+static void check_dilated(const char *what, tvk_dtype dt, int64_t H, int64_t W, const int64_t k[2],
+                          const int64_t s[2], const int64_t p[4], const int64_t d[2]) {
+  int64_t B = 2, Ho = (H + p[0] + p[1] - d[0] * (k[0] - 1) - 1) / s[0] + 1;
+  int64_t Wo = (W + p[2] + p[3] - d[1] * (k[1] - 1) - 1) / s[1] + 1;
+  double *x = dt == TVK_FLOAT32 ? f32_vals(B * H * W, -2, 2) : nn_rand_ints(B * H * W, -100, 100);
+  double *ref = malloc(sizeof(double) * (size_t)(B * Ho * Wo));
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t i = 0; i < Ho; i++)
+      for (int64_t j = 0; j < Wo; j++) {
+        double m = -INFINITY;
+        for (int64_t a = 0; a < k[0]; a++)
+          for (int64_t c = 0; c < k[1]; c++) {
+            int64_t y = i * s[0] + a * d[0] - p[0], z = j * s[1] + c * d[1] - p[2];
+            if (y >= 0 && y < H && z >= 0 && z < W) m = fmax(m, x[(b * H + y) * W + z]);
+          }
+        ref[(b * Ho + i) * Wo + j] = m;
+      }
+  int64_t xs[3] = {B, H, W}, os[3] = {B, Ho, Wo};
+  tvk_tensor *tx = nn_tensor(dt, 3, xs, x);
+  nn_check(what, tvk_max_pool2d_dilated(tx, k, s, p, d), dt, 3, os, ref, 0, 0);
+  free(x), free(ref);
+}
+
+static void test_pool_dilated(void **state) {
+  (void)state;
+  check_dilated("dilated max (2, 3)", TVK_FLOAT32, 9, 11, (int64_t[]){3, 2}, (int64_t[]){1, 2},
+                (int64_t[]){0, 0, 0, 0}, (int64_t[]){2, 3});
+  check_dilated("dilated max, padded int32", TVK_INT32, 8, 7, (int64_t[]){2, 3}, (int64_t[]){2, 1},
+                (int64_t[]){1, 2, 2, 1}, (int64_t[]){3, 2});
+  nn_finish();
+}
+
 static void test_pool_errors(void **state) {
   (void)state;
   double z[64] = {0};
@@ -931,6 +965,7 @@ const struct CMUnitTest nn_linalg_tests[] = {
     NN_TEST(test_conv_transpose2d_errors),
     NN_TEST(test_resize),
     NN_TEST(test_pools),
+    NN_TEST(test_pool_dilated),
     NN_TEST(test_pool_errors),
     NN_TEST(test_window_huge_args),
     NN_TEST(test_attention),

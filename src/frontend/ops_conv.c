@@ -413,9 +413,10 @@ tvk_tensor *tvk_conv_transpose2d(tvk_tensor *x, tvk_tensor *w, tvk_tensor *bias,
 /* Checks a pool's arguments and flattens x's leading dims: x (..., H, W) is
  * seen as (B, H, W) so the windows never run out of dims. */
 static tvk_tensor *pool_args(const char *op, tvk_tensor *x, const int64_t kernel[2],
-                             const int64_t stride[2], const int64_t padding[4], const int64_t **st,
-                             const int64_t **pd) {
+                             const int64_t stride[2], const int64_t padding[4],
+                             const int64_t dilation[2], const int64_t **st, const int64_t **pd) {
   static const int64_t zero[4] = {0, 0, 0, 0}, one[2] = {1, 1};
+  const int64_t *dl = dilation ? dilation : one;
   /* Set before any check, so the outputs are defined on every return (the
    * callers read them only when there is no error, which gcc cannot prove). */
   *st = stride ? stride : kernel;
@@ -430,19 +431,18 @@ static tvk_tensor *pool_args(const char *op, tvk_tensor *x, const int64_t kernel
                         "%s: x has shape %s: expected at least 2 dims (..., H, W)", op,
                         bc_shape_str(x->ndim, x->shape, sx, sizeof sx));
   }
-  return check_window(op, x, kernel, *st, *pd, one, 1);
+  return check_window(op, x, kernel, *st, *pd, dl, 1);
 }
 
 /* The windows of x (..., H, W) as (B, Ho, Wo, kh, kw); out[] gets the
  * result's shape (..., Ho, Wo). */
 static tvk_tensor *pool_windows(tvk_tensor *x, const int64_t kernel[2], const int64_t st[2],
-                                const int64_t pd[4], int64_t *out) {
-  static const int64_t one[2] = {1, 1};
+                                const int64_t pd[4], const int64_t dl[2], int64_t *out) {
   int nd = x->ndim;
   int64_t B = 1;
   for (int q = 0; q < nd - 2; q++) B *= x->shape[q], out[q] = x->shape[q];
   tvk_tensor *x3 = tvk_reshape(x, 3, (int64_t[]){B, x->shape[nd - 2], x->shape[nd - 1]});
-  tvk_tensor *xw = windows(x3, kernel, st, pd, one);
+  tvk_tensor *xw = windows(x3, kernel, st, pd, dl);
   out[nd - 2] = tvk_shape(xw)[1], out[nd - 1] = tvk_shape(xw)[2];
   return xw;
 }
@@ -455,15 +455,22 @@ static double lowest(tvk_dtype dt) {
   return (double)dt_min_i(d); /* -2^(bits-1): exact in a double */
 }
 
+static const int64_t no_dilation[2] = {1, 1};
+
 tvk_tensor *tvk_max_pool2d(tvk_tensor *x, const int64_t kernel[2], const int64_t stride[2],
                            const int64_t padding[4]) {
-  const int64_t *st, *pd;
-  tvk_tensor *err = pool_args("max_pool2d", x, kernel, stride, padding, &st, &pd);
+  return tvk_max_pool2d_dilated(x, kernel, stride, padding, NULL);
+}
+
+tvk_tensor *tvk_max_pool2d_dilated(tvk_tensor *x, const int64_t kernel[2], const int64_t stride[2],
+                                   const int64_t padding[4], const int64_t dilation[2]) {
+  const int64_t *st, *pd, *dl = dilation ? dilation : no_dilation;
+  tvk_tensor *err = pool_args("max_pool2d", x, kernel, stride, padding, dl, &st, &pd);
   if (err || !x) return err;
   tvk_ctx *ctx = x->ctx;
   size_t sc = tvk_scope_begin(ctx);
   int64_t out[TVK_MAX_DIMS];
-  tvk_tensor *xw = pool_windows(x, kernel, st, pd, out);
+  tvk_tensor *xw = pool_windows(x, kernel, st, pd, dl, out);
   if (pd[0] || pd[1] || pd[2] || pd[3]) {
     /* the padding reads 0 in xw; a window of a padded all-true mask (a
      * constant, free) says where the data is, and the rest becomes the lowest
@@ -472,7 +479,7 @@ tvk_tensor *tvk_max_pool2d(tvk_tensor *x, const int64_t kernel[2], const int64_t
     const int64_t *s = tvk_shape(x);
     int nd = x->ndim;
     tvk_tensor *valid = tvk_full(ctx, TVK_BOOL, 3, (int64_t[]){1, s[nd - 2], s[nd - 1]}, 1);
-    tvk_tensor *vw = windows(valid, kernel, st, pd, (const int64_t[]){1, 1});
+    tvk_tensor *vw = windows(valid, kernel, st, pd, dl);
     xw = tvk_where(vw, xw, front_const(ctx, x->dtype, lowest(x->dtype)));
   }
   tvk_tensor *r = tvk_max(xw, 2, (int[]){-2, -1}, false);
@@ -484,12 +491,13 @@ tvk_tensor *tvk_max_pool2d(tvk_tensor *x, const int64_t kernel[2], const int64_t
 tvk_tensor *tvk_avg_pool2d(tvk_tensor *x, const int64_t kernel[2], const int64_t stride[2],
                            const int64_t padding[4]) {
   const int64_t *st, *pd;
-  tvk_tensor *err = pool_args("avg_pool2d", x, kernel, stride, padding, &st, &pd);
+  tvk_tensor *err = pool_args("avg_pool2d", x, kernel, stride, padding, NULL, &st, &pd);
   if (err || !x) return err;
   tvk_ctx *ctx = x->ctx;
   size_t sc = tvk_scope_begin(ctx);
   int64_t out[TVK_MAX_DIMS];
-  tvk_tensor *xw = pool_windows(x, kernel, st, pd, out); /* zeros in the padding: counted */
+  tvk_tensor *xw =
+      pool_windows(x, kernel, st, pd, no_dilation, out); /* the padding's zeros count */
   tvk_tensor *r = tvk_mean(xw, 2, (int[]){-2, -1}, false);
   r = tvk_reshape(r, x->ndim, out);
   tvk_scope_end(ctx, sc, 1, &r);
