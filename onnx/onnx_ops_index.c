@@ -2,6 +2,7 @@
  * compares positions (tvk_arange along one axis) instead of indexing, so it
  * fuses into its neighbours. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "onnx_internal.h"
@@ -202,10 +203,67 @@ static tvk_status op_scatter_nd(onnx_run_ctx *c) {
   return onnx_set_out(c, 0, tvk_reshape(y, r, ds));
 }
 
+/* NonZero: the positions of the nonzero elements, (ndim, count) int64. The
+ * count is data, so the input is read back to the host (a realize mid-graph,
+ * as ONNX's data-dependent shapes need). */
+static tvk_status op_nonzero(onnx_run_ctx *c) {
+  const onnx_host *h = onnx_in_host(c, 0);
+  if (!h) return TVK_ERR_INVALID_ARG;
+  int64_t n = 0;
+  for (int64_t i = 0; i < h->numel; i++) n += onnx_host_get(h, i) != 0;
+  int nd = h->ndim ? h->ndim : 1;
+  int64_t shape[2] = {nd, n};
+  onnx_host r;
+  tvk_status s = onnx_host_alloc(&r, TVK_INT64, 2, shape);
+  if (s != TVK_OK) return onnx_node_fail(c, s, "%s", tvk_onnx_last_error());
+  for (int64_t i = 0, k = 0; i < h->numel; i++) {
+    if (onnx_host_get(h, i) == 0) continue;
+    int64_t rem = i;
+    for (int d = h->ndim - 1; d >= 0; d--) {
+      ((int64_t *)r.data)[d * n + k] = rem % h->shape[d];
+      rem /= h->shape[d];
+    }
+    if (!h->ndim) ((int64_t *)r.data)[k] = 0;
+    k++;
+  }
+  return onnx_set_out_host(c, 0, &r);
+}
+
+/* Compress: the slices along axis (or the elements of x flattened) where the
+ * condition (read back to the host: it shapes the result) is true. */
+static tvk_status op_compress(onnx_run_ctx *c) {
+  const onnx_host *cond = onnx_in_host(c, 1);
+  if (!cond) return TVK_ERR_INVALID_ARG;
+  tvk_tensor *x = IN(0);
+  const Onnx__AttributeProto *ax = onnx_attr(c, "axis");
+  if (!ax) {
+    int64_t all = tvk_numel(x);
+    x = tvk_reshape(x, 1, &all);
+  }
+  int nd = tvk_ndim(x), axis = ax ? onnx_axis(ax->i, nd) : 0;
+  if (axis < 0)
+    return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "axis %lld for %d dims", (long long)ax->i, nd);
+  int64_t dim = tvk_shape(x)[axis], keep = 0;
+  int64_t *idx = malloc(sizeof(int64_t) * (size_t)(dim + 1));
+  if (!idx) return onnx_node_fail(c, TVK_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int64_t i = 0; i < cond->numel && i < dim; i++)
+    if (onnx_host_get(cond, i) != 0) idx[keep++] = i;
+  int64_t shape[TVK_MAX_DIMS], full[TVK_MAX_DIMS];
+  for (int d = 0; d < nd; d++) {
+    shape[d] = d == axis ? keep : 1;
+    full[d] = d == axis ? keep : tvk_shape(x)[d];
+  }
+  tvk_tensor *it = tvk_from_data(CTX, TVK_INT64, nd, shape, idx);
+  free(idx);
+  return onnx_set_out(c, 0, tvk_gather(x, axis, tvk_expand(it, nd, full)));
+}
+
 const onnx_op onnx_ops_index[] = {
+    {"Compress", "axis", 2, 2, 1, 1, op_compress},
     {"EyeLike", "dtype,k", 1, 1, 1, 1, op_eye_like},
     {"GatherND", "batch_dims", 2, 2, 1, 1, op_gather_nd},
     {"Hardmax", "axis", 1, 1, 1, 1, op_hardmax},
+    {"NonZero", "", 1, 1, 1, 1, op_nonzero},
     {"OneHot", "axis", 3, 3, 1, 1, op_one_hot},
     {"Scatter", "axis", 3, 3, 1, 1, op_scatter_elements},
     {"ScatterElements", "axis,reduction", 3, 3, 1, 1, op_scatter_elements},

@@ -222,23 +222,72 @@ static tvk_tensor *conv3d(onnx_run_ctx *c, tvk_tensor *x, tvk_tensor *wt, tvk_te
   return y;
 }
 
-static tvk_status op_conv(onnx_run_ctx *c) {
-  int nsp = spatial_dims(c, 0);
-  if (nsp < 0) return TVK_ERR_SHAPE;
-  if (onnx_in_ndim(c, 1) != nsp + 2)
-    return onnx_node_fail(c, TVK_ERR_SHAPE, "weight has %d dims", onnx_in_ndim(c, 1));
+/* The node's convolution of x (shaped as input xi) by w (as input wi), with
+ * its window attributes; NULL with the node failed. */
+static tvk_tensor *conv_of(onnx_run_ctx *c, int xi, int wi, tvk_tensor *x, tvk_tensor *wt,
+                           tvk_tensor *bias) {
+  int nsp = spatial_dims(c, xi);
+  if (nsp < 0) return NULL;
+  if (onnx_in_ndim(c, wi) != nsp + 2) {
+    onnx_node_fail(c, TVK_ERR_SHAPE, "weight has %d dims", onnx_in_ndim(c, wi));
+    return NULL;
+  }
   window w;
-  tvk_status s = read_window(c, nsp, onnx_in_shape(c, 0) + 2, onnx_in_shape(c, 1) + 2, &w);
-  if (s != TVK_OK) return s;
-  if (nsp == 3)
-    return onnx_set_out(c, 0,
-                        conv3d(c, IN(0), IN(1), onnx_has_in(c, 2) ? IN(2) : NULL, &w,
-                               onnx_attr_int(c, "group", 1)));
+  if (read_window(c, nsp, onnx_in_shape(c, xi) + 2, onnx_in_shape(c, wi) + 2, &w) != TVK_OK)
+    return NULL;
+  int64_t groups = onnx_attr_int(c, "group", 1);
+  if (nsp == 3) return conv3d(c, x, wt, bias, &w, groups);
   int64_t k[2], st[2], d[2], pad[4];
   window_2d(&w, k, st, d, pad);
-  tvk_tensor *y = tvk_conv2d(to_2d(IN(0), nsp), to_2d(IN(1), nsp), onnx_has_in(c, 2) ? IN(2) : NULL,
-                             st, pad, d, onnx_attr_int(c, "group", 1));
-  return onnx_set_out(c, 0, from_2d(y, nsp));
+  return from_2d(tvk_conv2d(to_2d(x, nsp), to_2d(wt, nsp), bias, st, pad, d, groups), nsp);
+}
+
+static tvk_status op_conv(onnx_run_ctx *c) {
+  tvk_tensor *y = conv_of(c, 0, 1, IN(0), IN(1), onnx_has_in(c, 2) ? IN(2) : NULL);
+  return y ? onnx_set_out(c, 0, y) : TVK_ERR_SHAPE;
+}
+
+/* x - zero point in int32; a 1-D zero point of w is per output channel. */
+static tvk_tensor *int_centred(onnx_run_ctx *c, int in, int zp, bool per_channel) {
+  tvk_tensor *x = tvk_cast(IN(in), TVK_INT32);
+  if (!onnx_has_in(c, zp)) return x;
+  tvk_tensor *z = tvk_cast(IN(zp), TVK_INT32);
+  int nd = tvk_ndim(x);
+  if (per_channel && tvk_ndim(z) == 1 && tvk_shape(z)[0] > 1) {
+    int64_t shape[TVK_MAX_DIMS];
+    shape[0] = tvk_shape(z)[0];
+    for (int i = 1; i < nd; i++) shape[i] = 1;
+    z = tvk_reshape(z, nd, shape);
+  }
+  return tvk_sub(x, z);
+}
+
+static tvk_status op_conv_integer(onnx_run_ctx *c) {
+  tvk_tensor *y = conv_of(c, 0, 1, int_centred(c, 0, 2, false), int_centred(c, 1, 3, true), NULL);
+  return y ? onnx_set_out(c, 0, tvk_cast(y, TVK_INT32)) : TVK_ERR_SHAPE;
+}
+
+/* QLinearConv: the integer convolution (+ the int32 bias), scaled once by
+ * x_scale w_scale / y_scale (w_scale per output channel or one), rounded,
+ * shifted by y's zero point and saturated to its type. */
+static tvk_status op_qlinear_conv(onnx_run_ctx *c) {
+  tvk_tensor *acc = conv_of(c, 0, 3, int_centred(c, 0, 2, false), int_centred(c, 3, 5, true),
+                            onnx_has_in(c, 8) ? tvk_cast(IN(8), TVK_INT32) : NULL);
+  if (!acc) return TVK_ERR_SHAPE;
+  int nd = tvk_ndim(acc);
+  tvk_tensor *ws = IN(4);
+  if (tvk_ndim(ws) == 1 && tvk_shape(ws)[0] > 1) {
+    int64_t shape[TVK_MAX_DIMS];
+    for (int i = 0; i < nd - 1; i++) shape[i] = i == 0 ? tvk_shape(ws)[0] : 1;
+    ws = tvk_reshape(ws, nd - 1, shape); /* (Cout, 1, ...) against (N, Cout, ...) */
+  }
+  tvk_tensor *scale = tvk_cast(tvk_div(tvk_mul(IN(1), ws), IN(6)), TVK_FLOAT32);
+  tvk_dtype zdt = onnx_in_dtype(c, 7);
+  double lo = zdt == TVK_INT8 ? -128 : 0, hi = zdt == TVK_INT8 ? 127 : 255;
+  tvk_tensor *v =
+      tvk_add(tvk_round(tvk_mul(tvk_cast(acc, TVK_FLOAT32), scale)), tvk_cast(IN(7), TVK_FLOAT32));
+  v = tvk_minimum(tvk_maximum(v, onnx_scalar(c, TVK_FLOAT32, lo)), onnx_scalar(c, TVK_FLOAT32, hi));
+  return onnx_set_out(c, 0, tvk_cast(v, zdt));
 }
 
 static tvk_status op_conv_transpose(onnx_run_ctx *c) {
@@ -542,6 +591,23 @@ static tvk_status resize(onnx_run_ctx *c, bool upsample) {
 static tvk_status op_resize(onnx_run_ctx *c) { return resize(c, false); }
 static tvk_status op_upsample(onnx_run_ctx *c) { return resize(c, true); }
 
+/* MeanVarianceNormalization: (x - mean) / sqrt(var + 1e-9) over axes
+ * (default N, H, W), as ONNX's function body writes it. */
+static tvk_status op_mvn(onnx_run_ctx *c) {
+  int nd = onnx_in_ndim(c, 0);
+  int64_t ax[TVK_MAX_DIMS] = {0, 2, 3};
+  int na = onnx_attr_ints(c, "axes", ax, TVK_MAX_DIMS);
+  if (na < 0) na = 3;
+  int axes[TVK_MAX_DIMS];
+  for (int i = 0; i < na; i++)
+    if ((axes[i] = onnx_axis(ax[i], nd)) < 0)
+      return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "axis %s for %d dims", axis_text(ax[i]), nd);
+  tvk_tensor *x = IN(0);
+  tvk_tensor *d = tvk_sub(x, tvk_mean(x, na, axes, true));
+  tvk_tensor *v = tvk_mean(tvk_mul(d, d), na, axes, true);
+  return onnx_set_out(c, 0, tvk_div(d, tvk_sqrt(tvk_add(v, onnx_fconst(c, x, 1e-9)))));
+}
+
 /* ---- softmax ---- */
 
 static tvk_status softmax(onnx_run_ctx *c, tvk_tensor *(*f)(tvk_tensor *, int)) {
@@ -733,6 +799,8 @@ const onnx_op onnx_ops_nn[] = {
     {"BatchNormalization", "epsilon,momentum,training_mode,spatial,is_test,consumed_inputs", 5, 5,
      1, 3, op_batch_norm},
     {"Conv", "auto_pad,dilations,group,kernel_shape,pads,strides", 2, 3, 1, 1, op_conv},
+    {"ConvInteger", "auto_pad,dilations,group,kernel_shape,pads,strides", 2, 4, 1, 1,
+     op_conv_integer},
     {"ConvTranspose",
      "auto_pad,dilations,group,kernel_shape,output_padding,output_shape,pads,strides", 2, 3, 1, 1,
      op_conv_transpose},
@@ -746,6 +814,7 @@ const onnx_op onnx_ops_nn[] = {
     {"LogSoftmax", "axis", 1, 1, 1, 1, op_log_softmax},
     {"LRN", "alpha,beta,bias,size", 1, 1, 1, 1, op_lrn},
     {"MatMul", "", 2, 2, 1, 1, op_matmul},
+    {"MeanVarianceNormalization", "axes", 1, 1, 1, 1, op_mvn},
     {"MaxPool", "auto_pad,ceil_mode,dilations,kernel_shape,pads,storage_order,strides", 1, 1, 1, 2,
      op_max_pool},
     {"ReduceL1", "axes,keepdims,noop_with_empty_axes", 1, 2, 1, 1, op_reduce_l1},
@@ -758,6 +827,8 @@ const onnx_op onnx_ops_nn[] = {
     {"ReduceProd", "axes,keepdims,noop_with_empty_axes", 1, 2, 1, 1, op_reduce_prod},
     {"ReduceSum", "axes,keepdims,noop_with_empty_axes", 1, 2, 1, 1, op_reduce_sum},
     {"ReduceSumSquare", "axes,keepdims,noop_with_empty_axes", 1, 2, 1, 1, op_reduce_sum_square},
+    {"QLinearConv", "auto_pad,dilations,group,kernel_shape,pads,strides", 8, 9, 1, 1,
+     op_qlinear_conv},
     {"Resize",
      "coordinate_transformation_mode,cubic_coeff_a,exclude_outside,extrapolation_value,mode,"
      "nearest_mode",

@@ -65,9 +65,47 @@ static tvk_status op_dynamic_quantize(onnx_run_ctx *c) {
   return s;
 }
 
+/* x - zero_point in int32 (the zero point absent: x). A 1-D zero point
+ * applies along `axis` of x's ndim dims (MatMulInteger: A's rows, B's
+ * columns). */
+static tvk_tensor *on_axis(tvk_tensor *z, int nd, int axis) {
+  if (tvk_ndim(z) != 1 || tvk_shape(z)[0] == 1 || nd < 1) return z;
+  int64_t shape[TVK_MAX_DIMS];
+  int a = axis < 0 ? axis + nd : axis;
+  for (int i = 0; i < nd; i++) shape[i] = i == a ? tvk_shape(z)[0] : 1;
+  return tvk_reshape(z, nd, shape);
+}
+
+static tvk_tensor *centred(onnx_run_ctx *c, int in, int zp, int axis) {
+  tvk_tensor *x = tvk_cast(IN(in), TVK_INT32);
+  if (!onnx_has_in(c, zp)) return x;
+  return tvk_sub(x, on_axis(tvk_cast(IN(zp), TVK_INT32), tvk_ndim(x), axis));
+}
+
+/* (A - a_zero) @ (B - b_zero) in int32. */
+static tvk_status op_matmul_integer(onnx_run_ctx *c) {
+  tvk_tensor *a = centred(c, 0, 2, -2), *b = centred(c, 1, 3, -1);
+  return onnx_set_out(c, 0, tvk_matmul(a, b));
+}
+
+/* y = saturate(round((a - a_zero)(b - b_zero) a_scale b_scale / y_scale) +
+ * y_zero): the product exact in int32, then scaled once. */
+static tvk_status op_qlinear_matmul(onnx_run_ctx *c) {
+  tvk_tensor *a = centred(c, 0, 2, -2), *b = centred(c, 3, 5, -1);
+  tvk_tensor *acc = tvk_cast(tvk_matmul(a, b), TVK_FLOAT32);
+  int nd = tvk_ndim(acc);
+  tvk_tensor *scale = tvk_div(tvk_mul(on_axis(IN(1), nd, -2), on_axis(IN(4), nd, -1)), IN(6));
+  tvk_dtype zdt = onnx_in_dtype(c, 7);
+  tvk_tensor *v =
+      tvk_add(tvk_round(tvk_mul(acc, tvk_cast(scale, TVK_FLOAT32))), tvk_cast(IN(7), TVK_FLOAT32));
+  return onnx_set_out(c, 0, saturate_round(c, v, zdt));
+}
+
 const onnx_op onnx_ops_quant[] = {
     {"DequantizeLinear", "axis", 2, 3, 1, 1, op_dequantize},
     {"DynamicQuantizeLinear", "", 1, 1, 3, 3, op_dynamic_quantize},
+    {"MatMulInteger", "", 2, 4, 1, 1, op_matmul_integer},
+    {"QLinearMatMul", "", 8, 8, 1, 1, op_qlinear_matmul},
     {"QuantizeLinear", "axis", 2, 3, 1, 1, op_quantize},
     {NULL, NULL, 0, 0, 0, 0, NULL},
 };
