@@ -357,16 +357,69 @@ static tvk_status pool_window(onnx_run_ctx *c, int *nsp, window *w, int64_t extr
   return TVK_OK;
 }
 
+/* MaxPool's Indices: per window the flat position (row-major over N, C,
+ * H, W; column-major over H, W with storage_order 1) of its first maximum.
+ * One strided view per tap, as view_pool, keeping the value and position of
+ * the best so far; padding is -inf and never wins. */
+static tvk_status max_pool_indices(onnx_run_ctx *c, const window *w, const int64_t *extra) {
+  tvk_tensor *x = IN(0);
+  int nd = tvk_ndim(x);
+  if (nd != 4)
+    return onnx_node_fail(c, TVK_ERR_SHAPE, "the Indices output takes (N, C, H, W) input");
+  const int64_t *xs = tvk_shape(x);
+  int64_t pads[TVK_MAX_DIMS][2] = {{0}}, out[2];
+  window we = *w;
+  for (int i = 0; i < 2; i++) {
+    pads[2 + i][0] = w->pad[i][0];
+    pads[2 + i][1] = w->pad[i][1] + extra[i];
+    we.pad[i][1] += extra[i];
+    out[i] = window_out(&we, i, xs[2 + i]);
+  }
+  tvk_tensor *xp = tvk_pad(x, pads, onnx_is_float(tvk_dtype_of(x)) ? -INFINITY : 0);
+  bool col_major = onnx_attr_int(c, "storage_order", 0) != 0;
+  /* flat position of (n, c) and, per tap, of the window's element */
+  tvk_tensor *nc = tvk_reshape(tvk_arange(CTX, TVK_INT64, 0, (double)(xs[0] * xs[1]), 1), 4,
+                               (int64_t[]){xs[0], xs[1], 1, 1});
+  nc = tvk_mul(nc, onnx_scalar(c, TVK_INT64, (double)(xs[2] * xs[3])));
+  tvk_tensor *best = NULL, *at = NULL;
+  for (int64_t a = 0; a < w->k[0]; a++)
+    for (int64_t b = 0; b < w->k[1]; b++) {
+      tvk_tensor *v = onnx_slice_axis(xp, 2, a * w->d[0], w->s[0], out[0]);
+      v = onnx_slice_axis(v, 3, b * w->d[1], w->s[1], out[1]);
+      double r0 = (double)(a * w->d[0] - w->pad[0][0]), c0 = (double)(b * w->d[1] - w->pad[1][0]);
+      tvk_tensor *rows = tvk_reshape(
+          tvk_arange(CTX, TVK_INT64, r0, r0 + (double)(out[0] * w->s[0]), (double)w->s[0]), 4,
+          (int64_t[]){1, 1, out[0], 1});
+      tvk_tensor *cols = tvk_reshape(
+          tvk_arange(CTX, TVK_INT64, c0, c0 + (double)(out[1] * w->s[1]), (double)w->s[1]), 4,
+          (int64_t[]){1, 1, 1, out[1]});
+      tvk_tensor *pos =
+          col_major ? tvk_add(tvk_mul(cols, onnx_scalar(c, TVK_INT64, (double)xs[2])), rows)
+                    : tvk_add(tvk_mul(rows, onnx_scalar(c, TVK_INT64, (double)xs[3])), cols);
+      pos = tvk_add(nc, pos);
+      if (!best) {
+        best = v, at = pos;
+        continue;
+      }
+      tvk_tensor *better = tvk_gt(v, best);
+      best = tvk_where(better, v, best);
+      at = tvk_where(better, pos, at);
+    }
+  tvk_status s = onnx_set_out(c, 0, best);
+  if (s == TVK_OK) s = onnx_set_out(c, 1, tvk_expand(at, 4, tvk_shape(best)));
+  return s;
+}
+
 static tvk_status op_max_pool(onnx_run_ctx *c) {
-  if (c->node->nout > 1 && c->node->out[1] >= 0)
-    return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "the Indices output is not supported");
-  if (onnx_attr_int(c, "storage_order", 0))
-    return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "storage_order 1 is not supported");
   int nsp;
   window w;
   int64_t extra[3];
   tvk_status s = pool_window(c, &nsp, &w, extra);
   if (s != TVK_OK) return s;
+  if (c->node->nout > 1 && c->node->out[1] >= 0) return max_pool_indices(c, &w, extra);
+  if (onnx_attr_int(c, "storage_order", 0))
+    return onnx_node_fail(c, TVK_ERR_INVALID_ARG,
+                          "storage_order applies to the Indices output only");
   if (nsp == 3) {
     tvk_tensor *y = view_pool(c, IN(0), &w, extra, true, false);
     return y ? onnx_set_out(c, 0, y) : TVK_ERR_SHAPE;
@@ -423,13 +476,36 @@ static tvk_status op_global_max_pool(onnx_run_ctx *c) { return global_pool(c, tv
 /* ---- norms ---- */
 
 static tvk_status op_batch_norm(onnx_run_ctx *c) {
-  if (onnx_attr_int(c, "training_mode", 0) || c->node->nout > 1)
-    return onnx_node_fail(c, TVK_ERR_INVALID_ARG,
-                          "training mode is not supported (inference only)");
   double eps = onnx_attr_float(c, "epsilon", 1e-5);
   tvk_tensor *x = IN(0);
-  tvk_tensor *y = tvk_batchnorm(x, IN(1), IN(2), IN(3), IN(4), eps);
-  return onnx_set_out(c, 0, tvk_cast(y, tvk_dtype_of(x)));
+  if (!onnx_attr_int(c, "training_mode", 0)) {
+    if (c->node->nout > 1 && (c->node->out[1] >= 0 || (c->node->nout > 2 && c->node->out[2] >= 0)))
+      return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "inference mode has one output");
+    tvk_tensor *y = tvk_batchnorm(x, IN(1), IN(2), IN(3), IN(4), eps);
+    return onnx_set_out(c, 0, tvk_cast(y, tvk_dtype_of(x)));
+  }
+  /* training mode: the batch's statistics (over every axis but 1, the
+   * variance a population one), and the running ones moved toward them:
+   * running = running * momentum + batch * (1 - momentum), ONNX's way round */
+  int nd = tvk_ndim(x), axes[TVK_MAX_DIMS], na = 0;
+  if (nd < 2) return onnx_node_fail(c, TVK_ERR_SHAPE, "%d dims (N, C, ...)", nd);
+  for (int i = 0; i < nd; i++)
+    if (i != 1) axes[na++] = i;
+  double mom = onnx_attr_float(c, "momentum", 0.9);
+  tvk_tensor *mean = tvk_mean(x, na, axes, false), *var = tvk_var(x, na, axes, false, 0);
+  int64_t cs[TVK_MAX_DIMS];
+  cs[0] = tvk_shape(x)[1];
+  for (int i = 1; i < nd - 1; i++) cs[i] = 1;
+  tvk_tensor *m = tvk_reshape(mean, nd - 1, cs), *v = tvk_reshape(var, nd - 1, cs);
+  tvk_tensor *y = tvk_mul(tvk_sub(x, m), tvk_rsqrt(tvk_add(v, onnx_fconst(c, x, eps))));
+  y = tvk_add(tvk_mul(y, tvk_reshape(IN(1), nd - 1, cs)), tvk_reshape(IN(2), nd - 1, cs));
+  tvk_tensor *keep = onnx_fconst(c, x, mom), *take = onnx_fconst(c, x, 1 - mom);
+  tvk_status s = onnx_set_out(c, 0, tvk_cast(y, tvk_dtype_of(x)));
+  if (s == TVK_OK && c->node->nout > 1)
+    s = onnx_set_out(c, 1, tvk_add(tvk_mul(IN(3), keep), tvk_mul(mean, take)));
+  if (s == TVK_OK && c->node->nout > 2)
+    s = onnx_set_out(c, 2, tvk_add(tvk_mul(IN(4), keep), tvk_mul(var, take)));
+  return s;
 }
 
 static tvk_status op_instance_norm(onnx_run_ctx *c) {
@@ -774,16 +850,25 @@ static tvk_status op_cumsum(onnx_run_ctx *c) {
   return onnx_set_out(c, 0, tvk_cast(y, dt));
 }
 
+/* Dropout: the identity in inference; in training only with ratio 0 (a
+ * random mask could not match anyone's bits). The mask output is all true. */
 static tvk_status op_dropout(onnx_run_ctx *c) {
-  if (c->node->opset < 12 && onnx_attr_int(c, "is_test", 1) == 0 && c->node->opset < 7)
-    return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "training mode is not supported");
+  bool training = false;
+  double ratio = onnx_attr_float(c, "ratio", 0.5);
   if (onnx_has_in(c, 2)) {
     const onnx_host *t = onnx_in_host(c, 2);
     if (!t) return TVK_ERR_INVALID_ARG;
-    if (t->numel && onnx_host_get(t, 0) != 0)
-      return onnx_node_fail(c, TVK_ERR_INVALID_ARG,
-                            "training mode is not supported (inference only)");
+    training = t->numel && onnx_host_get(t, 0) != 0;
   }
+  if (onnx_has_in(c, 1)) {
+    const onnx_host *r = onnx_in_host(c, 1);
+    if (!r) return TVK_ERR_INVALID_ARG;
+    if (r->numel) ratio = onnx_host_get(r, 0);
+  }
+  if (c->node->opset < 7 && onnx_attr_int(c, "is_test", 0) == 0) training = true;
+  if (training && ratio != 0)
+    return onnx_node_fail(c, TVK_ERR_INVALID_ARG,
+                          "training mode with ratio %g: random masks are not supported", ratio);
   tvk_tensor *x = IN(0);
   tvk_status s = onnx_set_out(c, 0, x);
   if (s == TVK_OK && c->node->nout > 1)
