@@ -290,10 +290,63 @@ static tvk_status op_qlinear_conv(onnx_run_ctx *c) {
   return onnx_set_out(c, 0, tvk_cast(v, zdt));
 }
 
+/* 3-D ConvTranspose as tvk_conv_transpose2d is built: x with stride - 1
+ * zeros between its elements in each spatial dim (movement ops), its border
+ * padded by d (k - 1) - pad (cut where negative, output_padding added at the
+ * end), then a stride-1 3-D conv (conv3d) with the kernel flipped and its
+ * channel dims swapped per group. */
+static tvk_tensor *conv_transpose3d(onnx_run_ctx *c, tvk_tensor *x, tvk_tensor *wt,
+                                    tvk_tensor *bias, const window *w, const int64_t *outpad,
+                                    int64_t G) {
+  int64_t xs[5], ws[5];
+  memcpy(xs, tvk_shape(x), sizeof xs), memcpy(ws, tvk_shape(wt), sizeof ws);
+  if (G < 1 || xs[1] % G || ws[0] != xs[1]) {
+    onnx_node_fail(c, TVK_ERR_SHAPE, "groups %lld for %lld channels and a weight of %lld",
+                   (long long)G, (long long)xs[1], (long long)ws[0]);
+    return NULL;
+  }
+  for (int i = 0; i < 3; i++) { /* zeros between the elements of dim 2 + i */
+    int64_t len = tvk_shape(x)[2 + i], s = w->s[i], sh[6], r[5][2];
+    int nd = 0;
+    for (int q = 0; q < 5; q++) {
+      sh[nd++] = tvk_shape(x)[q];
+      if (q == 2 + i) sh[nd++] = 1;
+    }
+    x = tvk_reshape(x, 6, sh);
+    int64_t gaps[6][2] = {{0}};
+    gaps[3 + i][1] = s - 1;
+    x = tvk_pad(x, gaps, 0);
+    int64_t back[5];
+    for (int q = 0; q < 5; q++)
+      back[q] = q == 2 + i ? len * s : tvk_shape(x)[q < 3 + i ? q : q + 1];
+    x = tvk_reshape(x, 5, back);
+    for (int q = 0; q < 5; q++) r[q][0] = 0, r[q][1] = tvk_shape(x)[q];
+    r[2 + i][1] = (len - 1) * s + 1;
+    x = tvk_shrink(x, r);
+  }
+  int64_t grow[5][2] = {{0}}, cut[5][2];
+  for (int q = 0; q < 5; q++) cut[q][0] = 0, cut[q][1] = tvk_shape(x)[q];
+  for (int i = 0; i < 3; i++) {
+    int64_t lo = w->d[i] * (w->k[i] - 1) - w->pad[i][0];
+    int64_t hi = w->d[i] * (w->k[i] - 1) - w->pad[i][1] + outpad[i];
+    grow[2 + i][0] = lo > 0 ? lo : 0, grow[2 + i][1] = hi > 0 ? hi : 0;
+    cut[2 + i][0] = lo < 0 ? -lo : 0;
+    cut[2 + i][1] -= hi < 0 ? -hi : 0;
+  }
+  x = tvk_pad(tvk_shrink(x, cut), grow, 0);
+  int64_t Cg = xs[1] / G, Og = ws[1];
+  tvk_tensor *wf = tvk_reshape(wt, 6, (int64_t[]){G, Cg, Og, ws[2], ws[3], ws[4]});
+  wf = tvk_permute(wf, (int[]){0, 2, 1, 3, 4, 5});
+  wf = tvk_reshape(wf, 5, (int64_t[]){G * Og, Cg, ws[2], ws[3], ws[4]});
+  wf = tvk_flip(wf, 3, (int[]){2, 3, 4});
+  window unit = *w;
+  for (int i = 0; i < 3; i++) unit.s[i] = 1, unit.pad[i][0] = unit.pad[i][1] = 0;
+  return conv3d(c, x, wf, bias, &unit, G);
+}
+
 static tvk_status op_conv_transpose(onnx_run_ctx *c) {
   int nsp = spatial_dims(c, 0);
   if (nsp < 0) return TVK_ERR_SHAPE;
-  if (nsp == 3) return onnx_node_fail(c, TVK_ERR_SHAPE, "3-D ConvTranspose is not supported");
   if (onnx_in_ndim(c, 1) != nsp + 2)
     return onnx_node_fail(c, TVK_ERR_SHAPE, "weight has %d dims", onnx_in_ndim(c, 1));
   const int64_t *sp = onnx_in_shape(c, 0) + 2;
@@ -304,7 +357,7 @@ static tvk_status op_conv_transpose(onnx_run_ctx *c) {
   /* read_window would pad SAME as a conv; the transpose pads from the output */
   tvk_status s = read_window(c, nsp, sp, onnx_in_shape(c, 1) + 2, &w);
   if (s != TVK_OK) return s;
-  int64_t outpad[2] = {0, 0}, want[TVK_MAX_DIMS];
+  int64_t outpad[3] = {0, 0, 0}, want[TVK_MAX_DIMS];
   int n = onnx_attr_ints(c, "output_padding", want, TVK_MAX_DIMS);
   if (n >= 0 && n != nsp)
     return onnx_node_fail(c, TVK_ERR_SHAPE, "output_padding has %d values", n);
@@ -323,6 +376,11 @@ static tvk_status op_conv_transpose(onnx_run_ctx *c) {
       w.pad[i][0] = upper ? total / 2 : total - total / 2;
       w.pad[i][1] = upper ? total - total / 2 : total / 2;
     }
+  }
+  if (nsp == 3) {
+    tvk_tensor *y = conv_transpose3d(c, IN(0), IN(1), onnx_has_in(c, 2) ? IN(2) : NULL, &w, outpad,
+                                     onnx_attr_int(c, "group", 1));
+    return y ? onnx_set_out(c, 0, y) : TVK_ERR_SHAPE;
   }
   int64_t k[2], st[2], d[2], pad[4], op2[2] = {nsp == 2 ? outpad[0] : 0, outpad[nsp - 1]};
   window_2d(&w, k, st, d, pad);

@@ -608,6 +608,67 @@ static void test_rnn_directions(void **state) {
   tvk_ctx_destroy(ctx);
 }
 
+/* A strided, padded, grouped 3-D ConvTranspose against the scatter that
+ * defines it (the suite's one 3-D case has stride 1). */
+static void test_conv_transpose_3d(void **state) {
+  (void)state;
+  enum { N = 1, C = 2, D = 2, H = 3, W = 2, G = 2, OG = 2, K = 2 };
+  const int64_t st[3] = {2, 1, 3}, pads[6] = {1, 0, 0, 0, 1, 1}, op[3] = {1, 0, 2};
+  static float x[N * C * D * H * W], w[C * OG * K * K * K];
+  for (int i = 0; i < N * C * D * H * W; i++) x[i] = (float)((i * 5) % 7) - 3;
+  for (int i = 0; i < C * OG * K * K * K; i++) w[i] = (float)((i * 3) % 5) * 0.5f - 1;
+  int64_t od[3];
+  const int64_t in[3] = {D, H, W};
+  for (int i = 0; i < 3; i++) od[i] = (in[i] - 1) * st[i] - pads[i] - pads[i + 3] + K + op[i];
+  graph_def g = {0};
+  int64_t xd[5] = {N, C, D, H, W}, wd[5] = {C, OG, K, K, K};
+  int64_t yd[5] = {N, G * OG, od[0], od[1], od[2]}, grp = G;
+  g.inits[g.ninits++] = tensor("W", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 5, wd, w, sizeof w);
+  Onnx__NodeProto *n = node("ConvTranspose", "ct", "x,W", "y");
+  attr_ints(n, "strides", 3, st);
+  attr_ints(n, "pads", 6, pads);
+  attr_ints(n, "output_padding", 3, op);
+  attr_ints(n, "group", 1, &grp);
+  g.nodes[g.nnodes++] = n;
+  g.ins[g.nins++] = vinfo("x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 5, xd, NULL);
+  g.outs[g.nouts++] = vinfo("y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 5, yd, NULL);
+  size_t len;
+  uint8_t *buf = pack(&g, &len);
+  tvk_ctx *ctx;
+  assert_int_equal(tvk_ctx_create(device, &ctx), TVK_OK);
+  tvk_onnx_model *m;
+  assert_int_equal(tvk_onnx_load_memory(ctx, buf, len, &m), TVK_OK);
+  tvk_tensor *tin = tvk_from_data(ctx, TVK_FLOAT32, 5, xd, x), *out;
+  assert_int_equal(tvk_onnx_run(m, 1, &tin, 1, &out), TVK_OK);
+  int64_t no = G * OG * od[0] * od[1] * od[2];
+  float *got = malloc(sizeof(float) * (size_t)no);
+  double *want = calloc((size_t)no, sizeof(double));
+  assert_int_equal(tvk_to_host(out, got, sizeof(float) * (size_t)no), TVK_OK);
+  for (int c = 0; c < C; c++)
+    for (int z = 0; z < D; z++)
+      for (int i = 0; i < H; i++)
+        for (int j = 0; j < W; j++)
+          for (int o = 0; o < OG; o++)
+            for (int a = 0; a < K; a++)
+              for (int b = 0; b < K; b++)
+                for (int e = 0; e < K; e++) {
+                  int64_t p0 = z * st[0] + a - pads[0], p1 = i * st[1] + b - pads[1],
+                          p2 = j * st[2] + e - pads[2];
+                  if (p0 < 0 || p0 >= od[0] || p1 < 0 || p1 >= od[1] || p2 < 0 || p2 >= od[2])
+                    continue;
+                  int oc = c / (C / G) * OG + o;
+                  want[((oc * od[0] + p0) * od[1] + p1) * od[2] + p2] +=
+                      (double)x[((c * D + z) * H + i) * W + j] *
+                      w[(((c * OG + o) * K + a) * K + b) * K + e];
+                }
+  for (int64_t k = 0; k < no; k++) assert_float_equal(got[k], want[k], 1e-4);
+  free(got), free(want);
+  tvk_release(out), tvk_release(tin);
+  tvk_onnx_destroy(m);
+  tvk_ctx_destroy(ctx);
+  arena_free();
+}
+
 static void test_load_errors(void **state) {
   (void)state;
   tvk_ctx *ctx;
@@ -782,6 +843,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_conv_bn_relu_fuses),
       cmocka_unit_test(test_einsum),
       cmocka_unit_test(test_rnn_directions),
+      cmocka_unit_test(test_conv_transpose_3d),
       cmocka_unit_test(test_load_errors),
       cmocka_unit_test(test_run_errors),
       cmocka_unit_test(test_fuzz),
