@@ -491,7 +491,7 @@ static void test_scatter(void **state) {
                 TVK_SCATTER_MIN, 0, 4);
   check_scatter("scatter none int64, small", TVK_INT64, TVK_INT64, ts, (int64_t[]){2, 2, 9}, 2,
                 TVK_SCATTER_NONE, -2, 7);
-  double v[60] = {0};
+  double v[80] = {0}; /* the largest tensor below: ibig (4, 4, 5) */
   tvk_tensor *t = nn_tensor(TVK_FLOAT32, 3, ts, v), *ix = nn_tensor(TVK_INT32, 3, ts, v);
   tvk_tensor *s2 = nn_tensor(TVK_FLOAT32, 3, (int64_t[]){3, 4, 4}, v);
   tvk_tensor *ibig = nn_tensor(TVK_INT32, 3, (int64_t[]){4, 4, 5}, v);
