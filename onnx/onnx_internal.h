@@ -172,6 +172,15 @@ tvk_status onnx_node_fail(onnx_run_ctx *c, tvk_status s, const char *fmt, ...)
  * movement ops only (flip, shrink, and pad + reshape for steps past 1). */
 tvk_tensor *onnx_slice_axis(tvk_tensor *x, int axis, int64_t start, int64_t step, int64_t n);
 
+/* The ints of input i, which must be known to build the graph (a shape,
+ * axes, pads): the count, or -1 with the node failed. */
+int onnx_in_ints(onnx_run_ctx *c, int i, int64_t *out, int max, const char *what);
+/* A one-value int input (k, depth, an axis): dflt when omitted; false with
+ * the node failed. */
+bool onnx_in_int(onnx_run_ctx *c, int i, int64_t dflt, int64_t *out);
+/* 0 .. n-1 (int64) along axis of an ndim-dim tensor, size 1 elsewhere. */
+tvk_tensor *onnx_iota(onnx_run_ctx *c, int64_t n, int ndim, int axis);
+
 /* Normalises a possibly negative axis against ndim; -1 when out of range. */
 int onnx_axis(int64_t axis, int ndim);
 

@@ -11,35 +11,15 @@
 #define IN(i) onnx_in(c, i)
 #define CTX (c->m->ctx)
 
-/* 0, 1, ..., n-1 (int64) along axis of an ndim-dim tensor, size 1 elsewhere. */
-static tvk_tensor *iota(onnx_run_ctx *c, int64_t n, int ndim, int axis) {
-  int64_t shape[TVK_MAX_DIMS];
-  for (int i = 0; i < ndim; i++) shape[i] = i == axis ? n : 1;
-  return tvk_reshape(tvk_arange(CTX, TVK_INT64, 0, (double)n, 1), ndim, shape);
-}
-
-/* An int64 scalar input (k, depth ...): dflt when omitted. */
-static bool scalar_int(onnx_run_ctx *c, int i, int64_t dflt, int64_t *out) {
-  *out = dflt;
-  if (!onnx_has_in(c, i)) return true;
-  const onnx_host *h = onnx_in_host(c, i);
-  if (!h) return false;
-  if (h->numel != 1) {
-    onnx_node_fail(c, TVK_ERR_SHAPE, "input %d has %lld values (one)", i, (long long)h->numel);
-    return false;
-  }
-  *out = onnx_host_get_int(h, 0);
-  return true;
-}
-
 static tvk_status op_trilu(onnx_run_ctx *c) {
   int nd = onnx_in_ndim(c, 0);
   if (nd < 2) return onnx_node_fail(c, TVK_ERR_SHAPE, "%d dims (at least 2)", nd);
   int64_t k;
-  if (!scalar_int(c, 1, 0, &k)) return TVK_ERR_SHAPE;
+  if (!onnx_in_int(c, 1, 0, &k)) return TVK_ERR_SHAPE;
   const int64_t *sh = onnx_in_shape(c, 0);
   tvk_tensor *x = IN(0);
-  tvk_tensor *d = tvk_sub(iota(c, sh[nd - 1], 2, 1), iota(c, sh[nd - 2], 2, 0)); /* col - row */
+  tvk_tensor *d =
+      tvk_sub(onnx_iota(c, sh[nd - 1], 2, 1), onnx_iota(c, sh[nd - 2], 2, 0)); /* col - row */
   tvk_tensor *kk = onnx_scalar(c, TVK_INT64, (double)k);
   tvk_tensor *keep = onnx_attr_int(c, "upper", 1) ? tvk_ge(d, kk) : tvk_le(d, kk);
   return onnx_set_out(c, 0, tvk_where(keep, x, onnx_scalar(c, tvk_dtype_of(x), 0)));
@@ -53,7 +33,7 @@ static tvk_status op_eye_like(onnx_run_ctx *c) {
   if (a && !onnx_dtype_to_tvk((int32_t)a->i, &dt))
     return onnx_node_fail(c, TVK_ERR_DTYPE, "dtype %s", onnx_dtype_name((int32_t)a->i));
   const int64_t *sh = onnx_in_shape(c, 0);
-  tvk_tensor *d = tvk_sub(iota(c, sh[1], 2, 1), iota(c, sh[0], 2, 0));
+  tvk_tensor *d = tvk_sub(onnx_iota(c, sh[1], 2, 1), onnx_iota(c, sh[0], 2, 0));
   tvk_tensor *on = tvk_eq(d, onnx_scalar(c, TVK_INT64, (double)onnx_attr_int(c, "k", 0)));
   return onnx_set_out(c, 0, tvk_cast(on, dt));
 }
@@ -74,7 +54,7 @@ static tvk_status op_one_hot(onnx_run_ctx *c) {
   /* negative indices count from depth */
   tvk_tensor *zero = onnx_scalar(c, TVK_INT64, 0);
   idx = tvk_where(tvk_lt(idx, zero), tvk_add(idx, onnx_scalar(c, TVK_INT64, (double)depth)), idx);
-  tvk_tensor *hot = tvk_eq(tvk_unsqueeze(idx, axis), iota(c, depth, nd + 1, axis));
+  tvk_tensor *hot = tvk_eq(tvk_unsqueeze(idx, axis), onnx_iota(c, depth, nd + 1, axis));
   tvk_tensor *on = onnx_scalar(c, vh->dt, onnx_host_get(vh, 1));
   tvk_tensor *off = onnx_scalar(c, vh->dt, onnx_host_get(vh, 0));
   return onnx_set_out(c, 0, tvk_where(hot, on, off));
@@ -95,11 +75,11 @@ static tvk_status op_hardmax(onnx_run_ctx *c) {
     for (int i = 0; i < nd; i++) *(i < axis ? &rows : &cols) *= sh[i];
     int64_t s2[2] = {rows, cols};
     tvk_tensor *am = tvk_cast(tvk_argmax(tvk_reshape(x, 2, s2), 1, true), TVK_INT64);
-    tvk_tensor *y = tvk_cast(tvk_eq(am, iota(c, cols, 2, 1)), dt);
+    tvk_tensor *y = tvk_cast(tvk_eq(am, onnx_iota(c, cols, 2, 1)), dt);
     return onnx_set_out(c, 0, tvk_reshape(y, nd, sh));
   }
   tvk_tensor *am = tvk_cast(tvk_argmax(x, axis, true), TVK_INT64);
-  return onnx_set_out(c, 0, tvk_cast(tvk_eq(am, iota(c, sh[axis], nd, axis)), dt));
+  return onnx_set_out(c, 0, tvk_cast(tvk_eq(am, onnx_iota(c, sh[axis], nd, axis)), dt));
 }
 
 /* GatherND: each row of indices' last dim (k values) picks a slice of data

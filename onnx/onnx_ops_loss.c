@@ -26,7 +26,7 @@ static tvk_status nll(onnx_run_ctx *c, tvk_tensor *input, tvk_tensor *target, tv
     return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "reduction '%s' (none, sum or mean)", red);
   int64_t cshape[TVK_MAX_DIMS];
   for (int i = 0; i < nd; i++) cshape[i] = i == 1 ? ncls : 1;
-  tvk_tensor *classes = tvk_reshape(tvk_arange(CTX, TVK_INT64, 0, (double)ncls, 1), nd, cshape);
+  tvk_tensor *classes = onnx_iota(c, ncls, nd, 1);
   tvk_tensor *t = tvk_cast(target, TVK_INT64);
   tvk_tensor *hot = tvk_eq(tvk_unsqueeze(t, 1), classes); /* (N, C, d...) */
   tvk_tensor *zero = onnx_scalar(c, dt, 0);

@@ -262,8 +262,7 @@ static tvk_status op_isinf(onnx_run_ctx *c) {
   tvk_tensor *r = pos && neg ? tvk_eq(tvk_abs(x), inf)
                   : pos      ? tvk_eq(x, inf)
                   : neg      ? tvk_eq(x, ninf)
-                             : tvk_ne(x, x);
-  if (!pos && !neg) r = tvk_logical_and(r, tvk_eq(x, x)); /* all false */
+                             : tvk_full(c->m->ctx, TVK_BOOL, tvk_ndim(x), tvk_shape(x), 0);
   return onnx_set_out(c, 0, r);
 }
 

@@ -196,8 +196,8 @@ static tvk_tensor *view_pool(onnx_run_ctx *c, tvk_tensor *x, const window *w, co
 
 /* Conv over (N, C, D, H, W): the depth taps as kd 2-D convolutions of depth
  * slices (each (N Do, C, H, W) against w[:, :, a]), summed. */
-static tvk_tensor *conv3d(onnx_run_ctx *c, tvk_tensor *x, tvk_tensor *wt, tvk_tensor *bias,
-                          const window *w, int64_t groups) {
+static tvk_tensor *conv3d(tvk_tensor *x, tvk_tensor *wt, tvk_tensor *bias, const window *w,
+                          int64_t groups) {
   const int64_t *xs = tvk_shape(x), *ws = tvk_shape(wt);
   int64_t N = xs[0], C = xs[1], Co = ws[0], Do = window_out(w, 0, xs[2]);
   int64_t dpad[TVK_MAX_DIMS][2] = {{0}};
@@ -218,7 +218,6 @@ static tvk_tensor *conv3d(onnx_run_ctx *c, tvk_tensor *x, tvk_tensor *wt, tvk_te
   tvk_tensor *y = tvk_reshape(sum, 5, (int64_t[]){N, Do, Co, ys[2], ys[3]});
   y = tvk_permute(y, (int[]){0, 2, 1, 3, 4});
   if (bias) y = tvk_add(y, tvk_reshape(bias, 4, (int64_t[]){Co, 1, 1, 1}));
-  (void)c;
   return y;
 }
 
@@ -236,7 +235,7 @@ static tvk_tensor *conv_of(onnx_run_ctx *c, int xi, int wi, tvk_tensor *x, tvk_t
   if (read_window(c, nsp, onnx_in_shape(c, xi) + 2, onnx_in_shape(c, wi) + 2, &w) != TVK_OK)
     return NULL;
   int64_t groups = onnx_attr_int(c, "group", 1);
-  if (nsp == 3) return conv3d(c, x, wt, bias, &w, groups);
+  if (nsp == 3) return conv3d(x, wt, bias, &w, groups);
   int64_t k[2], st[2], d[2], pad[4];
   window_2d(&w, k, st, d, pad);
   return from_2d(tvk_conv2d(to_2d(x, nsp), to_2d(wt, nsp), bias, st, pad, d, groups), nsp);
@@ -341,7 +340,7 @@ static tvk_tensor *conv_transpose3d(onnx_run_ctx *c, tvk_tensor *x, tvk_tensor *
   wf = tvk_flip(wf, 3, (int[]){2, 3, 4});
   window unit = *w;
   for (int i = 0; i < 3; i++) unit.s[i] = 1, unit.pad[i][0] = unit.pad[i][1] = 0;
-  return conv3d(c, x, wf, bias, &unit, G);
+  return conv3d(x, wf, bias, &unit, G);
 }
 
 static tvk_status op_conv_transpose(onnx_run_ctx *c) {
@@ -788,12 +787,7 @@ static tvk_status reduce(onnx_run_ctx *c, reduce_kind k) {
   if (c->node->opset < from) {
     na = onnx_attr_ints(c, "axes", ax, TVK_MAX_DIMS);
   } else if (onnx_has_in(c, 1)) {
-    const onnx_host *h = onnx_in_host(c, 1);
-    if (!h) return TVK_ERR_INVALID_ARG;
-    if (h->numel > TVK_MAX_DIMS)
-      return onnx_node_fail(c, TVK_ERR_SHAPE, "%lld axes", (long long)h->numel);
-    na = (int)h->numel;
-    for (int i = 0; i < na; i++) ax[i] = onnx_host_get_int(h, i);
+    if ((na = onnx_in_ints(c, 1, ax, TVK_MAX_DIMS, "axes")) < 0) return TVK_ERR_SHAPE;
   } else {
     na = -1;
   }
@@ -868,13 +862,7 @@ static tvk_status op_topk(onnx_run_ctx *c) {
     return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "axis %s for %d dims",
                           axis_text(onnx_attr_int(c, "axis", -1)), nd);
   int64_t k = onnx_attr_int(c, "k", -1);
-  if (c->node->opset >= 10) {
-    const onnx_host *h = onnx_in_host(c, 1);
-    if (!h) return TVK_ERR_INVALID_ARG;
-    if (h->numel != 1)
-      return onnx_node_fail(c, TVK_ERR_SHAPE, "K has %lld values (one)", (long long)h->numel);
-    k = onnx_host_get_int(h, 0);
-  }
+  if (c->node->opset >= 10 && !onnx_in_int(c, 1, k, &k)) return TVK_ERR_SHAPE;
   tvk_tensor *idx;
   tvk_tensor *v = tvk_topk(IN(0), k, axis, onnx_attr_int(c, "largest", 1) != 0, &idx);
   tvk_status s = onnx_set_out(c, 0, v);
@@ -889,15 +877,12 @@ static tvk_status op_argmax(onnx_run_ctx *c) { return arg(c, tvk_argmax); }
 static tvk_status op_argmin(onnx_run_ctx *c) { return arg(c, tvk_argmin); }
 
 static tvk_status op_cumsum(onnx_run_ctx *c) {
-  const onnx_host *h = onnx_in_host(c, 1);
-  if (!h) return TVK_ERR_INVALID_ARG;
-  if (h->numel != 1)
-    return onnx_node_fail(c, TVK_ERR_SHAPE, "axis has %lld values (one)", (long long)h->numel);
+  int64_t a;
+  if (!onnx_in_int(c, 1, 0, &a)) return TVK_ERR_SHAPE;
   int nd = onnx_in_ndim(c, 0);
-  int axis = onnx_axis(onnx_host_get_int(h, 0), nd);
+  int axis = onnx_axis(a, nd);
   if (axis < 0)
-    return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "axis %s for %d dims",
-                          axis_text(onnx_host_get_int(h, 0)), nd);
+    return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "axis %s for %d dims", axis_text(a), nd);
   tvk_tensor *x = IN(0);
   tvk_dtype dt = tvk_dtype_of(x);
   bool rev = onnx_attr_int(c, "reverse", 0) != 0;

@@ -79,10 +79,8 @@ static tvk_status read_acts(onnx_run_ctx *c, int n, int ndir, const act_kind *df
 
 /* rows [k*h, (k+1)*h) of a 2-D (G*h, n) tensor, or elements of a 1-D one */
 static tvk_tensor *gate(tvk_tensor *t, int k, int64_t h) {
-  int nd = tvk_ndim(t);
-  int64_t r[2][2] = {{k * h, (k + 1) * h}, {0, nd > 1 ? tvk_shape(t)[1] : 0}};
-  if (nd == 1) return tvk_shrink(t, r);
-  return tvk_shrink(t, r);
+  int64_t r[2][2] = {{k * h, (k + 1) * h}, {0, tvk_ndim(t) > 1 ? tvk_shape(t)[1] : 0}};
+  return tvk_shrink(t, r); /* a 1-D t reads only the first range */
 }
 
 /* columns [k*h, (k+1)*h) of a (B, G*h) tensor */

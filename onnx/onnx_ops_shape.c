@@ -22,21 +22,6 @@ static int64_t numel_of(int ndim, const int64_t *shape) {
   return n;
 }
 
-/* The ints of an input that must be known when the graph is built (a shape,
- * axes, pads): read from its host value. Returns the count, or -1 with the
- * node failed. */
-static int const_ints(onnx_run_ctx *c, int i, int64_t *out, int max, const char *what) {
-  const onnx_host *h = onnx_in_host(c, i);
-  if (!h) return -1;
-  if (h->numel > max) {
-    onnx_node_fail(c, TVK_ERR_SHAPE, "%s has %lld values (at most %d)", what, (long long)h->numel,
-                   max);
-    return -1;
-  }
-  for (int64_t k = 0; k < h->numel; k++) out[k] = onnx_host_get_int(h, k);
-  return (int)h->numel;
-}
-
 /* A copy of host value a with another shape of the same element count. */
 static tvk_status host_reshape(onnx_run_ctx *c, const onnx_host *a, int ndim,
                                const int64_t *shape) {
@@ -84,7 +69,7 @@ static tvk_status op_size(onnx_run_ctx *c) {
 static tvk_status op_reshape(onnx_run_ctx *c) {
   int64_t shape[TVK_MAX_DIMS];
   int n = c->node->opset < 5 ? onnx_attr_ints(c, "shape", shape, TVK_MAX_DIMS)
-                             : const_ints(c, 1, shape, TVK_MAX_DIMS, "the shape");
+                             : onnx_in_ints(c, 1, shape, TVK_MAX_DIMS, "the shape");
   if (n < 0)
     return c->node->opset < 5 ? onnx_node_fail(c, TVK_ERR_INVALID_ARG, "no shape") : TVK_ERR_SHAPE;
   if (n > TVK_MAX_DIMS)
@@ -148,7 +133,7 @@ static tvk_status op_transpose(onnx_run_ctx *c) {
 static int axes_of(onnx_run_ctx *c, int64_t *axes, int input_from_opset) {
   if (c->node->opset < input_from_opset) return onnx_attr_ints(c, "axes", axes, TVK_MAX_DIMS);
   if (!onnx_has_in(c, 1)) return -1;
-  return const_ints(c, 1, axes, TVK_MAX_DIMS, "axes");
+  return onnx_in_ints(c, 1, axes, TVK_MAX_DIMS, "axes");
 }
 
 static tvk_status op_squeeze(onnx_run_ctx *c) {
@@ -247,7 +232,7 @@ static tvk_status op_split(onnx_run_ctx *c) {
   if (nout > 256) return onnx_node_fail(c, TVK_ERR_INVALID_ARG, "%d outputs (at most 256)", nout);
   if (c->node->opset < 13)
     ns = onnx_attr_ints(c, "split", sizes, 256);
-  else if (onnx_has_in(c, 1) && (ns = const_ints(c, 1, sizes, 256, "split")) < 0)
+  else if (onnx_has_in(c, 1) && (ns = onnx_in_ints(c, 1, sizes, 256, "split")) < 0)
     return TVK_ERR_SHAPE;
   if (ns < 0) { /* equal parts; the last smaller when the dim does not divide */
     int64_t part = (sh[axis] + nout - 1) / nout;
@@ -284,11 +269,11 @@ static tvk_status op_slice(onnx_run_ctx *c) {
     ne = onnx_attr_ints(c, "ends", ends, TVK_MAX_DIMS);
     na = onnx_attr_ints(c, "axes", axes, TVK_MAX_DIMS);
   } else {
-    if ((n = const_ints(c, 1, starts, TVK_MAX_DIMS, "starts")) < 0) return TVK_ERR_SHAPE;
-    if ((ne = const_ints(c, 2, ends, TVK_MAX_DIMS, "ends")) < 0) return TVK_ERR_SHAPE;
-    if (onnx_has_in(c, 3) && (na = const_ints(c, 3, axes, TVK_MAX_DIMS, "axes")) < 0)
+    if ((n = onnx_in_ints(c, 1, starts, TVK_MAX_DIMS, "starts")) < 0) return TVK_ERR_SHAPE;
+    if ((ne = onnx_in_ints(c, 2, ends, TVK_MAX_DIMS, "ends")) < 0) return TVK_ERR_SHAPE;
+    if (onnx_has_in(c, 3) && (na = onnx_in_ints(c, 3, axes, TVK_MAX_DIMS, "axes")) < 0)
       return TVK_ERR_SHAPE;
-    if (onnx_has_in(c, 4) && (nst = const_ints(c, 4, steps, TVK_MAX_DIMS, "steps")) < 0)
+    if (onnx_has_in(c, 4) && (nst = onnx_in_ints(c, 4, steps, TVK_MAX_DIMS, "steps")) < 0)
       return TVK_ERR_SHAPE;
   }
   if (n < 0 || n != ne || (na >= 0 && na != n) || (nst >= 0 && nst != n))
@@ -429,7 +414,7 @@ static tvk_status op_gather_elements(onnx_run_ctx *c) {
 
 static tvk_status op_expand(onnx_run_ctx *c) {
   int64_t want[TVK_MAX_DIMS], shape[TVK_MAX_DIMS];
-  int n = const_ints(c, 1, want, TVK_MAX_DIMS, "the shape");
+  int n = onnx_in_ints(c, 1, want, TVK_MAX_DIMS, "the shape");
   if (n < 0) return TVK_ERR_SHAPE;
   int nd = onnx_in_ndim(c, 0), out = n > nd ? n : nd;
   const int64_t *sh = onnx_in_shape(c, 0);
@@ -447,14 +432,14 @@ static tvk_status op_expand(onnx_run_ctx *c) {
 
 static tvk_status op_tile(onnx_run_ctx *c) {
   int64_t reps[TVK_MAX_DIMS];
-  int n = const_ints(c, 1, reps, TVK_MAX_DIMS, "repeats");
+  int n = onnx_in_ints(c, 1, reps, TVK_MAX_DIMS, "repeats");
   if (n < 0) return TVK_ERR_SHAPE;
   return onnx_set_out(c, 0, tvk_repeat(IN(0), n, reps));
 }
 
 static tvk_status op_constant_of_shape(onnx_run_ctx *c) {
   int64_t shape[TVK_MAX_DIMS];
-  int n = const_ints(c, 0, shape, TVK_MAX_DIMS, "the shape");
+  int n = onnx_in_ints(c, 0, shape, TVK_MAX_DIMS, "the shape");
   if (n < 0) return TVK_ERR_SHAPE;
   const Onnx__AttributeProto *a = onnx_attr(c, "value");
   onnx_host v = {0};
@@ -517,13 +502,13 @@ static tvk_status op_pad(onnx_run_ctx *c) {
     np = onnx_attr_ints(c, "pads", pads, 2 * TVK_MAX_DIMS);
     value = onnx_attr_float(c, "value", 0);
   } else {
-    if ((np = const_ints(c, 1, pads, 2 * TVK_MAX_DIMS, "pads")) < 0) return TVK_ERR_SHAPE;
+    if ((np = onnx_in_ints(c, 1, pads, 2 * TVK_MAX_DIMS, "pads")) < 0) return TVK_ERR_SHAPE;
     if (onnx_has_in(c, 2)) {
       const onnx_host *v = onnx_in_host(c, 2);
       if (!v) return TVK_ERR_INVALID_ARG;
       if (v->numel) value = onnx_host_get(v, 0);
     }
-    if (onnx_has_in(c, 3) && (na = const_ints(c, 3, axes, TVK_MAX_DIMS, "axes")) < 0)
+    if (onnx_has_in(c, 3) && (na = onnx_in_ints(c, 3, axes, TVK_MAX_DIMS, "axes")) < 0)
       return TVK_ERR_SHAPE;
   }
   if (na < 0) {

@@ -185,6 +185,37 @@ tvk_tensor *onnx_scalar(onnx_run_ctx *c, tvk_dtype dt, double v) {
   return tvk_full(c->m->ctx, dt, 0, NULL, v);
 }
 
+int onnx_in_ints(onnx_run_ctx *c, int i, int64_t *out, int max, const char *what) {
+  const onnx_host *h = onnx_in_host(c, i);
+  if (!h) return -1;
+  if (h->numel > max) {
+    onnx_node_fail(c, TVK_ERR_SHAPE, "%s has %lld values (at most %d)", what, (long long)h->numel,
+                   max);
+    return -1;
+  }
+  for (int64_t k = 0; k < h->numel; k++) out[k] = onnx_host_get_int(h, k);
+  return (int)h->numel;
+}
+
+bool onnx_in_int(onnx_run_ctx *c, int i, int64_t dflt, int64_t *out) {
+  *out = dflt;
+  if (!onnx_has_in(c, i)) return true;
+  const onnx_host *h = onnx_in_host(c, i);
+  if (!h) return false;
+  if (h->numel != 1) {
+    onnx_node_fail(c, TVK_ERR_SHAPE, "input %d has %lld values (one)", i, (long long)h->numel);
+    return false;
+  }
+  *out = onnx_host_get_int(h, 0);
+  return true;
+}
+
+tvk_tensor *onnx_iota(onnx_run_ctx *c, int64_t n, int ndim, int axis) {
+  int64_t shape[TVK_MAX_DIMS];
+  for (int i = 0; i < ndim; i++) shape[i] = i == axis ? n : 1;
+  return tvk_reshape(tvk_arange(c->m->ctx, TVK_INT64, 0, (double)n, 1), ndim, shape);
+}
+
 bool onnx_is_float(tvk_dtype dt) {
   return dt == TVK_FLOAT16 || dt == TVK_BFLOAT16 || dt == TVK_FLOAT32 || dt == TVK_FLOAT64;
 }

@@ -253,25 +253,37 @@ static tvk_tensor *check_window(const char *op, tvk_tensor *x, const int64_t k[2
   return NULL;
 }
 
+/* The operand checks conv2d and conv_transpose2d share: x, w (and bias)
+ * usable tensors of one context, x (N, Cin, H, W) and w 4-D, as w_layout
+ * says. true when they hold; else false and *err is the tensor to return
+ * (NULL as bc_check's). */
+static bool conv_operands(const char *op, tvk_tensor *x, tvk_tensor *w, tvk_tensor *bias,
+                          const char *w_layout, tvk_tensor **err) {
+  bool bad;
+  *err = bc_check(op, 2, (tvk_tensor *[]){x, w}, &bad);
+  if (bad) return false;
+  if (bias && (*err = bc_check(op, 3, (tvk_tensor *[]){x, w, bias}, &bad))) return false;
+  char s[BC_SHAPE_STR_MAX];
+  if (x->ndim != 4)
+    *err = tensor_error(x->ctx, TVK_ERR_SHAPE, "%s: x has shape %s: expected 4 dims (N, Cin, H, W)",
+                        op, bc_shape_str(x->ndim, x->shape, s, sizeof s));
+  else if (w->ndim != 4)
+    *err = tensor_error(x->ctx, TVK_ERR_SHAPE, "%s: w has shape %s: expected 4 dims %s", op,
+                        bc_shape_str(w->ndim, w->shape, s, sizeof s), w_layout);
+  return *err == NULL;
+}
+
 /* ---------------------------------------------------------------- conv2d */
 
 tvk_tensor *tvk_conv2d(tvk_tensor *x, tvk_tensor *w, tvk_tensor *bias, const int64_t stride[2],
                        const int64_t padding[4], const int64_t dilation[2], int64_t groups) {
   const char *op = "conv2d";
-  bool bad;
-  tvk_tensor *err = bc_check(op, 2, (tvk_tensor *[]){x, w}, &bad);
-  if (bad) return err;
-  if (bias && (err = bc_check(op, 3, (tvk_tensor *[]){x, w, bias}, &bad))) return err;
+  tvk_tensor *err;
+  if (!conv_operands(op, x, w, bias, "(Cout, Cin / groups, kh, kw)", &err)) return err;
   tvk_ctx *ctx = x->ctx;
   char sx[BC_SHAPE_STR_MAX], sw[BC_SHAPE_STR_MAX], sb[BC_SHAPE_STR_MAX];
   bc_shape_str(x->ndim, x->shape, sx, sizeof sx);
   bc_shape_str(w->ndim, w->shape, sw, sizeof sw);
-  if (x->ndim != 4)
-    return tensor_error(ctx, TVK_ERR_SHAPE, "%s: x has shape %s: expected 4 dims (N, Cin, H, W)",
-                        op, sx);
-  if (w->ndim != 4)
-    return tensor_error(ctx, TVK_ERR_SHAPE,
-                        "%s: w has shape %s: expected 4 dims (Cout, Cin / groups, kh, kw)", op, sw);
   int64_t N = x->shape[0], Cin = x->shape[1], Cout = w->shape[0], Cg = w->shape[1];
   if (groups < 1 || Cin % groups || Cout % groups)
     return tensor_error(ctx, TVK_ERR_INVALID_ARG,
@@ -326,20 +338,12 @@ tvk_tensor *tvk_conv_transpose2d(tvk_tensor *x, tvk_tensor *w, tvk_tensor *bias,
                                  const int64_t output_padding[2], const int64_t dilation[2],
                                  int64_t groups) {
   const char *op = "conv_transpose2d";
-  bool bad;
-  tvk_tensor *err = bc_check(op, 2, (tvk_tensor *[]){x, w}, &bad);
-  if (bad) return err;
-  if (bias && (err = bc_check(op, 3, (tvk_tensor *[]){x, w, bias}, &bad))) return err;
+  tvk_tensor *err;
+  if (!conv_operands(op, x, w, bias, "(Cin, Cout / groups, kh, kw)", &err)) return err;
   tvk_ctx *ctx = x->ctx;
   char sx[BC_SHAPE_STR_MAX], sw[BC_SHAPE_STR_MAX], sb[BC_SHAPE_STR_MAX];
   bc_shape_str(x->ndim, x->shape, sx, sizeof sx);
   bc_shape_str(w->ndim, w->shape, sw, sizeof sw);
-  if (x->ndim != 4)
-    return tensor_error(ctx, TVK_ERR_SHAPE, "%s: x has shape %s: expected 4 dims (N, Cin, H, W)",
-                        op, sx);
-  if (w->ndim != 4)
-    return tensor_error(ctx, TVK_ERR_SHAPE,
-                        "%s: w has shape %s: expected 4 dims (Cin, Cout / groups, kh, kw)", op, sw);
   int64_t N = x->shape[0], Cin = x->shape[1], Og = w->shape[1], G = groups;
   if (w->shape[0] != Cin)
     return tensor_error(ctx, TVK_ERR_SHAPE,

@@ -169,8 +169,18 @@ static tvk_tensor *apply_matrix(tvk_tensor *x, int axis, int64_t in, int64_t out
   tvk_ctx *ctx = x->ctx;
   int nd = tvk_ndim(x);
   tvk_dtype dt = tvk_dtype_of(x);
-  tvk_tensor *m = tvk_from_data(ctx, TVK_FLOAT64, 2, (int64_t[]){in, out}, p->m);
-  m = tvk_cast(m, dt);
+  /* the weights go up as float32 unless x is float64: a device without
+   * float64 (most phones) must not need it for a float32 resize */
+  tvk_tensor *m;
+  if (dt == TVK_FLOAT64) {
+    m = tvk_from_data(ctx, TVK_FLOAT64, 2, (int64_t[]){in, out}, p->m);
+  } else {
+    float *w32 = malloc(sizeof(float) * (size_t)(in * out));
+    if (!w32) return tensor_error(ctx, TVK_ERR_OUT_OF_MEMORY, "resize: out of memory");
+    for (int64_t i = 0; i < in * out; i++) w32[i] = (float)p->m[i];
+    m = tvk_cast(tvk_from_data(ctx, TVK_FLOAT32, 2, (int64_t[]){in, out}, w32), dt);
+    free(w32);
+  }
   int order[TVK_MAX_DIMS], back[TVK_MAX_DIMS];
   for (int d = 0, k = 0; d < nd; d++)
     if (d != axis) order[k++] = d;
@@ -197,7 +207,12 @@ static tvk_tensor *apply_pick(tvk_tensor *x, int axis, int64_t out, const AxisPl
     shape[d] = d == axis ? out : 1;
     full[d] = d == axis ? out : tvk_shape(x)[d];
   }
-  tvk_tensor *idx = tvk_from_data(ctx, TVK_INT64, nd, shape, p->pick);
+  /* int32 positions (an axis is at most 2^24 long here): no int64 on the device */
+  int32_t *pick = malloc(sizeof(int32_t) * (size_t)(out ? out : 1));
+  if (!pick) return tensor_error(ctx, TVK_ERR_OUT_OF_MEMORY, "resize: out of memory");
+  for (int64_t i = 0; i < out; i++) pick[i] = (int32_t)p->pick[i];
+  tvk_tensor *idx = tvk_from_data(ctx, TVK_INT32, nd, shape, pick);
+  free(pick);
   tvk_tensor *y = tvk_gather(x, axis, tvk_expand(idx, nd, full));
   if (p->outside) {
     tvk_tensor *mask = tvk_from_data(ctx, TVK_BOOL, nd, shape, p->outside);
