@@ -653,7 +653,7 @@ static void test_heuristic_heavy_body(void **state) {
  * with TVK_GOLDEN_PRINT=1 ./test_opt and review. */
 static const char golden_mm[] = C_PRELUDE
     "#if defined(__GNUC__) && !defined(__clang__)\n"
-    "#pragma GCC optimize(\"no-tree-loop-vectorize\")\n"
+    "#pragma GCC optimize(\"no-tree-loop-vectorize\", \"ira-region=one\")\n"
     "#endif\n"
     "#if (defined(__GNUC__) || defined(__clang__)) && !defined(__TINYC__)\n"
     "#define tvk_fmaf(a, b, c) __builtin_fmaf(a, b, c)\n"
