@@ -520,6 +520,20 @@ static void test_simp_identities(void **state) {
   CHECK_SIMP(f0, f0);
   /* x != x stays for floats (NaN != NaN) */
   CHECK_SIMP(uop_ne(f, f), uop_ne(f, f));
+  /* a gated load whose gate folds: the plain load, or its value when off
+   * (where the index may be a constant outside the buffer, -1 at a pad) */
+  UOp *at = uop_new(t.ctx, OP_INDEX, DT(INT32), 1, (UOp *[]){ci(&t, -1)}, arg_none());
+  UOp *plain = uop_new(t.ctx, OP_LOAD, DT(FLOAT32), 1, &at, arg_none());
+  UOp *zero = uop_const_float(t.ctx, DT(FLOAT32), 0);
+  UOp *gated_on =
+      uop_new(t.ctx, OP_LOAD, DT(FLOAT32), 3, (UOp *[]){at, zero, uop_lt_c(y, 4)}, arg_none());
+  CHECK_SIMP(gated_on, plain);
+  UOp *gated_off =
+      uop_new(t.ctx, OP_LOAD, DT(FLOAT32), 3, (UOp *[]){at, zero, cb(&t, false)}, arg_none());
+  CHECK_SIMP(gated_off, zero);
+  UOp *gated = uop_new(t.ctx, OP_LOAD, DT(FLOAT32), 3, (UOp *[]){at, zero, uop_lt_c(y, 2)},
+                       arg_none()); /* a gate that depends on y stays */
+  CHECK_SIMP(gated, gated);
   ut_end(&t);
 }
 

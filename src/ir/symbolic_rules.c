@@ -102,6 +102,17 @@ static UOp *where_const(void *ctx, UOp **c) {
   return uop_const_double(c[C1]) != 0 ? c[X] : c[Y];
 }
 
+/* A gated load (index, value where off, gate) whose gate is a constant: the
+ * plain load, or the value. An unrolled lane's gate folds to a constant,
+ * and a GPU compiler rejects an index past the buffer that folded to a
+ * constant (-1 at a pad) even where the gate keeps it from being read. */
+static UOp *load_const_gate(void *ctx, UOp **c) {
+  (void)ctx;
+  UOp *u = c[R];
+  if (uop_const_double(c[C1]) == 0) return c[Y];
+  return uop_new(u->ctx, OP_LOAD, u->dtype, 1, &c[X], arg_none());
+}
+
 static UOp *not_x(void *ctx, UOp **c) { return (void)ctx, uop_ne(c[X], bool_const(c[X], true)); }
 
 /* c op x -> x op c: constants second, so equal expressions intern equal */
@@ -204,6 +215,8 @@ static const Rule simple_rules[] = {
     {COMM2(OP_CMPNE, 0, VB(X), PAT_CONST_VAL(0)), ret_x},
     /* (c ? x : y) with a constant c -> x or y */
     {PAT_OP(OP_WHERE, 0, K(C1), V(X), V(Y)), where_const},
+    /* a gated load with a constant gate -> the load, or its value when off */
+    {PAT_OP(OP_LOAD, R, V(X), V(Y), K(C1)), load_const_gate},
     /* (c ? x : x) -> x */
     {PAT_OP(OP_WHERE, 0, V(0), V(X), V(X)), ret_x},
     /* (c ? true : false) -> c, (c ? false : true) -> not c */
