@@ -380,6 +380,7 @@ tvk_status cpu_device_create(const DeviceOptions *opt, Device **out, Error *err)
       .cores = c->threads,
       .vector_bytes = simd,
       .vector_regs = vector_regs(simd),
+      .cache_bytes = cpu_l2_bytes(),
       .fma = has_fma(c->tc.cpu_id != NULL),
   };
   snprintf(c->name, sizeof c->name, "CPU (%s, %d thread%s)", c->tc.cpu_model, c->threads,

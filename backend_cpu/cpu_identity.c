@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 /* Lines of /proc/cpuinfo that name the instruction set: x86 "model name" and
  * "flags", Arm "Features", "CPU implementer" and "CPU part". Only the first
@@ -56,4 +57,42 @@ void cpu_read_cpuinfo(char *model, size_t modeln, char **id) {
   free(line);
   fclose(f);
   if (id) *id = acc;
+}
+
+/* A sysfs cache size: "1024K", "2M" or bytes. */
+static size_t parse_size(const char *v) {
+  char *end;
+  unsigned long long n = strtoull(v, &end, 10);
+  if (end == v) return 0;
+  if (*end == 'K' || *end == 'k') n <<= 10;
+  if (*end == 'M' || *end == 'm') n <<= 20;
+  return (size_t)n;
+}
+
+/* The first line of a small sysfs file into buf; false if unreadable. */
+static bool read_line(const char *path, char *buf, size_t n) {
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  bool ok = fgets(buf, (int)n, f) != NULL;
+  fclose(f);
+  if (ok) buf[strcspn(buf, "\n")] = '\0';
+  return ok;
+}
+
+size_t cpu_l2_bytes(void) {
+  for (int i = 0; i < 8; i++) { /* cpu0's caches: index0 (L1d), index1 (L1i), index2 (L2), ... */
+    char path[96], v[64];
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+    if (!read_line(path, v, sizeof v)) break;
+    if (strcmp(v, "2") != 0) continue;
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+    if (!read_line(path, v, sizeof v) || !strcmp(v, "Instruction")) continue;
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+    if (read_line(path, v, sizeof v) && parse_size(v) > 0) return parse_size(v);
+  }
+#ifdef _SC_LEVEL2_CACHE_SIZE
+  long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (v > 0) return (size_t)v;
+#endif
+  return 0;
 }

@@ -151,4 +151,9 @@ void cpu_tcc_free(void *state); /* NULL ok */
  * instruction set (NULL if none were found). */
 void cpu_read_cpuinfo(char *model, size_t modeln, char **id);
 
+/* The size in bytes of the first core's level-2 cache (its data or unified
+ * cache), from sysfs (Linux, Android), else sysconf where the C library
+ * reports it; 0 when neither knows. */
+size_t cpu_l2_bytes(void);
+
 #endif

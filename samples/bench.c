@@ -29,7 +29,7 @@
  *    a*b+c, a read-only sum ("read") for sum; median of as many runs as tvk
  *    had, the result checked. Its GB/s counts what it reads and writes (12 and
  *    4 bytes per element).
- * Before the table: the host (the CPU's model, its vector ISA, the CPUs
+ * Before the table: the host (the CPU's model, its vector ISA, its L2 cache, the CPUs
  * online, the load average) and the device. After the table, tvk_profile_summary: where the
  * device's time went, per kernel name, over every run of the cases (warm-up and settle runs too).
  * "tvk/ref" is tvk's rate over the reference's: GFLOP/s for OpenBLAS and C
@@ -660,8 +660,23 @@ static void print_host(void) {
   f = fopen("/proc/loadavg", "r");
   if (f && fscanf(f, "%lf", &load) != 1) load = -1;
   if (f) fclose(f);
-  printf("host: %s; %s; %ld CPUs online; load %.2f\n", model, *isa ? isa : "no vector ISA listed",
-         sysconf(_SC_NPROCESSORS_ONLN), load);
+  /* the first core's L2 (the matmul's runs are sized from it) */
+  char l2[32] = "?";
+  for (int i = 0; i < 8; i++) {
+    char path[96], lv[16] = "";
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+    if (!(f = fopen(path, "r"))) break;
+    bool two = fgets(lv, sizeof lv, f) && lv[0] == '2';
+    fclose(f);
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+    if (two && (f = fopen(path, "r"))) {
+      if (fgets(l2, sizeof l2, f)) l2[strcspn(l2, "\n")] = '\0';
+      fclose(f);
+      break;
+    }
+  }
+  printf("host: %s; %s; L2 %s; %ld CPUs online; load %.2f\n", model,
+         *isa ? isa : "no vector ISA listed", l2, sysconf(_SC_NPROCESSORS_ONLN), load);
 }
 
 int main(int argc, char **argv) {

@@ -187,6 +187,7 @@ static OptTarget target_of(const Device *d) {
 static int vector_kernels; /* kernels run with 4-wide memory access */
 static int local_kernels;  /* LOCAL steps of the plans run */
 static int staged_kernels; /* STAGE steps of the plans run */
+static int cached_kernels; /* CACHE steps of the plans run */
 
 /* Codegen under `plan` (NULL: no optimisation) for device d, compile, run;
  * the output (float or int32 as the case's dtype) into out. */
@@ -199,6 +200,7 @@ static void run_plan_opts(Device *d, const Case *k, const CodegenOpts *o, void *
   if (strstr(ks.src, "tvk_vbuf")) vector_kernels++; /* 4-wide loads or stores (vectorize.c) */
   for (int i = 0; plan && i < plan->n; i++) local_kernels += plan->step[i].kind == OPT_LOCAL;
   for (int i = 0; plan && i < plan->n; i++) staged_kernels += plan->step[i].kind == OPT_STAGE;
+  for (int i = 0; plan && i < plan->n; i++) cached_kernels += plan->step[i].kind == OPT_CACHE;
   DevProgram *p = NULL;
   bool hit;
   if (d->ops->compile(d, ks.name, ks.src, &p, &hit, NULL) != TVK_OK)
@@ -309,6 +311,15 @@ static OptPlan random_plan(const Case *k, const Device *d) {
     invocations *= l;
     p.step[p.n++] = (OptStep){OPT_LOCAL, (uint8_t)e, (int32_t)l};
   }
+  /* on the CPU, half the time runs of an output axis's blocks (CACHE) by a
+   * divisor from 2, the blocks split across cores as runs */
+  int cax = (int)pick(ND);
+  if (d->codegen_mode != CG_MODE_GRID && !(k->red >> cax & 1) && pick(2) && p.n < OPT_MAX_STEPS) {
+    int64_t blocks = k->full[cax] / up[cax], divs[32], nd = 0;
+    for (int64_t a = 2; a <= blocks && nd < 32; a++)
+      if (blocks % a == 0) divs[nd++] = a;
+    if (nd) p.step[p.n++] = (OptStep){OPT_CACHE, (uint8_t)cax, (int32_t)divs[pick(nd)]};
+  }
   /* and with LOCAL, half the time the one reduced axis staged through
    * work-group memory, where nothing unrolls or spreads */
   bool plain = invocations > 1 && p.n < OPT_MAX_STEPS;
@@ -394,8 +405,11 @@ static void test_random_plans(void **state) {
   }
   if (s->dev[1]) /* the cases reach vectorize.c's quads and work-group tiles */
     assert_true(vector_kernels >= 5 && local_kernels >= 5);
-  fprintf(stderr, "random plans: %d kernels with 4-wide memory access, %d LOCAL, %d STAGE steps\n",
-          vector_kernels, local_kernels, staged_kernels);
+  if (s->dev[0]) assert_true(cached_kernels >= 5); /* and the CPU's runs */
+  fprintf(stderr,
+          "random plans: %d kernels with 4-wide memory access, %d LOCAL, %d STAGE, %d CACHE "
+          "steps\n",
+          vector_kernels, local_kernels, staged_kernels, cached_kernels);
 }
 
 /* ---------------------------------------------------------------- checks and heuristic */
@@ -439,6 +453,18 @@ static void test_check_refuses(void **state) {
       {{2, {{OPT_LOCAL, 0, 2}, {OPT_LOCAL, 0, 2}}}, "split twice"},
       {{1, {{OPT_LOCAL, 0, 128}}}, "divide"},
       {{2, {{OPT_GROUP, 1, 4}, {OPT_LOCAL, 0, 2}}}, "groups a reduce"},
+      {{1, {{OPT_CACHE, 0, 2}}}, "no loops over outputs"}, /* on a GPU */
+  };
+  /* CACHE, on the CPU */
+  const struct {
+    OptPlan p;
+    const char *msg;
+  } bad_cache[] = {
+      {{1, {{OPT_CACHE, 1, 5}}}, "reduced"},
+      {{1, {{OPT_CACHE, 0, 5}}}, "divide the axis's blocks"},
+      {{1, {{OPT_CACHE, 0, 1}}}, "from 2"},
+      {{2, {{OPT_UPCAST, 0, 4}, {OPT_CACHE, 0, 2}}}, "divide the axis's blocks"}, /* 3 blocks */
+      {{2, {{OPT_CACHE, 0, 2}, {OPT_CACHE, 0, 3}}}, "caches twice"},
   };
   OptTarget cpu = {.mode = CG_MODE_CORES},
             grid = {.mode = CG_MODE_GRID, .max_local = 64, .shared_bytes = 16384};
@@ -456,7 +482,18 @@ static void test_check_refuses(void **state) {
     tvk_status cs = codegen_kernel_opts(sink, NULL, &o, &ks);
     if (cs != TVK_ERR_INVALID_ARG) fail_msg("plan %zu: codegen gives %d: %s", i, cs, ks.err.msg);
   }
+  for (size_t i = 0; i < sizeof bad_cache / sizeof *bad_cache; i++) {
+    Error err = {0};
+    assert_int_equal(opt_check(norm, kd, &bad_cache[i].p, &cpu, &err), TVK_ERR_INVALID_ARG);
+    if (!strstr(err.msg, bad_cache[i].msg))
+      fail_msg("cache plan %zu: '%s' lacks '%s'", i, err.msg, bad_cache[i].msg);
+  }
   Error err = {0};
+  OptPlan cp = {2, {{OPT_UPCAST, 0, 2}, {OPT_CACHE, 0, 3}}}; /* 6 blocks: 2 runs of 3 */
+  assert_int_equal(opt_check(norm, kd, &cp, &cpu, &err), TVK_OK);
+  char cname[64];
+  opt_kernel_name(kd, &cp, cname, sizeof cname);
+  assert_string_equal(cname, "r_2c3u2_5");
   OptPlan ok = {1, {{OPT_UPCAST, 0, 12}}};
   assert_int_equal(opt_check(norm, kd, &ok, &cpu, &err), TVK_OK);
   OptPlan g = {1, {{OPT_GROUP, 1, 4}}};
@@ -546,6 +583,26 @@ static void test_heuristic_matmul(void **state) {
   opt_heuristic(norm, kd, &t, &p);
   opt_plan_str(&p, str, sizeof str);
   assert_string_equal(str, "UPCAST(1,16) UPCAST(0,4)");
+  /* runs of row tiles (CACHE) where B, read whole per row tile, outgrows
+   * L2: 2048^2 floats (16 MiB) against 1 MiB; A's 8-row blocks take 64 KiB,
+   * so 8 of them fill half of L2 (256 blocks: 32 runs) */
+  t.cache_bytes = (size_t)1 << 20;
+  desc_of(matmul_bt_sink(c, 2048, 2048, 2048), kd, &norm);
+  opt_heuristic(norm, kd, &t, &p);
+  opt_plan_str(&p, str, sizeof str);
+  assert_string_equal(str, "UPCAST(1,16) UPCAST(0,8) CACHE(0,8)");
+  opt_kernel_name(kd, &p, name, sizeof name);
+  assert_string_equal(name, "r_32c8u8_128u16_2048");
+  /* a B that fits L2 (256 x 256 floats: 256 KiB) is read from there */
+  desc_of(matmul_bt_sink(c, 2048, 256, 256), kd, &norm);
+  opt_heuristic(norm, kd, &t, &p);
+  opt_plan_str(&p, str, sizeof str);
+  assert_string_equal(str, "UPCAST(1,16) UPCAST(0,8)");
+  /* few row blocks keep runs for the cores: 16 blocks, runs of 1 (none) */
+  desc_of(matmul_bt_sink(c, 128, 4096, 1024), kd, &norm);
+  opt_heuristic(norm, kd, &t, &p);
+  opt_plan_str(&p, str, sizeof str);
+  assert_string_equal(str, "UPCAST(1,16) UPCAST(0,8)");
   free(kd);
   uop_pool_drain(c, 0);
 }

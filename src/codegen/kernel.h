@@ -79,6 +79,7 @@ typedef enum {
   OPT_SPREAD,
   OPT_LOCAL,
   OPT_STAGE,
+  OPT_CACHE,
   OPT_KINDS
 } OptKind;
 
@@ -142,6 +143,7 @@ typedef struct {
   size_t shared_bytes; /* GRID: work-group memory of one work group (0: none) */
   bool fma;            /* a reduce's float acc + a * b becomes MULACC (legalize.c) */
   bool emulated;       /* GRID: the device runs on the CPU (DeviceLimits.emulated): its rules */
+  size_t cache_bytes;  /* CPU: a core's L2 cache (DeviceLimits.cache_bytes; 0: unknown) */
   /* GRID: the subgroup size when a GROUP's combine may reduce across
    * subgroups (DeviceLimits.subgroup_reduce); 0: through memory only */
   int subgroup;

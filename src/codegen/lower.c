@@ -52,7 +52,11 @@ typedef struct {
   int uaxis;
   int64_t ulanes;
   UOp *ulane;
-  UOp *outer[TVK_MAX_DIMS + 1]; /* the output (non-reduce) RANGEs, outermost first */
+  /* The plan's CACHE (cores mode): the output axis whose blocks run in runs
+   * of crun (-1: none). */
+  int caxis;
+  int64_t crun;
+  UOp *outer[TVK_MAX_DIMS + 2]; /* the output (non-reduce) RANGEs, outermost first */
   /* Each reduced axis: its loops (the digits of its index, innermost first; one
    * RANGE unless split), and, when the digits cover more than the axis, its
    * unclamped index (the axis index is clamped for the loads, and what lies
@@ -228,6 +232,39 @@ static UOp *reduce_axis(LowerCtx *lc, int d, int64_t n) {
   return d == lc->uaxis ? unroll_axis(lc, d, n) : reduce_loops(lc, d, n, d);
 }
 
+/* Cores mode with a CACHE (opt.h): axis c's blocks in runs of P. The runs
+ * are the outermost loop, split across cores; the other output axes follow
+ * in order, then the P blocks of a run. Loops nest by their RANGE's axis id
+ * (linearize.c), so the runs take c's own id, the smallest of the output
+ * loops here, the other output axes ids ndim + 1 + d and a run's blocks
+ * 2 * ndim + 1: all unused by reduce loops (ids d of reduced axes, then
+ * digits from 2 * ndim + 2). */
+static bool make_axes_cached(LowerCtx *lc) {
+  const KernelDesc *ks = lc->ks;
+  int c = lc->caxis;
+  int64_t P = lc->crun, blocks = ks->full[c] / lc->up[c];
+  UOp *runs = split_axis(lc, blocks / P, c);
+  for (int d = 0; d < ks->ndim; d++) {
+    bool red = ks->reduce_axes >> d & 1;
+    int64_t n = red ? ks->full[d] : ks->full[d] / lc->up[d];
+    if (d == c)
+      continue;
+    else if (n == 1)
+      lc->axis[d] = lc->zero;
+    else if (red)
+      lc->axis[d] = reduce_axis(lc, d, n);
+    else
+      lc->outer[lc->nouter++] = lc->axis[d] = b_range(lc, n, ks->ndim + 1 + d);
+    if (!(lc->block[d] = lc->axis[d])) return false;
+  }
+  UOp *in = b_range(lc, P, 2 * (int64_t)ks->ndim + 1);
+  lc->outer[lc->nouter++] = in;
+  lc->axis[c] = lc->block[c] = b2(OP_ADD, b2(OP_MUL, runs, b_c(lc, P)), in);
+  for (int i = 0; i < lc->nouter; i++)
+    if (!lc->outer[i]) return false;
+  return lc->axis[c] != NULL;
+}
+
 /* Sets lc->axis: the first output axis of size other than 1 is split across
  * cores, the other output axes and the reduced axes get a RANGE each (axis id =
  * the dim), size-1 axes the constant 0. An upcast axis is this over its
@@ -235,6 +272,7 @@ static UOp *reduce_axis(LowerCtx *lc, int d, int64_t n) {
  * one-iteration range (axis id ndim) keeps every core but the first idle. */
 static bool make_axes(LowerCtx *lc) {
   const KernelDesc *ks = lc->ks;
+  if (lc->caxis >= 0) return make_axes_cached(lc);
   bool split = false;
   for (int d = 0; d < ks->ndim; d++) {
     bool red = ks->reduce_axes >> d & 1;
@@ -850,6 +888,7 @@ static bool lower_init(LowerCtx *lc, UOp *ast, const KernelDesc *ks, const OptPl
   lc->saxis = opt_stage(plan, &lc->sblock);
   lc->gaxis = opt_group(plan, &lc->glanes);
   lc->uaxis = opt_unroll(plan, &lc->ulanes);
+  lc->caxis = opt_cache(plan, &lc->crun);
   lc->idt = ks->index64 ? dt_make(DT_INT64) : dt_make(DT_INT32);
   lc->range_id = 2 * ks->ndim + 2; /* after the axes and the bounds range */
   lc->zero = b_c(lc, 0);

@@ -7,8 +7,8 @@
 
 #include "codegen/opt.h"
 
-static const char *const kind_name[OPT_KINDS] = {"UPCAST", "GROUP", "UNROLL",
-                                                 "SPREAD", "LOCAL", "STAGE"};
+static const char *const kind_name[OPT_KINDS] = {"UPCAST", "GROUP", "UNROLL", "SPREAD",
+                                                 "LOCAL",  "STAGE", "CACHE"};
 
 static bool is_output_axis(const KernelDesc *kd, int d) { return !(kd->reduce_axes >> d & 1); }
 
@@ -78,7 +78,8 @@ void opt_target(const CodegenOpts *o, OptTarget *t) {
                    .vector_regs = o && o->vector_regs ? o->vector_regs : 16,
                    .max_local = o && o->max_local > 0 ? o->max_local : local,
                    .shared_bytes = o ? o->shared_bytes : 0,
-                   .emulated = o && o->emulated};
+                   .emulated = o && o->emulated,
+                   .cache_bytes = o ? o->cache_bytes : 0};
 }
 
 tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const OptTarget *t,
@@ -91,7 +92,7 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
   uint32_t local = 0;                        /* axes split by LOCAL */
   int64_t split[TVK_MAX_DIMS]; /* per axis: what SPREAD and UPCAST split it by so far */
   for (int d = 0; d < TVK_MAX_DIMS; d++) split[d] = 1;
-  int groups = 0, upcasts = 0, unrolls = 0, stages = 0;
+  int groups = 0, upcasts = 0, unrolls = 0, stages = 0, caches = 0;
   for (int i = 0; i < plan->n; i++) {
     const OptStep *s = &plan->step[i];
     if (s->kind >= OPT_KINDS)
@@ -102,6 +103,10 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
                      k, s->axis, kd->ndim);
     if (s->kind == OPT_STAGE) { /* checked below, with the plan's LOCALs */
       stages++;
+      continue;
+    }
+    if (s->kind == OPT_CACHE) { /* checked below, against the axis's blocks */
+      caches++;
       continue;
     }
     if (s->kind == OPT_LOCAL) { /* checked below, against the axis's blocks */
@@ -188,6 +193,22 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
       return err_set(err, TVK_ERR_INVALID_ARG, "opt: step %d: STAGE(%d, %" PRId32 "): %s", i,
                      s->axis, s->amount, why);
   }
+  /* CACHE: runs of the axis's blocks (what the upcasts leave), in cores mode */
+  for (int i = 0; i < plan->n && caches; i++) {
+    const OptStep *s = &plan->step[i];
+    if (s->kind != OPT_CACHE) continue;
+    int64_t blocks = kd->full[s->axis] / split[s->axis];
+    const char *why = t->mode != CG_MODE_CORES       ? "the device runs no loops over outputs"
+                      : caches > 1                   ? "the plan caches twice"
+                      : !is_output_axis(kd, s->axis) ? "the axis is reduced"
+                      : s->amount < 2 || blocks % s->amount
+                          ? "the amount must be from 2 and divide the axis's blocks"
+                          : NULL;
+    if (why)
+      return err_set(err, TVK_ERR_INVALID_ARG,
+                     "opt: step %d: CACHE(%d, %" PRId32 ") of %" PRId64 " blocks: %s", i, s->axis,
+                     s->amount, blocks, why);
+  }
   /* LOCAL: the axis's blocks (what the upcasts leave) across the work group */
   int64_t invocations = 1;
   for (int i = 0; i < plan->n && local; i++) {
@@ -235,6 +256,7 @@ static const char *stage_blocker(UOp *norm, const KernelDesc *kd, const OptStep 
 }
 
 int opt_stage(const OptPlan *plan, int64_t *block) { return step_of(plan, OPT_STAGE, block); }
+int opt_cache(const OptPlan *plan, int64_t *run) { return step_of(plan, OPT_CACHE, run); }
 
 void opt_locals(const OptPlan *plan, int64_t loc[TVK_MAX_DIMS]) {
   for (int d = 0; d < TVK_MAX_DIMS; d++) loc[d] = 1;
@@ -297,8 +319,9 @@ void opt_kernel_name(const KernelDesc *kd, const OptPlan *plan, char *buf, size_
   int64_t up[TVK_MAX_DIMS], loc[TVK_MAX_DIMS], lanes, ulanes;
   opt_upcasts(kd, plan, up);
   opt_locals(plan, loc);
-  int64_t sblock;
+  int64_t sblock, crun;
   int g = opt_group(plan, &lanes), un = opt_unroll(plan, &ulanes), sa = opt_stage(plan, &sblock);
+  int ca = opt_cache(plan, &crun);
   uint32_t spread = opt_spread_axes(plan);
   size_t at = (size_t)snprintf(buf, n, "%s", kd->reduce_axes ? "r" : "E");
   for (int d = 0; d < kd->ndim && at < n; d++) {
@@ -312,7 +335,12 @@ void opt_kernel_name(const KernelDesc *kd, const OptPlan *plan, char *buf, size_
     else if (d == un)
       at +=
           (size_t)snprintf(buf + at, n - at, "_%" PRId64 "r%" PRId64, kd->full[d] / ulanes, ulanes);
-    else if (loc[d] > 1) { /* _<tiles>l<local>, then u<amount> or s<amount> of an upcast */
+    else if (d == ca) { /* _<runs>c<run>, then u<amount> of an upcast */
+      at += (size_t)snprintf(buf + at, n - at, "_%" PRId64 "c%" PRId64, kd->full[d] / up[d] / crun,
+                             crun);
+      if (up[d] > 1 && at < n)
+        at += (size_t)snprintf(buf + at, n - at, "%c%" PRId64, spread >> d & 1 ? 's' : 'u', up[d]);
+    } else if (loc[d] > 1) { /* _<tiles>l<local>, then u<amount> or s<amount> of an upcast */
       at += (size_t)snprintf(buf + at, n - at, "_%" PRId64 "l%" PRId64,
                              kd->full[d] / up[d] / loc[d], loc[d]);
       if (up[d] > 1 && at < n)
@@ -340,7 +368,8 @@ typedef struct {
   /* The two loads of the first matmul-like product: per axis, whether each
    * walks it (a stride other than 0). */
   uint32_t walks[2];
-  int64_t body; /* the kernel's code, in weighted ops (body_weight) */
+  int64_t esize[2]; /* their elements' sizes in bytes */
+  int64_t body;     /* the kernel's code, in weighted ops (body_weight) */
   /* Bit d: runs of 4 along axis d are aligned quads of 32-bit elements for
    * every access (vectorize.c can make them 4-wide), or one element of a load
    * that does not walk d. */
@@ -411,6 +440,7 @@ static void scan(UOp *norm, const KernelDesc *kd, Shape *sh) {
         for (int k = 0; k < 2; k++) {
           const UOp *ld = skip_casts(x->src[k]);
           const View *v = ld->src[1]->op == OP_VIEW ? st_top(ld->src[1]->arg.st) : NULL;
+          sh->esize[k] = dt_scalar_size((ScalarType)ld->src[0]->dtype.scalar);
           for (int d = 0; v && d < v->ndim && d < kd->ndim; d++)
             if (v->strides[d] != 0 || v->shape[d] == 1) sh->walks[k] |= 1u << d;
         }
@@ -547,6 +577,38 @@ static void tile_locals(UOp *norm, const KernelDesc *kd, const Shape *sh, const 
   if (opt_check(norm, kd, &p, t, &err) == TVK_OK) *plan = p;
 }
 
+/* The bytes of a matmul-like kernel's load k that the loops inside one
+ * index of output axis `other` read: the sizes of the axes after it that
+ * the load walks (reduce axes included: their loops are innermost). */
+static int64_t inner_bytes(const KernelDesc *kd, const Shape *sh, int k, int other) {
+  int64_t b = sh->esize[k] > 0 ? sh->esize[k] : 4;
+  for (int d = other + 1; d < kd->ndim; d++)
+    if (sh->walks[k] >> d & 1 && (b *= kd->full[d]) > ((int64_t)1 << 40)) break;
+  return b;
+}
+
+/* Runs of a CPU register tile's row blocks (OPT_CACHE) when the operand
+ * along the lanes (B of a matmul), read whole for each row block, does not
+ * fit the L2 cache: with runs of P row blocks it is read from memory once
+ * per run, each of its panels then serving P tiles from the cache, while
+ * the run's rows of the other operand (A) stay in L2. P: the largest power
+ * of two up to 64 whose rows of A fill at most half of L2, leaving at
+ * least 16 runs to share among the cores. Matmul 2048 on the 2-vCPU EPYC
+ * (Zen 4, 1 MiB L2): B is 16 MiB, A's 8-row blocks 64 KiB each, P = 8. */
+static void cache_runs(const KernelDesc *kd, const Shape *sh, const OptTarget *t, int vec,
+                       int other, int32_t rows, OptPlan *plan) {
+  if (!t->cache_bytes || plan->n >= OPT_MAX_STEPS) return;
+  int along = sh->walks[0] >> vec & 1 ? 0 : 1;
+  int64_t swept = inner_bytes(kd, sh, along, other);
+  int64_t run_row = rows * inner_bytes(kd, sh, 1 - along, other);
+  if (swept <= (int64_t)t->cache_bytes) return;
+  int64_t blocks = kd->full[other] / rows;
+  int32_t p = 64;
+  while (p >= 2 && (blocks % p || p * run_row > (int64_t)t->cache_bytes / 2 || blocks / p < 16))
+    p /= 2;
+  push(plan, OPT_CACHE, other, p);
+}
+
 void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan *plan) {
   plan->n = 0;
   Shape sh;
@@ -579,6 +641,7 @@ void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan 
       if (other >= 0) {
         push(plan, OPT_UPCAST, other, rows);
         if (grid && !t->emulated) tile_locals(norm, kd, &sh, t, vec, cols, other, rows, plan);
+        if (!grid) cache_runs(kd, &sh, t, vec, other, rows, plan);
         return;
       }
     }

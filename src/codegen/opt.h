@@ -72,6 +72,19 @@
  *               a contiguous axis becomes vector loads and u independent
  *               accumulators (the CPU's vectoriser packs them).
  *
+ *   OPT_CACHE   axis a, amount P (cores mode): the output axis's blocks (what
+ *               its upcast leaves; P divides them) are cut into runs of P
+ *               blocks. The runs are the kernel's outermost loop (the one
+ *               split across cores), the other output axes' loops follow in
+ *               order, and a run's P blocks are the innermost output loop.
+ *               What the loops inside read along the other axes is then
+ *               fetched from memory once per run instead of once per block,
+ *               and used P times from the cache: a matmul cached along A's
+ *               rows reads each column panel of B for P row tiles in a row,
+ *               while the run's rows of A stay in the core's L2 cache.
+ *               Where the blocks of a run lie changes; what each computes
+ *               and the order of its reduce do not.
+ *
  * Upcasting never changes what a kernel computes or the order in which a
  * reduce adds: an optimised kernel gives the same bits as the unoptimised one.
  * Grouping and unrolling change the order of a float sum (not its accuracy
@@ -99,6 +112,9 @@ typedef struct {
    * measured there (few grouped reduces: its lanes gather) rather than the
    * GPU ones (coalesced accesses first) */
   bool emulated;
+  /* CPU: the cache one core may fill with a kernel's working set (its L2), in
+   * bytes; 0: unknown (then nothing is cached by OPT_CACHE) */
+  size_t cache_bytes;
 } OptTarget;
 
 /* The target of codegen options (NULL: the CPU's defaults), with their
@@ -126,7 +142,8 @@ void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan 
  * output axes in grid mode by amounts dividing the axis's blocks, their
  * product within the work-group size; one UNROLL, of an
  * axis every (non-nested) reduce reduces, by an amount from 2 to
- * OPT_MAX_UNROLL dividing it, its lanes counted as copies.
+ * OPT_MAX_UNROLL dividing it, its lanes counted as copies; one CACHE, in
+ * cores mode, of an output axis by an amount from 2 dividing its blocks.
  * TVK_ERR_INVALID_ARG naming the step otherwise. */
 tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const OptTarget *t,
                      Error *err);
@@ -136,6 +153,9 @@ int opt_group(const OptPlan *plan, int64_t *lanes);
 /* The unrolled reduce axis of a checked plan and its lanes; -1 and 1 if none. */
 int opt_unroll(const OptPlan *plan, int64_t *lanes);
 
+/* The cached output axis of a checked plan and its run (blocks); -1 and 1 if
+ * none. */
+int opt_cache(const OptPlan *plan, int64_t *run);
 /* The staged reduce axis of a checked plan and its block; -1 and 1 if none. */
 int opt_stage(const OptPlan *plan, int64_t *block);
 /* The LOCAL amount of every axis (1: none) of a checked plan. */
@@ -155,7 +175,8 @@ void opt_plan_str(const OptPlan *plan, char *buf, size_t n);
 /* The kernel's name under a plan: E_ or r_ and the full shape, an upcast
  * axis written <blocks>u<amount> (r_64u4_16u16_1024), a grouped one
  * <per invocation>g<lanes> (r_256g256 for 65536 elements on 256 lanes), an
- * unrolled one <per lane>r<lanes> (r_16_256r16). */
+ * unrolled one <per lane>r<lanes> (r_16_256r16), a cached one
+ * <runs>c<run> before its upcast (r_32c8u8_128u16_2048). */
 void opt_kernel_name(const KernelDesc *kd, const OptPlan *plan, char *buf, size_t n);
 
 #endif

@@ -63,6 +63,7 @@ typedef struct {
   int max_kernel_buffers;    /* most buffers one kernel may bind; 0: no limit */
   int vector_bytes;          /* CPU: the widest SIMD register its kernels may use; 0: unknown */
   int vector_regs;           /* CPU: how many SIMD registers of that width; 0: unknown (16) */
+  size_t cache_bytes;        /* CPU: one core's L2 cache; 0: unknown */
   /* Its kernels may fuse a reduce's acc + a * b into one multiply-add (one
    * rounding): the device does that at full speed (codegen's MULACC). */
   bool fma;

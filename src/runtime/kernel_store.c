@@ -122,7 +122,8 @@ bool kstore_key(UOp *ast, const CodegenOpts *o, const char *device, int beam,
                     o->plan ? o->plan->n : -1,
                     o->fma,
                     o->emulated,
-                    o->subgroup};
+                    o->subgroup,
+                    (int64_t)o->cache_bytes};
   cache_hash_bytes(&h, opts, sizeof opts);
   for (int i = 0; o->plan && i < o->plan->n; i++) {
     const OptStep *s = &o->plan->step[i];

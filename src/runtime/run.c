@@ -335,6 +335,7 @@ static tvk_status prepare(const Runner *r, const Schedule *s, int i, Prepared *p
                    .shared_bytes = d->limits.shared_mem_bytes,
                    .vector_floats = d->limits.vector_bytes / 4,
                    .vector_regs = d->limits.vector_regs,
+                   .cache_bytes = d->limits.cache_bytes,
                    .fma = d->limits.fma,
                    .emulated = d->limits.emulated && !r->gpu_rules,
                    .subgroup = d->limits.subgroup_reduce ? d->limits.subgroup_size : 0};

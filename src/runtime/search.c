@@ -149,6 +149,19 @@ static int extensions(const KernelDesc *kd, const CodegenOpts *base, const OptPl
       n++;
     }
   }
+  /* cores: runs of an output axis's blocks (CACHE), when the plan has none */
+  int64_t run;
+  bool cached = opt_cache(from, &run) >= 0;
+  for (int d = 0; !grid && !cached && d < kd->ndim && from->n < OPT_MAX_STEPS; d++) {
+    if (kd->reduce_axes >> d & 1) continue;
+    int64_t blocks = kd->full[d] / up[d];
+    for (int32_t p = 4; p <= 16 && blocks / p >= 2 && n < cap; p *= 2) {
+      if (blocks % p) continue;
+      out[n] = *from;
+      out[n].step[out[n].n++] = (OptStep){OPT_CACHE, (uint8_t)d, p};
+      n++;
+    }
+  }
   for (int d = 0; d < kd->ndim; d++) {
     if (uses_axis(from, d) || from->n >= OPT_MAX_STEPS) continue;
     bool red = kd->reduce_axes >> d & 1;
