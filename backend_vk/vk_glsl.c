@@ -52,6 +52,15 @@
 #define FMT_F16 "5u, 10u"
 #define FMT_BF16 "8u, 7u"
 
+/* BITCAST between the 32-bit dtypes (int <-> uint conversions keep the bits) */
+static const CastSpell glsl_bitcasts[] = {
+    {DT_BIT(DT_FLOAT32), DT_BIT(DT_INT32), S("floatBitsToInt($0)")},
+    {DT_BIT(DT_FLOAT32), DT_BIT(DT_UINT32), S("floatBitsToUint($0)")},
+    {DT_BIT(DT_INT32), DT_BIT(DT_FLOAT32), S("intBitsToFloat($0)")},
+    {DT_BIT(DT_UINT32), DT_BIT(DT_FLOAT32), S("uintBitsToFloat($0)")},
+    {DT_BIT(DT_INT32) | DT_BIT(DT_UINT32), DT_BIT(DT_INT32) | DT_BIT(DT_UINT32), S("$T($0)")},
+};
+
 static const CastSpell glsl_casts[] = {
     {F16, DT_BIT(DT_FLOAT32), H("tvk_f16_to_f32($0)", f16conv)},
     {BF16, DT_BIT(DT_FLOAT32), S("uintBitsToFloat($0 << 16)")},
@@ -280,6 +289,8 @@ static const Lang glsl_base = {
     .fits_nonneg_divmod = true, /* GLSL's % takes the divisor's sign (OpSMod) */
     .casts = glsl_casts,
     .ncasts = (int)(sizeof glsl_casts / sizeof glsl_casts[0]),
+    .bitcasts = glsl_bitcasts,
+    .nbitcasts = (int)(sizeof glsl_bitcasts / sizeof glsl_bitcasts[0]),
 };
 /* clang-format on */
 

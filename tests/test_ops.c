@@ -1488,7 +1488,8 @@ static void test_reduce_negative_and_nan(void **state) {
   static const struct {
     int n;
     double v[3];
-  } N[] = {{3, {1, NAN, 3}}, {3, {NAN, NAN, NAN}}, {3, {-1, -2, NAN}}, {2, {NAN, 5}}};
+  } N[] = {{3, {1, NAN, 3}},  {3, {NAN, NAN, NAN}},   {3, {-1, -2, NAN}}, {2, {NAN, 5}},
+           {3, {1, -NAN, 3}}, {2, {-NAN, -INFINITY}}, {3, {-NAN, NAN, 2}}}; /* sign bit set too */
   for (size_t k = 0; k < sizeof N / sizeof *N; k++) {
     double mx, mn;
     if (!reduce_scalar(s, tvk_max, N[k].n, N[k].v, &mx) ||
@@ -1498,6 +1499,38 @@ static void test_reduce_negative_and_nan(void **state) {
       failf(s, "max/min(float32 (%g,%g,%g)): got %g/%g, expected NaN", N[k].v[0], N[k].v[1],
             N[k].n > 2 ? N[k].v[2] : 0.0, mx, mn);
   }
+  /* float32 max reduces compare keys (codegen's lower.c): signed zeros order
+   * -0 < +0, and a NaN far along a row of 4099 (unrolled lanes, a tail) still
+   * wins; the row's maximum is -0 when every element is a zero of either
+   * sign but one +0 */
+  static const struct {
+    int n;
+    double v[4], mx, mn;
+  } Z[] = {{3, {-0.0, 0.0, -0.0}, 0.0, -0.0},
+           {2, {0.0, -0.0}, 0.0, -0.0},
+           {2, {-0.0, -0.0}, -0.0, -0.0},
+           {2, {-INFINITY, -INFINITY}, -INFINITY, -INFINITY},
+           {4, {-3, -INFINITY, -0.0, -1e-45}, -0.0, -INFINITY}};
+  for (size_t k = 0; k < sizeof Z / sizeof *Z; k++) {
+    double mx, mn;
+    if (!reduce_scalar(s, tvk_max, Z[k].n, Z[k].v, &mx) ||
+        !reduce_scalar(s, tvk_min, Z[k].n, Z[k].v, &mn))
+      failf(s, "max/min of zeros: %s", tvk_ctx_error(s->ctx));
+    else if (mx != Z[k].mx || signbit(mx) != signbit(Z[k].mx) || mn != Z[k].mn ||
+             signbit(mn) != signbit(Z[k].mn))
+      failf(s, "max/min(float32 case %zu): got %g/%g, expected %g/%g", k, mx, mn, Z[k].mx, Z[k].mn);
+  }
+  double *row = malloc(4099 * sizeof *row);
+  for (int pos = 0; row && pos < 2; pos++) {
+    for (int i = 0; i < 4099; i++) row[i] = -(double)(i % 97) - 0.5;
+    row[pos ? 4098 : 2049] = pos ? -NAN : NAN;
+    double mx, mn;
+    if (!reduce_scalar(s, tvk_max, 4099, row, &mx) || !reduce_scalar(s, tvk_min, 4099, row, &mn))
+      failf(s, "max/min of a long row: %s", tvk_ctx_error(s->ctx));
+    else if (!isnan(mx) || !isnan(mn))
+      failf(s, "max/min of 4099 with a NaN at %d: got %g/%g", pos ? 4098 : 2049, mx, mn);
+  }
+  free(row);
   RArr a = arr_f(TVK_FLOAT32, 3, (double[]){NAN, 1, NAN});
   RArr b = arr_f(TVK_FLOAT32, 3, (double[]){1, NAN, NAN});
   RArr want = arr_f(TVK_FLOAT32, 3, (double[]){NAN, NAN, NAN});

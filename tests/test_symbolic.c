@@ -8,6 +8,7 @@
  * (interning makes pointer equality structural equality). */
 #define _POSIX_C_SOURCE 200809L
 
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -558,6 +559,16 @@ static void test_simp_constants(void **state) {
   CHECK_SIMP(uop_mul_c(uop_add_c(x, 1), 4), uop_add_c(uop_mul_c(x, 4), 4));
   /* (x//c)*c + x%c -> x */
   CHECK_SIMP(uop_add(uop_mul_c(uop_idiv_c(x, 4), 4), uop_mod_c(x, 4)), x);
+  /* bitcasts of constants: IEEE bits (-1.5f is 0xbfc00000), and back */
+  UOp *mf = uop_const_float(t.ctx, DT(FLOAT32), -1.5);
+  UOp *bits = uop_new(t.ctx, OP_BITCAST, DT(INT32), 1, &mf, arg_none());
+  CHECK_SIMP(bits, ci(&t, (int32_t)0xbfc00000u));
+  UOp *ub = uop_const_int(t.ctx, DT(UINT32), 0x7f800000);
+  UOp *inf = uop_new(t.ctx, OP_BITCAST, DT(FLOAT32), 1, &ub, arg_none());
+  CHECK_SIMP(inf, uop_const_float(t.ctx, DT(FLOAT32), INFINITY));
+  UOp *d = uop_const_float(t.ctx, DT(FLOAT64), 1.0);
+  UOp *dbits = uop_new(t.ctx, OP_BITCAST, DT(UINT64), 1, &d, arg_none());
+  CHECK_SIMP(dbits, uop_const_int(t.ctx, DT(UINT64), 0x3ff0000000000000ll));
   ut_end(&t);
 }
 

@@ -757,14 +757,45 @@ static UOp *levels(LowerCtx *lc, Op op, UOp *ident, UOp *x, UOp *const *loops, i
  *
  * Both lowerings make the same loops, so they add the same numbers in the
  * same order. */
+/* A float32's bits as an int32 that orders as the float does: the magnitude
+ * bits flipped where the sign is set (u ^ (u >> 31) * 0x7fffffff, in
+ * uint32 so that no shift is of a negative value). The same map turns a key
+ * back into the float's bits. -0 keys below +0, a NaN above +inf (below
+ * -inf with its sign bit set). */
+static UOp *float_key(LowerCtx *lc, UOp *x, DType to) {
+  UCtx *c = lc->ctx;
+  DType u32 = dt_make(DT_UINT32);
+  UOp *u = uop_new(c, OP_BITCAST, u32, 1, &x, arg_none());
+  UOp *s = u ? b2(OP_SHR, u, uop_const_int(c, u32, 31)) : NULL;
+  UOp *k = b2(OP_XOR, u, b2(OP_MUL, s, uop_const_int(c, u32, 0x7fffffff)));
+  return k ? uop_new(c, OP_BITCAST, to, 1, &k, arg_none()) : NULL;
+}
+
+/* A float32 MAX accumulates in keys (float_key), an int32 max: gcc
+ * vectorises an int max but not the float select (b > a ? b : a) the IR's
+ * MAX is, so the softmax 4096^2 row max ran scalar (1.5-2.5 ms against
+ * 3-6.5 in a harness, 2 threads). The maximum is the same number; ties of
+ * -0 and +0 give +0, and a NaN wins over every number unless its sign bit
+ * is set, which loses even to the identity, -inf (the float select let
+ * through whichever NaN came first). tvk_max relies on a NaN winning: it
+ * clears the sign of its NaNs first (ops_reduce.c). true when x is keyed. */
+static bool keyed_reduce(LowerCtx *lc, const UOp *r, UOp **x, Op op) {
+  if (op != OP_MAX || r->dtype.scalar != DT_FLOAT32 || r->dtype.count != 1) return false;
+  *x = float_key(lc, *x, dt_make(DT_INT32));
+  return true;
+}
+
 static UOp *lower_reduce(void *ctx, UOp **c) {
   LowerCtx *lc = ctx;
   UOp *r = c[X], *x = r->src[0], *loops[MAX_LOOPS];
   Op op = (Op)r->arg.red.op;
   bool sum = op == OP_ADD && dt_is_float(r->dtype);
   int nl = 0; /* loops, innermost first */
-  UOp *ident = identity(lc, op, r->dtype);
-  if (!ident) return oom(lc);
+  bool keyed = keyed_reduce(lc, r, &x, op);
+  /* keys: -inf's (0xff800000 ^ 0x7fffffff), so an empty max is still -inf */
+  UOp *ident = keyed ? uop_const_int(lc->ctx, dt_make(DT_INT32), (int32_t)0x807fffff)
+                     : identity(lc, op, r->dtype);
+  if (!x || !ident) return oom(lc);
   for (int i = r->arg.red.n - 1; i >= 0; i--) {
     int d = (int)r->arg.red.axes[i];
     for (int j = 0; j < lc->ndig[d]; j++) loops[nl++] = lc->dig[d][j];
@@ -790,7 +821,8 @@ static UOp *lower_reduce(void *ctx, UOp **c) {
   bool grouped = false;
   for (int i = 0; i < r->arg.red.n; i++) grouped |= (int)r->arg.red.axes[i] == lc->gaxis;
   if (grouped && !(v = group_combine(lc, op, ident, v, sum))) return oom(lc);
-  return v;
+  if (keyed) v = float_key(lc, v, r->dtype);
+  return v ? v : oom(lc);
 }
 
 #define P_GLOBAL PAT_OP0(OP_DEFINE_GLOBAL, B)

@@ -121,10 +121,12 @@ static bool fits(const Lang *L, UOp *u) {
 
 static const Spell *spell_of(const Lang *L, UOp *u) {
   if (L->alu_fits[u->op].expr && fits(L, u)) return &L->alu_fits[u->op];
-  if (u->op == OP_CAST) {
+  if (u->op == OP_CAST || u->op == OP_BITCAST) {
     uint32_t from = DT_BIT(u->src[0]->dtype.scalar), to = DT_BIT(u->dtype.scalar);
-    for (int i = 0; i < L->ncasts; i++)
-      if ((L->casts[i].from & from) && (L->casts[i].to & to)) return &L->casts[i].spell;
+    const CastSpell *t = u->op == OP_CAST ? L->casts : L->bitcasts;
+    int n = u->op == OP_CAST ? L->ncasts : L->nbitcasts;
+    for (int i = 0; i < n; i++)
+      if ((t[i].from & from) && (t[i].to & to)) return &t[i].spell;
     return NULL;
   }
   if (!op_in((Op)u->op, G_ALU)) return NULL;
@@ -280,7 +282,7 @@ static int nesting(const char *s) {
 /* Whether the expression rhs of position p goes inline into its one user. */
 static bool inline_ok(const Walker *w, size_t p, const char *rhs) {
   Op op = (Op)w->lp->uops[p]->op;
-  if (op != OP_CAST && !op_in(op, G_ALU)) return false;
+  if (op != OP_CAST && op != OP_BITCAST && !op_in(op, G_ALU)) return false;
   return w->users[p] == 1 && !w->named[p] && w->block[w->user[p]] == w->block[p] &&
          nesting(rhs) <= RENDER_MAX_NEST;
 }
@@ -374,7 +376,8 @@ static bool declare(Walker *w, size_t p, const UOp *u, char *rhs, const char *pr
 
 /* ALU ops and casts: the expression, inlined or bound to a new variable. */
 static bool render_alu(Walker *w, size_t p, UOp *u) {
-  if (u->op != OP_CAST && (w->L->storage_only >> operand_dtype(u).scalar & 1u)) {
+  bool cast = u->op == OP_CAST || u->op == OP_BITCAST;
+  if (!cast && (w->L->storage_only >> operand_dtype(u).scalar & 1u)) {
     err_first(w->err, TVK_ERR_INTERNAL, "render: %s on storage-only %s (legalize missed it)",
               op_name((Op)u->op), dt_scalar_name((ScalarType)operand_dtype(u).scalar));
     return false;
@@ -386,7 +389,7 @@ static bool render_alu(Walker *w, size_t p, UOp *u) {
               op_name((Op)u->op), dt_str(u->src[0]->dtype, a), dt_str(u->dtype, b));
     return false;
   }
-  Subst s = {.t = u->op == OP_CAST ? u->dtype : operand_dtype(u), .s = u->src[0]->dtype};
+  Subst s = {.t = cast ? u->dtype : operand_dtype(u), .s = u->src[0]->dtype};
   for (uint32_t k = 0; k < u->nsrc && k < 4; k++) s.op[k] = ex(w, u->src[k]);
   if (sp->needs && !add_helper(w, sp->needs, &s)) return false;
   if (sp->helper && !add_helper(w, sp->helper, &s)) return false;
@@ -396,7 +399,6 @@ static bool render_alu(Walker *w, size_t p, UOp *u) {
     w->expr[p] = rhs;
     return true;
   }
-  bool cast = u->op == OP_CAST;
   return declare(w, p, u, rhs, cast ? "cast" : "alu", cast ? &w->ncast : &w->nalu);
 }
 

@@ -152,6 +152,8 @@ struct Lang {
   bool fits_nonneg_divmod; /* alu_fits IDIV and MOD also need a dividend >= 0 (GLSL's % and /) */
   const CastSpell *casts;  /* first match wins */
   int ncasts;
+  const CastSpell *bitcasts; /* BITCAST between dtypes of one size; first match wins */
+  int nbitcasts;
 };
 
 /* The C language table (render_c.c): the CPU device's kernel ABI. */

@@ -196,6 +196,15 @@ static const CastSpell c_casts[] = {
     {~0u, ~0u, S("(($T)$0)")},
 };
 
+/* BITCAST: through a union, the one reinterpretation C allows without memcpy
+ * (and that gcc and clang keep in registers and vectorise) */
+#define B32 (DT_BIT(DT_FLOAT32) | DT_BIT(DT_INT32) | DT_BIT(DT_UINT32))
+#define B64 (DT_BIT(DT_FLOAT64) | DT_BIT(DT_INT64) | DT_BIT(DT_UINT64))
+static const CastSpell c_bitcasts[] = {
+    {B32, B32, S("(((union { $S s; $T t; }){$0}).t)")},
+    {B64, B64, S("(((union { $S s; $T t; }){$0}).t)")},
+};
+
 const Lang lang_c = {
     .name = "C",
     .type = {[DT_BOOL] = "bool", [DT_INT8] = "int8_t", [DT_UINT8] = "uint8_t",
@@ -366,5 +375,7 @@ const Lang lang_c = {
     .alu_dt = {[DT_FLOAT32] = c_f32_ops},
     .casts = c_casts,
     .ncasts = (int)(sizeof c_casts / sizeof c_casts[0]),
+    .bitcasts = c_bitcasts,
+    .nbitcasts = (int)(sizeof c_bitcasts / sizeof c_bitcasts[0]),
 };
 /* clang-format on */

@@ -190,11 +190,17 @@ UOp *front_reduce(tvk_ctx *ctx, UOp *x, Op op, int naxes, const int64_t *axes) {
   return reduce_op(ctx, x, op, &ax);
 }
 
-/* MAX of floats lets a NaN through only when it comes first, so a second
- * reduce over x != x (bool, MAX = any) makes any NaN the result, as numpy's max. */
-static UOp *max_of(const Ew *eo, UOp *x, const BcAxes *ax) {
+/* Any NaN is the result, as numpy's max. A float32 MAX reduce accumulates
+ * in keys where a NaN without its sign bit beats every number (codegen's
+ * lower.c, keyed_reduce), so NaNs only need their sign cleared: one reduce,
+ * which C compilers vectorise. Other floats' MAX lets a NaN through only
+ * when it comes first, so a second reduce over x != x (bool, MAX = any)
+ * makes it the result. */
+static UOp *max_of(const Ew *ei, const Ew *eo, UOp *x, const BcAxes *ax) {
+  if (!x || !dt_is_float(x->dtype) || ax->n == 0) return reduce_op(eo->ctx, x, OP_MAX, ax);
+  if (x->dtype.scalar == DT_FLOAT32)
+    return reduce_op(eo->ctx, ew_where(ew_isnan(x), ew_like(ei, x, NAN), x), OP_MAX, ax);
   UOp *m = reduce_op(eo->ctx, x, OP_MAX, ax);
-  if (!x || !dt_is_float(x->dtype) || ax->n == 0) return m;
   UOp *any_nan = reduce_op(eo->ctx, ew_isnan(x), OP_MAX, ax);
   return ew_where(any_nan, ew_like(eo, m, NAN), m);
 }
@@ -202,7 +208,7 @@ static UOp *max_of(const Ew *eo, UOp *x, const BcAxes *ax) {
 /* min = -max(-x) for floats (negation is exact); for integers and bool
  * ~max(~x) (x ^ all-ones reverses the order without overflow, unlike -x). */
 static UOp *min_of(const Ew *ei, const Ew *eo, UOp *x, const BcAxes *ax) {
-  if (x && dt_is_float(x->dtype)) return ew_alu1(OP_NEG, max_of(eo, ew_alu1(OP_NEG, x), ax));
+  if (x && dt_is_float(x->dtype)) return ew_alu1(OP_NEG, max_of(ei, eo, ew_alu1(OP_NEG, x), ax));
   ScalarType s = x ? (ScalarType)x->dtype.scalar : DT_INT32;
   UOp *flipped = ew_alu2(OP_XOR, x, ew_const_val(ei, s, (CVal){.i = -1}));
   return ew_alu2(OP_XOR, reduce_op(eo->ctx, flipped, OP_MAX, ax),
@@ -213,7 +219,7 @@ static UOp *build(const Ew *ei, const Ew *eo, RKind k, UOp *x, const BcAxes *ax)
   switch (k) {
   case RK_SUM: return reduce_op(ei->ctx, x, OP_ADD, ax);
   case RK_PROD: return reduce_op(ei->ctx, x, OP_MUL, ax);
-  case RK_MAX: return max_of(eo, x, ax);
+  case RK_MAX: return max_of(ei, eo, x, ax);
   case RK_MIN: return min_of(ei, eo, x, ax);
   case RK_MEAN: break;
   }

@@ -244,6 +244,8 @@ static bool eval_node(EvalMemo *m, UOp *u, CVal *out) {
   }
   if (u->op == OP_CAST && u->nsrc == 1)
     return *out = cval_cast(s[0], (ScalarType)u->src[0]->dtype.scalar, dt), true;
+  if (u->op == OP_BITCAST && u->nsrc == 1)
+    return *out = cval_bitcast(s[0], (ScalarType)u->src[0]->dtype.scalar, dt), true;
   if (!op_in((Op)u->op, G_ALU) || u->nsrc == 0) return false;
   ScalarType in = (ScalarType)u->src[u->nsrc - 1]->dtype.scalar;
   return alu_exec((Op)u->op, dt, in, s, out);

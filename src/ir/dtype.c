@@ -320,6 +320,30 @@ CVal cval_cast(CVal v, ScalarType from, ScalarType to) {
   return r;
 }
 
+CVal cval_bitcast(CVal v, ScalarType from, ScalarType to) {
+  uint64_t bits = (uint64_t)v.i;
+  if (from == DT_FLOAT32) {
+    float f = (float)v.f;
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    bits = u;
+  } else if (from == DT_FLOAT64) {
+    memcpy(&bits, &v.f, sizeof bits);
+  }
+  CVal r = {.i = 0};
+  if (to == DT_FLOAT32) {
+    uint32_t u = (uint32_t)bits;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    r.f = f;
+  } else if (to == DT_FLOAT64) {
+    memcpy(&r.f, &bits, sizeof r.f);
+  } else {
+    r.i = dt_truncate_i(to, (int64_t)bits);
+  }
+  return r;
+}
+
 double cval_to_double(CVal v, ScalarType s) {
   if (is_float_t(s)) return v.f;
   if (s == DT_BOOL) return v.i != 0;

@@ -114,6 +114,9 @@ double dt_truncate_f(ScalarType s, double v);
  * truncates toward zero (out of range: wraps through int64 as the CPU backend does),
  * -> bool tests != 0. */
 CVal cval_cast(CVal v, ScalarType from, ScalarType to);
+/* The value whose bits in dtype `to` are v's in `from` (same size; float16
+ * and bfloat16 excepted: the IR stores them as doubles of their value). */
+CVal cval_bitcast(CVal v, ScalarType from, ScalarType to);
 /* The value as a double (ints exactly where they fit), and from a double. */
 double cval_to_double(CVal v, ScalarType s);
 CVal cval_from_double(double x, ScalarType s);

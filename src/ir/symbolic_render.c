@@ -175,6 +175,7 @@ static void render_bare(Out *o, UOp *u, int depth) {
     return;
   case OP_MAX: render_call(o, "max", u, depth); return;
   case OP_CAST: render_call(o, dt_scalar_name((ScalarType)u->dtype.scalar), u, depth); return;
+  case OP_BITCAST: render_call(o, "bitcast", u, depth); return;
   case OP_MULACC:
     render(o, u->src[0], P_MUL, depth);
     put(o, "*");

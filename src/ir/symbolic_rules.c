@@ -123,6 +123,15 @@ static UOp *const_second(void *ctx, UOp **c) {
   return uop_alu2((Op)u->op, u->src[1], u->src[0]);
 }
 
+static UOp *bitcast_const(void *ctx, UOp **c) {
+  (void)ctx;
+  UOp *u = c[R], *k = u->src[0];
+  if (!scalar(u)) return NULL;
+  return uop_const(
+      u->ctx, u->dtype,
+      cval_bitcast(uop_const_val(k), (ScalarType)k->dtype.scalar, (ScalarType)u->dtype.scalar));
+}
+
 static UOp *cast_const(void *ctx, UOp **c) {
   (void)ctx;
   UOp *u = c[R], *k = u->src[0];
@@ -229,6 +238,10 @@ static const Rule simple_rules[] = {
     /* cast(c) -> c converted */
     {UPAT(.ops = P_OPS(OP_CAST), .slot = R, .kind = UPAT_SRC_TUPLE, .src = P_SRC(K(0)), .nsrc = 1),
      cast_const},
+    /* bitcast(c) -> c's bits as the other dtype */
+    {UPAT(.ops = P_OPS(OP_BITCAST), .slot = R, .kind = UPAT_SRC_TUPLE, .src = P_SRC(K(0)),
+          .nsrc = 1),
+     bitcast_const},
     /* cast(x) to x's own dtype -> x */
     {UPAT(.ops = P_OPS(OP_CAST), .slot = R, .kind = UPAT_SRC_TUPLE, .src = P_SRC(V(X)), .nsrc = 1),
      cast_noop},
