@@ -149,6 +149,24 @@ static int extensions(const KernelDesc *kd, const CodegenOpts *base, const OptPl
       n++;
     }
   }
+  /* grid: with LOCAL, the kernel's one reduced axis staged through
+   * work-group memory by its innermost loop (a float sum's first digit, else
+   * the axis); opt_check refuses the one that does not apply */
+  int64_t sblock;
+  bool local = false;
+  for (int d = 0; d < kd->ndim; d++) local |= loc[d] > 1;
+  uint32_t red = kd->reduce_axes;
+  if (grid && local && opt_stage(from, &sblock) < 0 && red && !(red & (red - 1)) &&
+      from->n < OPT_MAX_STEPS) {
+    int d = __builtin_ctz(red);
+    int64_t b[2] = {cg_reduce_inner(kd->full[d], true), cg_reduce_inner(kd->full[d], false)};
+    for (int i = 0; i < (b[0] == b[1] ? 1 : 2) && n < cap; i++) {
+      if (b[i] < 2 || b[i] > INT32_MAX) continue;
+      out[n] = *from;
+      out[n].step[out[n].n++] = (OptStep){OPT_STAGE, (uint8_t)d, (int32_t)b[i]};
+      n++;
+    }
+  }
   /* cores: runs of an output axis's blocks (CACHE), when the plan has none */
   int64_t run;
   bool cached = opt_cache(from, &run) >= 0;
