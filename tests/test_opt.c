@@ -464,7 +464,7 @@ static void test_check_refuses(void **state) {
       {{1, {{OPT_CACHE, 0, 5}}}, "divide the axis's blocks"},
       {{1, {{OPT_CACHE, 0, 1}}}, "from 2"},
       {{2, {{OPT_UPCAST, 0, 4}, {OPT_CACHE, 0, 2}}}, "divide the axis's blocks"}, /* 3 blocks */
-      {{2, {{OPT_CACHE, 0, 2}, {OPT_CACHE, 0, 3}}}, "caches twice"},
+      {{2, {{OPT_CACHE, 0, 2}, {OPT_CACHE, 0, 3}}}, "has another CACHE"},
   };
   OptTarget cpu = {.mode = CG_MODE_CORES},
             grid = {.mode = CG_MODE_GRID, .max_local = 64, .shared_bytes = 16384};

@@ -7,8 +7,22 @@
 
 #include "codegen/opt.h"
 
-static const char *const kind_name[OPT_KINDS] = {"UPCAST", "GROUP", "UNROLL", "SPREAD",
-                                                 "LOCAL",  "STAGE", "CACHE"};
+#define CORES (1u << CG_MODE_CORES)
+#define GRID (1u << CG_MODE_GRID)
+#define NO_GROUPS "the device has no work groups"
+/* name, modes, why not elsewhere, reduced axis, shares an axis, once, search: modes, amounts */
+static const OptKindInfo kinds[OPT_KINDS] = {
+    [OPT_UPCAST] = {"UPCAST", CORES | GRID, NULL, false, false, false, CORES | GRID, 2, 32},
+    [OPT_GROUP] = {"GROUP", GRID, NO_GROUPS, true, false, true, GRID, 16, OPT_MAX_GROUP},
+    [OPT_UNROLL] = {"UNROLL", CORES | GRID, NULL, true, false, true, CORES | GRID, 4, 32},
+    [OPT_SPREAD] = {"SPREAD", CORES | GRID, NULL, false, false, false, GRID, 2, 32},
+    [OPT_LOCAL] = {"LOCAL", GRID, NO_GROUPS, false, true, false, GRID, 4, 16},
+    [OPT_STAGE] = {"STAGE", GRID, NO_GROUPS, true, true, true, 0, 0, 0},
+    [OPT_CACHE] = {"CACHE", CORES, "the device runs no loops over outputs", false, true, true,
+                   CORES, 4, 16},
+};
+
+const OptKindInfo *opt_kind_info(int k) { return k >= 0 && k < OPT_KINDS ? &kinds[k] : NULL; }
 
 static bool is_output_axis(const KernelDesc *kd, int d) { return !(kd->reduce_axes >> d & 1); }
 
@@ -67,8 +81,8 @@ static const char *group_blocker(UOp *norm, bool need32, uint32_t *axes, int *nr
 
 static bool pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
-static const char *stage_blocker(UOp *norm, const KernelDesc *kd, const OptStep *s, int stages,
-                                 uint32_t local, int groups, int unrolls, uint32_t spread);
+static const char *stage_blocker(UOp *norm, const KernelDesc *kd, const OptStep *s, uint32_t local,
+                                 int groups, int unrolls, uint32_t spread);
 static int step_of(const OptPlan *plan, OptKind kind, int64_t *amount);
 
 void opt_target(const CodegenOpts *o, OptTarget *t) {
@@ -93,14 +107,27 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
   int64_t split[TVK_MAX_DIMS]; /* per axis: what SPREAD and UPCAST split it by so far */
   for (int d = 0; d < TVK_MAX_DIMS; d++) split[d] = 1;
   int groups = 0, upcasts = 0, unrolls = 0, stages = 0, caches = 0;
+  int count[OPT_KINDS] = {0};
   for (int i = 0; i < plan->n; i++) {
     const OptStep *s = &plan->step[i];
     if (s->kind >= OPT_KINDS)
       return err_set(err, TVK_ERR_INVALID_ARG, "opt: step %d has kind %d", i, s->kind);
-    const char *k = kind_name[s->kind];
+    const OptKindInfo *ki = &kinds[s->kind];
+    const char *k = ki->name;
     if (s->axis >= kd->ndim)
       return err_set(err, TVK_ERR_INVALID_ARG, "opt: step %d: %s of axis %d of a %d-dim kernel", i,
                      k, s->axis, kd->ndim);
+    /* what the table says of every kind: where it applies, which axes, how often */
+    const char *why = !(ki->modes >> t->mode & 1)                    ? ki->no_mode
+                      : ki->reduced && is_output_axis(kd, s->axis)   ? "the axis is not reduced"
+                      : !ki->reduced && !is_output_axis(kd, s->axis) ? "the axis is reduced"
+                      : ki->once && count[s->kind]                   ? "the plan has another"
+                                                                     : NULL;
+    if (why)
+      return err_set(err, TVK_ERR_INVALID_ARG, "opt: step %d: %s(%d, %" PRId32 "): %s%s%s", i, k,
+                     s->axis, s->amount, why, ki->once && count[s->kind] ? " " : "",
+                     ki->once && count[s->kind] ? k : "");
+    count[s->kind]++;
     if (s->kind == OPT_STAGE) { /* checked below, with the plan's LOCALs */
       stages++;
       continue;
@@ -128,10 +155,7 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
     if (s->kind == OPT_GROUP) {
       uint32_t axes = 0;
       int nred = 0;
-      const char *why = t->mode != CG_MODE_GRID       ? "the device has no work groups"
-                        : is_output_axis(kd, s->axis) ? "the axis is not reduced"
-                        : groups                      ? "the plan groups another axis"
-                                                      : group_blocker(norm, true, &axes, &nred);
+      why = group_blocker(norm, true, &axes, &nred);
       if (!why && !(axes >> s->axis & 1)) why = "the axis is not reduced";
       if (!why && (!pow2(s->amount) || s->amount < 2 || s->amount > OPT_MAX_GROUP))
         why = "the amount must be a power of two from 2 to " OPT_MAX_GROUP_STR;
@@ -147,9 +171,7 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
     if (s->kind == OPT_UNROLL) {
       uint32_t axes = 0;
       int nred = 0;
-      const char *why = is_output_axis(kd, s->axis) ? "the axis is not reduced"
-                        : unrolls                   ? "the plan unrolls another axis"
-                                                    : group_blocker(norm, false, &axes, &nred);
+      why = group_blocker(norm, false, &axes, &nred);
       if (!why && !(axes >> s->axis & 1)) why = "the axis is not reduced";
       if (!why && (s->amount < 2 || s->amount > OPT_MAX_UNROLL || n % s->amount != 0))
         why = "the amount must divide the axis and be from 2 to " OPT_MAX_UNROLL_STR;
@@ -164,9 +186,7 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
       unrolls++;
       continue;
     }
-    if (!is_output_axis(kd, s->axis))
-      return err_set(err, TVK_ERR_INVALID_ARG, "opt: step %d: %s of axis %d, which is reduced", i,
-                     k, s->axis);
+    /* UPCAST, SPREAD */
     if (s->amount < 1 || s->amount > OPT_MAX_COPIES || n % (split[s->axis] * s->amount) != 0)
       return err_set(err, TVK_ERR_INVALID_ARG,
                      "opt: step %d: %s(%d, %" PRId32 ") of an axis of size %" PRId64
@@ -186,22 +206,17 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
   for (int i = 0; i < plan->n && stages; i++) {
     const OptStep *s = &plan->step[i];
     if (s->kind != OPT_STAGE) continue;
-    const char *why = t->mode != CG_MODE_GRID
-                          ? "the device has no work groups"
-                          : stage_blocker(norm, kd, s, stages, local, groups, unrolls, spread);
+    const char *why = stage_blocker(norm, kd, s, local, groups, unrolls, spread);
     if (why)
       return err_set(err, TVK_ERR_INVALID_ARG, "opt: step %d: STAGE(%d, %" PRId32 "): %s", i,
                      s->axis, s->amount, why);
   }
-  /* CACHE: runs of the axis's blocks (what the upcasts leave), in cores mode */
+  /* CACHE: runs of the axis's blocks (what the upcasts leave) */
   for (int i = 0; i < plan->n && caches; i++) {
     const OptStep *s = &plan->step[i];
     if (s->kind != OPT_CACHE) continue;
     int64_t blocks = kd->full[s->axis] / split[s->axis];
-    const char *why = t->mode != CG_MODE_CORES       ? "the device runs no loops over outputs"
-                      : caches > 1                   ? "the plan caches twice"
-                      : !is_output_axis(kd, s->axis) ? "the axis is reduced"
-                      : s->amount < 2 || blocks % s->amount
+    const char *why = s->amount < 2 || blocks % s->amount
                           ? "the amount must be from 2 and divide the axis's blocks"
                           : NULL;
     if (why)
@@ -215,9 +230,7 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
     const OptStep *s = &plan->step[i];
     if (s->kind != OPT_LOCAL) continue;
     int64_t blocks = kd->full[s->axis] / split[s->axis];
-    const char *why = t->mode != CG_MODE_GRID        ? "the device has no work groups"
-                      : !is_output_axis(kd, s->axis) ? "the axis is reduced"
-                      : groups                       ? "the plan groups a reduce (not supported)"
+    const char *why = groups ? "the plan groups a reduce (not supported)"
                       : s->amount < 1 || blocks % s->amount
                           ? "the amount must divide the axis's blocks"
                           : NULL;
@@ -235,9 +248,8 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
  * the kernel's one reduced axis, whose reduces are all float sums or all
  * exact, by the innermost loop lowering makes of it (cg_reduce_inner), with
  * nothing past the axis's end. NULL when it can, else why not. */
-static const char *stage_blocker(UOp *norm, const KernelDesc *kd, const OptStep *s, int stages,
-                                 uint32_t local, int groups, int unrolls, uint32_t spread) {
-  if (stages > 1) return "the plan stages twice";
+static const char *stage_blocker(UOp *norm, const KernelDesc *kd, const OptStep *s, uint32_t local,
+                                 int groups, int unrolls, uint32_t spread) {
   if (!local) return "the plan has no LOCAL (no invocations to share the block)";
   if (groups || unrolls || spread) return "the plan groups, unrolls or spreads (not supported)";
   if (kd->reduce_axes != 1u << s->axis) return "the axis is not the kernel's one reduced axis";
@@ -311,7 +323,7 @@ void opt_plan_str(const OptPlan *plan, char *buf, size_t n) {
   for (int i = 0; i < plan->n && at < n; i++) {
     const OptStep *s = &plan->step[i];
     at += (size_t)snprintf(buf + at, n - at, "%s%s(%d,%" PRId32 ")", i ? " " : "",
-                           s->kind < OPT_KINDS ? kind_name[s->kind] : "?", s->axis, s->amount);
+                           s->kind < OPT_KINDS ? kinds[s->kind].name : "?", s->axis, s->amount);
   }
 }
 

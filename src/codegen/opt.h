@@ -127,6 +127,24 @@ void opt_target(const CodegenOpts *o, OptTarget *t);
 /* UNROLL amounts: up to this many lanes. */
 #define OPT_MAX_UNROLL 64
 
+/* What every plan kind is, in one table (opt.c): opt_check's common checks,
+ * names and the search's candidates read it; a kind's own rules (what its
+ * amount must divide, what it combines with) and its lowering stay with it. */
+typedef struct {
+  const char *name;     /* "UPCAST" */
+  uint8_t modes;        /* bit CG_MODE_CORES, bit CG_MODE_GRID: where it applies */
+  const char *no_mode;  /* why not, elsewhere ("the device has no work groups") */
+  bool reduced;         /* it splits a reduced axis (else an output axis) */
+  bool shares_axis;     /* may split an axis another step splits (LOCAL, STAGE, CACHE) */
+  bool once;            /* at most one step of the kind per plan */
+  uint8_t search_modes; /* where the search offers it (SPREAD: only where it coalesces) */
+  int32_t search_lo;    /* the search's amounts: powers of two in [lo, hi]; 0: none */
+  int32_t search_hi;    /*   (STAGE's amount is the axis's innermost loop: search.c) */
+} OptKindInfo;
+
+/* The facts of kind k (< OPT_KINDS). */
+const OptKindInfo *opt_kind_info(int k);
+
 /* The plan the heuristic picks for a verified kernel (kernel_verify's norm and
  * desc) on target t. Always valid (opt_check passes); empty where nothing
  * pays. */

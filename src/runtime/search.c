@@ -128,30 +128,52 @@ static bool uses_axis(const OptPlan *p, int axis) {
   return false;
 }
 
-/* The single steps that may extend `from` (same kinds as the heuristic's). */
+static bool has_step(const OptPlan *p, int kind, int axis) {
+  for (int i = 0; i < p->n; i++)
+    if (p->step[i].kind == kind && (axis < 0 || p->step[i].axis == axis)) return true;
+  return false;
+}
+
+/* The single steps that may extend `from`: of each kind the device takes
+ * (opt_kind_info: where the search offers it, its amounts), on each axis of
+ * the kind's class that the plan leaves free, by each power of two in the
+ * kind's range that divides what the axis has left (GROUP excepted: its
+ * lanes may run past the end), within a work group's invocations for GROUP
+ * and LOCAL; and STAGE, whose amount is an axis's innermost loop. What does
+ * not pass opt_check is skipped when timed. */
 static int extensions(const KernelDesc *kd, const CodegenOpts *base, const OptPlan *from,
                       OptPlan *out, int cap) {
   int n = 0;
   bool grid = base->mode == CG_MODE_GRID;
+  int mode = grid ? CG_MODE_GRID : CG_MODE_CORES;
   int most = base->max_local > 0 ? base->max_local : 64;
-  /* grid: a work-group tile along an output axis the plan has no LOCAL of,
-   * of the blocks its upcasts leave (opt_check refuses what does not fit) */
-  int64_t up[TVK_MAX_DIMS], loc[TVK_MAX_DIMS], lanes;
+  int64_t up[TVK_MAX_DIMS], loc[TVK_MAX_DIMS];
   opt_upcasts(kd, from, up);
   opt_locals(from, loc);
-  bool grouped = opt_group(from, &lanes) >= 0;
-  for (int d = 0; grid && !grouped && d < kd->ndim && from->n < OPT_MAX_STEPS; d++) {
-    if (kd->reduce_axes >> d & 1 || loc[d] > 1) continue;
-    for (int32_t l = 4; l <= 16 && l <= most && n < cap; l *= 2) {
-      if ((kd->full[d] / up[d]) % l) continue;
-      out[n] = *from;
-      out[n].step[out[n].n++] = (OptStep){OPT_LOCAL, (uint8_t)d, l};
-      n++;
+  for (int k = 0; k < OPT_KINDS && from->n < OPT_MAX_STEPS; k++) {
+    const OptKindInfo *ki = opt_kind_info(k);
+    if (!(ki->search_modes >> mode & 1) || ki->search_lo < 2 || (ki->once && has_step(from, k, -1)))
+      continue;
+    for (int d = 0; d < kd->ndim; d++) {
+      bool red = kd->reduce_axes >> d & 1;
+      if (red != ki->reduced || (ki->shares_axis ? has_step(from, k, d) : uses_axis(from, d)))
+        continue;
+      /* what the axis has left: an output axis's blocks after its upcasts (and
+       * LOCAL's tiles, for CACHE), a reduced axis whole */
+      int64_t room = red ? kd->full[d] : kd->full[d] / up[d] / (k == OPT_CACHE ? loc[d] : 1);
+      bool threads = k == OPT_GROUP || k == OPT_LOCAL;
+      for (int32_t a = ki->search_lo; a <= ki->search_hi && n < cap; a *= 2) {
+        if ((threads && a > most) || (k != OPT_GROUP && room % a) || (k == OPT_CACHE && room == a))
+          continue;
+        out[n] = *from;
+        out[n].step[out[n].n++] = (OptStep){(uint8_t)k, (uint8_t)d, a};
+        n++;
+      }
     }
   }
-  /* grid: with LOCAL, the kernel's one reduced axis staged through
-   * work-group memory by its innermost loop (a float sum's first digit, else
-   * the axis); opt_check refuses the one that does not apply */
+  /* with LOCAL, the kernel's one reduced axis staged through work-group
+   * memory by its innermost loop (a float sum's first digit, else the axis);
+   * opt_check refuses the one that does not apply */
   int64_t sblock;
   bool local = false;
   for (int d = 0; d < kd->ndim; d++) local |= loc[d] > 1;
@@ -164,45 +186,6 @@ static int extensions(const KernelDesc *kd, const CodegenOpts *base, const OptPl
       if (b[i] < 2 || b[i] > INT32_MAX) continue;
       out[n] = *from;
       out[n].step[out[n].n++] = (OptStep){OPT_STAGE, (uint8_t)d, (int32_t)b[i]};
-      n++;
-    }
-  }
-  /* cores: runs of an output axis's blocks (CACHE), when the plan has none */
-  int64_t run;
-  bool cached = opt_cache(from, &run) >= 0;
-  for (int d = 0; !grid && !cached && d < kd->ndim && from->n < OPT_MAX_STEPS; d++) {
-    if (kd->reduce_axes >> d & 1) continue;
-    int64_t blocks = kd->full[d] / up[d];
-    for (int32_t p = 4; p <= 16 && blocks / p >= 2 && n < cap; p *= 2) {
-      if (blocks % p) continue;
-      out[n] = *from;
-      out[n].step[out[n].n++] = (OptStep){OPT_CACHE, (uint8_t)d, p};
-      n++;
-    }
-  }
-  for (int d = 0; d < kd->ndim; d++) {
-    if (uses_axis(from, d) || from->n >= OPT_MAX_STEPS) continue;
-    bool red = kd->reduce_axes >> d & 1;
-    for (int32_t a = 2; !red && a <= 32 && n < cap; a *= 2) {
-      if (kd->full[d] % a) continue;
-      out[n] = *from;
-      out[n].step[out[n].n++] = (OptStep){OPT_UPCAST, (uint8_t)d, a};
-      n++;
-      if (grid && n < cap) { /* the same copies, spread (coalesced) */
-        out[n] = *from;
-        out[n].step[out[n].n++] = (OptStep){OPT_SPREAD, (uint8_t)d, a};
-        n++;
-      }
-    }
-    for (int32_t u = 4; red && u <= 32 && n < cap; u *= 2) {
-      if (kd->full[d] % u) continue;
-      out[n] = *from;
-      out[n].step[out[n].n++] = (OptStep){OPT_UNROLL, (uint8_t)d, u};
-      n++;
-    }
-    for (int32_t l = 16; grid && red && l <= OPT_MAX_GROUP && l <= most && n < cap; l *= 2) {
-      out[n] = *from;
-      out[n].step[out[n].n++] = (OptStep){OPT_GROUP, (uint8_t)d, l};
       n++;
     }
   }
