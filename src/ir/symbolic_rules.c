@@ -123,22 +123,15 @@ static UOp *const_second(void *ctx, UOp **c) {
   return uop_alu2((Op)u->op, u->src[1], u->src[0]);
 }
 
-static UOp *bitcast_const(void *ctx, UOp **c) {
-  (void)ctx;
-  UOp *u = c[R], *k = u->src[0];
-  if (!scalar(u)) return NULL;
-  return uop_const(
-      u->ctx, u->dtype,
-      cval_bitcast(uop_const_val(k), (ScalarType)k->dtype.scalar, (ScalarType)u->dtype.scalar));
-}
-
+/* cast(c) or bitcast(c) -> c converted (bitcast: its bits read as the other dtype) */
 static UOp *cast_const(void *ctx, UOp **c) {
   (void)ctx;
   UOp *u = c[R], *k = u->src[0];
   if (!scalar(u)) return NULL;
-  return uop_const(
-      u->ctx, u->dtype,
-      cval_cast(uop_const_val(k), (ScalarType)k->dtype.scalar, (ScalarType)u->dtype.scalar));
+  ScalarType from = (ScalarType)k->dtype.scalar, to = (ScalarType)u->dtype.scalar;
+  CVal v = uop_const_val(k);
+  return uop_const(u->ctx, u->dtype,
+                   u->op == OP_BITCAST ? cval_bitcast(v, from, to) : cval_cast(v, from, to));
 }
 
 static UOp *cast_noop(void *ctx, UOp **c) {
@@ -241,7 +234,7 @@ static const Rule simple_rules[] = {
     /* bitcast(c) -> c's bits as the other dtype */
     {UPAT(.ops = P_OPS(OP_BITCAST), .slot = R, .kind = UPAT_SRC_TUPLE, .src = P_SRC(K(0)),
           .nsrc = 1),
-     bitcast_const},
+     cast_const},
     /* cast(x) to x's own dtype -> x */
     {UPAT(.ops = P_OPS(OP_CAST), .slot = R, .kind = UPAT_SRC_TUPLE, .src = P_SRC(V(X)), .nsrc = 1),
      cast_noop},
