@@ -176,6 +176,31 @@ static void test_create(void **state) {
   long online = sysconf(_SC_NPROCESSORS_ONLN);
   d = make_dev(0); /* one per core */
   assert_int_equal(d->limits.cores, online < 1 ? 1 : online > 1024 ? 1024 : online);
+  /* the L2 size the optimiser sizes CACHE runs with: what sysfs says of
+   * cpu0's level-2 cache, read here on its own ("1024K"), where it says it */
+  size_t l2 = 0;
+  for (int i = 0; i < 8 && !l2; i++) {
+    char path[96], lv[16] = "", ty[32] = "", sz[32] = "";
+    FILE *f;
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+    if (!(f = fopen(path, "r"))) break;
+    if (!fgets(lv, sizeof lv, f)) lv[0] = 0;
+    fclose(f);
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+    if ((f = fopen(path, "r"))) {
+      if (!fgets(ty, sizeof ty, f)) ty[0] = 0;
+      fclose(f);
+    }
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+    if (lv[0] != '2' || !strncmp(ty, "Instruction", 11) || !(f = fopen(path, "r"))) continue;
+    char unit = 0;
+    unsigned long v = 0;
+    if (fgets(sz, sizeof sz, f) && sscanf(sz, "%lu%c", &v, &unit) >= 1)
+      l2 = v << (unit == 'K' ? 10 : unit == 'M' ? 20 : 0);
+    fclose(f);
+  }
+  if (l2) assert_int_equal(d->limits.cache_bytes, l2);
+  fprintf(stderr, "L2: sysfs %zu bytes, the device %zu\n", l2, d->limits.cache_bytes);
   d->ops->destroy(d);
 
   DeviceOptions bad = {.threads = -2};
