@@ -395,14 +395,22 @@ static void check_case(Device *d, const Case *k) {
 
 static void test_random_plans(void **state) {
   Suite *s = *state;
+  /* and a CPU device of 5 threads: splits across cores that do not divide
+   * (the outer axes' blocks, flattened or not, in runs of ceil(n / 5)) */
+  DeviceOptions o5 = {.cache_dir = test_cache_dir(), .threads = 5};
+  Device *cpu5 = NULL;
+  Error err;
+  if (cpu_device_create(&o5, &cpu5, &err) != TVK_OK) fail_msg("cpu device: %s", err.msg);
   for (int i = 0; i < 40; i++) {
     Case k;
     random_case(s->c, &k);
     for (int d = 0; d < 2; d++)
       if (s->dev[d]) check_case(s->dev[d], &k);
+    check_case(cpu5, &k);
     case_free(&k);
     uop_pool_drain(s->c, 0);
   }
+  cpu5->ops->destroy(cpu5);
   if (s->dev[1]) /* the cases reach vectorize.c's quads and work-group tiles */
     assert_true(vector_kernels >= 5 && local_kernels >= 5);
   if (s->dev[0]) assert_true(cached_kernels >= 5); /* and the CPU's runs */
@@ -725,54 +733,52 @@ static const char golden_mm[] = C_PRELUDE
     "  const float *data1 = (const float *)bufs[1];\n"
     "  const float *data2 = (const float *)bufs[2];\n"
     "  (void)vals;\n"
-    "  int32_t alu0 = ((1/n_cores)+1);\n"
+    "  int32_t alu0 = ((3/n_cores)+1);\n"
     "  int64_t alu1 = (((int64_t)core_id)*((int64_t)alu0));\n"
-    "  int32_t cast0 = ((int32_t)((alu1<2LL)?alu1:2LL));\n"
-    "  int32_t alu2 = (cast0*16);\n"
-    "  int32_t alu3 = (2-cast0);\n"
-    "  int32_t alu4 = ((alu3<alu0)?alu3:alu0);\n"
-    "  int32_t alu5 = (cast0*8);\n"
-    "  for (int32_t ridx0 = 0; ridx0 < alu4; ridx0++) {\n"
-    "    int32_t alu6 = (alu2+(ridx0*16));\n"
-    "    int32_t alu7 = (alu5+(ridx0*8));\n"
-    "    for (int32_t ridx1 = 0; ridx1 < 2; ridx1++) {\n"
-    "      int32_t alu8 = (alu6+(ridx1*4));\n"
-    "      float acc0 = 0.0f;\n"
-    "      int32_t alu9 = (ridx1*16);\n"
-    "      float acc1 = 0.0f;\n"
-    "      float acc2 = 0.0f;\n"
-    "      float acc3 = 0.0f;\n"
-    "      float acc4 = 0.0f;\n"
-    "      float acc5 = 0.0f;\n"
-    "      float acc6 = 0.0f;\n"
-    "      float acc7 = 0.0f;\n"
-    "      for (int32_t ridx2 = 0; ridx2 < 4; ridx2++) {\n"
-    "        int32_t alu10 = (alu7+ridx2);\n"
-    "        float val0 = data1[alu10];\n"
-    "        int32_t alu11 = (alu9+ridx2);\n"
-    "        float val1 = data2[alu11];\n"
-    "        acc0 = tvk_fmaf(val0, val1, acc0);\n"
-    "        float val2 = data2[(alu11+4)];\n"
-    "        acc1 = tvk_fmaf(val0, val2, acc1);\n"
-    "        float val3 = data2[(alu11+8)];\n"
-    "        acc2 = tvk_fmaf(val0, val3, acc2);\n"
-    "        float val4 = data2[(alu11+12)];\n"
-    "        acc3 = tvk_fmaf(val0, val4, acc3);\n"
-    "        float val5 = data1[(alu10+4)];\n"
-    "        acc4 = tvk_fmaf(val5, val1, acc4);\n"
-    "        acc5 = tvk_fmaf(val5, val2, acc5);\n"
-    "        acc6 = tvk_fmaf(val5, val3, acc6);\n"
-    "        acc7 = tvk_fmaf(val5, val4, acc7);\n"
-    "      }\n"
-    "      data0[alu8] = acc0;\n"
-    "      data0[(alu8+1)] = acc1;\n"
-    "      data0[(alu8+2)] = acc2;\n"
-    "      data0[(alu8+3)] = acc3;\n"
-    "      data0[(alu8+8)] = acc4;\n"
-    "      data0[(alu8+9)] = acc5;\n"
-    "      data0[(alu8+10)] = acc6;\n"
-    "      data0[(alu8+11)] = acc7;\n"
+    "  int32_t cast0 = ((int32_t)((alu1<4LL)?alu1:4LL));\n"
+    "  int32_t alu2 = (4-cast0);\n"
+    "  int32_t alu3 = ((alu2<alu0)?alu2:alu0);\n"
+    "  for (int32_t ridx0 = 0; ridx0 < alu3; ridx0++) {\n"
+    "    int32_t alu4 = (cast0+ridx0);\n"
+    "    int32_t alu5 = (alu4/2);\n"
+    "    int32_t alu6 = (alu4%2);\n"
+    "    int32_t alu7 = ((alu5*16)+(alu6*4));\n"
+    "    float acc0 = 0.0f;\n"
+    "    int32_t alu8 = (alu5*8);\n"
+    "    int32_t alu9 = (alu6*16);\n"
+    "    float acc1 = 0.0f;\n"
+    "    float acc2 = 0.0f;\n"
+    "    float acc3 = 0.0f;\n"
+    "    float acc4 = 0.0f;\n"
+    "    float acc5 = 0.0f;\n"
+    "    float acc6 = 0.0f;\n"
+    "    float acc7 = 0.0f;\n"
+    "    for (int32_t ridx2 = 0; ridx2 < 4; ridx2++) {\n"
+    "      int32_t alu10 = (alu8+ridx2);\n"
+    "      float val0 = data1[alu10];\n"
+    "      int32_t alu11 = (alu9+ridx2);\n"
+    "      float val1 = data2[alu11];\n"
+    "      acc0 = tvk_fmaf(val0, val1, acc0);\n"
+    "      float val2 = data2[(alu11+4)];\n"
+    "      acc1 = tvk_fmaf(val0, val2, acc1);\n"
+    "      float val3 = data2[(alu11+8)];\n"
+    "      acc2 = tvk_fmaf(val0, val3, acc2);\n"
+    "      float val4 = data2[(alu11+12)];\n"
+    "      acc3 = tvk_fmaf(val0, val4, acc3);\n"
+    "      float val5 = data1[(alu10+4)];\n"
+    "      acc4 = tvk_fmaf(val5, val1, acc4);\n"
+    "      acc5 = tvk_fmaf(val5, val2, acc5);\n"
+    "      acc6 = tvk_fmaf(val5, val3, acc6);\n"
+    "      acc7 = tvk_fmaf(val5, val4, acc7);\n"
     "    }\n"
+    "    data0[alu7] = acc0;\n"
+    "    data0[(alu7+1)] = acc1;\n"
+    "    data0[(alu7+2)] = acc2;\n"
+    "    data0[(alu7+3)] = acc3;\n"
+    "    data0[(alu7+8)] = acc4;\n"
+    "    data0[(alu7+9)] = acc5;\n"
+    "    data0[(alu7+10)] = acc6;\n"
+    "    data0[(alu7+11)] = acc7;\n"
     "  }\n"
     "}\n";
 
@@ -785,10 +791,11 @@ static void test_golden_matmul(void **state) {
   assert_int_equal(codegen_kernel_opts(sink, NULL, &o, &ks), TVK_OK);
   if (getenv("TVK_GOLDEN_PRINT")) fprintf(stderr, "---- golden ----\n%s----\n", ks.src);
   if (strcmp(ks.src, golden_mm) != 0) fail_msg("generated source changed:\n%s", ks.src);
-  /* cores mode's launch: the split axis (M = 4 in blocks of 2) has 2 indices,
-   * each of 128 / 2 loop iterations of the 4 x 8 x 4 kernel */
-  assert_int_equal(ks.global[0], 2);
-  assert_int_equal(ks.global[1], 64);
+  /* cores mode's launch: the split (M = 4 in blocks of 2, fewer than
+   * CG_SPLIT_MERGE, flattened with N = 8 in blocks of 4) has 4 indices, each
+   * of 128 / 4 loop iterations of the 4 x 8 x 4 kernel */
+  assert_int_equal(ks.global[0], 4);
+  assert_int_equal(ks.global[1], 32);
   kernel_source_free(&ks);
   uop_pool_drain(s->c, 0);
 }

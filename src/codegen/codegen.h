@@ -103,6 +103,9 @@ bool st_to_indexed_uops(const ShapeTracker *st, UCtx *ctx, DType idt, UOp *const
 /* Largest core count the lowered code is correct for (the bounds of the
  * core_id and n_cores SPECIALs). */
 #define CG_MAX_CORES 4096
+/* Cores mode: an outermost output axis of fewer blocks than this is split
+ * across cores together with the next output axis (lower.c). */
+#define CG_SPLIT_MERGE 64
 
 /* Float sums accumulate in blocks (lower.c): a reduce axis longer than
  * CG_SUM_BLOCK is split into nested loops ("digits") of at most that many

@@ -270,16 +270,46 @@ static bool make_axes_cached(LowerCtx *lc) {
  * the dim), size-1 axes the constant 0. An upcast axis is this over its
  * blocks (lc->block), its lanes set per copy. With no output axis to split, a
  * one-iteration range (axis id ndim) keeps every core but the first idle. */
+/* The outermost output axis of more than one block is split across cores;
+ * when it has fewer than CG_SPLIT_MERGE blocks and another output axis
+ * follows, the two are split together (their blocks flattened, each core a
+ * run of them in the same order): a batch of 3 on 2 cores, or of 8 on 16,
+ * would leave cores idle or uneven. Sets *a0 and *a1 (-1: none). */
+static void split_axes(const LowerCtx *lc, int *a0, int *a1) {
+  const KernelDesc *ks = lc->ks;
+  *a0 = *a1 = -1;
+  for (int d = 0; d < ks->ndim; d++) {
+    if (ks->reduce_axes >> d & 1 || ks->full[d] / lc->up[d] == 1) continue;
+    if (*a0 < 0) {
+      *a0 = d;
+      if (ks->full[d] / lc->up[d] >= CG_SPLIT_MERGE) return;
+    } else {
+      *a1 = d;
+      return;
+    }
+  }
+}
+
 static bool make_axes(LowerCtx *lc) {
   const KernelDesc *ks = lc->ks;
   if (lc->caxis >= 0) return make_axes_cached(lc);
   bool split = false;
+  int a0, a1;
+  split_axes(lc, &a0, &a1);
   for (int d = 0; d < ks->ndim; d++) {
     bool red = ks->reduce_axes >> d & 1;
     int64_t n = red ? ks->full[d] : ks->full[d] / lc->up[d]; /* blocks of an upcast axis */
-    if (n == 1)
+    if (d == a1) continue;                                   /* made with a0 */
+    if (n == 1) {
       lc->axis[d] = lc->zero;
-    else if (!red && !split)
+    } else if (d == a0 && a1 >= 0) { /* the two axes' blocks flattened, split */
+      int64_t n1 = ks->full[a1] / lc->up[a1];
+      UOp *i = split_axis(lc, n * n1, d), *c1 = b_c(lc, n1);
+      lc->axis[d] = b2(OP_IDIV, i, c1);
+      lc->axis[a1] = lc->block[a1] = b2(OP_MOD, i, c1);
+      if (!lc->axis[a1]) return false;
+      split = true;
+    } else if (!red && !split)
       lc->axis[d] = split_axis(lc, n, d), split = true;
     else if (red)
       lc->axis[d] = reduce_axis(lc, d, n);
