@@ -606,7 +606,7 @@ static int64_t inner_bytes(const KernelDesc *kd, const Shape *sh, int k, int oth
  * the run's rows of the other operand (A) stay in L2. P: the largest power
  * of two up to 64 whose rows of A fill at most half of L2, leaving at
  * least 16 runs to share among the cores. Matmul 2048 on the 2-vCPU EPYC
- * (Zen 4, 1 MiB L2): B is 16 MiB, A's 8-row blocks 64 KiB each, P = 8. */
+ * (Zen 5, 1 MiB L2): B is 16 MiB, A's 8-row blocks 64 KiB each, P = 8. */
 static void cache_runs(const KernelDesc *kd, const Shape *sh, const OptTarget *t, int vec,
                        int other, int32_t rows, OptPlan *plan) {
   if (!t->cache_bytes || plan->n >= OPT_MAX_STEPS) return;
