@@ -265,11 +265,6 @@ static bool make_axes_cached(LowerCtx *lc) {
   return lc->axis[c] != NULL;
 }
 
-/* Sets lc->axis: the first output axis of size other than 1 is split across
- * cores, the other output axes and the reduced axes get a RANGE each (axis id =
- * the dim), size-1 axes the constant 0. An upcast axis is this over its
- * blocks (lc->block), its lanes set per copy. With no output axis to split, a
- * one-iteration range (axis id ndim) keeps every core but the first idle. */
 /* The outermost output axis of more than one block is split across cores;
  * when it has fewer than CG_SPLIT_MERGE blocks and another output axis
  * follows, the two are split together (their blocks flattened, each core a
@@ -290,6 +285,12 @@ static void split_axes(const LowerCtx *lc, int *a0, int *a1) {
   }
 }
 
+/* Sets lc->axis: the first output axis of size other than 1 is split across
+ * cores (with the next, split_axes), the other output axes and the reduced
+ * axes get a RANGE each (axis id = the dim), size-1 axes the constant 0. An
+ * upcast axis is this over its blocks (lc->block), its lanes set per copy.
+ * With no output axis to split, a one-iteration range (axis id ndim) keeps
+ * every core but the first idle. */
 static bool make_axes(LowerCtx *lc) {
   const KernelDesc *ks = lc->ks;
   if (lc->caxis >= 0) return make_axes_cached(lc);
@@ -775,18 +776,6 @@ static UOp *levels(LowerCtx *lc, Op op, UOp *ident, UOp *x, UOp *const *loops, i
   return v;
 }
 
-/* REDUCE_AXIS(x) -> ASSIGN(acc, acc op x), acc = DEFINE_ACC(identity, the reduce's loops).
- *
- * A float sum accumulates in levels (CG_SUM_BLOCK): its loops, innermost
- * first, are grouped into levels of at most CG_SUM_BLOCK iterations, each
- * with an accumulator of its own; level L + 1 adds level L's total each time
- * level L's loops close. (Level 0 is a plain loop, not a tree of adds: a
- * register tile of loop-carried accumulators is what compilers vectorise.) An exact reduce
- * (integers, max, product) has one level over every loop. Elements past an
- * axis's end (its digits cover more) are the identity.
- *
- * Both lowerings make the same loops, so they add the same numbers in the
- * same order. */
 /* A float32's bits as an int32 that orders as the float does: the magnitude
  * bits flipped where the sign is set (u ^ (u >> 31) * 0x7fffffff, in
  * uint32 so that no shift is of a negative value). The same map turns a key
@@ -815,6 +804,18 @@ static bool keyed_reduce(LowerCtx *lc, const UOp *r, UOp **x, Op op) {
   return true;
 }
 
+/* REDUCE_AXIS(x) -> ASSIGN(acc, acc op x), acc = DEFINE_ACC(identity, the reduce's loops).
+ *
+ * A float sum accumulates in levels (CG_SUM_BLOCK): its loops, innermost
+ * first, are grouped into levels of at most CG_SUM_BLOCK iterations, each
+ * with an accumulator of its own; level L + 1 adds level L's total each time
+ * level L's loops close. (Level 0 is a plain loop, not a tree of adds: a
+ * register tile of loop-carried accumulators is what compilers vectorise.) An exact reduce
+ * (integers, max, product) has one level over every loop. Elements past an
+ * axis's end (its digits cover more) are the identity.
+ *
+ * Both lowerings make the same loops, so they add the same numbers in the
+ * same order. */
 static UOp *lower_reduce(void *ctx, UOp **c) {
   LowerCtx *lc = ctx;
   UOp *r = c[X], *x = r->src[0], *loops[MAX_LOOPS];
