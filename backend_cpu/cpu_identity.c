@@ -1,5 +1,7 @@
-/* The CPU identity that goes into the CPU backend's cache key. The hash and
- * the cache directory are shared with the other backends: src/runtime/cache.c. */
+/* What the CPU backend reads of the machine: the CPU identity that goes into
+ * its cache key (the hash and the cache directory are shared with the other
+ * backends: src/runtime/cache.c), and the L2 size the optimiser sizes its
+ * CACHE runs with. */
 #include "cpu_internal.h"
 #include "ir/vec.h"
 
