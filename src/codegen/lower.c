@@ -232,39 +232,6 @@ static UOp *reduce_axis(LowerCtx *lc, int d, int64_t n) {
   return d == lc->uaxis ? unroll_axis(lc, d, n) : reduce_loops(lc, d, n, d);
 }
 
-/* Cores mode with a CACHE (opt.h): axis c's blocks in runs of P. The runs
- * are the outermost loop, split across cores; the other output axes follow
- * in order, then the P blocks of a run. Loops nest by their RANGE's axis id
- * (linearize.c), so the runs take c's own id, the smallest of the output
- * loops here, the other output axes ids ndim + 1 + d and a run's blocks
- * 2 * ndim + 1: all unused by reduce loops (ids d of reduced axes, then
- * digits from 2 * ndim + 2). */
-static bool make_axes_cached(LowerCtx *lc) {
-  const KernelDesc *ks = lc->ks;
-  int c = lc->caxis;
-  int64_t P = lc->crun, blocks = ks->full[c] / lc->up[c];
-  UOp *runs = split_axis(lc, blocks / P, c);
-  for (int d = 0; d < ks->ndim; d++) {
-    bool red = ks->reduce_axes >> d & 1;
-    int64_t n = red ? ks->full[d] : ks->full[d] / lc->up[d];
-    if (d == c)
-      continue;
-    else if (n == 1)
-      lc->axis[d] = lc->zero;
-    else if (red)
-      lc->axis[d] = reduce_axis(lc, d, n);
-    else
-      lc->outer[lc->nouter++] = lc->axis[d] = b_range(lc, n, ks->ndim + 1 + d);
-    if (!(lc->block[d] = lc->axis[d])) return false;
-  }
-  UOp *in = b_range(lc, P, 2 * (int64_t)ks->ndim + 1);
-  lc->outer[lc->nouter++] = in;
-  lc->axis[c] = lc->block[c] = b2(OP_ADD, b2(OP_MUL, runs, b_c(lc, P)), in);
-  for (int i = 0; i < lc->nouter; i++)
-    if (!lc->outer[i]) return false;
-  return lc->axis[c] != NULL;
-}
-
 /* The outermost output axis of more than one block is split across cores;
  * when it has fewer than CG_SPLIT_MERGE blocks and another output axis
  * follows, the two are split together (their blocks flattened, each core a
@@ -290,17 +257,24 @@ static void split_axes(const LowerCtx *lc, int *a0, int *a1) {
  * axes get a RANGE each (axis id = the dim), size-1 axes the constant 0. An
  * upcast axis is this over its blocks (lc->block), its lanes set per copy.
  * With no output axis to split, a one-iteration range (axis id ndim) keeps
- * every core but the first idle. */
+ * every core but the first idle.
+ * With a CACHE (opt.h) of axis c, c's blocks run in runs of P: the runs are
+ * split instead, the other output axes follow in order, then the P blocks of
+ * a run. Loops nest by their RANGE's axis id (linearize.c), so the runs take
+ * c's own id, the smallest of the output loops then, the other output axes
+ * ids ndim + 1 + d and a run's blocks 2 * ndim + 1: all unused by reduce
+ * loops (ids d of reduced axes, then digits from 2 * ndim + 2). */
 static bool make_axes(LowerCtx *lc) {
   const KernelDesc *ks = lc->ks;
-  if (lc->caxis >= 0) return make_axes_cached(lc);
-  bool split = false;
-  int a0, a1;
-  split_axes(lc, &a0, &a1);
+  int c = lc->caxis, a0 = -1, a1 = -1;
+  bool split = c >= 0;
+  UOp *runs = split ? split_axis(lc, ks->full[c] / lc->up[c] / lc->crun, c) : NULL;
+  int64_t ids = split ? ks->ndim + 1 : 0; /* added to an output axis's RANGE id */
+  if (!split) split_axes(lc, &a0, &a1);
   for (int d = 0; d < ks->ndim; d++) {
     bool red = ks->reduce_axes >> d & 1;
     int64_t n = red ? ks->full[d] : ks->full[d] / lc->up[d]; /* blocks of an upcast axis */
-    if (d == a1) continue;                                   /* made with a0 */
+    if (d == a1 || d == c) continue;                         /* made with a0, after the loop */
     if (n == 1) {
       lc->axis[d] = lc->zero;
     } else if (d == a0 && a1 >= 0) { /* the two axes' blocks flattened, split */
@@ -315,8 +289,14 @@ static bool make_axes(LowerCtx *lc) {
     else if (red)
       lc->axis[d] = reduce_axis(lc, d, n);
     else
-      lc->outer[lc->nouter++] = lc->axis[d] = b_range(lc, n, d);
+      lc->outer[lc->nouter++] = lc->axis[d] = b_range(lc, n, ids + d);
     if (!(lc->block[d] = lc->axis[d])) return false;
+  }
+  if (c >= 0) { /* a run's blocks, the innermost output loop */
+    UOp *in = b_range(lc, lc->crun, 2 * (int64_t)ks->ndim + 1);
+    lc->outer[lc->nouter++] = in;
+    if (!(lc->axis[c] = lc->block[c] = b2(OP_ADD, b2(OP_MUL, runs, b_c(lc, lc->crun)), in)))
+      return false;
   }
   if (!split) {
     split_axis(lc, 1, ks->ndim);

@@ -106,8 +106,8 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
   uint32_t local = 0;                        /* axes split by LOCAL */
   int64_t split[TVK_MAX_DIMS]; /* per axis: what SPREAD and UPCAST split it by so far */
   for (int d = 0; d < TVK_MAX_DIMS; d++) split[d] = 1;
-  int groups = 0, upcasts = 0, unrolls = 0, stages = 0, caches = 0;
-  int count[OPT_KINDS] = {0};
+  int upcasts = 0;            /* UPCAST and SPREAD steps by more than 1 */
+  int count[OPT_KINDS] = {0}; /* steps of each kind so far */
   for (int i = 0; i < plan->n; i++) {
     const OptStep *s = &plan->step[i];
     if (s->kind >= OPT_KINDS)
@@ -128,14 +128,7 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
                      s->axis, s->amount, why, ki->once && count[s->kind] ? " " : "",
                      ki->once && count[s->kind] ? k : "");
     count[s->kind]++;
-    if (s->kind == OPT_STAGE) { /* checked below, with the plan's LOCALs */
-      stages++;
-      continue;
-    }
-    if (s->kind == OPT_CACHE) { /* checked below, against the axis's blocks */
-      caches++;
-      continue;
-    }
+    if (s->kind == OPT_STAGE || s->kind == OPT_CACHE) continue; /* checked below */
     if (s->kind == OPT_LOCAL) { /* checked below, against the axis's blocks */
       if (local >> s->axis & 1)
         return err_set(err, TVK_ERR_INVALID_ARG, "opt: step %d: axis %d is split twice", i,
@@ -165,7 +158,6 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
       if (why)
         return err_set(err, TVK_ERR_INVALID_ARG, "opt: step %d: GROUP(%d, %" PRId32 "): %s", i,
                        s->axis, s->amount, why);
-      groups++;
       continue;
     }
     if (s->kind == OPT_UNROLL) {
@@ -183,7 +175,6 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
         return err_set(err, TVK_ERR_INVALID_ARG,
                        "opt: step %d: the plan makes %" PRId64 " copies of the body (at most %d)",
                        i, copies, OPT_MAX_COPIES);
-      unrolls++;
       continue;
     }
     /* UPCAST, SPREAD */
@@ -200,10 +191,11 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
                      i, copies, OPT_MAX_COPIES);
     upcasts += s->amount > 1;
   }
+  int groups = count[OPT_GROUP], unrolls = count[OPT_UNROLL];
   if (groups && (upcasts || unrolls))
     return err_set(err, TVK_ERR_INVALID_ARG, "opt: a plan both groups and %s (not supported)",
                    upcasts ? "upcasts" : "unrolls");
-  for (int i = 0; i < plan->n && stages; i++) {
+  for (int i = 0; i < plan->n && count[OPT_STAGE]; i++) {
     const OptStep *s = &plan->step[i];
     if (s->kind != OPT_STAGE) continue;
     const char *why = stage_blocker(norm, kd, s, local, groups, unrolls, spread);
@@ -212,7 +204,7 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
                      s->axis, s->amount, why);
   }
   /* CACHE: runs of the axis's blocks (what the upcasts leave) */
-  for (int i = 0; i < plan->n && caches; i++) {
+  for (int i = 0; i < plan->n && count[OPT_CACHE]; i++) {
     const OptStep *s = &plan->step[i];
     if (s->kind != OPT_CACHE) continue;
     int64_t blocks = kd->full[s->axis] / split[s->axis];

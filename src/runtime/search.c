@@ -122,15 +122,10 @@ typedef struct {
   double ms;
 } Cand;
 
-static bool uses_axis(const OptPlan *p, int axis) {
-  for (int i = 0; i < p->n; i++)
-    if (p->step[i].axis == axis) return true;
-  return false;
-}
-
+/* Whether plan p has a step of `kind` (-1: any) on `axis` (-1: any). */
 static bool has_step(const OptPlan *p, int kind, int axis) {
   for (int i = 0; i < p->n; i++)
-    if (p->step[i].kind == kind && (axis < 0 || p->step[i].axis == axis)) return true;
+    if ((kind < 0 || p->step[i].kind == kind) && (axis < 0 || p->step[i].axis == axis)) return true;
   return false;
 }
 
@@ -156,8 +151,7 @@ static int extensions(const KernelDesc *kd, const CodegenOpts *base, const OptPl
       continue;
     for (int d = 0; d < kd->ndim; d++) {
       bool red = kd->reduce_axes >> d & 1;
-      if (red != ki->reduced || (ki->shares_axis ? has_step(from, k, d) : uses_axis(from, d)))
-        continue;
+      if (red != ki->reduced || has_step(from, ki->shares_axis ? k : -1, d)) continue;
       /* what the axis has left: an output axis's blocks after its upcasts (and
        * LOCAL's tiles, for CACHE), a reduced axis whole */
       int64_t room = red ? kd->full[d] : kd->full[d] / up[d] / (k == OPT_CACHE ? loc[d] : 1);
