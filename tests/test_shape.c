@@ -758,6 +758,225 @@ static void test_doc_example(void **state) {
   st_free(st);
 }
 
+/* ---------------------------------------------------------------- symbolic shapes */
+
+/* Symbolic trackers are checked through substitution: ops whose arguments are
+ * expressions in a variable n build one tracker; for each value of n, the
+ * tracker with n substituted must index every element as the model does
+ * when the same ops run with n replaced by that value. */
+
+#define SYM_LO 1
+#define SYM_HI 6
+
+static sint sym_n(void) { return sint_var("n", SYM_LO, SYM_HI); }
+
+static void print_sym(int n, const sint *v, const char *what) {
+  fprintf(stderr, "  %s (", what);
+  for (int d = 0; d < n; d++) {
+    char txt[96];
+    sint_str(v[d], txt, sizeof txt);
+    fprintf(stderr, "%s, ", txt);
+  }
+  fprintf(stderr, ")\n");
+}
+
+static MOp op_eval(const MOp *op, int ndim, sint n, int64_t v) {
+  MOp r = *op;
+  int k = op->kind == M_RESHAPE ? op->ndim : ndim;
+  for (int d = 0; d < k; d++) {
+    r.shape[d] = sint_eval(op->shape[d], 1, &n, &v);
+    r.pr[d][0] = sint_eval(op->pr[d][0], 1, &n, &v);
+    r.pr[d][1] = sint_eval(op->pr[d][1], 1, &n, &v);
+  }
+  return r;
+}
+
+/* A random op on the symbolic shape (ndim, shape) valid for every n; the
+ * element count stays at most LIMIT at n's largest value. */
+static void gen_sym_op(int ndim, const sint *shape, sint n, MOp *op) {
+  memset(op, 0, sizeof *op);
+  op->kind = (MKind)rnd_n(M_KINDS);
+  sint numel = 1;
+  for (int d = 0; d < ndim; d++) numel = sint_mul(numel, shape[d]);
+  switch (op->kind) {
+  case M_RESHAPE: {
+    op->ndim = ndim;
+    memcpy(op->shape, shape, sizeof op->shape);
+    int a = ndim ? rnd_n(ndim) : 0;
+    if (rnd_n(2) && ndim >= 2 && a < ndim - 1) { /* merge a with a + 1 */
+      op->shape[a] = sint_mul(shape[a], shape[a + 1]);
+      for (int d = a + 1; d < ndim - 1; d++) op->shape[d] = shape[d + 1];
+      op->ndim = ndim - 1;
+    } else if (ndim >= 1 && ndim < MAXD) { /* split a by a factor every n allows */
+      sint f = 1;
+      for (sint c = 2; c <= 4; c++)
+        if (sint_fmod(shape[a], c) == 0 && rnd_n(2)) f = c;
+      bool outer = rnd_n(2);
+      for (int d = ndim; d > a + 1; d--) op->shape[d] = shape[d - 1];
+      op->shape[a] = outer ? f : sint_fdiv(shape[a], f);
+      op->shape[a + 1] = outer ? sint_fdiv(shape[a], f) : f;
+      op->ndim = ndim + 1;
+    }
+    break;
+  }
+  case M_PERMUTE:
+    for (int d = 0; d < ndim; d++) op->order[d] = d;
+    for (int d = ndim - 1; d > 0; d--) {
+      int j = rnd_n(d + 1), t = op->order[d];
+      op->order[d] = op->order[j], op->order[j] = t;
+    }
+    break;
+  case M_EXPAND:
+    for (int d = 0; d < ndim; d++)
+      op->shape[d] = shape[d] != 1 ? shape[d] : rnd_n(2) ? n : 1 + rnd_n(3);
+    break;
+  case M_PAD:
+    for (int d = 0; d < ndim; d++)
+      if (rnd_n(2)) op->pr[d][0] = rnd_n(3), op->pr[d][1] = rnd_n(2) ? rnd_n(3) : n;
+    break;
+  case M_SHRINK:
+    for (int d = 0; d < ndim; d++) {
+      sint lo = rnd_n(3), hi = sint_sub(shape[d], rnd_n(3));
+      if (!sint_proven_le(lo, hi) || rnd_n(3) == 0) lo = 0, hi = shape[d];
+      op->pr[d][0] = lo, op->pr[d][1] = hi;
+    }
+    break;
+  case M_FLIP:
+    for (int d = 0; d < ndim; d++) op->flip[d] = rnd_n(2);
+    break;
+  default: break;
+  }
+  /* keep the element count small at the largest n: an op that grows it too
+   * much becomes a flip of nothing */
+  int nd = op->kind == M_RESHAPE ? op->ndim : ndim;
+  sint after = 1;
+  for (int d = 0; d < nd; d++) {
+    sint sz = op->kind == M_EXPAND || op->kind == M_RESHAPE ? op->shape[d]
+              : op->kind == M_PAD ? sint_add(sint_add(shape[d], op->pr[d][0]), op->pr[d][1])
+                                  : shape[d];
+    after = sint_mul(after, sz);
+  }
+  if (sint_vmax(after) > LIMIT) memset(op, 0, sizeof *op), op->kind = M_FLIP;
+}
+
+static void test_symbolic_random(void **state) {
+  (void)state;
+  UCtx *ctx = uctx_new();
+  rng_state = 0x5eed5eed12345678ull;
+  sint n = sym_n();
+  int symbolic_end = 0, one_view = 0;
+  for (int iter = 0; iter < 1500; iter++) {
+    int ndim0 = 1 + rnd_n(3), nops = 1 + rnd_n(8);
+    sint shape0[TVK_MAX_DIMS], shape[TVK_MAX_DIMS];
+    for (int d = 0; d < ndim0; d++) {
+      int c = rnd_n(4);
+      shape0[d] = c == 0 ? n : c == 1 ? sint_add(n, 1) : c == 2 ? sint_mul(n, 2) : 1 + rnd_n(3);
+    }
+    MOp ops[16];
+    int nds[16];
+    ShapeTracker *st = st_from_shape(ndim0, shape0);
+    assert_non_null(st);
+    for (int i = 0; i < nops; i++) {
+      nds[i] = st_ndim(st);
+      memcpy(shape, st_shape(st), sizeof shape);
+      gen_sym_op(nds[i], shape, n, &ops[i]);
+      ShapeTracker *next = st_apply(st, &ops[i]);
+      if (!next) {
+        fprintf(stderr, "iteration %d op %d (%s) returned NULL\n", iter, i, kind_name[ops[i].kind]);
+        print_sym(st_ndim(st), st_shape(st), "from");
+        print_sym(ops[i].kind == M_RESHAPE ? ops[i].ndim : st_ndim(st), ops[i].shape, "arg");
+      }
+      assert_non_null(next);
+      st_free(st);
+      st = next;
+    }
+    symbolic_end += st_is_symbolic(st);
+    one_view += st->nviews == 1;
+    for (int64_t v = SYM_LO; v <= SYM_HI; v++) {
+      sint sh0[TVK_MAX_DIMS];
+      for (int d = 0; d < ndim0; d++) sh0[d] = sint_eval(shape0[d], 1, &n, &v);
+      Model m = model_new(ndim0, sh0);
+      for (int i = 0; i < nops; i++) {
+        MOp c = op_eval(&ops[i], nds[i], n, v);
+        model_apply(&m, &c);
+      }
+      ShapeTracker *at = st_substitute(st, 1, &n, &v);
+      assert_non_null(at);
+      assert_false(st_is_symbolic(at));
+      bool ok = agrees_int(at, &m) && (v != SYM_HI || agrees_uops(ctx, at, &m));
+      /* the symbolic bound on the memory it reads holds at this n */
+      sint rs = sint_eval(st_real_size(st), 1, &n, &v);
+      ok = ok && rs >= model_real_size(&m);
+      if (!ok) {
+        fprintf(stderr, "iteration %d, n = %lld: real size %lld, model %lld\n", iter, (long long)v,
+                (long long)rs, (long long)model_real_size(&m));
+        print_st(at);
+      }
+      assert_true(ok);
+      st_free(at);
+      free(m.src);
+    }
+    st_free(st);
+  }
+  /* most sequences kept the variable and a single view */
+  assert_true(symbolic_end > 1000);
+  assert_true(one_view > 500);
+  assert_int_equal(uctx_live(ctx), 0);
+  uctx_free(ctx);
+}
+
+/* Views a symbolic dim goes through without a second view, as the integer
+ * rules would keep them. */
+static void test_symbolic_cases(void **state) {
+  (void)state;
+  sint n = sym_n(), n4 = sint_mul(n, 4);
+  ShapeTracker *a = st_from_shape(2, (sint[]){n, 4});
+  assert_true(st_contiguous(a) && st_is_symbolic(a));
+  assert_int_equal(st_numel(a), n4);
+  assert_int_equal(st_real_size(a), n4);
+  assert_int_equal(st_top(a)->strides[0], 4);
+  /* (n, 4) -> (4n) -> (n, 2, 2): contiguous throughout */
+  ShapeTracker *b = st_reshape(a, 1, (sint[]){n4});
+  ShapeTracker *c = st_reshape(b, 3, (sint[]){n, 2, 2});
+  assert_true(st_contiguous(b) && st_contiguous(c));
+  /* a transpose (4, n) has strides (1, 4); merging it back needs a new view */
+  ShapeTracker *t = st_permute(a, (int[]){1, 0});
+  assert_int_equal(t->nviews, 1);
+  assert_int_equal(st_top(t)->strides[0], 1);
+  assert_int_equal(st_top(t)->strides[1], 4);
+  ShapeTracker *tr = st_reshape(t, 1, (sint[]){n4});
+  assert_int_equal(tr->nviews, 2);
+  /* the rows of (n, 4) past the first: shape (n-1, 4), offset 4, still one view */
+  ShapeTracker *s = st_shrink(a, (const sint(*)[2])(sint[][2]){{1, n}, {0, 4}});
+  assert_non_null(s);
+  assert_int_equal(s->nviews, 1);
+  assert_int_equal(st_shape(s)[0], sint_sub(n, 1));
+  assert_int_equal(st_top(s)->offset, 4);
+  /* padding a symbolic dim masks [1, n + 1) */
+  ShapeTracker *p = st_pad(a, (const sint(*)[2])(sint[][2]){{1, 1}, {0, 0}});
+  assert_true(st_top(p)->has_mask);
+  assert_int_equal(st_top(p)->mask[0][1], sint_add(n, 1));
+  assert_int_equal(st_shape(p)[0], sint_add(n, 2));
+  /* (1, 4) broadcast along n */
+  ShapeTracker *r = st_from_shape(2, (sint[]){1, 4});
+  ShapeTracker *e = st_expand(r, (sint[]){n, 4});
+  assert_int_equal(st_top(e)->strides[0], 0);
+  assert_int_equal(st_real_size(e), 4);
+  /* arguments that are not valid for every n are refused */
+  assert_null(st_shrink(a, (const sint(*)[2])(sint[][2]){{0, 3}, {0, 4}})); /* n may be 1 */
+  assert_null(st_reshape(a, 2, (sint[]){sint_add(n, 1), 4}));               /* another count */
+  assert_null(st_expand(a, (sint[]){sint_mul(n, 2), 4}));                   /* n is not 1 */
+  /* concrete evaluation wants a substitution first */
+  sint off;
+  assert_false(st_index_int(a, (sint[]){0, 0}, &off));
+  ShapeTracker *at = st_substitute(a, 1, &n, (int64_t[]){3});
+  assert_int_equal(st_shape(at)[0], 3);
+  assert_true(st_index_int(at, (sint[]){2, 1}, &off));
+  assert_int_equal(off, 9);
+  ShapeTracker *list[] = {a, b, c, t, tr, s, p, r, e, at};
+  for (size_t i = 0; i < sizeof list / sizeof *list; i++) st_free(list[i]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_canonical),        cmocka_unit_test(test_reshape_contiguous),
@@ -765,6 +984,7 @@ int main(void) {
       cmocka_unit_test(test_compose_cases),    cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_doc_example),      cmocka_unit_test(test_eq_hash),
       cmocka_unit_test(test_random_sequences), cmocka_unit_test(test_random_compose),
+      cmocka_unit_test(test_symbolic_cases),   cmocka_unit_test(test_symbolic_random),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

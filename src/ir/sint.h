@@ -16,6 +16,9 @@
  * value of the variables, false when that is not proven. Code that branches on
  * a comparison takes the safe branch when nothing is proven.
  *
+ * The expressions are UOps, built in sint_expr.c; this header includes no
+ * other tvk header, so view.h can use it below uop.h.
+ *
  * Expressions live in one process-wide table, behind a mutex, for the life of
  * the process: there are few of them (a model's shape formulas), and a handle
  * stays valid however long a view keeps it. */

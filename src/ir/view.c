@@ -15,19 +15,32 @@
 
 /* ---------------------------------------------------------------- integers */
 
-/* Python semantics (floor division, non-negative modulo for b > 0): the merge
- * rules were designed with them; C's truncation differs for negative operands. */
-static sint fdiv(sint a, sint b) {
-  sint q = a / b;
-  if (a % b != 0 && ((a < 0) != (b < 0))) q--;
-  return q;
-}
-static sint fmodp(sint a, sint b) { return a - fdiv(a, b) * b; }
-static sint cdiv(sint a, sint b) { return -fdiv(-a, b); }
-static sint smin(sint a, sint b) { return a < b ? a : b; }
-static sint smax(sint a, sint b) { return a > b ? a : b; }
+/* The sint helpers (sint.h) compute with Python semantics (floor division,
+ * non-negative modulo for b > 0), which the merge rules were designed with;
+ * C's truncation differs for negative operands. The rules that need digits
+ * of an address (merging two general views, masks through a reshape) run on
+ * plain integers only: with a symbolic value they give up, and the caller
+ * keeps two views, which is always right. */
 
-/* Product of a shape; false when it overflows (shapes are checked >= 0 first). */
+static bool all_int(int n, const sint *v) {
+  for (int i = 0; i < n; i++)
+    if (!sint_is_int(v[i])) return false;
+  return true;
+}
+
+static bool view_is_int(const View *v) {
+  return sint_is_int(v->offset) && all_int(v->ndim, v->shape) && all_int(v->ndim, v->strides) &&
+         (!v->has_mask || all_int(2 * v->ndim, &v->mask[0][0]));
+}
+
+bool st_is_symbolic(const ShapeTracker *st) {
+  for (int i = 0; i < st->nviews; i++)
+    if (!view_is_int(&st->views[i])) return true;
+  return false;
+}
+
+/* Product of a shape; false when it overflows (shapes are checked >= 0 first;
+ * a symbolic one for its largest value). */
 static bool shape_numel(int ndim, const sint *shape, sint *out) {
   sint n = 1;
   for (int d = 0; d < ndim; d++) {
@@ -37,24 +50,25 @@ static bool shape_numel(int ndim, const sint *shape, sint *out) {
     }
   }
   for (int d = 0; d < ndim; d++) {
-    if (n > INT64_MAX / shape[d]) return false;
-    n *= shape[d];
+    int64_t a = sint_vmax(n), b = sint_vmax(shape[d]);
+    if (b > 0 && a > INT64_MAX / b) return false;
+    n = sint_mul(n, shape[d]);
   }
   *out = n;
-  return true;
+  return n != SINT_NONE;
 }
 
 static bool shape_ok(int ndim, const sint *shape) {
   if (ndim < 0 || ndim > TVK_MAX_DIMS || (ndim > 0 && !shape)) return false;
   for (int d = 0; d < ndim; d++)
-    if (shape[d] < 0) return false;
+    if (sint_vmin(shape[d]) < 0) return false;
   sint n;
   return shape_numel(ndim, shape, &n);
 }
 
 static sint view_numel(const View *v) {
   sint n = 1;
-  for (int d = 0; d < v->ndim; d++) n *= v->shape[d];
+  for (int d = 0; d < v->ndim; d++) n = sint_mul(n, v->shape[d]);
   return n;
 }
 
@@ -68,7 +82,7 @@ void strides_for_shape(int ndim, const sint *shape, sint *strides) {
   sint acc = 1;
   for (int d = ndim - 1; d >= 0; d--) {
     strides[d] = shape[d] == 1 ? 0 : acc;
-    acc *= shape[d];
+    acc = sint_mul(acc, shape[d]);
   }
 }
 
@@ -100,9 +114,9 @@ View view_make(int ndim, const sint *shape, const sint *strides, sint offset,
   strides_for_shape(ndim, shape, v.strides);
   if (strides)
     for (int d = 0; d < ndim; d++) v.strides[d] = shape[d] == 1 ? 0 : strides[d];
-  sint numel = 1;
-  for (int d = 0; d < ndim; d++) numel *= shape[d];
-  if (numel == 0) {
+  bool empty_shape = false;
+  for (int d = 0; d < ndim; d++) empty_shape = empty_shape || shape[d] == 0;
+  if (empty_shape) {
     memset(v.strides, 0, sizeof v.strides);
     v.offset = 0;
     v.contiguous = true;
@@ -111,10 +125,10 @@ View view_make(int ndim, const sint *shape, const sint *strides, sint offset,
   if (mask) {
     bool full = true, empty = false;
     for (int d = 0; d < ndim; d++) {
-      v.mask[d][0] = smax(mask[d][0], 0);
-      v.mask[d][1] = smin(mask[d][1], shape[d]);
-      full = full && v.mask[d][0] == 0 && v.mask[d][1] == shape[d];
-      empty = empty || v.mask[d][0] >= v.mask[d][1];
+      v.mask[d][0] = sint_max(mask[d][0], 0);
+      v.mask[d][1] = sint_min(mask[d][1], shape[d]);
+      full = full && v.mask[d][0] == 0 && sint_proven_eq(v.mask[d][1], shape[d]);
+      empty = empty || sint_proven_le(v.mask[d][1], v.mask[d][0]);
     }
     v.has_mask = !full;
     if (full) memset(v.mask, 0, sizeof v.mask);
@@ -123,8 +137,8 @@ View view_make(int ndim, const sint *shape, const sint *strides, sint offset,
       return v;
     }
     for (int d = 0; v.has_mask && d < ndim; d++) {
-      if (v.mask[d][1] - v.mask[d][0] == 1) {
-        v.offset += v.strides[d] * v.mask[d][0];
+      if (sint_proven_eq(sint_sub(v.mask[d][1], v.mask[d][0]), 1)) {
+        v.offset = sint_add(v.offset, sint_mul(v.strides[d], v.mask[d][0]));
         v.strides[d] = 0;
       }
     }
@@ -150,7 +164,7 @@ static bool view_eq(const View *a, const View *b) {
 static bool view_all_invalid(const View *v) {
   if (!v->has_mask) return false;
   for (int d = 0; d < v->ndim; d++)
-    if (v->mask[d][0] >= v->mask[d][1]) return true;
+    if (sint_proven_le(v->mask[d][1], v->mask[d][0])) return true;
   return false;
 }
 
@@ -180,7 +194,7 @@ static View view_expand(const View *v, const sint *shape) {
   for (int d = 0; d < v->ndim; d++) {
     mask[d][0] = mask_lo(v, d);
     mask[d][1] = mask_hi(v, d);
-    if (shape[d] != v->shape[d]) {
+    if (sint_may_differ(shape[d], v->shape[d])) {
       bool live = mask[d][0] == 0 && mask[d][1] == 1;
       mask[d][0] = 0;
       mask[d][1] = live ? shape[d] : 0;
@@ -196,13 +210,13 @@ static View view_resize(const View *v, const sint (*arg)[2], const sint (*mask)[
   sint shape[TVK_MAX_DIMS], nm[TVK_MAX_DIMS][2], offset = v->offset;
   for (int d = 0; d < v->ndim; d++) {
     sint a0 = arg[d][0], a1 = arg[d][1];
-    shape[d] = a1 - a0;
-    offset += v->strides[d] * a0;
-    nm[d][0] = smax(0, smin(mask_lo(v, d) - a0, shape[d]));
-    nm[d][1] = smax(0, smin(mask_hi(v, d) - a0, shape[d]));
+    shape[d] = sint_sub(a1, a0);
+    offset = sint_add(offset, sint_mul(v->strides[d], a0));
+    nm[d][0] = sint_max(0, sint_min(sint_sub(mask_lo(v, d), a0), shape[d]));
+    nm[d][1] = sint_max(0, sint_min(sint_sub(mask_hi(v, d), a0), shape[d]));
     if (mask) {
-      nm[d][0] = smax(nm[d][0], mask[d][0]);
-      nm[d][1] = smin(nm[d][1], mask[d][1]);
+      nm[d][0] = sint_max(nm[d][0], mask[d][0]);
+      nm[d][1] = sint_min(nm[d][1], mask[d][1]);
     }
   }
   bool has = mask || v->has_mask;
@@ -213,10 +227,10 @@ static View view_pad(const View *v, const sint (*pads)[2]) {
   sint arg[TVK_MAX_DIMS][2], mask[TVK_MAX_DIMS][2];
   bool any = false;
   for (int d = 0; d < v->ndim; d++) {
-    arg[d][0] = -pads[d][0];
-    arg[d][1] = v->shape[d] + pads[d][1];
+    arg[d][0] = sint_neg(pads[d][0]);
+    arg[d][1] = sint_add(v->shape[d], pads[d][1]);
     mask[d][0] = pads[d][0];
-    mask[d][1] = pads[d][0] + v->shape[d];
+    mask[d][1] = sint_add(pads[d][0], v->shape[d]);
     any = any || pads[d][0] || pads[d][1];
   }
   return any ? view_resize(v, (const sint(*)[2])arg, (const sint(*)[2])mask) : *v;
@@ -232,10 +246,10 @@ static View view_flip(const View *v, const bool *flip) {
   sint strides[TVK_MAX_DIMS], mask[TVK_MAX_DIMS][2], offset = v->offset;
   for (int d = 0; d < v->ndim; d++) {
     sint s = v->shape[d], lo = mask_lo(v, d), hi = mask_hi(v, d);
-    strides[d] = flip[d] ? -v->strides[d] : v->strides[d];
-    if (flip[d]) offset += (s - 1) * v->strides[d];
-    mask[d][0] = flip[d] ? s - hi : lo;
-    mask[d][1] = flip[d] ? s - lo : hi;
+    strides[d] = flip[d] ? sint_neg(v->strides[d]) : v->strides[d];
+    if (flip[d]) offset = sint_add(offset, sint_mul(sint_sub(s, 1), v->strides[d]));
+    mask[d][0] = flip[d] ? sint_sub(s, hi) : lo;
+    mask[d][1] = flip[d] ? sint_sub(s, lo) : hi;
   }
   return view_make(v->ndim, v->shape, strides, offset, v->has_mask ? (const sint(*)[2])mask : NULL);
 }
@@ -250,22 +264,27 @@ typedef struct {
   sint size, stride, real;
 } DimGroup;
 
+/* Dim d of a masked view is masked down to one index. */
+static bool one_index(const View *v, int d) {
+  return sint_proven_eq(sint_sub(v->mask[d][1], v->mask[d][0]), 1);
+}
+
 static int merge_dims(const View *v, DimGroup *g) {
   if (v->ndim == 0) return 0;
   int n = 0;
   g[n++] = (DimGroup){v->shape[0], v->strides[0], v->strides[0] != 0 ? v->shape[0] : 0};
-  bool merging = v->has_mask ? v->mask[0][1] - v->mask[0][0] == 1 : v->shape[0] == 1;
+  bool merging = v->has_mask ? one_index(v, 0) : v->shape[0] == 1;
   for (int d = 1; d < v->ndim; d++) {
     sint s = v->shape[d], st = v->strides[d];
     if (s == 1) continue;
     DimGroup *last = &g[n - 1];
-    if (merging || last->stride == s * st) {
-      sint real = st == 0 ? 0 : merging ? s : last->real * s;
-      *last = (DimGroup){last->size * s, st, real};
+    if (merging || sint_proven_eq(last->stride, sint_mul(s, st))) {
+      sint real = st == 0 ? 0 : merging ? s : sint_mul(last->real, s);
+      *last = (DimGroup){sint_mul(last->size, s), st, real};
     } else {
       g[n++] = (DimGroup){s, st, st != 0 ? s : 0};
     }
-    merging = v->has_mask ? v->mask[d][1] - v->mask[d][0] == 1 : s == 1;
+    merging = v->has_mask ? one_index(v, d) : s == 1;
   }
   return n;
 }
@@ -277,6 +296,7 @@ static int merge_dims(const View *v, DimGroup *g) {
  * inner mask is full). False when the mask is not a box in the new shape.
  * Preconditions: equal element counts, no zero dims, a mask with lo < hi. */
 static bool reshape_mask(const View *v, int nd, const sint *ns, sint (*out)[2]) {
+  if (!view_is_int(v) || !all_int(nd, ns)) return false;
   int io = v->ndim, in = nd, k = 0;
   sint cs = 1, od = 1, l = 0, r = 1, ndim_ = 1;
   if (io > 0) io--, od = v->shape[io], l = mask_lo(v, io), r = mask_hi(v, io);
@@ -284,17 +304,18 @@ static bool reshape_mask(const View *v, int nd, const sint *ns, sint (*out)[2]) 
   while (k < nd) {
     sint nxt = ndim_ * cs;
     if (od == nxt) { /* an old dim ends exactly here: copy what is left of its mask */
-      out[nd - 1 - k][0] = fdiv(l, cs);
-      out[nd - 1 - k][1] = fdiv(r - 1, cs) + 1;
+      out[nd - 1 - k][0] = sint_fdiv(l, cs);
+      out[nd - 1 - k][1] = sint_fdiv(r - 1, cs) + 1;
       k++;
       cs = 1, od = 1, l = 0, r = 1, ndim_ = 1;
       if (io > 0) io--, od = v->shape[io], l = mask_lo(v, io), r = mask_hi(v, io);
       if (in > 0) ndim_ = ns[--in];
     } else if (od > nxt) { /* split: the new dim is an inner part of the old one */
       if (od % nxt != 0) return false;
-      if ((l % nxt != 0 || r % nxt != 0) && fdiv(l, nxt) != fdiv(r - 1, nxt)) return false;
-      out[nd - 1 - k][0] = fmodp(l, nxt) / cs;
-      out[nd - 1 - k][1] = fmodp(r - 1, nxt) / cs + 1;
+      if ((l % nxt != 0 || r % nxt != 0) && sint_fdiv(l, nxt) != sint_fdiv(r - 1, nxt))
+        return false;
+      out[nd - 1 - k][0] = sint_fmod(l, nxt) / cs;
+      out[nd - 1 - k][1] = sint_fmod(r - 1, nxt) / cs + 1;
       k++;
       cs = nxt;
       ndim_ = in > 0 ? ns[--in] : 1;
@@ -333,15 +354,20 @@ static bool view_reshape(const View *v, int nd, const sint *ns, View *out) {
   sint rev[TVK_MAX_DIMS];
   for (int gi = ng - 1; gi >= 0; gi--) {
     sint acc = 1, st = g[gi].stride;
-    while (acc < g[gi].size && k > 0) {
+    while (!sint_proven_le(g[gi].size, acc) && k > 0) {
       sint d = ns[--k];
       rev[nrev++] = st;
       if (d != 1) {
-        acc *= d;
-        st *= acc < g[gi].real ? d : 0;
+        acc = sint_mul(acc, d);
+        if (sint_proven_lt(acc, g[gi].real))
+          st = sint_mul(st, d);
+        else if (sint_proven_le(g[gi].real, acc))
+          st = 0;
+        else
+          return false; /* symbolic sizes the rule cannot order */
       }
     }
-    if (acc != g[gi].size) return false;
+    if (!sint_proven_eq(acc, g[gi].size)) return false;
   }
   sint strides[TVK_MAX_DIMS], mask[TVK_MAX_DIMS][2];
   for (int d = 0; d < nd; d++) strides[d] = d < nd - nrev ? 0 : rev[nd - 1 - d];
@@ -352,8 +378,9 @@ static bool view_reshape(const View *v, int nd, const sint *ns, View *out) {
   if (!reshape_mask(v, nd, ns, mask)) return false;
   /* Keep the address of the first valid element where it was. */
   sint offset = v->offset;
-  for (int d = 0; d < v->ndim; d++) offset += v->mask[d][0] * v->strides[d];
-  for (int d = 0; d < nd; d++) offset -= mask[d][0] * strides[d];
+  for (int d = 0; d < v->ndim; d++)
+    offset = sint_add(offset, sint_mul(v->mask[d][0], v->strides[d]));
+  for (int d = 0; d < nd; d++) offset = sint_sub(offset, sint_mul(mask[d][0], strides[d]));
   *out = view_make(nd, ns, strides, offset, (const sint(*)[2])mask);
   return true;
 }
@@ -378,12 +405,12 @@ typedef struct {
 
 static sint lin_min(const Lin *f, const View *v) {
   sint m = f->k;
-  for (int d = 0; d < v->ndim; d++) m += smin(0, f->c[d] * (v->shape[d] - 1));
+  for (int d = 0; d < v->ndim; d++) m += sint_min(0, f->c[d] * (v->shape[d] - 1));
   return m;
 }
 static sint lin_max(const Lin *f, const View *v) {
   sint m = f->k;
-  for (int d = 0; d < v->ndim; d++) m += smax(0, f->c[d] * (v->shape[d] - 1));
+  for (int d = 0; d < v->ndim; d++) m += sint_max(0, f->c[d] * (v->shape[d] - 1));
   return m;
 }
 static bool lin_is_zero(const Lin *f, const View *v) {
@@ -397,7 +424,7 @@ static bool lin_is_zero(const Lin *f, const View *v) {
 static void unravel(int ndim, const sint *shape, sint flat, sint *out) {
   sint acc = 1;
   for (int d = ndim - 1; d >= 0; d--) {
-    out[d] = fmodp(fdiv(flat, acc), shape[d]);
+    out[d] = sint_fmod(sint_fdiv(flat, acc), shape[d]);
     acc *= shape[d];
   }
 }
@@ -412,7 +439,7 @@ static bool merge_masked(const View *vm2, const View *vm1, View *out, int depth)
   if (!view_merge(vm2, &core, &merged, depth + 1)) return false;
   for (int d = 0; d < vm1->ndim; d++) {
     pads[d][0] = vm1->mask[d][0];
-    pads[d][1] = vm1->shape[d] - vm1->mask[d][1];
+    pads[d][1] = sint_sub(vm1->shape[d], vm1->mask[d][1]);
   }
   *out = view_pad(&merged, (const sint(*)[2])pads);
   return true;
@@ -439,8 +466,8 @@ static int project_mask(const View *vm2, const View *vm1, const sint *origin, co
       continue;
     }
     sint s1 = terms[d2].c[d1];
-    lo[d1] = smax(lo[d1], cdiv(s1 > 0 ? b - o : e - o - 1, s1));
-    hi[d1] = smin(hi[d1], fdiv(s1 < 0 ? b - o : e - o - 1, s1) + 1);
+    lo[d1] = sint_max(lo[d1], sint_cdiv(s1 > 0 ? b - o : e - o - 1, s1));
+    hi[d1] = sint_min(hi[d1], sint_fdiv(s1 < 0 ? b - o : e - o - 1, s1) + 1);
   }
   for (int d = 0; d < vm1->ndim; d++) narrowed = narrowed || lo[d] != 0 || hi[d] != vm1->shape[d];
   return narrowed ? 1 : bad ? -1 : 0;
@@ -504,10 +531,11 @@ static bool view_merge(const View *vm2, const View *vm1, View *out, int depth) {
   if (vm2->contiguous || view_numel(vm1) == 0) return *out = *vm1, true;
   if (vm1->contiguous && same_shape(vm1->ndim, vm1->shape, vm2->ndim, vm2->shape))
     return *out = *vm2, true;
-  if (vm1->contiguous && view_numel(vm1) == view_numel(vm2) &&
+  if (vm1->contiguous && sint_proven_eq(view_numel(vm1), view_numel(vm2)) &&
       view_reshape(vm2, vm1->ndim, vm1->shape, out))
     return true;
   if (vm1->has_mask) return merge_masked(vm2, vm1, out, depth);
+  if (!view_is_int(vm1) || !view_is_int(vm2)) return false; /* digits need integers */
 
   sint origin[TVK_MAX_DIMS], strides[TVK_MAX_DIMS], size[TVK_MAX_DIMS];
   Lin terms[TVK_MAX_DIMS], ext[TVK_MAX_DIMS];
@@ -608,10 +636,10 @@ static bool view_addr_range(const View *v, const sint *blo, const sint *bhi, sin
                             sint *amax) {
   sint lo_sum = v->offset, hi_sum = v->offset;
   for (int d = 0; d < v->ndim; d++) {
-    sint lo = smax(blo[d], mask_lo(v, d)), hi = smin(bhi[d], mask_hi(v, d));
-    if (lo >= hi) return false;
-    sint a = v->strides[d] * lo, b = v->strides[d] * (hi - 1);
-    lo_sum += smin(a, b), hi_sum += smax(a, b);
+    sint lo = sint_max(blo[d], mask_lo(v, d)), hi = sint_min(bhi[d], mask_hi(v, d));
+    if (sint_proven_le(hi, lo)) return false;
+    sint a = sint_mul(v->strides[d], lo), b = sint_mul(v->strides[d], sint_sub(hi, 1));
+    lo_sum = sint_add(lo_sum, sint_min(a, b)), hi_sum = sint_add(hi_sum, sint_max(a, b));
   }
   *amin = lo_sum, *amax = hi_sum;
   return true;
@@ -619,17 +647,22 @@ static bool view_addr_range(const View *v, const sint *blo, const sint *bhi, sin
 
 /* Bounds on the memory addresses the tracker reaches (exact for one view; with
  * more, each view's reachable flat range is widened to the box of indices that
- * contains it). False when no index is valid. */
+ * contains it; with more and symbolic values, the range of views[0] over all
+ * its indices). False when no index is valid. */
 static bool st_addr_range(const ShapeTracker *st, sint *amin, sint *amax) {
   const View *top = st_top(st);
   sint blo[TVK_MAX_DIMS], bhi[TVK_MAX_DIMS], a, b;
   if (view_numel(top) == 0) return false;
+  if (st->nviews > 1 && st_is_symbolic(st)) {
+    for (int d = 0; d < st->views[0].ndim; d++) blo[d] = 0, bhi[d] = st->views[0].shape[d];
+    return view_addr_range(&st->views[0], blo, bhi, amin, amax);
+  }
   for (int d = 0; d < top->ndim; d++) blo[d] = 0, bhi[d] = top->shape[d];
   if (!view_addr_range(top, blo, bhi, &a, &b)) return false;
   for (int i = st->nviews - 2; i >= 0; i--) {
     const View *v = &st->views[i];
     sint da[TVK_MAX_DIMS], db[TVK_MAX_DIMS];
-    a = smax(a, 0), b = smin(b, view_numel(v) - 1);
+    a = sint_max(a, 0), b = sint_min(b, view_numel(v) - 1);
     if (a > b) return false;
     unravel(v->ndim, v->shape, a, da);
     unravel(v->ndim, v->shape, b, db);
@@ -647,7 +680,7 @@ static bool st_addr_range(const ShapeTracker *st, sint *amin, sint *amax) {
 
 sint st_real_size(const ShapeTracker *st) {
   sint a, b;
-  return st_addr_range(st, &a, &b) ? b + 1 : 0;
+  return st_addr_range(st, &a, &b) ? sint_add(b, 1) : 0;
 }
 
 /* A user-given view must be in canonical-compatible ranges and must not reach
@@ -658,7 +691,7 @@ ShapeTracker *st_from_view(const View *v) {
                      v->has_mask ? (const sint(*)[2])v->mask : NULL);
   ShapeTracker *r = st_with_top(&(ShapeTracker){0}, &c, true);
   sint a, b;
-  if (r && st_addr_range(r, &a, &b) && a < 0) {
+  if (r && st_addr_range(r, &a, &b) && !sint_proven_le(0, a)) {
     st_free(r);
     return NULL;
   }
@@ -669,7 +702,8 @@ ShapeTracker *st_from_view(const View *v) {
 
 ShapeTracker *st_reshape(const ShapeTracker *st, int ndim, const sint *shape) {
   sint n;
-  if (!st || !shape_ok(ndim, shape) || !shape_numel(ndim, shape, &n) || n != st_numel(st))
+  if (!st || !shape_ok(ndim, shape) || !shape_numel(ndim, shape, &n) ||
+      !sint_proven_eq(n, st_numel(st)))
     return NULL;
   View v;
   if (view_reshape(st_top(st), ndim, shape, &v)) return st_with_top(st, &v, false);
@@ -691,7 +725,7 @@ ShapeTracker *st_permute(const ShapeTracker *st, const int *order) {
 ShapeTracker *st_expand(const ShapeTracker *st, const sint *shape) {
   if (!st || !shape_ok(st_ndim(st), shape)) return NULL;
   for (int d = 0; d < st_ndim(st); d++)
-    if (shape[d] != st_shape(st)[d] && st_shape(st)[d] != 1) return NULL;
+    if (sint_may_differ(shape[d], st_shape(st)[d]) && st_shape(st)[d] != 1) return NULL;
   View v = view_expand(st_top(st), shape);
   return st_with_top(st, &v, false);
 }
@@ -700,10 +734,11 @@ ShapeTracker *st_pad(const ShapeTracker *st, const sint (*pads)[2]) {
   if (!st || (st_ndim(st) > 0 && !pads)) return NULL;
   sint shape[TVK_MAX_DIMS];
   for (int d = 0; d < st_ndim(st); d++) {
-    if (pads[d][0] < 0 || pads[d][1] < 0 || pads[d][0] > INT64_MAX / 4 ||
-        pads[d][1] > INT64_MAX / 4 || st_shape(st)[d] > INT64_MAX / 2)
+    if (sint_vmin(pads[d][0]) < 0 || sint_vmin(pads[d][1]) < 0 ||
+        sint_vmax(pads[d][0]) > INT64_MAX / 4 || sint_vmax(pads[d][1]) > INT64_MAX / 4 ||
+        sint_vmax(st_shape(st)[d]) > INT64_MAX / 2)
       return NULL; /* so that the sum below cannot overflow */
-    shape[d] = st_shape(st)[d] + pads[d][0] + pads[d][1];
+    shape[d] = sint_add(sint_add(st_shape(st)[d], pads[d][0]), pads[d][1]);
   }
   if (!shape_ok(st_ndim(st), shape)) return NULL;
   View v = view_pad(st_top(st), pads);
@@ -713,7 +748,8 @@ ShapeTracker *st_pad(const ShapeTracker *st, const sint (*pads)[2]) {
 ShapeTracker *st_shrink(const ShapeTracker *st, const sint (*ranges)[2]) {
   if (!st || (st_ndim(st) > 0 && !ranges)) return NULL;
   for (int d = 0; d < st_ndim(st); d++)
-    if (ranges[d][0] < 0 || ranges[d][0] > ranges[d][1] || ranges[d][1] > st_shape(st)[d])
+    if (!sint_proven_le(0, ranges[d][0]) || !sint_proven_le(ranges[d][0], ranges[d][1]) ||
+        !sint_proven_le(ranges[d][1], st_shape(st)[d]))
       return NULL;
   View v = view_shrink(st_top(st), ranges);
   return st_with_top(st, &v, false);
@@ -747,7 +783,8 @@ ShapeTracker *st_simplify(const ShapeTracker *st) {
 ShapeTracker *st_compose(const ShapeTracker *a, const ShapeTracker *b) {
   if (!a || !b) return NULL;
   sint lo, hi;
-  if (st_addr_range(b, &lo, &hi) && (lo < 0 || hi >= st_numel(a))) return NULL;
+  if (st_addr_range(b, &lo, &hi) && (!sint_proven_le(0, lo) || !sint_proven_lt(hi, st_numel(a))))
+    return NULL;
   ShapeTracker *r = st_alloc(a->nviews + b->nviews);
   if (!r) return NULL;
   memcpy(r->views, a->views, (size_t)a->nviews * sizeof(View));
@@ -764,6 +801,7 @@ ShapeTracker *st_compose(const ShapeTracker *a, const ShapeTracker *b) {
 bool st_index_int(const ShapeTracker *st, const sint *idx, sint *offset) {
   sint cur[TVK_MAX_DIMS], flat = 0;
   *offset = 0;
+  if (st_is_symbolic(st)) return false;
   const View *top = st_top(st);
   for (int d = 0; d < top->ndim; d++) {
     if (idx[d] < 0 || idx[d] >= top->shape[d]) return false;
@@ -783,4 +821,32 @@ bool st_index_int(const ShapeTracker *st, const sint *idx, sint *offset) {
   }
   *offset = flat;
   return true;
+}
+
+/* Each view rebuilt from its values (view_make canonicalises again: a dim that
+ * became 1 loses its stride, a mask that became full goes). */
+ShapeTracker *st_substitute(const ShapeTracker *st, int nvars, const sint *vars,
+                            const int64_t *vals) {
+  ShapeTracker *r = st ? st_alloc(st->nviews) : NULL;
+  for (int i = 0; r && i < st->nviews; i++) {
+    const View *v = &st->views[i];
+    sint shape[TVK_MAX_DIMS], strides[TVK_MAX_DIMS], mask[TVK_MAX_DIMS][2];
+    sint offset = sint_eval(v->offset, nvars, vars, vals);
+    bool ok = offset != SINT_NONE;
+    for (int d = 0; d < v->ndim; d++) {
+      shape[d] = sint_eval(v->shape[d], nvars, vars, vals);
+      strides[d] = sint_eval(v->strides[d], nvars, vars, vals);
+      mask[d][0] = v->has_mask ? sint_eval(v->mask[d][0], nvars, vars, vals) : 0;
+      mask[d][1] = v->has_mask ? sint_eval(v->mask[d][1], nvars, vars, vals) : shape[d];
+      ok = ok && shape[d] != SINT_NONE && shape[d] >= 0 && strides[d] != SINT_NONE &&
+           mask[d][0] != SINT_NONE && mask[d][1] != SINT_NONE;
+    }
+    if (!ok) {
+      st_free(r);
+      return NULL;
+    }
+    r->views[i] =
+        view_make(v->ndim, shape, strides, offset, v->has_mask ? (const sint(*)[2])mask : NULL);
+  }
+  return r;
 }

@@ -7,8 +7,10 @@
  * index to an index of the view below it, down to views[0], which maps to memory.
  * Movement ops change only the top view when the layout allows, else push one.
  *
- * Dimensions are `sint`: int64 today. A later symbolic-shape change makes sint a
- * tagged int-or-UOp; code here goes through the sint helpers so that it stays local.
+ * Dimensions, strides, offsets and masks are `sint` (sint.h): an integer, or a
+ * handle to an expression over shape variables. Code here computes with the
+ * sint helpers, and where a symbolic value leaves a rule undecided it takes the
+ * safe way (a new view instead of a merge).
  */
 #ifndef TVK_IR_VIEW_H
 #define TVK_IR_VIEW_H
@@ -16,9 +18,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define TVK_MAX_DIMS 16
+#include "sint.h"
 
-typedef int64_t sint;
+#define TVK_MAX_DIMS 16
 
 typedef struct {
   int ndim;
@@ -82,8 +84,17 @@ ShapeTracker *st_simplify(const ShapeTracker *st);
 
 /* Concrete evaluation: for a logical index, the memory offset and whether it is
  * valid (false: reads as padding). Used by tests and by the frontend. An index
- * outside the visible shape is reported invalid. */
+ * outside the visible shape is reported invalid, and so is every index of a
+ * symbolic tracker (st_substitute it first). */
 bool st_index_int(const ShapeTracker *st, const sint *idx, sint *offset);
+
+/* Whether any view holds a symbolic sint (a handle, sint.h). */
+bool st_is_symbolic(const ShapeTracker *st);
+/* The tracker with vars[i] = vals[i] (variables not given take their lo):
+ * every sint evaluated, each view made canonical again. NULL when a value
+ * cannot be evaluated (SINT_NONE) or a dim comes out negative, or out of memory. */
+ShapeTracker *st_substitute(const ShapeTracker *st, int nvars, const sint *vars,
+                            const int64_t *vals);
 
 /* The view reshaped to its merged dims (the seed's minify): fewer dims means
  * fewer div/mod terms when an index is unflattened into it. */
