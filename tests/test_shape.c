@@ -224,19 +224,22 @@ static void gen_reshape(const Model *m, MOp *op) {
     while (n % p == 0) n /= p, op->shape[rnd_n(op->ndim)] *= p;
 }
 
+/* A random permutation of 0..n-1 (Fisher-Yates). */
+static void random_order(int n, int *order) {
+  for (int d = 0; d < n; d++) order[d] = d;
+  for (int d = n - 1; d > 0; d--) {
+    int j = rnd_n(d + 1), t = order[d];
+    order[d] = order[j], order[j] = t;
+  }
+}
+
 static void gen_op(const Model *m, MOp *op) {
   memset(op, 0, sizeof *op);
   op->kind = (MKind)rnd_n(M_KINDS);
   int nd = m->ndim;
   switch (op->kind) {
   case M_RESHAPE: gen_reshape(m, op); break;
-  case M_PERMUTE:
-    for (int d = 0; d < nd; d++) op->order[d] = d;
-    for (int d = nd - 1; d > 0; d--) {
-      int j = rnd_n(d + 1), t = op->order[d];
-      op->order[d] = op->order[j], op->order[j] = t;
-    }
-    break;
+  case M_PERMUTE: random_order(nd, op->order); break;
   case M_EXPAND:
     for (int d = 0; d < nd; d++)
       op->shape[d] = m->shape[d] != 1 ? m->shape[d] : rnd_n(16) == 0 ? 0 : 1 + rnd_n(4);
@@ -819,13 +822,7 @@ static void gen_sym_op(int ndim, const sint *shape, sint n, MOp *op) {
     }
     break;
   }
-  case M_PERMUTE:
-    for (int d = 0; d < ndim; d++) op->order[d] = d;
-    for (int d = ndim - 1; d > 0; d--) {
-      int j = rnd_n(d + 1), t = op->order[d];
-      op->order[d] = op->order[j], op->order[j] = t;
-    }
-    break;
+  case M_PERMUTE: random_order(ndim, op->order); break;
   case M_EXPAND:
     for (int d = 0; d < ndim; d++)
       op->shape[d] = shape[d] != 1 ? shape[d] : rnd_n(2) ? n : 1 + rnd_n(3);
