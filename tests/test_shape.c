@@ -20,6 +20,7 @@
 
 #include "codegen/codegen.h" /* st_to_indexed_uops: the index UOps lowering builds */
 #include "ir/alu.h"
+#include "ir/sint_expr.h"
 #include "ir/symbolic.h"
 #include "ir/uop.h"
 #include "ir/view.h"
@@ -313,23 +314,28 @@ static bool agrees_int(const ShapeTracker *st, const Model *m) {
   return true;
 }
 
-/* The same through the index/valid UOps, evaluated with RANGE bindings. */
-static bool agrees_uops(UCtx *ctx, const ShapeTracker *st, const Model *m) {
+/* The same through the index/valid UOps, evaluated with RANGE bindings, and
+ * with variable var (a sint variable, or 0 for none) bound to val. */
+static bool agrees_uops_at(UCtx *ctx, const ShapeTracker *st, const Model *m, sint var,
+                           int64_t val) {
   size_t mark = uop_pool_mark(ctx);
-  UOp *rng[TVK_MAX_DIMS], *index, *valid;
+  UOp *rng[TVK_MAX_DIMS + 1], *index, *valid;
   bool ok = true;
   for (int d = 0; d < m->ndim; d++) rng[d] = uop_range_n(ctx, m->shape[d], d);
+  int nv = m->ndim + (var != 0);
+  if (var) rng[m->ndim] = sint_uop(ctx, DT(INT32), var);
   assert_true(st_to_indexed_uops(st, ctx, DT(INT32), rng, &index, &valid));
   assert_true(dt_eq(index->dtype, DT(INT32)) && dt_eq(valid->dtype, DT(BOOL)));
   for (sint j = 0; ok && j < m->n; j++) {
     sint idx[TVK_MAX_DIMS];
-    CVal vals[TVK_MAX_DIMS], iv, vv;
+    CVal vals[TVK_MAX_DIMS + 1], iv, vv;
     to_multi(m->ndim, m->shape, j, idx);
     for (int d = 0; d < m->ndim; d++) vals[d].i = idx[d];
-    assert_true(uop_eval(valid, m->ndim, rng, vals, &vv));
+    vals[m->ndim].i = val;
+    assert_true(uop_eval(valid, nv, rng, vals, &vv));
     ok = (vv.i != 0) == (m->src[j] >= 0);
     if (ok && vv.i) {
-      assert_true(uop_eval(index, m->ndim, rng, vals, &iv));
+      assert_true(uop_eval(index, nv, rng, vals, &iv));
       ok = iv.i == m->src[j];
     }
     if (!ok) {
@@ -341,6 +347,10 @@ static bool agrees_uops(UCtx *ctx, const ShapeTracker *st, const Model *m) {
   }
   uop_pool_drain(ctx, mark);
   return ok;
+}
+
+static bool agrees_uops(UCtx *ctx, const ShapeTracker *st, const Model *m) {
+  return agrees_uops_at(ctx, st, m, 0, 0);
 }
 
 /* Brute-force real size: the largest offset any element reads, plus one. */
@@ -900,7 +910,8 @@ static void test_symbolic_random(void **state) {
       ShapeTracker *at = st_substitute(st, 1, &n, &v);
       assert_non_null(at);
       assert_false(st_is_symbolic(at));
-      bool ok = agrees_int(at, &m) && (v != SYM_HI || agrees_uops(ctx, at, &m));
+      /* and the symbolic tracker's own index UOps, with n a DEFINE_VAR bound to v */
+      bool ok = agrees_int(at, &m) && agrees_uops_at(ctx, st, &m, n, v);
       /* the symbolic bound on the memory it reads holds at this n */
       sint rs = sint_eval(st_real_size(st), 1, &n, &v);
       ok = ok && rs >= model_real_size(&m);

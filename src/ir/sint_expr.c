@@ -11,7 +11,7 @@
  * already hash-consed, so interning the simplified node makes equal
  * expressions equal handles. Everything here runs under one mutex: the
  * context is not thread safe, and tvk contexts on several threads share it. */
-#include "sint.h"
+#include "sint_expr.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -378,4 +378,25 @@ int sint_str(sint s, char *buf, size_t n) {
   int len = snprintf(buf, n, "%s", txt ? txt : "<?>");
   free(txt);
   return len;
+}
+
+/* u rebuilt in ctx with dtype dt, sources first (expressions are small). */
+static UOp *rebuild(UCtx *ctx, DType dt, UOp *u) {
+  if (u->op == OP_CONST) return uop_const_int(ctx, dt, uop_const_val(u).i);
+  if (u->op == OP_DEFINE_VAR) return uop_new(ctx, OP_DEFINE_VAR, dt, 0, NULL, u->arg);
+  UOp *src[3];
+  if (u->nsrc > 3) return NULL;
+  for (uint32_t i = 0; i < u->nsrc; i++)
+    if (!(src[i] = rebuild(ctx, dt, u->src[i]))) return NULL;
+  return uop_alu((Op)u->op, (int)u->nsrc, src);
+}
+
+UOp *sint_uop(UCtx *ctx, DType dt, sint s) {
+  if (s == SINT_NONE) return NULL;
+  if (!sint_is_sym(s)) return uop_const_int(ctx, dt, s);
+  pthread_mutex_lock(&g.mu);
+  UOp *u = (size_t)(s - SINT_HANDLE_FIRST) < g.n ? g.byid[s - SINT_HANDLE_FIRST] : NULL;
+  UOp *r = u ? rebuild(ctx, dt, u) : NULL;
+  pthread_mutex_unlock(&g.mu);
+  return r;
 }
