@@ -1386,6 +1386,199 @@ static void test_define_var(void **state) {
   }
 }
 
+/* ---- symbolic sizes: one kernel for every value of a variable ---- */
+
+#define SYM_MAX 64
+
+/* A (n, 5) tracker of float32, row-major, with n symbolic. */
+static ShapeTracker *sym_rows(sint n, int64_t cols) { return st_from_shape(2, (sint[]){n, cols}); }
+
+typedef struct {
+  int nb;
+  size_t bytes[4]; /* per buffer, for a given n: filled by the case */
+  void (*sizes)(int64_t n, size_t *bytes);
+  void (*want)(int64_t n, const float *a, const float *b, double *out, int64_t *count);
+} SymCase;
+
+/* Compiles the kernel once per device and runs it for several n, each
+ * against the case's double-precision reference; with the heuristic's plan
+ * (which leaves the symbolic axis whole), or plan, or none (noopt). Returns
+ * the number of steps of the plan used. */
+static int run_symbolic_with(Suite *s, UOp *sink, const SymCase *sc, const char *name_part,
+                             const OptPlan *plan, bool noopt) {
+  KernelSource ks;
+  CodegenOpts o = {.plan = plan, .noopt = noopt};
+  if (codegen_kernel_opts(sink, NULL, &o, &ks) != TVK_OK) fail_msg("codegen: %s", ks.err.msg);
+  assert_int_equal(ks.nvars, 1);
+  assert_string_equal(ks.vars[0].name, "n");
+  assert_true(ks.vars[0].lo == 1 && ks.vars[0].hi == SYM_MAX);
+  if (!strstr(ks.name, name_part)) fail_msg("kernel name %s has no %s", ks.name, name_part);
+  int steps = ks.plan.n;
+  for (int d = 0; d < 3; d++) {
+    Device *dev = s->dev[d];
+    DevProgram *p = NULL;
+    bool hit;
+    if (dev->ops->compile(dev, ks.name, ks.src, &p, &hit, NULL) != TVK_OK)
+      fail_msg("compile: %s\n%s", dev->err.msg, ks.src);
+    static const int64_t ns[] = {1, 2, 3, 7, 33, SYM_MAX};
+    for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
+      int64_t n = ns[k];
+      size_t bytes[4];
+      sc->sizes(n, bytes);
+      float *host[4];
+      DevBuffer *bufs[4];
+      for (int i = 0; i < sc->nb; i++) {
+        host[i] = malloc(bytes[i] ? bytes[i] : 4);
+        for (size_t e = 0; e < bytes[i] / 4; e++)
+          host[i][e] = i == 0 ? -1e30f : (float)urand(-2, 2);
+        assert_int_equal(dev->ops->alloc(dev, bytes[i] ? bytes[i] : 4, &bufs[i]), TVK_OK);
+        assert_int_equal(dev->ops->copy_in(dev, bufs[i], 0, host[i], bytes[i]), TVK_OK);
+      }
+      const int32_t val = (int32_t)n;
+      if (dev->ops->launch(dev, p, bufs, sc->nb, &val, 1, NULL) != TVK_OK)
+        fail_msg("launch: %s", dev->err.msg);
+      assert_int_equal(dev->ops->sync(dev), TVK_OK);
+      assert_int_equal(dev->ops->copy_out(dev, bufs[0], 0, host[0], bytes[0]), TVK_OK);
+      double want[SYM_MAX * 64];
+      int64_t count = 0;
+      sc->want(n, host[1], sc->nb > 2 ? host[2] : NULL, want, &count);
+      assert_int_equal((int64_t)(bytes[0] / 4), count);
+      for (int64_t e = 0; e < count; e++) check_close(host[0][e], want[e], 1e-5, name_part, e);
+      for (int i = 0; i < sc->nb; i++) dev->ops->free(dev, bufs[i]), free(host[i]);
+    }
+    dev->ops->program_free(dev, p);
+  }
+  kernel_source_free(&ks);
+  return steps;
+}
+
+static void run_symbolic(Suite *s, UOp *sink, const SymCase *sc, const char *name_part) {
+  run_symbolic_with(s, sink, sc, name_part, NULL, true);
+  run_symbolic_with(s, sink, sc, name_part, NULL, false);
+}
+
+/* out (n, 32) = a (n, 64) @ b (64, 32) */
+static void sz_mm(int64_t n, size_t *b) {
+  b[0] = (size_t)n * 32 * 4, b[1] = (size_t)n * 64 * 4, b[2] = 64 * 32 * 4;
+}
+static void want_mm(int64_t n, const float *a, const float *b, double *out, int64_t *count) {
+  for (int64_t i = 0; i < n; i++)
+    for (int j = 0; j < 32; j++) {
+      double acc = 0;
+      for (int k = 0; k < 64; k++) acc += (double)a[i * 64 + k] * b[k * 32 + j];
+      out[i * 32 + j] = acc;
+    }
+  *count = n * 32;
+}
+
+/* out (n, 5) = a (n, 5) * 2 + b (1, 5) */
+static void sz_ew(int64_t n, size_t *b) { b[0] = b[1] = (size_t)n * 5 * 4, b[2] = 5 * 4; }
+static void want_ew(int64_t n, const float *a, const float *b, double *out, int64_t *count) {
+  for (int64_t i = 0; i < n * 5; i++) out[i] = (double)a[i] * 2 + b[i % 5];
+  *count = n * 5;
+}
+/* out (n, 1) = the sum of each row of a (n, 5) */
+static void sz_rows(int64_t n, size_t *b) { b[0] = (size_t)n * 4, b[1] = (size_t)n * 5 * 4; }
+static void want_rows(int64_t n, const float *a, const float *b, double *out, int64_t *count) {
+  (void)b;
+  for (int64_t i = 0; i < n; i++) {
+    out[i] = 0;
+    for (int k = 0; k < 5; k++) out[i] += a[i * 5 + k];
+  }
+  *count = n;
+}
+/* out (1, 5) = the max of each column of a (n, 5): the reduce over n */
+static void sz_cols(int64_t n, size_t *b) { b[0] = 5 * 4, b[1] = (size_t)n * 5 * 4; }
+static void want_cols(int64_t n, const float *a, const float *b, double *out, int64_t *count) {
+  (void)b;
+  for (int k = 0; k < 5; k++) {
+    out[k] = a[k];
+    for (int64_t i = 1; i < n; i++) out[k] = a[i * 5 + k] > out[k] ? a[i * 5 + k] : out[k];
+  }
+  *count = 5;
+}
+/* out (n + 2, 5) = a padded with a row of zeros above and below, plus 1 */
+static void sz_pad(int64_t n, size_t *b) {
+  b[0] = (size_t)(n + 2) * 5 * 4, b[1] = (size_t)n * 5 * 4;
+}
+static void want_pad_rows(int64_t n, const float *a, const float *b, double *out, int64_t *count) {
+  (void)b;
+  for (int64_t i = 0; i < (n + 2) * 5; i++) {
+    int64_t r = i / 5;
+    out[i] = (r >= 1 && r <= n ? (double)a[(r - 1) * 5 + i % 5] : 0.0) + 1;
+  }
+  *count = (n + 2) * 5;
+}
+/* out (n - 1, 5) = a's rows after the first, transposed on the way: a is read
+ * as its (5, n) transpose's shrink, then permuted back */
+static void sz_shrink(int64_t n, size_t *b) {
+  b[0] = (size_t)(n - 1) * 5 * 4, b[1] = (size_t)n * 5 * 4;
+}
+static void want_shrink_rows(int64_t n, const float *a, const float *b, double *out,
+                             int64_t *count) {
+  (void)b;
+  for (int64_t i = 0; i < (n - 1) * 5; i++) out[i] = a[i + 5];
+  *count = (n - 1) * 5;
+}
+
+static void test_symbolic_sizes(void **state) {
+  Suite *s = *state;
+  UCtx *c = s->c;
+  sint n = sint_var("n", 1, SYM_MAX);
+  ShapeTracker *bcast = st_expand(shp(2, (int64_t)1, (int64_t)5), (sint[]){n, 5});
+  UOp *ew = store(c, 0, DT_FLOAT32, sym_rows(n, 5),
+                  uop_add(uop_mul(ld(c, 1, DT_FLOAT32, sym_rows(n, 5)), cf(c, 2.0)),
+                          ld(c, 2, DT_FLOAT32, bcast)));
+  run_symbolic(s, sink1(ew), &(SymCase){.nb = 3, .sizes = sz_ew, .want = want_ew}, "E_n_");
+
+  int64_t ax1 = 1, ax0 = 0;
+  UOp *rows = store(c, 0, DT_FLOAT32, sym_rows(n, 1),
+                    reduce(ld(c, 1, DT_FLOAT32, sym_rows(n, 5)), OP_ADD, 1, &ax1));
+  run_symbolic(s, sink1(rows), &(SymCase){.nb = 2, .sizes = sz_rows, .want = want_rows}, "r_n_");
+
+  UOp *cols = store(c, 0, DT_FLOAT32, shp(2, (int64_t)1, (int64_t)5),
+                    reduce(ld(c, 1, DT_FLOAT32, sym_rows(n, 5)), OP_MAX, 1, &ax0));
+  run_symbolic(s, sink1(cols), &(SymCase){.nb = 2, .sizes = sz_cols, .want = want_cols}, "r_n_");
+
+  ShapeTracker *a = sym_rows(n, 5);
+  ShapeTracker *padded = st_pad(a, (const sint(*)[2])(sint[][2]){{1, 1}, {0, 0}});
+  st_free(a);
+  UOp *pad = store(c, 0, DT_FLOAT32, sym_rows(sint_add(n, 2), 5),
+                   uop_add(ld(c, 1, DT_FLOAT32, padded), cf(c, 1.0)));
+  run_symbolic(s, sink1(pad), &(SymCase){.nb = 2, .sizes = sz_pad, .want = want_pad_rows},
+               "E_n_2_");
+
+  ShapeTracker *t = st_permute(sym_rows(n, 5), (int[]){1, 0}); /* (5, n) */
+  ShapeTracker *ts = st_shrink(t, (const sint(*)[2])(sint[][2]){{0, 5}, {1, n}});
+  ShapeTracker *back = st_permute(ts, (int[]){1, 0}); /* (n - 1, 5) */
+  st_free(t), st_free(ts);
+  UOp *shr = store(c, 0, DT_FLOAT32, sym_rows(sint_sub(n, 1), 5), ld(c, 1, DT_FLOAT32, back));
+  run_symbolic(s, sink1(shr), &(SymCase){.nb = 2, .sizes = sz_shrink, .want = want_shrink_rows},
+               "E_n_1_");
+
+  /* a matmul of n rows: the heuristic tiles the other axes (the rows stay one
+   * loop, split across cores), and explicit plans of every CPU kind on them */
+  UOp *mm = matmul_sink(c, DT_FLOAT32, n, 32, 64);
+  SymCase mmc = {.nb = 3, .sizes = sz_mm, .want = want_mm};
+  run_symbolic_with(s, mm, &mmc, "r_n_", NULL, true);
+  assert_true(run_symbolic_with(s, mm, &mmc, "r_n_", NULL, false) > 0);
+  const OptPlan plans[] = {
+      {2, {{OPT_UPCAST, 1, 8}, {OPT_UNROLL, 2, 4}}},
+      {2, {{OPT_SPREAD, 1, 4}, {OPT_UPCAST, 1, 2}}},
+      {2, {{OPT_UPCAST, 1, 4}, {OPT_CACHE, 1, 2}}},
+  };
+  for (size_t i = 0; i < sizeof plans / sizeof *plans; i++)
+    run_symbolic_with(s, mm, &mmc, "r_n_", &plans[i], false);
+
+  /* a step on the symbolic axis is refused with the reason */
+  KernelSource ks;
+  OptPlan plan = {1, {{OPT_UPCAST, 0, 2}}};
+  CodegenOpts o = {.plan = &plan};
+  assert_int_equal(codegen_kernel_opts(sink1(ew), NULL, &o, &ks), TVK_ERR_INVALID_ARG);
+  assert_non_null(strstr(ks.err.msg, "symbolic"));
+  kernel_source_free(&ks);
+}
+
 /* float16 in and out: out = a * b + a (each op rounds to half), a float32 copy
  * of a, and the float16 sum of each row of a. */
 static void test_float16(void **state) {
@@ -1873,6 +2066,7 @@ int main(void) {
       T(test_permuted_store),
       T(test_zero_size),
       T(test_define_var),
+      T(test_symbolic_sizes),
       T(test_float16),
       T(test_half_casts),
       T(test_deep_expression),

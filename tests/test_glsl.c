@@ -989,6 +989,87 @@ static void test_run_vars(void **state) {
   free_all(out, 2), free_all(hb, 2);
 }
 
+/* Symbolic sizes on the device: one shader for every n of an (n, 5) input,
+ * its work groups counted from n at each launch (kernel_groups), against
+ * double-precision references: out = a * 2 + b (b broadcast along n), the
+ * sum of each row, and the max of each column (a reduce over n). */
+enum { SYM_N = 70 };
+static void sym_run(Suite *s, UOp *sink, int which) {
+  KernelSource ks;
+  CodegenOpts o = {.lang = s->lang[L_DEV], .mode = CG_MODE_GRID, .local_size = 64};
+  if (codegen_kernel_opts(sink, NULL, &o, &ks) != TVK_OK) fail_msg("codegen: %s", ks.err.msg);
+  assert_int_equal(ks.nvars, 1);
+  assert_true(which == 2 ? ks.groups == 0 : ks.groups != 0); /* the column max has 5 outputs */
+  DevProgram *p = NULL;
+  bool hit;
+  if (s->vk->ops->compile(s->vk, ks.name, ks.src, &p, &hit, NULL) != TVK_OK)
+    fail_msg("compile %s: %s\n%s", ks.name, s->vk->err.msg, ks.src);
+  static const int32_t ns[] = {1, 2, 63, 64, 65, SYM_N};
+  for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
+    int32_t n = ns[k];
+    float a[SYM_N * 5], b[5], out[SYM_N * 5];
+    double want[SYM_N * 5];
+    for (int i = 0; i < n * 5; i++) a[i] = (float)((i * 37 % 101) - 50) / 8.0f;
+    for (int i = 0; i < 5; i++) b[i] = (float)i - 2.5f;
+    int64_t nout = which == 0 ? n * 5 : which == 1 ? n : 5;
+    for (int64_t e = 0; e < nout; e++) {
+      if (which == 0) want[e] = (double)a[e] * 2 + b[e % 5];
+      if (which == 1) {
+        want[e] = 0;
+        for (int c = 0; c < 5; c++) want[e] += a[e * 5 + c];
+      }
+      if (which == 2) {
+        want[e] = a[e];
+        for (int r = 1; r < n; r++) want[e] = a[r * 5 + e] > want[e] ? a[r * 5 + e] : want[e];
+      }
+    }
+    DevBuffer *bufs[3];
+    size_t bytes[3] = {(size_t)nout * 4, (size_t)n * 5 * 4, 5 * 4};
+    const void *src[3] = {out, a, b};
+    int nb = which == 0 ? 3 : 2;
+    for (int i = 0; i < nb; i++) {
+      assert_int_equal(s->vk->ops->alloc(s->vk, bytes[i], &bufs[i]), TVK_OK);
+      if (i) assert_int_equal(s->vk->ops->copy_in(s->vk, bufs[i], 0, src[i], bytes[i]), TVK_OK);
+    }
+    LaunchDims dims;
+    memcpy(dims.global, ks.global, sizeof dims.global);
+    memcpy(dims.local, ks.local, sizeof dims.local);
+    dims.global[0] = kernel_groups(&ks, &n);
+    if (which != 2) assert_int_equal(dims.global[0], (nout + ks.local[0] - 1) / ks.local[0]);
+    if (s->vk->ops->launch(s->vk, p, bufs, nb, &n, 1, &dims) != TVK_OK)
+      fail_msg("launch %s: %s", ks.name, s->vk->err.msg);
+    assert_int_equal(s->vk->ops->sync(s->vk), TVK_OK);
+    assert_int_equal(s->vk->ops->copy_out(s->vk, bufs[0], 0, out, bytes[0]), TVK_OK);
+    for (int i = 0; i < nb; i++) s->vk->ops->free(s->vk, bufs[i]);
+    for (int64_t e = 0; e < nout; e++)
+      if (fabs(out[e] - want[e]) > 1e-5 * (1 + fabs(want[e])))
+        fail_msg("%s n=%d [%lld]: %g, want %g", ks.name, n, (long long)e, out[e], want[e]);
+  }
+  s->vk->ops->program_free(s->vk, p);
+  kernel_source_free(&ks);
+}
+
+static void test_run_symbolic(void **state) {
+  Suite *s = *state;
+  SKIP_WITHOUT_VK(s);
+  UCtx *c = s->c;
+  sint n = sint_var("n", 1, SYM_N);
+  ShapeTracker *bc = st_expand(shp(2, (int64_t)1, (int64_t)5), (sint[]){n, 5});
+  UOp *a = ld(c, 1, DT_FLOAT32, st_from_shape(2, (sint[]){n, 5}));
+  UOp *ew =
+      store(c, 0, DT_FLOAT32, st_from_shape(2, (sint[]){n, 5}),
+            uop_add(uop_mul(a, uop_const_float(c, DT(FLOAT32), 2.0)), ld(c, 2, DT_FLOAT32, bc)));
+  sym_run(s, sink1(ew), 0);
+  int64_t ax1 = 1, ax0 = 0;
+  sym_run(
+      s,
+      sink1(store(c, 0, DT_FLOAT32, st_from_shape(2, (sint[]){n, 1}), reduce(a, OP_ADD, 1, &ax1))),
+      1);
+  sym_run(
+      s, sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)1, (int64_t)5), reduce(a, OP_MAX, 1, &ax0))),
+      2);
+}
+
 /* A kernel whose reduce would run more than CG_GRID_LOOP_BUDGET iterations in
  * one invocation is refused in grid mode, naming the count (lavapipe would
  * end it early; the frontend splits such reduces first: nn_precision's
@@ -1340,6 +1421,7 @@ int main(void) {
       T(test_run_empty_and_one),
       T(test_run_vars),
       T(test_run_long_reduce),
+      T(test_run_symbolic),
   };
   return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
 }

@@ -69,6 +69,13 @@ typedef struct {
   int nvars;
   UOp *vars[CG_MAX_VARS]; /* the AST's DEFINE_VARs sorted by name: the vals[] order */
   bool index64; /* some view or the output needs indices past int32: index math in int64 */
+  /* Symbolic sizes (views over sint expressions, ir/sint.h): bit d of
+   * sym_axes says axis d has one, sym[d] is its expression (0 elsewhere),
+   * and full[d] / out[d] hold its largest value, a bound for the decisions
+   * that only size things. Loops take sym[d] (lowering); no plan step
+   * touches such an axis. */
+  uint32_t sym_axes;
+  sint sym[TVK_MAX_DIMS];
 } KernelDesc;
 
 /* Checks `ast` against the contract of kernel.h and describes it. On
@@ -81,6 +88,9 @@ tvk_status kernel_verify(UOp *ast, UOp **norm, KernelDesc *ks, Error *err);
 int64_t kernel_iterations(const KernelDesc *ks, uint32_t axes);
 /* E_<full shape> or r_<full shape> into buf (n bytes). */
 void kernel_default_name(const KernelDesc *ks, char *buf, size_t n);
+/* A symbolic size spelt for a kernel name (n*2+1 -> n_2_1) into buf (n
+ * bytes); returns its length. */
+size_t kernel_sym_name(sint size, char *buf, size_t n);
 
 /* ---- estimate.c ---- */
 
@@ -125,6 +135,10 @@ bool st_to_indexed_uops(const ShapeTracker *st, UCtx *ctx, DType idt, UOp *const
  * index of it (its size as work, saturating), the rest 1. */
 typedef struct {
   int64_t global[3], local[3];
+  /* Grid mode with symbolic output sizes: the work groups a launch needs, an
+   * expression of the kernel's variables (global[0] is its largest value); 0
+   * where global is the launch. */
+  sint groups;
 } CgLaunch;
 
 /* Lowers a verified AST (kernel_verify's *norm) to the graph described above,

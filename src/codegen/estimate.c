@@ -7,7 +7,8 @@
  * the elements its views can reach, once for its loads and once for its
  * stores (as if caches held everything a kernel touches twice). What the
  * optimiser's plan changes (upcasts that share loads) does not change the
- * count: it is the work of the computation, not of one schedule of it. */
+ * count: it is the work of the computation, not of one schedule of it.
+ * Symbolic sizes count at their largest value. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,7 +29,7 @@ static double numel(int ndim, const int64_t *shape) {
 /* Elements of the buffer below a view that the view can reach: at most its
  * own element count (a broadcast reaches fewer). */
 static double reach(const ShapeTracker *st) {
-  double visible = (double)st_numel(st), real = (double)st_real_size(st);
+  double visible = (double)sint_vmax(st_numel(st)), real = (double)sint_vmax(st_real_size(st));
   return real < visible ? real : visible;
 }
 
@@ -48,7 +49,7 @@ bool kernel_estimate(UOp *norm, const KernelDesc *kd, double *flops, double *byt
     int64_t *s = shp[i].shape;
     for (int d = 0; d < nd; d++) s[d] = 1;
     if (u->op == OP_VIEW) {
-      memcpy(s, st_shape(u->arg.st), (size_t)nd * sizeof *s);
+      for (int d = 0; d < nd; d++) s[d] = sint_vmax(st_shape(u->arg.st)[d]);
       continue;
     }
     if (u->op == OP_LOAD || u->op == OP_STORE) {
@@ -59,7 +60,7 @@ bool kernel_estimate(UOp *norm, const KernelDesc *kd, double *flops, double *byt
         double *acc = u->op == OP_LOAD ? &read[buf] : &written[buf];
         if (elems > *acc) *acc = elems;
       }
-      memcpy(s, st_shape(st), (size_t)nd * sizeof *s);
+      for (int d = 0; d < nd; d++) s[d] = sint_vmax(st_shape(st)[d]);
       continue;
     }
     /* a value: the broadcast shape of its value operands */

@@ -114,6 +114,10 @@ typedef struct {
    * cores mode the split axis's extent and the work per index of it
    * (CgLaunch, codegen.h). */
   int64_t global[3], local[3];
+  /* Grid mode with symbolic sizes: the work-group count along global[0] as
+   * an expression of the variables (kernel_groups evaluates it for a
+   * launch; global[0] is its largest value); 0 otherwise. */
+  sint groups;
   OptPlan plan; /* the plan the kernel was made with */
   /* What one launch does (estimate.c): arithmetic ops, and bytes of global
    * memory read plus written; for GFLOP/s and GB/s in profiles and traces. */
@@ -164,5 +168,8 @@ tvk_status codegen_kernel_opts(UOp *ast, const char *name, const CodegenOpts *op
                                KernelSource *out);
 /* Frees what *ks holds and empties it; NULL ok. */
 void kernel_source_free(KernelSource *ks);
+/* The work groups along global[0] for a launch with these vals (vars'
+ * order): global[0], or KernelSource.groups evaluated. */
+int64_t kernel_groups(const KernelSource *ks, const int32_t *vals);
 
 #endif

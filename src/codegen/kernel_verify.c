@@ -8,6 +8,7 @@
 
 #include "codegen/codegen.h"
 #include "ir/ptrmap.h"
+#include "ir/sint_expr.h"
 
 /* Per node of the AST (by toposort index): its shape, the axes its REDUCE
  * reduces after normalisation, and the axes reduced anywhere below it. */
@@ -50,10 +51,13 @@ static tvk_status bad(Verify *v, const UOp *u, const char *fmt, ...) {
   return err_first(v->err, TVK_ERR_INVALID_ARG, "kernel AST: %s %s", op_name((Op)u->op), what);
 }
 
+/* Shapes hold sints (symbolic sizes as their expressions). */
 static void shape_fmt(int ndim, const int64_t *s, char *buf, size_t n) {
   size_t at = (size_t)snprintf(buf, n, "(");
-  for (int d = 0; d < ndim && at < n; d++)
-    at += (size_t)snprintf(buf + at, n - at, "%s%" PRId64, d ? ", " : "", s[d]);
+  for (int d = 0; d < ndim && at < n; d++) {
+    at += (size_t)snprintf(buf + at, n - at, "%s", d ? ", " : "");
+    if (at < n) at += (size_t)sint_str(s[d], buf + at, n - at);
+  }
   if (at < n) snprintf(buf + at, n - at, ")");
 }
 
@@ -64,21 +68,56 @@ static void shape_fmt(int ndim, const int64_t *s, char *buf, size_t n) {
  * below (or memory, for views[0]). Those must fit the index type (below
  * `limit`) — not the view's element count: a matmul's (M, N, K) expand has
  * stride 0 dims and is never flattened. Loop counters are bounded by each dim. */
+/* The largest magnitude a sint takes (its bounds, for a symbolic one). */
+static int64_t sint_mag(sint s) {
+  int64_t lo = sint_vmin(s), hi = sint_vmax(s);
+  if (lo == INT64_MIN) return INT64_MAX;
+  lo = lo < 0 ? -lo : lo, hi = hi < 0 ? -hi : hi;
+  return lo > hi ? lo : hi;
+}
+
 static bool view_index_fits(const ShapeTracker *st, int64_t limit) {
   for (int i = 0; i < st->nviews; i++) {
     const View *vw = &st->views[i];
-    int64_t reach = vw->offset < 0 ? -vw->offset : vw->offset, term;
+    int64_t reach = sint_mag(vw->offset), term;
     for (int d = 0; d < vw->ndim; d++) {
-      int64_t stride = vw->strides[d] < 0 ? -vw->strides[d] : vw->strides[d];
-      if (vw->shape[d] > limit) return false;
-      if (vw->shape[d] == 0) continue;
-      if (__builtin_mul_overflow(vw->shape[d] - 1, stride, &term) ||
+      int64_t stride = sint_mag(vw->strides[d]), size = sint_vmax(vw->shape[d]);
+      if (size > limit) return false;
+      if (size == 0) continue;
+      if (__builtin_mul_overflow(size - 1, stride, &term) ||
           __builtin_add_overflow(reach, term, &reach))
         return false;
     }
     if (reach > limit) return false;
   }
   return true;
+}
+
+static tvk_status add_var(Verify *v, UOp *u);
+
+/* The variables of a symbolic view are the kernel's too (launch values):
+ * each an int32 DEFINE_VAR, as sint_uop makes them in the index math. */
+static tvk_status view_vars(Verify *v, UOp *u) {
+  const ShapeTracker *st = u->arg.st;
+  sint vars[CG_MAX_VARS];
+  int n = 0;
+  for (int i = 0; i < st->nviews && n >= 0; i++) {
+    const View *w = &st->views[i];
+    n = sint_vars(w->offset, vars, n, CG_MAX_VARS);
+    for (int d = 0; d < w->ndim && n >= 0; d++) {
+      n = sint_vars(w->shape[d], vars, n, CG_MAX_VARS);
+      n = sint_vars(w->strides[d], vars, n, CG_MAX_VARS);
+      if (w->has_mask) n = sint_vars(w->mask[d][0], vars, n, CG_MAX_VARS);
+      if (w->has_mask) n = sint_vars(w->mask[d][1], vars, n, CG_MAX_VARS);
+    }
+  }
+  if (n < 0) return bad(v, u, "has more than %d variables or a failed size", CG_MAX_VARS);
+  for (int i = 0; i < n; i++) {
+    UOp *var = sint_uop(u->ctx, DT(INT32), vars[i]);
+    if (!var) return err_first(v->err, TVK_ERR_OUT_OF_MEMORY, "kernel AST: out of memory");
+    if (add_var(v, var) != TVK_OK) return v->err->status;
+  }
+  return TVK_OK;
 }
 
 static tvk_status check_view(Verify *v, UOp *u) {
@@ -99,7 +138,7 @@ static tvk_status check_view(Verify *v, UOp *u) {
     full[d] = s;
   }
   memcpy(info_of(v, u)->shape, st_shape(st), (size_t)v->ks->ndim * sizeof(int64_t));
-  return TVK_OK;
+  return view_vars(v, u);
 }
 
 static tvk_status check_global(Verify *v, UOp *u) {
@@ -195,6 +234,7 @@ static tvk_status add_var(Verify *v, UOp *u) {
   KernelDesc *ks = v->ks;
   int at = 0;
   while (at < ks->nvars && strcmp(ks->vars[at]->arg.var.name, u->arg.var.name) < 0) at++;
+  if (at < ks->nvars && ks->vars[at] == u) return TVK_OK; /* met before (a view's variable) */
   if (at < ks->nvars && strcmp(ks->vars[at]->arg.var.name, u->arg.var.name) == 0)
     return bad(v, u, "'%s' has two definitions (bounds differ)", u->arg.var.name);
   if (ks->nvars == CG_MAX_VARS) return bad(v, u, "is one of more than %d vars", CG_MAX_VARS);
@@ -259,7 +299,7 @@ static tvk_status check_store(Verify *v, UOp *u) {
   int64_t numel = 1;
   bool over = false;
   for (int d = 0; d < v->ks->ndim && !over; d++)
-    over = __builtin_mul_overflow(numel, si->shape[d], &numel) || numel > INT64_LIMIT;
+    over = __builtin_mul_overflow(numel, sint_vmax(si->shape[d]), &numel) || numel > INT64_LIMIT;
   if (over) return bad(v, u, "writes 2^63 - %d elements or more", 2 * CG_MAX_CORES);
   if (numel > INT32_LIMIT) v->ks->index64 = true; /* the elements are numbered in int64 */
   if (out[0] < 0)
@@ -381,6 +421,15 @@ tvk_status kernel_verify(UOp *ast, UOp **norm, KernelDesc *ks, Error *err) {
     }
   }
   if (ok) ok = check_shapes(&v, ast) == TVK_OK;
+  /* Symbolic sizes: their expressions in sym, their largest values in full
+   * and out, which every size-based decision may then use as bounds. */
+  for (int d = 0; ok && d < ks->ndim; d++) {
+    if (!sint_is_sym(ks->full[d])) continue;
+    ks->sym[d] = ks->full[d];
+    ks->sym_axes |= 1u << d;
+    ks->full[d] = sint_vmax(ks->full[d]);
+    if (sint_is_sym(ks->out[d])) ks->out[d] = ks->full[d];
+  }
   if (ok && !(*norm = normalize(&v)))
     err_first(err, TVK_ERR_OUT_OF_MEMORY, "kernel AST: out of memory");
   free(v.topo);
@@ -389,10 +438,30 @@ tvk_status kernel_verify(UOp *ast, UOp **norm, KernelDesc *ks, Error *err) {
   return err->status;
 }
 
+size_t kernel_sym_name(sint size, char *buf, size_t n) {
+  char txt[64];
+  sint_str(size, txt, sizeof txt);
+  size_t at = 0;
+  for (char *c = txt; *c && at + 1 < n; c++)
+    if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9'))
+      buf[at++] = *c;
+    else if (at > 0 && buf[at - 1] != '_')
+      buf[at++] = '_';
+  while (at > 0 && buf[at - 1] == '_') at--;
+  if (n) buf[at < n ? at : n - 1] = '\0';
+  return at;
+}
+
 void kernel_default_name(const KernelDesc *ks, char *buf, size_t n) {
   size_t at = (size_t)snprintf(buf, n, "%s", ks->reduce_axes ? "r" : "E");
-  for (int d = 0; d < ks->ndim && at < n; d++)
-    at += (size_t)snprintf(buf + at, n - at, "_%" PRId64, ks->full[d]);
+  for (int d = 0; d < ks->ndim && at < n; d++) {
+    at += (size_t)snprintf(buf + at, n - at, "_");
+    if (at >= n) break;
+    if (ks->sym_axes >> d & 1)
+      at += kernel_sym_name(ks->sym[d], buf + at, n - at);
+    else
+      at += (size_t)snprintf(buf + at, n - at, "%" PRId64, ks->full[d]);
+  }
   if (ks->ndim == 0 && at < n) snprintf(buf + at, n - at, "_1");
 }
 

@@ -8,6 +8,7 @@
 #include "codegen/codegen.h"
 #include "codegen/opt.h"
 #include "ir/pattern.h"
+#include "ir/sint_expr.h"
 
 /* The most reduce loops one kernel has (digits of every reduced axis). */
 #define MAX_LOOPS (CG_MAX_DIGITS * TVK_MAX_DIMS)
@@ -86,6 +87,15 @@ static UOp *b_range(LowerCtx *lc, int64_t n, int64_t id) {
   UOp *end = b_c(lc, n);
   return end ? uop_range(lc->ctx, end, id) : NULL;
 }
+/* The extent of axis d, n: its expression over the launch's variables where
+ * the size is symbolic (KernelDesc.sym; plans leave such axes whole). */
+static UOp *b_extent(LowerCtx *lc, int d, int64_t n) {
+  return lc->ks->sym_axes >> d & 1 ? sint_uop(lc->ctx, lc->idt, lc->ks->sym[d]) : b_c(lc, n);
+}
+static UOp *b_axis_range(LowerCtx *lc, int d, int64_t n, int64_t id) {
+  UOp *end = b_extent(lc, d, n);
+  return end ? uop_range(lc->ctx, end, id) : NULL;
+}
 /* A SPECIAL (int32 in every kernel ABI) as an index. */
 static UOp *b_special(LowerCtx *lc, Arg arg) {
   UOp *s = uop_new(lc->ctx, OP_SPECIAL, DT(INT32), 0, NULL, arg);
@@ -94,23 +104,31 @@ static UOp *b_special(LowerCtx *lc, Arg arg) {
 
 /* ---------------------------------------------------------------- axes */
 
+static UOp *split_axis_of(LowerCtx *lc, int64_t n, UOp *sym, int64_t axis_id);
+
 /* The axis of size n split across cores: core c of nc runs the chunk
  * [lo, lo + count) with chunk = ceil(n / nc), lo = min(c * chunk, n) and
  * count = min(n - lo, chunk); no intermediate exceeds n + nc. */
 static UOp *split_axis(LowerCtx *lc, int64_t n, int64_t axis_id) {
+  return split_axis_of(lc, n, NULL, axis_id);
+}
+
+/* The same for an axis whose size is the expression sym (at most n). */
+static UOp *split_axis_of(LowerCtx *lc, int64_t n, UOp *sym, int64_t axis_id) {
   UCtx *c = lc->ctx;
   lc->split_n = n;
   UOp *cid = b_special(lc, arg_var("core_id", 0, CG_MAX_CORES - 1));
   UOp *nc = b_special(lc, arg_var("n_cores", 1, CG_MAX_CORES));
-  UOp *num = b_c(lc, n);
-  UOp *chunk = b2(OP_ADD, b2(OP_IDIV, b_c(lc, n - 1), nc), b_c(lc, 1));
+  UOp *num = sym ? sym : b_c(lc, n);
+  UOp *chunk =
+      b2(OP_ADD, b2(OP_IDIV, sym ? uop_sub(sym, b_c(lc, 1)) : b_c(lc, n - 1), nc), b_c(lc, 1));
   /* core_id * chunk in int64: bounds cannot see that core_id < n_cores, so
    * in int32 the product may seem to overflow, and every index built on it
    * would be rendered with wrap-around casts the vectorisers cannot see
    * through; min(., n) brings it back in range */
   DType i64 = dt_make(DT_INT64);
   UOp *wide = cid && chunk ? b2(OP_MUL, uop_cast(cid, i64), uop_cast(chunk, i64)) : NULL;
-  UOp *n64 = uop_const_int(c, i64, n);
+  UOp *n64 = sym ? uop_cast(sym, i64) : uop_const_int(c, i64, n);
   UOp *lo = wide && n64 ? b_min(wide, n64) : NULL;
   lo = lo ? uop_cast(lo, lc->idt) : NULL;
   UOp *rest = lo && num ? uop_sub(num, lo) : NULL;
@@ -179,9 +197,10 @@ int64_t cg_reduce_inner(int64_t n, bool sum) {
 }
 
 static UOp *reduce_loops(LowerCtx *lc, int d, int64_t n, int64_t id) {
-  if (!(lc->split >> d & 1) || n <= CG_SUM_BLOCK) {
+  /* a symbolic size is one loop: digits need to know n (n is its bound here) */
+  if (!(lc->split >> d & 1) || n <= CG_SUM_BLOCK || lc->ks->sym_axes >> d & 1) {
     lc->ndig[d] = 1;
-    return lc->dig[d][0] = b_range(lc, n, id);
+    return lc->dig[d][0] = b_axis_range(lc, d, n, id);
   }
   int64_t f[CG_MAX_DIGITS];
   int k = reduce_digits(n, f);
@@ -242,9 +261,12 @@ static void split_axes(const LowerCtx *lc, int *a0, int *a1) {
   *a0 = *a1 = -1;
   for (int d = 0; d < ks->ndim; d++) {
     if (ks->reduce_axes >> d & 1 || ks->full[d] / lc->up[d] == 1) continue;
+    bool sym = ks->sym_axes >> d & 1; /* split alone: its size is not a constant to flatten by */
     if (*a0 < 0) {
       *a0 = d;
-      if (ks->full[d] / lc->up[d] >= CG_SPLIT_MERGE) return;
+      if (sym || ks->full[d] / lc->up[d] >= CG_SPLIT_MERGE) return;
+    } else if (sym || ks->sym_axes >> *a0 & 1) {
+      return;
     } else {
       *a1 = d;
       return;
@@ -284,12 +306,13 @@ static bool make_axes(LowerCtx *lc) {
       lc->axis[a1] = lc->block[a1] = b2(OP_MOD, i, c1);
       if (!lc->axis[a1]) return false;
       split = true;
-    } else if (!red && !split)
-      lc->axis[d] = split_axis(lc, n, d), split = true;
-    else if (red)
+    } else if (!red && !split) {
+      UOp *sym = ks->sym_axes >> d & 1 ? b_extent(lc, d, n) : NULL;
+      lc->axis[d] = split_axis_of(lc, n, sym, d), split = true;
+    } else if (red)
       lc->axis[d] = reduce_axis(lc, d, n);
     else
-      lc->outer[lc->nouter++] = lc->axis[d] = b_range(lc, n, ids + d);
+      lc->outer[lc->nouter++] = lc->axis[d] = b_axis_range(lc, d, n, ids + d);
     if (!(lc->block[d] = lc->axis[d])) return false;
   }
   if (c >= 0) { /* a run's blocks, the innermost output loop */
@@ -319,7 +342,8 @@ static tvk_status check_budget(LowerCtx *lc) {
   int64_t total = 1;
   for (int d = 0; d < ks->ndim; d++)
     for (int j = 0; ks->reduce_axes >> d & 1 && j < lc->ndig[d]; j++) {
-      int64_t t = lc->dig[d][j]->src[0]->arg.i;
+      /* a symbolic axis's one loop: its largest trip */
+      int64_t t = ks->sym_axes >> d & 1 ? ks->full[d] : lc->dig[d][j]->src[0]->arg.i;
       total = total > INT64_MAX / (t ? t : 1) ? INT64_MAX : total * t;
     }
   if (total <= CG_GRID_LOOP_BUDGET) return TVK_OK;
@@ -338,7 +362,7 @@ static tvk_status check_budget(LowerCtx *lc) {
 static bool make_axes_group(LowerCtx *lc, int64_t total, CgLaunch *launch) {
   const KernelDesc *ks = lc->ks;
   int64_t L = lc->glanes;
-  *launch = (CgLaunch){{total, 1, 1}, {L, 1, 1}};
+  *launch = (CgLaunch){{total, 1, 1}, {L, 1, 1}, 0};
   UOp *flat = b_special(lc, arg_var("group_id", 0, total > 1 ? total - 1 : 0));
   lc->lane = b_special(lc, arg_var("local_id", 0, L - 1));
   if (!flat || !lc->lane) return false;
@@ -370,7 +394,7 @@ static bool make_axes_local(LowerCtx *lc, int64_t total, CgLaunch *launch) {
   int64_t local = 1;
   for (int d = 0; d < ks->ndim; d++) local *= lc->loc[d];
   int64_t groups = total / local;
-  *launch = (CgLaunch){{groups, 1, 1}, {local, 1, 1}};
+  *launch = (CgLaunch){{groups, 1, 1}, {local, 1, 1}, 0};
   UOp *grp = b_special(lc, arg_var("group_id", 0, groups > 1 ? groups - 1 : 0));
   UOp *lane = b_special(lc, arg_var("local_id", 0, local - 1));
   if (!grp || !lane) return false;
@@ -411,19 +435,30 @@ static bool make_axes_grid(LowerCtx *lc, int local_size, CgLaunch *launch) {
   if (locals > 1) return make_axes_local(lc, total, launch);
   int64_t local = total < local_size ? (total > 1 ? total : 1) : local_size;
   int64_t groups = (total + local - 1) / local; /* 0 for an empty output: nothing runs */
-  *launch = (CgLaunch){{groups, 1, 1}, {local, 1, 1}};
+  *launch = (CgLaunch){{groups, 1, 1}, {local, 1, 1}, 0};
+  /* Symbolic output sizes: total, groups and the bound above are the largest
+   * values; the count of work groups a launch needs is an expression of the
+   * launch's values (CgLaunch.groups), and the bounds check is always there. */
+  bool sym = ks->sym_axes & ~ks->reduce_axes;
+  sint total_s = 1;
+  for (int d = 0; sym && d < ks->ndim; d++)
+    if (!(ks->reduce_axes >> d & 1))
+      total_s = sint_mul(total_s, ks->sym_axes >> d & 1 ? ks->sym[d] : ks->full[d]);
+  if (sym && (launch->groups = sint_fdiv(sint_add(total_s, local - 1), local)) == SINT_NONE)
+    return false;
   UOp *grp = b_special(lc, arg_var("group_id", 0, groups > 1 ? groups - 1 : 0));
   UOp *lane = b_special(lc, arg_var("local_id", 0, local - 1));
   UOp *gid = b2(OP_ADD, b2(OP_MUL, grp, b_c(lc, local)), lane), *flat = gid;
-  if (groups * local != total) { /* the last group runs past the end */
-    flat = b_min(gid, b_c(lc, total > 1 ? total - 1 : 0));
-    UOp *in = b2(OP_CMPLT, gid, b_c(lc, total)), *one = b_c(lc, 1);
+  if (sym || groups * local != total) { /* the last group runs past the end */
+    UOp *tot = sym ? sint_uop(c, lc->idt, total_s) : b_c(lc, total);
+    flat = b_min(gid, sym ? uop_sub(tot, b_c(lc, 1)) : b_c(lc, total > 1 ? total - 1 : 0));
+    UOp *in = b2(OP_CMPLT, gid, tot), *one = b_c(lc, 1);
     UOp *r = in && one ? uop_range(c, uop_where(in, one, lc->zero), ks->ndim) : NULL;
     if (!r) return false;
     lc->outer[lc->nouter++] = r;
   }
   if (!flat) return false;
-  int64_t stride = 1; /* of axis d in the numbering: the output axes after it */
+  sint stride = 1; /* of axis d in the numbering: the output axes after it */
   for (int d = ks->ndim - 1; d >= 0; d--) {
     bool red = ks->reduce_axes >> d & 1;
     int64_t n = red ? ks->full[d] : ks->full[d] / lc->up[d];
@@ -432,8 +467,9 @@ static bool make_axes_grid(LowerCtx *lc, int local_size, CgLaunch *launch) {
     else if (red)
       lc->axis[d] = reduce_axis(lc, d, n);
     else {
-      lc->axis[d] = b2(OP_MOD, b2(OP_IDIV, flat, b_c(lc, stride)), b_c(lc, n));
-      stride *= n;
+      UOp *q = b2(OP_IDIV, flat, sint_uop(c, lc->idt, stride));
+      lc->axis[d] = b2(OP_MOD, q, b_extent(lc, d, n));
+      stride = sint_mul(stride, ks->sym_axes >> d & 1 ? ks->sym[d] : n);
     }
     if (!(lc->block[d] = lc->axis[d])) return false;
   }
@@ -944,7 +980,7 @@ static bool lower_init(LowerCtx *lc, UOp *ast, const KernelDesc *ks, const OptPl
 static void cores_launch(const LowerCtx *lc, CgLaunch *launch) {
   int64_t total = kernel_iterations(lc->ks, ~0u);
   int64_t n = lc->split_n > 0 ? lc->split_n : 1;
-  *launch = (CgLaunch){{n, total / n, 1}, {1, 1, 1}};
+  *launch = (CgLaunch){{n, total / n, 1}, {1, 1, 1}, 0};
 }
 
 tvk_status lower_kernel(UOp *ast, const KernelDesc *ks, const OptPlan *plan, UOp **out,

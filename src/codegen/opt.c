@@ -101,6 +101,18 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
   if (plan->n < 0 || plan->n > OPT_MAX_STEPS)
     return err_set(err, TVK_ERR_INVALID_ARG, "opt: a plan of %d steps (at most %d)", plan->n,
                    OPT_MAX_STEPS);
+  /* The steps' arithmetic (blocks, lanes, runs) needs sizes known when the
+   * kernel is made: a symbolic axis stays one whole loop. On a GPU the
+   * numbering of work groups and tiles would need them too. */
+  if (plan->n > 0 && kd->sym_axes && t->mode == CG_MODE_GRID)
+    return err_set(err, TVK_ERR_INVALID_ARG,
+                   "opt: a GPU kernel with symbolic sizes (axes 0x%x) takes no plan steps yet",
+                   kd->sym_axes);
+  for (int i = 0; i < plan->n; i++)
+    if (plan->step[i].axis < kd->ndim && kd->sym_axes >> plan->step[i].axis & 1)
+      return err_set(err, TVK_ERR_INVALID_ARG,
+                     "opt: step %d: axis %d has a symbolic size: no step splits it yet", i,
+                     plan->step[i].axis);
   int64_t copies = 1;
   uint32_t seen = 0, spread = 0, upcast = 0; /* axes split by any step, by SPREAD, by UPCAST */
   uint32_t local = 0;                        /* axes split by LOCAL */
@@ -355,7 +367,10 @@ void opt_kernel_name(const KernelDesc *kd, const OptPlan *plan, char *buf, size_
     else if (up[d] > 1)
       at += (size_t)snprintf(buf + at, n - at, "_%" PRId64 "%c%" PRId64, kd->full[d] / up[d],
                              spread >> d & 1 ? 's' : 'u', up[d]);
-    else
+    else if (kd->sym_axes >> d & 1) { /* no step splits it: its expression */
+      at += (size_t)snprintf(buf + at, n - at, "_");
+      if (at < n) at += kernel_sym_name(kd->sym[d], buf + at, n - at);
+    } else
       at += (size_t)snprintf(buf + at, n - at, "_%" PRId64, kd->full[d]);
   }
   if (kd->ndim == 0 && at < n) snprintf(buf + at, n - at, "_1");
@@ -613,7 +628,32 @@ static void cache_runs(const KernelDesc *kd, const Shape *sh, const OptTarget *t
   push(plan, OPT_CACHE, other, p);
 }
 
+static void heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan *plan);
+
+/* With symbolic sizes (CPU only: opt_check), the plan for the kernel whose
+ * symbolic axes have size 1: the other axes get their steps, a symbolic one
+ * stays a whole loop, and since the symbolic axis is then the outermost split
+ * across cores when it comes first, its rows share the cores. */
 void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan *plan) {
+  plan->n = 0;
+  if (!kd->sym_axes) {
+    heuristic(norm, kd, t, plan);
+    return;
+  }
+  if (t->mode == CG_MODE_GRID) return;
+  KernelDesc *masked = malloc(sizeof *masked);
+  if (!masked) return;
+  *masked = *kd;
+  for (int d = 0; d < kd->ndim; d++)
+    if (kd->sym_axes >> d & 1) masked->full[d] = masked->out[d] = 1;
+  masked->sym_axes = 0;
+  heuristic(norm, masked, t, plan);
+  free(masked);
+  Error err = {0};
+  if (opt_check(norm, kd, plan, t, &err) != TVK_OK) plan->n = 0;
+}
+
+static void heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan *plan) {
   plan->n = 0;
   Shape sh;
   scan(norm, kd, &sh);

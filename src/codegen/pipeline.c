@@ -9,6 +9,7 @@
 #include "codegen/kernel.h"
 #include "codegen/opt.h"
 #include "codegen/render.h"
+#include "ir/sint.h"
 #include "ir/symbolic.h"
 
 static bool is_identifier(const char *s) {
@@ -67,7 +68,7 @@ static tvk_status passes(UOp *norm, const KernelDesc *kd, const CodegenOpts *opt
                          const OptPlan *plan, const Lang *lang, LinearProgram *lp, CgLaunch *launch,
                          Error *err) {
   UOp *low, *legal, *vec;
-  *launch = (CgLaunch){{1, 1, 1}, {1, 1, 1}};
+  *launch = (CgLaunch){{1, 1, 1}, {1, 1, 1}, 0};
   if (opts && opts->mode == CG_MODE_GRID) {
     int local = opts->local_size > 0 ? opts->local_size : 64;
     if (lower_kernel_grid(norm, kd, plan, local, opts->subgroup, &low, launch, err) != TVK_OK)
@@ -117,6 +118,7 @@ tvk_status codegen_kernel_opts(UOp *ast, const char *name, const CodegenOpts *op
       if (plan.step[k].kind == OPT_UPCAST) info.register_tile = true;
     memcpy(info.local, launch.local, sizeof info.local);
     memcpy(out->global, launch.global, sizeof out->global);
+    out->groups = launch.groups;
     memcpy(out->local, launch.local, sizeof out->local);
     if (!kernel_estimate(norm, kd, &out->flops, &out->bytes))
       err_first(&err, TVK_ERR_OUT_OF_MEMORY, "codegen: out of memory");
@@ -148,4 +150,20 @@ void kernel_source_free(KernelSource *ks) {
   free(ks->vars);
   free(ks->bufs);
   memset(ks, 0, sizeof *ks);
+}
+
+int64_t kernel_groups(const KernelSource *ks, const int32_t *vals) {
+  if (!ks->groups) return ks->global[0];
+  sint used[16];
+  int64_t v[16];
+  int n = sint_vars(ks->groups, used, 0, 16);
+  for (int j = 0; j < n; j++) { /* each variable's value: by name and range among vars */
+    int i = 0;
+    while (i < ks->nvars && sint_var(ks->vars[i].name, ks->vars[i].lo, ks->vars[i].hi) != used[j])
+      i++;
+    if (i == ks->nvars) return 0;
+    v[j] = vals[i];
+  }
+  sint g = n < 0 ? SINT_NONE : sint_eval(ks->groups, n, used, v);
+  return g == SINT_NONE || g < 0 ? 0 : g > ks->global[0] ? ks->global[0] : g;
 }

@@ -126,6 +126,10 @@ static inline bool sint_may_differ(sint a, sint b) { return !sint_proven_eq(a, b
  * variable not given takes its lo. SINT_NONE stays SINT_NONE. */
 sint sint_eval(sint s, int nvars, const sint *vars, const int64_t *vals);
 
+/* Adds the variables s depends on (their handles) to out[0..n), each once,
+ * and returns the new count; -1 when more than max, or for SINT_NONE. */
+int sint_vars(sint s, sint *out, int n, int max);
+
 /* Readable text of s ("n*4+1", "12"), snprintf-style: returns the length
  * the whole text needs. */
 int sint_str(sint s, char *buf, size_t n);

@@ -383,12 +383,37 @@ int sint_str(sint s, char *buf, size_t n) {
 /* u rebuilt in ctx with dtype dt, sources first (expressions are small). */
 static UOp *rebuild(UCtx *ctx, DType dt, UOp *u) {
   if (u->op == OP_CONST) return uop_const_int(ctx, dt, uop_const_val(u).i);
-  if (u->op == OP_DEFINE_VAR) return uop_new(ctx, OP_DEFINE_VAR, dt, 0, NULL, u->arg);
+  if (u->op == OP_DEFINE_VAR) {
+    UOp *var = uop_var(ctx, u->arg.var.name, u->arg.var.lo, u->arg.var.hi);
+    return var ? uop_cast(var, dt) : NULL;
+  }
   UOp *src[3];
   if (u->nsrc > 3) return NULL;
   for (uint32_t i = 0; i < u->nsrc; i++)
     if (!(src[i] = rebuild(ctx, dt, u->src[i]))) return NULL;
   return uop_alu((Op)u->op, (int)u->nsrc, src);
+}
+
+/* Adds u's variables (their handles) to out[0..n), each once; -1 past max. */
+static int collect_vars(UOp *u, sint *out, int n, int max) {
+  if (n < 0) return n;
+  if (u->op == OP_DEFINE_VAR) {
+    sint h = intern(u);
+    for (int i = 0; i < n; i++)
+      if (out[i] == h) return n;
+    return n < max && h != SINT_NONE ? (out[n] = h, n + 1) : -1;
+  }
+  for (uint32_t i = 0; i < u->nsrc && n >= 0; i++) n = collect_vars(u->src[i], out, n, max);
+  return n;
+}
+
+int sint_vars(sint s, sint *out, int n, int max) {
+  if (!sint_is_sym(s)) return s == SINT_NONE ? -1 : n;
+  pthread_mutex_lock(&g.mu);
+  UOp *u = (size_t)(s - SINT_HANDLE_FIRST) < g.n ? g.byid[s - SINT_HANDLE_FIRST] : NULL;
+  int r = u ? collect_vars(u, out, n, max) : -1;
+  pthread_mutex_unlock(&g.mu);
+  return r;
 }
 
 UOp *sint_uop(UCtx *ctx, DType dt, sint s) {

@@ -8,10 +8,10 @@
 #include "uop.h"
 
 /* s as a UOp of ctx with integer dtype dt (autoreleased): a CONST for an
- * integer, else its expression with each variable a DEFINE_VAR of dt with the
- * variable's name and range (so the simplifier knows its bounds, and two
- * expressions over one variable share the node). NULL for SINT_NONE, or out
- * of memory. */
+ * integer, else its expression with each variable an int32 DEFINE_VAR with
+ * the variable's name and range (a kernel's launch value; cast to dt where dt
+ * is wider), so the simplifier knows its bounds and two expressions over one
+ * variable share the node. NULL for SINT_NONE, or out of memory. */
 UOp *sint_uop(UCtx *ctx, DType dt, sint s);
 
 #endif

@@ -69,7 +69,26 @@ static void read_build_id(void) {
 
 static void hash_i64(CacheHash *h, int64_t v) { cache_hash_bytes(h, &v, sizeof v); }
 
-static void hash_arg(CacheHash *h, const Arg *a) {
+/* A symbolic sint is a handle numbered in the order this process made its
+ * expressions: its text goes into the key, never the number. */
+static bool hash_sints(CacheHash *h, const sint *v, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (!sint_is_sym(v[i])) {
+      hash_i64(h, v[i]);
+      continue;
+    }
+    int len = sint_str(v[i], NULL, 0);
+    char *txt = len >= 0 ? malloc((size_t)len + 1) : NULL;
+    hash_i64(h, SINT_NONE); /* a tag no integer size has */
+    if (txt) sint_str(v[i], txt, (size_t)len + 1);
+    if (!txt) return false; /* out of memory: no key, rather than a key that might repeat */
+    cache_hash_field(h, txt);
+    free(txt);
+  }
+  return true;
+}
+
+static bool hash_arg(CacheHash *h, const Arg *a) {
   hash_i64(h, a->kind);
   switch ((ArgKind)a->kind) {
   case ARG_NONE: break;
@@ -88,13 +107,15 @@ static void hash_arg(CacheHash *h, const Arg *a) {
     hash_i64(h, a->st->nviews);
     for (int i = 0; i < a->st->nviews; i++) {
       const View *v = &a->st->views[i];
-      hash_i64(h, v->ndim), hash_i64(h, v->offset), hash_i64(h, v->has_mask);
-      cache_hash_bytes(h, v->shape, (size_t)v->ndim * sizeof *v->shape);
-      cache_hash_bytes(h, v->strides, (size_t)v->ndim * sizeof *v->strides);
-      if (v->has_mask) cache_hash_bytes(h, v->mask, (size_t)v->ndim * sizeof *v->mask);
+      hash_i64(h, v->ndim), hash_i64(h, v->has_mask);
+      if (!hash_sints(h, &v->offset, 1) || !hash_sints(h, v->shape, (size_t)v->ndim) ||
+          !hash_sints(h, v->strides, (size_t)v->ndim) ||
+          (v->has_mask && !hash_sints(h, &v->mask[0][0], 2 * (size_t)v->ndim)))
+        return false;
     }
     break;
   }
+  return true;
 }
 
 bool kstore_key(UOp *ast, const CodegenOpts *o, const char *device, int beam,
@@ -137,7 +158,7 @@ bool kstore_key(UOp *ast, const CodegenOpts *o, const char *device, int beam,
     ok = ptrmap_put(&at, u, (int64_t)i);
     int64_t head[5] = {u->op, u->dtype.scalar, u->dtype.count, u->dtype.addr, u->nsrc};
     cache_hash_bytes(&h, head, sizeof head);
-    hash_arg(&h, &u->arg);
+    ok = hash_arg(&h, &u->arg) && ok;
     for (uint32_t k = 0; ok && k < u->nsrc; k++) hash_i64(&h, ptrmap_get(&at, u->src[k]));
   }
   ptrmap_free(&at);
@@ -196,6 +217,8 @@ static char *record_path(const char *dir, const char *key, bool make) {
 }
 
 void kstore_save(const char *dir, const char *key, const KernelSource *ks) {
+  /* a symbolic launch size is a handle of this process: not a record */
+  if (ks->groups) return;
   Str s = {0};
   put_str(&s, RECORD_MAGIC);
   put_str(&s, ks->name);

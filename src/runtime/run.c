@@ -454,10 +454,13 @@ static tvk_status launch(const Runner *r, const Schedule *s, DevBuffer *const *a
     }
     memcpy(&vals[j], &it->vals[at], sizeof vals[j]);
   }
-  /* From codegen: the grid of a GPU kernel; all 1 for the CPU, which splits by cores. */
+  /* From codegen: the grid of a GPU kernel (its work groups counted from
+   * the values where its sizes are symbolic); all 1 for the CPU, which
+   * splits by cores. */
   LaunchDims dims;
   memcpy(dims.global, p->ks->global, sizeof dims.global);
   memcpy(dims.local, p->ks->local, sizeof dims.local);
+  if (nvals) dims.global[0] = kernel_groups(p->ks, vals);
   /* Not waited for, even when timing: the device reports each launch's own
    * time (Device.on_time; Vulkan from timestamps when its batch is done). */
   tvk_status st =
