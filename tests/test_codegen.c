@@ -1529,24 +1529,23 @@ static void test_symbolic_sizes(void **state) {
   UOp *ew = store(c, 0, DT_FLOAT32, sym_rows(n, 5),
                   uop_add(uop_mul(ld(c, 1, DT_FLOAT32, sym_rows(n, 5)), cf(c, 2.0)),
                           ld(c, 2, DT_FLOAT32, bcast)));
-  run_symbolic(s, sink1(ew), &(SymCase){.nb = 3, .sizes = sz_ew, .want = want_ew}, "E_n_");
+  run_symbolic(s, sink1(ew), &(SymCase){.nb = 3, .sizes = sz_ew, .want = want_ew}, "E_n");
 
   int64_t ax1 = 1, ax0 = 0;
   UOp *rows = store(c, 0, DT_FLOAT32, sym_rows(n, 1),
                     reduce(ld(c, 1, DT_FLOAT32, sym_rows(n, 5)), OP_ADD, 1, &ax1));
-  run_symbolic(s, sink1(rows), &(SymCase){.nb = 2, .sizes = sz_rows, .want = want_rows}, "r_n_");
+  run_symbolic(s, sink1(rows), &(SymCase){.nb = 2, .sizes = sz_rows, .want = want_rows}, "r_n");
 
   UOp *cols = store(c, 0, DT_FLOAT32, shp(2, (int64_t)1, (int64_t)5),
                     reduce(ld(c, 1, DT_FLOAT32, sym_rows(n, 5)), OP_MAX, 1, &ax0));
-  run_symbolic(s, sink1(cols), &(SymCase){.nb = 2, .sizes = sz_cols, .want = want_cols}, "r_n_");
+  run_symbolic(s, sink1(cols), &(SymCase){.nb = 2, .sizes = sz_cols, .want = want_cols}, "r_n");
 
   ShapeTracker *a = sym_rows(n, 5);
   ShapeTracker *padded = st_pad(a, (const sint(*)[2])(sint[][2]){{1, 1}, {0, 0}});
   st_free(a);
   UOp *pad = store(c, 0, DT_FLOAT32, sym_rows(sint_add(n, 2), 5),
                    uop_add(ld(c, 1, DT_FLOAT32, padded), cf(c, 1.0)));
-  run_symbolic(s, sink1(pad), &(SymCase){.nb = 2, .sizes = sz_pad, .want = want_pad_rows},
-               "E_n_2_");
+  run_symbolic(s, sink1(pad), &(SymCase){.nb = 2, .sizes = sz_pad, .want = want_pad_rows}, "E_n_2");
 
   ShapeTracker *t = st_permute(sym_rows(n, 5), (int[]){1, 0}); /* (5, n) */
   ShapeTracker *ts = st_shrink(t, (const sint(*)[2])(sint[][2]){{0, 5}, {1, n}});
@@ -1554,25 +1553,34 @@ static void test_symbolic_sizes(void **state) {
   st_free(t), st_free(ts);
   UOp *shr = store(c, 0, DT_FLOAT32, sym_rows(sint_sub(n, 1), 5), ld(c, 1, DT_FLOAT32, back));
   run_symbolic(s, sink1(shr), &(SymCase){.nb = 2, .sizes = sz_shrink, .want = want_shrink_rows},
-               "E_n_1_");
+               "E_n_1");
 
   /* a matmul of n rows: the heuristic tiles the other axes (the rows stay one
    * loop, split across cores), and explicit plans of every CPU kind on them */
   UOp *mm = matmul_sink(c, DT_FLOAT32, n, 32, 64);
   SymCase mmc = {.nb = 3, .sizes = sz_mm, .want = want_mm};
-  run_symbolic_with(s, mm, &mmc, "r_n_", NULL, true);
-  assert_true(run_symbolic_with(s, mm, &mmc, "r_n_", NULL, false) > 0);
+  run_symbolic_with(s, mm, &mmc, "r_n", NULL, true);
+  assert_true(run_symbolic_with(s, mm, &mmc, "r_n", NULL, false) > 0);
+  /* (the rows' UPCAST masks its last block: n = 1, 2, 3, 7, 33 leave lanes
+   * past the end) */
   const OptPlan plans[] = {
       {2, {{OPT_UPCAST, 1, 8}, {OPT_UNROLL, 2, 4}}},
       {2, {{OPT_SPREAD, 1, 4}, {OPT_UPCAST, 1, 2}}},
       {2, {{OPT_UPCAST, 1, 4}, {OPT_CACHE, 1, 2}}},
+      {2, {{OPT_UPCAST, 0, 8}, {OPT_UPCAST, 1, 16}}},
+      {3, {{OPT_UPCAST, 0, 3}, {OPT_UNROLL, 2, 4}, {OPT_CACHE, 1, 2}}},
+      {1, {{OPT_UPCAST, 0, 5}}},
   };
   for (size_t i = 0; i < sizeof plans / sizeof *plans; i++)
-    run_symbolic_with(s, mm, &mmc, "r_n_", &plans[i], false);
+    run_symbolic_with(s, mm, &mmc, "r_n", &plans[i], false);
 
-  /* a step on the symbolic axis is refused with the reason */
+  OptPlan up4 = {1, {{OPT_UPCAST, 0, 4}}};
+  run_symbolic_with(s, sink1(ew), &(SymCase){.nb = 3, .sizes = sz_ew, .want = want_ew}, "E_nu4",
+                    &up4, false);
+
+  /* a step on the symbolic axis other than one UPCAST is refused with the reason */
   KernelSource ks;
-  OptPlan plan = {1, {{OPT_UPCAST, 0, 2}}};
+  OptPlan plan = {1, {{OPT_SPREAD, 0, 2}}};
   CodegenOpts o = {.plan = &plan};
   assert_int_equal(codegen_kernel_opts(sink1(ew), NULL, &o, &ks), TVK_ERR_INVALID_ARG);
   assert_non_null(strstr(ks.err.msg, "symbolic"));

@@ -57,6 +57,10 @@ typedef struct {
    * of crun (-1: none). */
   int caxis;
   int64_t crun;
+  /* Each symbolic axis upcast (its last block masked): the current copy's
+   * index before the clamp, which the stores' gate compares with the size;
+   * NULL elsewhere. */
+  UOp *tail[TVK_MAX_DIMS];
   UOp *outer[TVK_MAX_DIMS + 2]; /* the output (non-reduce) RANGEs, outermost first */
   /* Each reduced axis: its loops (the digits of its index, innermost first; one
    * RANGE unless split), and, when the digits cover more than the axis, its
@@ -87,10 +91,13 @@ static UOp *b_range(LowerCtx *lc, int64_t n, int64_t id) {
   UOp *end = b_c(lc, n);
   return end ? uop_range(lc->ctx, end, id) : NULL;
 }
-/* The extent of axis d, n: its expression over the launch's variables where
- * the size is symbolic (KernelDesc.sym; plans leave such axes whole). */
+/* The extent of axis d, n: where the size is symbolic (KernelDesc.sym), its
+ * expression over the launch's variables, or for an upcast by u the blocks
+ * ceil(size / u), the last one masked (lower_copies, lower_store). */
 static UOp *b_extent(LowerCtx *lc, int d, int64_t n) {
-  return lc->ks->sym_axes >> d & 1 ? sint_uop(lc->ctx, lc->idt, lc->ks->sym[d]) : b_c(lc, n);
+  if (!(lc->ks->sym_axes >> d & 1)) return b_c(lc, n);
+  sint size = lc->ks->sym[d], u = lc->up[d];
+  return sint_uop(lc->ctx, lc->idt, u > 1 ? sint_fdiv(sint_add(size, u - 1), u) : size);
 }
 static UOp *b_axis_range(LowerCtx *lc, int d, int64_t n, int64_t id) {
   UOp *end = b_extent(lc, d, n);
@@ -629,6 +636,11 @@ static UOp *lower_store(void *ctx, UOp **c) {
     valid = is_true(valid) ? first : b2(OP_AND, valid, first);
     if (!valid) return oom(lc);
   }
+  for (int d = 0; d < lc->ks->ndim; d++) { /* a masked upcast's lanes past the size */
+    if (!lc->tail[d]) continue;
+    UOp *in = b2(OP_CMPLT, lc->tail[d], sint_uop(lc->ctx, lc->idt, lc->ks->sym[d]));
+    if (!(valid = is_true(valid) ? in : b2(OP_AND, valid, in))) return oom(lc);
+  }
   int n = 0;
   src[n++] = index;
   src[n++] = c[Y];
@@ -930,6 +942,11 @@ static tvk_status lower_copies(UOp *ast, LowerCtx *lc, UOp **out, Error *err) {
       } else { /* block * up + lane */
         UOp *k = b_c(lc, lane), *a = b_c(lc, lc->up[d]);
         lc->axis[d] = b2(OP_ADD, b2(OP_MUL, lc->block[d], a), k);
+        if (ks->sym_axes >> d & 1) { /* the last block's lanes past the size: clamped, not stored */
+          UOp *size = sint_uop(lc->ctx, lc->idt, ks->sym[d]);
+          lc->tail[d] = lc->axis[d];
+          lc->axis[d] = size ? b_min(lc->axis[d], uop_sub(size, b_c(lc, 1))) : NULL;
+        }
       }
       if (!lc->axis[d]) st = err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
     }

@@ -108,11 +108,21 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
     return err_set(err, TVK_ERR_INVALID_ARG,
                    "opt: a GPU kernel with symbolic sizes (axes 0x%x) takes no plan steps yet",
                    kd->sym_axes);
-  for (int i = 0; i < plan->n; i++)
-    if (plan->step[i].axis < kd->ndim && kd->sym_axes >> plan->step[i].axis & 1)
+  /* A symbolic axis takes one UPCAST, its last block masked (lowering);
+   * other kinds count blocks, runs or tiles when the kernel is made. */
+  for (int i = 0; i < plan->n; i++) {
+    const OptStep *s = &plan->step[i];
+    if (s->axis >= kd->ndim || !(kd->sym_axes >> s->axis & 1)) continue;
+    bool once = true;
+    for (int j = 0; j < i; j++) once &= plan->step[j].axis != s->axis;
+    if (s->kind != OPT_UPCAST || !once || !is_output_axis(kd, s->axis) || s->amount < 2 ||
+        s->amount > OPT_MAX_COPIES)
       return err_set(err, TVK_ERR_INVALID_ARG,
-                     "opt: step %d: axis %d has a symbolic size: no step splits it yet", i,
-                     plan->step[i].axis);
+                     "opt: step %d: %s(%d, %" PRId32
+                     "): the axis has a symbolic size: one UPCAST of 2 to %d is all it takes",
+                     i, kinds[s->kind < OPT_KINDS ? s->kind : 0].name, s->axis, s->amount,
+                     OPT_MAX_COPIES);
+  }
   int64_t copies = 1;
   uint32_t seen = 0, spread = 0, upcast = 0; /* axes split by any step, by SPREAD, by UPCAST */
   uint32_t local = 0;                        /* axes split by LOCAL */
@@ -189,8 +199,10 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
                        i, copies, OPT_MAX_COPIES);
       continue;
     }
-    /* UPCAST, SPREAD */
-    if (s->amount < 1 || s->amount > OPT_MAX_COPIES || n % (split[s->axis] * s->amount) != 0)
+    /* UPCAST, SPREAD (a symbolic axis's UPCAST: its tail is masked) */
+    bool masked = kd->sym_axes >> s->axis & 1;
+    if (s->amount < 1 || s->amount > OPT_MAX_COPIES ||
+        (!masked && n % (split[s->axis] * s->amount) != 0))
       return err_set(err, TVK_ERR_INVALID_ARG,
                      "opt: step %d: %s(%d, %" PRId32 ") of an axis of size %" PRId64
                      " (the amounts on the axis must divide it)",
@@ -342,7 +354,11 @@ void opt_kernel_name(const KernelDesc *kd, const OptPlan *plan, char *buf, size_
   size_t at = (size_t)snprintf(buf, n, "%s", kd->reduce_axes ? "r" : "E");
   for (int d = 0; d < kd->ndim && at < n; d++) {
     int64_t run = opt_spread_run(plan, d); /* > 1: spread runs */
-    if (d == g)
+    if (kd->sym_axes >> d & 1) {           /* its expression, then u<amount> of a masked upcast */
+      at += (size_t)snprintf(buf + at, n - at, "_");
+      if (at < n) at += kernel_sym_name(kd->sym[d], buf + at, n - at);
+      if (up[d] > 1 && at < n) at += (size_t)snprintf(buf + at, n - at, "u%" PRId64, up[d]);
+    } else if (d == g)
       at += (size_t)snprintf(buf + at, n - at, "_%" PRId64 "g%" PRId64,
                              (kd->full[d] + lanes - 1) / lanes, lanes);
     else if (d == sa) /* staged in blocks: _<blocks>t<block> */
@@ -367,10 +383,7 @@ void opt_kernel_name(const KernelDesc *kd, const OptPlan *plan, char *buf, size_
     else if (up[d] > 1)
       at += (size_t)snprintf(buf + at, n - at, "_%" PRId64 "%c%" PRId64, kd->full[d] / up[d],
                              spread >> d & 1 ? 's' : 'u', up[d]);
-    else if (kd->sym_axes >> d & 1) { /* no step splits it: its expression */
-      at += (size_t)snprintf(buf + at, n - at, "_");
-      if (at < n) at += kernel_sym_name(kd->sym[d], buf + at, n - at);
-    } else
+    else
       at += (size_t)snprintf(buf + at, n - at, "_%" PRId64, kd->full[d]);
   }
   if (kd->ndim == 0 && at < n) snprintf(buf + at, n - at, "_1");
@@ -631,9 +644,11 @@ static void cache_runs(const KernelDesc *kd, const Shape *sh, const OptTarget *t
 static void heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan *plan);
 
 /* With symbolic sizes (CPU only: opt_check), the plan for the kernel whose
- * symbolic axes have size 1: the other axes get their steps, a symbolic one
- * stays a whole loop, and since the symbolic axis is then the outermost split
- * across cores when it comes first, its rows share the cores. */
+ * symbolic axes have their largest size rounded up to a multiple of 16 (so
+ * the usual amounts divide it): the other axes get their steps (lanes,
+ * unrolls, runs), a symbolic axis keeps an UPCAST (its tail masked: a
+ * matmul's 8-row tile over n rows) and loses any other step before the plan
+ * is checked. */
 void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan *plan) {
   plan->n = 0;
   if (!kd->sym_axes) {
@@ -641,14 +656,21 @@ void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan 
     return;
   }
   if (t->mode == CG_MODE_GRID) return;
-  KernelDesc *masked = malloc(sizeof *masked);
-  if (!masked) return;
-  *masked = *kd;
+  KernelDesc *shown = malloc(sizeof *shown);
+  if (!shown) return;
+  *shown = *kd;
   for (int d = 0; d < kd->ndim; d++)
-    if (kd->sym_axes >> d & 1) masked->full[d] = masked->out[d] = 1;
-  masked->sym_axes = 0;
-  heuristic(norm, masked, t, plan);
-  free(masked);
+    if (kd->sym_axes >> d & 1) {
+      shown->full[d] = (kd->full[d] + 15) / 16 * 16;
+      if (!(kd->reduce_axes >> d & 1)) shown->out[d] = shown->full[d];
+    }
+  shown->sym_axes = 0;
+  OptPlan p;
+  heuristic(norm, shown, t, &p);
+  free(shown);
+  for (int i = 0; i < p.n; i++)
+    if (!(kd->sym_axes >> p.step[i].axis & 1) || p.step[i].kind == OPT_UPCAST)
+      plan->step[plan->n++] = p.step[i];
   Error err = {0};
   if (opt_check(norm, kd, plan, t, &err) != TVK_OK) plan->n = 0;
 }
