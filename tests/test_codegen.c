@@ -1398,6 +1398,7 @@ typedef struct {
   size_t bytes[4]; /* per buffer, for a given n: filled by the case */
   void (*sizes)(int64_t n, size_t *bytes);
   void (*want)(int64_t n, const float *a, const float *b, double *out, int64_t *count);
+  int64_t hi; /* n's largest value: SYM_MAX when 0 */
 } SymCase;
 
 /* Compiles the kernel once per device and runs it for several n, each
@@ -1411,7 +1412,8 @@ static int run_symbolic_with(Suite *s, UOp *sink, const SymCase *sc, const char 
   if (codegen_kernel_opts(sink, NULL, &o, &ks) != TVK_OK) fail_msg("codegen: %s", ks.err.msg);
   assert_int_equal(ks.nvars, 1);
   assert_string_equal(ks.vars[0].name, "n");
-  assert_true(ks.vars[0].lo == 1 && ks.vars[0].hi == SYM_MAX);
+  int64_t hi = sc->hi ? sc->hi : SYM_MAX;
+  assert_true(ks.vars[0].lo == 1 && ks.vars[0].hi == hi);
   if (!strstr(ks.name, name_part)) fail_msg("kernel name %s has no %s", ks.name, name_part);
   int steps = ks.plan.n;
   for (int d = 0; d < 3; d++) {
@@ -1420,9 +1422,10 @@ static int run_symbolic_with(Suite *s, UOp *sink, const SymCase *sc, const char 
     bool hit;
     if (dev->ops->compile(dev, ks.name, ks.src, &p, &hit, NULL) != TVK_OK)
       fail_msg("compile: %s\n%s", dev->err.msg, ks.src);
-    static const int64_t ns[] = {1, 2, 3, 7, 33, SYM_MAX};
+    static const int64_t ns[] = {1, 2, 3, 7, 9, 12, 33, SYM_MAX};
     for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
       int64_t n = ns[k];
+      if (n > hi) continue;
       size_t bytes[4];
       sc->sizes(n, bytes);
       float *host[4];
@@ -1574,6 +1577,15 @@ static void test_symbolic_sizes(void **state) {
   for (size_t i = 0; i < sizeof plans / sizeof *plans; i++)
     run_symbolic_with(s, mm, &mmc, "r_n", &plans[i], false);
 
+  /* n in [1, 12] upcast by 8: at most 2 blocks, though 12 / 8 rounds to 1 */
+  sint n12 = sint_var("n", 1, 12);
+  UOp *ew12 = store(
+      c, 0, DT_FLOAT32, sym_rows(n12, 5),
+      uop_add(uop_mul(ld(c, 1, DT_FLOAT32, sym_rows(n12, 5)), cf(c, 2.0)),
+              ld(c, 2, DT_FLOAT32, st_expand(shp(2, (int64_t)1, (int64_t)5), (sint[]){n12, 5}))));
+  OptPlan up8 = {1, {{OPT_UPCAST, 0, 8}}};
+  run_symbolic_with(s, sink1(ew12), &(SymCase){.nb = 3, .sizes = sz_ew, .want = want_ew, .hi = 12},
+                    "E_nu8", &up8, false);
   OptPlan up4 = {1, {{OPT_UPCAST, 0, 4}}};
   run_symbolic_with(s, sink1(ew), &(SymCase){.nb = 3, .sizes = sz_ew, .want = want_ew}, "E_nu4",
                     &up4, false);

@@ -99,6 +99,12 @@ static UOp *b_extent(LowerCtx *lc, int d, int64_t n) {
   sint size = lc->ks->sym[d], u = lc->up[d];
   return sint_uop(lc->ctx, lc->idt, u > 1 ? sint_fdiv(sint_add(size, u - 1), u) : size);
 }
+/* The blocks of output axis d (its size over its upcast): for a symbolic
+ * one the most there can be, ceil(largest / u), its last block masked. */
+static int64_t axis_blocks(const LowerCtx *lc, int d) {
+  int64_t n = lc->ks->full[d], u = lc->up[d];
+  return lc->ks->sym_axes >> d & 1 ? (n + u - 1) / u : n / u;
+}
 static UOp *b_axis_range(LowerCtx *lc, int d, int64_t n, int64_t id) {
   UOp *end = b_extent(lc, d, n);
   return end ? uop_range(lc->ctx, end, id) : NULL;
@@ -267,11 +273,11 @@ static void split_axes(const LowerCtx *lc, int *a0, int *a1) {
   const KernelDesc *ks = lc->ks;
   *a0 = *a1 = -1;
   for (int d = 0; d < ks->ndim; d++) {
-    if (ks->reduce_axes >> d & 1 || ks->full[d] / lc->up[d] == 1) continue;
+    if (ks->reduce_axes >> d & 1 || axis_blocks(lc, d) == 1) continue;
     bool sym = ks->sym_axes >> d & 1; /* split alone: its size is not a constant to flatten by */
     if (*a0 < 0) {
       *a0 = d;
-      if (sym || ks->full[d] / lc->up[d] >= CG_SPLIT_MERGE) return;
+      if (sym || axis_blocks(lc, d) >= CG_SPLIT_MERGE) return;
     } else if (sym || ks->sym_axes >> *a0 & 1) {
       return;
     } else {
@@ -302,8 +308,8 @@ static bool make_axes(LowerCtx *lc) {
   if (!split) split_axes(lc, &a0, &a1);
   for (int d = 0; d < ks->ndim; d++) {
     bool red = ks->reduce_axes >> d & 1;
-    int64_t n = red ? ks->full[d] : ks->full[d] / lc->up[d]; /* blocks of an upcast axis */
-    if (d == a1 || d == c) continue;                         /* made with a0, after the loop */
+    int64_t n = red ? ks->full[d] : axis_blocks(lc, d); /* blocks of an upcast axis */
+    if (d == a1 || d == c) continue;                    /* made with a0, after the loop */
     if (n == 1) {
       lc->axis[d] = lc->zero;
     } else if (d == a0 && a1 >= 0) { /* the two axes' blocks flattened, split */
