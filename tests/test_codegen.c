@@ -1398,8 +1398,12 @@ typedef struct {
   size_t bytes[4]; /* per buffer, for a given n: filled by the case */
   void (*sizes)(int64_t n, size_t *bytes);
   void (*want)(int64_t n, const float *a, const float *b, double *out, int64_t *count);
-  int64_t hi; /* n's largest value: SYM_MAX when 0 */
+  int64_t hi;                 /* n's largest value: SYM_MAX when 0 */
+  int64_t (*rows)(int64_t n); /* the rows of the output for n (NULL: n) */
 } SymCase;
+
+static int64_t rows_pad(int64_t n) { return n + 2; }
+static int64_t rows_shrink(int64_t n) { return n - 1; }
 
 /* Compiles the kernel once per device and runs it for several n, each
  * against the case's double-precision reference; with the heuristic's plan
@@ -1438,7 +1442,16 @@ static int run_symbolic_with(Suite *s, UOp *sink, const SymCase *sc, const char 
         assert_int_equal(dev->ops->copy_in(dev, bufs[i], 0, host[i], bytes[i]), TVK_OK);
       }
       const int32_t val = (int32_t)n;
-      if (dev->ops->launch(dev, p, bufs, sc->nb, &val, 1, NULL) != TVK_OK)
+      /* the launch counts the rows' blocks split across cores from n */
+      int64_t u = 1;
+      for (int i = 0; i < ks.plan.n; i++)
+        if (ks.plan.step[i].axis == 0 && ks.plan.step[i].kind == OPT_UPCAST)
+          u = ks.plan.step[i].amount;
+      LaunchDims dims = {{kernel_groups(&ks, &val), ks.global[1], ks.global[2]},
+                         {ks.local[0], ks.local[1], ks.local[2]}};
+      int64_t rows = sc->rows ? sc->rows(n) : n;
+      assert_int_equal(dims.global[0], ks.groups ? (rows + u - 1) / u : ks.global[0]);
+      if (dev->ops->launch(dev, p, bufs, sc->nb, &val, 1, &dims) != TVK_OK)
         fail_msg("launch: %s", dev->err.msg);
       assert_int_equal(dev->ops->sync(dev), TVK_OK);
       assert_int_equal(dev->ops->copy_out(dev, bufs[0], 0, host[0], bytes[0]), TVK_OK);
@@ -1548,15 +1561,19 @@ static void test_symbolic_sizes(void **state) {
   st_free(a);
   UOp *pad = store(c, 0, DT_FLOAT32, sym_rows(sint_add(n, 2), 5),
                    uop_add(ld(c, 1, DT_FLOAT32, padded), cf(c, 1.0)));
-  run_symbolic(s, sink1(pad), &(SymCase){.nb = 2, .sizes = sz_pad, .want = want_pad_rows}, "E_n_2");
+  run_symbolic(s, sink1(pad),
+               &(SymCase){.nb = 2, .sizes = sz_pad, .want = want_pad_rows, .rows = rows_pad},
+               "E_n_2");
 
   ShapeTracker *t = st_permute(sym_rows(n, 5), (int[]){1, 0}); /* (5, n) */
   ShapeTracker *ts = st_shrink(t, (const sint(*)[2])(sint[][2]){{0, 5}, {1, n}});
   ShapeTracker *back = st_permute(ts, (int[]){1, 0}); /* (n - 1, 5) */
   st_free(t), st_free(ts);
   UOp *shr = store(c, 0, DT_FLOAT32, sym_rows(sint_sub(n, 1), 5), ld(c, 1, DT_FLOAT32, back));
-  run_symbolic(s, sink1(shr), &(SymCase){.nb = 2, .sizes = sz_shrink, .want = want_shrink_rows},
-               "E_n_1");
+  run_symbolic(
+      s, sink1(shr),
+      &(SymCase){.nb = 2, .sizes = sz_shrink, .want = want_shrink_rows, .rows = rows_shrink},
+      "E_n_1");
 
   /* a matmul of n rows: the heuristic tiles the other axes (the rows stay one
    * loop, split across cores), and explicit plans of every CPU kind on them */

@@ -135,9 +135,9 @@ bool st_to_indexed_uops(const ShapeTracker *st, UCtx *ctx, DType idt, UOp *const
  * index of it (its size as work, saturating), the rest 1. */
 typedef struct {
   int64_t global[3], local[3];
-  /* Grid mode with symbolic output sizes: the work groups a launch needs, an
-   * expression of the kernel's variables (global[0] is its largest value); 0
-   * where global is the launch. */
+  /* Symbolic sizes: global[0] as an expression of the kernel's variables
+   * (grid mode: the work groups a launch needs; cores mode: the split axis's
+   * extent), global[0] being its largest value; 0 where global is the launch. */
   sint groups;
 } CgLaunch;
 

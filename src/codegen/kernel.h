@@ -114,9 +114,10 @@ typedef struct {
    * cores mode the split axis's extent and the work per index of it
    * (CgLaunch, codegen.h). */
   int64_t global[3], local[3];
-  /* Grid mode with symbolic sizes: the work-group count along global[0] as
-   * an expression of the variables (kernel_groups evaluates it for a
-   * launch; global[0] is its largest value); 0 otherwise. */
+  /* Symbolic sizes: global[0] (grid mode: the work groups; cores mode: the
+   * extent of the axis split across cores) as an expression of the
+   * variables, which kernel_groups evaluates for a launch; global[0] is its
+   * largest value. 0 otherwise. */
   sint groups;
   OptPlan plan; /* the plan the kernel was made with */
   /* What one launch does (estimate.c): arithmetic ops, and bytes of global
@@ -168,8 +169,8 @@ tvk_status codegen_kernel_opts(UOp *ast, const char *name, const CodegenOpts *op
                                KernelSource *out);
 /* Frees what *ks holds and empties it; NULL ok. */
 void kernel_source_free(KernelSource *ks);
-/* The work groups along global[0] for a launch with these vals (vars'
- * order): global[0], or KernelSource.groups evaluated. */
+/* global[0] for a launch with these vals (vars' order): KernelSource.groups
+ * evaluated where the kernel has it (at most global[0]), else global[0]. */
 int64_t kernel_groups(const KernelSource *ks, const int32_t *vals);
 
 #endif

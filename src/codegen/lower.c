@@ -61,6 +61,7 @@ typedef struct {
    * index before the clamp, which the stores' gate compares with the size;
    * NULL elsewhere. */
   UOp *tail[TVK_MAX_DIMS];
+  sint split_sym; /* cores mode: the split axis's blocks where its size is symbolic; else 0 */
   UOp *outer[TVK_MAX_DIMS + 2]; /* the output (non-reduce) RANGEs, outermost first */
   /* Each reduced axis: its loops (the digits of its index, innermost first; one
    * RANGE unless split), and, when the digits cover more than the axis, its
@@ -321,6 +322,10 @@ static bool make_axes(LowerCtx *lc) {
       split = true;
     } else if (!red && !split) {
       UOp *sym = ks->sym_axes >> d & 1 ? b_extent(lc, d, n) : NULL;
+      if (sym) {
+        sint u = lc->up[d];
+        lc->split_sym = u > 1 ? sint_fdiv(sint_add(ks->sym[d], u - 1), u) : ks->sym[d];
+      }
       lc->axis[d] = split_axis_of(lc, n, sym, d), split = true;
     } else if (red)
       lc->axis[d] = reduce_axis(lc, d, n);
@@ -999,11 +1004,13 @@ static bool lower_init(LowerCtx *lc, UOp *ast, const KernelDesc *ks, const OptPl
 
 /* Cores mode's launch: how many cores can have work (the split axis's
  * extent) and the loop iterations of the kernel per index of that axis, so
- * a device can run a small kernel on one core rather than wake the others. */
+ * a device can run a small kernel on one core rather than wake the others.
+ * A symbolic split axis's extent is counted from the values at launch
+ * (groups; global[0] its largest value). */
 static void cores_launch(const LowerCtx *lc, CgLaunch *launch) {
   int64_t total = kernel_iterations(lc->ks, ~0u);
   int64_t n = lc->split_n > 0 ? lc->split_n : 1;
-  *launch = (CgLaunch){{n, total / n, 1}, {1, 1, 1}, 0};
+  *launch = (CgLaunch){{n, total / n, 1}, {1, 1, 1}, lc->split_sym};
 }
 
 tvk_status lower_kernel(UOp *ast, const KernelDesc *ks, const OptPlan *plan, UOp **out,
