@@ -101,9 +101,8 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
   if (plan->n < 0 || plan->n > OPT_MAX_STEPS)
     return err_set(err, TVK_ERR_INVALID_ARG, "opt: a plan of %d steps (at most %d)", plan->n,
                    OPT_MAX_STEPS);
-  /* The steps' arithmetic (blocks, lanes, runs) needs sizes known when the
-   * kernel is made: a symbolic axis stays one whole loop. On a GPU the
-   * numbering of work groups and tiles would need them too. */
+  /* On a GPU the numbering of work groups, tiles and lanes is counted when
+   * the kernel is made, from sizes a symbolic kernel does not have. */
   if (plan->n > 0 && kd->sym_axes && t->mode == CG_MODE_GRID)
     return err_set(err, TVK_ERR_INVALID_ARG,
                    "opt: a GPU kernel with symbolic sizes (axes 0x%x) takes no plan steps yet",
@@ -112,7 +111,8 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
    * other kinds count blocks, runs or tiles when the kernel is made. */
   for (int i = 0; i < plan->n; i++) {
     const OptStep *s = &plan->step[i];
-    if (s->axis >= kd->ndim || !(kd->sym_axes >> s->axis & 1)) continue;
+    if (s->kind >= OPT_KINDS || s->axis >= kd->ndim || !(kd->sym_axes >> s->axis & 1))
+      continue; /* (a bad kind or axis: the checks below say so) */
     bool once = true;
     for (int j = 0; j < i; j++) once &= plan->step[j].axis != s->axis;
     if (s->kind != OPT_UPCAST || !once || !is_output_axis(kd, s->axis) || s->amount < 2 ||
@@ -120,8 +120,7 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
       return err_set(err, TVK_ERR_INVALID_ARG,
                      "opt: step %d: %s(%d, %" PRId32
                      "): the axis has a symbolic size: one UPCAST of 2 to %d is all it takes",
-                     i, kinds[s->kind < OPT_KINDS ? s->kind : 0].name, s->axis, s->amount,
-                     OPT_MAX_COPIES);
+                     i, kinds[s->kind].name, s->axis, s->amount, OPT_MAX_COPIES);
   }
   int64_t copies = 1;
   uint32_t seen = 0, spread = 0, upcast = 0; /* axes split by any step, by SPREAD, by UPCAST */
