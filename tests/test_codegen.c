@@ -1392,6 +1392,12 @@ static void test_define_var(void **state) {
 
 /* A (n, 5) tracker of float32, row-major, with n symbolic. */
 static ShapeTracker *sym_rows(sint n, int64_t cols) { return st_from_shape(2, (sint[]){n, cols}); }
+/* A (1, cols) row broadcast to (n, cols). */
+static ShapeTracker *sym_bcast(sint n, int64_t cols) {
+  ShapeTracker *row = shp(2, (int64_t)1, cols), *r = st_expand(row, (sint[]){n, cols});
+  st_free(row);
+  return r;
+}
 
 typedef struct {
   int nb;
@@ -1541,7 +1547,7 @@ static void test_symbolic_sizes(void **state) {
   Suite *s = *state;
   UCtx *c = s->c;
   sint n = sint_var("n", 1, SYM_MAX);
-  ShapeTracker *bcast = st_expand(shp(2, (int64_t)1, (int64_t)5), (sint[]){n, 5});
+  ShapeTracker *bcast = sym_bcast(n, 5);
   UOp *ew = store(c, 0, DT_FLOAT32, sym_rows(n, 5),
                   uop_add(uop_mul(ld(c, 1, DT_FLOAT32, sym_rows(n, 5)), cf(c, 2.0)),
                           ld(c, 2, DT_FLOAT32, bcast)));
@@ -1565,7 +1571,8 @@ static void test_symbolic_sizes(void **state) {
                &(SymCase){.nb = 2, .sizes = sz_pad, .want = want_pad_rows, .rows = rows_pad},
                "E_n_2");
 
-  ShapeTracker *t = st_permute(sym_rows(n, 5), (int[]){1, 0}); /* (5, n) */
+  ShapeTracker *rows5 = sym_rows(n, 5), *t = st_permute(rows5, (int[]){1, 0}); /* (5, n) */
+  st_free(rows5);
   ShapeTracker *ts = st_shrink(t, (const sint(*)[2])(sint[][2]){{0, 5}, {1, n}});
   ShapeTracker *back = st_permute(ts, (int[]){1, 0}); /* (n - 1, 5) */
   st_free(t), st_free(ts);
@@ -1596,10 +1603,9 @@ static void test_symbolic_sizes(void **state) {
 
   /* n in [1, 12] upcast by 8: at most 2 blocks, though 12 / 8 rounds to 1 */
   sint n12 = sint_var("n", 1, 12);
-  UOp *ew12 = store(
-      c, 0, DT_FLOAT32, sym_rows(n12, 5),
-      uop_add(uop_mul(ld(c, 1, DT_FLOAT32, sym_rows(n12, 5)), cf(c, 2.0)),
-              ld(c, 2, DT_FLOAT32, st_expand(shp(2, (int64_t)1, (int64_t)5), (sint[]){n12, 5}))));
+  UOp *ew12 = store(c, 0, DT_FLOAT32, sym_rows(n12, 5),
+                    uop_add(uop_mul(ld(c, 1, DT_FLOAT32, sym_rows(n12, 5)), cf(c, 2.0)),
+                            ld(c, 2, DT_FLOAT32, sym_bcast(n12, 5))));
   OptPlan up8 = {1, {{OPT_UPCAST, 0, 8}}};
   run_symbolic_with(s, sink1(ew12), &(SymCase){.nb = 3, .sizes = sz_ew, .want = want_ew, .hi = 12},
                     "E_nu8", &up8, false);

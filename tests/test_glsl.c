@@ -1054,7 +1054,8 @@ static void test_run_symbolic(void **state) {
   SKIP_WITHOUT_VK(s);
   UCtx *c = s->c;
   sint n = sint_var("n", 1, SYM_N);
-  ShapeTracker *bc = st_expand(shp(2, (int64_t)1, (int64_t)5), (sint[]){n, 5});
+  ShapeTracker *row = shp(2, (int64_t)1, (int64_t)5), *bc = st_expand(row, (sint[]){n, 5});
+  st_free(row);
   UOp *a = ld(c, 1, DT_FLOAT32, st_from_shape(2, (sint[]){n, 5}));
   UOp *ew =
       store(c, 0, DT_FLOAT32, st_from_shape(2, (sint[]){n, 5}),
