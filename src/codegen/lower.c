@@ -92,13 +92,20 @@ static UOp *b_range(LowerCtx *lc, int64_t n, int64_t id) {
   UOp *end = b_c(lc, n);
   return end ? uop_range(lc->ctx, end, id) : NULL;
 }
-/* The extent of axis d, n: where the size is symbolic (KernelDesc.sym), its
- * expression over the launch's variables, or for an upcast by u the blocks
+/* Axis d's size as a sint: its expression where it is symbolic. */
+static sint axis_size(const KernelDesc *ks, int d) {
+  return ks->sym_axes >> d & 1 ? ks->sym[d] : ks->full[d];
+}
+/* The blocks of a symbolic axis d: its size, or for an upcast by u
  * ceil(size / u), the last one masked (lower_copies, lower_store). */
-static UOp *b_extent(LowerCtx *lc, int d, int64_t n) {
-  if (!(lc->ks->sym_axes >> d & 1)) return b_c(lc, n);
+static sint sym_blocks(const LowerCtx *lc, int d) {
   sint size = lc->ks->sym[d], u = lc->up[d];
-  return sint_uop(lc->ctx, lc->idt, u > 1 ? sint_fdiv(sint_add(size, u - 1), u) : size);
+  return u > 1 ? sint_fdiv(sint_add(size, u - 1), u) : size;
+}
+/* The extent of axis d, n: where the size is symbolic (KernelDesc.sym), its
+ * blocks as an expression over the launch's variables. */
+static UOp *b_extent(LowerCtx *lc, int d, int64_t n) {
+  return lc->ks->sym_axes >> d & 1 ? sint_uop(lc->ctx, lc->idt, sym_blocks(lc, d)) : b_c(lc, n);
 }
 /* The blocks of output axis d (its size over its upcast): for a symbolic
  * one the most there can be, ceil(largest / u), its last block masked. */
@@ -321,11 +328,9 @@ static bool make_axes(LowerCtx *lc) {
       if (!lc->axis[a1]) return false;
       split = true;
     } else if (!red && !split) {
-      UOp *sym = ks->sym_axes >> d & 1 ? b_extent(lc, d, n) : NULL;
-      if (sym) {
-        sint u = lc->up[d];
-        lc->split_sym = u > 1 ? sint_fdiv(sint_add(ks->sym[d], u - 1), u) : ks->sym[d];
-      }
+      UOp *sym = NULL;
+      if (ks->sym_axes >> d & 1)
+        sym = sint_uop(lc->ctx, lc->idt, lc->split_sym = sym_blocks(lc, d));
       lc->axis[d] = split_axis_of(lc, n, sym, d), split = true;
     } else if (red)
       lc->axis[d] = reduce_axis(lc, d, n);
@@ -460,8 +465,7 @@ static bool make_axes_grid(LowerCtx *lc, int local_size, CgLaunch *launch) {
   bool sym = ks->sym_axes & ~ks->reduce_axes;
   sint total_s = 1;
   for (int d = 0; sym && d < ks->ndim; d++)
-    if (!(ks->reduce_axes >> d & 1))
-      total_s = sint_mul(total_s, ks->sym_axes >> d & 1 ? ks->sym[d] : ks->full[d]);
+    if (!(ks->reduce_axes >> d & 1)) total_s = sint_mul(total_s, axis_size(ks, d));
   if (sym && (launch->groups = sint_fdiv(sint_add(total_s, local - 1), local)) == SINT_NONE)
     return false;
   UOp *grp = b_special(lc, arg_var("group_id", 0, groups > 1 ? groups - 1 : 0));
@@ -487,7 +491,7 @@ static bool make_axes_grid(LowerCtx *lc, int local_size, CgLaunch *launch) {
     else {
       UOp *q = b2(OP_IDIV, flat, sint_uop(c, lc->idt, stride));
       lc->axis[d] = b2(OP_MOD, q, b_extent(lc, d, n));
-      stride = sint_mul(stride, ks->sym_axes >> d & 1 ? ks->sym[d] : n);
+      stride = sint_mul(stride, ks->sym_axes >> d & 1 ? ks->sym[d] : n); /* n: its blocks */
     }
     if (!(lc->block[d] = lc->axis[d])) return false;
   }

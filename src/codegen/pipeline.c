@@ -154,16 +154,10 @@ void kernel_source_free(KernelSource *ks) {
 
 int64_t kernel_groups(const KernelSource *ks, const int32_t *vals) {
   if (!ks->groups) return ks->global[0];
-  sint used[16];
-  int64_t v[16];
-  int n = sint_vars(ks->groups, used, 0, 16);
-  for (int j = 0; j < n; j++) { /* each variable's value: by name and range among vars */
-    int i = 0;
-    while (i < ks->nvars && sint_var(ks->vars[i].name, ks->vars[i].lo, ks->vars[i].hi) != used[j])
-      i++;
-    if (i == ks->nvars) return 0;
-    v[j] = vals[i];
-  }
-  sint g = n < 0 ? SINT_NONE : sint_eval(ks->groups, n, used, v);
+  const char *names[CG_MAX_VARS];
+  int64_t v[CG_MAX_VARS];
+  int n = ks->nvars < CG_MAX_VARS ? ks->nvars : CG_MAX_VARS;
+  for (int i = 0; i < n; i++) names[i] = ks->vars[i].name, v[i] = vals[i];
+  sint g = sint_eval_named(ks->groups, n, names, v);
   return g == SINT_NONE || g < 0 ? 0 : g > ks->global[0] ? ks->global[0] : g;
 }

@@ -126,6 +126,10 @@ static inline bool sint_may_differ(sint a, sint b) { return !sint_proven_eq(a, b
  * variable not given takes its lo. SINT_NONE stays SINT_NONE. */
 sint sint_eval(sint s, int nvars, const sint *vars, const int64_t *vals);
 
+/* The value with each variable of s bound by its name: names[i] has value
+ * vals[i]. SINT_NONE when a variable of s is not named (or s is SINT_NONE). */
+sint sint_eval_named(sint s, int nvars, const char *const *names, const int64_t *vals);
+
 /* Adds the variables s depends on (their handles) to out[0..n), each once,
  * and returns the new count; -1 when more than max, or for SINT_NONE. */
 int sint_vars(sint s, sint *out, int n, int max);

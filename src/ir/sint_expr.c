@@ -6,10 +6,11 @@
  * below both and this file the implementation above them.
  *
  * Expressions are UOps of one private context: int64 DEFINE_VARs, CONSTs and
- * ADD / MUL / MAX / IDIV / MOD over them, simplified by the symbolic rules
- * (symbolic.h) and interned in a table whose index is the handle. A UOp is
- * already hash-consed, so interning the simplified node makes equal
- * expressions equal handles. Everything here runs under one mutex: the
+ * ADD / MUL / MAX / IDIV / MOD over them; sums and products in a polynomial
+ * normal form (below), the rest simplified by the symbolic rules (symbolic.h),
+ * and interned in a table whose index is the handle. A UOp is already
+ * hash-consed, so interning the normal form makes equal expressions equal
+ * handles. Everything here runs under one mutex: the
  * context is not thread safe, and tvk contexts on several threads share it. */
 #include "sint_expr.h"
 
@@ -47,10 +48,16 @@ static bool ready(void) {
   return g.ctx != NULL;
 }
 
+/* Under the lock: the expression of handle s, NULL for anything else. */
+static UOp *lookup(sint s) {
+  return sint_is_sym(s) && (size_t)(s - SINT_HANDLE_FIRST) < g.n ? g.byid[s - SINT_HANDLE_FIRST]
+                                                                 : NULL;
+}
+
 /* s as an expression of the context (autoreleased); NULL for SINT_NONE. */
 static UOp *expr(sint s) {
   if (s == SINT_NONE) return NULL;
-  if (sint_is_sym(s)) return g.byid[s - SINT_HANDLE_FIRST];
+  if (sint_is_sym(s)) return lookup(s);
   return uop_const_int(g.ctx, i64(), s);
 }
 
@@ -247,9 +254,8 @@ sint sint_var(const char *name, int64_t lo, int64_t hi) {
 bool sint_var_info(sint v, const char **name, int64_t *lo, int64_t *hi) {
   if (!sint_is_sym(v)) return false;
   pthread_mutex_lock(&g.mu);
-  bool ok = (size_t)(v - SINT_HANDLE_FIRST) < g.n;
-  UOp *u = ok ? g.byid[v - SINT_HANDLE_FIRST] : NULL;
-  ok = ok && u->op == OP_DEFINE_VAR;
+  UOp *u = lookup(v);
+  bool ok = u && u->op == OP_DEFINE_VAR;
   if (ok) {
     if (name) *name = u->arg.var.name;
     if (lo) *lo = u->arg.var.lo;
@@ -285,15 +291,16 @@ sint sint_fmod_sym(sint a, sint b) {
   return floor_is_trunc(a, b) ? binary(OP_MOD, a, b) : SINT_NONE;
 }
 
-/* Up to SINT_VARS_MAX variables of u, each once; -1 when there are more. */
-static int vars_of(UOp *u, UOp **vars, int n) {
+/* Adds u's variables (their DEFINE_VARs) to vars[0..n), each once, and
+ * returns the new count; -1 when there are more than max. */
+static int vars_of(UOp *u, UOp **vars, int n, int max) {
   if (n < 0) return n;
   if (u->op == OP_DEFINE_VAR) {
     for (int i = 0; i < n; i++)
       if (vars[i] == u) return n;
-    return n < SINT_VARS_MAX ? (vars[n] = u, n + 1) : -1;
+    return n < max ? (vars[n] = u, n + 1) : -1;
   }
-  for (uint32_t i = 0; i < u->nsrc && n >= 0; i++) n = vars_of(u->src[i], vars, n);
+  for (uint32_t i = 0; i < u->nsrc && n >= 0; i++) n = vars_of(u->src[i], vars, n, max);
   return n;
 }
 
@@ -304,7 +311,7 @@ static int vars_of(UOp *u, UOp **vars, int n) {
  * exact, from every combination; otherwise the intervals. */
 static void bounds_of(UOp *u, int64_t *lo, int64_t *hi) {
   UOp *vars[SINT_VARS_MAX];
-  int nv = vars_of(u, vars, 0);
+  int nv = vars_of(u, vars, 0, SINT_VARS_MAX);
   int64_t count = nv >= 0 ? 1 : SINT_ENUM_MAX + 1;
   for (int i = 0; i < nv && count <= SINT_ENUM_MAX; i++)
     count *= vars[i]->arg.var.hi - vars[i]->arg.var.lo + 1;
@@ -333,7 +340,7 @@ static int64_t bound(sint s, bool lo) {
   pthread_mutex_lock(&g.mu);
   size_t id = (size_t)(s - SINT_HANDLE_FIRST);
   int64_t r = lo ? INT64_MIN : INT64_MAX;
-  if (id < g.n) {
+  if (lookup(s)) {
     if (!g.bounds[id].known) {
       bounds_of(g.byid[id], &g.bounds[id].lo, &g.bounds[id].hi);
       g.bounds[id].known = true;
@@ -358,12 +365,10 @@ sint sint_eval(sint s, int nvars, const sint *vars, const int64_t *vals) {
   sint r = SINT_NONE;
   if (nvars < 0 || nvars > 16) return r;
   pthread_mutex_lock(&g.mu);
-  bool ok = (size_t)(s - SINT_HANDLE_FIRST) < g.n;
-  for (int i = 0; ok && i < nvars; i++) {
-    ok = sint_is_sym(vars[i]) && (size_t)(vars[i] - SINT_HANDLE_FIRST) < g.n;
-    if (ok) bind[i] = g.byid[vars[i] - SINT_HANDLE_FIRST];
-  }
-  if (ok) r = sym_infer(g.byid[s - SINT_HANDLE_FIRST], nvars, bind, vals);
+  UOp *u = lookup(s);
+  bool ok = u != NULL;
+  for (int i = 0; ok && i < nvars; i++) ok = (bind[i] = lookup(vars[i])) != NULL;
+  if (ok) r = sym_infer(u, nvars, bind, vals);
   pthread_mutex_unlock(&g.mu);
   return r;
 }
@@ -372,8 +377,8 @@ int sint_str(sint s, char *buf, size_t n) {
   if (s == SINT_NONE) return snprintf(buf, n, "<none>");
   if (!sint_is_sym(s)) return snprintf(buf, n, "%lld", (long long)s);
   pthread_mutex_lock(&g.mu);
-  char *txt =
-      (size_t)(s - SINT_HANDLE_FIRST) < g.n ? uop_render_raw(g.byid[s - SINT_HANDLE_FIRST]) : NULL;
+  UOp *u = lookup(s);
+  char *txt = u ? uop_render_raw(u) : NULL;
   pthread_mutex_unlock(&g.mu);
   int len = snprintf(buf, n, "%s", txt ? txt : "<?>");
   free(txt);
@@ -394,24 +399,39 @@ static UOp *rebuild(UCtx *ctx, DType dt, UOp *u) {
   return uop_alu((Op)u->op, (int)u->nsrc, src);
 }
 
-/* Adds u's variables (their handles) to out[0..n), each once; -1 past max. */
-static int collect_vars(UOp *u, sint *out, int n, int max) {
-  if (n < 0) return n;
-  if (u->op == OP_DEFINE_VAR) {
-    sint h = intern(u);
-    for (int i = 0; i < n; i++)
-      if (out[i] == h) return n;
-    return n < max && h != SINT_NONE ? (out[n] = h, n + 1) : -1;
-  }
-  for (uint32_t i = 0; i < u->nsrc && n >= 0; i++) n = collect_vars(u->src[i], out, n, max);
-  return n;
-}
-
 int sint_vars(sint s, sint *out, int n, int max) {
   if (!sint_is_sym(s)) return s == SINT_NONE ? -1 : n;
+  if (n < 0 || n > max) return -1;
+  UOp *found[64];
   pthread_mutex_lock(&g.mu);
-  UOp *u = (size_t)(s - SINT_HANDLE_FIRST) < g.n ? g.byid[s - SINT_HANDLE_FIRST] : NULL;
-  int r = u ? collect_vars(u, out, n, max) : -1;
+  UOp *u = lookup(s);
+  int nf = u ? vars_of(u, found, 0, 64) : -1;
+  for (int i = 0; i < nf && n >= 0; i++) { /* each by its handle (interned when made) */
+    sint h = intern(found[i]);
+    bool have = false;
+    for (int j = 0; j < n && !have; j++) have = out[j] == h;
+    if (!have) n = n < max && h != SINT_NONE ? (out[n] = h, n + 1) : -1;
+  }
+  pthread_mutex_unlock(&g.mu);
+  return nf < 0 ? -1 : n;
+}
+
+sint sint_eval_named(sint s, int nvars, const char *const *names, const int64_t *vals) {
+  if (!sint_is_sym(s)) return s;
+  UOp *found[16], *bind[16];
+  int64_t v[16];
+  sint r = SINT_NONE;
+  pthread_mutex_lock(&g.mu);
+  UOp *u = lookup(s);
+  int nf = u ? vars_of(u, found, 0, 16) : -1;
+  bool ok = nf >= 0;
+  for (int i = 0; ok && i < nf; i++) { /* each variable's value, by its name */
+    int j = 0;
+    while (j < nvars && strcmp(names[j], found[i]->arg.var.name) != 0) j++;
+    ok = j < nvars;
+    if (ok) bind[i] = found[i], v[i] = vals[j];
+  }
+  if (ok) r = sym_infer(u, nf, bind, v);
   pthread_mutex_unlock(&g.mu);
   return r;
 }
@@ -420,7 +440,7 @@ UOp *sint_uop(UCtx *ctx, DType dt, sint s) {
   if (s == SINT_NONE) return NULL;
   if (!sint_is_sym(s)) return uop_const_int(ctx, dt, s);
   pthread_mutex_lock(&g.mu);
-  UOp *u = (size_t)(s - SINT_HANDLE_FIRST) < g.n ? g.byid[s - SINT_HANDLE_FIRST] : NULL;
+  UOp *u = lookup(s);
   UOp *r = u ? rebuild(ctx, dt, u) : NULL;
   pthread_mutex_unlock(&g.mu);
   return r;

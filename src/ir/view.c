@@ -97,6 +97,11 @@ static void view_set_invalid(View *v) {
   }
 }
 
+/* Dim d of a masked view is masked down to one index. */
+static bool one_index(const View *v, int d) {
+  return sint_proven_eq(sint_sub(v->mask[d][1], v->mask[d][0]), 1);
+}
+
 /* Canonical form (the seed's View.create):
  * - strides of size-1 dims are 0;
  * - a shape with a 0 is the contiguous empty view (zero strides, no mask);
@@ -137,7 +142,7 @@ View view_make(int ndim, const sint *shape, const sint *strides, sint offset,
       return v;
     }
     for (int d = 0; v.has_mask && d < ndim; d++) {
-      if (sint_proven_eq(sint_sub(v.mask[d][1], v.mask[d][0]), 1)) {
+      if (one_index(&v, d)) {
         v.offset = sint_add(v.offset, sint_mul(v.strides[d], v.mask[d][0]));
         v.strides[d] = 0;
       }
@@ -263,11 +268,6 @@ static View view_flip(const View *v, const bool *flip) {
 typedef struct {
   sint size, stride, real;
 } DimGroup;
-
-/* Dim d of a masked view is masked down to one index. */
-static bool one_index(const View *v, int d) {
-  return sint_proven_eq(sint_sub(v->mask[d][1], v->mask[d][0]), 1);
-}
 
 static int merge_dims(const View *v, DimGroup *g) {
   if (v->ndim == 0) return 0;
