@@ -493,6 +493,54 @@ TVK_API tvk_status tvk_jit_run(tvk_jit *jit, int nin, tvk_tensor *const *in, int
  * the jits still alive. */
 TVK_API void tvk_jit_destroy(tvk_jit *jit);
 
+/* ------------------------------------------------------------------ symbolic sizes */
+
+/* A size variable stands for a dimension that changes from run to run (the
+ * length of a growing sequence, a batch): kernels built over it compile once
+ * and run for every value it takes, and so does the schedule.
+ *
+ *   int64_t n = tvk_size_var(ctx, "seq", 1, 256);
+ *   tvk_bind(ctx, n, 17);                          // the value for what runs next
+ *   tvk_tensor *k = tvk_shrink(cache, (int64_t[][2]){{0, n}, {0, 64}});
+ *
+ * A size (the result of tvk_size_var, tvk_size_add, tvk_size_mul) is an
+ * int64_t far below zero that goes in a shape array or a range where a
+ * number would: tvk_shape gives it back, and tvk_size_value turns it into
+ * the number it is under the bound values. Ops that do not take symbolic
+ * sizes yet say so, naming the variable (docs/capture.md lists which do).
+ *
+ * A realize (tvk_realize, tvk_to_host, ...) runs with the values bound then;
+ * every variable its graph uses must have one. A tensor computed under one
+ * value, or made from data of that length, is data for that value: a realize
+ * that reads it under another value is refused (TVK_ERR_SHAPE). */
+
+/* A variable named `name` (letters, digits and '_', not starting with a
+ * digit, under 32 bytes, not of the form s<digits>, which tvk's own launch
+ * values use) taking values in [min, max], 1 <= min <= max <= 2^31 - 1.
+ * Asking again for a name with the same range gives the same variable;
+ * another range for a name the context already has is an error. On error
+ * returns -1 (a negative size every op refuses) with the message in
+ * tvk_ctx_error. */
+TVK_API int64_t tvk_size_var(tvk_ctx *ctx, const char *name, int64_t min, int64_t max);
+/* The size a + b, a * b (sizes or numbers: tvk_size_add(n, -1) is n - 1);
+ * -1 for a negative size or a result that cannot be made (out of memory). A
+ * sum or product of numbers is the number. */
+TVK_API int64_t tvk_size_add(int64_t a, int64_t b);
+TVK_API int64_t tvk_size_mul(int64_t a, int64_t b);
+/* Whether a size holds a variable. */
+TVK_API bool tvk_size_is_symbolic(int64_t size);
+/* Binds variable var (tvk_size_var of this context) to value for the
+ * realizes that follow, until bound again. TVK_ERR_INVALID_ARG for a var that
+ * is not a variable of ctx, TVK_ERR_SHAPE for a value outside [min, max]
+ * (the message names the variable, the value and the range). */
+TVK_API tvk_status tvk_bind(tvk_ctx *ctx, int64_t var, int64_t value);
+/* The number a size is with the context's bound values (a number is
+ * itself); -1 when one of its variables is not bound. */
+TVK_API int64_t tvk_size_value(const tvk_ctx *ctx, int64_t size);
+/* The size as text into buf ("seq", "seq+1", "12"), snprintf-style: returns
+ * the length the whole text needs. */
+TVK_API int tvk_size_str(int64_t size, char *buf, size_t n);
+
 /* ------------------------------------------------------------------ creation */
 
 /* A tensor holding a copy of data (ndim dims of shape, row-major, elements of
@@ -1015,7 +1063,9 @@ TVK_API tvk_status tvk_to_host(tvk_tensor *t, void *dst, size_t nbytes);
 /* ------------------------------------------------------------------ inspection */
 
 /* Shape of t; on an error tensor, the shape is empty (ndim 0). The shape
- * pointer is owned by t. NULL t: 0 / NULL. */
+ * pointer is owned by t. NULL t: 0 / NULL. A symbolic dim is given as its size
+ * (tvk_size_value makes it a number); tvk_numel counts with the bound values
+ * (-1 when a variable of the shape is not bound). */
 TVK_API int tvk_ndim(const tvk_tensor *t);
 TVK_API const int64_t *tvk_shape(const tvk_tensor *t);
 TVK_API int64_t tvk_numel(const tvk_tensor *t);

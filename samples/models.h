@@ -105,28 +105,31 @@ static void block_weights(Weights *w) {
   upload(w, BD, BF, 1 / sqrt(BF)), upload(w, BD, 0, 0.1);         /* 11, 12: mlp down */
 }
 
-static tvk_tensor *block_forward(tvk_tensor **w) {
+/* The block on x of T tokens (T a number or a size variable, tvk.h): with a
+ * (T, T) bool mask for the attention, or causal (mask NULL). */
+static tvk_tensor *block_forward_on(tvk_tensor **w, tvk_tensor *x, int64_t T, tvk_tensor *mask) {
   tvk_ctx *ctx = tvk_ctx_of(w[0]);
   tvk_tensor *one = tvk_scalar(ctx, TVK_FLOAT32, 1);
-  tvk_tensor *x = w[0];
   tvk_tensor *h = tvk_layernorm(x, 1, tvk_add(w[1], one), w[2], 1e-5);
   tvk_tensor *qkv = tvk_linear(h, w[3], w[4]); /* (T, 3D) */
   tvk_tensor *part[3];
   for (int i = 0; i < 3; i++) {
-    int64_t r[2][2] = {{0, BT}, {(int64_t)i * BD, (int64_t)(i + 1) * BD}};
-    int64_t heads[3] = {BT, BHEADS, BD / BHEADS};
+    int64_t r[2][2] = {{0, T}, {(int64_t)i * BD, (int64_t)(i + 1) * BD}};
+    int64_t heads[3] = {T, BHEADS, BD / BHEADS};
     int order[3] = {1, 0, 2};
     part[i] = tvk_permute(tvk_reshape(tvk_shrink(qkv, r), 3, heads), order); /* (H, T, E) */
   }
-  tvk_tensor *att = tvk_scaled_dot_product_attention(part[0], part[1], part[2], NULL, true);
+  tvk_tensor *att = tvk_scaled_dot_product_attention(part[0], part[1], part[2], mask, !mask);
   int order[3] = {1, 0, 2};
-  int64_t flat[2] = {BT, BD};
+  int64_t flat[2] = {T, BD};
   att = tvk_reshape(tvk_permute(att, order), 2, flat);
   x = tvk_add(x, tvk_linear(att, w[5], w[6]));
   h = tvk_layernorm(x, 1, tvk_add(w[7], one), w[8], 1e-5);
   h = tvk_linear(tvk_gelu(tvk_linear(h, w[9], w[10])), w[11], w[12]);
   return tvk_add(x, h);
 }
+
+static tvk_tensor *block_forward(tvk_tensor **w) { return block_forward_on(w, w[0], BT, NULL); }
 
 static void ref_layernorm(const double *x, const float *w, const float *b, double *y) {
   for (int t = 0; t < BT; t++) {

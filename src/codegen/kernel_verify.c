@@ -98,19 +98,8 @@ static tvk_status add_var(Verify *v, UOp *u);
 /* The variables of a symbolic view are the kernel's too (launch values):
  * each an int32 DEFINE_VAR, as sint_uop makes them in the index math. */
 static tvk_status view_vars(Verify *v, UOp *u) {
-  const ShapeTracker *st = u->arg.st;
   sint vars[CG_MAX_VARS];
-  int n = 0;
-  for (int i = 0; i < st->nviews && n >= 0; i++) {
-    const View *w = &st->views[i];
-    n = sint_vars(w->offset, vars, n, CG_MAX_VARS);
-    for (int d = 0; d < w->ndim && n >= 0; d++) {
-      n = sint_vars(w->shape[d], vars, n, CG_MAX_VARS);
-      n = sint_vars(w->strides[d], vars, n, CG_MAX_VARS);
-      if (w->has_mask) n = sint_vars(w->mask[d][0], vars, n, CG_MAX_VARS);
-      if (w->has_mask) n = sint_vars(w->mask[d][1], vars, n, CG_MAX_VARS);
-    }
-  }
+  int n = st_vars(u->arg.st, vars, 0, CG_MAX_VARS);
   if (n < 0) return bad(v, u, "has more than %d variables or a failed size", CG_MAX_VARS);
   for (int i = 0; i < n; i++) {
     UOp *var = sint_uop(u->ctx, DT(INT32), vars[i]);

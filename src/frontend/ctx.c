@@ -185,7 +185,11 @@ tvk_ctx *tvk_ctx_of(const tvk_tensor *t) { return t ? t->ctx : NULL; }
 int64_t tvk_numel(const tvk_tensor *t) {
   if (!t) return 0;
   int64_t n = 1;
-  for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+  for (int i = 0; i < t->ndim; i++) {
+    int64_t d = t->shape[i];
+    if (sint_is_sym(d) && ctx_size_eval(t->ctx, NULL, "", d, &d) != TVK_OK) return -1;
+    n *= d;
+  }
   return n;
 }
 
@@ -379,8 +383,11 @@ UOp *graph_const(tvk_ctx *ctx, ScalarType s, double value, int ndim, const int64
 
 /* ---------------------------------------------------------------- creation */
 
-static tvk_status check_shape(tvk_ctx *ctx, const char *op, int ndim, const int64_t *shape,
-                              int64_t *numel) {
+/* A shape given to a creation function: *numel its count (a symbolic dim at
+ * its largest value). Symbolic dims only where sym (then checked as sizes of
+ * the context). */
+static tvk_status check_shape_sym(tvk_ctx *ctx, const char *op, int ndim, const int64_t *shape,
+                                  int64_t *numel, bool sym) {
   if (ndim < 0 || ndim > TVK_MAX_DIMS)
     return err_set(&ctx->err, TVK_ERR_INVALID_ARG, "%s: ndim %d is out of range 0..%d", op, ndim,
                    TVK_MAX_DIMS);
@@ -388,6 +395,24 @@ static tvk_status check_shape(tvk_ctx *ctx, const char *op, int ndim, const int6
     return err_set(&ctx->err, TVK_ERR_INVALID_ARG, "%s: shape is NULL with ndim %d", op, ndim);
   *numel = 1;
   for (int i = 0; i < ndim; i++) {
+    if (sint_is_sym(shape[i]) && sym) {
+      char what[16];
+      snprintf(what, sizeof what, "dim %d", i);
+      tvk_status st = ctx_check_size(ctx, op, what, shape[i]);
+      if (st != TVK_OK) return st;
+      int64_t hi = sint_vmax(shape[i]);
+      if (hi && *numel > INT64_MAX / 8 / hi)
+        return err_set(&ctx->err, TVK_ERR_SHAPE, "%s: shape has too many elements", op);
+      *numel *= hi;
+      continue;
+    }
+    if (sint_is_sym(shape[i])) {
+      char t[64];
+      sint_str(shape[i], t, sizeof t);
+      return err_set(&ctx->err, TVK_ERR_SHAPE,
+                     "%s: dim %d is the symbolic size %s; %s does not take symbolic sizes yet", op,
+                     i, t, op);
+    }
     if (shape[i] < 0)
       return err_set(&ctx->err, TVK_ERR_SHAPE, "%s: dim %d has negative size %lld", op, i,
                      (long long)shape[i]);
@@ -396,6 +421,11 @@ static tvk_status check_shape(tvk_ctx *ctx, const char *op, int ndim, const int6
     *numel *= shape[i];
   }
   return TVK_OK;
+}
+
+static tvk_status check_shape(tvk_ctx *ctx, const char *op, int ndim, const int64_t *shape,
+                              int64_t *numel) {
+  return check_shape_sym(ctx, op, ndim, shape, numel, false);
 }
 
 tvk_tensor *ctx_check_shape(tvk_ctx *ctx, const char *op, int ndim, const int64_t *shape,
@@ -418,9 +448,15 @@ static void trace_copy(tvk_ctx *ctx, const char *name, int64_t t0, size_t nbytes
 tvk_tensor *tvk_from_data(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape,
                           const void *data) {
   if (!ctx) return NULL;
-  int64_t numel;
-  tvk_status st = check_shape(ctx, "from_data", ndim, shape, &numel);
+  int64_t numel, bound[TVK_MAX_DIMS];
+  tvk_status st = check_shape_sym(ctx, "from_data", ndim, shape, &numel, true);
   if (st != TVK_OK) return error_tensor_from_ctx(ctx, st);
+  /* a symbolic shape: the data has the length of the bound values */
+  for (int i = 0; i < ndim && st == TVK_OK; i++)
+    st = ctx_size_eval(ctx, &ctx->err, "from_data", shape[i], &bound[i]);
+  if (st != TVK_OK) return error_tensor_from_ctx(ctx, st);
+  for (int i = 0; i < ndim; i++) numel = i ? numel * bound[i] : bound[i]; /* <= the checked count */
+  if (ndim == 0) numel = 1;
   if (!tvk_dtype_valid(dt))
     return tensor_error(ctx, TVK_ERR_DTYPE, "from_data: dtype %d is not a tvk_dtype", (int)dt);
   if (!data && numel > 0) return tensor_error(ctx, TVK_ERR_INVALID_ARG, "from_data: data is NULL");
@@ -429,6 +465,7 @@ tvk_tensor *tvk_from_data(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *s
   if (id < 0) return FRONT_END(ctx, m, error_tensor_from_ctx(ctx, st));
   Buffer *b = ctx_buffer(ctx, id);
   UOp *v = graph_buffer_view(ctx, id, ndim, shape);
+  if (v && ctx_buffer_record_sizes(ctx, b, ndim, shape) != TVK_OK) v = NULL;
   if (!v) { /* buffer not yet owned by a UOp */
     buffer_release(ctx, id);
     return FRONT_END(ctx, m, tensor_error(ctx, TVK_ERR_OUT_OF_MEMORY, "from_data: out of memory"));
@@ -449,7 +486,7 @@ static tvk_tensor *full_op(tvk_ctx *ctx, const char *op, tvk_dtype dt, int ndim,
                            const int64_t *shape, double value) {
   if (!ctx) return NULL;
   int64_t numel;
-  tvk_status st = check_shape(ctx, op, ndim, shape, &numel);
+  tvk_status st = check_shape_sym(ctx, op, ndim, shape, &numel, true);
   if (st != TVK_OK) return error_tensor_from_ctx(ctx, st);
   if (!tvk_dtype_valid(dt))
     return tensor_error(ctx, TVK_ERR_DTYPE, "%s: dtype %d is not a tvk_dtype", op, (int)dt);
@@ -538,7 +575,14 @@ tvk_status tvk_to_host(tvk_tensor *t, void *dst, size_t nbytes) {
   if (!t) return TVK_ERR_INVALID_ARG;
   tvk_ctx *ctx = t->ctx;
   if (t->status != TVK_OK) return err_set(&ctx->err, t->status, "%s", tvk_error_of(t));
-  size_t need = (size_t)tvk_numel(t) * tvk_dtype_size(t->dtype);
+  int64_t numel = 1; /* a symbolic shape: the count with the bound values */
+  for (int i = 0; i < t->ndim; i++) {
+    int64_t d;
+    tvk_status st = ctx_size_eval(ctx, &ctx->err, "to_host", t->shape[i], &d);
+    if (st != TVK_OK) return st;
+    numel *= d;
+  }
+  size_t need = (size_t)numel * tvk_dtype_size(t->dtype);
   if (nbytes < need)
     return err_set(&ctx->err, TVK_ERR_INVALID_ARG,
                    "to_host: nbytes %zu is less than the %zu bytes of the tensor", nbytes, need);
@@ -547,6 +591,13 @@ tvk_status tvk_to_host(tvk_tensor *t, void *dst, size_t nbytes) {
   size_t m = FRONT_BEGIN(ctx);
   tvk_status st;
   Buffer *b = ctx_materialize(t, "to_host", &st);
+  if (b && (st = ctx_buffer_check_sizes(ctx, "to_host", b)) != TVK_OK) b = NULL;
+  if (b && b->nbytes < need)
+    st = err_set(&ctx->err, TVK_ERR_SHAPE,
+                 "to_host: with the bound sizes the tensor has %zu bytes, its buffer %zu (a "
+                 "tensor made for smaller sizes)",
+                 need, b->nbytes),
+    b = NULL;
   if (b) {
     st = ctx->dev->ops->sync(ctx->dev);
     int64_t t0 = ctx->trace ? trace_now_ns() : 0;
@@ -722,6 +773,7 @@ void tvk_ctx_destroy(tvk_ctx *ctx) {
     ctx->dev->ops->destroy(ctx->dev);
   }
   free(ctx->bufs);
+  free(ctx->sizes);
   free(ctx->cache_dir);
   free(ctx->cc);
   free(ctx->graph);

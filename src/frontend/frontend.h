@@ -25,6 +25,8 @@
 
 _Static_assert(TVK_MAX_DIMS == 16, "tvk.h and view.h agree on the most dims");
 
+enum { BUFFER_SIZES_MAX = 8 };
+
 typedef struct {
   DevBuffer *dev; /* NULL for a zero-byte buffer */
   size_t nbytes;
@@ -35,6 +37,12 @@ typedef struct {
   bool foreign;
   void (*release)(void *user);
   void *release_user;
+  /* The size variables its contents were made for (data of a symbolic
+   * shape, a kernel's output over one) and their values then: a realize
+   * that reads it under other values is refused (realize.c). */
+  int nsizes;
+  sint size_vars[BUFFER_SIZES_MAX];
+  int64_t size_vals[BUFFER_SIZES_MAX];
 } Buffer;
 
 struct tvk_tensor {
@@ -48,6 +56,18 @@ struct tvk_tensor {
   uint64_t seq; /* creation order, for scopes */
   tvk_tensor *prev, *next;
 };
+
+/* A size variable the context made (sizes.c) and its bound value. */
+typedef struct {
+  sint var;         /* the sint_var handle */
+  const char *name; /* sint_var_info's: lives as long as the process */
+  int64_t lo, hi;
+  int64_t value;
+  bool bound;
+} SizeVar;
+
+/* The most variables one size expression, or one realize, may use. */
+enum { SIZE_VARS_MAX = 16 };
 
 struct tvk_ctx {
   UCtx *u;
@@ -82,6 +102,8 @@ struct tvk_ctx {
   tvk_profile_entry *prof_entries; /* tvk_profile_entries' last answer */
   char *prof_text;                 /* tvk_profile_summary's last text */
   struct Trace *trace;             /* TVK_TRACE's file (runtime/trace.h); NULL: none */
+  SizeVar *sizes;                  /* the size variables made in this context (tvk_size_var) */
+  int nsizes, capsizes;
 };
 
 /* A 0-d constant folded into the kernels' source, for the constants of the
@@ -103,7 +125,7 @@ tvk_status front_own_buffer(tvk_tensor *t);
 /* ---- jit (jit.c) ---- */
 /* Runner.on_launch of a realize while ctx->capture is set. */
 void jit_on_launch(void *jit, const Schedule *s, int item, DevProgram *prog, const int32_t *vals,
-                   int nvals, const LaunchDims *dims);
+                   int nvals, bool sized, const LaunchDims *dims);
 /* Destroys every jit of the context. */
 void jit_free_all(tvk_ctx *ctx);
 /* Destroys every optimiser of the context (optim.c). */
@@ -115,6 +137,33 @@ void optim_free_all(tvk_ctx *ctx);
 void profile_on_time(void *ctx, const LaunchTime *t);
 /* Frees the rows and the text. */
 void profile_free(tvk_ctx *ctx);
+
+/* ---- symbolic sizes (sizes.c) ---- */
+/* The bound variables' names and values, up to max of them; their count. */
+int ctx_size_bindings(const tvk_ctx *ctx, const char **names, int64_t *vals, int max);
+/* *out = s with the context's bound values (s itself for a number). An
+ * unbound variable is TVK_ERR_INVALID_ARG, with "<op>: size variable 'n' has
+ * no value ..." in err when err is not NULL. */
+tvk_status ctx_size_eval(const tvk_ctx *ctx, Error *err, const char *op, sint s, int64_t *out);
+/* NULL when s is a size of the context: a number >= 0, or an expression
+ * over its variables that is never negative; else the error tensor naming op
+ * and `what` ("dim 2"). */
+tvk_tensor *front_check_size(tvk_ctx *ctx, const char *op, const char *what, sint s);
+/* front_check_size as a status, the message in ctx->err. */
+tvk_status ctx_check_size(tvk_ctx *ctx, const char *op, const char *what, sint s);
+/* Records in b the size variables of shape with their bound values (all
+ * bound: the caller evaluated the shape). TVK_ERR_SHAPE, in ctx->err, for a
+ * shape of more than BUFFER_SIZES_MAX variables. */
+tvk_status ctx_buffer_record_sizes(tvk_ctx *ctx, Buffer *b, int ndim, const int64_t *shape);
+/* TVK_OK when the values b was made for (ctx_buffer_record_sizes) are the
+ * ones bound now; else TVK_ERR_SHAPE naming op, the variable and both values. */
+tvk_status ctx_buffer_check_sizes(tvk_ctx *ctx, const char *op, const Buffer *b);
+/* The first dim of shape that is symbolic, or -1. */
+int shape_first_sym(int ndim, const int64_t *shape);
+/* The error tensor for the first of ts[0..n) (NULL entries skipped) with a
+ * symbolic dim, naming op, the dim and its size; NULL when none has one.
+ * What an op that does not take symbolic sizes yet answers. */
+tvk_tensor *front_refuse_symbolic(const char *op, int n, tvk_tensor *const *ts);
 
 /* ---- dtypes ---- */
 ScalarType dt_from_tvk(tvk_dtype dt);

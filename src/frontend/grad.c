@@ -389,6 +389,13 @@ static tvk_status grad_impl(const char *op, tvk_tensor *out, tvk_tensor *up, int
   UOp **topo = st == TVK_OK ? uop_toposort(out->uop, &nt) : NULL;
   if (st == TVK_OK && (!topo || !mark_needed(&gr, topo, nt, &targets)))
     st = err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+  /* The views' backward rules are integer arithmetic (view_back1). */
+  for (size_t i = 0; st == TVK_OK && i < nt; i++)
+    if (topo[i]->op == OP_VIEW && st_is_symbolic(topo[i]->arg.st))
+      st = err_set(&ctx->err, TVK_ERR_SHAPE,
+                   "%s: the graph has symbolic sizes (tvk_size_var): gradients through them "
+                   "are not built yet",
+                   op);
   if (st == TVK_OK && ptrmap_get(&gr.need, out->uop) > 0) {
     UOp *seed = up ? up->uop
                    : graph_const(ctx, (ScalarType)out->uop->dtype.scalar, 1, out->ndim, out->shape);

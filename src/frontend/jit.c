@@ -89,11 +89,14 @@ static void drop_capture(tvk_jit *j) {
 
 /* Runner.on_launch while capturing. */
 void jit_on_launch(void *user, const Schedule *s, int item, DevProgram *prog, const int32_t *vals,
-                   int nvals, const LaunchDims *dims) {
+                   int nvals, bool sized, const LaunchDims *dims) {
   tvk_jit *j = user;
   const ScheduleItem *it = &s->items[item];
   if (j->failed) return;
-  if (nvals > SCHED_MAX_VALUES || !VEC_RESERVE(j->l, j->capl, j->nl + 1)) {
+  /* A launch over size variables would replay their values and grid of
+   * today (and buffers of today's sizes): not captured, the function runs
+   * every call (docs/capture.md). */
+  if (sized || nvals > SCHED_MAX_VALUES || !VEC_RESERVE(j->l, j->capl, j->nl + 1)) {
     j->failed = true;
     return;
   }

@@ -65,6 +65,7 @@ static bool reads_self_elsewhere(UOp *value, UOp *target) {
 tvk_status tvk_assign(tvk_tensor *target, tvk_tensor *value) {
   tvk_tensor *ins[2] = {target, value};
   tvk_tensor *bad = tensor_check_inputs("assign", 2, ins);
+  if (!bad) bad = front_refuse_symbolic("assign", 2, ins);
   if (!target && !value) return TVK_ERR_INVALID_ARG;
   tvk_ctx *ctx = target ? target->ctx : value->ctx;
   if (bad) {

@@ -80,14 +80,25 @@ tvk_tensor *tvk_scaled_dot_product_attention(tvk_tensor *q, tvk_tensor *k, tvk_t
                                              tvk_tensor *mask, bool is_causal) {
   const char *op = "scaled_dot_product_attention";
   bool bad;
-  tvk_tensor *err = bc_check(op, 3, (tvk_tensor *[]){q, k, v}, &bad);
+  tvk_tensor *err = bc_check_sym(op, 3, (tvk_tensor *[]){q, k, v}, &bad);
   if (bad) return err;
-  if (mask && (err = bc_check(op, 4, (tvk_tensor *[]){q, k, v, mask}, &bad))) return err;
+  if (mask && (err = bc_check_sym(op, 4, (tvk_tensor *[]){q, k, v, mask}, &bad))) return err;
   int snd = 0;
   int64_t ss[TVK_MAX_DIMS];
   if ((err = check_attention(q, k, v, mask, &snd, ss))) return err;
   tvk_ctx *ctx = q->ctx;
   int64_t L = ss[snd - 2], S = ss[snd - 1], E = q->shape[q->ndim - 1];
+  /* the scale and the causal mask's aranges are built from numbers */
+  if (sint_is_sym(E))
+    return tensor_error(ctx, TVK_ERR_SHAPE,
+                        "%s: the embedding dim of q is symbolic; its scale "
+                        "1/sqrt(E) needs a number",
+                        op);
+  if (is_causal && sint_any_sym(L, S))
+    return tensor_error(ctx, TVK_ERR_SHAPE,
+                        "%s: is_causal with a symbolic L or S is not built yet: pass the causal "
+                        "mask instead (a fixed lower triangle shrunk to (L, S))",
+                        op);
   size_t sc = tvk_scope_begin(ctx);
   tvk_tensor *s = tvk_matmul(q, tvk_transpose(k, -1, -2)); /* (..., L, S) */
   tvk_dtype sdt = dt_to_tvk(dt_float_result(dt_from_tvk(tvk_dtype_of(s))));

@@ -190,7 +190,7 @@ static tvk_tensor *dtype_error(const BinOp *op, const tvk_tensor *a, const tvk_t
 static tvk_tensor *binary(const BinOp *op, tvk_tensor *a, tvk_tensor *b) {
   tvk_tensor *ts[2] = {a, b};
   bool bad;
-  tvk_tensor *err = bc_check(op->name, 2, ts, &bad);
+  tvk_tensor *err = bc_check_sym(op->name, 2, ts, &bad);
   if (bad) return err;
   tvk_ctx *ctx = a->ctx;
   int nd;
@@ -244,7 +244,7 @@ tvk_tensor *tvk_mod(tvk_tensor *a, tvk_tensor *b) { return binary(&op_mod, a, b)
 tvk_tensor *tvk_where(tvk_tensor *cond, tvk_tensor *a, tvk_tensor *b) {
   tvk_tensor *ts[3] = {cond, a, b};
   bool bad;
-  tvk_tensor *err = bc_check("where", 3, ts, &bad);
+  tvk_tensor *err = bc_check_sym("where", 3, ts, &bad);
   if (bad) return err;
   tvk_ctx *ctx = a->ctx;
   int nd;
@@ -264,12 +264,12 @@ tvk_tensor *tvk_where(tvk_tensor *cond, tvk_tensor *a, tvk_tensor *b) {
  * must broadcast to a's shape (the result keeps it). */
 tvk_tensor *tvk_clip(tvk_tensor *a, tvk_tensor *lo, tvk_tensor *hi) {
   bool bad;
-  tvk_tensor *err = bc_check("clip", 1, &a, &bad);
+  tvk_tensor *err = bc_check_sym("clip", 1, &a, &bad);
   if (bad) return err;
   tvk_tensor *bounds[2] = {lo, hi};
   for (int i = 0; i < 2; i++) {
     if (!bounds[i]) continue;
-    if ((err = bc_check("clip", 2, (tvk_tensor *[]){a, bounds[i]}, &bad))) return err;
+    if ((err = bc_check_sym("clip", 2, (tvk_tensor *[]){a, bounds[i]}, &bad))) return err;
     int nd;
     int64_t shape[TVK_MAX_DIMS];
     bool same = bc_broadcast_shape(2, (tvk_tensor *[]){a, bounds[i]}, &nd, shape) && nd == a->ndim;

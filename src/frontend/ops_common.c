@@ -8,19 +8,32 @@
 
 /* ---------------------------------------------------------------- inputs */
 
-tvk_tensor *bc_check(const char *op, int n, tvk_tensor *const *ts, bool *bad) {
+tvk_tensor *bc_check_sym(const char *op, int n, tvk_tensor *const *ts, bool *bad) {
   *bad = false;
   for (int i = 0; i < n; i++)
     *bad = *bad || !ts[i] || ts[i]->status != TVK_OK || !ts[0] || ts[i]->ctx != ts[0]->ctx;
   return *bad ? tensor_check_inputs(op, n, ts) : NULL;
 }
 
+tvk_tensor *bc_check(const char *op, int n, tvk_tensor *const *ts, bool *bad) {
+  tvk_tensor *err = bc_check_sym(op, n, ts, bad);
+  if (*bad) return err;
+  err = front_refuse_symbolic(op, n, ts);
+  *bad = err != NULL;
+  return err;
+}
+
 const char *bc_shape_str(int ndim, const int64_t *shape, char *buf, size_t n) {
   size_t at = 0;
   buf[0] = '\0';
   at += (size_t)snprintf(buf, n, "(");
-  for (int d = 0; d < ndim && at < n; d++)
-    at += (size_t)snprintf(buf + at, n - at, "%s%" PRId64, d ? ", " : "", shape[d]);
+  for (int d = 0; d < ndim && at < n; d++) {
+    at += (size_t)snprintf(buf + at, n - at, "%s", d ? ", " : "");
+    if (at < n && sint_is_sym(shape[d]))
+      at += (size_t)sint_str(shape[d], buf + at, n - at);
+    else if (at < n)
+      at += (size_t)snprintf(buf + at, n - at, "%" PRId64, shape[d]);
+  }
   if (at < n) snprintf(buf + at, n - at, ndim == 1 ? ",)" : ")");
   return buf;
 }
@@ -30,8 +43,9 @@ int64_t bc_numel(int ndim, const int64_t *shape) {
   for (int d = 0; d < ndim; d++)
     if (shape[d] == 0) return 0;
   for (int d = 0; d < ndim; d++) {
-    if (shape[d] < 0 || n > INT64_MAX / shape[d]) return -1;
-    n *= shape[d];
+    int64_t s = sint_is_sym(shape[d]) ? sint_vmax(shape[d]) : shape[d];
+    if (s < 0 || (s > 0 && n > INT64_MAX / s)) return -1;
+    n *= s;
   }
   return n;
 }
@@ -91,8 +105,9 @@ int bc_axis(int axis, int ndim) {
   return a < 0 || a >= ndim ? -1 : a;
 }
 
-tvk_tensor *bc_check_axis(const char *op, tvk_tensor *a, int axis, int *ax, bool *bad) {
-  tvk_tensor *err = bc_check(op, 1, &a, bad);
+static tvk_tensor *check_axis(const char *op, tvk_tensor *a, int axis, int *ax, bool *bad,
+                              bool sym) {
+  tvk_tensor *err = sym ? bc_check_sym(op, 1, &a, bad) : bc_check(op, 1, &a, bad);
   if (*bad) return err;
   *ax = bc_axis(axis, a->ndim > 0 ? a->ndim : 1);
   if (*ax < 0) {
@@ -101,6 +116,14 @@ tvk_tensor *bc_check_axis(const char *op, tvk_tensor *a, int axis, int *ax, bool
                         axis, a->ndim);
   }
   return NULL;
+}
+
+tvk_tensor *bc_check_axis(const char *op, tvk_tensor *a, int axis, int *ax, bool *bad) {
+  return check_axis(op, a, axis, ax, bad, false);
+}
+
+tvk_tensor *bc_check_axis_sym(const char *op, tvk_tensor *a, int axis, int *ax, bool *bad) {
+  return check_axis(op, a, axis, ax, bad, true);
 }
 
 tvk_tensor *bc_reduce_axes(const char *op, const tvk_tensor *a, int naxes, const int *axes,
@@ -133,7 +156,7 @@ tvk_tensor *bc_reduce_axes(const char *op, const tvk_tensor *a, int naxes, const
     r->keep[d] = on[d] ? 1 : a->shape[d];
     if (on[d]) {
       r->axes[r->n++] = d;
-      r->count *= a->shape[d]; /* <= numel: no overflow */
+      r->count = sint_mul(r->count, a->shape[d]); /* <= numel: no overflow */
     }
     if (!on[d] || keepdim) r->out[r->out_nd++] = r->keep[d];
   }

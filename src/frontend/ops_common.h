@@ -20,17 +20,22 @@
 /* ---- inputs and messages ---- */
 
 /* NULL (*bad = false) when every input is a tensor in the OK state and all
- * share one context. Otherwise *bad = true and the result is the error tensor
- * to return (tensor_check_inputs: the first NULL or error input, or tensors of
- * two contexts); it is NULL when every input is NULL (no context to attach an
- * error to) or memory ran out. */
+ * share one context (symbolic shapes allowed). Otherwise *bad = true and the result is the error
+ * tensor to return (tensor_check_inputs: the first NULL or error input, or tensors of two
+ * contexts); it is NULL when every input is NULL (no context to attach an error to) or memory ran
+ * out. */
+tvk_tensor *bc_check_sym(const char *op, int n, tvk_tensor *const *ts, bool *bad);
+/* bc_check_sym that also refuses a tensor with a symbolic dim (a size
+ * variable, tvk.h), naming op: what every op that does not take symbolic
+ * sizes yet calls. */
 tvk_tensor *bc_check(const char *op, int n, tvk_tensor *const *ts, bool *bad);
 
 /* A shape written as a Python tuple into buf: "()", "(4,)", "(2, 3)". Returns buf. */
 const char *bc_shape_str(int ndim, const int64_t *shape, char *buf, size_t n);
 #define BC_SHAPE_STR_MAX (TVK_MAX_DIMS * 22 + 4)
 
-/* The product of a shape, or -1 when it does not fit in int64. */
+/* The product of a shape, or -1 when it does not fit in int64. A symbolic
+ * dim counts as its largest value (the count to check against limits). */
 int64_t bc_numel(int ndim, const int64_t *shape);
 
 /* A new tensor for node u with the given dtype and shape, or the error tensor
@@ -59,6 +64,8 @@ int bc_axis(int axis, int ndim);
  * element along axis 0 or -1). NULL with *bad false on success, else *bad and
  * the error tensor to return. */
 tvk_tensor *bc_check_axis(const char *op, tvk_tensor *a, int axis, int *ax, bool *bad);
+/* bc_check_axis that lets symbolic shapes through (bc_check_sym). */
+tvk_tensor *bc_check_axis_sym(const char *op, tvk_tensor *a, int axis, int *ax, bool *bad);
 
 /* The axes of one reduction, checked and normalised. */
 typedef struct {
@@ -67,13 +74,18 @@ typedef struct {
   int64_t keep[TVK_MAX_DIMS]; /* the input shape with 1 at the axes */
   int out_nd;                 /* the result's dims (keepdim or not) */
   int64_t out[TVK_MAX_DIMS];
-  int64_t count; /* elements reduced into each output */
+  sint count; /* elements reduced into each output (symbolic over a symbolic axis) */
 } BcAxes;
 
 /* Parses the axes of a reduction (naxes == 0 or axes NULL: all; negative from
  * the end; a dim named twice is an error); NULL or an error tensor. */
 tvk_tensor *bc_reduce_axes(const char *op, const tvk_tensor *a, int naxes, const int *axes,
                            bool keepdim, BcAxes *r);
+
+/* NULL when a reduce of a over ax can run: a symbolic axis reduced is one
+ * loop, so its largest trip count is bounded (ops_reduce.c); else the error
+ * tensor naming op. */
+tvk_tensor *front_check_sym_reduce(const char *op, const tvk_tensor *a, const BcAxes *ax);
 
 /* REDUCE_AXIS of x over axes[0..naxes) (ascending, keepdim shape) with op
  * (ADD, MUL, MAX), split as every reduce of tvk's is (ops_reduce.c), so that

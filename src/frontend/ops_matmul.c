@@ -37,6 +37,7 @@ static tvk_tensor *packed(tvk_tensor *b) {
   const Device *dev = b->ctx->dev;
   if (dev->codegen_mode == CG_MODE_GRID && (!dev->limits.emulated || b->ctx->opt.gpu_rules))
     return b;
+  if (sint_any_sym(K, N)) return b; /* panels of a symbolic size: not yet */
   if (N % MM_PANEL || K < 64 || N * K < (int64_t)1 << 18) return b;
   tvk_tensor *t = tvk_reshape(b, 3, (int64_t[]){K, N / MM_PANEL, MM_PANEL});
   tvk_tensor *p = tvk_contiguous(tvk_permute(t, (const int[]){1, 0, 2}));
@@ -44,7 +45,7 @@ static tvk_tensor *packed(tvk_tensor *b) {
 }
 
 static tvk_tensor *matmul_body(tvk_tensor *a, tvk_tensor *b, ScalarType res) {
-  if (b->ndim == 2 && a->ndim >= 2 && a->shape[a->ndim - 2] >= 64) b = packed(b);
+  if (b->ndim == 2 && a->ndim >= 2 && sint_vmax(a->shape[a->ndim - 2]) >= 64) b = packed(b);
   int and_ = a->ndim, bnd = b->ndim;
   int64_t as[TVK_MAX_DIMS + 1] = {0}, bs[TVK_MAX_DIMS + 1] = {0};
   /* a vector becomes a matrix: (K) -> (1, K) for a, (K) -> (K, 1) for b */
@@ -111,9 +112,8 @@ static tvk_tensor *check_matmul(const char *op, tvk_tensor *a, tvk_tensor *b) {
                         "%s: shapes %s and %s: both operands need at least 1 dim", op, sa, sb);
   int64_t ka = a->shape[a->ndim - 1], kb = b->shape[b->ndim == 1 ? 0 : b->ndim - 2];
   if (ka != kb)
-    return tensor_error(a->ctx, TVK_ERR_SHAPE,
-                        "%s: shapes %s and %s: inner dims differ (%lld vs %lld)", op, sa, sb,
-                        (long long)ka, (long long)kb);
+    return tensor_error(a->ctx, TVK_ERR_SHAPE, "%s: shapes %s and %s: inner dims differ", op, sa,
+                        sb);
   int na = a->ndim > 2 ? a->ndim - 2 : 0, nbt = b->ndim > 2 ? b->ndim - 2 : 0;
   int nb = na > nbt ? na : nbt;
   if (nb + 3 > TVK_MAX_DIMS)
@@ -124,15 +124,14 @@ static tvk_tensor *check_matmul(const char *op, tvk_tensor *a, tvk_tensor *b) {
     int64_t da = ia >= 0 ? a->shape[ia] : 1, db = ib >= 0 ? b->shape[ib] : 1;
     if (da != db && da != 1 && db != 1)
       return tensor_error(a->ctx, TVK_ERR_SHAPE,
-                          "%s: shapes %s and %s: batch dims do not broadcast (%lld vs %lld)", op,
-                          sa, sb, (long long)da, (long long)db);
+                          "%s: shapes %s and %s: batch dims do not broadcast", op, sa, sb);
   }
   return NULL;
 }
 
 tvk_tensor *tvk_matmul(tvk_tensor *a, tvk_tensor *b) {
   bool bad;
-  tvk_tensor *err = bc_check("matmul", 2, (tvk_tensor *[]){a, b}, &bad);
+  tvk_tensor *err = bc_check_sym("matmul", 2, (tvk_tensor *[]){a, b}, &bad);
   if (bad) return err;
   if ((err = check_matmul("matmul", a, b))) return err;
   ScalarType res = bc_promote(2, (tvk_tensor *[]){a, b});
@@ -145,9 +144,9 @@ tvk_tensor *tvk_matmul(tvk_tensor *a, tvk_tensor *b) {
 
 tvk_tensor *tvk_linear(tvk_tensor *x, tvk_tensor *w, tvk_tensor *bias) {
   bool bad;
-  tvk_tensor *err = bc_check("linear", 2, (tvk_tensor *[]){x, w}, &bad);
+  tvk_tensor *err = bc_check_sym("linear", 2, (tvk_tensor *[]){x, w}, &bad);
   if (bad) return err;
-  if (bias && (err = bc_check("linear", 3, (tvk_tensor *[]){x, w, bias}, &bad))) return err;
+  if (bias && (err = bc_check_sym("linear", 3, (tvk_tensor *[]){x, w, bias}, &bad))) return err;
   char sx[BC_SHAPE_STR_MAX], sw[BC_SHAPE_STR_MAX], sbias[BC_SHAPE_STR_MAX];
   bc_shape_str(x->ndim, x->shape, sx, sizeof sx);
   bc_shape_str(w->ndim, w->shape, sw, sizeof sw);
@@ -156,12 +155,13 @@ tvk_tensor *tvk_linear(tvk_tensor *x, tvk_tensor *w, tvk_tensor *bias) {
                         sw);
   if (x->ndim < 1 || x->shape[x->ndim - 1] != w->shape[1])
     return tensor_error(x->ctx, TVK_ERR_SHAPE,
-                        "linear: x has shape %s and w %s: x's last dim must be w's in (%lld)", sx,
-                        sw, (long long)w->shape[1]);
+                        "linear: x has shape %s and w %s: x's last dim must be w's in", sx, sw);
   if (bias && !(bias->ndim == 1 && bias->shape[0] == w->shape[0])) {
+    char want[BC_SHAPE_STR_MAX];
     bc_shape_str(bias->ndim, bias->shape, sbias, sizeof sbias);
-    return tensor_error(x->ctx, TVK_ERR_SHAPE, "linear: bias has shape %s: expected (%lld,)", sbias,
-                        (long long)w->shape[0]);
+    bc_shape_str(1, w->shape, want, sizeof want);
+    return tensor_error(x->ctx, TVK_ERR_SHAPE, "linear: bias has shape %s: expected %s", sbias,
+                        want);
   }
   tvk_ctx *ctx = x->ctx;
   size_t sc = tvk_scope_begin(ctx);

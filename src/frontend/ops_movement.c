@@ -30,14 +30,57 @@ static tvk_tensor *moved(tvk_tensor *a, const char *op, size_t mark, UOp *u, int
 
 /* ---------------------------------------------------------------- reshape */
 
+/* The product of a shape as a sint (an expression where a dim is symbolic). */
+static sint sym_numel(int ndim, const int64_t *shape) {
+  sint n = 1;
+  for (int d = 0; d < ndim; d++) n = sint_mul(n, shape[d]);
+  return n;
+}
+
+/* The target shape of a reshape whose input or target has a symbolic dim,
+ * its -1 inferred: the counts must be equal for every value of the
+ * variables (the sint normal form makes seq*4*64 and seq*256 one size). */
+static tvk_tensor *infer_sym_shape(const tvk_tensor *a, int ndim, int infer, int64_t *out,
+                                   const char *want, const char *have) {
+  sint numel = sym_numel(a->ndim, a->shape);
+  if (infer >= 0) {
+    out[infer] = 1;
+    sint known = sym_numel(ndim, out);
+    sint q = known != 0 && numel != SINT_NONE && known != SINT_NONE ? sint_fdiv(numel, known)
+                                                                    : SINT_NONE;
+    if (q == SINT_NONE || !sint_proven_eq(sint_mul(q, known), numel))
+      return tensor_error(a->ctx, TVK_ERR_SHAPE,
+                          "reshape: cannot infer the -1 of %s for %s: the other dims do not "
+                          "divide its count for every value of its size variables",
+                          want, have);
+    out[infer] = q;
+  }
+  if (!sint_proven_eq(sym_numel(ndim, out), numel))
+    return tensor_error(a->ctx, TVK_ERR_SHAPE,
+                        "reshape: cannot reshape %s into %s: the counts are not equal for every "
+                        "value of the size variables (a symbolic size comes from tvk_from_data, "
+                        "tvk_shrink or tvk_expand)",
+                        have, want);
+  return NULL;
+}
+
 /* The target shape with its -1 inferred; NULL or an error tensor. */
 static tvk_tensor *infer_shape(const tvk_tensor *a, int ndim, const int64_t *shape, int64_t *out) {
   char want[BC_SHAPE_STR_MAX], have[BC_SHAPE_STR_MAX];
   bc_shape_str(ndim, shape, want, sizeof want);
   bc_shape_str(a->ndim, a->shape, have, sizeof have);
   int infer = -1;
+  bool sym = shape_first_sym(a->ndim, a->shape) >= 0;
   for (int d = 0; d < ndim; d++) {
     out[d] = shape[d];
+    if (sint_is_sym(shape[d])) {
+      char what[16];
+      snprintf(what, sizeof what, "dim %d", d);
+      tvk_tensor *err = front_check_size(a->ctx, "reshape", what, shape[d]);
+      if (err) return err;
+      sym = true;
+      continue;
+    }
     if (shape[d] >= 0) continue;
     if (shape[d] != -1)
       return tensor_error(a->ctx, TVK_ERR_SHAPE, "reshape: shape %s has a negative dim", want);
@@ -45,6 +88,7 @@ static tvk_tensor *infer_shape(const tvk_tensor *a, int ndim, const int64_t *sha
       return tensor_error(a->ctx, TVK_ERR_SHAPE, "reshape: shape %s has more than one -1", want);
     infer = d;
   }
+  if (sym) return infer_sym_shape(a, ndim, infer, out, want, have);
   int64_t numel = bc_numel(a->ndim, a->shape);
   if (infer >= 0) {
     out[infer] = 1;
@@ -65,7 +109,7 @@ static tvk_tensor *infer_shape(const tvk_tensor *a, int ndim, const int64_t *sha
 
 tvk_tensor *tvk_reshape(tvk_tensor *a, int ndim, const int64_t *shape) {
   bool bad;
-  tvk_tensor *err = bc_check("reshape", 1, &a, &bad);
+  tvk_tensor *err = bc_check_sym("reshape", 1, &a, &bad);
   if (bad) return err;
   if ((err = check_dims("reshape", a, ndim, shape, "shape"))) return err;
   int64_t out[TVK_MAX_DIMS];
@@ -91,7 +135,7 @@ static tvk_tensor *permute_checked(tvk_tensor *a, const char *op, const int *ord
 
 tvk_tensor *tvk_permute(tvk_tensor *a, const int *order) {
   bool bad;
-  tvk_tensor *err = bc_check("permute", 1, &a, &bad);
+  tvk_tensor *err = bc_check_sym("permute", 1, &a, &bad);
   if (bad) return err;
   if ((err = check_dims("permute", a, a->ndim, order, "order"))) return err;
   int norm[TVK_MAX_DIMS];
@@ -113,7 +157,7 @@ tvk_tensor *tvk_permute(tvk_tensor *a, const int *order) {
 
 tvk_tensor *tvk_transpose(tvk_tensor *a, int dim0, int dim1) {
   bool bad;
-  tvk_tensor *err = bc_check("transpose", 1, &a, &bad);
+  tvk_tensor *err = bc_check_sym("transpose", 1, &a, &bad);
   if (bad) return err;
   int d0 = bc_axis(dim0, a->ndim), d1 = bc_axis(dim1, a->ndim);
   if (d0 < 0 || d1 < 0)
@@ -130,7 +174,7 @@ tvk_tensor *tvk_transpose(tvk_tensor *a, int dim0, int dim1) {
 
 tvk_tensor *tvk_expand(tvk_tensor *a, int ndim, const int64_t *shape) {
   bool bad;
-  tvk_tensor *err = bc_check("expand", 1, &a, &bad);
+  tvk_tensor *err = bc_check_sym("expand", 1, &a, &bad);
   if (bad) return err;
   if ((err = check_dims("expand", a, ndim, shape, "shape"))) return err;
   char have[BC_SHAPE_STR_MAX], want[BC_SHAPE_STR_MAX];
@@ -144,15 +188,23 @@ tvk_tensor *tvk_expand(tvk_tensor *a, int ndim, const int64_t *shape) {
   for (int d = 0; d < ndim; d++) {
     int64_t src = d >= off ? a->shape[d - off] : 1;
     out[d] = shape[d] == -1 && d >= off ? src : shape[d];
-    if (out[d] < 0)
+    if (sint_is_sym(out[d])) {
+      char what[16];
+      snprintf(what, sizeof what, "dim %d", d);
+      if ((err = front_check_size(a->ctx, "expand", what, out[d]))) return err;
+    } else if (out[d] < 0)
       return tensor_error(a->ctx, TVK_ERR_SHAPE,
                           "expand: cannot expand %s to %s: dim %d is negative%s", have, want, d,
                           d < off ? " (-1 keeps a size only in existing dims)" : "");
-    if (src != 1 && out[d] != src)
+    if (src != 1 && out[d] != src) {
+      char size[64];
+      bc_shape_str(1, &src, size, sizeof size);
+      size[strlen(size) - 2] = '\0'; /* "(n,)" -> "n" */
       return tensor_error(a->ctx, TVK_ERR_SHAPE,
-                          "expand: cannot expand %s to %s: dim %d has size %" PRId64
-                          ", only size-1 dims stretch",
-                          have, want, d, src);
+                          "expand: cannot expand %s to %s: dim %d has size %s, only size-1 dims "
+                          "stretch",
+                          have, want, d, size + 1);
+    }
   }
   if (bc_numel(ndim, out) < 0)
     return tensor_error(a->ctx, TVK_ERR_SHAPE, "expand: %s has too many elements", want);
@@ -166,19 +218,23 @@ tvk_tensor *tvk_expand(tvk_tensor *a, int ndim, const int64_t *shape) {
  * reads false (padding of the tensor graph reads 0). */
 tvk_tensor *tvk_pad(tvk_tensor *a, const int64_t (*pads)[2], double value) {
   bool bad;
-  tvk_tensor *err = bc_check("pad", 1, &a, &bad);
+  tvk_tensor *err = bc_check_sym("pad", 1, &a, &bad);
   if (bad) return err;
   if ((err = check_dims("pad", a, a->ndim, pads, "pads"))) return err;
   int64_t out[TVK_MAX_DIMS];
   bool none = true;
   for (int d = 0; d < a->ndim; d++) {
     int64_t lo = pads[d][0], hi = pads[d][1];
+    if (sint_is_sym(lo) || sint_is_sym(hi))
+      return tensor_error(a->ctx, TVK_ERR_SHAPE,
+                          "pad: pads[%d] is a symbolic size; pad takes numbers", d);
     if (lo < 0 || hi < 0)
       return tensor_error(a->ctx, TVK_ERR_INVALID_ARG,
                           "pad: pads[%d] = (%" PRId64 ", %" PRId64 ") is negative", d, lo, hi);
-    if (lo > INT64_MAX - a->shape[d] || hi > INT64_MAX - a->shape[d] - lo)
+    int64_t dim = sint_vmax(a->shape[d]);
+    if (lo > INT64_MAX - dim || hi > INT64_MAX - dim - lo)
       return tensor_error(a->ctx, TVK_ERR_SHAPE, "pad: pads[%d] make dim %d too large", d, d);
-    out[d] = a->shape[d] + lo + hi;
+    out[d] = sint_add(sint_add(a->shape[d], lo), hi);
     none = none && lo == 0 && hi == 0;
   }
   if (bc_numel(a->ndim, out) < 0)
@@ -200,19 +256,33 @@ tvk_tensor *tvk_pad(tvk_tensor *a, const int64_t (*pads)[2], double value) {
 
 tvk_tensor *tvk_shrink(tvk_tensor *a, const int64_t (*ranges)[2]) {
   bool bad;
-  tvk_tensor *err = bc_check("shrink", 1, &a, &bad);
+  tvk_tensor *err = bc_check_sym("shrink", 1, &a, &bad);
   if (bad) return err;
   if ((err = check_dims("shrink", a, a->ndim, ranges, "ranges"))) return err;
   int64_t out[TVK_MAX_DIMS];
   bool none = true;
   for (int d = 0; d < a->ndim; d++) {
     int64_t lo = ranges[d][0], hi = ranges[d][1];
-    if (lo < 0 || lo > hi || hi > a->shape[d])
+    char what[32];
+    snprintf(what, sizeof what, "the range of dim %d", d);
+    if ((sint_is_sym(lo) && (err = front_check_size(a->ctx, "shrink", what, lo))) ||
+        (sint_is_sym(hi) && (err = front_check_size(a->ctx, "shrink", what, hi))))
+      return err;
+    /* for every value of the variables: 0 <= lo <= hi <= dim */
+    if (!sint_proven_le(0, lo) || !sint_proven_le(lo, hi) || !sint_proven_le(hi, a->shape[d])) {
+      char r[2][64], dim[64];
+      sint_str(lo, r[0], sizeof r[0]);
+      sint_str(hi, r[1], sizeof r[1]);
+      sint_str(a->shape[d], dim, sizeof dim);
       return tensor_error(a->ctx, TVK_ERR_INVALID_ARG,
-                          "shrink: range (%" PRId64 ", %" PRId64
-                          ") of dim %d is not within 0..%" PRId64 " with start <= end",
-                          lo, hi, d, a->shape[d]);
-    out[d] = hi - lo;
+                          "shrink: range (%s, %s) of dim %d is not within 0..%s with start <= "
+                          "end%s",
+                          r[0], r[1], d, dim,
+                          sint_any_sym(lo, hi) || sint_is_sym(a->shape[d])
+                              ? " for every value of the size variables"
+                              : "");
+    }
+    out[d] = sint_sub(hi, lo);
     none = none && lo == 0 && hi == a->shape[d];
   }
   if (none) return bc_same(a);
@@ -224,7 +294,7 @@ tvk_tensor *tvk_shrink(tvk_tensor *a, const int64_t (*ranges)[2]) {
 
 tvk_tensor *tvk_flip(tvk_tensor *a, int naxes, const int *axes) {
   bool bad;
-  tvk_tensor *err = bc_check("flip", 1, &a, &bad);
+  tvk_tensor *err = bc_check_sym("flip", 1, &a, &bad);
   if (bad) return err;
   if (naxes < 0)
     return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "flip: naxes %d is negative", naxes);
@@ -239,7 +309,7 @@ tvk_tensor *tvk_flip(tvk_tensor *a, int naxes, const int *axes) {
     if (flip[d])
       return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "flip: dim %d is listed twice", d);
     flip[d] = true;
-    any = any || a->shape[d] > 1; /* reversing 0 or 1 element changes nothing */
+    any = any || !sint_proven_le(a->shape[d], 1); /* reversing 0 or 1 element changes nothing */
   }
   if (!any) return bc_same(a);
   size_t m = FRONT_BEGIN(a->ctx);
@@ -250,7 +320,7 @@ tvk_tensor *tvk_flip(tvk_tensor *a, int naxes, const int *axes) {
 
 tvk_tensor *tvk_contiguous(tvk_tensor *a) {
   bool bad;
-  tvk_tensor *err = bc_check("contiguous", 1, &a, &bad);
+  tvk_tensor *err = bc_check_sym("contiguous", 1, &a, &bad);
   if (bad) return err;
   if (a->uop->op == OP_CONTIGUOUS) return bc_same(a);
   size_t m = FRONT_BEGIN(a->ctx);

@@ -23,21 +23,28 @@ static tvk_dtype comp_dtype(tvk_dtype d) { return dt_to_tvk(dt_acc(dt_from_tvk(r
 static tvk_tensor *variance(const char *op, bool sd, tvk_tensor *a, int naxes, const int *axes,
                             bool keepdim, double correction) {
   bool bad;
-  tvk_tensor *err = bc_check(op, 1, &a, &bad);
+  tvk_tensor *err = bc_check_sym(op, 1, &a, &bad);
   if (bad) return err;
   BcAxes ax;
   if ((err = bc_reduce_axes(op, a, naxes, axes, keepdim, &ax))) return err;
+  if ((err = front_check_sym_reduce(op, a, &ax))) return err;
   if (!isfinite(correction))
     return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "%s: correction %g is not finite", op,
                         correction);
   tvk_ctx *ctx = a->ctx;
   tvk_dtype cdt = comp_dtype(a->dtype);
-  double div = fmax(0.0, (double)ax.count - correction);
   size_t sc = tvk_scope_begin(ctx);
   tvk_tensor *x = tvk_cast(a, cdt);
   tvk_tensor *d = tvk_sub(x, tvk_mean(x, naxes, axes, true));
   tvk_tensor *ss = tvk_sum(tvk_mul(d, d), naxes, axes, keepdim);
-  tvk_tensor *r = tvk_div(ss, front_const(ctx, cdt, div)); /* div 0: inf, or NaN for ss 0 */
+  tvk_tensor *div;
+  if (!sint_is_sym(ax.count)) {
+    div = front_const(ctx, cdt, fmax(0.0, (double)ax.count - correction));
+  } else { /* counted, as mean counts a symbolic axis: a sum of ones */
+    tvk_tensor *n = tvk_sum(tvk_full(ctx, cdt, a->ndim, a->shape, 1), naxes, axes, keepdim);
+    div = tvk_maximum(tvk_sub(n, front_const(ctx, cdt, correction)), front_const(ctx, cdt, 0));
+  }
+  tvk_tensor *r = tvk_div(ss, div); /* div 0: inf, or NaN for ss 0 */
   if (sd) r = tvk_sqrt(r);
   r = tvk_cast(r, res_dtype(a->dtype));
   tvk_scope_end(ctx, sc, 1, &r);
@@ -91,8 +98,8 @@ tvk_tensor *tvk_layernorm(tvk_tensor *x, int nlast, tvk_tensor *weight, tvk_tens
   bool bad;
   tvk_tensor *given[3];
   int ng = present(3, (tvk_tensor *[]){x, weight, bias}, given);
-  if (ng == 0) return NULL; /* no context to attach an error to */
-  tvk_tensor *err = bc_check(op, ng, given, &bad);
+  if (ng == 0) return NULL;                            /* no context to attach an error to */
+  tvk_tensor *err = bc_check_sym(op, ng, given, &bad); /* mean refuses a symbolic count */
   if (bad) return err;
   if (!x) return tensor_error(given[0]->ctx, TVK_ERR_INVALID_ARG, "%s: x is NULL", op);
   if (nlast < 1 || nlast > x->ndim)

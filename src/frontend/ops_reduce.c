@@ -119,6 +119,22 @@ static bool choose_split(int nd, const int64_t *shape, const BcAxes *ax, int64_t
   return false;
 }
 
+/* A reduce over a symbolic axis is one loop (reduce_op does not split what
+ * it cannot measure): its largest trip count must stay within SPLIT_CHUNK,
+ * what a GPU invocation may loop. NULL or the error tensor. */
+tvk_tensor *front_check_sym_reduce(const char *op, const tvk_tensor *a, const BcAxes *ax) {
+  if (!sint_is_sym(ax->count)) return NULL;
+  int64_t most[TVK_MAX_DIMS];
+  for (int d = 0; d < a->ndim; d++) most[d] = sint_vmax(a->shape[d]);
+  if (trips(most, ax, -1, 0) <= SPLIT_CHUNK) return NULL;
+  char c[64];
+  sint_str(ax->count, c, sizeof c);
+  return tensor_error(a->ctx, TVK_ERR_SHAPE,
+                      "%s: reducing %s elements (up to %lld) per output over a symbolic axis: at "
+                      "most %d for now (a smaller range for the variable, or numbers)",
+                      op, c, (long long)sint_vmax(ax->count), SPLIT_CHUNK);
+}
+
 static UOp *identity_of(const Ew *e, Op op, ScalarType s) {
   return identity(e, op == OP_ADD ? RK_SUM : op == OP_MUL ? RK_PROD : RK_MAX, s);
 }
@@ -145,7 +161,9 @@ static UOp *reduce_op(tvk_ctx *ctx, UOp *x, Op op, const BcAxes *ax) {
   int64_t shape[TVK_MAX_DIMS + 1];
   int nd = graph_shape(x, shape);
   Split sp;
-  if (!choose_split(nd, shape, ax, bc_numel(nd, ax->keep), &sp))
+  bool sym = false; /* a symbolic reduced axis is one loop: its length is not known here */
+  for (int k = 0; k < ax->n; k++) sym = sym || sint_is_sym(shape[ax->axes[k]]);
+  if (sym || !choose_split(nd, shape, ax, bc_numel(nd, ax->keep), &sp))
     return uop_new(x->ctx, OP_REDUCE_AXIS, x->dtype, 1, &x, arg_reduce(op, ax->n, ax->axes));
   int split = sp.axis;
   if (sp.length != shape[split]) {
@@ -182,7 +200,7 @@ UOp *front_reduce(tvk_ctx *ctx, UOp *x, Op op, int naxes, const int64_t *axes) {
   ax.count = 1;
   for (int k = 0; k < naxes; k++) {
     ax.axes[k] = axes[k];
-    ax.count *= ax.keep[axes[k]];
+    ax.count = sint_mul(ax.count, ax.keep[axes[k]]);
     ax.keep[axes[k]] = 1;
   }
   ax.out_nd = nd;
@@ -224,16 +242,21 @@ static UOp *build(const Ew *ei, const Ew *eo, RKind k, UOp *x, const BcAxes *ax)
   case RK_MEAN: break;
   }
   UOp *sum = reduce_op(ei->ctx, x, OP_ADD, ax);
-  return ew_alu2(OP_FDIV, sum, ew_like(eo, sum, (double)ax->count));
+  if (!sint_is_sym(ax->count)) return ew_alu2(OP_FDIV, sum, ew_like(eo, sum, (double)ax->count));
+  /* A symbolic count is counted: a sum of ones over the same axes, the same
+   * loop as the sum's (one kernel), exact in float up to 2^24. */
+  UOp *count = reduce_op(ei->ctx, x ? ew_like(ei, x, 1.0) : NULL, OP_ADD, ax);
+  return ew_alu2(OP_FDIV, sum, count);
 }
 
 static tvk_tensor *reduce(const char *op, RKind k, tvk_tensor *a, int naxes, const int *axes,
                           bool keepdim) {
   bool bad;
-  tvk_tensor *err = bc_check(op, 1, &a, &bad);
+  tvk_tensor *err = bc_check_sym(op, 1, &a, &bad);
   if (bad) return err;
   BcAxes ax;
   if ((err = bc_reduce_axes(op, a, naxes, axes, keepdim, &ax))) return err;
+  if ((err = front_check_sym_reduce(op, a, &ax))) return err;
   ScalarType in = dt_from_tvk(a->dtype), res = result_dtype(k, in), cdt = compute_dtype(k, res);
 
   tvk_ctx *ctx = a->ctx;

@@ -43,7 +43,7 @@ typedef enum { SM_SOFTMAX, SM_LOG_SOFTMAX } SmKind;
 static tvk_tensor *softmax_like(const char *op, SmKind k, tvk_tensor *a, int axis) {
   bool bad;
   int ax;
-  tvk_tensor *err = bc_check_axis(op, a, axis, &ax, &bad);
+  tvk_tensor *err = bc_check_axis_sym(op, a, axis, &ax, &bad);
   if (bad) return err;
   tvk_ctx *ctx = a->ctx;
   size_t sc = tvk_scope_begin(ctx);
@@ -77,7 +77,7 @@ static tvk_tensor *finite_max(tvk_tensor *x, int ax) {
 tvk_tensor *tvk_logsumexp(tvk_tensor *a, int axis, bool keepdim) {
   bool bad;
   int ax;
-  tvk_tensor *err = bc_check_axis("logsumexp", a, axis, &ax, &bad);
+  tvk_tensor *err = bc_check_axis_sym("logsumexp", a, axis, &ax, &bad);
   if (bad) return err;
   tvk_ctx *ctx = a->ctx;
   int nd = 0;

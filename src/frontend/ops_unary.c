@@ -321,7 +321,7 @@ static const UnOp op_logical_not = {"logical_not", UK_BOOL, false, false, u_logi
 
 static tvk_tensor *unary(const UnOp *op, tvk_tensor *a) {
   bool bad;
-  tvk_tensor *err = bc_check(op->name, 1, &a, &bad);
+  tvk_tensor *err = bc_check_sym(op->name, 1, &a, &bad);
   if (bad) return err;
   ScalarType s = dt_from_tvk(a->dtype);
   if (op->no_bool && s == DT_BOOL)
@@ -370,7 +370,7 @@ tvk_tensor *tvk_logical_not(tvk_tensor *a) { return unary(&op_logical_not, a); }
 /* float -> int truncates (the IR's CAST), any -> bool is x != 0, integers wrap. */
 tvk_tensor *tvk_cast(tvk_tensor *a, tvk_dtype dt) {
   bool bad;
-  tvk_tensor *err = bc_check("cast", 1, &a, &bad);
+  tvk_tensor *err = bc_check_sym("cast", 1, &a, &bad);
   if (bad) return err;
   if (!tvk_dtype_valid(dt))
     return tensor_error(a->ctx, TVK_ERR_DTYPE, "cast: dtype %d is not a tvk_dtype", (int)dt);
@@ -385,7 +385,7 @@ tvk_tensor *tvk_cast(tvk_tensor *a, tvk_dtype dt) {
  * the kernel rules): tvk_grad stops at it (grad.c). */
 tvk_tensor *tvk_detach(tvk_tensor *a) {
   bool bad;
-  tvk_tensor *err = bc_check("detach", 1, &a, &bad);
+  tvk_tensor *err = bc_check_sym("detach", 1, &a, &bad);
   if (bad) return err;
   tvk_ctx *ctx = a->ctx;
   size_t m = FRONT_BEGIN(ctx);

@@ -282,6 +282,67 @@ static tvk_status find_kept(tvk_ctx *ctx, const Schedule *s, bool *keep) {
   return ok ? TVK_OK : err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
 }
 
+/* ---------------------------------------------------------------- symbolic sizes */
+
+typedef struct {
+  tvk_ctx *ctx;
+  tvk_status st;
+} SizeCheck;
+
+/* One node of a graph being realized: its views' variables are bound, a
+ * buffer read was made for the values bound now, and a symbolic view of a
+ * buffer stays inside it for those values. */
+static bool check_node_sizes(UOp *u, void *arg) {
+  SizeCheck *c = arg;
+  tvk_ctx *ctx = c->ctx;
+  if (u->op != OP_VIEW) return true;
+  const ShapeTracker *st = u->arg.st;
+  UOp *x = u->src[0];
+  Buffer *b = x->op == OP_BUFFER ? ctx_buffer(ctx, graph_buffer_id(x)) : NULL;
+  if (b && (c->st = ctx_buffer_check_sizes(ctx, "realize", b)) != TVK_OK) return false;
+  if (!st_is_symbolic(st)) return true;
+  sint vars[SIZE_VARS_MAX];
+  int64_t vals[SIZE_VARS_MAX];
+  int nv = st_vars(st, vars, 0, SIZE_VARS_MAX);
+  if (nv < 0) {
+    c->st = err_set(&ctx->err, TVK_ERR_SHAPE, "realize: a view uses more than %d size variables",
+                    SIZE_VARS_MAX);
+    return false;
+  }
+  for (int i = 0; i < nv; i++)
+    if ((c->st = ctx_size_eval(ctx, &ctx->err, "realize", vars[i], &vals[i])) != TVK_OK)
+      return false;
+  if (!b) return true;
+  ShapeTracker *at = st_substitute(st, nv, vars, vals);
+  int64_t need = at ? st_real_size(at) : -1;
+  st_free(at);
+  if (need < 0) {
+    c->st = err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
+    return false;
+  }
+  if (need > b->numel) {
+    c->st = err_set(&ctx->err, TVK_ERR_SHAPE,
+                    "realize: with the bound sizes a view reads %lld elements of a buffer of "
+                    "%lld (a tensor made for smaller sizes)",
+                    (long long)need, (long long)b->numel);
+    return false;
+  }
+  return true;
+}
+
+/* With size variables in the context, every graph to realize is checked
+ * (check_node_sizes) before anything runs. */
+static tvk_status check_sizes(tvk_ctx *ctx, UOp *const *roots, int n) {
+  if (ctx->nsizes == 0) return TVK_OK; /* nothing symbolic can exist */
+  PtrMap seen = {0};
+  SizeCheck c = {ctx, TVK_OK};
+  bool ok = true;
+  for (int i = 0; ok && i < n; i++) ok = walk_graph(roots[i], &seen, true, check_node_sizes, &c);
+  ptrmap_free(&seen);
+  if (c.st != TVK_OK) return c.st;
+  return ok ? TVK_OK : err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
+}
+
 /* ---------------------------------------------------------------- buffers and the run */
 
 /* A buffer for every new output of the schedule (BUFFER UOps, retained; each
@@ -291,10 +352,16 @@ static tvk_status alloc_outputs(tvk_ctx *ctx, Schedule *s) {
   for (int i = 0; i < s->nbufs; i++) {
     SchedBuf *b = &s->bufs[i];
     if (!b->node || b->buffer || b->reuse) continue;
-    tvk_status st;
-    int64_t id = ctx_buffer_new(ctx, b->dtype, b->numel, &st);
+    int64_t numel; /* a symbolic shape's count with the bound values */
+    tvk_status st = ctx_size_eval(ctx, &ctx->err, "realize", b->numel, &numel);
+    if (st != TVK_OK) return st;
+    int64_t id = ctx_buffer_new(ctx, b->dtype, numel, &st);
     if (id < 0) return st;
-    if (!(b->buffer = uop_retain(graph_buffer(ctx->u, b->dtype, id, b->numel))))
+    if ((st = ctx_buffer_record_sizes(ctx, ctx_buffer(ctx, id), b->ndim, b->shape)) != TVK_OK) {
+      ctx_buffer_discard(ctx, id);
+      return st;
+    }
+    if (!(b->buffer = uop_retain(graph_buffer(ctx->u, b->dtype, id, numel))))
       return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory for a BUFFER");
   }
   for (int i = 0; i < s->nbufs; i++)
@@ -313,6 +380,14 @@ static tvk_status run(tvk_ctx *ctx, const Schedule *s) {
         s->bufs[i].buffer ? ctx_buffer(ctx, graph_buffer_id(s->bufs[i].buffer)) : NULL;
     bufs[i] = rec ? rec->dev : NULL;
   }
+  int nsizes = ctx->nsizes;
+  const char **size_names = nsizes ? malloc((size_t)nsizes * sizeof *size_names) : NULL;
+  int64_t *size_vals = nsizes ? malloc((size_t)nsizes * sizeof *size_vals) : NULL;
+  if (nsizes && (!size_names || !size_vals)) {
+    free(size_names), free(size_vals), free(bufs);
+    return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
+  }
+  nsizes = ctx_size_bindings(ctx, size_names, size_vals, nsizes);
   Runner r = {.dev = ctx->dev,
               .programs = &ctx->programs,
               .debug = ctx->opt.debug,
@@ -329,9 +404,13 @@ static tvk_status run(tvk_ctx *ctx, const Schedule *s) {
               .trace = ctx->trace,
               .on_launch = ctx->capture ? jit_on_launch : NULL,
               .launch_user = ctx->capture,
+              .nsizes = nsizes,
+              .size_names = size_names,
+              .size_vals = size_vals,
               .err = &ctx->err};
   tvk_status st = run_schedule(&r, s, bufs);
   free(bufs);
+  free(size_names), free(size_vals);
   return st;
 }
 
@@ -355,7 +434,8 @@ tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts) {
     if (!is_data(t->uop)) roots[nr++] = t->uop;
   }
   int64_t t_realize = ctx->trace ? trace_now_ns() : 0;
-  tvk_status st = nr > 0 ? copy_old_values(ctx, &roots, &nr) : TVK_OK;
+  tvk_status st = nr > 0 ? check_sizes(ctx, roots, nr) : TVK_OK;
+  if (st == TVK_OK && nr > 0) st = copy_old_values(ctx, &roots, &nr);
   if (st == TVK_OK && nr > 0) {
     size_t mark = uop_pool_mark(ctx->u);
     Schedule s;

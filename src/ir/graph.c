@@ -32,10 +32,10 @@ int graph_shape(UOp *u, int64_t *shape) {
   }
 }
 
-int64_t graph_numel(UOp *u) {
-  int64_t shape[TVK_MAX_DIMS], n = 1;
+sint graph_numel(UOp *u) {
+  sint shape[TVK_MAX_DIMS], n = 1;
   int nd = graph_shape(u, shape);
-  for (int d = 0; d < nd; d++) n *= shape[d];
+  for (int d = 0; d < nd; d++) n = sint_mul(n, shape[d]);
   return n;
 }
 

@@ -62,7 +62,7 @@ static inline bool graph_is_detach(const UOp *u) {
 /* Shape of a tensor-graph node (see above); returns ndim. */
 int graph_shape(UOp *u, int64_t *shape);
 /* Elements of a node's shape. */
-int64_t graph_numel(UOp *u);
+sint graph_numel(UOp *u);
 /* VIEW(x, st) composing with a VIEW x already is (autoreleased; st copied).
  * NULL on out of memory. */
 UOp *graph_view(UOp *x, const ShapeTracker *st);

@@ -39,6 +39,21 @@ bool st_is_symbolic(const ShapeTracker *st) {
   return false;
 }
 
+int st_vars(const ShapeTracker *st, sint *out, int n, int max) {
+  for (int i = 0; i < st->nviews && n >= 0; i++) {
+    const View *w = &st->views[i];
+    if (view_is_int(w)) continue;
+    n = sint_vars(w->offset, out, n, max);
+    for (int d = 0; d < w->ndim && n >= 0; d++) {
+      n = sint_vars(w->shape[d], out, n, max);
+      if (n >= 0) n = sint_vars(w->strides[d], out, n, max);
+      if (n >= 0 && w->has_mask) n = sint_vars(w->mask[d][0], out, n, max);
+      if (n >= 0 && w->has_mask) n = sint_vars(w->mask[d][1], out, n, max);
+    }
+  }
+  return n;
+}
+
 /* Product of a shape; false when it overflows (shapes are checked >= 0 first;
  * a symbolic one for its largest value). */
 static bool shape_numel(int ndim, const sint *shape, sint *out) {

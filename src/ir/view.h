@@ -88,6 +88,9 @@ ShapeTracker *st_simplify(const ShapeTracker *st);
  * symbolic tracker (st_substitute it first). */
 bool st_index_int(const ShapeTracker *st, const sint *idx, sint *offset);
 
+/* Adds the variables st's views depend on to out[0..n), each once (as
+ * sint_vars); the new count, or -1 past max. */
+int st_vars(const ShapeTracker *st, sint *out, int n, int max);
 /* Whether any view holds a symbolic sint (a handle, sint.h). */
 bool st_is_symbolic(const ShapeTracker *st);
 /* The tracker with vars[i] = vals[i] (variables not given take their lo):

@@ -440,19 +440,31 @@ static tvk_status launch(const Runner *r, const Schedule *s, DevBuffer *const *a
     }
   }
   /* The launch values, in the kernel's vals[] order (its vars sorted by name):
-   * var "s<k>" is the item's value k (kernelize.c). */
-  int32_t vals[SCHED_MAX_VALUES];
+   * var "s<k>" is the item's value k (kernelize.c); any other is a size
+   * variable, bound by name (Runner.size_names). */
+  int32_t vals[CG_MAX_VARS];
   int nvals = p->ks->nvars;
+  bool sized = false;
   for (int j = 0; j < nvals; j++) {
     const KernelVar *v = &p->ks->vars[j];
     char *end = NULL;
-    long at = v->name[0] == 's' ? strtol(v->name + 1, &end, 10) : -1;
-    if (nvals > SCHED_MAX_VALUES || at < 0 || at >= it->nvals || !end || *end) {
+    long at = v->name[0] == 's' && v->name[1] >= '0' && v->name[1] <= '9'
+                  ? strtol(v->name + 1, &end, 10)
+                  : -1;
+    int sz = -1;
+    for (int k = 0; at < 0 && k < r->nsizes && sz < 0; k++)
+      if (!strcmp(r->size_names[k], v->name)) sz = k;
+    bool have = at >= 0 ? at < it->nvals && end && !*end : sz >= 0;
+    if (nvals > CG_MAX_VARS || !have) {
       if (bufs != stack) free(bufs);
-      return err_set(r->err, TVK_ERR_INTERNAL, "kernel %s: its variable '%s' has no value (of %d)",
-                     p->ks->name, v->name, it->nvals);
+      return err_set(r->err, at >= 0 ? TVK_ERR_INTERNAL : TVK_ERR_INVALID_ARG,
+                     "kernel %s: its variable '%s' has no value%s", p->ks->name, v->name,
+                     at >= 0 ? "" : " (bind one with tvk_bind)");
     }
-    memcpy(&vals[j], &it->vals[at], sizeof vals[j]);
+    if (at >= 0)
+      memcpy(&vals[j], &it->vals[at], sizeof vals[j]);
+    else
+      vals[j] = (int32_t)r->size_vals[sz], sized = true; /* in the variable's range: fits */
   }
   /* From codegen: the grid of a GPU kernel (its work groups counted from
    * the values where its sizes are symbolic); all 1 for the CPU, which
@@ -469,7 +481,8 @@ static tvk_status launch(const Runner *r, const Schedule *s, DevBuffer *const *a
     r->stats->kernels_run++;
   else
     st = err_set(r->err, st, "kernel %s: %s", p->ks->name, r->dev->err.msg);
-  if (st == TVK_OK && r->on_launch) r->on_launch(r->launch_user, s, i, p->prog, vals, nvals, &dims);
+  if (st == TVK_OK && r->on_launch)
+    r->on_launch(r->launch_user, s, i, p->prog, vals, nvals, sized, &dims);
   if (st == TVK_OK && r->debug >= 1) {
     char shape[200];
     shape_str(p->ks->ndim, p->ks->full_shape, shape, sizeof shape);

@@ -48,10 +48,16 @@ typedef struct {
   const LogSink *log;    /* where TVK_DEBUG output goes (NULL: stderr) */
   struct Trace *trace;   /* TVK_TRACE: codegen, compile and wait spans go there (NULL: none) */
   /* Called after each launch that succeeded, with the item's index in the
-   * schedule and what was launched (tvk_jit's capture); NULL: none. */
+   * schedule and what was launched (tvk_jit's capture); `sized`: some of
+   * vals are size variables' values. NULL: none. */
   void (*on_launch)(void *user, const Schedule *s, int item, DevProgram *prog, const int32_t *vals,
-                    int nvals, const LaunchDims *dims);
+                    int nvals, bool sized, const LaunchDims *dims);
   void *launch_user;
+  /* The values of the size variables (tvk_size_var) by name: a kernel over a
+   * symbolic size takes its variable's value at launch. */
+  int nsizes;
+  const char *const *size_names;
+  const int64_t *size_vals;
   Error *err; /* where a failure is reported */
 } Runner;
 

@@ -94,13 +94,14 @@ static bool is_reduce_permute(SchedGraph *g, UOp *v) {
  * when its valid region is no larger than x). */
 static bool view_expands(UOp *v) {
   const ShapeTracker *st = v->arg.st;
-  int64_t base = graph_numel(v->src[0]);
-  if (st_numel(st) <= base) return false;
+  sint base = graph_numel(v->src[0]);
+  /* undecided for symbolic sizes: copies, to be safe (x is computed once) */
+  if (sint_proven_le(st_numel(st), base)) return false;
   if (st->nviews != 1 || !st->views[0].has_mask) return true;
-  int64_t valid = 1;
+  sint valid = 1;
   for (int d = 0; d < st->views[0].ndim; d++)
-    valid *= st->views[0].mask[d][1] - st->views[0].mask[d][0];
-  return valid > base;
+    valid = sint_mul(valid, sint_sub(st->views[0].mask[d][1], st->views[0].mask[d][0]));
+  return !sint_proven_le(valid, base);
 }
 
 /* SchedNode.mem for every node, sources first: does computing it read memory

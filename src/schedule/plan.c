@@ -16,7 +16,7 @@
 
 static bool planned(const Schedule *s, const bool *keep, int b) {
   const SchedBuf *sb = &s->bufs[b];
-  return sb->node && !sb->buffer && !keep[b] && sb->numel > 0;
+  return sb->node && !sb->buffer && !keep[b] && sb->numel != 0; /* a symbolic count is < 0 */
 }
 
 int schedule_plan(Schedule *s, const bool *keep) {

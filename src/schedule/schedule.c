@@ -43,7 +43,7 @@ static tvk_status add_outputs(SchedGraph *g, Schedule *s) {
                   .why = g->info[i].why,
                   .culprit = g->info[i].culprit};
     b.ndim = graph_shape(u, b.shape);
-    for (int d = 0; d < b.ndim; d++) b.numel *= b.shape[d];
+    for (int d = 0; d < b.ndim; d++) b.numel = sint_mul(b.numel, b.shape[d]);
     /* An assign writes the target's buffer: nothing to allocate. */
     if (u->op == OP_ASSIGN) b.buffer = u->src[0]->src[0];
     int at = sched_add_buf(s, &b);
@@ -215,13 +215,16 @@ void schedule_buf_str(const Schedule *s, int i, char *buf, size_t n) {
                      : snprintf(buf, n, "buf ?");
   at += snprintf(buf + at, n > (size_t)at ? n - (size_t)at : 0, " %s ", dt_scalar_name(b->dtype));
   if (!b->node) {
-    snprintf(buf + at, n > (size_t)at ? n - (size_t)at : 0, "[%" PRId64 "]", b->numel);
+    at += snprintf(buf + at, n > (size_t)at ? n - (size_t)at : 0, "[");
+    at += sint_str(b->numel, buf + at, n > (size_t)at ? n - (size_t)at : 0);
+    snprintf(buf + at, n > (size_t)at ? n - (size_t)at : 0, "]");
     return;
   }
   at += snprintf(buf + at, n > (size_t)at ? n - (size_t)at : 0, "(");
-  for (int d = 0; d < b->ndim; d++)
-    at += snprintf(buf + at, n > (size_t)at ? n - (size_t)at : 0, "%s%" PRId64, d ? ", " : "",
-                   b->shape[d]);
+  for (int d = 0; d < b->ndim; d++) {
+    at += snprintf(buf + at, n > (size_t)at ? n - (size_t)at : 0, "%s", d ? ", " : "");
+    at += sint_str(b->shape[d], buf + at, n > (size_t)at ? n - (size_t)at : 0);
+  }
   snprintf(buf + at, n > (size_t)at ? n - (size_t)at : 0, "%s)", b->ndim == 1 ? "," : "");
 }
 

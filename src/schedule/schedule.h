@@ -56,9 +56,9 @@ typedef struct {
   UOp *node; /* retained: the graph node computed into the buffer; NULL for an input that existed */
   UOp *buffer; /* retained BUFFER UOp; NULL for a new output until the caller allocates it */
   ScalarType dtype;
-  int64_t numel;
-  int ndim; /* the node's shape (new outputs); the buffer is row-major in it */
-  int64_t shape[TVK_MAX_DIMS];
+  sint numel; /* a count over size variables for an output of a symbolic shape */
+  int ndim;   /* the node's shape (new outputs); the buffer is row-major in it */
+  sint shape[TVK_MAX_DIMS];
   SchedWhy why; /* new outputs: why the node is materialised */
   Op culprit;   /* the op the reason is about (the unsafe op, the blocked op), or OP_NONE */
   int reuse;    /* the memory planner: 1 + the index of the buffer whose memory this one
