@@ -491,6 +491,42 @@ static void test_attention(void **state) {
   tvk_release(qs), tvk_release(ks), tvk_release(vs), tvk_release(mask);
 }
 
+/* A plan search (TVK_BEAM) times kernels on scratch buffers of their sizes
+ * with no launch values: a kernel over a symbolic size is planned by the
+ * heuristic instead, and still right for every value. */
+static void test_beam(void **state) {
+  Suite *su = *state;
+  tvk_ctx *ctx = NULL;
+  tvk_ctx_options o = {.device = su->device, .beam = 2, .no_disk_cache = 1};
+  assert_int_equal(tvk_ctx_create_opts(&o, &ctx), TVK_OK);
+  fill_big();
+  tvk_tensor *xs = tvk_from_data(ctx, TVK_FLOAT32, 2, (int64_t[]){SEQ, DIM}, big);
+  tvk_tensor *w = tvk_from_data(ctx, TVK_FLOAT32, 2, (int64_t[]){DIM, OUTF}, big + 1000);
+  int64_t n = tvk_size_var(ctx, "seq", 1, SEQ);
+  for (size_t v = 0; v < 3; v++) {
+    int64_t nv = seq_values[v];
+    assert_int_equal(tvk_bind(ctx, n, nv), TVK_OK);
+    tvk_tensor *x = rows(xs, n, DIM);
+    tvk_tensor *y = tvk_relu(tvk_matmul(x, w));
+    float got[SEQ * OUTF];
+    double want[SEQ * OUTF] = {0};
+    for (int64_t r = 0; r < nv; r++)
+      for (int c = 0; c < OUTF; c++) {
+        for (int k = 0; k < DIM; k++)
+          want[r * OUTF + c] += (double)big[r * DIM + k] * big[1000 + k * OUTF + c];
+        want[r * OUTF + c] = fmax(want[r * OUTF + c], 0);
+      }
+    assert_int_equal(tvk_to_host(y, got, sizeof got), TVK_OK);
+    expect_close(got, want, nv * OUTF, 1e-5, "relu(x @ w) searched", nv);
+    tvk_release(x), tvk_release(y);
+  }
+  tvk_stats st;
+  tvk_stats_get(ctx, &st);
+  assert_int_equal(st.plans_searched, 0); /* the one kernel is symbolic: not timed */
+  tvk_release(xs), tvk_release(w);
+  assert_int_equal(api_ctx_close_checked(&ctx, su->device), 0);
+}
+
 /* A jit over a size variable: not captured yet (its launches' values and
  * buffers would be today's), so each call runs the function: right for
  * every value. */
@@ -644,8 +680,8 @@ int main(int argc, char **argv) {
       T(test_elementwise), T(test_from_data),
       T(test_reduce),      T(test_movement),
       T(test_matmul),      T(test_softmax_layernorm),
-      T(test_attention),   T(test_jit),
-      T(test_errors),
+      T(test_attention),   T(test_beam),
+      T(test_jit),         T(test_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -356,7 +356,7 @@ static tvk_status prepare(const Runner *r, const Schedule *s, int i, Prepared *p
     SearchCtx sc = {r->dev, r->beam, r->debug, r->cache_dir, r->no_disk, r->stats, r->err, r->log};
     tvk_status ss = search_plan(&sc, s, i, &o, &searched);
     if (ss != TVK_OK) return ss;
-    o.plan = &searched;
+    if (searched.n >= 0) o.plan = &searched; /* -1: not searched (symbolic sizes) */
     trace_span(r->trace, false, "search", "BEAM search", t0, trace_now_ns(), NULL);
   }
   int64_t tc = r->trace ? trace_now_ns() : 0;

@@ -256,6 +256,13 @@ tvk_status search_plan(const SearchCtx *r, const Schedule *s, int i, const Codeg
             : err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "search: out of memory");
     goto out;
   }
+  /* A kernel over symbolic sizes is not timed (its buffers' sizes and its
+   * launch values depend on values the search does not have): the
+   * heuristic plans it. */
+  if (kd->sym_axes || ks.nvars > it->nvals) {
+    plan->n = -1;
+    goto out;
+  }
   if (!r->no_disk && cache_dir_open(r->cache_dir, false, &dir, &ro, &cerr) == TVK_OK)
     path = choice_path(dir, d, ks.src, !ro);
   void *data = NULL;

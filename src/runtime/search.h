@@ -39,7 +39,9 @@ typedef struct {
 /* The plan for item i of s: from the choices on disk, else searched (and
  * stored). `base` is the codegen options of the device (its language, mode
  * and limits; its plan and noopt are ignored). On success *plan is the
- * choice; a search that can time nothing leaves the heuristic's plan. */
+ * choice; a search that can time nothing leaves the heuristic's plan. A
+ * kernel over symbolic sizes is not searched: plan->n is -1 (use the
+ * heuristic's). */
 tvk_status search_plan(const SearchCtx *r, const Schedule *s, int i, const CodegenOpts *base,
                        OptPlan *plan);
 
