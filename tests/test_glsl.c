@@ -992,13 +992,16 @@ static void test_run_vars(void **state) {
 /* Symbolic sizes on the device: one shader for every n of an (n, 5) input,
  * its work groups counted from n at each launch (kernel_groups), against
  * double-precision references: out = a * 2 + b (b broadcast along n), the
- * sum of each row, and the max of each column (a reduce over n). */
+ * sum of each row, and the max of each column (a reduce over n); with the
+ * heuristic's plan (plan NULL) or the given one (upcasts of the symbolic
+ * axis leave its last block masked). */
 enum { SYM_N = 70 };
-static void sym_run(Suite *s, UOp *sink, int which) {
+static void sym_run(Suite *s, UOp *sink, int which, const OptPlan *plan) {
   KernelSource ks;
-  CodegenOpts o = {.lang = s->lang[L_DEV], .mode = CG_MODE_GRID, .local_size = 64};
+  CodegenOpts o = {.lang = s->lang[L_DEV], .mode = CG_MODE_GRID, .local_size = 64, .plan = plan};
   if (codegen_kernel_opts(sink, NULL, &o, &ks) != TVK_OK) fail_msg("codegen: %s", ks.err.msg);
   assert_int_equal(ks.nvars, 1);
+  if (plan) assert_int_equal(ks.plan.n, plan->n);            /* applied as given */
   assert_true(which == 2 ? ks.groups == 0 : ks.groups != 0); /* the column max has 5 outputs */
   DevProgram *p = NULL;
   bool hit;
@@ -1035,7 +1038,8 @@ static void sym_run(Suite *s, UOp *sink, int which) {
     memcpy(dims.global, ks.global, sizeof dims.global);
     memcpy(dims.local, ks.local, sizeof dims.local);
     dims.global[0] = kernel_groups(&ks, &n);
-    if (which != 2) assert_int_equal(dims.global[0], (nout + ks.local[0] - 1) / ks.local[0]);
+    if (which != 2 && !plan)
+      assert_int_equal(dims.global[0], (nout + ks.local[0] - 1) / ks.local[0]);
     if (s->vk->ops->launch(s->vk, p, bufs, nb, &n, 1, &dims) != TVK_OK)
       fail_msg("launch %s: %s", ks.name, s->vk->err.msg);
     assert_int_equal(s->vk->ops->sync(s->vk), TVK_OK);
@@ -1060,15 +1064,26 @@ static void test_run_symbolic(void **state) {
   UOp *ew =
       store(c, 0, DT_FLOAT32, st_from_shape(2, (sint[]){n, 5}),
             uop_add(uop_mul(a, uop_const_float(c, DT(FLOAT32), 2.0)), ld(c, 2, DT_FLOAT32, bc)));
-  sym_run(s, sink1(ew), 0);
+  UOp *k[3];
   int64_t ax1 = 1, ax0 = 0;
-  sym_run(
-      s,
-      sink1(store(c, 0, DT_FLOAT32, st_from_shape(2, (sint[]){n, 1}), reduce(a, OP_ADD, 1, &ax1))),
-      1);
-  sym_run(
-      s, sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)1, (int64_t)5), reduce(a, OP_MAX, 1, &ax0))),
-      2);
+  k[0] = sink1(ew);
+  k[1] =
+      sink1(store(c, 0, DT_FLOAT32, st_from_shape(2, (sint[]){n, 1}), reduce(a, OP_ADD, 1, &ax1)));
+  k[2] = sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)1, (int64_t)5), reduce(a, OP_MAX, 1, &ax0)));
+  for (int i = 0; i < 3; i++) sym_run(s, k[i], i, NULL);
+  /* plans: upcasts of both axes (n's by 4 and 8: masked tails at 1, 2, 63,
+   * 65, 70), an unroll of the fixed reduce */
+  const OptPlan plans[3] = {{2, {{OPT_UPCAST, 0, 4}, {OPT_UPCAST, 1, 5}}},
+                            {2, {{OPT_UPCAST, 0, 8}, {OPT_UNROLL, 1, 5}}},
+                            {1, {{OPT_UPCAST, 1, 5}}}};
+  for (int i = 0; i < 3; i++) sym_run(s, k[i], i, &plans[i]);
+  /* steps that change the work-group structure are refused, with the reason */
+  KernelSource ks;
+  const OptPlan local = {1, {{OPT_LOCAL, 1, 5}}};
+  CodegenOpts o = {.lang = s->lang[L_DEV], .mode = CG_MODE_GRID, .local_size = 64, .plan = &local};
+  assert_int_equal(codegen_kernel_opts(k[0], NULL, &o, &ks), TVK_ERR_INVALID_ARG);
+  if (!strstr(ks.err.msg, "takes UPCAST and UNROLL only")) fail_msg("the message: %s", ks.err.msg);
+  kernel_source_free(&ks);
 }
 
 /* A kernel whose reduce would run more than CG_GRID_LOOP_BUDGET iterations in

@@ -92,10 +92,6 @@ static UOp *b_range(LowerCtx *lc, int64_t n, int64_t id) {
   UOp *end = b_c(lc, n);
   return end ? uop_range(lc->ctx, end, id) : NULL;
 }
-/* Axis d's size as a sint: its expression where it is symbolic. */
-static sint axis_size(const KernelDesc *ks, int d) {
-  return ks->sym_axes >> d & 1 ? ks->sym[d] : ks->full[d];
-}
 /* The blocks of a symbolic axis d: its size, or for an upcast by u
  * ceil(size / u), the last one masked (lower_copies, lower_store). */
 static sint sym_blocks(const LowerCtx *lc, int d) {
@@ -449,9 +445,9 @@ static bool make_axes_local(LowerCtx *lc, int64_t total, CgLaunch *launch) {
 static bool make_axes_grid(LowerCtx *lc, int local_size, CgLaunch *launch) {
   const KernelDesc *ks = lc->ks;
   UCtx *c = lc->ctx;
-  int64_t total = 1, locals = 1; /* invocations: the output's blocks */
+  int64_t total = 1, locals = 1; /* invocations: the output's blocks (the most) */
   for (int d = 0; d < ks->ndim; d++) {
-    if (!(ks->reduce_axes >> d & 1)) total *= ks->full[d] / lc->up[d];
+    if (!(ks->reduce_axes >> d & 1)) total *= axis_blocks(lc, d);
     locals *= lc->loc[d];
   }
   if (lc->gaxis >= 0) return make_axes_group(lc, total, launch);
@@ -465,7 +461,8 @@ static bool make_axes_grid(LowerCtx *lc, int local_size, CgLaunch *launch) {
   bool sym = ks->sym_axes & ~ks->reduce_axes;
   sint total_s = 1;
   for (int d = 0; sym && d < ks->ndim; d++)
-    if (!(ks->reduce_axes >> d & 1)) total_s = sint_mul(total_s, axis_size(ks, d));
+    if (!(ks->reduce_axes >> d & 1))
+      total_s = sint_mul(total_s, ks->sym_axes >> d & 1 ? sym_blocks(lc, d) : axis_blocks(lc, d));
   if (sym && (launch->groups = sint_fdiv(sint_add(total_s, local - 1), local)) == SINT_NONE)
     return false;
   UOp *grp = b_special(lc, arg_var("group_id", 0, groups > 1 ? groups - 1 : 0));
@@ -483,7 +480,7 @@ static bool make_axes_grid(LowerCtx *lc, int local_size, CgLaunch *launch) {
   sint stride = 1; /* of axis d in the numbering: the output axes after it */
   for (int d = ks->ndim - 1; d >= 0; d--) {
     bool red = ks->reduce_axes >> d & 1;
-    int64_t n = red ? ks->full[d] : ks->full[d] / lc->up[d];
+    int64_t n = red ? ks->full[d] : axis_blocks(lc, d);
     if (n == 1)
       lc->axis[d] = lc->zero;
     else if (red)
@@ -491,7 +488,7 @@ static bool make_axes_grid(LowerCtx *lc, int local_size, CgLaunch *launch) {
     else {
       UOp *q = b2(OP_IDIV, flat, sint_uop(c, lc->idt, stride));
       lc->axis[d] = b2(OP_MOD, q, b_extent(lc, d, n));
-      stride = sint_mul(stride, ks->sym_axes >> d & 1 ? ks->sym[d] : n); /* n: its blocks */
+      stride = sint_mul(stride, ks->sym_axes >> d & 1 ? sym_blocks(lc, d) : n); /* its blocks */
     }
     if (!(lc->block[d] = lc->axis[d])) return false;
   }

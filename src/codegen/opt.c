@@ -102,11 +102,15 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
     return err_set(err, TVK_ERR_INVALID_ARG, "opt: a plan of %d steps (at most %d)", plan->n,
                    OPT_MAX_STEPS);
   /* On a GPU the numbering of work groups, tiles and lanes is counted when
-   * the kernel is made, from sizes a symbolic kernel does not have. */
-  if (plan->n > 0 && kd->sym_axes && t->mode == CG_MODE_GRID)
-    return err_set(err, TVK_ERR_INVALID_ARG,
-                   "opt: a GPU kernel with symbolic sizes (axes 0x%x) takes no plan steps yet",
-                   kd->sym_axes);
+   * the kernel is made, from sizes a symbolic kernel does not have: such a
+   * kernel takes the steps that keep one invocation per output block. */
+  for (int i = 0; kd->sym_axes && t->mode == CG_MODE_GRID && i < plan->n; i++)
+    if (plan->step[i].kind != OPT_UPCAST && plan->step[i].kind != OPT_UNROLL)
+      return err_set(err, TVK_ERR_INVALID_ARG,
+                     "opt: step %d: %s: a GPU kernel with symbolic sizes (axes 0x%x) takes "
+                     "UPCAST and UNROLL only",
+                     i, plan->step[i].kind < OPT_KINDS ? kinds[plan->step[i].kind].name : "?",
+                     kd->sym_axes);
   /* A symbolic axis takes one UPCAST, its last block masked (lowering);
    * other kinds count blocks, runs or tiles when the kernel is made. */
   for (int i = 0; i < plan->n; i++) {
@@ -642,19 +646,18 @@ static void cache_runs(const KernelDesc *kd, const Shape *sh, const OptTarget *t
 
 static void heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan *plan);
 
-/* With symbolic sizes (CPU only: opt_check), the plan for the kernel whose
- * symbolic axes have their largest size rounded up to a multiple of 16 (so
- * the usual amounts divide it): the other axes get their steps (lanes,
- * unrolls, runs), a symbolic axis keeps an UPCAST (its tail masked: a
- * matmul's 8-row tile over n rows) and loses any other step before the plan
- * is checked. */
+/* With symbolic sizes, the plan for the kernel whose symbolic axes have
+ * their largest size rounded up to a multiple of 16 (so the usual amounts
+ * divide it): the other axes get their steps (lanes, unrolls, runs), a
+ * symbolic axis keeps an UPCAST (its tail masked: a matmul's 8-row tile over
+ * n rows) and loses any other step; on a GPU only the upcasts and unrolls
+ * stay (opt_check). Then the plan is checked. */
 void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan *plan) {
   plan->n = 0;
   if (!kd->sym_axes) {
     heuristic(norm, kd, t, plan);
     return;
   }
-  if (t->mode == CG_MODE_GRID) return;
   KernelDesc *shown = malloc(sizeof *shown);
   if (!shown) return;
   *shown = *kd;
@@ -667,9 +670,12 @@ void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan 
   OptPlan p;
   heuristic(norm, shown, t, &p);
   free(shown);
-  for (int i = 0; i < p.n; i++)
-    if (!(kd->sym_axes >> p.step[i].axis & 1) || p.step[i].kind == OPT_UPCAST)
-      plan->step[plan->n++] = p.step[i];
+  bool grid = t->mode == CG_MODE_GRID;
+  for (int i = 0; i < p.n; i++) {
+    OptKind k = (OptKind)p.step[i].kind;
+    if (grid && k != OPT_UPCAST && k != OPT_UNROLL) continue;
+    if (!(kd->sym_axes >> p.step[i].axis & 1) || k == OPT_UPCAST) plan->step[plan->n++] = p.step[i];
+  }
   Error err = {0};
   if (opt_check(norm, kd, plan, t, &err) != TVK_OK) plan->n = 0;
 }
