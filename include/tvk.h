@@ -465,7 +465,9 @@ TVK_API void tvk_optim_destroy(tvk_optim *opt);
  *   the next two calls run the function again (compiling only what is new).
  * - Values are those of the captured call: a tvk_scalar made inside fn is
  *   replayed with the value it had then. Pass what changes as an input (a 0-d
- *   tensor) instead.
+ *   tensor) instead. Size variables (tvk_size_var) are the exception: each
+ *   replay runs with the values bound at the time (its buffers grow as they
+ *   need); an input made for other values is TVK_ERR_SHAPE.
  * - A replay's out[] are new tensors over the same buffers every call: a
  *   replay overwrites what the previous call's outputs hold (copy them first
  *   if they must survive). An output that is an input (or a view of one)

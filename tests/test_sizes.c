@@ -527,16 +527,18 @@ static void test_beam(void **state) {
   assert_int_equal(api_ctx_close_checked(&ctx, su->device), 0);
 }
 
-/* A jit over a size variable: not captured yet (its launches' values and
- * buffers would be today's), so each call runs the function: right for
- * every value. */
+/* A jit over a size variable: captured once, then replayed for every value
+ * bound (the launches' values and grids follow it, its buffers grow with
+ * it), with nothing compiled or scheduled after the first calls. Two
+ * functions: the first n rows of a fixed buffer, summed by row; and an input
+ * made from data of n rows, scaled (an output of n rows). */
 typedef struct {
   int64_t n;
   tvk_tensor *cache;
 } JitCase;
 
-static tvk_status jit_fn(void *user, tvk_ctx *ctx, int nin, tvk_tensor *const *in, int nout,
-                         tvk_tensor **out) {
+static tvk_status jit_rows(void *user, tvk_ctx *ctx, int nin, tvk_tensor *const *in, int nout,
+                           tvk_tensor **out) {
   (void)ctx, (void)nin, (void)in, (void)nout;
   JitCase *c = user;
   tvk_tensor *x = tvk_shrink(c->cache, (const int64_t[][2]){{0, c->n}, {0, COLS}});
@@ -545,30 +547,65 @@ static tvk_status jit_fn(void *user, tvk_ctx *ctx, int nin, tvk_tensor *const *i
   return tvk_status_of(out[0]);
 }
 
+static tvk_status jit_scale(void *user, tvk_ctx *ctx, int nin, tvk_tensor *const *in, int nout,
+                            tvk_tensor **out) {
+  (void)user, (void)nin, (void)nout;
+  out[0] = tvk_add(tvk_mul(in[0], tvk_full(ctx, TVK_FLOAT32, 0, NULL, 2)),
+                   tvk_full(ctx, TVK_FLOAT32, 0, NULL, 1));
+  out[1] = tvk_max(in[0], 1, (int[]){0}, false); /* over the n rows */
+  return tvk_status_of(out[0]) != TVK_OK ? tvk_status_of(out[0]) : tvk_status_of(out[1]);
+}
+
 static void test_jit(void **state) {
   tvk_ctx *ctx = ((Suite *)*state)->ctx;
   fill_host();
   JitCase c = {tvk_size_var(ctx, "n", 1, ROWS),
                tvk_from_data(ctx, TVK_FLOAT32, 2, (int64_t[]){ROWS, COLS}, host)};
-  tvk_jit *j = tvk_jit_create(ctx, jit_fn, &c);
-  for (size_t v = 0; v < sizeof values / sizeof *values; v++) {
-    int64_t nv = values[v];
+  tvk_jit *rows_jit = tvk_jit_create(ctx, jit_rows, &c),
+          *scale_jit = tvk_jit_create(ctx, jit_scale, NULL);
+  uint64_t after = 0;
+  static const int64_t jit_values[] = {3, 5, 1, 7, 33, 64, 2, 17, 17, 64};
+  for (size_t v = 0; v < sizeof jit_values / sizeof *jit_values; v++) {
+    int64_t nv = jit_values[v];
     assert_int_equal(tvk_bind(ctx, c.n, nv), TVK_OK);
-    tvk_tensor *out = NULL;
-    assert_int_equal(tvk_jit_run(j, 0, NULL, 1, &out), TVK_OK);
-    float got[ROWS];
-    double want[ROWS] = {0};
+    tvk_tensor *out = NULL, *x = tvk_from_data(ctx, TVK_FLOAT32, 2, (int64_t[]){c.n, COLS}, host);
+    tvk_tensor *so[2] = {NULL, NULL};
+    assert_int_equal(tvk_jit_run(rows_jit, 0, NULL, 1, &out), TVK_OK);
+    assert_int_equal(tvk_jit_run(scale_jit, 1, &x, 2, so), TVK_OK);
+    float got[ROWS * COLS];
+    double want[ROWS * COLS] = {0}, wmax[COLS];
     for (int64_t r = 0; r < nv; r++)
       for (int k = 0; k < COLS; k++)
         want[r] += (double)(float)((double)host[r * COLS + k] * host[r * COLS + k]);
     assert_int_equal(tvk_to_host(out, got, sizeof got), TVK_OK);
     expect_close(got, want, nv, 1e-5, "jit sum of squares", nv);
-    tvk_release(out);
+    for (int64_t i = 0; i < nv * COLS; i++) want[i] = (double)host[i] * 2 + 1;
+    for (int k = 0; k < COLS; k++) {
+      wmax[k] = -INFINITY;
+      for (int64_t r = 0; r < nv; r++) wmax[k] = fmax(wmax[k], host[r * COLS + k]);
+    }
+    assert_int_equal(tvk_ndim(so[0]), 2);
+    assert_int_equal(tvk_shape(so[0])[0], c.n);
+    assert_int_equal(tvk_to_host(so[0], got, sizeof got), TVK_OK);
+    expect_close(got, want, nv * COLS, 1e-6, "jit x*2+1", nv);
+    assert_int_equal(tvk_to_host(so[1], got, sizeof got), TVK_OK);
+    expect_close(got, wmax, COLS, 0, "jit max over n", nv);
+    if (v == 1) after = builds(ctx); /* the first call compiles, the second captures */
+    if (v > 1 && builds(ctx) != after) fail_msg("n = %lld built kernels", (long long)nv);
+    tvk_release(out), tvk_release(x), tvk_release(so[0]), tvk_release(so[1]);
   }
   tvk_stats st;
   tvk_stats_get(ctx, &st);
-  assert_int_equal(st.jit_replays, 0);
-  tvk_jit_destroy(j);
+  assert_int_equal(st.jit_captures, 2);
+  assert_int_equal(st.jit_replays, 2 * (sizeof jit_values / sizeof *jit_values - 2));
+  /* an input made for another value than the one bound is refused */
+  assert_int_equal(tvk_bind(ctx, c.n, 4), TVK_OK);
+  tvk_tensor *x = tvk_from_data(ctx, TVK_FLOAT32, 2, (int64_t[]){c.n, COLS}, host), *so[2];
+  assert_int_equal(tvk_bind(ctx, c.n, 9), TVK_OK);
+  assert_int_equal(tvk_jit_run(scale_jit, 1, &x, 2, so), TVK_ERR_SHAPE);
+  expect_error(ctx, "made for n = 4, and n is bound to 9");
+  tvk_release(x);
+  tvk_jit_destroy(rows_jit), tvk_jit_destroy(scale_jit);
   tvk_release(c.cache);
 }
 

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "codegen/kernel.h"
 #include "ir/dtype.h"
 #include "ir/graph.h"
 #include "ir/uop.h"
@@ -124,8 +125,8 @@ tvk_status front_own_buffer(tvk_tensor *t);
 
 /* ---- jit (jit.c) ---- */
 /* Runner.on_launch of a realize while ctx->capture is set. */
-void jit_on_launch(void *jit, const Schedule *s, int item, DevProgram *prog, const int32_t *vals,
-                   int nvals, bool sized, const LaunchDims *dims);
+void jit_on_launch(void *jit, const Schedule *s, int item, const KernelSource *ks, DevProgram *prog,
+                   const int32_t *vals, int nvals, const LaunchDims *dims);
 /* Destroys every jit of the context. */
 void jit_free_all(tvk_ctx *ctx);
 /* Destroys every optimiser of the context (optim.c). */

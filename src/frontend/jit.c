@@ -13,7 +13,16 @@
  * On a device with graphs (Vulkan) the list is recorded once as a graph, one
  * submission per replay, and recorded again only when a buffer it binds is
  * another than last time: the inputs' buffers are retained while the graph
- * binds them, so an unchanged pointer is the same live memory. */
+ * binds them, so an unchanged pointer is the same live memory.
+ *
+ * Size variables (tvk_size_var): a launch's values that are a variable's
+ * are taken from the bound values at each replay, and so is its grid where
+ * that is an expression of them (KernelSource.groups). A kept buffer whose
+ * size is an expression is grown (a new BUFFER, the outputs' views moved to
+ * it) when the values bound need more than it has, and records the values
+ * its contents are for after each replay. A graph is recorded again when
+ * a launch's values or grid change (they are in its push constants and
+ * dispatches). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +38,10 @@ typedef struct {
   int *slot; /* per buffer: >= 0 a kept BUFFER; < 0 input -1 - slot */
   int32_t vals[SCHED_MAX_VALUES];
   int nvals;
+  /* per value: the size variable it is (an index into ctx->sizes), or -1 */
+  int8_t size_at[SCHED_MAX_VALUES];
+  sint groups;        /* KernelSource.groups: global[0] over the variables, or 0 */
+  int64_t max_groups; /* its largest value (KernelSource.global[0]) */
   LaunchDims dims;
 } JitLaunch;
 
@@ -46,12 +59,14 @@ struct tvk_jit {
   int nin, nout;        /* of the first call: every call passes as many */
   int runs;             /* calls since the inputs last changed shape */
   bool captured;
-  bool direct;  /* the function's outputs cannot be replayed (one is an input): always run it */
-  bool failed;  /* out of memory while capturing */
-  Sig *sig;     /* the inputs' dtypes and shapes of the captured call */
-  UOp **in_buf; /* during the capture: the inputs' BUFFERs (not retained) */
-  UOp **kept;   /* retained BUFFERs the launches use */
-  size_t nkept, capkept;
+  bool direct;      /* the function's outputs cannot be replayed (one is an input): always run it */
+  bool failed;      /* out of memory while capturing */
+  Sig *sig;         /* the inputs' dtypes and shapes of the captured call */
+  UOp **in_buf;     /* during the capture: the inputs' BUFFERs (not retained) */
+  UOp **kept;       /* retained BUFFERs the launches use */
+  sint *kept_numel; /* the elements each needs: an expression for a symbolic output, else 0 */
+  size_t nkept, capkept, capkn;
+  bool sized; /* some launch takes a size variable's value */
   JitLaunch *l;
   size_t nl, capl;
   UOp **out; /* retained: the outputs' nodes after the capture */
@@ -81,28 +96,47 @@ static void drop_capture(tvk_jit *j) {
   for (size_t i = 0; i < j->nkept; i++) uop_release(j->kept[i]);
   for (size_t i = 0; i < j->nl; i++) free(j->l[i].slot);
   for (int i = 0; j->out && i < j->nout; i++) uop_release(j->out[i]);
-  free(j->kept), free(j->l), free(j->out);
-  j->kept = NULL, j->l = NULL, j->out = NULL;
-  j->nkept = j->capkept = j->nl = j->capl = 0;
-  j->captured = j->direct = j->failed = false;
+  free(j->kept), free(j->kept_numel), free(j->l), free(j->out);
+  j->kept = NULL, j->kept_numel = NULL, j->l = NULL, j->out = NULL;
+  j->nkept = j->capkept = j->capkn = j->nl = j->capl = 0;
+  j->captured = j->direct = j->failed = j->sized = false;
+}
+
+/* The index in ctx->sizes of the variable named name, or -1. */
+static int size_index(const tvk_ctx *ctx, const char *name) {
+  for (int i = 0; i < ctx->nsizes; i++)
+    if (!strcmp(ctx->sizes[i].name, name)) return i;
+  return -1;
 }
 
 /* Runner.on_launch while capturing. */
-void jit_on_launch(void *user, const Schedule *s, int item, DevProgram *prog, const int32_t *vals,
-                   int nvals, bool sized, const LaunchDims *dims) {
+void jit_on_launch(void *user, const Schedule *s, int item, const KernelSource *ks,
+                   DevProgram *prog, const int32_t *vals, int nvals, const LaunchDims *dims) {
   tvk_jit *j = user;
   const ScheduleItem *it = &s->items[item];
   if (j->failed) return;
-  /* A launch over size variables would replay their values and grid of
-   * today (and buffers of today's sizes): not captured, the function runs
-   * every call (docs/capture.md). */
-  if (sized || nvals > SCHED_MAX_VALUES || !VEC_RESERVE(j->l, j->capl, j->nl + 1)) {
+  if (nvals > SCHED_MAX_VALUES || ks->nvars != nvals || !VEC_RESERVE(j->l, j->capl, j->nl + 1)) {
     j->failed = true;
     return;
   }
   JitLaunch *l = &j->l[j->nl];
-  *l = (JitLaunch){.prog = prog, .nbufs = it->nbufs, .nvals = nvals, .dims = *dims};
+  *l = (JitLaunch){.prog = prog,
+                   .nbufs = it->nbufs,
+                   .nvals = nvals,
+                   .groups = ks->groups,
+                   .max_groups = ks->global[0],
+                   .dims = *dims};
   if (nvals) memcpy(l->vals, vals, (size_t)nvals * sizeof *vals);
+  for (int v = 0; v < nvals; v++) { /* tvk_scalar's values are "s<k>"; the rest size variables */
+    const char *name = ks->vars[v].name;
+    bool scalar = name[0] == 's' && name[1] >= '0' && name[1] <= '9';
+    l->size_at[v] = (int8_t)(scalar ? -1 : size_index(j->ctx, name));
+    if (!scalar && l->size_at[v] < 0) {
+      j->failed = true;
+      return;
+    }
+    j->sized |= !scalar;
+  }
   if (!(l->slot = malloc((size_t)(it->nbufs ? it->nbufs : 1) * sizeof *l->slot))) {
     j->failed = true;
     return;
@@ -115,11 +149,15 @@ void jit_on_launch(void *user, const Schedule *s, int item, DevProgram *prog, co
     for (size_t i = 0; i < j->nkept && slot == INT32_MIN; i++)
       if (j->kept[i] == b) slot = (int)i;
     if (slot == INT32_MIN) {
-      if (!b || !VEC_RESERVE(j->kept, j->capkept, j->nkept + 1)) {
+      if (!b || !VEC_RESERVE(j->kept, j->capkept, j->nkept + 1) ||
+          !VEC_RESERVE(j->kept_numel, j->capkn, j->nkept + 1)) {
         free(l->slot);
         j->failed = true;
         return;
       }
+      /* a new output of a symbolic shape needs what its count says */
+      const SchedBuf *sb = &s->bufs[it->bufs[k]];
+      j->kept_numel[j->nkept] = sb->node && sint_is_sym(sb->numel) ? sb->numel : 0;
       j->kept[j->nkept] = uop_retain(b);
       slot = (int)j->nkept++;
     }
@@ -284,17 +322,131 @@ static tvk_status replay_graph(tvk_jit *j, Buffer *const *in, bool *recorded) {
   return TVK_OK;
 }
 
+/* Kept buffer k is grown to need elements: a new BUFFER in its place, and
+ * the outputs that view the old one view the new one (the old one lives on
+ * while tensors of earlier calls hold it). */
+static tvk_status grow_kept(tvk_jit *j, size_t k, int64_t need) {
+  tvk_ctx *ctx = j->ctx;
+  UOp *old = j->kept[k];
+  ScalarType dt = (ScalarType)old->dtype.scalar;
+  tvk_status st;
+  size_t mark = uop_pool_mark(ctx->u);
+  int64_t id = ctx_buffer_new(ctx, dt, need, &st);
+  if (id < 0) return st;
+  UOp *nb = graph_buffer(ctx->u, dt, id, need);
+  if (!nb) {
+    ctx_buffer_discard(ctx, id);
+    uop_pool_drain(ctx->u, mark);
+    return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "jit: out of memory");
+  }
+  UOp *outs[64], **moved = j->nout <= 64 ? outs : malloc((size_t)j->nout * sizeof *moved);
+  bool ok = moved != NULL;
+  for (int i = 0; ok && i < j->nout; i++) {
+    UOp *o = j->out[i];
+    moved[i] = o->op == OP_VIEW && o->src[0] == old ? uop_replace_src(o, 1, &nb)
+               : o == old                           ? nb
+                                                    : o;
+    ok = moved[i] != NULL;
+  }
+  for (int i = 0; ok && i < j->nout; i++) {
+    uop_retain(moved[i]);
+    uop_release(j->out[i]);
+    j->out[i] = moved[i];
+  }
+  if (ok) {
+    j->kept[k] = uop_retain(nb);
+    uop_release(old);
+  }
+  if (moved != outs) free(moved);
+  uop_pool_drain(ctx->u, mark);
+  return ok ? TVK_OK : err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "jit: out of memory");
+}
+
+/* Before a replay over size variables: each launch's values and grid for
+ * the values bound now, the inputs made for those values, every kept buffer
+ * of a symbolic size large enough; *changed: the values differ from those
+ * the device graph was recorded with. */
+static tvk_status size_replay(tvk_jit *j, tvk_tensor *const *in, Buffer *const *bufs,
+                              bool *changed) {
+  tvk_ctx *ctx = j->ctx;
+  *changed = false;
+  for (int i = 0; i < j->nin; i++) {
+    tvk_status st = ctx_buffer_check_sizes(ctx, "jit_run", bufs[i]);
+    int64_t n = 1, d;
+    for (int k = 0; st == TVK_OK && k < in[i]->ndim; k++)
+      if ((st = ctx_size_eval(ctx, &ctx->err, "jit_run", in[i]->shape[k], &d)) == TVK_OK) n *= d;
+    if (st == TVK_OK && n > bufs[i]->numel)
+      st = err_set(&ctx->err, TVK_ERR_SHAPE,
+                   "jit_run: input %d has %lld elements with the bound sizes, its buffer %lld", i,
+                   (long long)n, (long long)bufs[i]->numel);
+    if (st != TVK_OK) return st;
+  }
+  for (size_t i = 0; i < j->nl; i++) {
+    JitLaunch *l = &j->l[i];
+    const char *names[SCHED_MAX_VALUES];
+    int64_t vals[SCHED_MAX_VALUES];
+    int n = 0;
+    for (int v = 0; v < l->nvals; v++) {
+      if (l->size_at[v] < 0) continue;
+      const SizeVar *sv = &ctx->sizes[l->size_at[v]];
+      if (!sv->bound)
+        return err_set(&ctx->err, TVK_ERR_INVALID_ARG,
+                       "jit_run: size variable '%s' has no value: bind one with tvk_bind",
+                       sv->name);
+      *changed |= l->vals[v] != (int32_t)sv->value;
+      l->vals[v] = (int32_t)sv->value; /* within its range: fits */
+      names[n] = sv->name, vals[n++] = sv->value;
+    }
+    if (l->groups) {
+      sint g = sint_eval_named(l->groups, n, names, vals);
+      g = g == SINT_NONE || g < 0 ? 0 : g > l->max_groups ? l->max_groups : g;
+      *changed |= l->dims.global[0] != g;
+      l->dims.global[0] = g;
+    }
+  }
+  for (size_t k = 0; k < j->nkept; k++) {
+    if (!j->kept_numel[k]) continue;
+    int64_t need;
+    tvk_status st = ctx_size_eval(ctx, &ctx->err, "jit_run", j->kept_numel[k], &need);
+    const Buffer *b = st == TVK_OK ? ctx_buffer(ctx, graph_buffer_id(j->kept[k])) : NULL;
+    if (st == TVK_OK && b && b->numel < need) st = grow_kept(j, k, need);
+    if (st != TVK_OK) return st;
+  }
+  return TVK_OK;
+}
+
+/* After a replay over size variables: each kept buffer of a symbolic size
+ * holds what the bound values made. */
+static tvk_status size_record(tvk_jit *j) {
+  tvk_ctx *ctx = j->ctx;
+  for (size_t k = 0; k < j->nkept; k++) {
+    if (!j->kept_numel[k]) continue;
+    Buffer *b = ctx_buffer(ctx, graph_buffer_id(j->kept[k]));
+    tvk_status st = b ? ctx_buffer_record_sizes(ctx, b, 1, &j->kept_numel[k]) : TVK_OK;
+    if (st != TVK_OK) return st;
+  }
+  return TVK_OK;
+}
+
 /* The captured launches on the inputs' memory, then one wait. */
-static tvk_status replay(tvk_jit *j, Buffer *const *in, tvk_tensor **out, bool *recorded) {
+static tvk_status replay(tvk_jit *j, tvk_tensor *const *ins, Buffer *const *in, tvk_tensor **out,
+                         bool *recorded) {
   tvk_ctx *ctx = j->ctx;
   Device *d = ctx->dev;
   *recorded = false;
+  bool changed = false;
+  if (j->sized) {
+    tvk_status st = size_replay(j, ins, in, &changed);
+    if (st != TVK_OK) return st;
+    if (changed) drop_graph(j); /* its push constants and dispatches are the old values' */
+  }
   tvk_status st =
       d->ops->graph_create && j->nl > 0 ? replay_graph(j, in, recorded) : replay_launches(j, in);
   if (st == TVK_OK && j->nl > 0) {
     st = d->ops->sync(d);
     if (st != TVK_OK) st = err_set(&ctx->err, st, "jit: %s", d->err.msg);
   }
+  if (st == TVK_OK && j->sized) st = size_record(j);
   for (int i = 0; i < j->nout; i++) {
     out[i] = st == TVK_OK ? tensor_from_uop(ctx, j->out[i]) : NULL;
     if (st == TVK_OK && !out[i])
@@ -348,7 +500,7 @@ tvk_status tvk_jit_run(tvk_jit *j, int nin, tvk_tensor *const *in, int nout, tvk
   }
   if (st == TVK_OK && j->captured && !j->direct) {
     bool recorded;
-    st = replay(j, bufs, out, &recorded);
+    st = replay(j, in, bufs, out, &recorded);
     ctx->stats.jit_replays += st == TVK_OK;
     if (st == TVK_OK && ctx->opt.debug >= 1)
       log_msg(&ctx->log, TVK_LOG_INFO, "tvk jit: replayed %zu kernels%s", j->nl,

@@ -444,7 +444,6 @@ static tvk_status launch(const Runner *r, const Schedule *s, DevBuffer *const *a
    * variable, bound by name (Runner.size_names). */
   int32_t vals[CG_MAX_VARS];
   int nvals = p->ks->nvars;
-  bool sized = false;
   for (int j = 0; j < nvals; j++) {
     const KernelVar *v = &p->ks->vars[j];
     char *end = NULL;
@@ -464,7 +463,7 @@ static tvk_status launch(const Runner *r, const Schedule *s, DevBuffer *const *a
     if (at >= 0)
       memcpy(&vals[j], &it->vals[at], sizeof vals[j]);
     else
-      vals[j] = (int32_t)r->size_vals[sz], sized = true; /* in the variable's range: fits */
+      vals[j] = (int32_t)r->size_vals[sz]; /* in the variable's range: fits */
   }
   /* From codegen: the grid of a GPU kernel (its work groups counted from
    * the values where its sizes are symbolic); all 1 for the CPU, which
@@ -482,7 +481,7 @@ static tvk_status launch(const Runner *r, const Schedule *s, DevBuffer *const *a
   else
     st = err_set(r->err, st, "kernel %s: %s", p->ks->name, r->dev->err.msg);
   if (st == TVK_OK && r->on_launch)
-    r->on_launch(r->launch_user, s, i, p->prog, vals, nvals, sized, &dims);
+    r->on_launch(r->launch_user, s, i, p->ks, p->prog, vals, nvals, &dims);
   if (st == TVK_OK && r->debug >= 1) {
     char shape[200];
     shape_str(p->ks->ndim, p->ks->full_shape, shape, sizeof shape);

@@ -7,6 +7,7 @@
 #ifndef TVK_RUNTIME_RUN_H
 #define TVK_RUNTIME_RUN_H
 
+#include "codegen/kernel.h"
 #include "ir/error.h"
 #include "runtime/device.h"
 #include "schedule/schedule.h"
@@ -48,10 +49,11 @@ typedef struct {
   const LogSink *log;    /* where TVK_DEBUG output goes (NULL: stderr) */
   struct Trace *trace;   /* TVK_TRACE: codegen, compile and wait spans go there (NULL: none) */
   /* Called after each launch that succeeded, with the item's index in the
-   * schedule and what was launched (tvk_jit's capture); `sized`: some of
-   * vals are size variables' values. NULL: none. */
-  void (*on_launch)(void *user, const Schedule *s, int item, DevProgram *prog, const int32_t *vals,
-                    int nvals, bool sized, const LaunchDims *dims);
+   * schedule and what was launched (tvk_jit's capture): the kernel (its
+   * variables in vals order, its grid over size variables), its values and
+   * geometry. NULL: none. */
+  void (*on_launch)(void *user, const Schedule *s, int item, const KernelSource *ks,
+                    DevProgram *prog, const int32_t *vals, int nvals, const LaunchDims *dims);
   void *launch_user;
   /* The values of the size variables (tvk_size_var) by name: a kernel over a
    * symbolic size takes its variable's value at launch. */
