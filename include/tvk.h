@@ -305,7 +305,7 @@ typedef struct {
   uint64_t kernels_generated;   /* kernels whose code was generated: each distinct one once */
   uint64_t kernels_stored;      /* kernels whose generated code was read from the disk cache */
   /* realizes whose graph had the structure of one scheduled before (new
-   * buffers of the same dtype and size, new tvk_scalar values): its schedule
+   * buffers of the same dtype, new tvk_scalar values): its schedule
    * was reused, not made again */
   uint64_t schedules_reused;
   uint64_t jit_captures; /* tvk_jit_run calls that recorded their launches */

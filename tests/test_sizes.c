@@ -224,6 +224,10 @@ static void test_from_data(void **state) {
       want[i] = ((double)host[i] + host[3 + i % COLS]) * host[i];
     assert_int_equal(tvk_to_host(y, got, sizeof got), TVK_OK);
     expect_close(got, want, nv * COLS, 1e-6, "(x+b)*x", nv);
+    /* data of another length is a buffer of another size: the same schedule */
+    tvk_stats st;
+    tvk_stats_get(ctx, &st);
+    assert_int_equal(st.schedules_reused, v);
     once_per_kernel(ctx, v, nv, &after_first);
     tvk_release(x), tvk_release(b), tvk_release(y);
   }

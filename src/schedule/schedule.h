@@ -113,7 +113,7 @@ typedef struct {
  * empty. */
 tvk_status schedule_create(const SchedCtx *sc, int n, UOp *const *roots, Schedule *out);
 /* Schedules kept by their graph's structure (schedule_cache.c): a graph equal
- * to one scheduled before but for its BUFFERs (same dtype and size) and
+ * to one scheduled before but for its BUFFERs (same dtype, empty or not) and
  * VALUEs reuses that schedule instead of deciding and building kernels again.
  * One per context (its graphs' UCtx and device limits); NULL until the first
  * schedule_create_cached. */

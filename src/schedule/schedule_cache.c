@@ -1,11 +1,12 @@
 /* Schedules kept by the structure of their graph (schedule.h: SchedCache).
  *
  * An app runs the same computation again and again on new data: the graph is
- * then the same but for its leaves, new BUFFERs of the same dtype and size
- * and new VALUEs (tvk_scalar). The key is the graph in a canonical form, its
+ * then the same but for its leaves, new BUFFERs of the same dtype and new
+ * VALUEs (tvk_scalar). The key is the graph in a canonical form, its
  * nodes in the order a depth-first walk from the roots first finishes them:
  * per node its op, dtype, sources (as earlier positions) and arg, except that
- * a BUFFER counts only by its dtype and size and a VALUE not at all. Equal
+ * a BUFFER counts only by its dtype and whether it is empty (its views say
+ * what is read) and a VALUE not at all. Equal
  * keys mean equal graphs up to those leaves, so the scheduler's decisions
  * (which depend on the graph and the device's buffer limit, nothing else)
  * are the same. A hit rebuilds the Schedule from the kept one, with every
@@ -83,8 +84,12 @@ static void put_arg(Str *s, const UOp *u) {
   case ARG_INT: put_i64(s, a->i); break;
   case ARG_FLOAT: put(s, &a->f, sizeof a->f); break;
   case ARG_INTS:
-    if (u->op == OP_BUFFER) { /* (id, numel): the size only */
-      put_i64(s, graph_buffer_numel(u));
+    if (u->op == OP_BUFFER) { /* (id, numel): whether it has elements, no more */
+      /* The views over a buffer say what is read; its size decides nothing
+       * but an empty buffer's loads (constant 0). Data made for each value of
+       * a size variable is a buffer of another size under the same symbolic
+       * view, and keeps its schedule. */
+      put_i64(s, graph_buffer_numel(u) != 0);
       break;
     }
     if (u->op == OP_VALUE) break; /* (serial, bits): neither */
