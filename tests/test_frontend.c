@@ -1333,9 +1333,37 @@ static void test_device_list(void **state) {
   assert_string_equal(tvk_device_kind_name(TVK_DEVICE_KIND_SOFTWARE), "software");
 }
 
+/* Movement ops over a symbolic view stay one view: the split of heads in
+ * attention (shrink, reshape, permute, transpose, reshape, expand) of the
+ * first n rows of a buffer. Composed as separate trackers, each step kept a
+ * view of its own (view.c merges general views with integer digits only),
+ * and the kernels paid a division by n per index; the results were right,
+ * so only the tracker shows it. */
+static void test_symbolic_views_stay_one(void **state) {
+  (void)state;
+  static float data[16 * 96];
+  int64_t n = tvk_size_var(C, "n", 1, 16);
+  tvk_tensor *buf = tvk_from_data(C, TVK_FLOAT32, 2, (int64_t[]){16, 96}, data);
+  tvk_tensor *x = tvk_shrink(buf, (const int64_t[][2]){{0, n}, {32, 64}}); /* (n, 32) */
+  tvk_tensor *h = tvk_permute(tvk_reshape(x, 3, (int64_t[]){n, 4, 8}), (int[]){1, 0, 2});
+  tvk_tensor *t = tvk_transpose(h, -1, -2); /* (4, 8, n) */
+  tvk_tensor *e =
+      tvk_expand(tvk_reshape(t, 4, (int64_t[]){4, 1, 8, n}), 4, (int64_t[]){4, n, 8, n});
+  tvk_tensor *all[] = {x, h, t, e};
+  for (int i = 0; i < 4; i++) {
+    assert_int_equal(tvk_status_of(all[i]), TVK_OK);
+    assert_int_equal(all[i]->uop->op, OP_VIEW);
+    assert_int_equal(all[i]->uop->src[0]->op, OP_BUFFER);
+    assert_int_equal(all[i]->uop->arg.st->nviews, 1);
+  }
+  for (int i = 0; i < 4; i++) tvk_release(all[i]);
+  tvk_release(buf);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_device_list),
+      cmocka_unit_test_setup_teardown(test_symbolic_views_stay_one, setup, teardown),
       cmocka_unit_test_setup_teardown(test_broadcast_table, setup, teardown),
       cmocka_unit_test_setup_teardown(test_broadcast_random, setup, teardown),
       cmocka_unit_test_setup_teardown(test_promotion_table, setup, teardown),

@@ -165,48 +165,71 @@ tvk_tensor *bc_reduce_axes(const char *op, const tvk_tensor *a, int naxes, const
 
 /* ---------------------------------------------------------------- movement */
 
-/* graph_view(x, st), freeing the base tracker st was made from and st. */
-static UOp *view_with(UOp *x, ShapeTracker *base, ShapeTracker *st) {
-  st_free(base);
+/* One movement op on a tracker: what the bc_ functions below apply. */
+typedef struct {
+  enum { MV_RESHAPE, MV_PERMUTE, MV_EXPAND, MV_PAD, MV_SHRINK, MV_FLIP } kind;
+  int nd;               /* MV_RESHAPE: the new dims */
+  const int64_t *shape; /* MV_RESHAPE, MV_EXPAND: the new shape */
+  const int *order;
+  const int64_t (*ranges)[2]; /* MV_PAD: pads; MV_SHRINK: ranges */
+  const bool *flip;
+} Move;
+
+static ShapeTracker *apply(const ShapeTracker *st, const Move *m) {
+  switch (m->kind) {
+  case MV_RESHAPE: return st_reshape(st, m->nd, m->shape);
+  case MV_PERMUTE: return st_permute(st, m->order);
+  case MV_EXPAND: return st_expand(st, m->shape);
+  case MV_PAD: return st_pad(st, m->ranges);
+  case MV_SHRINK: return st_shrink(st, m->ranges);
+  case MV_FLIP: return st_flip(st, m->flip);
+  }
+  return NULL;
+}
+
+/* x (of shape (nd, shape)) seen through m: graph_view(x, m on a tracker of
+ * x's shape), which composes with x's own view. Where x is a VIEW over a
+ * symbolic tracker, m is applied to that tracker instead: the same
+ * mapping, but composing two symbolic views keeps both (view.c merges
+ * general views with integer digits only), and each extra view costs the
+ * kernel divisions by the variable in every index. */
+static UOp *moved_view(UOp *x, int nd, const int64_t *shape, const Move *m) {
+  if (!x) return NULL;
+  if (x->op == OP_VIEW && st_is_symbolic(x->arg.st)) {
+    ShapeTracker *st = apply(x->arg.st, m);
+    UOp *r = st ? uop_new(x->ctx, OP_VIEW, x->dtype, 1, &x->src[0], arg_st(st)) : NULL;
+    st_free(st);
+    return r;
+  }
+  ShapeTracker *b = st_from_shape(nd, shape), *st = b ? apply(b, m) : NULL;
   UOp *r = st ? graph_view(x, st) : NULL;
+  st_free(b);
   st_free(st);
   return r;
 }
 
 UOp *bc_reshape(UOp *x, int nd, const int64_t *shape, int new_nd, const int64_t *new_shape) {
-  if (!x) return NULL;
-  ShapeTracker *b = st_from_shape(nd, shape);
-  return view_with(x, b, b ? st_reshape(b, new_nd, new_shape) : NULL);
+  return moved_view(x, nd, shape, &(Move){.kind = MV_RESHAPE, .nd = new_nd, .shape = new_shape});
 }
 
 UOp *bc_permute(UOp *x, int nd, const int64_t *shape, const int *order) {
-  if (!x) return NULL;
-  ShapeTracker *b = st_from_shape(nd, shape);
-  return view_with(x, b, b ? st_permute(b, order) : NULL);
+  return moved_view(x, nd, shape, &(Move){.kind = MV_PERMUTE, .order = order});
 }
 
 UOp *bc_expand(UOp *x, int nd, const int64_t *shape, const int64_t *new_shape) {
-  if (!x) return NULL;
-  ShapeTracker *b = st_from_shape(nd, shape);
-  return view_with(x, b, b ? st_expand(b, new_shape) : NULL);
+  return moved_view(x, nd, shape, &(Move){.kind = MV_EXPAND, .shape = new_shape});
 }
 
 UOp *bc_pad(UOp *x, int nd, const int64_t *shape, const int64_t (*pads)[2]) {
-  if (!x) return NULL;
-  ShapeTracker *b = st_from_shape(nd, shape);
-  return view_with(x, b, b ? st_pad(b, pads) : NULL);
+  return moved_view(x, nd, shape, &(Move){.kind = MV_PAD, .ranges = pads});
 }
 
 UOp *bc_shrink(UOp *x, int nd, const int64_t *shape, const int64_t (*ranges)[2]) {
-  if (!x) return NULL;
-  ShapeTracker *b = st_from_shape(nd, shape);
-  return view_with(x, b, b ? st_shrink(b, ranges) : NULL);
+  return moved_view(x, nd, shape, &(Move){.kind = MV_SHRINK, .ranges = ranges});
 }
 
 UOp *bc_flip(UOp *x, int nd, const int64_t *shape, const bool *flip) {
-  if (!x) return NULL;
-  ShapeTracker *b = st_from_shape(nd, shape);
-  return view_with(x, b, b ? st_flip(b, flip) : NULL);
+  return moved_view(x, nd, shape, &(Move){.kind = MV_FLIP, .flip = flip});
 }
 
 /* ---------------------------------------------------------------- elementwise */
