@@ -524,9 +524,10 @@ TVK_API void tvk_jit_destroy(tvk_jit *jit);
  * returns -1 (a negative size every op refuses) with the message in
  * tvk_ctx_error. */
 TVK_API int64_t tvk_size_var(tvk_ctx *ctx, const char *name, int64_t min, int64_t max);
-/* The size a + b, a * b (sizes or numbers: tvk_size_add(n, -1) is n - 1);
- * -1 for a negative size or a result that cannot be made (out of memory). A
- * sum or product of numbers is the number. */
+/* The size a + b, a * b (sizes or numbers >= 0; the b of an add may be a
+ * negative number: tvk_size_add(n, -1) is n - 1); -1 for a negative a (a
+ * failed size stays one), a result that can be negative, or one that cannot
+ * be made (out of memory). A sum or product of numbers is the number. */
 TVK_API int64_t tvk_size_add(int64_t a, int64_t b);
 TVK_API int64_t tvk_size_mul(int64_t a, int64_t b);
 /* Whether a size holds a variable. */

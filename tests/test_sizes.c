@@ -74,6 +74,8 @@ static void test_variables(void **state) {
   assert_int_equal(tvk_size_add(n, -2), -1);
   assert_int_equal(tvk_size_mul(n, -1), -1);
   assert_int_equal(tvk_size_add(INT64_MAX, 1), -1);
+  assert_int_equal(tvk_size_add(-1, 5), -1); /* a failed size stays failed */
+  assert_int_equal(tvk_size_add(5, -1), 4);
 
   /* rebinding changes the value */
   assert_int_equal(tvk_bind(ctx, n, 256), TVK_OK);

@@ -79,8 +79,9 @@ int64_t tvk_size_var(tvk_ctx *ctx, const char *name, int64_t min, int64_t max) {
 static bool size_ok(int64_t s) { return sint_is_sym(s) || s >= 0; }
 
 int64_t tvk_size_add(int64_t a, int64_t b) {
-  /* a number may be negative here (n + -1), the result may not */
-  if (!(sint_is_sym(a) || sint_is_int(a)) || !(sint_is_sym(b) || sint_is_int(b))) return -1;
+  /* b may be a negative number (n + -1), a may not: a failed size (-1) stays
+   * one; the result may not be negative either */
+  if (!size_ok(a) || !(sint_is_sym(b) || sint_is_int(b))) return -1;
   if (!sint_any_sym(a, b) && ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < -INT64_MAX - b)))
     return -1;
   sint r = sint_add(a, b);
