@@ -464,7 +464,9 @@ static void test_attention(void **state) {
     tvk_tensor *q = rows(qs, n, DIM), *k = rows(ks, n, DIM), *vv = rows(vs, n, DIM);
     tvk_tensor *mk = tvk_shrink(mask, (const int64_t[][2]){{0, n}, {0, n}});
     tvk_tensor *o = tvk_scaled_dot_product_attention(q, k, vv, mk, false);
+    tvk_tensor *oc = tvk_scaled_dot_product_attention(q, k, vv, NULL, true); /* the same */
     assert_int_equal(tvk_status_of(o), TVK_OK);
+    assert_int_equal(tvk_status_of(oc), TVK_OK);
     assert_int_equal(tvk_shape(o)[0], n);
     float got[SEQ * DIM];
     double want[SEQ * DIM];
@@ -485,14 +487,18 @@ static void test_attention(void **state) {
     }
     assert_int_equal(tvk_to_host(o, got, sizeof got), TVK_OK);
     expect_close(got, want, nv * DIM, 1e-5, "attention", nv);
+    assert_int_equal(tvk_to_host(oc, got, sizeof got), TVK_OK);
+    expect_close(got, want, nv * DIM, 1e-5, "attention, is_causal", nv);
     once_per_kernel(ctx, v, nv, &after_first);
     tvk_release(q), tvk_release(k), tvk_release(vv), tvk_release(mk), tvk_release(o);
+    tvk_release(oc);
   }
-  /* the causal flag itself needs numbers */
-  tvk_tensor *q = rows(qs, n, DIM);
+  /* the scale 1/sqrt(E) needs a number */
+  int64_t e = tvk_size_var(ctx, "e", 1, DIM);
+  tvk_tensor *q = tvk_shrink(qs, (const int64_t[][2]){{0, SEQ}, {0, e}});
   tvk_tensor *bad = tvk_scaled_dot_product_attention(q, q, q, NULL, true);
   assert_int_equal(tvk_status_of(bad), TVK_ERR_SHAPE);
-  assert_non_null(strstr(tvk_error_of(bad), "pass the causal mask"));
+  assert_non_null(strstr(tvk_error_of(bad), "embedding dim of q is symbolic"));
   tvk_release(bad), tvk_release(q);
   tvk_release(qs), tvk_release(ks), tvk_release(vs), tvk_release(mask);
 }

@@ -123,6 +123,11 @@ static inline tvk_tensor *front_const(tvk_ctx *ctx, tvk_dtype dt, double v) {
  * slice); the realize's error when that fails. */
 tvk_status front_own_buffer(tvk_tensor *t);
 
+/* ---- arange (ops_arange.c) ---- */
+/* 0, 1, ..., n-1 in int32, shape (n,), n a number or a symbolic size: what
+ * an op needs to compare indices (a causal mask over seq). */
+tvk_tensor *front_arange(tvk_ctx *ctx, sint n);
+
 /* ---- jit (jit.c) ---- */
 /* Runner.on_launch of a realize while ctx->capture is set. */
 void jit_on_launch(void *jit, const Schedule *s, int item, const KernelSource *ks, DevProgram *prog,

@@ -10,13 +10,22 @@
 
 #include "frontend/frontend.h"
 
-/* VIEW(ARANGE) of shape (n,): 0, 1, ..., n-1 in int32 (autoreleased). */
-static UOp *graph_arange(tvk_ctx *ctx, int64_t n) {
+/* VIEW(ARANGE) of shape (n,): 0, 1, ..., n-1 in int32 (autoreleased); n
+ * may be a symbolic size (its view is, and the index is computed over it). */
+static UOp *graph_arange(tvk_ctx *ctx, sint n) {
   UOp *a = uop_new(ctx->u, OP_ARANGE, dt_make(DT_INT32), 0, NULL, arg_none());
   ShapeTracker *st = a ? st_from_shape(1, &n) : NULL;
   UOp *v = st ? uop_new(ctx->u, OP_VIEW, a->dtype, 1, &a, arg_st(st)) : NULL;
   st_free(st);
   return v;
+}
+
+tvk_tensor *front_arange(tvk_ctx *ctx, sint n) {
+  size_t m = FRONT_BEGIN(ctx);
+  UOp *idx = graph_arange(ctx, n);
+  tvk_tensor *t = idx ? tensor_new(ctx, idx, TVK_INT32, 1, &n) : NULL;
+  return FRONT_END(ctx, m,
+                   t ? t : tensor_error(ctx, TVK_ERR_OUT_OF_MEMORY, "arange: out of memory"));
 }
 
 tvk_tensor *tvk_arange(tvk_ctx *ctx, tvk_dtype dt, double start, double stop, double step) {

@@ -88,16 +88,11 @@ tvk_tensor *tvk_scaled_dot_product_attention(tvk_tensor *q, tvk_tensor *k, tvk_t
   if ((err = check_attention(q, k, v, mask, &snd, ss))) return err;
   tvk_ctx *ctx = q->ctx;
   int64_t L = ss[snd - 2], S = ss[snd - 1], E = q->shape[q->ndim - 1];
-  /* the scale and the causal mask's aranges are built from numbers */
+  /* the scale is built from a number */
   if (sint_is_sym(E))
     return tensor_error(ctx, TVK_ERR_SHAPE,
                         "%s: the embedding dim of q is symbolic; its scale "
                         "1/sqrt(E) needs a number",
-                        op);
-  if (is_causal && sint_any_sym(L, S))
-    return tensor_error(ctx, TVK_ERR_SHAPE,
-                        "%s: is_causal with a symbolic L or S is not built yet: pass the causal "
-                        "mask instead (a fixed lower triangle shrunk to (L, S))",
                         op);
   size_t sc = tvk_scope_begin(ctx);
   tvk_tensor *s = tvk_matmul(q, tvk_transpose(k, -1, -2)); /* (..., L, S) */
@@ -106,10 +101,9 @@ tvk_tensor *tvk_scaled_dot_product_attention(tvk_tensor *q, tvk_tensor *k, tvk_t
   tvk_tensor *ninf = front_const(ctx, sdt, -INFINITY);
   if (mask) s = tvk_dtype_of(mask) == TVK_BOOL ? tvk_where(mask, s, ninf) : tvk_add(s, mask);
   if (is_causal) {
-    tvk_tensor *row =
-        tvk_reshape(tvk_arange(ctx, TVK_INT32, 0, (double)L, 1), 2, (int64_t[]){L, 1});
-    tvk_tensor *col =
-        tvk_reshape(tvk_arange(ctx, TVK_INT32, 0, (double)S, 1), 2, (int64_t[]){1, S});
+    /* L and S may be symbolic sizes: the aranges are views over them */
+    tvk_tensor *row = tvk_reshape(front_arange(ctx, L), 2, (int64_t[]){L, 1});
+    tvk_tensor *col = tvk_reshape(front_arange(ctx, S), 2, (int64_t[]){1, S});
     s = tvk_where(tvk_le(col, row), s, ninf); /* keeps j <= i */
   }
   tvk_tensor *r = tvk_matmul(tvk_softmax(s, -1), v);
