@@ -184,13 +184,8 @@ tvk_ctx *tvk_ctx_of(const tvk_tensor *t) { return t ? t->ctx : NULL; }
 
 int64_t tvk_numel(const tvk_tensor *t) {
   if (!t) return 0;
-  int64_t n = 1;
-  for (int i = 0; i < t->ndim; i++) {
-    int64_t d = t->shape[i];
-    if (sint_is_sym(d) && ctx_size_eval(t->ctx, NULL, "", d, &d) != TVK_OK) return -1;
-    n *= d;
-  }
-  return n;
+  int64_t n;
+  return ctx_bound_numel(t->ctx, NULL, "", t->ndim, t->shape, &n) == TVK_OK ? n : -1;
 }
 
 /* ---------------------------------------------------------------- scopes, stats */
@@ -431,10 +426,10 @@ static tvk_status check_shape(tvk_ctx *ctx, const char *op, int ndim, const int6
 tvk_tensor *ctx_check_shape(tvk_ctx *ctx, const char *op, int ndim, const int64_t *shape,
                             int64_t *numel) {
   tvk_status st = check_shape(ctx, op, ndim, shape, numel);
-  return st == TVK_OK ? NULL : tensor_error_msg(ctx, st, ctx->err.msg);
+  return st == TVK_OK ? NULL : tensor_error_ctx(ctx, st);
 }
 
-static tvk_tensor *error_tensor_from_ctx(tvk_ctx *ctx, tvk_status st) {
+tvk_tensor *tensor_error_ctx(tvk_ctx *ctx, tvk_status st) {
   return tensor_error_msg(ctx, st, ctx->err.msg);
 }
 
@@ -448,21 +443,18 @@ static void trace_copy(tvk_ctx *ctx, const char *name, int64_t t0, size_t nbytes
 tvk_tensor *tvk_from_data(tvk_ctx *ctx, tvk_dtype dt, int ndim, const int64_t *shape,
                           const void *data) {
   if (!ctx) return NULL;
-  int64_t numel, bound[TVK_MAX_DIMS];
+  int64_t numel;
   tvk_status st = check_shape_sym(ctx, "from_data", ndim, shape, &numel, true);
-  if (st != TVK_OK) return error_tensor_from_ctx(ctx, st);
-  /* a symbolic shape: the data has the length of the bound values */
-  for (int i = 0; i < ndim && st == TVK_OK; i++)
-    st = ctx_size_eval(ctx, &ctx->err, "from_data", shape[i], &bound[i]);
-  if (st != TVK_OK) return error_tensor_from_ctx(ctx, st);
-  for (int i = 0; i < ndim; i++) numel = i ? numel * bound[i] : bound[i]; /* <= the checked count */
-  if (ndim == 0) numel = 1;
+  /* a symbolic shape: the data has the length of the bound values (at most
+   * the count just checked) */
+  if (st == TVK_OK) st = ctx_bound_numel(ctx, &ctx->err, "from_data", ndim, shape, &numel);
+  if (st != TVK_OK) return tensor_error_ctx(ctx, st);
   if (!tvk_dtype_valid(dt))
     return tensor_error(ctx, TVK_ERR_DTYPE, "from_data: dtype %d is not a tvk_dtype", (int)dt);
   if (!data && numel > 0) return tensor_error(ctx, TVK_ERR_INVALID_ARG, "from_data: data is NULL");
   size_t m = FRONT_BEGIN(ctx);
   int64_t id = ctx_buffer_new(ctx, dt_from_tvk(dt), numel, &st);
-  if (id < 0) return FRONT_END(ctx, m, error_tensor_from_ctx(ctx, st));
+  if (id < 0) return FRONT_END(ctx, m, tensor_error_ctx(ctx, st));
   Buffer *b = ctx_buffer(ctx, id);
   UOp *v = graph_buffer_view(ctx, id, ndim, shape);
   if (v && ctx_buffer_record_sizes(ctx, b, ndim, shape) != TVK_OK) v = NULL;
@@ -487,7 +479,7 @@ static tvk_tensor *full_op(tvk_ctx *ctx, const char *op, tvk_dtype dt, int ndim,
   if (!ctx) return NULL;
   int64_t numel;
   tvk_status st = check_shape_sym(ctx, op, ndim, shape, &numel, true);
-  if (st != TVK_OK) return error_tensor_from_ctx(ctx, st);
+  if (st != TVK_OK) return tensor_error_ctx(ctx, st);
   if (!tvk_dtype_valid(dt))
     return tensor_error(ctx, TVK_ERR_DTYPE, "%s: dtype %d is not a tvk_dtype", op, (int)dt);
   size_t m = FRONT_BEGIN(ctx);
@@ -575,13 +567,9 @@ tvk_status tvk_to_host(tvk_tensor *t, void *dst, size_t nbytes) {
   if (!t) return TVK_ERR_INVALID_ARG;
   tvk_ctx *ctx = t->ctx;
   if (t->status != TVK_OK) return err_set(&ctx->err, t->status, "%s", tvk_error_of(t));
-  int64_t numel = 1; /* a symbolic shape: the count with the bound values */
-  for (int i = 0; i < t->ndim; i++) {
-    int64_t d;
-    tvk_status st = ctx_size_eval(ctx, &ctx->err, "to_host", t->shape[i], &d);
-    if (st != TVK_OK) return st;
-    numel *= d;
-  }
+  int64_t numel; /* a symbolic shape: the count with the bound values */
+  tvk_status bs = ctx_bound_numel(ctx, &ctx->err, "to_host", t->ndim, t->shape, &numel);
+  if (bs != TVK_OK) return bs;
   size_t need = (size_t)numel * tvk_dtype_size(t->dtype);
   if (nbytes < need)
     return err_set(&ctx->err, TVK_ERR_INVALID_ARG,

@@ -151,6 +151,10 @@ int ctx_size_bindings(const tvk_ctx *ctx, const char **names, int64_t *vals, int
  * unbound variable is TVK_ERR_INVALID_ARG, with "<op>: size variable 'n' has
  * no value ..." in err when err is not NULL. */
 tvk_status ctx_size_eval(const tvk_ctx *ctx, Error *err, const char *op, sint s, int64_t *out);
+/* *out = the count of shape with the bound values (ctx_size_eval per dim,
+ * its errors). */
+tvk_status ctx_bound_numel(const tvk_ctx *ctx, Error *err, const char *op, int ndim,
+                           const int64_t *shape, int64_t *out);
 /* NULL when s is a size of the context: a number >= 0, or an expression
  * over its variables that is never negative; else the error tensor naming op
  * and `what` ("dim 2"). */
@@ -185,6 +189,9 @@ tvk_status front_no_ctx_error(tvk_status st, const char *fmt, ...)
  * Returns NULL only when memory for the tensor itself ran out. */
 tvk_tensor *tensor_error(tvk_ctx *ctx, tvk_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* A new error tensor with status st and the message ctx->err holds (the
+ * failure a ctx-level check just recorded). */
+tvk_tensor *tensor_error_ctx(tvk_ctx *ctx, tvk_status st);
 /* A new error tensor carrying src's status and message (for ops on error tensors). */
 tvk_tensor *tensor_error_from(const tvk_tensor *src);
 /* The first input that is NULL or in an error state, turned into the result

@@ -129,7 +129,7 @@ void jit_on_launch(void *user, const Schedule *s, int item, const KernelSource *
   if (nvals) memcpy(l->vals, vals, (size_t)nvals * sizeof *vals);
   for (int v = 0; v < nvals; v++) { /* tvk_scalar's values are "s<k>"; the rest size variables */
     const char *name = ks->vars[v].name;
-    bool scalar = name[0] == 's' && name[1] >= '0' && name[1] <= '9';
+    bool scalar = sched_value_index(name) >= 0;
     l->size_at[v] = (int8_t)(scalar ? -1 : size_index(j->ctx, name));
     if (!scalar && l->size_at[v] < 0) {
       j->failed = true;
@@ -371,10 +371,10 @@ static tvk_status size_replay(tvk_jit *j, tvk_tensor *const *in, Buffer *const *
   tvk_ctx *ctx = j->ctx;
   *changed = false;
   for (int i = 0; i < j->nin; i++) {
+    int64_t n = 0;
     tvk_status st = ctx_buffer_check_sizes(ctx, "jit_run", bufs[i]);
-    int64_t n = 1, d;
-    for (int k = 0; st == TVK_OK && k < in[i]->ndim; k++)
-      if ((st = ctx_size_eval(ctx, &ctx->err, "jit_run", in[i]->shape[k], &d)) == TVK_OK) n *= d;
+    if (st == TVK_OK)
+      st = ctx_bound_numel(ctx, &ctx->err, "jit_run", in[i]->ndim, in[i]->shape, &n);
     if (st == TVK_OK && n > bufs[i]->numel)
       st = err_set(&ctx->err, TVK_ERR_SHAPE,
                    "jit_run: input %d has %lld elements with the bound sizes, its buffer %lld", i,

@@ -198,12 +198,11 @@ tvk_tensor *tvk_expand(tvk_tensor *a, int ndim, const int64_t *shape) {
                           d < off ? " (-1 keeps a size only in existing dims)" : "");
     if (src != 1 && out[d] != src) {
       char size[64];
-      bc_shape_str(1, &src, size, sizeof size);
-      size[strlen(size) - 2] = '\0'; /* "(n,)" -> "n" */
+      sint_str(src, size, sizeof size); /* a number or an expression */
       return tensor_error(a->ctx, TVK_ERR_SHAPE,
                           "expand: cannot expand %s to %s: dim %d has size %s, only size-1 dims "
                           "stretch",
-                          have, want, d, size + 1);
+                          have, want, d, size);
     }
   }
   if (bc_numel(ndim, out) < 0)

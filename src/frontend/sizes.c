@@ -20,8 +20,7 @@ static bool name_ok(const char *name) {
     if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
       return false;
   }
-  /* s<digits> names a tvk_scalar's launch value in every kernel */
-  return !(name[0] == 's' && n > 1 && strspn(name + 1, "0123456789") == n - 1);
+  return sched_value_index(name) < 0; /* s<digits> names a tvk_scalar's launch value */
 }
 
 static SizeVar *find_var(const tvk_ctx *ctx, sint v) {
@@ -145,6 +144,19 @@ tvk_status ctx_size_eval(const tvk_ctx *ctx, Error *err, const char *op, sint s,
   return TVK_OK;
 }
 
+tvk_status ctx_bound_numel(const tvk_ctx *ctx, Error *err, const char *op, int ndim,
+                           const int64_t *shape, int64_t *out) {
+  int64_t n = 1;
+  for (int d = 0; d < ndim; d++) {
+    int64_t v;
+    tvk_status st = ctx_size_eval(ctx, err, op, shape[d], &v);
+    if (st != TVK_OK) return st;
+    n *= v;
+  }
+  *out = n;
+  return TVK_OK;
+}
+
 int64_t tvk_size_value(const tvk_ctx *ctx, int64_t size) {
   int64_t v;
   if (!ctx) return sint_is_sym(size) ? -1 : size;
@@ -223,10 +235,7 @@ tvk_status ctx_check_size(tvk_ctx *ctx, const char *op, const char *what, sint s
 
 tvk_tensor *front_check_size(tvk_ctx *ctx, const char *op, const char *what, sint s) {
   tvk_status st = ctx_check_size(ctx, op, what, s);
-  if (st == TVK_OK) return NULL;
-  char msg[sizeof ctx->err.msg]; /* tensor_error writes ctx->err again */
-  memcpy(msg, ctx->err.msg, sizeof msg);
-  return tensor_error(ctx, st, "%s", msg);
+  return st == TVK_OK ? NULL : tensor_error_ctx(ctx, st);
 }
 
 tvk_status ctx_buffer_record_sizes(tvk_ctx *ctx, Buffer *b, int ndim, const int64_t *shape) {

@@ -446,14 +446,10 @@ static tvk_status launch(const Runner *r, const Schedule *s, DevBuffer *const *a
   int nvals = p->ks->nvars;
   for (int j = 0; j < nvals; j++) {
     const KernelVar *v = &p->ks->vars[j];
-    char *end = NULL;
-    long at = v->name[0] == 's' && v->name[1] >= '0' && v->name[1] <= '9'
-                  ? strtol(v->name + 1, &end, 10)
-                  : -1;
-    int sz = -1;
+    int at = sched_value_index(v->name), sz = -1;
     for (int k = 0; at < 0 && k < r->nsizes && sz < 0; k++)
       if (!strcmp(r->size_names[k], v->name)) sz = k;
-    bool have = at >= 0 ? at < it->nvals && end && !*end : sz >= 0;
+    bool have = at >= 0 ? at < it->nvals : sz >= 0;
     if (nvals > CG_MAX_VARS || !have) {
       if (bufs != stack) free(bufs);
       return err_set(r->err, at >= 0 ? TVK_ERR_INTERNAL : TVK_ERR_INVALID_ARG,

@@ -163,6 +163,16 @@ static UOp *value_var(Kern *k, UOp *value) {
   return r ? r : kern_oom(k);
 }
 
+int sched_value_index(const char *name) {
+  if (name[0] != 's' || !name[1]) return -1;
+  int64_t k = 0;
+  for (const char *p = name + 1; *p; p++) {
+    if (*p < '0' || *p > '9') return -1;
+    k = k < INT32_MAX ? k * 10 + (*p - '0') : k; /* saturates: no value has it */
+  }
+  return k > INT32_MAX ? INT32_MAX : (int)k;
+}
+
 static bool st_masked(const ShapeTracker *st) {
   for (int i = 0; i < st->nviews; i++)
     if (st->views[i].has_mask) return true;

@@ -79,6 +79,11 @@ typedef struct {
   bool values_folded; /* more VALUEs than SCHED_MAX_VALUES: the rest are in the AST */
 } ScheduleItem;
 
+/* The value index k of a kernel variable named "s<k>" (the name kernelize
+ * gives a tvk_scalar's launch value), or -1 for any other name (a size
+ * variable's). */
+int sched_value_index(const char *name);
+
 /* Most scalar values one kernel takes at launch; further VALUEs become
  * constants of its source (Vulkan passes the values as push constants: 128
  * bytes on most devices, 12 of them the grid). */
