@@ -19,7 +19,9 @@
  *    scripts/install-deps.sh installs; its threads: all cores unless
  *    $OPENBLAS_NUM_THREADS says otherwise), one call per matrix; warm-up once,
  *    then the median of as many runs as tvk had. Its result is compared with
- *    tvk's, element by element, and checked like tvk's.
+ *    tvk's, element by element, and checked like tvk's. relu(matmul) and
+ *    gelu(matmul) (a layer's epilogue, fused into tvk's kernel): OpenBLAS's
+ *    product, then the epilogue over it in one plain single-threaded pass.
  *  - conv, softmax: plain single-threaded C loops in this program ("C 1-thr";
  *    softmax in three row passes), compiled with the bench; once for cases
  *    over a second, else the median of 3 runs.
@@ -76,10 +78,15 @@ static float *rand_floats(size_t n) {
   return p;
 }
 
+/* What a matmul case applies to the product, fused into its kernel: the
+ * epilogue of a network's layer. */
+typedef enum { EPI_NONE, EPI_RELU, EPI_GELU } Epilogue;
+
 /* A case builds its output from the inputs; check compares it with a reference. */
 typedef struct {
   tvk_ctx *ctx;
   int64_t batch, m, n, k; /* batch: matrices in a batched matmul, else 1 */
+  Epilogue epi;
   tvk_tensor *in[3];
   float *host[3];
 } Case;
@@ -87,7 +94,20 @@ typedef struct {
 typedef tvk_tensor *(*BuildFn)(Case *c);
 typedef double (*CheckFn)(Case *c, const float *out); /* returns max error */
 
-static tvk_tensor *build_matmul(Case *c) { return tvk_matmul(c->in[0], c->in[1]); }
+static tvk_tensor *build_matmul(Case *c) {
+  tvk_tensor *p = tvk_matmul(c->in[0], c->in[1]);
+  if (c->epi == EPI_NONE) return p;
+  tvk_tensor *r = c->epi == EPI_RELU ? tvk_relu(p) : tvk_gelu(p);
+  tvk_release(p);
+  return r;
+}
+
+/* The epilogue in double precision (GELU: the tanh form tvk_gelu computes). */
+static double epilogue(Epilogue e, double x) {
+  if (e == EPI_RELU) return x > 0 ? x : 0;
+  if (e == EPI_GELU) return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+  return x;
+}
 
 /* The batched matmul's inputs are stored 2-D, (batch*m, k) and (batch*k, n),
  * and viewed 3-D (free). */
@@ -106,6 +126,7 @@ static double check_matmul(Case *c, const float *out) {
     const float *a0 = c->host[0] + b * c->m * c->k, *b0 = c->host[1] + b * c->k * c->n;
     double ref = 0;
     for (int64_t k = 0; k < c->k; k++) ref += (double)a0[i * c->k + k] * b0[k * c->n + j];
+    ref = epilogue(c->epi, ref);
     double e = fabs(ref - out[(b * c->m + i) * c->n + j]) / (1 + fabs(ref));
     if (e > worst) worst = e;
   }
@@ -237,12 +258,15 @@ static void load_openblas(void) {
          config ? config() : "OpenBLAS", threads ? threads() : -1);
 }
 
-/* Runs cblas_sgemm on the case once per matrix of the batch, into out. */
+/* Runs cblas_sgemm on the case once per matrix of the batch, into out,
+ * then the epilogue, one plain pass (what an app that calls BLAS adds). */
 static void blas_run(const Case *c, float *out) {
   for (int64_t b = 0; b < c->batch; b++)
     blas_sgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_NO_TRANS, (int)c->m, (int)c->n, (int)c->k,
                1.0f, c->host[0] + b * c->m * c->k, (int)c->k, c->host[1] + b * c->k * c->n,
                (int)c->n, 0.0f, out + b * c->m * c->n, (int)c->n);
+  if (c->epi == EPI_NONE) return;
+  for (int64_t i = 0; i < c->batch * c->m * c->n; i++) out[i] = (float)epilogue(c->epi, out[i]);
 }
 
 /* Warm-up once, then the median of reps runs; the result is compared with
@@ -509,6 +533,7 @@ typedef struct {
   double tol; /* max error accepted by the check */
   int quick;  /* in the --quick set */
   int64_t batch, m, n, k;
+  Epilogue epi; /* matmul cases */
   int ninputs;
   int64_t shapes[3][2];
   double flops, bytes;
@@ -522,7 +547,7 @@ static void print_na(double x, const char *fmt) {
 }
 
 static int run_case(tvk_ctx *ctx, const Spec *sp, int reps) {
-  Case c = {ctx, sp->batch ? sp->batch : 1, sp->m, sp->n, sp->k, {0}, {0}};
+  Case c = {ctx, sp->batch ? sp->batch : 1, sp->m, sp->n, sp->k, sp->epi, {0}, {0}};
   for (int i = 0; i < sp->ninputs; i++) {
     int nd = sp->shapes[i][1] ? 2 : 1;
     size_t numel = (size_t)sp->shapes[i][0] * (size_t)(sp->shapes[i][1] ? sp->shapes[i][1] : 1);
@@ -608,7 +633,7 @@ static int run_case(tvk_ctx *ctx, const Spec *sp, int reps) {
   return ok;
 }
 
-static Spec matmul_spec(const char *name, int64_t sz, int quick) {
+static Spec matmul_spec(const char *name, int64_t sz, int quick, Epilogue epi) {
   return (Spec){.name = name,
                 .build = build_matmul,
                 .check = check_matmul,
@@ -619,6 +644,7 @@ static Spec matmul_spec(const char *name, int64_t sz, int quick) {
                 .m = sz,
                 .n = sz,
                 .k = sz,
+                .epi = epi,
                 .ninputs = 2,
                 .shapes = {{sz, sz}, {sz, sz}},
                 .flops = 2.0 * (double)(sz * sz * sz),
@@ -704,9 +730,12 @@ int main(int argc, char **argv) {
          "ms", "GFLOP/s", "GB/s", "tvk/ref");
   const int64_t big = 16 << 20, bb = 16, bs = 256; /* batched: bb matrices of bs x bs */
   Spec specs[] = {
-      matmul_spec("matmul 512 f32", 512, 1),
-      matmul_spec("matmul 1024 f32", 1024, 0),
-      matmul_spec("matmul 2048 f32", 2048, 0),
+      matmul_spec("matmul 512 f32", 512, 1, EPI_NONE),
+      matmul_spec("matmul 1024 f32", 1024, 0, EPI_NONE),
+      matmul_spec("matmul 2048 f32", 2048, 0, EPI_NONE),
+      /* a layer's epilogue fused into the product's kernel */
+      matmul_spec("relu(matmul) 1024 f32", 1024, 1, EPI_RELU),
+      matmul_spec("gelu(matmul) 1024 f32", 1024, 0, EPI_GELU),
       {"matmul 16x256x256 f32",
        build_bmm,
        check_matmul,
@@ -718,6 +747,7 @@ int main(int argc, char **argv) {
        bs,
        bs,
        bs,
+       EPI_NONE,
        2,
        {{bb * bs, bs}, {bb * bs, bs}},
        2.0 * bb * bs * bs * bs,
@@ -734,6 +764,7 @@ int main(int argc, char **argv) {
        512,
        512,
        512,
+       EPI_NONE,
        2,
        {{3 * 512, 512}, {3 * 512, 512}},
        2.0 * 3 * 512 * 512 * 512,
@@ -749,6 +780,7 @@ int main(int argc, char **argv) {
        CN * CK,
        CH * CW,
        0,
+       EPI_NONE,
        2,
        {{CN * CC, CH * CW}, {CK, CC * 9}},
        2.0 * CN * CK * CH * CW * CC * 9,
@@ -764,6 +796,7 @@ int main(int argc, char **argv) {
        4096,
        4096,
        0,
+       EPI_NONE,
        1,
        {{4096, 4096}},
        5.0 * 4096 * 4096,
@@ -779,6 +812,7 @@ int main(int argc, char **argv) {
        0,
        big,
        0,
+       EPI_NONE,
        3,
        {{big, 0}, {big, 0}, {big, 0}},
        2.0 * (double)big,
@@ -794,6 +828,7 @@ int main(int argc, char **argv) {
        0,
        big,
        0,
+       EPI_NONE,
        1,
        {{big, 0}},
        (double)big,

@@ -281,6 +281,43 @@ static void test_matmul_bias_relu(void **state) {
   nn_finish();
 }
 
+/* Selects after a matmul, in its kernel (on the CPU a register tile, where
+ * float selects are spelled as masks, render_c.c's tvk_sel_f32): relu,
+ * maximum and where over products that are NaN, +-inf, 0, negative and
+ * positive keep every value the plain selects give. Row m's product is
+ * v[m] * w[0][n] (the second column of x is 0); w[0][10] = 0 makes the
+ * infinite rows NaN there. */
+static void test_matmul_epilogue_selects(void **state) {
+  (void)state;
+  enum { M = 16, K = 2, N = 48 };
+  const double v[M] = {1,  -2, 0.5, NAN, -0.25, INFINITY, 3, -INFINITY,
+                       -1, 0,  2,   -3,  0.75,  -0.5,     4, -4};
+  double x[M * K], w[K * N], p[M * N], ref[3][M * N];
+  for (int m = 0; m < M; m++) x[m * K] = v[m], x[m * K + 1] = 0;
+  for (int n = 0; n < N; n++) w[n] = n == 10 ? 0 : nn_uniform(-1, 1), w[N + n] = nn_uniform(-1, 1);
+  for (int i = 0; i < M * N; i++) {
+    int m = i / N, n = i % N;
+    p[i] = x[m * K] * w[n] + x[m * K + 1] * w[N + n];
+    ref[0][i] = isnan(p[i]) ? p[i] : p[i] < 0 ? 0 : p[i];       /* relu */
+    ref[1][i] = isnan(p[i]) ? p[i] : p[i] > 0.25 ? p[i] : 0.25; /* maximum(p, 0.25) */
+    ref[2][i] = p[i] > 0.5 ? p[i] : -p[i];                      /* where(p > 0.5, p, -p) */
+  }
+  tvk_tensor *tx = nn_tensor(TVK_FLOAT32, 2, (int64_t[]){M, K}, x);
+  tvk_tensor *tw = nn_tensor(TVK_FLOAT32, 2, (int64_t[]){K, N}, w);
+  tvk_tensor *q = tvk_scalar(nn.ctx, TVK_FLOAT32, 0.25), *h = tvk_scalar(nn.ctx, TVK_FLOAT32, 0.5);
+  tvk_tensor *mm = tvk_matmul(tx, tw), *gt = tvk_gt(mm, h), *neg = tvk_neg(mm);
+  tvk_tensor *y[3] = {tvk_relu(mm), tvk_maximum(mm, q), tvk_where(gt, mm, neg)};
+  const char *names[3] = {"relu(x @ w)", "maximum(x @ w, 0.25)",
+                          "where(x @ w > 0.5, x @ w, -(x @ w))"};
+  for (int k = 0; k < 3; k++) {
+    nn_expect_kernels(names[k], y[k], 1);
+    nn_check(names[k], y[k], TVK_FLOAT32, 2, (int64_t[]){M, N}, ref[k], 1e-6, 1e-6);
+    tvk_release(y[k]);
+  }
+  tvk_release(gt), tvk_release(neg), tvk_release(mm), tvk_release(q), tvk_release(h);
+  nn_finish();
+}
+
 /* Whether the CPU device's kernels should fuse a matmul's multiply-adds: the
  * machine has FMA (x86's "fma" flag, every AArch64), which the C compiler's
  * -march=native then enables (backend_cpu/cpu_compile.c). */
@@ -955,6 +992,7 @@ const struct CMUnitTest nn_linalg_tests[] = {
     NN_TEST(test_matmul_errors),
     NN_TEST(test_linear),
     NN_TEST(test_matmul_bias_relu),
+    NN_TEST(test_matmul_epilogue_selects),
     NN_TEST(test_matmul_fused),
     NN_TEST(test_conv2d_basic),
     NN_TEST(test_conv2d_stride_pad_dilation),

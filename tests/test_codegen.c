@@ -1864,6 +1864,17 @@ static const char golden_add[] = C_PRELUDE
     "}\n";
 
 static const char golden_sum[] = C_PRELUDE
+    "#ifdef TVK_SEL_MASK\n"
+    "static inline float tvk_sel_f32(bool c, float a, float b) {\n"
+    "  union { float f; uint32_t u; } x = {a}, y = {b};\n"
+    "  uint32_t m = 0u - (uint32_t)c;\n"
+    "  x.u = (x.u & m) | (y.u & ~m);\n"
+    "  return x.f;\n"
+    "}\n"
+    "#else\n"
+    "static inline float tvk_sel_f32(bool c, float a, float b) { return c ? a : b; }\n"
+    "#endif\n"
+    "static inline float tvk_max_f32(float a, float b) { return tvk_sel_f32(b > a, b, a); }\n"
     "void r_2_3(void *const *bufs, const int32_t *vals, int32_t core_id, int32_t n_cores) {\n"
     "  float *data0 = (float *)bufs[0];\n"
     "  const float *data1 = (const float *)bufs[1];\n"
@@ -1880,7 +1891,7 @@ static const char golden_sum[] = C_PRELUDE
     "      float val0 = data1[(alu4+(ridx1*2))];\n"
     "      acc0 = (acc0+val0);\n"
     "    }\n"
-    "    data0[alu4] = (0.0f>acc0?0.0f:acc0);\n"
+    "    data0[alu4] = tvk_max_f32(acc0, 0.0f);\n"
     "  }\n"
     "}\n";
 

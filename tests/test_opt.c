@@ -720,6 +720,7 @@ static const char golden_mm[] = C_PRELUDE
     "#if defined(__GNUC__) && !defined(__clang__)\n"
     "#pragma GCC optimize(\"no-tree-loop-vectorize\", \"ira-region=one\")\n"
     "#endif\n"
+    "#define TVK_SEL_MASK 1\n"
     "#if (defined(__GNUC__) || defined(__clang__)) && !defined(__TINYC__)\n"
     "#define tvk_fmaf(a, b, c) __builtin_fmaf(a, b, c)\n"
     "#define tvk_fma(a, b, c) __builtin_fma(a, b, c)\n"

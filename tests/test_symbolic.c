@@ -521,6 +521,17 @@ static void test_simp_identities(void **state) {
   CHECK_SIMP(f0, f0);
   /* x != x stays for floats (NaN != NaN) */
   CHECK_SIMP(uop_ne(f, f), uop_ne(f, f));
+  /* relu's form (x < 0 ? 0 : (0 < x ? x : x * 0)) is x where x < 0 fails:
+   * one select, which the CPU's vectoriser widens; not with x * -0, which
+   * turns +0 into -0 */
+  UOp *fz = uop_const_float(t.ctx, DT(FLOAT32), 0),
+      *fnz = uop_const_float(t.ctx, DT(FLOAT32), -0.0);
+  UOp *neg = uop_lt(f, fz);
+  CHECK_SIMP(uop_where(neg, fz, uop_where(uop_lt(fz, f), f, uop_mul(f, fz))),
+             uop_where(neg, fz, f));
+  UOp *keep = uop_where(neg, fz, uop_where(uop_lt(fz, f), f, uop_mul(f, fnz)));
+  CHECK_SIMP(keep, keep);
+
   /* a gated load whose gate folds: the plain load, or its value when off
    * (where the index may be a constant outside the buffer, -1 at a pad) */
   UOp *at = uop_new(t.ctx, OP_INDEX, DT(INT32), 1, (UOp *[]){ci(&t, -1)}, arg_none());

@@ -82,16 +82,42 @@ static const char h_upow[] = "static inline $T tvk_pow_$N($T a, $T b) {\n"
                              "  for ($U y = ($U)b; y; y >>= 1, x *= x) if (y & 1) r *= x;\n"
                              "  return ($T)r;\n}\n";
 
+/* float32 select: a where c holds, else b. In a register tile (tile_header
+ * defines TVK_SEL_MASK) it is made of masks, a's bits or b's (the same pick,
+ * NaNs and signed zeros included). gcc keeps a float `?:` as a branch, and
+ * each one splits the basic block; with the loop vectoriser off, as it is
+ * in a tile, the block vectoriser then finds no group of stores to start
+ * from, and a matmul whose epilogue had one (relu, the clamps of
+ * tvk_exp2_f32 under GELU) ran its whole k loop scalar: relu(matmul) 1024
+ * at 12 GFLOP/s against 255 without the relu. As masks the pick is
+ * straight-line code the block vectoriser widens. Elsewhere the `?:` stays:
+ * the loop vectoriser widens it, and where nothing is widened (lanes whose
+ * stores are masked one by one) the masks cost twice the branch's time. */
+static const char h_sel_f32[] = "#ifdef TVK_SEL_MASK\n"
+                                "static inline float tvk_sel_f32(bool c, float a, float b) {\n"
+                                "  union { float f; uint32_t u; } x = {a}, y = {b};\n"
+                                "  uint32_t m = 0u - (uint32_t)c;\n"
+                                "  x.u = (x.u & m) | (y.u & ~m);\n"
+                                "  return x.f;\n}\n"
+                                "#else\n"
+                                "static inline float tvk_sel_f32(bool c, float a, float b) "
+                                "{ return c ? a : b; }\n"
+                                "#endif\n";
+/* a unless b > a: max(NaN, 1) = NaN */
+static const char h_max_f32[] =
+    "static inline float tvk_max_f32(float a, float b) { return tvk_sel_f32(b > a, b, a); }\n";
+
 /* float32 2^x without branches, so gcc's and clang's vectorisers can run it
  * on every lane of a vector: shaders/math_f32.glsl's tvk_exp2_f32 (the same
  * reduction and polynomial, about an ulp; the derivation is there), with its
- * early returns turned into selects made last. libm's exp2f is a call per
+ * early returns turned into selects made last, and every select a mask
+ * (tvk_sel_f32; the exponent's bias an add). libm's exp2f is a call per
  * element that no vectoriser can widen. The argument is clamped first, so
  * the float-to-int conversion never sees NaN or a value out of range. */
 static const char h_exp2_f32[] =
     "static inline float tvk_exp2_f32(float x) {\n"
-    "  float c = x > -151.0f ? x : -151.0f;\n"
-    "  c = c < 128.0f ? c : 128.0f;\n"
+    "  float c = tvk_sel_f32(x > -151.0f, x, -151.0f);\n"
+    "  c = tvk_sel_f32(c < 128.0f, c, 128.0f);\n"
     "  float n = floorf(c + 0.5f), f = c - n;\n"
     "  float r = 1.5444884343859824e-4f;\n"
     "  r = r * f + 1.3381302547299695e-3f;\n"
@@ -102,11 +128,11 @@ static const char h_exp2_f32[] =
     "  int32_t e = (int32_t)n;\n"
     "  bool normal = e >= -125;\n"
     "  union { float f; uint32_t u; } v = {p};\n"
-    "  v.u += (uint32_t)(normal ? e : e + 100) << 23;\n"
-    "  float y = normal ? v.f : v.f * 7.888609052210118e-31f;\n"
-    "  y = x >= 128.0f ? (float)TVK_INF : y;\n"
-    "  y = x < -151.0f ? 0.0f : y;\n"
-    "  return x != x ? x : y;\n}\n";
+    "  v.u += (uint32_t)(e + 100 * (int32_t)!normal) << 23;\n"
+    "  float y = tvk_sel_f32(normal, v.f, v.f * 7.888609052210118e-31f);\n"
+    "  y = tvk_sel_f32(x >= 128.0f, (float)TVK_INF, y);\n"
+    "  y = tvk_sel_f32(x < -151.0f, 0.0f, y);\n"
+    "  return tvk_sel_f32(x != x, x, y);\n}\n";
 
 /* Float floor division of magnitudes, signed (Python's // as alu.c computes
  * it, in double); x // 0 = 0. */
@@ -178,10 +204,13 @@ static const char h_round_small[] =
 
 #define S(e) {e, NULL, NULL}
 #define H(e, h) {e, h, NULL}
+#define HN(e, h, n) {e, h, n}
 
 /* float32 overrides of the float row below. */
 static const Spell c_f32_ops[OP_COUNT] = {
-    [OP_EXP2] = H("tvk_exp2_f32($0)", h_exp2_f32),
+    [OP_EXP2] = HN("tvk_exp2_f32($0)", h_exp2_f32, h_sel_f32),
+    [OP_MAX] = HN("tvk_max_f32($0, $1)", h_max_f32, h_sel_f32),
+    [OP_WHERE] = H("tvk_sel_f32($0, $1, $2)", h_sel_f32),
 };
 /* Integer math that may overflow goes through the unsigned wrap type. */
 #define WRAP2(o) S("(($T)(($U)$0" o "($U)$1))")
@@ -254,7 +283,8 @@ const Lang lang_c = {
      * accumulators by their uses: no spill in any matmul of the bench. */
     .tile_header = "#if defined(__GNUC__) && !defined(__clang__)\n"
                    "#pragma GCC optimize(\"no-tree-loop-vectorize\", \"ira-region=one\")\n"
-                   "#endif\n",
+                   "#endif\n"
+                   "#define TVK_SEL_MASK 1\n",
     .buf_decl_file = "",
     .func_open =
         "void $K(void *const *bufs, const int32_t *vals, int32_t core_id, int32_t n_cores) {\n",
