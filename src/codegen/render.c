@@ -592,7 +592,10 @@ static void assemble(Walker *w, Str *out) {
   const RenderInfo *in = w->info;
   str_add(out, or_empty(L->file_header));
   if (w->subgroups) str_add(out, or_empty(L->subgroup_header));
-  if (in->register_tile) str_add(out, or_empty(L->tile_header));
+  if (in->register_tile)
+    str_add(out, or_empty(L->tile_header));
+  else if (in->open_loops)
+    str_add(out, or_empty(L->open_loops_header));
   for (size_t i = 0; i < w->nhelpers; i++) str_add(out, w->helpers[i]);
   for (int pass = 0; pass < 2; pass++) {
     if (pass == 1) {

@@ -89,6 +89,9 @@ struct Lang {
   /* ---- the kernel ---- */
   const char *file_header; /* once, before the helpers */
   const char *tile_header; /* after it, in a kernel with a register tile (RenderInfo); NULL: none */
+  /* after the file header, in a kernel with open loops and no register tile
+   * (RenderInfo); NULL: none */
+  const char *open_loops_header;
   const char *buf_decl_file; /* per buffer, at file scope ($I $V $B $R); "" for none */
   /* At file scope after the buffers: a block holding the vars (GLSL's push
    * constants): push_open, push_member per DEFINE_VAR ($V $I), push_close.
@@ -170,6 +173,9 @@ typedef struct {
   /* Output axes upcast into lanes around a reduce loop (a matmul's register
    * tile, opt.h): the lanes are the code's parallelism, not the loops. */
   bool register_tile;
+  /* Loops whose trip count is a launch value (symbolic sizes): the C
+   * compiler cannot know that the vector width divides it. */
+  bool open_loops;
 } RenderInfo;
 
 /* Renders the program; *src is malloc'd (caller frees). TVK_ERR_DTYPE when the

@@ -285,6 +285,12 @@ const Lang lang_c = {
                    "#pragma GCC optimize(\"no-tree-loop-vectorize\", \"ira-region=one\")\n"
                    "#endif\n"
                    "#define TVK_SEL_MASK 1\n",
+    /* gcc's loop vectoriser at -O2 widens a loop only where no scalar
+     * remainder is left, which it cannot know of a loop over a symbolic
+     * size; its cost model then decides (the remainder runs scalar). */
+    .open_loops_header = "#if defined(__GNUC__) && !defined(__clang__)\n"
+                         "#pragma GCC optimize(\"vect-cost-model=dynamic\")\n"
+                         "#endif\n",
     .buf_decl_file = "",
     .func_open =
         "void $K(void *const *bufs, const int32_t *vals, int32_t core_id, int32_t n_cores) {\n",
