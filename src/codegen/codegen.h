@@ -129,6 +129,13 @@ bool st_to_indexed_uops(const ShapeTracker *st, UCtx *ctx, DType idt, UOp *const
 #define CG_SUM_BLOCK 16
 #define CG_MAX_DIGITS 16 /* loops one reduce axis may be split into (16^16 = 2^64) */
 
+/* Cores mode: a register tile whose vector lanes run along a symbolic axis
+ * is made twice (lower.c, "peeling"): its full blocks without masks, then
+ * the last block, masked. The two loop nests are siblings: every RANGE of
+ * copy v (1 or 2) has id + v * CG_RANGE_VERSION, and the linearizer nests a
+ * range in another only when the other's copy is 0 (shared) or the same. */
+#define CG_RANGE_VERSION 10000
+
 /* The launch of a kernel: work groups and their size per dimension (grid
  * mode); in cores mode global[0] is the extent of the axis split across cores
  * (at most that many have work), global[1] the kernel's loop iterations per

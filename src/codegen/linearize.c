@@ -96,7 +96,10 @@ static uint64_t ancestors(Lin *l, int k) {
     UOp *r = l->topo[l->range_at[k]];
     for (int j = 0; j < l->nr; j++) {
       UOp *q = l->topo[l->range_at[j]];
-      if (!(l->owned >> j & 1) && (q->arg.i < r->arg.i || (q->arg.i == r->arg.i && j < k)))
+      /* a peeled copy's ranges sit in their own nest (codegen.h) */
+      int64_t vq = q->arg.i / CG_RANGE_VERSION, vr = r->arg.i / CG_RANGE_VERSION;
+      int64_t iq = q->arg.i % CG_RANGE_VERSION, ir = r->arg.i % CG_RANGE_VERSION;
+      if (!(l->owned >> j & 1) && (vq == 0 || vq == vr) && (iq < ir || (iq == ir && j < k)))
         a |= 1ull << j;
     }
   }
@@ -183,6 +186,10 @@ static void compute_raw(Lin *l) {
 static bool place(Lin *l) {
   for (size_t i = 0; i < l->n && l->err->status == TVK_OK; i++) {
     UOp *u = l->topo[i];
+    if (u->op == OP_SINK) { /* the root, over sibling nests too (a peeled kernel's) */
+      l->block[i] = 0;
+      continue;
+    }
     uint64_t full = closure(l, l->raw[i]);
     if (u->op == OP_RANGE) { /* its enclosing loops must nest too (lca relies on it) */
       l->block[i] = l->rnum[i] + 1;

@@ -57,6 +57,13 @@ typedef struct {
    * of crun (-1: none). */
   int caxis;
   int64_t crun;
+  /* Peeling (codegen.h, CG_RANGE_VERSION): the symbolic upcast axis whose
+   * full blocks are made without masks (-1: none), the copy being made (1:
+   * the full blocks, 2: the last one; 0 when not peeling), and the tag added
+   * to the ids of the RANGEs being made (ranges of that copy only). */
+  int peel;
+  int version;
+  int64_t tag;
   /* Each symbolic axis upcast (its last block masked): the current copy's
    * index before the clamp, which the stores' gate compares with the size;
    * NULL elsewhere. */
@@ -90,7 +97,7 @@ static UOp *b_c(LowerCtx *lc, int64_t v) { return uop_const_int(lc->ctx, lc->idt
 /* A RANGE over [0, n) of the index dtype. */
 static UOp *b_range(LowerCtx *lc, int64_t n, int64_t id) {
   UOp *end = b_c(lc, n);
-  return end ? uop_range(lc->ctx, end, id) : NULL;
+  return end ? uop_range(lc->ctx, end, id + lc->tag) : NULL;
 }
 /* The blocks of a symbolic axis d: its size, or for an upcast by u
  * ceil(size / u), the last one masked (lower_copies, lower_store). */
@@ -111,7 +118,23 @@ static int64_t axis_blocks(const LowerCtx *lc, int d) {
 }
 static UOp *b_axis_range(LowerCtx *lc, int d, int64_t n, int64_t id) {
   UOp *end = b_extent(lc, d, n);
-  return end ? uop_range(lc->ctx, end, id) : NULL;
+  return end ? uop_range(lc->ctx, end, id + lc->tag) : NULL;
+}
+/* The peeled axis d's blocks (upcast by u, size n): copy 1 runs the full
+ * ones, [0, n / u); copy 2 the one left, n / u + [0, ceil(n / u) - n / u)
+ * (no iteration when u divides n). */
+static UOp *peel_blocks(LowerCtx *lc, int d, int64_t id) {
+  UOp *n = sint_uop(lc->ctx, lc->idt, lc->ks->sym[d]), *u = b_c(lc, lc->up[d]);
+  UOp *full = b2(OP_IDIV, n, u);
+  if (lc->version == 1) {
+    UOp *r = full ? uop_range(lc->ctx, full, id + lc->tag) : NULL;
+    return lc->outer[lc->nouter++] = r;
+  }
+  UOp *all = b2(OP_IDIV, b2(OP_ADD, n, b_c(lc, lc->up[d] - 1)), u);
+  UOp *left = all && full ? uop_sub(all, full) : NULL;
+  UOp *r = left ? uop_range(lc->ctx, left, id + lc->tag) : NULL;
+  lc->outer[lc->nouter++] = r;
+  return b2(OP_ADD, full, r);
 }
 /* A SPECIAL (int32 in every kernel ABI) as an index. */
 static UOp *b_special(LowerCtx *lc, Arg arg) {
@@ -314,7 +337,12 @@ static bool make_axes(LowerCtx *lc) {
     bool red = ks->reduce_axes >> d & 1;
     int64_t n = red ? ks->full[d] : axis_blocks(lc, d); /* blocks of an upcast axis */
     if (d == a1 || d == c) continue;                    /* made with a0, after the loop */
-    if (n == 1) {
+    /* a peeled copy's own loops: the peeled axis, the output axes inside it,
+     * every reduce */
+    lc->tag = lc->version && (red || d >= lc->peel) ? lc->version * CG_RANGE_VERSION : 0;
+    if (d == lc->peel && lc->version) {
+      lc->axis[d] = peel_blocks(lc, d, ids + d);
+    } else if (n == 1) {
       lc->axis[d] = lc->zero;
     } else if (d == a0 && a1 >= 0) { /* the two axes' blocks flattened, split */
       int64_t n1 = ks->full[a1] / lc->up[a1];
@@ -334,6 +362,7 @@ static bool make_axes(LowerCtx *lc) {
       lc->outer[lc->nouter++] = lc->axis[d] = b_axis_range(lc, d, n, ids + d);
     if (!(lc->block[d] = lc->axis[d])) return false;
   }
+  lc->tag = 0;
   if (c >= 0) { /* a run's blocks, the innermost output loop */
     UOp *in = b_range(lc, lc->crun, 2 * (int64_t)ks->ndim + 1);
     lc->outer[lc->nouter++] = in;
@@ -954,7 +983,9 @@ static tvk_status lower_copies(UOp *ast, LowerCtx *lc, UOp **out, Error *err) {
       } else { /* block * up + lane */
         UOp *k = b_c(lc, lane), *a = b_c(lc, lc->up[d]);
         lc->axis[d] = b2(OP_ADD, b2(OP_MUL, lc->block[d], a), k);
-        if (ks->sym_axes >> d & 1) { /* the last block's lanes past the size: clamped, not stored */
+        bool full = d == lc->peel && lc->version == 1; /* every lane inside the size */
+        if (ks->sym_axes >> d & 1 &&
+            !full) { /* the last block's lanes past the size: clamped, not stored */
           UOp *size = sint_uop(lc->ctx, lc->idt, ks->sym[d]);
           lc->tail[d] = lc->axis[d];
           lc->axis[d] = size ? b_min(lc->axis[d], uop_sub(size, b_c(lc, 1))) : NULL;
@@ -988,7 +1019,7 @@ static bool scan_reduces(UOp *ast, uint32_t *sum_axes) {
 
 static bool lower_init(LowerCtx *lc, UOp *ast, const KernelDesc *ks, const OptPlan *plan,
                        Error *err) {
-  *lc = (LowerCtx){.ctx = ast->ctx, .ks = ks, .err = err};
+  *lc = (LowerCtx){.ctx = ast->ctx, .ks = ks, .err = err, .peel = -1};
   opt_upcasts(ks, plan, lc->up);
   lc->spread = opt_spread_axes(plan);
   for (int d = 0; d < TVK_MAX_DIMS; d++) lc->run[d] = opt_spread_run(plan, d);
@@ -1014,12 +1045,63 @@ static void cores_launch(const LowerCtx *lc, CgLaunch *launch) {
   *launch = (CgLaunch){{n, total / n, 1}, {1, 1, 1}, lc->split_sym};
 }
 
+/* The axis to peel (CG_RANGE_VERSION), or -1: in a register tile (an
+ * upcast around a reduce), the innermost symbolic output axis upcast in
+ * blocks, which is not split across cores and has no runs. Its lanes are
+ * then the vector lanes, and masked they are not vectors: each lane's
+ * store has a gate of its own and its index a clamp (a decoder's attention
+ * scores over seq x seq ran 8x slower than the kernel for the number). A
+ * masked row axis of a tile whose lanes run along a fixed axis costs
+ * little (the gates are the same along a row) and is not peeled. */
+static int peel_axis(const LowerCtx *lc) {
+  const KernelDesc *ks = lc->ks;
+  int a0, a1;
+  split_axes(lc, &a0, &a1);
+  if (!ks->reduce_axes || !ks->sym_axes || lc->caxis >= 0 || a0 < 0 || a1 >= 0) return -1;
+  int inner = -1; /* the innermost upcast output axis */
+  for (int d = 0; d < ks->ndim; d++)
+    if (!(ks->reduce_axes >> d & 1) && lc->up[d] > 1) inner = d;
+  if (inner <= a0 || !(ks->sym_axes >> inner & 1) || lc->spread >> inner & 1) return -1;
+  return inner;
+}
+
+/* The kernel made twice, its full blocks unmasked then its last one masked,
+ * the stores of both in one SINK; each copy makes its axes from lc as
+ * lower_init left it, the second numbering its accumulators on. */
+static tvk_status lower_peeled(UOp *ast, LowerCtx *lc, UOp **out, Error *err) {
+  LowerCtx start = *lc;
+  UOp *part[2] = {NULL, NULL};
+  tvk_status st = TVK_OK;
+  for (int v = 1; v <= 2 && st == TVK_OK; v++) {
+    int nacc = lc->nacc;
+    *lc = start;
+    lc->nacc = nacc, lc->version = v;
+    if (!make_axes(lc)) return err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
+    st = lower_copies(ast, lc, &part[v - 1], err);
+  }
+  if (st != TVK_OK) return st;
+  size_t n = part[0]->nsrc + part[1]->nsrc;
+  UOp **stores = malloc(n * sizeof *stores);
+  if (!stores) return err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
+  memcpy(stores, part[0]->src, part[0]->nsrc * sizeof *stores);
+  memcpy(stores + part[0]->nsrc, part[1]->src, part[1]->nsrc * sizeof *stores);
+  *out = uop_sink(lc->ctx, (int)n, stores);
+  free(stores);
+  return *out ? TVK_OK : err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
+}
+
 tvk_status lower_kernel(UOp *ast, const KernelDesc *ks, const OptPlan *plan, UOp **out,
                         CgLaunch *launch, Error *err) {
   *out = NULL;
   LowerCtx lc;
-  if (!lower_init(&lc, ast, ks, plan, err) || !make_axes(&lc))
+  if (!lower_init(&lc, ast, ks, plan, err))
     return err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
+  if ((lc.peel = peel_axis(&lc)) >= 0) {
+    tvk_status st = lower_peeled(ast, &lc, out, err);
+    cores_launch(&lc, launch); /* the split is the same in both copies */
+    return st;
+  }
+  if (!make_axes(&lc)) return err_first(err, TVK_ERR_OUT_OF_MEMORY, "lowering: out of memory");
   cores_launch(&lc, launch);
   return lower_copies(ast, &lc, out, err);
 }
