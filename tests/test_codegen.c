@@ -1493,6 +1493,20 @@ static void want_mm(int64_t n, const float *a, const float *b, double *out, int6
   *count = n * 32;
 }
 
+/* out (32, n) = a (32, 64) @ b (64, n): the symbolic axis is the tile's lanes */
+static void sz_mm_cols(int64_t n, size_t *b) {
+  b[0] = (size_t)n * 32 * 4, b[1] = 32 * 64 * 4, b[2] = (size_t)n * 64 * 4;
+}
+static void want_mm_cols(int64_t n, const float *a, const float *b, double *out, int64_t *count) {
+  for (int i = 0; i < 32; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double acc = 0;
+      for (int k = 0; k < 64; k++) acc += (double)a[i * 64 + k] * b[k * n + j];
+      out[i * n + j] = acc;
+    }
+  *count = n * 32;
+}
+
 /* out (n, 5) = a (n, 5) * 2 + b (1, 5) */
 static void sz_ew(int64_t n, size_t *b) { b[0] = b[1] = (size_t)n * 5 * 4, b[2] = 5 * 4; }
 static void want_ew(int64_t n, const float *a, const float *b, double *out, int64_t *count) {
@@ -1542,6 +1556,8 @@ static void want_shrink_rows(int64_t n, const float *a, const float *b, double *
   for (int64_t i = 0; i < (n - 1) * 5; i++) out[i] = a[i + 5];
   *count = (n - 1) * 5;
 }
+
+static sint n12_of(void) { return sint_var("n", 1, 12); }
 
 static void test_symbolic_sizes(void **state) {
   Suite *s = *state;
@@ -1600,6 +1616,25 @@ static void test_symbolic_sizes(void **state) {
   };
   for (size_t i = 0; i < sizeof plans / sizeof *plans; i++)
     run_symbolic_with(s, mm, &mmc, "r_n", &plans[i], false);
+
+  /* a tile whose lanes run along n (16 columns of the output) is peeled
+   * (lower.c): full blocks unmasked, then the last one masked, two loop nests
+   * whose ranges are tagged by CG_RANGE_VERSION (ridx1xxxx, ridx2xxxx). n = 12
+   * has no full block, 33 a tail of 1, 64 no tail. Where n stays below 16
+   * there is no full block for any n, and nothing is peeled. */
+  OptPlan lanes_n = {2, {{OPT_UPCAST, 0, 4}, {OPT_UPCAST, 1, 16}}};
+  UOp *mmc_n = matmul_sink(c, DT_FLOAT32, 32, n, 64);
+  run_symbolic_with(s, mmc_n, &(SymCase){.nb = 3, .sizes = sz_mm_cols, .want = want_mm_cols},
+                    "r_8u4_nu16", &lanes_n, false);
+  UOp *mmc_12 = matmul_sink(c, DT_FLOAT32, 32, n12_of(), 64);
+  for (int k = 0; k < 2; k++) {
+    CodegenOpts po = {.plan = &lanes_n};
+    KernelSource pk;
+    assert_int_equal(codegen_kernel_opts(k ? mmc_12 : mmc_n, NULL, &po, &pk), TVK_OK);
+    bool peeled = strstr(pk.src, "ridx2000") != NULL;
+    if (peeled != !k) fail_msg("%s: peeled %d, want %d:\n%s", pk.name, peeled, !k, pk.src);
+    kernel_source_free(&pk);
+  }
 
   /* n in [1, 12] upcast by 8: at most 2 blocks, though 12 / 8 rounds to 1 */
   sint n12 = sint_var("n", 1, 12);
@@ -1865,16 +1900,16 @@ static const char golden_add[] = C_PRELUDE
 
 static const char golden_sum[] = C_PRELUDE
     "#ifdef TVK_SEL_MASK\n"
-    "static inline float tvk_sel_f32(bool c, float a, float b) {\n"
+    "TVK_INLINE float tvk_sel_f32(bool c, float a, float b) {\n"
     "  union { float f; uint32_t u; } x = {a}, y = {b};\n"
     "  uint32_t m = 0u - (uint32_t)c;\n"
     "  x.u = (x.u & m) | (y.u & ~m);\n"
     "  return x.f;\n"
     "}\n"
     "#else\n"
-    "static inline float tvk_sel_f32(bool c, float a, float b) { return c ? a : b; }\n"
+    "TVK_INLINE float tvk_sel_f32(bool c, float a, float b) { return c ? a : b; }\n"
     "#endif\n"
-    "static inline float tvk_max_f32(float a, float b) { return tvk_sel_f32(b > a, b, a); }\n"
+    "TVK_INLINE float tvk_max_f32(float a, float b) { return tvk_sel_f32(b > a, b, a); }\n"
     "void r_2_3(void *const *bufs, const int32_t *vals, int32_t core_id, int32_t n_cores) {\n"
     "  float *data0 = (float *)bufs[0];\n"
     "  const float *data1 = (const float *)bufs[1];\n"

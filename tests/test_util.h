@@ -281,7 +281,9 @@ static inline UOp *matmul_sink(UCtx *c, ScalarType t, int64_t M, int64_t N, int6
   "#if defined(__GNUC__) || defined(__clang__)\n"                                                  \
   "#define TVK_INF __builtin_inf()\n"                                                              \
   "#define TVK_NAN __builtin_nan(\"\")\n"                                                          \
+  "#define TVK_INLINE static inline __attribute__((always_inline))\n"                              \
   "#else\n"                                                                                        \
+  "#define TVK_INLINE static inline\n"                                                             \
   "#define TVK_INF (1e300 * 1e300)\n"                                                              \
   "#define TVK_NAN (((union { uint64_t u; double d; }){0x7ff8000000000000ull}).d)\n"               \
   "#endif\n"                                                                                       \

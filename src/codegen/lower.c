@@ -9,6 +9,7 @@
 #include "codegen/opt.h"
 #include "ir/pattern.h"
 #include "ir/sint_expr.h"
+#include "ir/symbolic.h"
 
 /* The most reduce loops one kernel has (digits of every reduced axis). */
 #define MAX_LOOPS (CG_MAX_DIGITS * TVK_MAX_DIMS)
@@ -1053,7 +1054,7 @@ static void cores_launch(const LowerCtx *lc, CgLaunch *launch) {
  * scores over seq x seq ran 8x slower than the kernel for the number). A
  * masked row axis of a tile whose lanes run along a fixed axis costs
  * little (the gates are the same along a row) and is not peeled. */
-static int peel_axis(const LowerCtx *lc) {
+static int peel_axis(LowerCtx *lc) {
   const KernelDesc *ks = lc->ks;
   int a0, a1;
   split_axes(lc, &a0, &a1);
@@ -1062,6 +1063,16 @@ static int peel_axis(const LowerCtx *lc) {
   for (int d = 0; d < ks->ndim; d++)
     if (!(ks->reduce_axes >> d & 1) && lc->up[d] > 1) inner = d;
   if (inner <= a0 || !(ks->sym_axes >> inner & 1) || lc->spread >> inner & 1) return -1;
+  /* Both copies must be able to run: a loop whose count is 0 for every
+   * value has its RANGE folded away, and what it held would be hoisted out
+   * and run unmasked (full blocks when the size is always below u; a tail
+   * when u divides every size). */
+  UOp *n = sint_uop(lc->ctx, lc->idt, ks->sym[inner]), *u = b_c(lc, lc->up[inner]);
+  UOp *full = b2(OP_IDIV, n, u);
+  UOp *all = b2(OP_IDIV, b2(OP_ADD, n, b_c(lc, lc->up[inner] - 1)), u);
+  UOp *left = all && full ? uop_simplify(uop_sub(all, full)) : NULL;
+  full = full ? uop_simplify(full) : NULL;
+  if (!full || !left || uop_vmax(full) < 1 || uop_vmax(left) < 1) return -1;
   return inner;
 }
 
