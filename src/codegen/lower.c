@@ -121,21 +121,23 @@ static UOp *b_axis_range(LowerCtx *lc, int d, int64_t n, int64_t id) {
   UOp *end = b_extent(lc, d, n);
   return end ? uop_range(lc->ctx, end, id + lc->tag) : NULL;
 }
-/* The peeled axis d's blocks (upcast by u, size n): copy 1 runs the full
- * ones, [0, n / u); copy 2 the one left, n / u + [0, ceil(n / u) - n / u)
- * (no iteration when u divides n). */
-static UOp *peel_blocks(LowerCtx *lc, int d, int64_t id) {
+/* A peeled axis d (upcast by u, size n): its full blocks, n / u, and the
+ * blocks left, ceil(n / u) - n / u (0 or 1). false: out of memory. */
+static bool peel_counts(LowerCtx *lc, int d, UOp **full, UOp **left) {
   UOp *n = sint_uop(lc->ctx, lc->idt, lc->ks->sym[d]), *u = b_c(lc, lc->up[d]);
-  UOp *full = b2(OP_IDIV, n, u);
-  if (lc->version == 1) {
-    UOp *r = full ? uop_range(lc->ctx, full, id + lc->tag) : NULL;
-    return lc->outer[lc->nouter++] = r;
-  }
   UOp *all = b2(OP_IDIV, b2(OP_ADD, n, b_c(lc, lc->up[d] - 1)), u);
-  UOp *left = all && full ? uop_sub(all, full) : NULL;
-  UOp *r = left ? uop_range(lc->ctx, left, id + lc->tag) : NULL;
+  *full = b2(OP_IDIV, n, u);
+  *left = all && *full ? uop_sub(all, *full) : NULL;
+  return *left != NULL;
+}
+/* The peeled axis d's blocks: copy 1 runs the full ones, [0, n / u); copy 2
+ * the one left, n / u + [0, ceil(n / u) - n / u) (none when u divides n). */
+static UOp *peel_blocks(LowerCtx *lc, int d, int64_t id) {
+  UOp *full, *left;
+  if (!peel_counts(lc, d, &full, &left)) return NULL;
+  UOp *r = uop_range(lc->ctx, lc->version == 1 ? full : left, id + lc->tag);
   lc->outer[lc->nouter++] = r;
-  return b2(OP_ADD, full, r);
+  return lc->version == 1 ? r : b2(OP_ADD, full, r);
 }
 /* A SPECIAL (int32 in every kernel ABI) as an index. */
 static UOp *b_special(LowerCtx *lc, Arg arg) {
@@ -984,9 +986,10 @@ static tvk_status lower_copies(UOp *ast, LowerCtx *lc, UOp **out, Error *err) {
       } else { /* block * up + lane */
         UOp *k = b_c(lc, lane), *a = b_c(lc, lc->up[d]);
         lc->axis[d] = b2(OP_ADD, b2(OP_MUL, lc->block[d], a), k);
-        bool full = d == lc->peel && lc->version == 1; /* every lane inside the size */
-        if (ks->sym_axes >> d & 1 &&
-            !full) { /* the last block's lanes past the size: clamped, not stored */
+        /* a symbolic axis: the last block's lanes past the size are clamped
+         * and not stored, except in a peeled kernel's full blocks */
+        bool full = d == lc->peel && lc->version == 1;
+        if (ks->sym_axes >> d & 1 && !full) {
           UOp *size = sint_uop(lc->ctx, lc->idt, ks->sym[d]);
           lc->tail[d] = lc->axis[d];
           lc->axis[d] = size ? b_min(lc->axis[d], uop_sub(size, b_c(lc, 1))) : NULL;
@@ -1067,13 +1070,10 @@ static int peel_axis(LowerCtx *lc) {
    * value has its RANGE folded away, and what it held would be hoisted out
    * and run unmasked (full blocks when the size is always below u; a tail
    * when u divides every size). */
-  UOp *n = sint_uop(lc->ctx, lc->idt, ks->sym[inner]), *u = b_c(lc, lc->up[inner]);
-  UOp *full = b2(OP_IDIV, n, u);
-  UOp *all = b2(OP_IDIV, b2(OP_ADD, n, b_c(lc, lc->up[inner] - 1)), u);
-  UOp *left = all && full ? uop_simplify(uop_sub(all, full)) : NULL;
-  full = full ? uop_simplify(full) : NULL;
-  if (!full || !left || uop_vmax(full) < 1 || uop_vmax(left) < 1) return -1;
-  return inner;
+  UOp *full, *left;
+  if (!peel_counts(lc, inner, &full, &left)) return -1;
+  full = uop_simplify(full), left = uop_simplify(left);
+  return full && left && uop_vmax(full) >= 1 && uop_vmax(left) >= 1 ? inner : -1;
 }
 
 /* The kernel made twice, its full blocks unmasked then its last one masked,
