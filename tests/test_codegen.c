@@ -1557,8 +1557,6 @@ static void want_shrink_rows(int64_t n, const float *a, const float *b, double *
   *count = (n - 1) * 5;
 }
 
-static sint n12_of(void) { return sint_var("n", 1, 12); }
-
 static void test_symbolic_sizes(void **state) {
   Suite *s = *state;
   UCtx *c = s->c;
@@ -1619,14 +1617,16 @@ static void test_symbolic_sizes(void **state) {
 
   /* a tile whose lanes run along n (16 columns of the output) is peeled
    * (lower.c): full blocks unmasked, then the last one masked, two loop nests
-   * whose ranges are tagged by CG_RANGE_VERSION (ridx1xxxx, ridx2xxxx). n = 12
+   * whose range ids are offset by 1 and 2 x CG_RANGE_VERSION (the tail's
+   * loops render as ridx2000<k>). n = 12
    * has no full block, 33 a tail of 1, 64 no tail. Where n stays below 16
    * there is no full block for any n, and nothing is peeled. */
   OptPlan lanes_n = {2, {{OPT_UPCAST, 0, 4}, {OPT_UPCAST, 1, 16}}};
   UOp *mmc_n = matmul_sink(c, DT_FLOAT32, 32, n, 64);
   run_symbolic_with(s, mmc_n, &(SymCase){.nb = 3, .sizes = sz_mm_cols, .want = want_mm_cols},
                     "r_8u4_nu16", &lanes_n, false);
-  UOp *mmc_12 = matmul_sink(c, DT_FLOAT32, 32, n12_of(), 64);
+  sint n12 = sint_var("n", 1, 12);
+  UOp *mmc_12 = matmul_sink(c, DT_FLOAT32, 32, n12, 64);
   for (int k = 0; k < 2; k++) {
     CodegenOpts po = {.plan = &lanes_n};
     KernelSource pk;
@@ -1637,7 +1637,6 @@ static void test_symbolic_sizes(void **state) {
   }
 
   /* n in [1, 12] upcast by 8: at most 2 blocks, though 12 / 8 rounds to 1 */
-  sint n12 = sint_var("n", 1, 12);
   UOp *ew12 = store(c, 0, DT_FLOAT32, sym_rows(n12, 5),
                     uop_add(uop_mul(ld(c, 1, DT_FLOAT32, sym_rows(n12, 5)), cf(c, 2.0)),
                             ld(c, 2, DT_FLOAT32, sym_bcast(n12, 5))));

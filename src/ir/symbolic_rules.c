@@ -122,7 +122,7 @@ static UOp *load_const_gate(void *ctx, UOp **c) {
  * left one row of a matmul tile scalar under relu (104 vs 250 GFLOP/s). */
 static UOp *relu_select(void *ctx, UOp **c) {
   (void)ctx;
-  if (!dt_is_float(c[X]->dtype) || signbit(uop_const_double(c[C1]))) return NULL;
+  if (signbit(uop_const_double(c[C1]))) return NULL; /* x * -0 turns +0 into -0 */
   return uop_where(c[R]->src[0], c[Y], c[X]);
 }
 
@@ -233,7 +233,8 @@ static const Rule simple_rules[] = {
     /* a gated load with a constant gate -> the load, or its value when off */
     {PAT_OP(OP_LOAD, R, V(X), V(Y), K(C1)), load_const_gate},
     /* x < 0 ? y : (0 < x ? x : x * +0) -> x < 0 ? y : x   (floats: relu) */
-    {UPAT(.ops = P_OPS(OP_WHERE), .slot = R, .kind = UPAT_SRC_TUPLE, .nsrc = 3,
+    {UPAT(.ops = P_OPS(OP_WHERE), .dtypes = DT_BITS_FLOAT, .slot = R, .kind = UPAT_SRC_TUPLE,
+          .nsrc = 3,
           .src = P_SRC(PAT_OP(OP_CMPLT, 0, V(X), PAT_CONST_VAL(0)), V(Y),
                        PAT_OP(OP_WHERE, 0, PAT_OP(OP_CMPLT, 0, PAT_CONST_VAL(0), V(X)), V(X),
                               PAT_OP(OP_MUL, 0, V(X), K(C1))))),
