@@ -1432,7 +1432,7 @@ static int run_symbolic_with(Suite *s, UOp *sink, const SymCase *sc, const char 
     bool hit;
     if (dev->ops->compile(dev, ks.name, ks.src, &p, &hit, NULL) != TVK_OK)
       fail_msg("compile: %s\n%s", dev->err.msg, ks.src);
-    static const int64_t ns[] = {1, 2, 3, 7, 9, 12, 33, SYM_MAX};
+    static const int64_t ns[] = {1, 2, 3, 7, 9, 12, 16, 31, 33, SYM_MAX};
     for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
       int64_t n = ns[k];
       if (n > hi) continue;
@@ -1530,6 +1530,25 @@ static void want_cols(int64_t n, const float *a, const float *b, double *out, in
   for (int k = 0; k < 5; k++) {
     out[k] = a[k];
     for (int64_t i = 1; i < n; i++) out[k] = a[i * 5 + k] > out[k] ? a[i * 5 + k] : out[k];
+  }
+  *count = 5;
+}
+/* out (1, 5) = the sum of each column of a (n, 5) */
+static void want_col_sums(int64_t n, const float *a, const float *b, double *out, int64_t *count) {
+  (void)b;
+  for (int k = 0; k < 5; k++) {
+    out[k] = 0;
+    for (int64_t i = 0; i < n; i++) out[k] += a[i * 5 + k];
+  }
+  *count = 5;
+}
+/* out (5, 1) = the sum of each row of a (5, n): the reduce over n, contiguous */
+static void sz_5n(int64_t n, size_t *b) { b[0] = 5 * 4, b[1] = (size_t)n * 5 * 4; }
+static void want_5n(int64_t n, const float *a, const float *b, double *out, int64_t *count) {
+  (void)b;
+  for (int r = 0; r < 5; r++) {
+    out[r] = 0;
+    for (int64_t i = 0; i < n; i++) out[r] += a[r * n + i];
   }
   *count = 5;
 }
@@ -1647,12 +1666,48 @@ static void test_symbolic_sizes(void **state) {
   run_symbolic_with(s, sink1(ew), &(SymCase){.nb = 3, .sizes = sz_ew, .want = want_ew}, "E_nu4",
                     &up4, false);
 
-  /* a step on the symbolic axis other than one UPCAST is refused with the reason */
+  /* a reduce over n unrolled into u lanes: the lanes' loop runs the full
+   * blocks unmasked, then the n % u elements left run in a loop of their own
+   * (lower.c). n = 1..12 has no full block of 16, 16 no tail, 31 a tail of
+   * 15 (of 3 for 4 lanes); a float sum and a max (keyed, docs/codegen.md). */
+  UOp *csum = store(c, 0, DT_FLOAT32, shp(2, (int64_t)1, (int64_t)5),
+                    reduce(ld(c, 1, DT_FLOAT32, sym_rows(n, 5)), OP_ADD, 1, &ax0));
+  for (int32_t u = 4; u <= 16; u += 12) {
+    OptPlan un = {1, {{OPT_UNROLL, 0, u}}};
+    char part[16];
+    snprintf(part, sizeof part, "_nr%d_5", u);
+    run_symbolic_with(s, sink1(csum), &(SymCase){.nb = 2, .sizes = sz_cols, .want = want_col_sums},
+                      part, &un, false);
+    run_symbolic_with(s, sink1(cols), &(SymCase){.nb = 2, .sizes = sz_cols, .want = want_cols},
+                      part, &un, false);
+  }
+  /* the heuristic unrolls a float sum along a contiguous symbolic axis; an
+   * exact reduce stays a loop (the C compiler widens it, reordered) */
+  ShapeTracker *r5 = st_from_shape(2, (sint[]){5, n});
+  UOp *x5 = ld(c, 1, DT_FLOAT32, r5);
+  UOp *sum5 = store(c, 0, DT_FLOAT32, shp(2, (int64_t)5, (int64_t)1), reduce(x5, OP_ADD, 1, &ax1));
+  UOp *max5 = store(c, 0, DT_FLOAT32, shp(2, (int64_t)5, (int64_t)1), reduce(x5, OP_MAX, 1, &ax1));
+  run_symbolic_with(s, sink1(sum5), &(SymCase){.nb = 2, .sizes = sz_5n, .want = want_5n}, "_nr",
+                    NULL, false);
+  KernelSource hk;
+  assert_int_equal(codegen_kernel_opts(sink1(max5), NULL, &(CodegenOpts){0}, &hk), TVK_OK);
+  if (strstr(hk.name, "_nr")) fail_msg("%s: an exact reduce over n unrolled", hk.name);
+  kernel_source_free(&hk);
+
+  /* a step on the symbolic axis other than one UPCAST (or an UNROLL of the
+   * kernel's one reduced axis) is refused with the reason */
   KernelSource ks;
   OptPlan plan = {1, {{OPT_SPREAD, 0, 2}}};
   CodegenOpts o = {.plan = &plan};
   assert_int_equal(codegen_kernel_opts(sink1(ew), NULL, &o, &ks), TVK_ERR_INVALID_ARG);
   assert_non_null(strstr(ks.err.msg, "symbolic"));
+  kernel_source_free(&ks);
+  int64_t both[2] = {0, 1};
+  UOp *all = store(c, 0, DT_FLOAT32, shp(2, (int64_t)1, (int64_t)1),
+                   reduce(ld(c, 1, DT_FLOAT32, sym_rows(n, 5)), OP_ADD, 2, both));
+  plan = (OptPlan){1, {{OPT_UNROLL, 0, 4}}};
+  assert_int_equal(codegen_kernel_opts(sink1(all), NULL, &o, &ks), TVK_ERR_INVALID_ARG);
+  if (!strstr(ks.err.msg, "only reduced axis")) fail_msg("the message: %s", ks.err.msg);
   kernel_source_free(&ks);
 }
 

@@ -1077,6 +1077,10 @@ static void test_run_symbolic(void **state) {
                             {2, {{OPT_UPCAST, 0, 8}, {OPT_UNROLL, 1, 5}}},
                             {1, {{OPT_UPCAST, 1, 5}}}};
   for (int i = 0; i < 3; i++) sym_run(s, k[i], i, &plans[i]);
+  /* the reduce over n unrolled by 4: full blocks, then the 1, 2, 3 or 0
+   * elements left in a loop of their own (lower.c) */
+  const OptPlan unrolled = {2, {{OPT_UPCAST, 1, 5}, {OPT_UNROLL, 0, 4}}};
+  sym_run(s, k[2], 2, &unrolled);
   /* steps that change the work-group structure are refused, with the reason */
   KernelSource ks;
   const OptPlan local = {1, {{OPT_LOCAL, 1, 5}}};

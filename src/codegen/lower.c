@@ -54,6 +54,10 @@ typedef struct {
   int uaxis;
   int64_t ulanes;
   UOp *ulane;
+  /* An UNROLL of a symbolic axis of size n: the lanes' loop runs the full
+   * blocks, [0, n / u), unmasked; the elements left, n - u * (n / u), run in
+   * a loop of their own. Its end (n / u) and that loop's RANGE; else NULL. */
+  UOp *ufull, *uleft;
   /* The plan's CACHE (cores mode): the output axis whose blocks run in runs
    * of crun (-1: none). */
   int caxis;
@@ -286,7 +290,18 @@ static UOp *laned_axis(LowerCtx *lc, int d, int64_t n, int64_t lanes, UOp *lane)
 static UOp *unroll_axis(LowerCtx *lc, int d, int64_t n) {
   lc->ulane =
       uop_new(lc->ctx, OP_SPECIAL, lc->idt, 0, NULL, arg_var("unroll_lane", 0, lc->ulanes - 1));
-  return laned_axis(lc, d, n, lc->ulanes, lc->ulane);
+  if (!(lc->ks->sym_axes >> d & 1)) return laned_axis(lc, d, n, lc->ulanes, lc->ulane);
+  /* A symbolic size: clamping and masking each lane (laned_axis) would
+   * leave the lanes' loads apart and their values selected, which no C
+   * compiler widens; the full blocks need neither (lc->ufull). */
+  UOp *size = sint_uop(lc->ctx, lc->idt, lc->ks->sym[d]), *u = b_c(lc, lc->ulanes);
+  lc->ufull = b2(OP_IDIV, size, u);
+  UOp *left = b2(OP_MOD, size, u);
+  UOp *j = lc->ufull ? uop_range(lc->ctx, lc->ufull, d + lc->tag) : NULL;
+  lc->uleft = left ? uop_range(lc->ctx, left, lc->range_id++ + lc->tag) : NULL;
+  lc->ndig[d] = 1;
+  lc->dig[d][0] = j;
+  return lc->uleft ? b2(OP_ADD, b2(OP_MUL, j, u), lc->ulane) : NULL;
 }
 
 /* A reduce axis's index: its loops, or an UNROLL's. */
@@ -919,6 +934,12 @@ static UOp *lower_reduce(void *ctx, UOp **c) {
       if (!xl || !(lane[l] = levels(lc, op, ident, xl, loops, nl, sum))) return oom(lc);
     }
     v = fold(op, lane[0], lane + 1, (int)lc->ulanes - 1);
+    if (lc->ufull && v) { /* a symbolic axis: the elements left, lane 0 at n / u, ... */
+      UOp *j = lc->dig[lc->uaxis][0], *from[2] = {lc->ulane, j}, *to[2] = {lc->uleft, lc->ufull};
+      UOp *xt = uop_substitute(x, 2, from, to), *tl[MAX_LOOPS];
+      for (int i = 0; i < nl; i++) tl[i] = loops[i] == j ? lc->uleft : loops[i];
+      v = xt ? b2(op, v, levels(lc, op, ident, xt, tl, nl, sum)) : NULL;
+    }
   }
   if (!v) return oom(lc);
   bool grouped = false;

@@ -113,10 +113,11 @@ tvk_status codegen_kernel_opts(UOp *ast, const char *name, const CodegenOpts *op
       passes(norm, kd, opts, &plan, lang, &lp, &launch, &err) == TVK_OK) {
     if (!name) opt_kernel_name(kd, &plan, auto_name, sizeof auto_name), name = auto_name;
     out->plan = plan;
-    RenderInfo info = {name, kd->nbufs, kd->bufs, kd->nvars, kd->vars, {0}, false, false};
+    RenderInfo info = {name, kd->nbufs, kd->bufs, kd->nvars, kd->vars, {0}, false, false, false};
     info.open_loops = kd->sym_axes != 0;
     for (int k = 0; k < plan.n && kd->reduce_axes; k++)
       if (plan.step[k].kind == OPT_UPCAST) info.register_tile = true;
+    for (int k = 0; k < plan.n; k++) info.unrolled |= plan.step[k].kind == OPT_UNROLL;
     memcpy(info.local, launch.local, sizeof info.local);
     memcpy(out->global, launch.global, sizeof out->global);
     out->groups = launch.groups;

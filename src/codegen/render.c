@@ -596,6 +596,7 @@ static void assemble(Walker *w, Str *out) {
     str_add(out, or_empty(L->tile_header));
   else if (in->open_loops)
     str_add(out, or_empty(L->open_loops_header));
+  if (in->register_tile || in->unrolled) str_add(out, or_empty(L->lanes_header));
   for (size_t i = 0; i < w->nhelpers; i++) str_add(out, w->helpers[i]);
   for (int pass = 0; pass < 2; pass++) {
     if (pass == 1) {

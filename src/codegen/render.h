@@ -92,6 +92,9 @@ struct Lang {
   /* after the file header, in a kernel with open loops and no register tile
    * (RenderInfo); NULL: none */
   const char *open_loops_header;
+  /* after those, in a kernel whose lanes are its parallelism (a register
+   * tile or an unrolled reduce: RenderInfo); NULL: none */
+  const char *lanes_header;
   const char *buf_decl_file; /* per buffer, at file scope ($I $V $B $R); "" for none */
   /* At file scope after the buffers: a block holding the vars (GLSL's push
    * constants): push_open, push_member per DEFINE_VAR ($V $I), push_close.
@@ -176,6 +179,9 @@ typedef struct {
   /* Loops whose trip count is a launch value (symbolic sizes): the C
    * compiler cannot know that the vector width divides it. */
   bool open_loops;
+  /* A reduce unrolled into lanes (OPT_UNROLL): as in a register tile, the
+   * lanes are what a vectoriser widens. */
+  bool unrolled;
 } RenderInfo;
 
 /* Renders the program; *src is malloc'd (caller frees). TVK_ERR_DTYPE when the
