@@ -751,7 +751,8 @@ TVK_API tvk_tensor *tvk_mean(tvk_tensor *a, int naxes, const int *axes, bool kee
  *   order[i]); negative entries count from the end.
  * - expand: to a shape of ndim >= the input's; new dims are prepended, size-1
  *   dims stretch, other dims must match (-1 keeps the input's size).
- * - pad: pads[i] = {before, after} elements of `value` around dim i (>= 0).
+ * - pad: pads[i] = {before, after} elements of `value` around dim i (>= 0;
+ *   a size, tvk_size_var, pads by its value: a row placed at row n).
  * - shrink: ranges[i] = {start, end}, 0 <= start <= end <= dim: keeps [start, end).
  * - flip: reverses the listed axes (negative count from the end); naxes 0
  *   flips nothing.

@@ -341,6 +341,86 @@ static void test_movement(void **state) {
   tvk_release(cache);
 }
 
+/* A cache grown by a row: cat of its first n rows and a new one, (n + 1, 5)
+ * with the new row at n; a row on each side, (n + 2, 5), the second at
+ * n + 1; the columns of the n rows swapped by a cat along the fixed axis; a
+ * stack of x and -x, (n, 2, 5); and the new row padded to its place by a
+ * size, (n + 1, 5), the pad's value -1 above it. Each for several n,
+ * against the rows themselves, built once. */
+static void test_cat(void **state) {
+  tvk_ctx *ctx = ((Suite *)*state)->ctx;
+  fill_host();
+  tvk_tensor *cache = tvk_from_data(ctx, TVK_FLOAT32, 2, (int64_t[]){ROWS, COLS}, host);
+  const float *nrow = host + (ROWS - 1) * COLS; /* the new row: the cache's last */
+  tvk_tensor *row = tvk_from_data(ctx, TVK_FLOAT32, 2, (int64_t[]){1, COLS}, nrow);
+  int64_t n = tvk_size_var(ctx, "n", 1, ROWS - 2);
+  static const int64_t ns[] = {1, 7, 33, ROWS - 2, 2};
+  uint64_t after_first = 0;
+  for (size_t v = 0; v < sizeof ns / sizeof *ns; v++) {
+    int64_t nv = ns[v];
+    assert_int_equal(tvk_bind(ctx, n, nv), TVK_OK);
+    tvk_tensor *x = tvk_shrink(cache, (const int64_t[][2]){{0, n}, {0, COLS}});
+    tvk_tensor *grown = tvk_cat(2, (tvk_tensor *[]){x, row}, 0);
+    tvk_tensor *both = tvk_cat(3, (tvk_tensor *[]){row, x, row}, -2);
+    tvk_tensor *lo = tvk_shrink(x, (const int64_t[][2]){{0, n}, {0, 2}});
+    tvk_tensor *hi = tvk_shrink(x, (const int64_t[][2]){{0, n}, {2, COLS}});
+    tvk_tensor *swapped = tvk_cat(2, (tvk_tensor *[]){hi, lo}, 1);
+    tvk_tensor *stacked = tvk_stack(2, (tvk_tensor *[]){x, tvk_neg(x)}, 1);
+    tvk_tensor *placed = tvk_pad(row, (const int64_t[][2]){{n, 0}, {0, 0}}, -1.0);
+    tvk_tensor *outs[5] = {grown, both, swapped, stacked, placed};
+    for (int i = 0; i < 5; i++)
+      if (tvk_status_of(outs[i]) != TVK_OK) fail_msg("output %d: %s", i, tvk_error_of(outs[i]));
+    assert_int_equal(tvk_size_value(ctx, tvk_shape(grown)[0]), nv + 1);
+    assert_int_equal(tvk_size_value(ctx, tvk_shape(both)[0]), nv + 2);
+    assert_int_equal(tvk_ndim(stacked), 3);
+    assert_int_equal(tvk_size_value(ctx, tvk_shape(placed)[0]), nv + 1);
+    float got[(ROWS + 2) * COLS * 2];
+    double want[(ROWS + 2) * COLS * 2];
+    for (int64_t i = 0; i <= nv; i++) /* grown */
+      for (int c = 0; c < COLS; c++) want[i * COLS + c] = i < nv ? host[i * COLS + c] : nrow[c];
+    assert_int_equal(tvk_to_host(grown, got, sizeof got), TVK_OK);
+    expect_close(got, want, (nv + 1) * COLS, 0, "cat(x, row)", nv);
+    for (int64_t i = 0; i < nv + 2; i++) /* both */
+      for (int c = 0; c < COLS; c++)
+        want[i * COLS + c] = i == 0 || i == nv + 1 ? nrow[c] : host[(i - 1) * COLS + c];
+    assert_int_equal(tvk_to_host(both, got, sizeof got), TVK_OK);
+    expect_close(got, want, (nv + 2) * COLS, 0, "cat(row, x, row)", nv);
+    for (int64_t i = 0; i < nv; i++) /* swapped: columns 2..4, then 0..1 */
+      for (int c = 0; c < COLS; c++)
+        want[i * COLS + c] = host[i * COLS + (c < COLS - 2 ? c + 2 : c - (COLS - 2))];
+    assert_int_equal(tvk_to_host(swapped, got, sizeof got), TVK_OK);
+    expect_close(got, want, nv * COLS, 0, "cat(x[:, 2:], x[:, :2], 1)", nv);
+    for (int64_t i = 0; i < nv; i++) /* stacked */
+      for (int k = 0; k < 2; k++)
+        for (int c = 0; c < COLS; c++)
+          want[(i * 2 + k) * COLS + c] = k ? -(double)host[i * COLS + c] : host[i * COLS + c];
+    assert_int_equal(tvk_to_host(stacked, got, sizeof got), TVK_OK);
+    expect_close(got, want, nv * 2 * COLS, 0, "stack(x, -x, 1)", nv);
+    for (int64_t i = 0; i <= nv; i++) /* placed */
+      for (int c = 0; c < COLS; c++) want[i * COLS + c] = i < nv ? -1.0 : nrow[c];
+    assert_int_equal(tvk_to_host(placed, got, sizeof got), TVK_OK);
+    expect_close(got, want, (nv + 1) * COLS, 0, "pad(row, (n, 0))", nv);
+    once_per_kernel(ctx, v, nv, &after_first);
+    tvk_release(x), tvk_release(lo), tvk_release(hi);
+    for (int i = 0; i < 5; i++) tvk_release(outs[i]);
+  }
+  /* a pad by another context's size; a negative number */
+  tvk_ctx *other = NULL;
+  assert_int_equal(tvk_ctx_create("CPU", &other), TVK_OK);
+  int64_t q = tvk_size_var(other, "q", 1, 8);
+  tvk_tensor *bad = tvk_pad(row, (const int64_t[][2]){{0, 0}, {q, 0}}, 0);
+  assert_int_equal(tvk_status_of(bad), TVK_ERR_INVALID_ARG);
+  if (!strstr(tvk_error_of(bad), "pad: pads[1] uses 'q', which is not a size variable"))
+    fail_msg("the message: %s", tvk_error_of(bad));
+  tvk_release(bad);
+  tvk_ctx_destroy(other);
+  bad = tvk_pad(row, (const int64_t[][2]){{n, -1}, {0, 0}}, 0);
+  assert_int_equal(tvk_status_of(bad), TVK_ERR_INVALID_ARG);
+  if (!strstr(tvk_error_of(bad), "pad: pads[0] = (n, -1) is negative"))
+    fail_msg("the message: %s", tvk_error_of(bad));
+  tvk_release(bad), tvk_release(row), tvk_release(cache);
+}
+
 /* ---------------------------------------------------------------- model ops */
 
 enum { SEQ = 48, DIM = 16, OUTF = 8 };
@@ -728,12 +808,19 @@ int main(int argc, char **argv) {
   if (api_device_missing("test_sizes", suite.device)) return 77;
 #define T(f) cmocka_unit_test_prestate_setup_teardown(f, setup, teardown, &suite)
   const struct CMUnitTest tests[] = {
-      T(test_variables),   T(test_variable_errors),
-      T(test_elementwise), T(test_from_data),
-      T(test_reduce),      T(test_movement),
-      T(test_matmul),      T(test_softmax_layernorm),
-      T(test_attention),   T(test_beam),
-      T(test_jit),         T(test_errors),
+      T(test_variables),
+      T(test_variable_errors),
+      T(test_elementwise),
+      T(test_from_data),
+      T(test_reduce),
+      T(test_movement),
+      T(test_cat),
+      T(test_matmul),
+      T(test_softmax_layernorm),
+      T(test_attention),
+      T(test_beam),
+      T(test_jit),
+      T(test_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -224,14 +224,22 @@ tvk_tensor *tvk_pad(tvk_tensor *a, const int64_t (*pads)[2], double value) {
   bool none = true;
   for (int d = 0; d < a->ndim; d++) {
     int64_t lo = pads[d][0], hi = pads[d][1];
-    if (sint_is_sym(lo) || sint_is_sym(hi))
-      return tensor_error(a->ctx, TVK_ERR_SHAPE,
-                          "pad: pads[%d] is a symbolic size; pad takes numbers", d);
-    if (lo < 0 || hi < 0)
-      return tensor_error(a->ctx, TVK_ERR_INVALID_ARG,
-                          "pad: pads[%d] = (%" PRId64 ", %" PRId64 ") is negative", d, lo, hi);
-    int64_t dim = sint_vmax(a->shape[d]);
-    if (lo > INT64_MAX - dim || hi > INT64_MAX - dim - lo)
+    /* a size (never negative for any value: cat's place for an input after
+     * one of symbolic length), or a number >= 0 */
+    char what[32];
+    snprintf(what, sizeof what, "pads[%d]", d);
+    if ((sint_is_sym(lo) && (err = front_check_size(a->ctx, "pad", what, lo))) ||
+        (sint_is_sym(hi) && (err = front_check_size(a->ctx, "pad", what, hi))))
+      return err;
+    if ((!sint_is_sym(lo) && lo < 0) || (!sint_is_sym(hi) && hi < 0)) {
+      char p[2][64];
+      sint_str(lo, p[0], sizeof p[0]);
+      sint_str(hi, p[1], sizeof p[1]);
+      return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "pad: pads[%d] = (%s, %s) is negative", d,
+                          p[0], p[1]);
+    }
+    int64_t dim = sint_vmax(a->shape[d]), vlo = sint_vmax(lo), vhi = sint_vmax(hi);
+    if (vlo > INT64_MAX - dim || vhi > INT64_MAX - dim - vlo)
       return tensor_error(a->ctx, TVK_ERR_SHAPE, "pad: pads[%d] make dim %d too large", d, d);
     out[d] = sint_add(sint_add(a->shape[d], lo), hi);
     none = none && lo == 0 && hi == 0;

@@ -14,7 +14,7 @@
 
 tvk_tensor *tvk_squeeze(tvk_tensor *a, int naxes, const int *axes) {
   bool bad;
-  tvk_tensor *err = bc_check("squeeze", 1, &a, &bad);
+  tvk_tensor *err = bc_check_sym("squeeze", 1, &a, &bad);
   if (bad) return err;
   if (naxes < 0)
     return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "squeeze: naxes %d is negative", naxes);
@@ -32,10 +32,12 @@ tvk_tensor *tvk_squeeze(tvk_tensor *a, int naxes, const int *axes) {
                           axes[i], a->ndim);
     if (drop[d])
       return tensor_error(a->ctx, TVK_ERR_INVALID_ARG, "squeeze: dim %d is listed twice", d);
-    if (a->shape[d] != 1)
-      return tensor_error(a->ctx, TVK_ERR_SHAPE,
-                          "squeeze: dim %d of %s has size %" PRId64 ", not 1", d,
-                          bc_shape_str(a->ndim, a->shape, s, sizeof s), a->shape[d]);
+    if (a->shape[d] != 1) {
+      char size[64];
+      sint_str(a->shape[d], size, sizeof size); /* a number or an expression */
+      return tensor_error(a->ctx, TVK_ERR_SHAPE, "squeeze: dim %d of %s has size %s, not 1", d,
+                          bc_shape_str(a->ndim, a->shape, s, sizeof s), size);
+    }
     drop[d] = true;
   }
   int64_t out[TVK_MAX_DIMS];
@@ -47,7 +49,7 @@ tvk_tensor *tvk_squeeze(tvk_tensor *a, int naxes, const int *axes) {
 
 tvk_tensor *tvk_unsqueeze(tvk_tensor *a, int axis) {
   bool bad;
-  tvk_tensor *err = bc_check("unsqueeze", 1, &a, &bad);
+  tvk_tensor *err = bc_check_sym("unsqueeze", 1, &a, &bad);
   if (bad) return err;
   if (a->ndim >= TVK_MAX_DIMS)
     return tensor_error(a->ctx, TVK_ERR_SHAPE, "unsqueeze: a has %d dims already (the most)",
@@ -67,7 +69,7 @@ tvk_tensor *tvk_unsqueeze(tvk_tensor *a, int axis) {
 /* Checks cat's inputs: the common dims, the normalised axis and the joined
  * size; NULL or an error tensor. */
 static tvk_tensor *cat_check(const char *op, int n, tvk_tensor *const *ts, int axis, int *ax,
-                             int64_t *total) {
+                             sint *total) {
   tvk_tensor *a = ts[0];
   char s0[BC_SHAPE_STR_MAX], si[BC_SHAPE_STR_MAX];
   if (a->ndim == 0)
@@ -86,9 +88,10 @@ static tvk_tensor *cat_check(const char *op, int n, tvk_tensor *const *ts, int a
                           "%s: tensor %d has shape %s, tensor 0 %s: all dims but %d must agree", op,
                           i, bc_shape_str(t->ndim, t->shape, si, sizeof si),
                           bc_shape_str(a->ndim, a->shape, s0, sizeof s0), *ax);
-    if (t->shape[*ax] > INT64_MAX - *total)
+    /* a symbolic length counts as its largest value */
+    if (sint_vmax(t->shape[*ax]) > INT64_MAX / 4 - sint_vmax(*total))
       return tensor_error(a->ctx, TVK_ERR_SHAPE, "%s: the joined dim is too large", op);
-    *total += t->shape[*ax];
+    *total = sint_add(*total, t->shape[*ax]);
   }
   int64_t out[TVK_MAX_DIMS];
   memcpy(out, a->shape, sizeof out);
@@ -101,7 +104,9 @@ static tvk_tensor *cat_check(const char *op, int n, tvk_tensor *const *ts, int a
 /* Each input, cast to the common dtype, is padded with zeros into its place
  * along the axis, and the padded inputs are added: every position holds one
  * input's value plus zeros. The add keeps 0, so the pads of the inputs fuse
- * into one kernel (each load is masked to its range). */
+ * into one kernel (each load is masked to its range). Symbolic lengths make
+ * symbolic places (a cache of seq rows and a new one: (seq + 1, d), the new
+ * row at seq). */
 tvk_tensor *tvk_cat(int n, tvk_tensor *const *ts, int axis) {
   if (n < 1 || !ts) {
     tvk_tensor *any = NULL;
@@ -111,10 +116,10 @@ tvk_tensor *tvk_cat(int n, tvk_tensor *const *ts, int axis) {
                : NULL;
   }
   bool bad;
-  tvk_tensor *err = bc_check("cat", n, ts, &bad);
+  tvk_tensor *err = bc_check_sym("cat", n, ts, &bad);
   if (bad) return err;
   int ax = 0;
-  int64_t total = 0;
+  sint total = 0;
   if ((err = cat_check("cat", n, ts, axis, &ax, &total))) return err;
   if (n == 1) return bc_same(ts[0]);
 
@@ -126,14 +131,14 @@ tvk_tensor *tvk_cat(int n, tvk_tensor *const *ts, int axis) {
   out[ax] = total;
   size_t sc = tvk_scope_begin(ctx);
   tvk_tensor *r = NULL;
-  int64_t at = 0;
+  sint at = 0;
   for (int i = 0; i < n; i++) {
-    int64_t len = ts[i]->shape[ax];
+    sint len = ts[i]->shape[ax];
     if (len == 0) continue; /* adds nothing */
     int64_t pads[TVK_MAX_DIMS][2] = {{0}};
     pads[ax][0] = at;
-    pads[ax][1] = total - at - len;
-    at += len;
+    at = sint_add(at, len);
+    pads[ax][1] = sint_sub(total, at);
     tvk_tensor *p = tvk_pad(tvk_cast(ts[i], dt), pads, 0);
     r = r ? tvk_add(r, p) : p;
   }
@@ -152,7 +157,7 @@ tvk_tensor *tvk_stack(int n, tvk_tensor *const *ts, int axis) {
                : NULL;
   }
   bool bad;
-  tvk_tensor *err = bc_check("stack", n, ts, &bad);
+  tvk_tensor *err = bc_check_sym("stack", n, ts, &bad);
   if (bad) return err;
   tvk_tensor *a = ts[0];
   char s0[BC_SHAPE_STR_MAX], si[BC_SHAPE_STR_MAX];
