@@ -259,6 +259,28 @@ static void test_linear(void **state) {
   x1 = tvk_reshape(x1, 1, (int64_t[]){I});
   nn_check("linear 1-D", tvk_linear(x1, tw, tb), TVK_FLOAT32, 1, (int64_t[]){O}, refb, 0, tol);
   free(x), free(w), free(bias);
+
+  /* 70 rows by a (32, 48) weight: on the CPU the transposed weight is
+   * copied into column panels first (ops_matmul.c, packed), a second kernel;
+   * 70 is no multiple of a tile's rows */
+  const int64_t M = 70, K = 48, N = 32;
+  double *xp = f32_vals(M * K, -1, 1), *wp = f32_vals(N * K, -1, 1), *bp = f32_vals(N, -1, 1);
+  double *rp = malloc((size_t)(M * N) * sizeof *rp), bp_bound = 0;
+  for (int64_t r = 0; r < M; r++)
+    for (int64_t o = 0; o < N; o++) {
+      double s = bp[o], sa = fabs(bp[o]);
+      for (int64_t i = 0; i < K; i++)
+        s += xp[r * K + i] * wp[o * K + i], sa += fabs(xp[r * K + i] * wp[o * K + i]);
+      rp[r * N + o] = s, bp_bound = fmax(bp_bound, sa);
+    }
+  tvk_tensor *px = nn_tensor(TVK_FLOAT32, 2, (int64_t[]){M, K}, xp);
+  tvk_tensor *pw = nn_tensor(TVK_FLOAT32, 2, (int64_t[]){N, K}, wp);
+  tvk_tensor *pb = nn_tensor(TVK_FLOAT32, 1, (int64_t[]){N}, bp);
+  tvk_tensor *pl = tvk_linear(px, pw, pb);
+  if (!strcmp(nn.device, "CPU")) nn_expect_kernels("linear (70, 48) x (32, 48) + bias", pl, 2);
+  nn_check("linear (70, 48) x (32, 48) + bias", pl, TVK_FLOAT32, 2, (int64_t[]){M, N}, rp, 0,
+           (K + 1) * EPS32 * bp_bound);
+  free(xp), free(wp), free(bp), free(rp);
   nn_finish();
 }
 

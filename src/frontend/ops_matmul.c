@@ -30,22 +30,28 @@
  * neighbouring invocations take neighbouring columns, and B's rows as they
  * are give each warp one run of memory per load, where panels would break it
  * every 16 columns. A Vulkan device that runs on the CPU (lavapipe) has the
- * CPU's caches: unpacked, its matmul 2048 ran 1.7x slower. */
+ * CPU's caches: unpacked, its matmul 2048 ran 1.7x slower.
+ * A transposed operand (tvk_linear's weight, (out, in) read as (in, out))
+ * is packed at any size: its columns are a weight row apart, so a tile's 16
+ * lanes were 16 scalar loads and inserts per k where a panel gives one
+ * vector load. */
 #define MM_PANEL 16
-static tvk_tensor *packed(tvk_tensor *b) {
+static tvk_tensor *packed(tvk_tensor *b, bool transposed) {
   int64_t K = b->shape[0], N = b->shape[1];
   const Device *dev = b->ctx->dev;
   if (dev->codegen_mode == CG_MODE_GRID && (!dev->limits.emulated || b->ctx->opt.gpu_rules))
     return b;
   if (sint_any_sym(K, N)) return b; /* panels of a symbolic size: not yet */
-  if (N % MM_PANEL || K < 64 || N * K < (int64_t)1 << 18) return b;
+  if (N % MM_PANEL || K < (transposed ? MM_PANEL : 64) || (!transposed && N * K < (int64_t)1 << 18))
+    return b;
   tvk_tensor *t = tvk_reshape(b, 3, (int64_t[]){K, N / MM_PANEL, MM_PANEL});
   tvk_tensor *p = tvk_contiguous(tvk_permute(t, (const int[]){1, 0, 2}));
   return tvk_reshape(tvk_permute(p, (const int[]){1, 0, 2}), 2, (int64_t[]){K, N});
 }
 
-static tvk_tensor *matmul_body(tvk_tensor *a, tvk_tensor *b, ScalarType res) {
-  if (b->ndim == 2 && a->ndim >= 2 && sint_vmax(a->shape[a->ndim - 2]) >= 64) b = packed(b);
+static tvk_tensor *matmul_body(tvk_tensor *a, tvk_tensor *b, ScalarType res, bool transposed) {
+  if (b->ndim == 2 && a->ndim >= 2 && sint_vmax(a->shape[a->ndim - 2]) >= 64)
+    b = packed(b, transposed);
   int and_ = a->ndim, bnd = b->ndim;
   int64_t as[TVK_MAX_DIMS + 1] = {0}, bs[TVK_MAX_DIMS + 1] = {0};
   /* a vector becomes a matrix: (K) -> (1, K) for a, (K) -> (K, 1) for b */
@@ -137,7 +143,7 @@ tvk_tensor *tvk_matmul(tvk_tensor *a, tvk_tensor *b) {
   ScalarType res = bc_promote(2, (tvk_tensor *[]){a, b});
   tvk_ctx *ctx = a->ctx;
   size_t sc = tvk_scope_begin(ctx);
-  tvk_tensor *r = matmul_body(a, b, res);
+  tvk_tensor *r = matmul_body(a, b, res, false);
   tvk_scope_end(ctx, sc, 1, &r);
   return r;
 }
@@ -166,7 +172,7 @@ tvk_tensor *tvk_linear(tvk_tensor *x, tvk_tensor *w, tvk_tensor *bias) {
   tvk_ctx *ctx = x->ctx;
   size_t sc = tvk_scope_begin(ctx);
   tvk_tensor *wt = tvk_transpose(w, 0, 1);
-  tvk_tensor *r = matmul_body(x, wt, bc_promote(2, (tvk_tensor *[]){x, w}));
+  tvk_tensor *r = matmul_body(x, wt, bc_promote(2, (tvk_tensor *[]){x, w}), true);
   if (bias) r = tvk_add(r, bias);
   tvk_scope_end(ctx, sc, 1, &r);
   return r;
