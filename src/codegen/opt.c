@@ -679,7 +679,7 @@ void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan 
   heuristic(norm, shown, t, &p);
   free(shown);
   Shape sh;
-  scan(norm, kd, &sh);
+  bool scanned = false; /* sh, made when a step needs it */
   bool grid = t->mode == CG_MODE_GRID;
   for (int i = 0; i < p.n; i++) {
     OptKind k = (OptKind)p.step[i].kind;
@@ -697,7 +697,10 @@ void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan 
      * decoder's softmax row sum over 256 keys, 1.1 ms as a loop, 0.46 with
      * 16 lanes (4 x 256 rows on one Zen 5 core); its row max 0.04 as a loop,
      * 0.06 with lanes. */
-    if (sym && !grid && k == OPT_UNROLL && !sh.float_sum) continue;
+    if (sym && !grid && k == OPT_UNROLL) {
+      if (!scanned) scan(norm, kd, &sh), scanned = true;
+      if (!sh.float_sum) continue;
+    }
     if (!sym || k == OPT_UPCAST || k == OPT_UNROLL) plan->step[plan->n++] = p.step[i];
   }
   Error err = {0};

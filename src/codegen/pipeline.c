@@ -117,7 +117,8 @@ tvk_status codegen_kernel_opts(UOp *ast, const char *name, const CodegenOpts *op
     info.open_loops = kd->sym_axes != 0;
     for (int k = 0; k < plan.n && kd->reduce_axes; k++)
       if (plan.step[k].kind == OPT_UPCAST) info.register_tile = true;
-    for (int k = 0; k < plan.n; k++) info.unrolled |= plan.step[k].kind == OPT_UNROLL;
+    int64_t ulanes;
+    info.unrolled = opt_unroll(&plan, &ulanes) >= 0;
     memcpy(info.local, launch.local, sizeof info.local);
     memcpy(out->global, launch.global, sizeof out->global);
     out->groups = launch.groups;
