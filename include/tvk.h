@@ -285,6 +285,29 @@ TVK_API const char *tvk_last_error(void);
 TVK_API void tvk_ctx_destroy(tvk_ctx *ctx);
 /* The device the context runs on, e.g. "CPU (AMD EPYC 7B13, 2 threads)". Owned by ctx. */
 TVK_API const char *tvk_ctx_device(const tvk_ctx *ctx);
+
+/* ---- several devices (docs/devices.md) ----
+ * A context starts with one device, index 0: where tvk_from_data and the
+ * other creation calls put data. tvk_ctx_add_device opens another (a name as
+ * for tvk_ctx_create: "CPU", "VK", "VK:1"; the same name twice gives two
+ * devices of their own) and returns its index in *index (1, 2, ...; at most
+ * 8 devices). A tensor lives on one device; tvk_to_device makes a lazy copy
+ * on another, and an op on tensors of two devices is an error naming both.
+ * Constants (tvk_full, tvk_arange, tvk_scalar) have no device: they are
+ * computed on the device of what they are used with. A realize that spans
+ * devices runs each kernel on its device and copies between them. */
+TVK_API tvk_status tvk_ctx_add_device(tvk_ctx *ctx, const char *device, int *index);
+/* How many devices the context has (>= 1); 0 for NULL. */
+TVK_API int tvk_ctx_device_count(const tvk_ctx *ctx);
+/* Device `index`'s description, as tvk_ctx_device; "" out of range. Owned by ctx. */
+TVK_API const char *tvk_ctx_device_name(const tvk_ctx *ctx, int index);
+/* t on device `device` (an index of its context): lazy, a copy when it is
+ * realized; t itself (a new handle) when it is there already. A view that is
+ * not contiguous is made contiguous on its own device first. */
+TVK_API tvk_tensor *tvk_to_device(tvk_tensor *t, int device);
+/* The device t lives on, or -1 for a tensor of no device (a constant) or
+ * one in an error state. */
+TVK_API int tvk_device_of(const tvk_tensor *t);
 /* Message of the last error in this context, "" if none. Owned by ctx; valid
  * until the next call on the context. */
 TVK_API const char *tvk_ctx_error(const tvk_ctx *ctx);
@@ -314,6 +337,7 @@ typedef struct {
    * command buffer): the first, and each one whose inputs are other buffers
    * than the last recorded one's. Other replays submit it as it is. */
   uint64_t jit_graphs_recorded;
+  uint64_t copies_run; /* copies between two devices of the context (tvk_to_device) */
 } tvk_stats;
 
 /* Copies the counters into *out (all zero for a NULL ctx). tvk_stats grows at

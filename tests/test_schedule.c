@@ -62,7 +62,7 @@ static tvk_ctx *open_ctx(void) { return open_ctx_in(g_dir, 0); }
  * cache lets go of the kernel ASTs it keeps to skip codegen). */
 static void close_ctx_clean(tvk_ctx *ctx) {
   while (ctx->head) tvk_release(ctx->head);
-  progcache_forget_kernels(ctx->programs);
+  progcache_forget_kernels(ctx->programs[0]);
   sched_cache_free(ctx->sched_cache); /* kept schedules hold their kernel ASTs too */
   ctx->sched_cache = NULL;
   assert_int_equal(uctx_live(ctx->u), 0);

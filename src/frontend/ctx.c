@@ -103,8 +103,37 @@ static tvk_tensor *tensor_oom(tvk_ctx *ctx) {
   return &ctx->oom_tensor;
 }
 
+/* Two devices a node of UOP_DEVICE_MIXED combines (UOp.device): found by
+ * going down to the first node whose sources disagree. */
+static void mixed_devices(const UOp *u, int *a, int *b) {
+  *a = *b = UOP_DEVICE_NONE;
+  while (u && u->device == UOP_DEVICE_MIXED) {
+    const UOp *down = NULL;
+    for (uint32_t k = 0; k < u->nsrc; k++) {
+      int d = u->src[k]->device;
+      if (d == UOP_DEVICE_MIXED) down = u->src[k];
+      if (d < 0) continue;
+      if (*a < 0)
+        *a = d;
+      else if (d != *a)
+        *b = d;
+    }
+    if (*b >= 0) return;
+    *a = UOP_DEVICE_NONE;
+    u = down;
+  }
+}
+
 tvk_tensor *tensor_new(tvk_ctx *ctx, UOp *u, tvk_dtype dt, int ndim, const int64_t *shape) {
   if (!u) return tensor_error(ctx, TVK_ERR_OUT_OF_MEMORY, "out of memory building the graph");
+  if (u->device == UOP_DEVICE_MIXED) { /* what tensor_check_inputs did not see */
+    int a, b;
+    mixed_devices(u, &a, &b);
+    return tensor_error(ctx, TVK_ERR_INVALID_ARG,
+                        "an op combines tensors of device %d (%s) and device %d (%s); copy one "
+                        "to the other's device first (tvk_to_device)",
+                        a, ctx_device_name(ctx, a), b, ctx_device_name(ctx, b));
+  }
   tvk_tensor *t = tensor_alloc(ctx);
   if (!t) return tensor_oom(ctx);
   t->uop = uop_retain(u);
@@ -148,6 +177,26 @@ tvk_tensor *tensor_error_from(const tvk_tensor *src) {
   return tensor_error_msg(src->ctx, src->status, src->msg ? src->msg : "");
 }
 
+tvk_tensor *front_check_devices(const char *op, int n, tvk_tensor *const *ts) {
+  tvk_ctx *ctx = n > 0 ? ts[0]->ctx : NULL;
+  /* every input on one device, or on none (constants go where they are used) */
+  for (int i = 0, first = -1; i < n; i++) {
+    int d = ts[i]->uop ? ts[i]->uop->device : UOP_DEVICE_NONE;
+    if (d < 0) continue;
+    if (first < 0) {
+      first = i;
+    } else if (d != ts[first]->uop->device) {
+      int f = ts[first]->uop->device;
+      return tensor_error(ctx, TVK_ERR_INVALID_ARG,
+                          "%s: tensor argument %d is on device %d (%s) and argument %d on device "
+                          "%d (%s); copy one to the other's device first (tvk_to_device)",
+                          op, first + 1, f, ctx_device_name(ctx, f), i + 1, d,
+                          ctx_device_name(ctx, d));
+    }
+  }
+  return NULL;
+}
+
 tvk_tensor *tensor_check_inputs(const char *op, int n, tvk_tensor *const *ts) {
   tvk_ctx *ctx = NULL;
   for (int i = 0; i < n && !ctx; i++)
@@ -161,7 +210,7 @@ tvk_tensor *tensor_check_inputs(const char *op, int n, tvk_tensor *const *ts) {
                           "%s: tensor arguments belong to different contexts", op);
     if (ts[i]->status != TVK_OK) return tensor_error_from(ts[i]);
   }
-  return NULL;
+  return front_check_devices(op, n, ts);
 }
 
 void tvk_release(tvk_tensor *t) {
@@ -218,7 +267,8 @@ void tvk_stats_get_sized(const tvk_ctx *ctx, tvk_stats *out, size_t out_size) {
   tvk_stats s = {0};
   if (ctx) {
     s = ctx->stats;
-    s.validation_messages = vk_validation_messages(ctx->dev);
+    for (int i = 0; i < ctx->ndevs; i++)
+      s.validation_messages += vk_validation_messages(ctx->devs[i]);
   }
   memcpy(out, &s, out_size < sizeof s ? out_size : sizeof s);
 }
@@ -239,8 +289,9 @@ static void buffer_release(tvk_ctx *ctx, int64_t id) {
   /* The app may reuse its memory once release is called: no kernel that
    * reads or writes it may still be pending then. A failed sync (a lost
    * device) runs nothing more either. */
-  if (b->foreign) (void)ctx->dev->ops->sync(ctx->dev);
-  ctx->dev->ops->free(ctx->dev, b->dev);
+  Device *d = ctx->devs[b->device];
+  if (b->foreign) (void)d->ops->sync(d);
+  d->ops->free(d, b->dev);
   if (!b->foreign) ctx->stats.bytes_now -= b->nbytes;
   if (b->release) b->release(b->release_user);
   free(b);
@@ -300,7 +351,8 @@ int64_t ctx_buffer_wrap(tvk_ctx *ctx, ScalarType s, int64_t numel, const DevFore
   return id;
 }
 
-int64_t ctx_buffer_new(tvk_ctx *ctx, ScalarType s, int64_t numel, tvk_status *st) {
+int64_t ctx_buffer_new_on(tvk_ctx *ctx, int device, ScalarType s, int64_t numel, tvk_status *st) {
+  Device *dev = ctx->devs[device];
   size_t size = dt_scalar_size(s);
   if (numel < 0 || (uint64_t)numel > SIZE_MAX / 2 / size) {
     *st = err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "buffer of %lld %s elements is too large",
@@ -309,15 +361,15 @@ int64_t ctx_buffer_new(tvk_ctx *ctx, ScalarType s, int64_t numel, tvk_status *st
   }
   /* What the device cannot index is refused here, where the tensor is made,
    * not in the first kernel that would read it. */
-  size_t most = ctx->dev->limits.max_buffer_bytes;
+  size_t most = dev->limits.max_buffer_bytes;
   if ((size_t)numel * size > most) {
     *st = err_set(&ctx->err, TVK_ERR_DEVICE,
                   "a buffer of %lld %s elements (%zu bytes) is larger than %s's kernels can "
                   "address (%zu bytes: the device's largest storage buffer, Vulkan's "
                   "maxStorageBufferRange); split the tensor into parts of at most %zu "
                   "elements, or use a device with a larger limit (\"CPU\" has none)",
-                  (long long)numel, dt_scalar_name(s), (size_t)numel * size,
-                  ctx->dev->ops->name(ctx->dev), most, most / size);
+                  (long long)numel, dt_scalar_name(s), (size_t)numel * size, dev->ops->name(dev),
+                  most, most / size);
     return -1;
   }
   int64_t id = buffer_slot(ctx, st);
@@ -326,17 +378,22 @@ int64_t ctx_buffer_new(tvk_ctx *ctx, ScalarType s, int64_t numel, tvk_status *st
   b->nbytes = (size_t)numel * size;
   b->dtype = s;
   b->numel = numel;
-  tvk_status ds = ctx->dev->ops->alloc(ctx->dev, b->nbytes, &b->dev);
+  b->device = device;
+  tvk_status ds = dev->ops->alloc(dev, b->nbytes, &b->dev);
   if (ds != TVK_OK) {
     free(b);
     ctx->bufs[id] = NULL;
-    *st = err_set(&ctx->err, ds, "%s", ctx->dev->err.msg);
+    *st = err_set(&ctx->err, ds, "%s", dev->err.msg);
     return -1;
   }
   ctx->stats.bytes_now += b->nbytes;
   if (ctx->stats.bytes_now > ctx->stats.bytes_peak) ctx->stats.bytes_peak = ctx->stats.bytes_now;
   *st = TVK_OK;
   return id;
+}
+
+int64_t ctx_buffer_new(tvk_ctx *ctx, ScalarType s, int64_t numel, tvk_status *st) {
+  return ctx_buffer_new_on(ctx, 0, s, numel, st);
 }
 
 Buffer *ctx_buffer(const tvk_ctx *ctx, int64_t id) {
@@ -347,7 +404,7 @@ Buffer *ctx_buffer(const tvk_ctx *ctx, int64_t id) {
 
 UOp *graph_buffer_view(tvk_ctx *ctx, int64_t id, int ndim, const int64_t *shape) {
   Buffer *b = ctx_buffer(ctx, id);
-  UOp *buf = graph_buffer(ctx->u, b->dtype, id, b->numel);
+  UOp *buf = graph_buffer_on(ctx->u, b->dtype, id, b->numel, b->device);
   ShapeTracker *st = st_from_shape(ndim, shape);
   if (!buf || !st) {
     st_free(st);
@@ -525,15 +582,22 @@ tvk_status tvk_realize(int n, tvk_tensor *const *ts) {
 
 tvk_status tvk_sync(tvk_ctx *ctx) {
   if (!ctx) return TVK_ERR_INVALID_ARG;
-  tvk_status st = ctx->dev->ops->sync(ctx->dev);
-  return st == TVK_OK ? st : err_set(&ctx->err, st, "sync: %s", ctx->dev->err.msg);
+  for (int i = 0; i < ctx->ndevs; i++) {
+    Device *d = ctx->devs[i];
+    tvk_status st = d->ops->sync(d);
+    if (st != TVK_OK) return err_set(&ctx->err, st, "sync: %s", d->err.msg);
+  }
+  return TVK_OK;
 }
 
 tvk_status tvk_ctx_wait_compiles(tvk_ctx *ctx) {
   if (!ctx) return TVK_ERR_INVALID_ARG;
-  if (!ctx->dev->ops->wait_compiles) return TVK_OK;
-  tvk_status st = ctx->dev->ops->wait_compiles(ctx->dev);
-  return st == TVK_OK ? st : err_set(&ctx->err, st, "wait_compiles: %s", ctx->dev->err.msg);
+  for (int i = 0; i < ctx->ndevs; i++) {
+    Device *d = ctx->devs[i];
+    tvk_status st = d->ops->wait_compiles ? d->ops->wait_compiles(d) : TVK_OK;
+    if (st != TVK_OK) return err_set(&ctx->err, st, "wait_compiles: %s", d->err.msg);
+  }
+  return TVK_OK;
 }
 
 /* A realized tensor is VIEW(BUFFER) with a contiguous tracker of its shape. */
@@ -587,11 +651,12 @@ tvk_status tvk_to_host(tvk_tensor *t, void *dst, size_t nbytes) {
                  need, b->nbytes),
     b = NULL;
   if (b) {
-    st = ctx->dev->ops->sync(ctx->dev);
+    Device *d = ctx->devs[b->device];
+    st = d->ops->sync(d);
     int64_t t0 = ctx->trace ? trace_now_ns() : 0;
-    if (st == TVK_OK) st = ctx->dev->ops->copy_out(ctx->dev, b->dev, 0, dst, need);
+    if (st == TVK_OK) st = d->ops->copy_out(d, b->dev, 0, dst, need);
     if (ctx->trace) trace_copy(ctx, "copy to the host", t0, need);
-    if (st != TVK_OK) st = err_set(&ctx->err, st, "to_host: %s", ctx->dev->err.msg);
+    if (st != TVK_OK) st = err_set(&ctx->err, st, "to_host: %s", d->err.msg);
   }
   uop_pool_drain(ctx->u, m);
   return st;
@@ -624,7 +689,8 @@ static void open_trace(tvk_ctx *ctx) {
  * field left 0, as $CC is. */
 /* vk_app: a tvk_vulkan_device (tvk_vulkan.h) of vk_size bytes to run on
  * instead of a device by name. */
-static tvk_status open_device(tvk_ctx *ctx, const char *name, const void *vk_app, size_t vk_size) {
+static tvk_status open_device(tvk_ctx *ctx, const char *name, const void *vk_app, size_t vk_size,
+                              Device **out, Error *err) {
   DeviceOptions dopt = {.cache_dir = ctx->cache_dir,
                         .cc = ctx->cc,
                         .threads = ctx->opt.threads,
@@ -636,14 +702,66 @@ static tvk_status open_device(tvk_ctx *ctx, const char *name, const void *vk_app
                         .log = ctx->log,
                         .cpu_tiers = (int)ctx->opt.cpu_tiers,
                         .profile = ctx->opt.profile > 0 || ctx->trace_path};
-  tvk_status st = vk_app ? vk_device_create_app(&dopt, vk_app, vk_size, &ctx->dev, &create_err)
-                         : device_open(name, &dopt, &ctx->dev, &create_err);
+  tvk_status st = vk_app ? vk_device_create_app(&dopt, vk_app, vk_size, out, err)
+                         : device_open(name, &dopt, out, err);
   if (st == TVK_OK && (ctx->opt.profile > 0 || ctx->opt.debug >= 1 || ctx->trace_path)) {
-    ctx->dev->on_time = profile_on_time;
-    ctx->dev->time_user = ctx;
+    (*out)->on_time = profile_on_time;
+    (*out)->time_user = ctx;
   }
-  if (st == TVK_OK && ctx->trace_path) open_trace(ctx);
   return st;
+}
+
+tvk_status tvk_ctx_add_device(tvk_ctx *ctx, const char *device, int *index) {
+  if (index) *index = -1;
+  if (!ctx) return front_no_ctx_error(TVK_ERR_INVALID_ARG, "ctx_add_device: ctx is NULL");
+  if (!index) return err_set(&ctx->err, TVK_ERR_INVALID_ARG, "ctx_add_device: index is NULL");
+  if (ctx->ndevs >= CTX_MAX_DEVICES)
+    return err_set(&ctx->err, TVK_ERR_INVALID_ARG,
+                   "ctx_add_device: the context has %d devices already, the most one may have",
+                   ctx->ndevs);
+  Device *d = NULL;
+  Error e;
+  err_clear(&e);
+  tvk_status st = open_device(ctx, device, NULL, 0, &d, &e);
+  if (st != TVK_OK)
+    return err_set(&ctx->err, st, "ctx_add_device(\"%s\"): %s", device ? device : "(default)",
+                   e.msg);
+  *index = ctx->ndevs;
+  ctx->devs[ctx->ndevs++] = d;
+  return TVK_OK;
+}
+
+int tvk_ctx_device_count(const tvk_ctx *ctx) { return ctx ? ctx->ndevs : 0; }
+
+const char *ctx_device_name(const tvk_ctx *ctx, int i) {
+  return i >= 0 && i < ctx->ndevs ? ctx->devs[i]->ops->name(ctx->devs[i]) : "no device";
+}
+
+const char *tvk_ctx_device_name(const tvk_ctx *ctx, int index) {
+  return ctx && index >= 0 && index < ctx->ndevs ? ctx_device_name(ctx, index) : "";
+}
+
+int tvk_device_of(const tvk_tensor *t) {
+  return t && t->status == TVK_OK && t->uop && t->uop->device >= 0 ? t->uop->device : -1;
+}
+
+tvk_tensor *tvk_to_device(tvk_tensor *t, int device) {
+  tvk_tensor *bad = tensor_check_inputs("to_device", 1, &t);
+  if (bad || !t) return bad;
+  tvk_ctx *ctx = t->ctx;
+  if (device < 0 || device >= ctx->ndevs)
+    return tensor_error(ctx, TVK_ERR_INVALID_ARG,
+                        "to_device: device %d is not one of the context's %d (0 to %d; "
+                        "tvk_ctx_add_device opens more)",
+                        device, ctx->ndevs, ctx->ndevs - 1);
+  size_t m = FRONT_BEGIN(ctx);
+  UOp *x = t->uop;
+  /* A view that is not plain memory is made so on its own device first: a
+   * copy moves one block of bytes. */
+  if (x->device >= 0 && x->device != device && x->op == OP_VIEW && !st_contiguous(x->arg.st))
+    x = uop_new(ctx->u, OP_CONTIGUOUS, x->dtype, 1, &x, arg_none());
+  UOp *c = x && x->device != device ? graph_copy(x, device) : x;
+  return FRONT_END(ctx, m, tensor_new(ctx, c, t->dtype, t->ndim, t->shape));
 }
 
 static tvk_status ctx_create(const tvk_ctx_options *opts, const void *vk_app, size_t vk_size,
@@ -688,7 +806,11 @@ static tvk_status ctx_create(const tvk_ctx_options *opts, const void *vk_app, si
   /* An app's own Vulkan device is the device: $TVK_DEVICE does not apply. */
   if (st == TVK_OK)
     st = open_device(ctx, vk_app ? NULL : env_str("TVK_DEVICE", opts ? opts->device : NULL), vk_app,
-                     vk_size);
+                     vk_size, &ctx->dev, &create_err);
+  if (st == TVK_OK) {
+    ctx->devs[0] = ctx->dev, ctx->ndevs = 1;
+    if (ctx->trace_path) open_trace(ctx);
+  }
   if (st != TVK_OK) {
     tvk_ctx_destroy(ctx);
     return st;
@@ -739,13 +861,14 @@ void tvk_ctx_destroy(tvk_ctx *ctx) {
     if (*t) log_msg(&ctx->log, TVK_LOG_INFO, "%s", t);
   }
   if (ctx->trace) { /* with the spans of launches still pending */
-    (void)ctx->dev->ops->sync(ctx->dev);
+    for (int i = 0; i < ctx->ndevs; i++) (void)ctx->devs[i]->ops->sync(ctx->devs[i]);
     if (!trace_close(ctx->trace))
       log_msg(&ctx->log, TVK_LOG_WARN, "tvk: writing the trace '%s' failed (TVK_TRACE)",
               ctx->trace_path);
     ctx->trace = NULL;
   }
-  if (ctx->dev) ctx->dev->on_time = NULL; /* what completes while it goes is not counted */
+  for (int i = 0; i < ctx->ndevs; i++) /* what completes while it goes is not counted */
+    ctx->devs[i]->on_time = NULL;
   jit_free_all(ctx); /* they hold buffers, and programs of the cache freed below */
   optim_free_all(ctx);
   while (ctx->head) tensor_unlink_free(ctx->head);
@@ -753,13 +876,12 @@ void tvk_ctx_destroy(tvk_ctx *ctx) {
     uop_pool_drain(ctx->u, 0);
     uctx_set_buffer_hook(ctx->u, NULL, NULL); /* buffers are freed below, all at once */
   }
-  if (ctx->dev) progcache_free(ctx->programs, ctx->dev); /* holds kernel ASTs: before uctx_free */
-  sched_cache_free(ctx->sched_cache);                    /* so does this */
+  for (int i = 0; i < ctx->ndevs; i++) /* they hold kernel ASTs: before uctx_free */
+    progcache_free(ctx->programs[i], ctx->devs[i]);
+  sched_cache_free(ctx->sched_cache); /* so does this */
   uctx_free(ctx->u);
-  if (ctx->dev) {
-    for (int64_t i = 0; i < ctx->nbufs; i++) buffer_release(ctx, i);
-    ctx->dev->ops->destroy(ctx->dev);
-  }
+  for (int64_t i = 0; ctx->ndevs && i < ctx->nbufs; i++) buffer_release(ctx, i);
+  for (int i = ctx->ndevs; i-- > 0;) ctx->devs[i]->ops->destroy(ctx->devs[i]);
   free(ctx->bufs);
   free(ctx->sizes);
   free(ctx->cache_dir);

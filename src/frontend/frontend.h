@@ -30,6 +30,7 @@ enum { BUFFER_SIZES_MAX = 8 };
 
 typedef struct {
   DevBuffer *dev; /* NULL for a zero-byte buffer */
+  int device;     /* the context's device it is on: ctx->devs[device] */
   size_t nbytes;
   ScalarType dtype;
   int64_t numel;
@@ -70,9 +71,16 @@ typedef struct {
 /* The most variables one size expression, or one realize, may use. */
 enum { SIZE_VARS_MAX = 16 };
 
+/* The most devices one context may use (tvk_ctx_add_device). */
+enum { CTX_MAX_DEVICES = 8 };
+
 struct tvk_ctx {
   UCtx *u;
-  Device *dev;
+  Device *dev; /* devs[0]: where data is made, what tvk_ctx_device names */
+  /* Every device of the context, its first one first; a tensor's device is
+   * an index of it (UOp.device). */
+  Device *devs[CTX_MAX_DEVICES];
+  int ndevs;
   tvk_ctx_options opt;                       /* resolved: env read once at create */
   char *cache_dir, *cc, *graph, *trace_path; /* owned copies of the resolved strings */
   Error err;                                 /* tvk_ctx_error: the last failure (ir/error.h) */
@@ -90,8 +98,9 @@ struct tvk_ctx {
    * list above; tvk_release ignores it. */
   tvk_tensor oom_tensor;
   uint64_t next_seq;
-  uint64_t next_value;        /* the serial of the next VALUE (tvk_scalar) */
-  struct ProgCache *programs; /* compiled programs (runtime/run.h); NULL until the first */
+  uint64_t next_value; /* the serial of the next VALUE (tvk_scalar) */
+  /* compiled programs of each device (runtime/run.h); NULL until its first */
+  struct ProgCache *programs[CTX_MAX_DEVICES];
   struct SchedCache
       *sched_cache;  /* schedules by graph structure (schedule.h); NULL until the first */
   tvk_jit *jits;     /* live jits (jit.c), freed at destroy */
@@ -198,6 +207,10 @@ tvk_tensor *tensor_error_from(const tvk_tensor *src);
  * error tensor; NULL when all inputs are fine. `op` names the op for the NULL
  * case. ctx is taken from the first non-NULL input. */
 tvk_tensor *tensor_check_inputs(const char *op, int n, tvk_tensor *const *ts);
+/* The error tensor naming op, both devices and both arguments when two of
+ * ts[0..n) (non-NULL, of one context, not errors) live on different devices
+ * (constants, of none, go anywhere); NULL when they agree. */
+tvk_tensor *front_check_devices(const char *op, int n, tvk_tensor *const *ts);
 
 /* A user-given shape for creating a tensor: ndim in 0..TVK_MAX_DIMS, shape
  * non-NULL when ndim > 0, no negative dim, the count fitting in int64. NULL
@@ -226,6 +239,10 @@ static inline tvk_tensor *FRONT_END(tvk_ctx *ctx, size_t mark, tvk_tensor *t) {
 /* Allocates a device buffer of numel elements of s; returns its id (>= 0) or -1
  * with ctx->error set. Counts bytes in the stats. */
 int64_t ctx_buffer_new(tvk_ctx *ctx, ScalarType s, int64_t numel, tvk_status *st);
+/* ... on the context's device `device` (an index of ctx->devs). */
+int64_t ctx_buffer_new_on(tvk_ctx *ctx, int device, ScalarType s, int64_t numel, tvk_status *st);
+/* The name of the context's device i, for messages: "CPU (...)" or "VK:1 (...)". */
+const char *ctx_device_name(const tvk_ctx *ctx, int i);
 Buffer *ctx_buffer(const tvk_ctx *ctx, int64_t id);
 /* A buffer over memory the app owns (DeviceOps.wrap), with the callback the
  * app gets when tvk is done with it; its id, or -1 with ctx->error set (and

@@ -261,6 +261,8 @@ static bool backward(Grad *gr, UOp *u, UOp *g) {
     return ok;
   case OP_CAST: return accumulate(gr, a, ew_cast(g, (ScalarType)a->dtype.scalar));
   case OP_CONTIGUOUS: return accumulate(gr, a, g);
+  case OP_COPY: /* back to the source's device; a source of no device is a constant */
+    return a->device < 0 || accumulate(gr, a, g ? graph_copy(g, a->device) : NULL);
   case OP_VIEW: {
     int64_t xs[TVK_MAX_DIMS];
     int xnd = node_shape(a, xs);

@@ -12,7 +12,10 @@ tvk_tensor *bc_check_sym(const char *op, int n, tvk_tensor *const *ts, bool *bad
   *bad = false;
   for (int i = 0; i < n; i++)
     *bad = *bad || !ts[i] || ts[i]->status != TVK_OK || !ts[0] || ts[i]->ctx != ts[0]->ctx;
-  return *bad ? tensor_check_inputs(op, n, ts) : NULL;
+  if (*bad) return tensor_check_inputs(op, n, ts);
+  tvk_tensor *err = front_check_devices(op, n, ts);
+  *bad = err != NULL;
+  return err;
 }
 
 tvk_tensor *bc_check(const char *op, int n, tvk_tensor *const *ts, bool *bad) {

@@ -36,7 +36,10 @@ void profile_on_time(void *user, const LaunchTime *t) {
   ProgCost cost;
   /* a program the cache does not hold is a BEAM candidate being timed: not
    * the application's work */
-  if (!progcache_cost(ctx->programs, t->prog, &cost)) return;
+  bool known = false;
+  for (int i = 0; i < ctx->ndevs && !known; i++)
+    known = progcache_cost(ctx->programs[i], t->prog, &cost);
+  if (!known) return;
   if (ctx->trace) trace_launch(ctx, t, &cost);
   /* a linear search: a program has tens of distinct kernels, and this runs
    * only when timing */
@@ -64,7 +67,8 @@ static int by_total(const void *a, const void *b) {
 /* Completes the pending launches' times, sorts the rows and fills their
  * derived fields and ctx->prof_entries. */
 static void collect(tvk_ctx *ctx) {
-  (void)ctx->dev->ops->sync(ctx->dev); /* completes the batches whose timestamps are pending */
+  for (int i = 0; i < ctx->ndevs; i++) /* completes the batches whose timestamps are pending */
+    (void)ctx->devs[i]->ops->sync(ctx->devs[i]);
   if (ctx->nprof) qsort(ctx->prof, ctx->nprof, sizeof *ctx->prof, by_total);
   double total = 0;
   for (size_t i = 0; i < ctx->nprof; i++) total += ctx->prof[i].e.total_ms;

@@ -355,13 +355,13 @@ static tvk_status alloc_outputs(tvk_ctx *ctx, Schedule *s) {
     int64_t numel; /* a symbolic shape's count with the bound values */
     tvk_status st = ctx_size_eval(ctx, &ctx->err, "realize", b->numel, &numel);
     if (st != TVK_OK) return st;
-    int64_t id = ctx_buffer_new(ctx, b->dtype, numel, &st);
+    int64_t id = ctx_buffer_new_on(ctx, b->device, b->dtype, numel, &st);
     if (id < 0) return st;
     if ((st = ctx_buffer_record_sizes(ctx, ctx_buffer(ctx, id), b->ndim, b->shape)) != TVK_OK) {
       ctx_buffer_discard(ctx, id);
       return st;
     }
-    if (!(b->buffer = uop_retain(graph_buffer(ctx->u, b->dtype, id, numel))))
+    if (!(b->buffer = uop_retain(graph_buffer_on(ctx->u, b->dtype, id, numel, b->device))))
       return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory for a BUFFER");
   }
   for (int i = 0; i < s->nbufs; i++)
@@ -389,7 +389,9 @@ static tvk_status run(tvk_ctx *ctx, const Schedule *s) {
   }
   nsizes = ctx_size_bindings(ctx, size_names, size_vals, nsizes);
   Runner r = {.dev = ctx->dev,
-              .programs = &ctx->programs,
+              .programs = ctx->programs,
+              .devs = ctx->devs,
+              .ndevs = ctx->ndevs,
               .debug = ctx->opt.debug,
               .progress = ctx->opt.progress > 0 || ctx->opt.debug >= 1,
               .graph = ctx->opt.graph,
@@ -416,6 +418,28 @@ static tvk_status run(tvk_ctx *ctx, const Schedule *s) {
 
 /* ---------------------------------------------------------------- ctx_realize */
 
+/* The most buffers one kernel may bind on every device of the context. */
+static int max_kernel_buffers(const tvk_ctx *ctx) {
+  int most = 0;
+  for (int i = 0; i < ctx->ndevs; i++) {
+    int m = ctx->devs[i]->limits.max_kernel_buffers;
+    if (m > 0 && (most == 0 || m < most)) most = m;
+  }
+  return most;
+}
+
+/* A jit replays launches on the context's first device: a capture of a
+ * schedule with copies or kernels on another device is refused. */
+static tvk_status check_capture(tvk_ctx *ctx, const Schedule *s) {
+  for (int i = 0; i < s->nitems; i++)
+    if (s->items[i].copy || s->items[i].device != 0)
+      return err_set(&ctx->err, TVK_ERR_INVALID_ARG,
+                     "jit: the captured call runs %s on device %d; a jit captures work on the "
+                     "context's first device only (not yet across devices)",
+                     s->items[i].copy ? "a copy" : "a kernel", s->items[i].device);
+  return TVK_OK;
+}
+
 tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts) {
   const tvk_tensor *first_bad = NULL;
   UOp **roots = malloc((size_t)(n > 0 ? n : 1) * sizeof *roots);
@@ -439,7 +463,7 @@ tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts) {
   if (st == TVK_OK && nr > 0) {
     size_t mark = uop_pool_mark(ctx->u);
     Schedule s;
-    SchedCtx sc = {ctx->u, ctx->dev->limits.max_kernel_buffers, &ctx->err};
+    SchedCtx sc = {ctx->u, max_kernel_buffers(ctx), &ctx->err};
     int64_t t0 = ctx->trace ? trace_now_ns() : 0;
     bool reused = false;
     st = schedule_create_cached(&sc, &ctx->sched_cache, nr, roots, &s, &reused);
@@ -456,6 +480,7 @@ tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts) {
       trace_span(ctx->trace, false, "schedule", "schedule", t0, trace_now_ns(), args);
     }
     free(keep);
+    if (st == TVK_OK && ctx->capture) st = check_capture(ctx, &s);
     if (st == TVK_OK) st = alloc_outputs(ctx, &s);
     if (st == TVK_OK) st = run(ctx, &s);
     if (st == TVK_OK) st = replace_realized(ctx, &s);

@@ -3,8 +3,13 @@
 
 #include <string.h>
 
-UOp *graph_buffer(UCtx *ctx, ScalarType s, int64_t id, int64_t numel) {
-  return uop_new(ctx, OP_BUFFER, dt_make(s), 0, NULL, arg_ints(2, (const int64_t[]){id, numel}));
+UOp *graph_buffer_on(UCtx *ctx, ScalarType s, int64_t id, int64_t numel, int device) {
+  return uop_new(ctx, OP_BUFFER, dt_make(s), 0, NULL,
+                 arg_ints(3, (const int64_t[]){id, numel, device}));
+}
+
+UOp *graph_copy(UOp *x, int device) {
+  return uop_new(x->ctx, OP_COPY, x->dtype, 1, &x, arg_int(device));
 }
 
 UOp *graph_value(UCtx *ctx, uint64_t serial, float v) {

@@ -24,6 +24,10 @@
  *                           (tvk_scalar's): arg_ints(serial, bits) (graph_value)
  *   ASSIGN(VIEW(BUFFER), v) tvk_assign: v written into that buffer in place
  *   CAST(x) to x's own dtype tvk_detach: x, with no gradient through it
+ *   COPY(x)                 tvk_to_device: x in another device's memory,
+ *                           arg_int(device); x is data on its device, or a
+ *                           node the scheduler materialises there first, or
+ *                           of no device (constants: computed on the target)
  *
  * Shapes are derived (graph_shape): VIEW from its tracker, REDUCE_AXIS from its
  * source with 1s at the axes, everything else from its first source that has one.
@@ -41,8 +45,17 @@
 #include "ir/uop.h"
 #include "ir/view.h"
 
-/* BUFFER(id) of numel elements of s (autoreleased; NULL on out of memory). */
-UOp *graph_buffer(UCtx *ctx, ScalarType s, int64_t id, int64_t numel);
+/* BUFFER(id) of numel elements of s in the memory of device `device` (an
+ * index of the frontend's context; UOp.device) (autoreleased; NULL on out of
+ * memory). */
+UOp *graph_buffer_on(UCtx *ctx, ScalarType s, int64_t id, int64_t numel, int device);
+/* ... on the context's first device. */
+static inline UOp *graph_buffer(UCtx *ctx, ScalarType s, int64_t id, int64_t numel) {
+  return graph_buffer_on(ctx, s, id, numel, 0);
+}
+/* COPY(x): x's value in the memory of device `device` (autoreleased; NULL on
+ * out of memory). */
+UOp *graph_copy(UOp *x, int device);
 static inline int64_t graph_buffer_id(const UOp *buffer) { return buffer->arg.ints.v[0]; }
 static inline int64_t graph_buffer_numel(const UOp *buffer) { return buffer->arg.ints.v[1]; }
 
@@ -58,6 +71,9 @@ static inline bool graph_is_leaf(const UOp *u) { return op_in((Op)u->op, G_LEAF)
 static inline bool graph_is_detach(const UOp *u) {
   return u->op == OP_CAST && u->nsrc == 1 && dt_eq(u->dtype, u->src[0]->dtype);
 }
+
+/* Every node has the device its data lives on (UOp.device): a BUFFER's
+ * (graph_buffer_on), a COPY's, else its sources'. */
 
 /* Shape of a tensor-graph node (see above); returns ndim. */
 int graph_shape(UOp *u, int64_t *shape);

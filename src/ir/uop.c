@@ -292,6 +292,22 @@ static void grow_table(UCtx *c) {
   c->nbuckets = n;
 }
 
+/* UOp.device of a new node (uop.h): a BUFFER's is the third of its ints
+ * (graph_buffer_on), a COPY's its arg. */
+static int16_t node_device(const UOp *u) {
+  if (u->op == OP_BUFFER)
+    return (int16_t)(u->arg.kind == ARG_INTS && u->arg.ints.n > 2 ? u->arg.ints.v[2] : 0);
+  if (u->op == OP_COPY) return (int16_t)u->arg.i;
+  int16_t d = UOP_DEVICE_NONE;
+  for (uint32_t k = 0; k < u->nsrc; k++) {
+    int16_t s = u->src[k]->device;
+    if (s == UOP_DEVICE_NONE) continue;
+    if (d != UOP_DEVICE_NONE && s != d) return UOP_DEVICE_MIXED;
+    d = s;
+  }
+  return d;
+}
+
 UOp *uop_new(UCtx *ctx, Op op, DType dtype, int nsrc, UOp *const *src, Arg arg) {
   assert(op > OP_NONE && op < OP_COUNT && nsrc >= 0);
   for (int i = 0; i < nsrc; i++) {
@@ -318,6 +334,7 @@ UOp *uop_new(UCtx *ctx, Op op, DType dtype, int nsrc, UOp *const *src, Arg arg) 
   u->hash = h;
   u->refs = 1;
   for (int i = 0; i < nsrc; i++) u->src[i] = uop_retain(src[i]);
+  u->device = node_device(u);
   if (ctx->live >= ctx->nbuckets) grow_table(ctx);
   UOp **bucket = &ctx->buckets[h & (ctx->nbuckets - 1)];
   u->chain = *bucket;

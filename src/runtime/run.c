@@ -379,14 +379,20 @@ static tvk_status prepare(const Runner *r, const Schedule *s, int i, Prepared *p
   return finish_prepare(r, ast, p);
 }
 
-/* The programs of every prepared kernel: from the program cache, else
+/* Item i is a kernel of device d. */
+static bool on(const Schedule *s, int i, int d) {
+  return !s->items[i].copy && s->items[i].device == d;
+}
+
+/* The programs of every prepared kernel of `device` (r is its view,
+ * on_device): from the program cache, else
  * compiled by the device, the missing ones of the schedule all at once (one
  * compile for kernels of the same source). A failure names the first
  * failing kernel in schedule order; what did compile is kept. Then each new
  * kernel is kept by its AST. */
-static tvk_status get_programs(const Runner *r, const Schedule *s, Prepared *p) {
+static tvk_status get_programs(const Runner *r, const Schedule *s, Prepared *p, int device) {
   int n = s->nitems, njobs = 0, missing = 0;
-  for (int i = 0; i < n; i++) missing += !p[i].prog;
+  for (int i = 0; i < n; i++) missing += on(s, i, device) && !p[i].prog;
   if (!missing) return TVK_OK; /* every kernel known to the context: the usual realize */
   if (!programs_of(r)) return err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "run: out of memory");
   CompileJob *jobs = calloc((size_t)n, sizeof *jobs);
@@ -397,7 +403,7 @@ static tvk_status get_programs(const Runner *r, const Schedule *s, Prepared *p) 
   }
   for (int i = 0; i < n; i++) {
     job_of[i] = -1;
-    if (p[i].prog || (p[i].prog = cached_program(r, p[i].ks))) continue;
+    if (!on(s, i, device) || p[i].prog || (p[i].prog = cached_program(r, p[i].ks))) continue;
     for (int j = 0; j < njobs && job_of[i] < 0; j++)
       if (!strcmp(jobs[j].ks->src, p[i].ks->src)) job_of[i] = j;
     if (job_of[i] < 0) jobs[njobs] = (CompileJob){.ks = p[i].ks, .first = i}, job_of[i] = njobs++;
@@ -504,6 +510,7 @@ static void print_schedule(const Runner *r, const Schedule *s, const char *const
   if (!f) return;
   schedule_print(f, s, names);
   for (int i = 0; p && i < s->nitems; i++) {
+    if (s->items[i].copy) continue;
     char plan[160];
     opt_plan_str(&p[i].ks->plan, plan, sizeof plan);
     fprintf(f, "  plan of [%d] %s: %s\n", i, p[i].ks->name, *plan ? plan : "(none)");
@@ -529,34 +536,109 @@ static void write_graph(const Runner *r, const Schedule *s, const char *const *n
     log_msg(r->log, TVK_LOG_WARN, "tvk: cannot write the schedule graph '%s' (TVK_GRAPH)", path);
 }
 
+/* r as the items of device d see it: that device and its program cache. */
+static Runner on_device(const Runner *r, int d) {
+  Runner rd = *r;
+  if (r->devs && d > 0 && d < r->ndevs) rd.dev = r->devs[d];
+  rd.programs = &r->programs[d];
+  return rd;
+}
+
+static Device *device_of(const Runner *r, int d) { return r->devs ? r->devs[d] : r->dev; }
+
+/* Copy item i: what the source's device has computed into it goes through
+ * host memory to the destination. Both devices are waited for first: the
+ * source for its data, the destination for kernels that may still read the
+ * memory the planner gave to the copy's output. */
+static tvk_status run_copy(const Runner *r, const Schedule *s, DevBuffer *const *bufs, int i) {
+  const ScheduleItem *it = &s->items[i];
+  const SchedBuf *to = &s->bufs[it->bufs[0]], *from = &s->bufs[it->bufs[1]];
+  Device *dst = device_of(r, to->device), *src = device_of(r, from->device);
+  sint n = sint_eval_named(to->numel, r->nsizes, r->size_names, r->size_vals);
+  if (!sint_is_int(n) || n < 0)
+    return err_set(r->err, TVK_ERR_INTERNAL, "copy %d: its size is not known", i);
+  size_t nbytes = (size_t)n * dt_scalar_size(to->dtype);
+  if (nbytes == 0) return TVK_OK;
+  if (!bufs[it->bufs[0]] || !bufs[it->bufs[1]])
+    return err_set(r->err, TVK_ERR_INTERNAL, "copy %d: a buffer has no device memory", i);
+  int64_t t0 = r->trace ? trace_now_ns() : 0;
+  void *host = malloc(nbytes);
+  if (!host)
+    return err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "copy %d: out of memory for %zu bytes", i,
+                   nbytes);
+  Device *failed = src;
+  tvk_status st = src->ops->sync(src);
+  if (st == TVK_OK) st = src->ops->copy_out(src, bufs[it->bufs[1]], 0, host, nbytes);
+  if (st == TVK_OK) failed = dst, st = dst->ops->sync(dst);
+  if (st == TVK_OK) st = dst->ops->copy_in(dst, bufs[it->bufs[0]], 0, host, nbytes);
+  free(host);
+  if (st != TVK_OK)
+    return err_set(r->err, st, "copy from %s to %s: %s", src->ops->name(src), dst->ops->name(dst),
+                   failed->err.msg);
+  if (r->trace) {
+    char args[48];
+    snprintf(args, sizeof args, "\"bytes\": %zu", nbytes);
+    trace_span(r->trace, false, "copy", "copy between devices", t0, trace_now_ns(), args);
+  }
+  r->stats->copies_run++;
+  if (r->debug >= 1)
+    log_msg(r->log, TVK_LOG_INFO, "tvk copy   %3d  %zu bytes from %s to %s", i, nbytes,
+            src->ops->name(src), dst->ops->name(dst));
+  return TVK_OK;
+}
+
 tvk_status run_schedule(const Runner *r, const Schedule *s, DevBuffer *const *bufs) {
-  int n = s->nitems;
+  int n = s->nitems, ndevs = r->devs ? r->ndevs : 1;
   Prepared *p = calloc((size_t)(n ? n : 1), sizeof *p);
   const char **names = calloc((size_t)(n ? n : 1), sizeof *names);
+  bool *used = calloc((size_t)ndevs, sizeof *used);
   tvk_status st =
-      p && names ? TVK_OK : err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "run: out of memory");
+      p && names && used ? TVK_OK : err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "run: out of memory");
+  for (int i = 0; i < n && st == TVK_OK; i++)
+    if (s->items[i].device < 0 || s->items[i].device >= ndevs)
+      st = err_set(r->err, TVK_ERR_INTERNAL, "run: item %d is on device %d of %d", i,
+                   s->items[i].device, ndevs);
   /* everything compiles before anything runs: a failed compile leaves the buffers untouched */
   for (int i = 0; i < n && st == TVK_OK; i++) {
-    st = prepare(r, s, i, &p[i]);
+    const ScheduleItem *it = &s->items[i];
+    used[it->device] = true;
+    if (it->copy) {
+      used[s->bufs[it->bufs[1]].device] = true;
+      names[i] = "copy";
+      continue;
+    }
+    Runner rd = on_device(r, it->device);
+    st = prepare(&rd, s, i, &p[i]);
     names[i] = p[i].ks->name;
   }
-  if (st == TVK_OK) st = get_programs(r, s, p);
+  for (int d = 0; d < ndevs && st == TVK_OK; d++) {
+    Runner rd = on_device(r, d);
+    if (used[d]) st = get_programs(&rd, s, p, d);
+  }
   if (r->debug >= 2 && p && names) print_schedule(r, s, names, st == TVK_OK ? p : NULL);
   if (r->graph && *r->graph && st == TVK_OK && n > 0) write_graph(r, s, names);
   for (int i = 0; i < n && st == TVK_OK; i++) {
-    print_code(r, &p[i]);
-    st = launch(r, s, bufs, i, &p[i]);
+    if (s->items[i].copy) {
+      st = run_copy(r, s, bufs, i);
+      continue;
+    }
+    Runner rd = on_device(r, s->items[i].device);
+    print_code(&rd, &p[i]);
+    st = launch(&rd, s, bufs, i, &p[i]);
   }
   /* Launches may be queued: buffers the schedule alone holds are freed after this. */
-  if (st == TVK_OK && n > 0) {
+  for (int d = 0; d < ndevs && st == TVK_OK && n > 0; d++) {
+    if (!used[d]) continue;
+    Device *dev = device_of(r, d);
     int64_t t0 = r->trace ? trace_now_ns() : 0;
-    st = r->dev->ops->sync(r->dev);
+    st = dev->ops->sync(dev);
     trace_span(r->trace, false, "wait", "wait for the device", t0, trace_now_ns(), NULL);
-    if (st != TVK_OK) st = err_set(r->err, st, "run: %s", r->dev->err.msg);
+    if (st != TVK_OK) st = err_set(r->err, st, "run: %s", dev->err.msg);
   }
   if (st == TVK_OK && n > 0) r->stats->schedules++;
   for (int i = 0; p && i < n; i++) kernel_source_free(&p[i].own);
   free(p);
   free(names);
+  free(used);
   return st;
 }

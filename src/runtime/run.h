@@ -34,8 +34,12 @@ void progcache_free(ProgCache *c, Device *dev);
 void progcache_forget_kernels(ProgCache *c);
 
 typedef struct {
-  Device *dev;
-  ProgCache **programs;  /* the cache, made at the first compile (*programs NULL before) */
+  Device *dev;          /* the device of item device 0 */
+  ProgCache **programs; /* the cache of each device, made at its first compile (NULL before) */
+  /* The devices the items name (ScheduleItem.device, SchedBuf.device):
+   * devs[0..ndevs); NULL: only dev. */
+  Device *const *devs;
+  int ndevs;
   int debug;             /* TVK_DEBUG level */
   bool progress;         /* TVK_PROGRESS: report long batches of compiles as they go */
   const char *graph;     /* TVK_GRAPH: write each schedule as DOT there ("%d": its number) */
@@ -63,8 +67,9 @@ typedef struct {
   Error *err; /* where a failure is reported */
 } Runner;
 
-/* Generates, compiles (through the program cache) and launches every item of
- * s in order, then waits for the device. bufs[i] is the device buffer of
+/* Generates, compiles (through the program caches) and launches every item
+ * of s in order, each on its device, copies between devices (through host
+ * memory), then waits for the devices. bufs[i] is the device buffer of
  * s->bufs[i] (NULL only for a buffer of no elements). On error returns the
  * status with r->err naming the kernel; kernels before the failing one have
  * run. */

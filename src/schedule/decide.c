@@ -109,7 +109,8 @@ static bool view_expands(UOp *v) {
 static void mark_mem(SchedGraph *g) {
   for (size_t i = 0; i < g->n; i++) {
     UOp *u = g->topo[i];
-    bool m = u->op == OP_BUFFER || u->op == OP_REDUCE_AXIS || u->op == OP_CONTIGUOUS;
+    bool m =
+        u->op == OP_BUFFER || u->op == OP_REDUCE_AXIS || u->op == OP_CONTIGUOUS || u->op == OP_COPY;
     for (uint32_t k = 0; !m && !graph_is_leaf(u) && k < u->nsrc; k++)
       m = g->info[sched_index(g, u->src[k])].mem;
     g->info[i].mem = m;
@@ -117,6 +118,14 @@ static void mark_mem(SchedGraph *g) {
 }
 
 /* ---------------------------------------------------------------- rule: outputs, contiguous */
+
+UOp *sched_copy_source(const UOp *copy) {
+  UOp *x = copy->src[0];
+  if (x->device == UOP_DEVICE_NONE) return NULL;
+  if (sched_contiguous_noop(x)) x = x->src[0];
+  if (x->op == OP_VIEW && st_contiguous(x->arg.st)) x = x->src[0];
+  return x;
+}
 
 bool sched_contiguous_noop(const UOp *u) {
   if (u->op != OP_CONTIGUOUS || u->src[0]->op != OP_VIEW) return false;
@@ -157,7 +166,22 @@ static tvk_status rule_outputs(SchedGraph *g, int n, UOp *const *roots) {
     UOp *y = u->src[0]->src[0];
     if (!graph_is_leaf(y)) sched_mark(g, sched_index(g, y), WHY_CONTIGUOUS, OP_NONE);
   }
-  for (int r = 0; r < n; r++) {
+  /* A COPY is materialised on its device; what it reads, on the source's. */
+  tvk_status st = TVK_OK;
+  for (size_t i = 0; i < g->n && st == TVK_OK; i++) {
+    UOp *u = g->topo[i];
+    if (u->op != OP_COPY) continue;
+    sched_mark(g, (int64_t)i, WHY_COPY, OP_NONE);
+    UOp *x = sched_copy_source(u);
+    if (!x || x->op == OP_BUFFER) continue;
+    if (graph_is_leaf(x) || x->op == OP_VIEW) /* the frontend copies a contiguous one */
+      st = err_set(g->sc->err, TVK_ERR_INTERNAL,
+                   "schedule: a copy reads a %s that is not in memory row-major",
+                   op_name((Op)x->op));
+    else
+      sched_mark(g, sched_index(g, x), WHY_COPY_SOURCE, OP_NONE);
+  }
+  for (int r = 0; r < n && st == TVK_OK; r++) {
     UOp *base = roots[r]->op == OP_VIEW ? roots[r]->src[0] : roots[r];
     /* An arange is computed, not stored: the requested view of it is the kernel. */
     if (base->op == OP_ARANGE) base = roots[r];
@@ -165,7 +189,7 @@ static tvk_status rule_outputs(SchedGraph *g, int n, UOp *const *roots) {
     if (!graph_is_leaf(base) && !sched_alias(g, b)) sched_mark(g, b, WHY_OUTPUT, OP_NONE);
   }
   ptrmap_free(&assigned);
-  return TVK_OK;
+  return st;
 }
 
 /* ---------------------------------------------------------------- rule: views go to the loads */
@@ -619,6 +643,12 @@ tvk_status sched_decide(SchedGraph *g, int n, UOp *const *roots) {
       }
     }
   }
+  for (size_t i = 0; s == TVK_OK && i < g->n; i++)
+    if (sched_realized(g, (int64_t)i) && g->info[i].device_clash)
+      s = err_set(g->sc->err, TVK_ERR_INVALID_ARG,
+                  "schedule: a %s computed from constants alone is stored once and read by "
+                  "kernels on two devices; realize it on one of them (tvk_to_device) first",
+                  op_name((Op)g->topo[i]->op));
   if (s == TVK_OK) sched_group_siblings(g);
   if (s == TVK_OK) sched_group_chains(g);
   return s;

@@ -20,6 +20,27 @@ void sstack_free(SStack *s) {
 
 /* ---------------------------------------------------------------- the graph */
 
+/* SchedNode.device of every node, readers first: a node's own device, else
+ * (constants and what is computed from them alone) the device of what reads
+ * it, so that a kernel computing it runs where its result is needed. */
+static void assign_devices(SchedGraph *g) {
+  for (size_t i = 0; i < g->n; i++) g->info[i].device = UOP_DEVICE_NONE;
+  for (size_t i = g->n; i-- > 0;) {
+    UOp *u = g->topo[i];
+    SchedNode *in = &g->info[i];
+    if (u->device >= 0) in->device = u->device;
+    if (in->device < 0) in->device = 0; /* read by nothing on a device: the first */
+    for (uint32_t k = 0; k < u->nsrc; k++) {
+      if (u->src[k]->device != UOP_DEVICE_NONE) continue;
+      SchedNode *s = &g->info[sched_index(g, u->src[k])];
+      if (s->device == UOP_DEVICE_NONE)
+        s->device = in->device;
+      else if (s->device != in->device)
+        s->device_clash = true;
+    }
+  }
+}
+
 tvk_status sched_graph_init(SchedGraph *g, const SchedCtx *sc, int n, UOp *const *roots) {
   memset(g, 0, sizeof *g);
   g->sc = sc;
@@ -49,6 +70,7 @@ tvk_status sched_graph_init(SchedGraph *g, const SchedCtx *sc, int n, UOp *const
     sched_graph_free(g);
     return err_set(sc->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory indexing the graph");
   }
+  assign_devices(g);
   return TVK_OK;
 }
 

@@ -127,6 +127,12 @@ static bool same_kernel_shape(SchedGraph *g, int64_t i, int64_t j) {
   return ki < 0 || sched_same_reduce(g->topo[ki], g->topo[kj]);
 }
 
+/* Kernels of i and j run on one device, and neither is a copy. */
+static bool same_device(SchedGraph *g, int64_t i, int64_t j) {
+  return g->info[i].device == g->info[j].device && !sched_is_copy(g->topo[i]) &&
+         !sched_is_copy(g->topo[j]);
+}
+
 static bool same_reduce_of(SchedGraph *g, int64_t i, int64_t j) {
   int32_t ri = g->info[i].red, rj = g->info[j].red;
   return (ri < 0) == (rj < 0) && (ri < 0 || sched_same_reduce(g->topo[ri], g->topo[rj]));
@@ -201,8 +207,9 @@ static bool join(SchedGraph *g, int64_t ga, int64_t gb) {
 bool sched_try_group(SchedGraph *g, int64_t a, int64_t b) {
   int64_t ga = sched_group(g, a), gb = sched_group(g, b);
   if (ga == gb) return true;
-  /* shape and reduce agree within a group: one member of each speaks for it */
-  if (!same_kernel_shape(g, ga, gb) || !same_reduce_of(g, ga, gb)) return false;
+  /* shape, reduce and device agree within a group: one member of each speaks for it */
+  if (!same_kernel_shape(g, ga, gb) || !same_reduce_of(g, ga, gb) || !same_device(g, ga, gb))
+    return false;
   int64_t *A, *B;
   size_t na, nb;
   if (!members(g, ga, gb, &A, &na, &B, &nb)) return false;
@@ -219,7 +226,9 @@ bool sched_try_group(SchedGraph *g, int64_t a, int64_t b) {
 /* Candidates are nodes of one level (independent by construction), taken in
  * order: each joins the first open group of its kind that takes it, else opens
  * one. Linear in the materialised nodes for the usual few kinds per level. */
-static bool candidate(SchedGraph *g, size_t i) { return sched_realized(g, (int64_t)i); }
+static bool candidate(SchedGraph *g, size_t i) {
+  return sched_realized(g, (int64_t)i) && !sched_is_copy(g->topo[i]);
+}
 
 void sched_group_siblings(SchedGraph *g) {
   sched_levels(g);
@@ -240,7 +249,9 @@ void sched_group_siblings(SchedGraph *g) {
     int64_t j = node[k];
     if (k == 0 || g->info[node[k - 1]].level != g->info[j].level) nopen = 0; /* a new level */
     size_t o = 0; /* the open group of j's kind */
-    while (o < nopen && !(same_kernel_shape(g, open[o], j) && same_reduce_of(g, open[o], j))) o++;
+    while (o < nopen && !(same_kernel_shape(g, open[o], j) && same_reduce_of(g, open[o], j) &&
+                          same_device(g, open[o], j)))
+      o++;
     if (o == nopen)
       open[nopen++] = j;
     else if (!sched_try_group(g, open[o], j))
@@ -258,7 +269,8 @@ void sched_group_siblings(SchedGraph *g) {
 static bool try_chain(SchedGraph *g, int64_t i, int64_t j) {
   int64_t ga = sched_group(g, i), gb = sched_group(g, j);
   if (ga == gb) return true;
-  if (!same_kernel_shape(g, ga, gb) || !same_reduce_of(g, ga, gb)) return false;
+  if (!same_kernel_shape(g, ga, gb) || !same_reduce_of(g, ga, gb) || !same_device(g, ga, gb))
+    return false;
   int64_t *A, *B;
   size_t na, nb;
   if (!members(g, ga, gb, &A, &na, &B, &nb)) return false;

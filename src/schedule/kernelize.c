@@ -61,7 +61,8 @@ static int input_buf(Kern *k, UOp *buffer) {
   SchedBuf sb = {.buffer = uop_retain(buffer),
                  .dtype = (ScalarType)buffer->dtype.scalar,
                  .numel = graph_buffer_numel(buffer),
-                 .culprit = OP_NONE};
+                 .culprit = OP_NONE,
+                 .device = buffer->device};
   int i = sched_add_buf(k->s, &sb);
   if (i < 0 || !ptrmap_put(&k->g->inputs, buffer, i)) {
     if (i < 0) uop_release(sb.buffer);
@@ -360,8 +361,10 @@ static UOp *make_store(Kern *k, int64_t root, int gi) {
   UCtx *u = g->sc->u;
   UOp *node = g->topo[root];
   const SchedBuf *ob = &k->s->bufs[g->info[root].buf];
-  UOp *value =
-      node->op == OP_CONTIGUOUS || node->op == OP_ASSIGN ? node->src[node->nsrc - 1] : node;
+  /* a COPY that is a kernel computes its source (of no device) on its own */
+  UOp *value = node->op == OP_CONTIGUOUS || node->op == OP_ASSIGN || node->op == OP_COPY
+                   ? node->src[node->nsrc - 1]
+                   : node;
   /* A kernel in the shape of a reduce behind a reshape or, for a contiguous
    * child, a permutation (decide.c): `st` views the output buffer in the
    * reduce's shape. The value is viewed through it too, which the rewrite
@@ -435,5 +438,22 @@ tvk_status sched_kernelize(SchedGraph *g, Schedule *s, const int64_t *roots, int
   for (int v = 0; v < k.nvals; v++) item->val_nodes[v] = uop_retain(k.val_nodes[v]);
   item->nvals = k.nvals;
   item->values_folded = k.folded;
+  item->device = g->info[roots[0]].device;
   return TVK_OK;
+}
+
+tvk_status sched_copy_item(SchedGraph *g, Schedule *s, int64_t copy, ScheduleItem *item) {
+  memset(item, 0, sizeof *item);
+  Kern k = {.g = g, .s = s, .group = sched_group(g, copy)};
+  int out = kern_buf(&k, g->info[copy].buf);
+  int src = out == 0 ? buffer_of(&k, sched_copy_source(g->topo[copy])) : -2;
+  if (src >= 0 && kern_buf(&k, src) == 1) {
+    *item = (ScheduleItem){
+        .bufs = k.bufs, .nbufs = 2, .nout = 1, .device = g->info[copy].device, .copy = true};
+    return TVK_OK;
+  }
+  free(k.bufs);
+  return src == -1 ? err_set(g->sc->err, TVK_ERR_INTERNAL,
+                             "schedule: the source of a copy is not in memory")
+                   : err_set(g->sc->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
 }

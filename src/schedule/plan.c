@@ -3,7 +3,7 @@
  *
  * Walking the items in run order, a buffer is live from the item that writes
  * it to the last item that reads it. When it dies, its memory goes to a free
- * list; a later output of the same dtype and element count takes it over
+ * list; a later output of the same dtype, element count and device takes it over
  * instead of allocating. Only buffers no tensor will refer to after the run
  * take part (keep[] says which ones a tensor will see), and assign targets
  * (their memory is the user's) never do. A buffer read by an item is freed
@@ -39,7 +39,9 @@ int schedule_plan(Schedule *s, const bool *keep) {
       /* the most recently freed match: its memory is the likeliest in cache */
       for (int f = nfree - 1; f >= 0; f--) {
         const SchedBuf *fb = &s->bufs[freelist[f]];
-        if (fb->dtype != s->bufs[b].dtype || fb->numel != s->bufs[b].numel) continue;
+        if (fb->dtype != s->bufs[b].dtype || fb->numel != s->bufs[b].numel ||
+            fb->device != s->bufs[b].device)
+          continue;
         s->bufs[b].reuse = freelist[f] + 1;
         memmove(freelist + f, freelist + f + 1, (size_t)(--nfree - f) * sizeof *freelist);
         shared++;

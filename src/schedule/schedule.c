@@ -22,6 +22,8 @@ const char *sched_why_name(SchedWhy why) {
       [WHY_ASSIGN] = "assign (written in place)",
       [WHY_BUFFER_LIMIT] = "split off: one kernel would bind more buffers than the device allows",
       [WHY_KERNEL_SIZE] = "split off: one kernel would fuse too many ops to compile well",
+      [WHY_COPY] = "copy to another device",
+      [WHY_COPY_SOURCE] = "read by a copy to another device",
   };
   return (unsigned)why < sizeof names / sizeof *names ? names[why] : "?";
 }
@@ -41,7 +43,8 @@ static tvk_status add_outputs(SchedGraph *g, Schedule *s) {
                   .dtype = (ScalarType)u->dtype.scalar,
                   .numel = 1,
                   .why = g->info[i].why,
-                  .culprit = g->info[i].culprit};
+                  .culprit = g->info[i].culprit,
+                  .device = g->info[i].device};
     b.ndim = graph_shape(u, b.shape);
     for (int d = 0; d < b.ndim; d++) b.numel = sint_mul(b.numel, b.shape[d]);
     /* An assign writes the target's buffer: nothing to allocate. */
@@ -152,7 +155,8 @@ static tvk_status build_items(SchedGraph *g, Schedule *s) {
       if (g->info[j].buf >= 0 && s->bufs[g->info[j].buf].numel &&
           sched_group(g, (int64_t)j) == (int64_t)i)
         roots[nr++] = (int64_t)j;
-    st = sched_kernelize(g, s, roots, nr, &tmp[n]);
+    st = sched_is_copy(g->topo[i]) ? sched_copy_item(g, s, (int64_t)i, &tmp[n])
+                                   : sched_kernelize(g, s, roots, nr, &tmp[n]);
     if (st == TVK_OK) n++;
   }
   free(roots);
@@ -213,6 +217,8 @@ void schedule_buf_str(const Schedule *s, int i, char *buf, size_t n) {
   const SchedBuf *b = &s->bufs[i];
   int at = b->buffer ? snprintf(buf, n, "buf %" PRId64, graph_buffer_id(b->buffer))
                      : snprintf(buf, n, "buf ?");
+  if (b->device != 0) /* on the first device unless said */
+    at += snprintf(buf + at, n > (size_t)at ? n - (size_t)at : 0, " @%d", b->device);
   at += snprintf(buf + at, n > (size_t)at ? n - (size_t)at : 0, " %s ", dt_scalar_name(b->dtype));
   if (!b->node) {
     at += snprintf(buf + at, n > (size_t)at ? n - (size_t)at : 0, "[");

@@ -42,7 +42,9 @@ typedef enum {
   WHY_EXPAND,          /* a view expands it: computed once, not once per copy */
   WHY_ASSIGN,          /* tvk_assign: written into the target's own buffer */
   WHY_BUFFER_LIMIT,    /* its kernel's consumer would bind more buffers than the device allows */
-  WHY_KERNEL_SIZE      /* its consumer's kernel would fuse more than SCHED_MAX_KERNEL_OPS nodes */
+  WHY_KERNEL_SIZE,     /* its consumer's kernel would fuse more than SCHED_MAX_KERNEL_OPS nodes */
+  WHY_COPY,            /* a COPY: the value in another device's memory */
+  WHY_COPY_SOURCE      /* a COPY reads it from memory */
 } SchedWhy;
 
 /* The most tensor-graph nodes one kernel fuses: past it a kernel is split,
@@ -63,6 +65,7 @@ typedef struct {
   Op culprit;   /* the op the reason is about (the unsafe op, the blocked op), or OP_NONE */
   int reuse;    /* the memory planner: 1 + the index of the buffer whose memory this one
                    takes over (its lifetime ended before this one's began); 0: its own */
+  int device;   /* whose memory holds it: an index of the caller's devices (UOp.device) */
 } SchedBuf;
 
 typedef struct {
@@ -77,6 +80,11 @@ typedef struct {
   uint32_t *vals;
   UOp **val_nodes;    /* retained: the VALUE of each (schedule_cache.c finds them again) */
   bool values_folded; /* more VALUEs than SCHED_MAX_VALUES: the rest are in the AST */
+  int device;         /* the device it runs on (the devices of its outputs) */
+  /* A copy between devices, not a kernel (ast NULL): bufs[1], on its own
+   * device, into bufs[0] (nbufs 2, nout 1), as many bytes as bufs[0] holds
+   * (a row-major prefix of bufs[1]). */
+  bool copy;
 } ScheduleItem;
 
 /* The value index k of a kernel variable named "s<k>" (the name kernelize

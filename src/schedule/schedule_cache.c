@@ -5,8 +5,8 @@
  * VALUEs (tvk_scalar). The key is the graph in a canonical form, its
  * nodes in the order a depth-first walk from the roots first finishes them:
  * per node its op, dtype, sources (as earlier positions) and arg, except that
- * a BUFFER counts only by its dtype and whether it is empty (its views say
- * what is read) and a VALUE not at all. Equal
+ * a BUFFER counts only by its dtype, its device and whether it is empty
+ * (its views say what is read) and a VALUE not at all. Equal
  * keys mean equal graphs up to those leaves, so the scheduler's decisions
  * (which depend on the graph and the device's buffer limit, nothing else)
  * are the same. A hit rebuilds the Schedule from the kept one, with every
@@ -36,10 +36,13 @@ typedef struct {
   int64_t shape[TVK_MAX_DIMS];
   SchedWhy why;
   Op culprit;
+  int device;
 } KeptBuf;
 
 typedef struct {
-  UOp *ast; /* retained */
+  UOp *ast; /* retained; NULL for a copy */
+  int device;
+  bool copy;
   int nbufs, nout, nvals;
   int *bufs;
   int *vals; /* positions of the VALUEs */
@@ -84,12 +87,13 @@ static void put_arg(Str *s, const UOp *u) {
   case ARG_INT: put_i64(s, a->i); break;
   case ARG_FLOAT: put(s, &a->f, sizeof a->f); break;
   case ARG_INTS:
-    if (u->op == OP_BUFFER) { /* (id, numel): whether it has elements, no more */
+    if (u->op == OP_BUFFER) { /* (id, numel, device): whether it has elements, its device */
       /* The views over a buffer say what is read; its size decides nothing
        * but an empty buffer's loads (constant 0). Data made for each value of
        * a size variable is a buffer of another size under the same symbolic
        * view, and keeps its schedule. */
       put_i64(s, graph_buffer_numel(u) != 0);
+      put_i64(s, u->device);
       break;
     }
     if (u->op == OP_VALUE) break; /* (serial, bits): neither */
@@ -216,9 +220,15 @@ static bool entry_make(Entry *e, const Canon *c, const Schedule *s) {
   for (int i = 0; i < s->nbufs; i++) {
     const SchedBuf *b = &s->bufs[i];
     KeptBuf *k = &e->bufs[i];
-    *k = (KeptBuf){
-        pos_of(c, b->node), pos_of(c, b->buffer), b->dtype, b->numel, b->ndim, {0}, b->why,
-        b->culprit};
+    *k = (KeptBuf){pos_of(c, b->node),
+                   pos_of(c, b->buffer),
+                   b->dtype,
+                   b->numel,
+                   b->ndim,
+                   {0},
+                   b->why,
+                   b->culprit,
+                   b->device};
     memcpy(k->shape, b->shape, sizeof k->shape);
     if ((b->node && k->node < 0) || (b->buffer && k->buffer < 0)) return false;
   }
@@ -239,6 +249,7 @@ static bool entry_make(Entry *e, const Canon *c, const Schedule *s) {
     }
     k->ast = uop_retain(it->ast), e->nitems++;
     k->nbufs = it->nbufs, k->nout = it->nout, k->nvals = it->nvals;
+    k->device = it->device, k->copy = it->copy;
     memcpy(k->bufs, it->bufs, (size_t)it->nbufs * sizeof *k->bufs);
     for (int v = 0; v < it->nvals; v++)
       if ((k->vals[v] = pos_of(c, it->val_nodes[v])) < 0) return false;
@@ -263,7 +274,8 @@ static tvk_status entry_use(const Entry *e, const Canon *c, Schedule *s, Error *
                     .numel = k->numel,
                     .ndim = k->ndim,
                     .why = k->why,
-                    .culprit = k->culprit};
+                    .culprit = k->culprit,
+                    .device = k->device};
     memcpy(b->shape, k->shape, sizeof b->shape);
   }
   for (int a = 0; ok && a < e->naliases; a++)
@@ -282,6 +294,7 @@ static tvk_status entry_use(const Entry *e, const Canon *c, Schedule *s, Error *
     }
     it->ast = uop_retain(k->ast), s->nitems++;
     it->nbufs = k->nbufs, it->nout = k->nout, it->nvals = k->nvals;
+    it->device = k->device, it->copy = k->copy;
     memcpy(it->bufs, k->bufs, (size_t)k->nbufs * sizeof *it->bufs);
     for (int v = 0; v < k->nvals; v++) {
       UOp *value = c->nodes[k->vals[v]];

@@ -12,25 +12,28 @@
 
 /* What the passes know about one node of the graph. */
 typedef struct {
-  SchedWhy why;     /* != WHY_NONE: the node is materialised into a buffer */
-  Op culprit;       /* see SchedBuf.culprit */
-  int32_t owner;    /* a reduce: the kernel (root index) it is fused into; -1 none */
-  uint32_t seen[2]; /* walk stamps, one per walk state */
-  int32_t buf;      /* index into Schedule.bufs of its output; -1 */
-  bool alias;       /* a CONTIGUOUS that is a no-op (sched_contiguous_noop): never materialised */
-  bool mem;         /* its value reads memory or a reduce (not only constants and aranges) */
-  int32_t kred;     /* a materialised node whose kernel runs in the shape of a reduce it
-                       reaches through a reshape (decide.c): that reduce's index; -1 */
-  bool kperm;       /* with kred: the node is CONTIGUOUS(VIEW(reduce, a permutation)), stored
-                       through the inverse permutation (the seed's contiguous child) */
-  int32_t nparents; /* how many nodes of the graph use it as a source */
-  int32_t parent;   /* one of them (the last in topo order); -1 when none */
-  uint32_t direct;  /* walk stamp: reached from the kernel's root through elementwise ops only */
-  int32_t group;    /* a materialised node: the first (lowest index) node of the multi-output
-                       kernel it is stored by; itself when alone (decide.c) */
-  int32_t red;      /* a materialised node: the first reduce its kernel fuses; -1 none */
-  int32_t level;    /* the longest chain of kernels its value depends on (its own included
-                       when materialised): a kernel depends only on kernels of lower level */
+  SchedWhy why;      /* != WHY_NONE: the node is materialised into a buffer */
+  Op culprit;        /* see SchedBuf.culprit */
+  int32_t owner;     /* a reduce: the kernel (root index) it is fused into; -1 none */
+  uint32_t seen[2];  /* walk stamps, one per walk state */
+  int32_t buf;       /* index into Schedule.bufs of its output; -1 */
+  bool alias;        /* a CONTIGUOUS that is a no-op (sched_contiguous_noop): never materialised */
+  bool mem;          /* its value reads memory or a reduce (not only constants and aranges) */
+  int32_t kred;      /* a materialised node whose kernel runs in the shape of a reduce it
+                        reaches through a reshape (decide.c): that reduce's index; -1 */
+  bool kperm;        /* with kred: the node is CONTIGUOUS(VIEW(reduce, a permutation)), stored
+                        through the inverse permutation (the seed's contiguous child) */
+  int32_t nparents;  /* how many nodes of the graph use it as a source */
+  int32_t parent;    /* one of them (the last in topo order); -1 when none */
+  uint32_t direct;   /* walk stamp: reached from the kernel's root through elementwise ops only */
+  int32_t group;     /* a materialised node: the first (lowest index) node of the multi-output
+                        kernel it is stored by; itself when alone (decide.c) */
+  int32_t red;       /* a materialised node: the first reduce its kernel fuses; -1 none */
+  int16_t device;    /* the device a kernel computing it runs on: UOp.device, or for a
+                        node of no device that of what reads it (0 when nothing does) */
+  bool device_clash; /* a node of no device read on two devices */
+  int32_t level;     /* the longest chain of kernels its value depends on (its own included
+                        when materialised): a kernel depends only on kernels of lower level */
 } SchedNode;
 
 /* A growable stack of (node index, state) for the iterative walks: graphs can
@@ -100,6 +103,15 @@ bool sched_view_is_identity(const UOp *v);
 /* Two reduces can share a kernel: the same axes of the same shape. */
 bool sched_same_reduce(UOp *a, UOp *b);
 
+/* The node a COPY reads from memory: its source, through a no-op CONTIGUOUS
+ * and a VIEW of a row-major prefix; NULL for a source of no device (the COPY
+ * is then a kernel computing it on the COPY's device). */
+UOp *sched_copy_source(const UOp *copy);
+/* A COPY that is a copy item (it has a source in memory), not a kernel. */
+static inline bool sched_is_copy(const UOp *u) {
+  return u->op == OP_COPY && sched_copy_source(u) != NULL;
+}
+
 /* ---- graph.c ---- */
 /* The most buffers one kernel may bind: the device's limit and codegen's. */
 int sched_buffer_limit(const SchedGraph *g);
@@ -125,6 +137,10 @@ void sched_group_chains(SchedGraph *g);
  * in DEFINE_GLOBAL order: the outputs in the order given, then the inputs). */
 tvk_status sched_kernelize(SchedGraph *g, Schedule *s, const int64_t *roots, int nroots,
                            ScheduleItem *item);
+
+/* The copy item of materialised COPY node `copy` (sched_is_copy), filling
+ * item (bufs: its output, then the buffer its source is in). */
+tvk_status sched_copy_item(SchedGraph *g, Schedule *s, int64_t copy, ScheduleItem *item);
 
 /* Adds buffer entries to s; returns the index or -1 on out of memory. */
 int sched_add_buf(Schedule *s, const SchedBuf *b);

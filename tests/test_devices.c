@@ -1,0 +1,345 @@
+/* Several devices in one context (tvk.h, "several devices"), an outside
+ * user's test: tvk.h only. One run per pair of devices, the context's first
+ * and a second one it adds (`test_devices CPU VK`, `VK CPU`, `CPU CPU`,
+ * `VK VK`: the same name twice is two devices of their own; exit 77: no such
+ * device). Copies of every dtype and of views, computations that cross
+ * devices both ways, constants taking the device of their use, gradients
+ * through a copy, and the errors of a bad call, against plain loops. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "api_suite.h"
+#include "tvk.h"
+
+typedef struct {
+  const char *first, *second;
+  tvk_ctx *ctx;
+  int dev; /* the second device's index */
+} Suite;
+
+static int setup(void **state) {
+  Suite *s = *state;
+  if (tvk_ctx_create(s->first, &s->ctx) != TVK_OK) return -1;
+  if (tvk_ctx_add_device(s->ctx, s->second, &s->dev) != TVK_OK) {
+    fprintf(stderr, "add_device: %s\n", tvk_ctx_error(s->ctx));
+    return -1;
+  }
+  return 0;
+}
+
+static int teardown(void **state) {
+  Suite *s = *state;
+  return api_ctx_close_checked(&s->ctx, s->second);
+}
+
+static void expect_error(tvk_ctx *ctx, const char *part) {
+  const char *e = tvk_ctx_error(ctx);
+  if (!strstr(e, part)) fail_msg("error \"%s\" does not contain \"%s\"", e, part);
+}
+
+static void read_f32(tvk_tensor *t, float *out, size_t n) {
+  if (tvk_to_host(t, out, n * sizeof *out) != TVK_OK)
+    fail_msg("to_host: %s", tvk_ctx_error(tvk_ctx_of(t)));
+}
+
+static void expect_close(const float *got, const double *want, size_t n, const char *what) {
+  for (size_t i = 0; i < n; i++)
+    if (fabs(got[i] - want[i]) > 1e-5 * (1 + fabs(want[i])))
+      fail_msg("%s: element %zu is %.9g, want %.9g", what, i, got[i], want[i]);
+}
+
+/* ---------------------------------------------------------------- the API */
+
+static void test_devices_listed(void **state) {
+  Suite *s = *state;
+  assert_int_equal(s->dev, 1);
+  assert_int_equal(tvk_ctx_device_count(s->ctx), 2);
+  assert_string_equal(tvk_ctx_device_name(s->ctx, 0), tvk_ctx_device(s->ctx));
+  assert_true(strlen(tvk_ctx_device_name(s->ctx, 1)) > 0);
+  assert_string_equal(tvk_ctx_device_name(s->ctx, 2), "");
+  float v[3] = {1, 2, 3};
+  tvk_tensor *a = tvk_from_data(s->ctx, TVK_FLOAT32, 1, (int64_t[]){3}, v);
+  assert_int_equal(tvk_device_of(a), 0);
+  tvk_tensor *b = tvk_to_device(a, 1);
+  assert_int_equal(tvk_device_of(b), 1);
+  assert_int_equal(tvk_device_of(tvk_neg(b)), 1);
+  assert_int_equal(tvk_device_of(tvk_full(s->ctx, TVK_FLOAT32, 1, (int64_t[]){3}, 2)), -1);
+  /* a constant takes the device it is combined with */
+  assert_int_equal(tvk_device_of(tvk_add(b, tvk_full(s->ctx, TVK_FLOAT32, 1, (int64_t[]){3}, 2))),
+                   1);
+  /* already there: the same values, no copy */
+  tvk_tensor *same = tvk_to_device(a, 0);
+  assert_int_equal(tvk_device_of(same), 0);
+  tvk_stats st;
+  float out[3];
+  read_f32(same, out, 3);
+  tvk_stats_get(s->ctx, &st);
+  assert_int_equal(st.copies_run, 0);
+  assert_memory_equal(out, v, sizeof v);
+}
+
+static void test_errors(void **state) {
+  Suite *s = *state;
+  float v[4] = {1, 2, 3, 4};
+  tvk_tensor *a = tvk_from_data(s->ctx, TVK_FLOAT32, 1, (int64_t[]){4}, v);
+  tvk_tensor *b = tvk_to_device(a, 1);
+  /* an op on two devices names both */
+  tvk_tensor *bad = tvk_add(a, b);
+  assert_int_equal(tvk_status_of(bad), TVK_ERR_INVALID_ARG);
+  expect_error(s->ctx, "add: tensor argument 1 is on device 0");
+  expect_error(s->ctx, "argument 2 on device 1");
+  expect_error(s->ctx, "tvk_to_device");
+  /* and an op built of several (matmul's reshapes and reduce) too */
+  tvk_tensor *m =
+      tvk_matmul(tvk_reshape(a, 2, (int64_t[]){2, 2}), tvk_reshape(b, 2, (int64_t[]){2, 2}));
+  assert_int_equal(tvk_status_of(m), TVK_ERR_INVALID_ARG);
+  expect_error(s->ctx, "device 1");
+  assert_int_equal(tvk_status_of(tvk_to_device(a, 2)), TVK_ERR_INVALID_ARG);
+  expect_error(s->ctx, "to_device: device 2 is not one of the context's 2 (0 to 1");
+  assert_int_equal(tvk_status_of(tvk_to_device(a, -1)), TVK_ERR_INVALID_ARG);
+  assert_int_equal(tvk_device_of(bad), -1);
+  assert_int_equal(tvk_status_of(tvk_to_device(NULL, 0)), TVK_ERR_INVALID_ARG);
+  int idx = 7;
+  assert_int_equal(tvk_ctx_add_device(s->ctx, "NOPE", &idx), TVK_ERR_DEVICE);
+  assert_int_equal(idx, -1);
+  expect_error(s->ctx, "ctx_add_device(\"NOPE\")");
+  assert_int_equal(tvk_ctx_device_count(s->ctx), 2);
+  assert_int_equal(tvk_ctx_add_device(s->ctx, "CPU", NULL), TVK_ERR_INVALID_ARG);
+  /* up to 8 devices; the ninth is refused */
+  for (int i = 2; i < 8; i++) {
+    assert_int_equal(tvk_ctx_add_device(s->ctx, "CPU", &idx), TVK_OK);
+    assert_int_equal(idx, i);
+  }
+  assert_int_equal(tvk_ctx_add_device(s->ctx, "CPU", &idx), TVK_ERR_INVALID_ARG);
+  expect_error(s->ctx, "has 8 devices already");
+}
+
+/* ---------------------------------------------------------------- copies */
+
+/* Every dtype, both ways: the bytes arrive as they left. */
+static void test_copy_dtypes(void **state) {
+  Suite *s = *state;
+  enum { N = 37 };
+  uint8_t src[N * 8], back[N * 8], there[N * 8];
+  for (size_t i = 0; i < sizeof src; i++) src[i] = (uint8_t)(i * 37 + 11);
+  for (int dt = TVK_BOOL; dt <= TVK_FLOAT64; dt++) {
+    size_t es = tvk_dtype_size((tvk_dtype)dt), nb = N * es;
+    uint8_t data[N * 8];
+    memcpy(data, src, nb);
+    if (dt == TVK_BOOL)
+      for (int i = 0; i < N; i++) data[i] &= 1;
+    tvk_tensor *a = tvk_from_data(s->ctx, (tvk_dtype)dt, 1, (int64_t[]){N}, data);
+    tvk_tensor *b = tvk_to_device(a, 1);
+    tvk_tensor *c = tvk_to_device(b, 0);
+    memset(there, 0, sizeof there), memset(back, 0, sizeof back);
+    if (tvk_to_host(b, there, nb) != TVK_OK || tvk_to_host(c, back, nb) != TVK_OK)
+      fail_msg("%s: %s", tvk_dtype_name((tvk_dtype)dt), tvk_ctx_error(s->ctx));
+    if (memcmp(there, data, nb) || memcmp(back, data, nb))
+      fail_msg("%s: the bytes changed on the way", tvk_dtype_name((tvk_dtype)dt));
+    assert_int_equal(tvk_device_of(c), 0);
+    tvk_release(a), tvk_release(b), tvk_release(c);
+  }
+  tvk_stats st;
+  tvk_stats_get(s->ctx, &st);
+  assert_true(st.copies_run >= 2 * (TVK_FLOAT64 + 1));
+}
+
+/* Views that are not plain memory (permuted, shrunk, padded, expanded) are
+ * made contiguous on their own device, then copied. */
+static void test_copy_views(void **state) {
+  Suite *s = *state;
+  enum { R = 5, C = 7 };
+  float v[R * C];
+  for (int i = 0; i < R * C; i++) v[i] = (float)(i * 3 - 20) / 4;
+  tvk_tensor *a = tvk_from_data(s->ctx, TVK_FLOAT32, 2, (int64_t[]){R, C}, v);
+  for (int way = 0; way < 2; way++) {
+    tvk_tensor *x = way ? tvk_to_device(a, 1) : a; /* a view on either device */
+    int to = way ? 0 : 1;
+    /* permuted */
+    float got[(R + 3) * (C + 2)];
+    double want[(R + 3) * (C + 2)];
+    tvk_tensor *p = tvk_to_device(tvk_permute(x, (const int[]){1, 0}), to);
+    assert_int_equal(tvk_device_of(p), to);
+    read_f32(p, got, R * C);
+    for (int i = 0; i < C; i++)
+      for (int j = 0; j < R; j++) want[i * R + j] = v[j * C + i];
+    expect_close(got, want, R * C, "permuted");
+    /* shrunk: rows 1..3, columns 2..6 */
+    tvk_tensor *sh = tvk_to_device(tvk_shrink(x, (const int64_t[][2]){{1, 4}, {2, 7}}), to);
+    read_f32(sh, got, 3 * 5);
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 5; j++) want[i * 5 + j] = v[(i + 1) * C + j + 2];
+    expect_close(got, want, 15, "shrunk");
+    /* padded with -1: 1 row before, 2 after, 1 column after */
+    tvk_tensor *pd = tvk_to_device(tvk_pad(x, (const int64_t[][2]){{1, 2}, {0, 1}}, -1), to);
+    read_f32(pd, got, (R + 3) * (C + 1));
+    for (int i = 0; i < R + 3; i++)
+      for (int j = 0; j < C + 1; j++)
+        want[i * (C + 1) + j] = i >= 1 && i <= R && j < C ? v[(i - 1) * C + j] : -1;
+    expect_close(got, want, (R + 3) * (C + 1), "padded");
+    /* a reshape of the whole (plain already: no kernel before the copy) */
+    tvk_tensor *rs = tvk_to_device(tvk_reshape(x, 2, (int64_t[]){C, R}), to);
+    read_f32(rs, got, R * C);
+    for (int i = 0; i < R * C; i++) want[i] = v[i];
+    expect_close(got, want, R * C, "reshaped");
+    if (way) tvk_release(x);
+    tvk_release(p), tvk_release(sh), tvk_release(pd), tvk_release(rs);
+  }
+}
+
+/* ---------------------------------------------------------------- computing across */
+
+/* x on the first device; y = exp(x / 8) * 2 + 1 computed on the second, its
+ * row sums there, then back on the first added to x's column 0: kernels on
+ * both devices and copies both ways in one realize. */
+static void test_compute_across(void **state) {
+  Suite *s = *state;
+  enum { R = 33, C = 20 };
+  float v[R * C];
+  for (int i = 0; i < R * C; i++) v[i] = (float)((i * 7) % 23 - 11) / 3;
+  tvk_ctx *ctx = s->ctx;
+  tvk_tensor *x = tvk_from_data(ctx, TVK_FLOAT32, 2, (int64_t[]){R, C}, v);
+  tvk_tensor *x1 = tvk_to_device(x, 1);
+  tvk_tensor *two = tvk_full(ctx, TVK_FLOAT32, 0, NULL, 2);
+  tvk_tensor *y =
+      tvk_add(tvk_mul(tvk_exp(tvk_div(x1, tvk_full(ctx, TVK_FLOAT32, 0, NULL, 8))), two),
+              tvk_full(ctx, TVK_FLOAT32, 0, NULL, 1));
+  tvk_tensor *rows = tvk_sum(y, 1, (const int[]){1}, false);
+  assert_int_equal(tvk_device_of(rows), 1);
+  tvk_tensor *col0 =
+      tvk_reshape(tvk_shrink(x, (const int64_t[][2]){{0, R}, {0, 1}}), 1, (int64_t[]){R});
+  tvk_tensor *z = tvk_add(tvk_to_device(rows, 0), col0);
+  assert_int_equal(tvk_device_of(z), 0);
+  tvk_stats before, after;
+  tvk_stats_get(ctx, &before);
+  float got[R];
+  read_f32(z, got, R);
+  tvk_stats_get(ctx, &after);
+  double want[R];
+  for (int i = 0; i < R; i++) {
+    double acc = 0;
+    for (int j = 0; j < C; j++) acc += exp((double)v[i * C + j] / 8) * 2 + 1;
+    want[i] = acc + v[i * C];
+  }
+  expect_close(got, want, R, "across");
+  assert_int_equal(after.copies_run - before.copies_run, 2);
+  assert_true(after.kernels_run - before.kernels_run >= 2);
+  /* the intermediate stays on the second device, readable there */
+  float r1[R];
+  read_f32(rows, r1, R);
+  for (int i = 0; i < R; i++) want[i] -= v[i * C];
+  expect_close(r1, want, R, "rows on the second device");
+}
+
+/* A chain that goes there and back several times, with intermediates the
+ * memory planner may share on each device. */
+static void test_round_trips(void **state) {
+  Suite *s = *state;
+  enum { N = 1000 };
+  float v[N];
+  double want[N];
+  for (int i = 0; i < N; i++) v[i] = (float)(i % 17) / 5 - 1, want[i] = v[i];
+  tvk_tensor *t = tvk_from_data(s->ctx, TVK_FLOAT32, 1, (int64_t[]){N}, v);
+  tvk_tensor *c = tvk_full(s->ctx, TVK_FLOAT32, 0, NULL, 0.5);
+  for (int k = 0; k < 6; k++) {
+    t = tvk_to_device(tvk_add(tvk_mul(t, t), c), (k + 1) % 2);
+    for (int i = 0; i < N; i++) want[i] = want[i] * want[i] + 0.5;
+    t = tvk_tanh(t);
+    for (int i = 0; i < N; i++) want[i] = tanh(want[i]);
+  }
+  assert_int_equal(tvk_device_of(t), 0);
+  float got[N];
+  read_f32(t, got, N);
+  expect_close(got, want, N, "round trips");
+}
+
+/* A constant (and an arange) copied to a device is computed there. */
+static void test_constants(void **state) {
+  Suite *s = *state;
+  tvk_tensor *f = tvk_to_device(tvk_full(s->ctx, TVK_FLOAT32, 2, (int64_t[]){3, 4}, 2.5), 1);
+  assert_int_equal(tvk_device_of(f), 1);
+  float got[12];
+  double want[12];
+  tvk_stats before, after;
+  tvk_stats_get(s->ctx, &before);
+  read_f32(f, got, 12);
+  tvk_stats_get(s->ctx, &after);
+  assert_int_equal(after.copies_run, before.copies_run); /* a kernel, not a copy */
+  for (int i = 0; i < 12; i++) want[i] = 2.5;
+  expect_close(got, want, 12, "full");
+  float v[12];
+  for (int i = 0; i < 12; i++) v[i] = (float)i / 2;
+  tvk_tensor *x = tvk_to_device(tvk_from_data(s->ctx, TVK_FLOAT32, 1, (int64_t[]){12}, v), 1);
+  tvk_tensor *a = tvk_arange(s->ctx, TVK_FLOAT32, 0, 12, 1);
+  tvk_tensor *y = tvk_mul(x, a);
+  assert_int_equal(tvk_device_of(y), 1);
+  read_f32(y, got, 12);
+  for (int i = 0; i < 12; i++) want[i] = (double)v[i] * i;
+  expect_close(got, want, 12, "arange times data");
+}
+
+/* d/dx sum((x on device 1)^2 * w) = 2 x w, arriving on x's device. */
+static void test_grad(void **state) {
+  Suite *s = *state;
+  enum { N = 9 };
+  float xv[N], wv[N];
+  for (int i = 0; i < N; i++) xv[i] = (float)i / 3 - 1, wv[i] = (float)(N - i) / 4;
+  tvk_tensor *x = tvk_from_data(s->ctx, TVK_FLOAT32, 1, (int64_t[]){N}, xv);
+  tvk_tensor *w = tvk_from_data(s->ctx, TVK_FLOAT32, 1, (int64_t[]){N}, wv);
+  tvk_tensor *x1 = tvk_to_device(x, 1), *w1 = tvk_to_device(w, 1);
+  tvk_tensor *loss = tvk_sum(tvk_mul(tvk_mul(x1, x1), w1), 0, NULL, false);
+  tvk_tensor *g = NULL;
+  assert_int_equal(tvk_grad(loss, 1, &x, &g), TVK_OK);
+  assert_int_equal(tvk_device_of(g), 0);
+  float got[N];
+  double want[N];
+  read_f32(g, got, N);
+  for (int i = 0; i < N; i++) want[i] = 2.0 * xv[i] * wv[i];
+  expect_close(got, want, N, "gradient");
+}
+
+/* A jit records launches on the first device only: a call that crosses is
+ * refused with a message, not run wrongly. */
+static tvk_status cross_fn(void *user, tvk_ctx *ctx, int nin, tvk_tensor *const *in, int nout,
+                           tvk_tensor **out) {
+  (void)ctx, (void)nin, (void)nout, (void)user;
+  out[0] = tvk_to_device(tvk_neg(tvk_to_device(in[0], 1)), 0);
+  return TVK_OK;
+}
+
+static void test_jit_refused(void **state) {
+  Suite *s = *state;
+  tvk_jit *j = tvk_jit_create(s->ctx, cross_fn, NULL);
+  assert_non_null(j);
+  float v[4] = {1, 2, 3, 4};
+  tvk_tensor *x = tvk_from_data(s->ctx, TVK_FLOAT32, 1, (int64_t[]){4}, v);
+  tvk_tensor *out = NULL;
+  tvk_status st = TVK_OK;
+  for (int k = 0; k < 3 && st == TVK_OK; k++) st = tvk_jit_run(j, 1, &x, 1, &out);
+  assert_int_equal(st, TVK_ERR_INVALID_ARG);
+  expect_error(s->ctx, "first device only");
+  tvk_jit_destroy(j);
+}
+
+int main(int argc, char **argv) {
+  Suite suite = {.first = argc > 1 ? argv[1] : "CPU", .second = argc > 2 ? argv[2] : "CPU"};
+  if (argc > 3) cmocka_set_test_filter(argv[3]);
+  if (api_device_missing("test_devices", suite.first) ||
+      api_device_missing("test_devices", suite.second))
+    return 77;
+#define T(f) cmocka_unit_test_prestate_setup_teardown(f, setup, teardown, &suite)
+  const struct CMUnitTest tests[] = {
+      T(test_devices_listed), T(test_errors),         T(test_copy_dtypes),
+      T(test_copy_views),     T(test_compute_across), T(test_round_trips),
+      T(test_constants),      T(test_grad),           T(test_jit_refused),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
