@@ -226,6 +226,11 @@ static tvk_status cpu_sync(Device *d) {
   return TVK_OK;
 }
 
+static void *cpu_host_ptr(Device *d, DevBuffer *b) {
+  (void)d;
+  return b ? b->data : NULL;
+}
+
 /* ---- lifetime ---- */
 
 static void cpu_destroy(Device *d) {
@@ -249,6 +254,7 @@ static const DeviceOps cpu_ops = {
     .program_free = cpu_program_free_op,
     .launch = cpu_launch,
     .sync = cpu_sync,
+    .host_ptr = cpu_host_ptr,
     .wait_compiles = cpu_wait_compiles,
     .destroy = cpu_destroy,
 };

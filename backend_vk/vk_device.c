@@ -775,6 +775,11 @@ static tvk_status vkd_sync(Device *d) {
   return st != TVK_OK ? st : vk_wait(vk_of(d));
 }
 
+static tvk_status vkd_flush(Device *d) {
+  tvk_status st = vk_alive(vk_of(d));
+  return st != TVK_OK ? st : vk_flush(vk_of(d));
+}
+
 static tvk_status vkd_graph_create(Device *d, const DevLaunch *l, int n, DevGraph **out) {
   tvk_status st = vk_alive(vk_of(d));
   if (st != TVK_OK) *out = NULL;
@@ -823,6 +828,7 @@ static const DeviceOps vk_ops = {
     .program_free = vk_program_free,
     .launch = vkd_launch,
     .sync = vkd_sync,
+    .flush = vkd_flush,
     .graph_create = vkd_graph_create,
     .graph_launch = vkd_graph_launch,
     .graph_free = vk_graph_free,

@@ -115,6 +115,15 @@ typedef struct {
   tvk_status (*launch)(Device *d, DevProgram *p, DevBuffer *const *bufs, int nbufs,
                        const int32_t *vals, int nvals, const LaunchDims *dims);
   tvk_status (*sync)(Device *d); /* wait for everything enqueued */
+  /* Starts what launch() enqueued without waiting for it (Vulkan: submits
+   * the batch being recorded), so that the device works while the host goes
+   * on to another device's work. NULL: a launch starts by itself (the CPU's
+   * runs to completion). */
+  tvk_status (*flush)(Device *d);
+  /* Where the host reads and writes b's bytes in place (the CPU's memory),
+   * or NULL (and a NULL entry) where it cannot: a copy between devices then
+   * goes straight out of or into it, not through a buffer of its own. */
+  void *(*host_ptr)(Device *d, DevBuffer *b);
   /* Graphs: launches recorded once and enqueued again as a unit, for a
    * replay that does no per-launch work on the host (Vulkan: one command
    * buffer, submitted as it is). graph_create checks and records l[0..n-1]

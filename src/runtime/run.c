@@ -546,10 +546,10 @@ static Runner on_device(const Runner *r, int d) {
 
 static Device *device_of(const Runner *r, int d) { return r->devs ? r->devs[d] : r->dev; }
 
-/* Copy item i: what the source's device has computed into it goes through
- * host memory to the destination. Both devices are waited for first: the
- * source for its data, the destination for kernels that may still read the
- * memory the planner gave to the copy's output. */
+/* Copy item i: what the source's device has computed goes through host
+ * memory to the destination. Both devices are waited for first: the source
+ * for its data, the destination for kernels that may still read the memory
+ * the planner gave to the copy's output. */
 static tvk_status run_copy(const Runner *r, const Schedule *s, DevBuffer *const *bufs, int i) {
   const ScheduleItem *it = &s->items[i];
   const SchedBuf *to = &s->bufs[it->bufs[0]], *from = &s->bufs[it->bufs[1]];
@@ -562,16 +562,22 @@ static tvk_status run_copy(const Runner *r, const Schedule *s, DevBuffer *const 
   if (!bufs[it->bufs[0]] || !bufs[it->bufs[1]])
     return err_set(r->err, TVK_ERR_INTERNAL, "copy %d: a buffer has no device memory", i);
   int64_t t0 = r->trace ? trace_now_ns() : 0;
-  void *host = malloc(nbytes);
+  DevBuffer *from_buf = bufs[it->bufs[1]], *to_buf = bufs[it->bufs[0]];
+  /* Straight out of or into host memory where one side is (the CPU's):
+   * one copy, not two through a buffer of its own. */
+  void *src_host = src->ops->host_ptr ? src->ops->host_ptr(src, from_buf) : NULL;
+  void *dst_host = !src_host && dst->ops->host_ptr ? dst->ops->host_ptr(dst, to_buf) : NULL;
+  void *host = src_host ? src_host : dst_host ? dst_host : malloc(nbytes);
   if (!host)
     return err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "copy %d: out of memory for %zu bytes", i,
                    nbytes);
-  Device *failed = src;
-  tvk_status st = src->ops->sync(src);
-  if (st == TVK_OK) st = src->ops->copy_out(src, bufs[it->bufs[1]], 0, host, nbytes);
-  if (st == TVK_OK) failed = dst, st = dst->ops->sync(dst);
-  if (st == TVK_OK) st = dst->ops->copy_in(dst, bufs[it->bufs[0]], 0, host, nbytes);
-  free(host);
+  Device *failed = dst;
+  tvk_status st = dst->ops->sync(dst);
+  if (st == TVK_OK) failed = src, st = src->ops->sync(src);
+  if (st == TVK_OK && !src_host) st = src->ops->copy_out(src, from_buf, 0, host, nbytes);
+  if (st == TVK_OK) failed = dst;
+  if (st == TVK_OK && !dst_host) st = dst->ops->copy_in(dst, to_buf, 0, host, nbytes);
+  if (host != src_host && host != dst_host) free(host);
   if (st != TVK_OK)
     return err_set(r->err, st, "copy from %s to %s: %s", src->ops->name(src), dst->ops->name(dst),
                    failed->err.msg);
@@ -625,6 +631,12 @@ tvk_status run_schedule(const Runner *r, const Schedule *s, DevBuffer *const *bu
     Runner rd = on_device(r, s->items[i].device);
     print_code(&rd, &p[i]);
     st = launch(&rd, s, bufs, i, &p[i]);
+    /* the device starts on its work before the host turns to another's */
+    bool handover =
+        i + 1 < n && (s->items[i + 1].copy || s->items[i + 1].device != s->items[i].device);
+    if (st == TVK_OK && handover && rd.dev->ops->flush &&
+        (st = rd.dev->ops->flush(rd.dev)) != TVK_OK)
+      st = err_set(r->err, st, "run: %s", rd.dev->err.msg);
   }
   /* Launches may be queued: buffers the schedule alone holds are freed after this. */
   for (int d = 0; d < ndevs && st == TVK_OK && n > 0; d++) {
