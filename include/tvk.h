@@ -308,6 +308,24 @@ TVK_API tvk_tensor *tvk_to_device(tvk_tensor *t, int device);
 /* The device t lives on, or -1 for a tensor of no device (a constant) or
  * one in an error state. */
 TVK_API int tvk_device_of(const tvk_tensor *t);
+/* One logical tensor over several devices (the seed's MULTI): t cut along
+ * `axis` into n parts on devices[0..n) (indices of its context, each once),
+ * ceil(size / n) rows each and the last ones shorter (or empty), or with
+ * axis -1 a whole copy on each (replicated). Ops on sharded tensors run per
+ * part, each on its device: elementwise ops of tensors sharded alike (or
+ * with a replicated tensor or a constant), views that keep the sharded axis
+ * whole (permutes, expands, reshapes and pads of the other axes), reduces
+ * (over the sharded axis: partial reduces, then an all-reduce through copies
+ * that leaves the result replicated); other views and ops cut otherwise
+ * gather the parts onto the first device. tvk_to_device gathers a sharded
+ * tensor onto one device, tvk_to_host assembles it. A sharded tensor with
+ * one on a single device is an error. Not yet: gradients through parts,
+ * sharding a tensor twice, symbolic sizes along the axis. */
+TVK_API tvk_tensor *tvk_shard(tvk_tensor *t, int n, const int *devices, int axis);
+/* How many parts t is made of (0: it lives on one device or none), and in
+ * *axis (may be NULL) the axis they are cut along (-1: replicated), as a
+ * realize would cut it. */
+TVK_API int tvk_shard_info(const tvk_tensor *t, int *axis);
 /* Message of the last error in this context, "" if none. Owned by ctx; valid
  * until the next call on the context. */
 TVK_API const char *tvk_ctx_error(const tvk_ctx *ctx);

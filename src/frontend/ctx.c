@@ -179,6 +179,19 @@ tvk_tensor *tensor_error_from(const tvk_tensor *src) {
 
 tvk_tensor *front_check_devices(const char *op, int n, tvk_tensor *const *ts) {
   tvk_ctx *ctx = n > 0 ? ts[0]->ctx : NULL;
+  /* a sharded input with one on a single device */
+  for (int i = 0, multi = -1, one = -1; i < n; i++) {
+    int d = ts[i]->uop ? ts[i]->uop->device : UOP_DEVICE_NONE;
+    if (d == UOP_DEVICE_MULTI && multi < 0) multi = i;
+    if (d >= 0 && one < 0) one = i;
+    if (multi >= 0 && one >= 0)
+      return tensor_error(ctx, TVK_ERR_INVALID_ARG,
+                          "%s: tensor argument %d is sharded (tvk_shard) and argument %d is on "
+                          "device %d (%s) alone; shard or replicate it too (tvk_shard, axis -1), "
+                          "or gather the sharded one (tvk_to_device)",
+                          op, multi + 1, one + 1, ts[one]->uop->device,
+                          ctx_device_name(ctx, ts[one]->uop->device));
+  }
   /* every input on one device, or on none (constants go where they are used) */
   for (int i = 0, first = -1; i < n; i++) {
     int d = ts[i]->uop ? ts[i]->uop->device : UOP_DEVICE_NONE;
@@ -642,6 +655,17 @@ tvk_status tvk_to_host(tvk_tensor *t, void *dst, size_t nbytes) {
   if (!dst) return err_set(&ctx->err, TVK_ERR_INVALID_ARG, "to_host: dst is NULL");
   size_t m = FRONT_BEGIN(ctx);
   tvk_status st;
+  tvk_tensor *gathered = NULL; /* a sharded tensor: assembled on the first device */
+  if (t->uop->device == UOP_DEVICE_MULTI) {
+    gathered = tvk_to_device(t, 0);
+    if (gathered->status != TVK_OK) {
+      st = err_set(&ctx->err, gathered->status, "%s", tvk_error_of(gathered));
+      tvk_release(gathered);
+      uop_pool_drain(ctx->u, m);
+      return st;
+    }
+    t = gathered;
+  }
   Buffer *b = ctx_materialize(t, "to_host", &st);
   if (b && (st = ctx_buffer_check_sizes(ctx, "to_host", b)) != TVK_OK) b = NULL;
   if (b && b->nbytes < need)
@@ -658,6 +682,7 @@ tvk_status tvk_to_host(tvk_tensor *t, void *dst, size_t nbytes) {
     if (ctx->trace) trace_copy(ctx, "copy to the host", t0, need);
     if (st != TVK_OK) st = err_set(&ctx->err, st, "to_host: %s", d->err.msg);
   }
+  tvk_release(gathered);
   uop_pool_drain(ctx->u, m);
   return st;
 }
@@ -745,6 +770,14 @@ int tvk_device_of(const tvk_tensor *t) {
   return t && t->status == TVK_OK && t->uop && t->uop->device >= 0 ? t->uop->device : -1;
 }
 
+UOp *front_copy(UOp *x, int device) {
+  /* A view that is not plain memory is made so on its own device first: a
+   * copy moves one block of bytes. */
+  if (x->device >= 0 && x->op == OP_VIEW && !st_contiguous(x->arg.st))
+    x = uop_new(x->ctx, OP_CONTIGUOUS, x->dtype, 1, &x, arg_none());
+  return x ? graph_copy(x, device) : NULL;
+}
+
 tvk_tensor *tvk_to_device(tvk_tensor *t, int device) {
   tvk_tensor *bad = tensor_check_inputs("to_device", 1, &t);
   if (bad || !t) return bad;
@@ -756,11 +789,16 @@ tvk_tensor *tvk_to_device(tvk_tensor *t, int device) {
                         device, ctx->ndevs, ctx->ndevs - 1);
   size_t m = FRONT_BEGIN(ctx);
   UOp *x = t->uop;
-  /* A view that is not plain memory is made so on its own device first: a
-   * copy moves one block of bytes. */
-  if (x->device >= 0 && x->device != device && x->op == OP_VIEW && !st_contiguous(x->arg.st))
-    x = uop_new(ctx->u, OP_CONTIGUOUS, x->dtype, 1, &x, arg_none());
-  UOp *c = x && x->device != device ? graph_copy(x, device) : x;
+  if (x->device == UOP_DEVICE_MULTI) { /* sharded: its parts gathered on the device */
+    UOp *sp = NULL;
+    tvk_status st = shard_split(ctx, x, &sp);
+    if (st != TVK_OK) return FRONT_END(ctx, m, tensor_error_ctx(ctx, st));
+    x = sp->op == OP_MULTI ? shard_gather(sp, device) : sp;
+    if (!x)
+      return FRONT_END(ctx, m,
+                       tensor_error(ctx, TVK_ERR_OUT_OF_MEMORY, "to_device: out of memory"));
+  }
+  UOp *c = x && x->device != device ? front_copy(x, device) : x;
   return FRONT_END(ctx, m, tensor_new(ctx, c, t->dtype, t->ndim, t->shape));
 }
 

@@ -184,6 +184,25 @@ int shape_first_sym(int ndim, const int64_t *shape);
  * What an op that does not take symbolic sizes yet answers. */
 tvk_tensor *front_refuse_symbolic(const char *op, int n, tvk_tensor *const *ts);
 
+/* COPY(x) to device `device` (autoreleased), with a view of x that is not
+ * plain memory made contiguous on its own device first (tvk_to_device's). */
+UOp *front_copy(UOp *x, int device);
+
+/* ---- sharded tensors (shard.c) ---- */
+/* root, a graph over MULTIs (UOP_DEVICE_MULTI), as per-device graphs: a
+ * MULTI of them, or a node of one device where the graph gathers or
+ * all-reduces (autoreleased, in *out). TVK_ERR_INVALID_ARG naming the op
+ * that does not run on parts yet; out of memory. */
+tvk_status shard_split(tvk_ctx *ctx, UOp *root, UOp **out);
+/* A MULTI's parts copied to device `to` and put in place: the whole tensor
+ * there (autoreleased; NULL on out of memory). */
+UOp *shard_gather(UOp *multi, int to);
+/* Part k of `multi` (cut along axis, or -1: all of it) taken from g, a node
+ * of the whole tensor's shape (split already: a MULTI or a node of one
+ * device): g gathered on the part's device, then the part's rows
+ * (autoreleased; NULL on out of memory). */
+UOp *shard_rows_on(UOp *g, int axis, UOp *multi, int k);
+
 /* ---- dtypes ---- */
 ScalarType dt_from_tvk(tvk_dtype dt);
 tvk_dtype dt_to_tvk(ScalarType s);

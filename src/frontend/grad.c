@@ -200,6 +200,35 @@ static UOp *view_back(Grad *gr, UOp *g, const ShapeTracker *st, int xnd, const i
 
 /* ---------------------------------------------------------------- the rules */
 
+/* A MULTI's gradient g (a graph over the whole tensor) to its parts: g as
+ * per-device graphs (shard_split), part k's to part k when g is cut as u is;
+ * otherwise each part's rows of g gathered on its device. A replicated
+ * tensor's parts are copies of one value: its whole gradient goes to the
+ * first part only, so that what they were copied from gets it once. */
+static bool multi_back(Grad *gr, UOp *u, UOp *g) {
+  UOp *sp = NULL;
+  if (shard_split(gr->ctx, g, &sp) != TVK_OK) {
+    gr->fail = "the gradient of a sharded tensor could not be cut into parts";
+    return false;
+  }
+  int n = (int)u->nsrc, axis = (int)u->arg.i;
+  bool same = sp->op == OP_MULTI && (int)sp->nsrc == n && sp->arg.i == axis;
+  for (int k = 0; same && k < n; k++) {
+    int64_t a[TVK_MAX_DIMS], b[TVK_MAX_DIMS];
+    int na = graph_shape(u->src[k], a), nb = graph_shape(sp->src[k], b);
+    same = na == nb && !memcmp(a, b, (size_t)na * sizeof *a) &&
+           sp->src[k]->device == u->src[k]->device;
+  }
+  bool ok = true;
+  for (int k = 0; ok && k < n; k++) {
+    UOp *x = u->src[k];
+    if (ptrmap_get(&gr->need, x) <= 0 || (axis < 0 && k > 0)) continue;
+    UOp *part = same ? sp->src[k] : shard_rows_on(sp, axis < 0 ? -1 : axis, u, k);
+    ok = accumulate(gr, x, part);
+  }
+  return ok;
+}
+
 /* Passes g, node u's gradient, to the sources of u that need one. */
 static bool backward(Grad *gr, UOp *u, UOp *g) {
   tvk_ctx *ctx = gr->ctx;
@@ -209,6 +238,7 @@ static bool backward(Grad *gr, UOp *u, UOp *g) {
   UOp *a = u->nsrc > 0 ? u->src[0] : NULL, *b = u->nsrc > 1 ? u->src[1] : NULL;
   bool na = a && ptrmap_get(&gr->need, a) > 0, nb = b && ptrmap_get(&gr->need, b) > 0;
   bool nc = u->nsrc > 2 && ptrmap_get(&gr->need, u->src[2]) > 0;
+  if (u->op == OP_MULTI) return multi_back(gr, u, g);
   if (!na && !nb && !nc) return true; /* no parameter below: nothing to pass on */
   bool ok = true;
   switch ((Op)u->op) {
@@ -262,7 +292,7 @@ static bool backward(Grad *gr, UOp *u, UOp *g) {
   case OP_CAST: return accumulate(gr, a, ew_cast(g, (ScalarType)a->dtype.scalar));
   case OP_CONTIGUOUS: return accumulate(gr, a, g);
   case OP_COPY: /* back to the source's device; a source of no device is a constant */
-    return a->device < 0 || accumulate(gr, a, g ? graph_copy(g, a->device) : NULL);
+    return a->device < 0 || accumulate(gr, a, g ? front_copy(g, a->device) : NULL);
   case OP_VIEW: {
     int64_t xs[TVK_MAX_DIMS];
     int xnd = node_shape(a, xs);

@@ -442,11 +442,12 @@ static tvk_status check_capture(tvk_ctx *ctx, const Schedule *s) {
 
 tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts) {
   const tvk_tensor *first_bad = NULL;
-  UOp **roots = malloc((size_t)(n > 0 ? n : 1) * sizeof *roots);
+  /* room for every part of a sharded tensor */
+  UOp **roots = malloc((size_t)(n > 0 ? n : 1) * CTX_MAX_DEVICES * sizeof *roots);
   if (!roots) return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
   int nr = 0;
   for (int i = 0; i < n; i++) {
-    const tvk_tensor *t = ts[i];
+    tvk_tensor *t = ts[i];
     if (!t || t->status != TVK_OK || !t->uop) {
       if (!first_bad && t) first_bad = t;
       if (!t) {
@@ -454,6 +455,20 @@ tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts) {
         return err_set(&ctx->err, TVK_ERR_INVALID_ARG, "realize: tensor %d of %d is NULL", i, n);
       }
       continue;
+    }
+    if (t->uop->device == UOP_DEVICE_MULTI) {
+      /* a graph over sharded tensors: from now on its per-device graphs,
+       * each part a root */
+      UOp *sp = NULL;
+      tvk_status ss = shard_split(ctx, t->uop, &sp);
+      if (ss != TVK_OK) {
+        free(roots);
+        return ss;
+      }
+      tensor_set_uop(t, sp);
+      for (uint32_t k = 0; sp->op == OP_MULTI && k < sp->nsrc; k++)
+        if (!is_data(sp->src[k])) roots[nr++] = sp->src[k];
+      if (sp->op == OP_MULTI) continue;
     }
     if (!is_data(t->uop)) roots[nr++] = t->uop;
   }

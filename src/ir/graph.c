@@ -8,6 +8,10 @@ UOp *graph_buffer_on(UCtx *ctx, ScalarType s, int64_t id, int64_t numel, int dev
                  arg_ints(3, (const int64_t[]){id, numel, device}));
 }
 
+UOp *graph_multi(int n, UOp *const *parts, int axis) {
+  return n > 0 ? uop_new(parts[0]->ctx, OP_MULTI, parts[0]->dtype, n, parts, arg_int(axis)) : NULL;
+}
+
 UOp *graph_copy(UOp *x, int device) {
   return uop_new(x->ctx, OP_COPY, x->dtype, 1, &x, arg_int(device));
 }
@@ -29,6 +33,15 @@ int graph_shape(UOp *u, int64_t *shape) {
     if (u->op == OP_REDUCE_AXIS) {
       int nd = graph_shape(u->src[0], shape);
       for (int i = 0; i < u->arg.red.n; i++) shape[u->arg.red.axes[i]] = 1;
+      return nd;
+    }
+    if (u->op == OP_MULTI && u->arg.i >= 0) { /* the parts' lengths along the axis, summed */
+      int nd = graph_shape(u->src[0], shape);
+      int64_t part[TVK_MAX_DIMS];
+      for (uint32_t k = 1; k < u->nsrc; k++) {
+        graph_shape(u->src[k], part);
+        shape[u->arg.i] = sint_add(shape[u->arg.i], part[u->arg.i]);
+      }
       return nd;
     }
     if (u->nsrc == 0) return 0; /* a bare CONST or BUFFER: scalar */

@@ -28,6 +28,11 @@
  *                           arg_int(device); x is data on its device, or a
  *                           node the scheduler materialises there first, or
  *                           of no device (constants: computed on the target)
+ *   MULTI(p0, p1, ...)      tvk_shard: the parts on their devices, cut along
+ *                           arg_int(axis) or (-1) replicated; its shape is
+ *                           the whole tensor's. The frontend turns a graph
+ *                           over it into per-device graphs before it is
+ *                           scheduled (frontend/shard.c)
  *
  * Shapes are derived (graph_shape): VIEW from its tracker, REDUCE_AXIS from its
  * source with 1s at the axes, everything else from its first source that has one.
@@ -56,6 +61,10 @@ static inline UOp *graph_buffer(UCtx *ctx, ScalarType s, int64_t id, int64_t num
 /* COPY(x): x's value in the memory of device `device` (autoreleased; NULL on
  * out of memory). */
 UOp *graph_copy(UOp *x, int device);
+/* MULTI(parts[0..n)): the parts (each on its own device) of one tensor cut
+ * along `axis`, or -1: each a full copy (autoreleased; NULL on out of
+ * memory). */
+UOp *graph_multi(int n, UOp *const *parts, int axis);
 static inline int64_t graph_buffer_id(const UOp *buffer) { return buffer->arg.ints.v[0]; }
 static inline int64_t graph_buffer_numel(const UOp *buffer) { return buffer->arg.ints.v[1]; }
 

@@ -298,6 +298,7 @@ static int16_t node_device(const UOp *u) {
   if (u->op == OP_BUFFER)
     return (int16_t)(u->arg.kind == ARG_INTS && u->arg.ints.n > 2 ? u->arg.ints.v[2] : 0);
   if (u->op == OP_COPY) return (int16_t)u->arg.i;
+  if (u->op == OP_MULTI) return UOP_DEVICE_MULTI;
   int16_t d = UOP_DEVICE_NONE;
   for (uint32_t k = 0; k < u->nsrc; k++) {
     int16_t s = u->src[k]->device;

@@ -99,12 +99,14 @@ struct UOp {
   /* The device whose memory a tensor-graph node's value lives in (an index
    * of the frontend's context), set by uop_new from the node: BUFFER's and
    * COPY's own, else the one its sources agree on; UOP_DEVICE_NONE for a
-   * node of no memory (constants, kernel ASTs), UOP_DEVICE_MIXED where two
-   * sources disagree (an op the frontend refuses). Kept here, not found by
+   * node of no memory (constants, kernel ASTs), UOP_DEVICE_MULTI for a
+   * MULTI and what is computed from it (with constants or other MULTIs),
+   * UOP_DEVICE_MIXED where two sources disagree (an op the frontend
+   * refuses). Kept here, not found by
    * a walk, so that every op can check its inputs' devices at no cost. */
   int16_t device;
 };
-enum { UOP_DEVICE_NONE = -1, UOP_DEVICE_MIXED = -2 };
+enum { UOP_DEVICE_NONE = -1, UOP_DEVICE_MIXED = -2, UOP_DEVICE_MULTI = -3 };
 
 /* ---- context ---- */
 

@@ -1,0 +1,426 @@
+/* Sharded tensors (tvk_shard, docs/devices.md): MULTI(parts) in the tensor
+ * graph, the parts on their devices. Ops build their nodes over a MULTI as
+ * over any tensor, in the whole tensor's shape; before a realize,
+ * shard_split turns each graph over MULTIs into per-device graphs, bottom
+ * up, the seed's MultiLazyBuffer rules:
+ *
+ *   elementwise            per part, when the sharded inputs are cut alike;
+ *                          a replicated input or a constant is cut to each
+ *                          part's rows; inputs cut otherwise are gathered
+ *   VIEW                   per part when the view keeps the sharded axis whole
+ *                          (a permute, an expand, a reshape or pad of the
+ *                          other axes: view_per_part); else gathered first
+ *   REDUCE_AXIS            per part; over the sharded axis the partial
+ *                          results are all-reduced through copies (each
+ *                          device adds every part's), the result replicated
+ *   CONTIGUOUS             per part
+ *
+ * A gather (shard_gather) copies every part to one device and puts them in
+ * place (padded with zeros and added: the parts do not overlap). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/frontend.h"
+#include "ir/ptrmap.h"
+#include "ir/vec.h"
+
+/* A node as parts: n parts (0: not sharded, `whole` is the node), cut along
+ * axis (-1: each part the whole, replicated), part k on device dev[k] with
+ * rows [lo[k], hi[k]) of the axis. */
+typedef struct {
+  int n, axis;
+  UOp *part[CTX_MAX_DEVICES];
+  int dev[CTX_MAX_DEVICES];
+  int64_t lo[CTX_MAX_DEVICES], hi[CTX_MAX_DEVICES];
+  UOp *whole;
+} Parts;
+
+static Parts parts_of_multi(UOp *m) {
+  Parts p = {.n = (int)m->nsrc, .axis = (int)m->arg.i};
+  int64_t at = 0, shape[TVK_MAX_DIMS];
+  for (int k = 0; k < p.n; k++) {
+    p.part[k] = m->src[k];
+    p.dev[k] = m->src[k]->device;
+    int64_t len = 0;
+    if (p.axis >= 0) graph_shape(m->src[k], shape), len = shape[p.axis];
+    p.lo[k] = at, p.hi[k] = at + len, at += len;
+  }
+  return p;
+}
+
+static bool same_cut(const Parts *a, const Parts *b) {
+  if (a->n != b->n || a->axis != b->axis) return false;
+  for (int k = 0; k < a->n; k++)
+    if (a->dev[k] != b->dev[k] || a->lo[k] != b->lo[k] || a->hi[k] != b->hi[k]) return false;
+  return true;
+}
+
+/* VIEW(x, st), st built by f from x's shape (autoreleased). */
+static UOp *view_by(UOp *x, ShapeTracker *st) {
+  UOp *v = st ? graph_view(x, st) : NULL;
+  st_free(st);
+  return v;
+}
+
+/* Rows [lo, hi) of x's axis. */
+static UOp *rows(UOp *x, int axis, int64_t lo, int64_t hi) {
+  int64_t shape[TVK_MAX_DIMS], r[TVK_MAX_DIMS][2];
+  int nd = graph_shape(x, shape);
+  if (lo == 0 && hi == shape[axis]) return x; /* all of it */
+  for (int d = 0; d < nd; d++) r[d][0] = 0, r[d][1] = shape[d];
+  r[axis][0] = lo, r[axis][1] = hi;
+  ShapeTracker *st0 = st_from_shape(nd, shape);
+  ShapeTracker *st = st0 ? st_shrink(st0, (const sint(*)[2])r) : NULL;
+  st_free(st0);
+  return view_by(x, st);
+}
+
+/* x on device `to`: x itself when it is there (or of no device), else a copy. */
+static UOp *on(UOp *x, int to) { return x->device == to || x->device < 0 ? x : front_copy(x, to); }
+
+static UOp *shard_gather_parts(const Parts *p, int to) {
+  if (p->n == 0) return on(p->whole, to);
+  if (p->axis < 0) { /* replicated: the copy on `to`, or any one copied there */
+    for (int k = 0; k < p->n; k++)
+      if (p->dev[k] == to) return p->part[k];
+    return on(p->part[0], to);
+  }
+  int64_t total = p->hi[p->n - 1];
+  bool is_bool = p->part[0]->dtype.scalar == DT_BOOL;
+  UOp *sum = NULL;
+  for (int k = 0; k < p->n; k++) {
+    if (p->hi[k] == p->lo[k]) continue; /* an empty part adds nothing */
+    int64_t shape[TVK_MAX_DIMS], pads[TVK_MAX_DIMS][2] = {{0}};
+    int nd = graph_shape(p->part[k], shape);
+    pads[p->axis][0] = p->lo[k], pads[p->axis][1] = total - p->hi[k];
+    ShapeTracker *st0 = st_from_shape(nd, shape);
+    ShapeTracker *st = st0 ? st_pad(st0, (const sint(*)[2])pads) : NULL;
+    st_free(st0);
+    UOp *placed = view_by(on(p->part[k], to), st);
+    sum = !sum || !placed ? placed : uop_alu2(is_bool ? OP_OR : OP_ADD, sum, placed);
+  }
+  if (!sum) { /* every part empty: the whole is empty too */
+    int64_t shape[TVK_MAX_DIMS];
+    int nd = graph_shape(p->part[0], shape);
+    ShapeTracker *st = st_from_shape(nd, shape);
+    sum = view_by(on(p->part[0], to), st);
+  }
+  return sum;
+}
+
+/* ---------------------------------------------------------------- views per part */
+
+/* The view st of a sharded x (shape S, cut along axis a) as a view of each
+ * part: when the view reads the axis whole into one of its own axes (*j),
+ * once and in order, and each of its other axes walks input axes on one
+ * side of a (a permute, an expand, a reshape or a pad of the other axes),
+ * the part's view is the same with a's length changed. *out_st[k] for each
+ * part's length (caller frees); false otherwise. */
+static bool view_per_part(const ShapeTracker *st, int nds, const int64_t *S, int a, const Parts *p,
+                          int *j, ShapeTracker **out_st) {
+  if (st->nviews != 1 || st_is_symbolic(st)) return false;
+  const View *v = &st->views[0];
+  int64_t R[TVK_MAX_DIMS], block = 1; /* row-major strides of S */
+  for (int c = nds - 1; c >= 0; c--) R[c] = block, block *= S[c];
+  int64_t above = R[a] * S[a]; /* an address's part in the axes >= a is below this */
+  int64_t off_lo = v->offset % above, off_hi = v->offset - off_lo;
+  if (off_lo >= R[a]) return false; /* the view starts inside the sharded axis */
+  *j = -1;
+  for (int d = 0; d < v->ndim; d++) {
+    int64_t t = v->strides[d], span = t * (v->shape[d] - 1);
+    if (t == 0) continue;                   /* broadcast or a dim of 1 */
+    if (t == R[a] && v->shape[d] == S[a]) { /* the sharded axis, whole */
+      bool masked = v->has_mask && (v->mask[d][0] != 0 || v->mask[d][1] != v->shape[d]);
+      if (*j >= 0 || masked) return false;
+      *j = d;
+      continue;
+    }
+    /* any other axis walks only input axes below a, or only those above */
+    bool low = t >= above, high = t < R[a] && off_lo + span < R[a];
+    if (!low && !high) return false;
+  }
+  if (*j < 0) return false;
+  for (int k = 0; k < p->n; k++) {
+    int64_t len = p->hi[k] - p->lo[k];
+    /* input axes above a scale with the part's length: the strides there, and
+     * the offset's part there */
+    sint strides[TVK_MAX_DIMS], shape[TVK_MAX_DIMS], mask[TVK_MAX_DIMS][2];
+    for (int d = 0; d < v->ndim; d++) {
+      int64_t t = v->strides[d];
+      shape[d] = d == *j ? len : v->shape[d];
+      strides[d] = t >= above && S[a] ? t / S[a] * len : t;
+      mask[d][0] = v->has_mask ? v->mask[d][0] : 0;
+      mask[d][1] = v->has_mask ? v->mask[d][1] : v->shape[d];
+      if (d == *j) mask[d][0] = 0, mask[d][1] = len;
+    }
+    sint off = (S[a] ? off_hi / S[a] * len : 0) + off_lo;
+    View w = view_make(v->ndim, shape, strides, off, v->has_mask ? (const sint(*)[2])mask : NULL);
+    if (!(out_st[k] = st_from_view(&w))) {
+      for (int i = 0; i < k; i++) st_free(out_st[i]);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* ---------------------------------------------------------------- the split */
+
+typedef struct {
+  PtrMap at; /* node -> index in ps */
+  Parts *ps;
+  size_t n, cap;
+  const char *fail; /* what could not be split */
+} Split;
+
+static const Parts *parts_at(const Split *s, UOp *u) { return &s->ps[ptrmap_get(&s->at, u)]; }
+
+static Parts whole(UOp *u) { return (Parts){.whole = u}; }
+
+/* u over its sources' new wholes (a MULTI below it was gathered). */
+static Parts rebuilt(const Split *s, UOp *u) {
+  UOp *src[8];
+  bool changed = false;
+  for (uint32_t i = 0; i < u->nsrc; i++) {
+    src[i] = parts_at(s, u->src[i])->whole;
+    changed |= src[i] != u->src[i];
+  }
+  return whole(changed ? uop_replace_src(u, (int)u->nsrc, src) : u);
+}
+
+/* u's sources as part k (a sharded or replicated source's part k, a
+ * constant cut to part k's rows of `cut`) into src; false on out of memory. */
+static bool sources_of_part(const Split *s, UOp *u, const Parts *cut, int k, UOp **src) {
+  for (uint32_t i = 0; i < u->nsrc; i++) {
+    const Parts *q = parts_at(s, u->src[i]);
+    UOp *x = q->n ? q->part[k] : q->whole;
+    if ((!q->n || q->axis < 0) && cut->axis >= 0 && x)
+      x = rows(x, cut->axis, cut->lo[k], cut->hi[k]);
+    if (!(src[i] = x)) return false;
+  }
+  return true;
+}
+
+static Parts split_elementwise(Split *s, UOp *u) {
+  const Parts *cut = NULL; /* the first sharded source; else the first replicated one */
+  for (uint32_t i = 0; i < u->nsrc; i++) {
+    const Parts *q = parts_at(s, u->src[i]);
+    if (q->n && (!cut || (cut->axis < 0 && q->axis >= 0))) cut = q;
+  }
+  if (!cut) return rebuilt(s, u);
+  Parts r = *cut;
+  /* sources cut otherwise are gathered onto the first device, and so is u */
+  for (uint32_t i = 0; i < u->nsrc; i++) {
+    const Parts *q = parts_at(s, u->src[i]);
+    bool fits = !q->n ||
+                (q->axis < 0 && q->n == cut->n && !memcmp(q->dev, cut->dev, sizeof q->dev)) ||
+                same_cut(q, cut);
+    if (!fits) {
+      UOp *src[8];
+      for (uint32_t m = 0; m < u->nsrc; m++)
+        src[m] = shard_gather_parts(parts_at(s, u->src[m]), cut->dev[0]);
+      return whole(uop_replace_src(u, (int)u->nsrc, src));
+    }
+  }
+  for (int k = 0; k < r.n; k++) {
+    UOp *src[8];
+    r.part[k] = sources_of_part(s, u, cut, k, src) ? uop_replace_src(u, (int)u->nsrc, src) : NULL;
+  }
+  return r;
+}
+
+static Parts split_view(Split *s, UOp *u) {
+  const Parts *x = parts_at(s, u->src[0]);
+  if (!x->n) return rebuilt(s, u);
+  Parts r = *x;
+  if (x->axis < 0) {
+    for (int k = 0; k < r.n; k++) r.part[k] = graph_view(x->part[k], u->arg.st);
+    return r;
+  }
+  int64_t S[TVK_MAX_DIMS];
+  int nds = graph_shape(u->src[0], S), j;
+  ShapeTracker *st[CTX_MAX_DEVICES];
+  if (!view_per_part(u->arg.st, nds, S, x->axis, x, &j, st))
+    return whole(graph_view(shard_gather_parts(x, x->dev[0]), u->arg.st));
+  r.axis = j;
+  for (int k = 0; k < r.n; k++) {
+    r.part[k] = graph_view(x->part[k], st[k]);
+    st_free(st[k]);
+  }
+  return r;
+}
+
+static Parts split_reduce(Split *s, UOp *u) {
+  const Parts *x = parts_at(s, u->src[0]);
+  if (!x->n) return rebuilt(s, u);
+  Parts r = *x;
+  bool across = false;
+  for (int i = 0; i < u->arg.red.n; i++) across |= u->arg.red.axes[i] == x->axis;
+  for (int k = 0; k < r.n; k++) r.part[k] = uop_replace_src(u, 1, &x->part[k]);
+  if (!across) return r;
+  /* all-reduce: each device combines every part's partial result, its own
+   * first, then the others' in order (copied to it) */
+  Parts a = r;
+  a.axis = -1;
+  Op op = (Op)u->arg.red.op;
+  for (int t = 0; t < r.n; t++) {
+    UOp *acc = NULL;
+    for (int k = 0; k < r.n; k++) { /* an empty part's partial is the identity */
+      UOp *x_k = r.part[k] ? on(r.part[k], r.dev[t]) : NULL;
+      acc = !acc || !x_k ? x_k : uop_alu2(op, acc, x_k);
+    }
+    a.part[t] = acc;
+    a.lo[t] = a.hi[t] = 0;
+  }
+  return a;
+}
+
+static Parts split_node(Split *s, UOp *u) {
+  if (u->device != UOP_DEVICE_MULTI) return whole(u);
+  switch ((Op)u->op) {
+  case OP_MULTI: return parts_of_multi(u);
+  case OP_VIEW: return split_view(s, u);
+  case OP_REDUCE_AXIS: return split_reduce(s, u);
+  case OP_CONTIGUOUS: return split_elementwise(s, u);
+  default:
+    if (op_in((Op)u->op, G_ELEMENTWISE)) return split_elementwise(s, u);
+    s->fail = op_name((Op)u->op);
+    return whole(u);
+  }
+}
+
+static bool parts_ok(const Parts *p) {
+  if (!p->n) return p->whole != NULL;
+  for (int k = 0; k < p->n; k++)
+    if (!p->part[k]) return false;
+  return true;
+}
+
+/* The per-device form of every node under root (sources first); the root's. */
+static tvk_status split(tvk_ctx *ctx, Split *s, UOp *root, Parts *out) {
+  size_t n = 0;
+  UOp **topo = uop_toposort(root, &n);
+  bool ok = topo && VEC_RESERVE(s->ps, s->cap, s->n + n);
+  for (size_t i = 0; ok && !s->fail && i < n; i++) {
+    if (ptrmap_get(&s->at, topo[i]) >= 0) continue;
+    Parts p = split_node(s, topo[i]);
+    ok = parts_ok(&p) && ptrmap_put(&s->at, topo[i], (int64_t)s->n);
+    s->ps[s->n++] = p;
+  }
+  free(topo);
+  if (s->fail)
+    return err_set(&ctx->err, TVK_ERR_INVALID_ARG,
+                   "realize: a sharded tensor (tvk_shard) reaches a %s, which does not run on "
+                   "parts yet; gather it first (tvk_to_device)",
+                   s->fail);
+  if (!ok) return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory sharding");
+  *out = *parts_at(s, root);
+  return TVK_OK;
+}
+
+tvk_status shard_split(tvk_ctx *ctx, UOp *root, UOp **out) {
+  Split s = {0};
+  Parts p;
+  tvk_status st = ptrmap_init(&s.at, 64)
+                      ? split(ctx, &s, root, &p)
+                      : err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
+  if (st == TVK_OK) {
+    *out = p.n ? graph_multi(p.n, p.part, p.axis) : p.whole;
+    if (!*out) st = err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
+  }
+  ptrmap_free(&s.at);
+  free(s.ps);
+  return st;
+}
+
+UOp *shard_gather(UOp *multi, int to) {
+  Parts p = parts_of_multi(multi);
+  return shard_gather_parts(&p, to);
+}
+
+UOp *shard_rows_on(UOp *g, int axis, UOp *multi, int k) {
+  Parts m = parts_of_multi(multi);
+  Parts p = g->op == OP_MULTI ? parts_of_multi(g) : whole(g);
+  UOp *on_k = shard_gather_parts(&p, m.dev[k]);
+  return on_k && axis >= 0 ? rows(on_k, axis, m.lo[k], m.hi[k]) : on_k;
+}
+
+/* ---------------------------------------------------------------- the API */
+
+tvk_tensor *tvk_shard(tvk_tensor *t, int n, const int *devices, int axis) {
+  tvk_tensor *bad = tensor_check_inputs("shard", 1, &t);
+  if (bad || !t) return bad;
+  tvk_ctx *ctx = t->ctx;
+  if (n < 1 || n > ctx->ndevs || !devices)
+    return tensor_error(ctx, TVK_ERR_INVALID_ARG,
+                        "shard: n is %d (must be 1 to the context's %d devices)%s", n, ctx->ndevs,
+                        devices ? "" : ", devices is NULL");
+  if (axis < -1 || axis >= t->ndim)
+    return tensor_error(ctx, TVK_ERR_INVALID_ARG,
+                        "shard: axis %d is not -1 (replicated) or an axis of the tensor's %d", axis,
+                        t->ndim);
+  for (int k = 0; k < n; k++) {
+    if (devices[k] < 0 || devices[k] >= ctx->ndevs)
+      return tensor_error(ctx, TVK_ERR_INVALID_ARG,
+                          "shard: devices[%d] is %d, not a device of the context (0 to %d)", k,
+                          devices[k], ctx->ndevs - 1);
+    for (int m = 0; m < k; m++)
+      if (devices[m] == devices[k])
+        return tensor_error(ctx, TVK_ERR_INVALID_ARG,
+                            "shard: device %d is named twice (devices[%d] and [%d])", devices[k], m,
+                            k);
+  }
+  if (t->uop->device == UOP_DEVICE_MULTI)
+    return tensor_error(ctx, TVK_ERR_INVALID_ARG,
+                        "shard: the tensor is sharded already; gather it first (tvk_to_device)");
+  if (axis >= 0 && shape_first_sym(t->ndim, t->shape) >= 0)
+    return front_refuse_symbolic("shard", 1, &t);
+  size_t m = FRONT_BEGIN(ctx);
+  UOp *parts[CTX_MAX_DEVICES];
+  /* as the seed cuts: ceil(size / n) each, the last ones shorter or empty */
+  int64_t size = axis >= 0 ? t->shape[axis] : 0, each = (size + n - 1) / n;
+  bool ok = true;
+  for (int k = 0; ok && k < n; k++) {
+    tvk_tensor *piece = t;
+    if (axis >= 0) {
+      int64_t r[TVK_MAX_DIMS][2];
+      for (int d = 0; d < t->ndim; d++) r[d][0] = 0, r[d][1] = t->shape[d];
+      r[axis][0] = each * k < size ? each * k : size;
+      r[axis][1] = each * (k + 1) < size ? each * (k + 1) : size;
+      piece = tvk_shrink(t, (const int64_t(*)[2])r);
+    }
+    tvk_tensor *c = tvk_to_device(piece, devices[k]);
+    /* a constant part is given its device: computed there when realized */
+    ok = c->status == TVK_OK; /* on devices[k]: a constant's part is computed there */
+    if (ok) parts[k] = uop_autorelease(uop_retain(c->uop));
+    if (piece != t) tvk_release(piece);
+    if (!ok) bad = tensor_error_from(c);
+    tvk_release(c);
+  }
+  if (!ok) return FRONT_END(ctx, m, bad);
+  return FRONT_END(ctx, m,
+                   tensor_new(ctx, graph_multi(n, parts, axis), t->dtype, t->ndim, t->shape));
+}
+
+int tvk_shard_info(const tvk_tensor *t, int *axis) {
+  if (axis) *axis = 0;
+  if (!t || t->status != TVK_OK || !t->uop || t->uop->device != UOP_DEVICE_MULTI) return 0;
+  /* a graph over parts: as its realize will cut it (not computed here) */
+  UOp *u = t->uop;
+  if (u->op != OP_MULTI) {
+    UOp *split_root = NULL;
+    tvk_ctx *ctx = t->ctx;
+    size_t m = uop_pool_mark(ctx->u);
+    Error saved = ctx->err;
+    if (shard_split(ctx, u, &split_root) != TVK_OK || split_root->op != OP_MULTI) {
+      ctx->err = saved;
+      uop_pool_drain(ctx->u, m);
+      return 0;
+    }
+    int n = (int)split_root->nsrc;
+    if (axis) *axis = (int)split_root->arg.i;
+    uop_pool_drain(ctx->u, m);
+    return n;
+  }
+  if (axis) *axis = (int)u->arg.i;
+  return (int)u->nsrc;
+}
