@@ -326,6 +326,9 @@ TVK_API tvk_tensor *tvk_shard(tvk_tensor *t, int n, const int *devices, int axis
  * *axis (may be NULL) the axis they are cut along (-1: replicated), as a
  * realize would cut it. */
 TVK_API int tvk_shard_info(const tvk_tensor *t, int *axis);
+/* Part k of a sharded tensor, a tensor on that part's device (its rows of
+ * the whole, or all of it when replicated). */
+TVK_API tvk_tensor *tvk_shard_part(tvk_tensor *t, int k);
 /* Message of the last error in this context, "" if none. Owned by ctx; valid
  * until the next call on the context. */
 TVK_API const char *tvk_ctx_error(const tvk_ctx *ctx);

@@ -1,7 +1,8 @@
 /* multidev: one context over two devices (docs/devices.md). Measures what a
  * copy between them costs against memcpy, runs work split over both against
  * each alone, and trains a small MLP data-parallel (the batch split over the
- * two, gradients summed through copies) against the same training on one.
+ * two with tvk_shard, gradients all-reduced) against the same training on
+ * one.
  *
  *   build/samples/multidev [DEV0 [DEV1]] [--quick]     (default: CPU VK)
  *
@@ -124,22 +125,11 @@ static void build_ew_one(tvk_tensor *const *in, tvk_tensor **out, int *n) {
   *n = 1;
 }
 
-/* each half on its device, the partial sums added on device 0 */
-static void build_ew_split(tvk_tensor *const *in, tvk_tensor **out, int *n) {
-  out[0] = tvk_add(ew_reduce(in[0]), tvk_to_device(ew_reduce(in[1]), 0));
-  *n = 1;
-}
+static const int both[2] = {0, 1};
 
 static void build_mm_one(tvk_tensor *const *in, tvk_tensor **out, int *n) {
   out[0] = tvk_matmul(in[0], in[1]);
   *n = 1;
-}
-
-/* rows split: each device multiplies its rows by its copy of B */
-static void build_mm_split(tvk_tensor *const *in, tvk_tensor **out, int *n) {
-  out[0] = tvk_matmul(in[0], in[1]);
-  out[1] = tvk_matmul(in[2], in[3]);
-  *n = 2;
 }
 
 static double read_scalar(tvk_tensor *t) {
@@ -150,45 +140,43 @@ static double read_scalar(tvk_tensor *t) {
 
 static void split_work(int64_t n, int64_t mm) {
   float *v = rand_floats((size_t)n, 2);
-  tvk_tensor *x[2], *half[2];
+  tvk_tensor *x[3];
   x[0] = tvk_from_data(ctx, TVK_FLOAT32, 1, (int64_t[]){n}, v);
   x[1] = tvk_to_device(x[0], 1);
-  half[0] = tvk_contiguous(tvk_shrink(x[0], (const int64_t[][2]){{0, n / 2}}));
-  half[1] = tvk_to_device(tvk_shrink(x[0], (const int64_t[][2]){{n / 2, n}}), 1);
-  tvk_realize(2, x), tvk_realize(2, half);
+  x[2] = tvk_shard(x[0], 2, both, 0); /* half on each */
+  tvk_realize(3, x);
   double want = 0;
   for (int64_t i = 0; i < n; i++) want += exp(v[i] / 4.0) * v[i];
   printf("elementwise + reduce, %lld floats: sum(exp(x / 4) * x)\n", (long long)n);
   for (int d = 0; d < 2; d++)
     printf("  device %d alone          %8.2f ms\n", d, time_realize(build_ew_one, &x[d]));
-  printf("  half on each           %8.2f ms\n", time_realize(build_ew_split, half));
-  tvk_tensor *chk = tvk_add(ew_reduce(half[0]), tvk_to_device(ew_reduce(half[1]), 0));
+  printf("  sharded over both       %8.2f ms  (partial sums all-reduced)\n",
+         time_realize(build_ew_one, &x[2]));
+  tvk_tensor *chk = ew_reduce(x[2]);
   double got = read_scalar(chk);
-  printf("  split result %.6g, double loop %.6g (rel. error %.1e)\n", got, want,
+  printf("  sharded result %.6g, double loop %.6g (rel. error %.1e)\n", got, want,
          fabs(got - want) / fabs(want));
   tvk_release(chk);
-  for (int d = 0; d < 2; d++) tvk_release(x[d]), tvk_release(half[d]);
+  for (int d = 0; d < 3; d++) tvk_release(x[d]);
   free(v);
 
   float *a = rand_floats((size_t)(mm * mm), 3), *b = rand_floats((size_t)(mm * mm), 4);
   tvk_tensor *A = tvk_from_data(ctx, TVK_FLOAT32, 2, (int64_t[]){mm, mm}, a);
   tvk_tensor *B = tvk_from_data(ctx, TVK_FLOAT32, 2, (int64_t[]){mm, mm}, b);
   tvk_tensor *on1[2] = {tvk_to_device(A, 1), tvk_to_device(B, 1)};
-  tvk_tensor *parts[4] = {
-      tvk_contiguous(tvk_shrink(A, (const int64_t[][2]){{0, mm / 2}, {0, mm}})), B,
-      tvk_to_device(tvk_shrink(A, (const int64_t[][2]){{mm / 2, mm}, {0, mm}}), 1), on1[1]};
-  tvk_realize(2, on1), tvk_realize(4, parts);
+  /* rows of A cut over both, B replicated: each device its rows */
+  tvk_tensor *sh[2] = {tvk_shard(A, 2, both, 0), tvk_shard(B, 2, both, -1)};
+  tvk_realize(2, on1), tvk_realize(2, sh);
   double gflop = 2.0 * (double)mm * mm * mm / 1e6;
   printf("matmul %lld x %lld x %lld\n", (long long)mm, (long long)mm, (long long)mm);
   tvk_tensor *one0[2] = {A, B};
   double t0 = time_realize(build_mm_one, one0), t1 = time_realize(build_mm_one, on1),
-         ts = time_realize(build_mm_split, parts);
+         ts = time_realize(build_mm_one, sh);
   printf("  device 0 alone          %8.2f ms  %6.1f GFLOP/s\n", t0, gflop / t0);
   printf("  device 1 alone          %8.2f ms  %6.1f GFLOP/s\n", t1, gflop / t1);
-  printf("  rows split over both    %8.2f ms  %6.1f GFLOP/s (results left on each)\n", ts,
+  printf("  rows sharded over both  %8.2f ms  %6.1f GFLOP/s (the result left in parts)\n", ts,
          gflop / ts);
-  for (int i = 0; i < 2; i++) tvk_release(on1[i]);
-  tvk_release(parts[0]), tvk_release(parts[2]);
+  for (int i = 0; i < 2; i++) tvk_release(on1[i]), tvk_release(sh[i]);
   tvk_release(A), tvk_release(B);
   free(a), free(b);
 }
@@ -221,21 +209,16 @@ static void train(int steps, int batch) {
   float *w1 = rand_floats(IN * HID, 7), *w2 = rand_floats(HID * OUT, 8);
   for (int i = 0; i < IN * HID; i++) w1[i] *= 0.3f;
   for (int i = 0; i < HID * OUT; i++) w2[i] *= 0.3f;
-  const int64_t h = batch / 2;
   tvk_tensor *X = tvk_from_data(ctx, TVK_FLOAT32, 2, (int64_t[]){batch, IN}, xv);
   tvk_tensor *Y = tvk_from_data(ctx, TVK_FLOAT32, 2, (int64_t[]){batch, OUT}, yv);
-  /* the halves of the batch, one per device */
-  tvk_tensor *xs[2] = {tvk_contiguous(tvk_shrink(X, (const int64_t[][2]){{0, h}, {0, IN}})),
-                       tvk_to_device(tvk_shrink(X, (const int64_t[][2]){{h, batch}, {0, IN}}), 1)};
-  tvk_tensor *ys[2] = {tvk_contiguous(tvk_shrink(Y, (const int64_t[][2]){{0, h}, {0, OUT}})),
-                       tvk_to_device(tvk_shrink(Y, (const int64_t[][2]){{h, batch}, {0, OUT}}), 1)};
-  tvk_realize(2, xs), tvk_realize(2, ys);
+  /* the batch's rows cut over the two devices */
+  tvk_tensor *xs = tvk_shard(X, 2, both, 0), *ys = tvk_shard(Y, 2, both, 0);
+  tvk_realize(2, (tvk_tensor *[]){xs, ys});
   Mlp one = {tvk_from_data(ctx, TVK_FLOAT32, 2, (int64_t[]){IN, HID}, w1),
              tvk_from_data(ctx, TVK_FLOAT32, 2, (int64_t[]){HID, OUT}, w2)};
-  Mlp rep[2] = {{tvk_from_data(ctx, TVK_FLOAT32, 2, (int64_t[]){IN, HID}, w1),
-                 tvk_from_data(ctx, TVK_FLOAT32, 2, (int64_t[]){HID, OUT}, w2)}};
-  rep[1] = (Mlp){tvk_to_device(rep[0].w1, 1), tvk_to_device(rep[0].w2, 1)};
-  tvk_realize(2, (tvk_tensor *[]){rep[1].w1, rep[1].w2});
+  /* the weights replicated: a copy on each device */
+  Mlp rep = {tvk_shard(one.w1, 2, both, -1), tvk_shard(one.w2, 2, both, -1)};
+  tvk_realize(2, (tvk_tensor *[]){rep.w1, rep.w2});
   const double lr = 0.05;
   double worst = 0, t_one = 0, t_dp = 0, first = 0, last = 0;
   bool same = true;
@@ -249,26 +232,14 @@ static void train(int steps, int batch) {
     double l_one = read_scalar(loss);
     tvk_release(loss), tvk_release(g[0]), tvk_release(g[1]);
     double t1 = now_ms();
-    /* data-parallel: each device its half; the gradients all-reduced (the
-     * mean of the halves' means is the whole batch's) through copies; each
-     * replica applies the same update */
-    tvk_tensor *ls[2], *gs[2][2];
-    for (int d = 0; d < 2; d++) {
-      ls[d] = mse(&rep[d], xs[d], ys[d]);
-      if (tvk_grad(ls[d], 2, (tvk_tensor *[]){rep[d].w1, rep[d].w2}, gs[d]) != TVK_OK) die("grad");
-    }
-    tvk_tensor *half_ = tvk_full(ctx, TVK_FLOAT32, 0, NULL, 0.5), *red[2][2];
-    for (int k = 0; k < 2; k++) {
-      red[0][k] = tvk_mul(tvk_add(gs[0][k], tvk_to_device(gs[1][k], 0)), half_);
-      red[1][k] = tvk_mul(tvk_add(tvk_to_device(gs[0][k], 1), gs[1][k]), half_);
-    }
-    tvk_tensor *l = tvk_mul(tvk_add(ls[0], tvk_to_device(ls[1], 0)), half_);
-    for (int d = 0; d < 2; d++)
-      replace(&rep[d].w1, sgd(rep[d].w1, red[d][0], lr)),
-          replace(&rep[d].w2, sgd(rep[d].w2, red[d][1], lr));
-    if (tvk_realize(5, (tvk_tensor *[]){l, rep[0].w1, rep[0].w2, rep[1].w1, rep[1].w2}) != TVK_OK)
-      die("data-parallel step");
-    double l_dp = read_scalar(l);
+    /* data-parallel: the same code over the sharded batch and replicated
+     * weights; the gradients come all-reduced (replicated), each device
+     * applies the update to its copy */
+    tvk_tensor *ls = mse(&rep, xs, ys), *gs[2];
+    if (tvk_grad(ls, 2, (tvk_tensor *[]){rep.w1, rep.w2}, gs) != TVK_OK) die("grad");
+    replace(&rep.w1, sgd(rep.w1, gs[0], lr)), replace(&rep.w2, sgd(rep.w2, gs[1], lr));
+    if (tvk_realize(3, (tvk_tensor *[]){ls, rep.w1, rep.w2}) != TVK_OK) die("data-parallel step");
+    double l_dp = read_scalar(ls);
     double t2 = now_ms();
     if (s == 0 && tvk_ctx_wait_compiles(ctx) != TVK_OK) die("wait_compiles");
     if (s > 0) t_one += t1 - t0, t_dp += t2 - t1; /* the first step compiles */
@@ -276,17 +247,14 @@ static void train(int steps, int batch) {
     if (rel > worst) worst = rel;
     if (s == 0) first = l_one;
     last = l_one;
-    tvk_release(l), tvk_release(half_);
-    for (int d = 0; d < 2; d++) {
-      tvk_release(ls[d]);
-      for (int k = 0; k < 2; k++) tvk_release(gs[d][k]), tvk_release(red[d][k]);
-    }
+    tvk_release(ls), tvk_release(gs[0]), tvk_release(gs[1]);
     /* the replicas hold the same weights */
     float a[HID * OUT], b[HID * OUT];
-    if (tvk_to_host(rep[0].w2, a, sizeof a) != TVK_OK ||
-        tvk_to_host(rep[1].w2, b, sizeof b) != TVK_OK)
+    tvk_tensor *p0 = tvk_shard_part(rep.w2, 0), *p1 = tvk_shard_part(rep.w2, 1);
+    if (tvk_to_host(p0, a, sizeof a) != TVK_OK || tvk_to_host(p1, b, sizeof b) != TVK_OK)
       die("to_host");
-    same = same && !memcmp(a, b, sizeof a);
+    same = same && !memcmp(a, b, sizeof a) && tvk_device_of(p0) == 0 && tvk_device_of(p1) == 1;
+    tvk_release(p0), tvk_release(p1);
   }
   printf("MLP %d-%d-%d, batch %d, %d SGD steps\n", IN, HID, OUT, batch, steps);
   printf("  one device, whole batch   %8.2f ms/step  loss %.5f -> %.5f\n", t_one / (steps - 1),
@@ -294,12 +262,8 @@ static void train(int steps, int batch) {
   printf("  data-parallel over both   %8.2f ms/step  loss curve within %.1e (relative) of it\n",
          t_dp / (steps - 1), worst);
   printf("  replicas' weights after each step: %s\n", same ? "bit-identical" : "DIFFER");
-  tvk_release(X), tvk_release(Y);
-  for (int d = 0; d < 2; d++) {
-    tvk_release(xs[d]), tvk_release(ys[d]);
-    tvk_release(rep[d].w1), tvk_release(rep[d].w2);
-  }
-  tvk_release(one.w1), tvk_release(one.w2);
+  tvk_release(X), tvk_release(Y), tvk_release(xs), tvk_release(ys);
+  tvk_release(rep.w1), tvk_release(rep.w2), tvk_release(one.w1), tvk_release(one.w2);
   free(xv), free(yv), free(w1), free(w2);
   if (worst > 1e-3 || !same) exit(1);
 }

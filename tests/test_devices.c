@@ -363,8 +363,26 @@ static void test_shard_elementwise(void **state) {
     float got[R * C];
     read_f32(y, got, R * C);
     expect_close(got, want, R * C, axis < 0 ? "replicated" : axis ? "cut along 1" : "cut along 0");
+    /* its parts: 7 rows cut as 4 + 3 */
+    tvk_tensor *p1 = tvk_shard_part(y, 1);
+    assert_int_equal(tvk_device_of(p1), 1);
+    int64_t rows1 = axis == 0 ? 3 : R, cols1 = axis == 1 ? 2 : C;
+    assert_int_equal(tvk_shape(p1)[0], rows1);
+    assert_int_equal(tvk_shape(p1)[1], cols1);
+    float pg[R * C];
+    double pw[R * C];
+    read_f32(p1, pg, (size_t)(rows1 * cols1));
+    for (int i = 0; i < rows1; i++)
+      for (int c = 0; c < cols1; c++)
+        pw[i * cols1 + c] = want[(i + (axis == 0 ? 4 : 0)) * C + c + (axis == 1 ? 3 : 0)];
+    expect_close(pg, pw, (size_t)(rows1 * cols1), "part 1");
+    assert_int_equal(tvk_status_of(tvk_shard_part(y, 2)), TVK_ERR_INVALID_ARG);
+    expect_error(s->ctx, "part 2 of a tensor of 2 parts");
+    tvk_release(p1);
     tvk_release(xs), tvk_release(y);
   }
+  assert_int_equal(tvk_status_of(tvk_shard_part(x, 0)), TVK_ERR_INVALID_ARG);
+  expect_error(s->ctx, "not sharded");
   tvk_release(x);
   free(v);
 }
@@ -482,6 +500,27 @@ static void test_shard_views(void **state) {
   read_f32(on1, got, R * C);
   for (int i = 0; i < R * C; i++) want[i] = 2.0 * v[i];
   expect_close(got, want, R * C, "gathered on device 1");
+  /* a reshape that splits the cut axis: per part where the parts' rows
+   * divide (12 = 6 + 6 as (6, 2): 3 + 3 rows), gathered where not (as (3, 4)) */
+  float lin[12];
+  for (int i = 0; i < 12; i++) lin[i] = (float)(i * i % 11) - 5;
+  tvk_tensor *ls =
+      tvk_shard(tvk_from_data(s->ctx, TVK_FLOAT32, 1, (int64_t[]){12}, lin), 2, both, 0);
+  for (int way = 0; way < 2; way++) {
+    int64_t rs[2] = {way ? 3 : 6, way ? 4 : 2};
+    tvk_tensor *r2 = tvk_mul(tvk_reshape(ls, 2, rs), tvk_full(s->ctx, TVK_FLOAT32, 0, NULL, 3));
+    assert_int_equal(tvk_shard_info(r2, &ax), way ? 0 : 2);
+    if (!way) assert_int_equal(ax, 0);
+    tvk_tensor *rsum = tvk_sum(r2, 1, (const int[]){1}, false);
+    read_f32(rsum, got, (size_t)rs[0]);
+    for (int i = 0; i < rs[0]; i++) {
+      want[i] = 0;
+      for (int c = 0; c < rs[1]; c++) want[i] += 3.0 * lin[i * rs[1] + c];
+    }
+    expect_close(got, want, (size_t)rs[0], way ? "reshaped across parts" : "reshaped within parts");
+    tvk_release(r2), tvk_release(rsum);
+  }
+  tvk_release(ls);
   /* int and bool parts gather too */
   int32_t iv[R * C], ig[R * C];
   for (int i = 0; i < R * C; i++) iv[i] = i * 3 - 7;

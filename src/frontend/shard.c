@@ -111,49 +111,63 @@ static UOp *shard_gather_parts(const Parts *p, int to) {
 /* ---------------------------------------------------------------- views per part */
 
 /* The view st of a sharded x (shape S, cut along axis a) as a view of each
- * part: when the view reads the axis whole into one of its own axes (*j),
- * once and in order, and each of its other axes walks input axes on one
- * side of a (a permute, an expand, a reshape or a pad of the other axes),
- * the part's view is the same with a's length changed. *out_st[k] for each
- * part's length (caller frees); false otherwise. */
+ * part: when the view reads the axis in order into one or more of its own
+ * axes (the axis whole, or split by a reshape into pieces whose outermost
+ * one, *j, each part's rows divide into), and each of its other axes walks
+ * input axes on one side of a only (a permute, an expand, a reshape or a pad
+ * of the other axes), the part's view is the same with its length along *j
+ * and the strides and offset above a rescaled to the part's size. *inner:
+ * the rows of a one step along *j covers (1 unless a reshape split a).
+ * *out_st[k] for each part (caller frees); false otherwise. */
 static bool view_per_part(const ShapeTracker *st, int nds, const int64_t *S, int a, const Parts *p,
-                          int *j, ShapeTracker **out_st) {
-  if (st->nviews != 1 || st_is_symbolic(st)) return false;
+                          int *j, int64_t *inner, ShapeTracker **out_st) {
+  if (st->nviews != 1 || st_is_symbolic(st) || S[a] == 0) return false;
   const View *v = &st->views[0];
   int64_t R[TVK_MAX_DIMS], block = 1; /* row-major strides of S */
   for (int c = nds - 1; c >= 0; c--) R[c] = block, block *= S[c];
   int64_t above = R[a] * S[a]; /* an address's part in the axes >= a is below this */
   int64_t off_lo = v->offset % above, off_hi = v->offset - off_lo;
   if (off_lo >= R[a]) return false; /* the view starts inside the sharded axis */
-  *j = -1;
+  /* the pieces of axis a: output axes stepping a multiple of R[a] below `above` */
+  int piece[TVK_MAX_DIMS], npieces = 0;
   for (int d = 0; d < v->ndim; d++) {
     int64_t t = v->strides[d], span = t * (v->shape[d] - 1);
-    if (t == 0) continue;                   /* broadcast or a dim of 1 */
-    if (t == R[a] && v->shape[d] == S[a]) { /* the sharded axis, whole */
+    if (t == 0) continue; /* broadcast or a dim of 1 */
+    if (t >= R[a] && t < above) {
       bool masked = v->has_mask && (v->mask[d][0] != 0 || v->mask[d][1] != v->shape[d]);
-      if (*j >= 0 || masked) return false;
-      *j = d;
+      if (t % R[a] || masked) return false;
+      piece[npieces++] = d;
       continue;
     }
-    /* any other axis walks only input axes below a, or only those above */
-    bool low = t >= above, high = t < R[a] && off_lo + span < R[a];
-    if (!low && !high) return false;
+    /* any other axis walks only input axes above a, or only those below */
+    bool high = t >= above && t % above == 0, low = t < R[a] && off_lo + span < R[a];
+    if (!high && !low) return false;
   }
-  if (*j < 0) return false;
+  /* the pieces tile the axis in order, innermost one step of R[a] */
+  int64_t step = 1;
+  for (int done = 0; done < npieces; done++) {
+    int at = -1;
+    for (int i = 0; i < npieces && at < 0; i++)
+      if (v->strides[piece[i]] == step * R[a]) at = piece[i];
+    if (at < 0) return false;
+    *j = at, *inner = step;
+    step *= v->shape[at];
+  }
+  if (npieces == 0 || step != S[a]) return false;
+  for (int k = 0; k < p->n; k++)
+    if ((p->hi[k] - p->lo[k]) % *inner) return false;
   for (int k = 0; k < p->n; k++) {
     int64_t len = p->hi[k] - p->lo[k];
-    /* input axes above a scale with the part's length: the strides there, and
-     * the offset's part there */
     sint strides[TVK_MAX_DIMS], shape[TVK_MAX_DIMS], mask[TVK_MAX_DIMS][2];
     for (int d = 0; d < v->ndim; d++) {
       int64_t t = v->strides[d];
-      shape[d] = d == *j ? len : v->shape[d];
-      strides[d] = t >= above && S[a] ? t / S[a] * len : t;
+      shape[d] = d == *j ? len / *inner : v->shape[d];
+      strides[d] = t >= above ? t / S[a] * len : t;
       mask[d][0] = v->has_mask ? v->mask[d][0] : 0;
       mask[d][1] = v->has_mask ? v->mask[d][1] : v->shape[d];
-      if (d == *j) mask[d][0] = 0, mask[d][1] = len;
+      if (d == *j) mask[d][0] = 0, mask[d][1] = shape[d];
     }
-    sint off = (S[a] ? off_hi / S[a] * len : 0) + off_lo;
+    sint off = off_hi / S[a] * len + off_lo;
     View w = view_make(v->ndim, shape, strides, off, v->has_mask ? (const sint(*)[2])mask : NULL);
     if (!(out_st[k] = st_from_view(&w))) {
       for (int i = 0; i < k; i++) st_free(out_st[i]);
@@ -236,13 +250,14 @@ static Parts split_view(Split *s, UOp *u) {
     for (int k = 0; k < r.n; k++) r.part[k] = graph_view(x->part[k], u->arg.st);
     return r;
   }
-  int64_t S[TVK_MAX_DIMS];
+  int64_t S[TVK_MAX_DIMS], inner;
   int nds = graph_shape(u->src[0], S), j;
   ShapeTracker *st[CTX_MAX_DEVICES];
-  if (!view_per_part(u->arg.st, nds, S, x->axis, x, &j, st))
+  if (!view_per_part(u->arg.st, nds, S, x->axis, x, &j, &inner, st))
     return whole(graph_view(shard_gather_parts(x, x->dev[0]), u->arg.st));
   r.axis = j;
   for (int k = 0; k < r.n; k++) {
+    r.lo[k] = x->lo[k] / inner, r.hi[k] = x->hi[k] / inner;
     r.part[k] = graph_view(x->part[k], st[k]);
     st_free(st[k]);
   }
@@ -399,6 +414,30 @@ tvk_tensor *tvk_shard(tvk_tensor *t, int n, const int *devices, int axis) {
   if (!ok) return FRONT_END(ctx, m, bad);
   return FRONT_END(ctx, m,
                    tensor_new(ctx, graph_multi(n, parts, axis), t->dtype, t->ndim, t->shape));
+}
+
+tvk_tensor *tvk_shard_part(tvk_tensor *t, int k) {
+  tvk_tensor *bad = tensor_check_inputs("shard_part", 1, &t);
+  if (bad || !t) return bad;
+  tvk_ctx *ctx = t->ctx;
+  if (t->uop->device != UOP_DEVICE_MULTI)
+    return tensor_error(ctx, TVK_ERR_INVALID_ARG, "shard_part: the tensor is not sharded");
+  size_t m = FRONT_BEGIN(ctx);
+  UOp *sp = NULL;
+  tvk_status st = shard_split(ctx, t->uop, &sp);
+  if (st != TVK_OK) return FRONT_END(ctx, m, tensor_error_ctx(ctx, st));
+  int n = sp->op == OP_MULTI ? (int)sp->nsrc : 0;
+  if (n == 0)
+    return FRONT_END(ctx, m,
+                     tensor_error(ctx, TVK_ERR_INVALID_ARG,
+                                  "shard_part: the tensor's graph gathers its parts onto one "
+                                  "device: it has none"));
+  if (k < 0 || k >= n)
+    return FRONT_END(ctx, m,
+                     tensor_error(ctx, TVK_ERR_INVALID_ARG,
+                                  "shard_part: part %d of a tensor of %d parts (0 to %d)", k, n,
+                                  n - 1));
+  return FRONT_END(ctx, m, tensor_from_uop(ctx, sp->src[k]));
 }
 
 int tvk_shard_info(const tvk_tensor *t, int *axis) {
