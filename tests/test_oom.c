@@ -16,6 +16,10 @@
  *
  *   test_oom DEVICE [STRIDE]
  *
+ * DEVICE may name two devices, "CPU+VK": the forward then runs with x's
+ * rows cut over both (tvk_shard) and the weights replicated, so allocations
+ * fail in the middle of copies, all-reduces and the second device's work.
+ *
  * fails every STRIDE-th allocation (default 1: each), times
  * $TVK_OOM_STRIDE when that is set (the sanitizer builds' quicker sweep);
  * $TVK_OOM_AT=k fails only allocation k (to debug it). */
@@ -132,6 +136,13 @@ static tvk_status forward(tvk_ctx *ctx, bool *right) {
   tvk_tensor *t1 = tvk_from_data(ctx, TVK_FLOAT32, 2, (int64_t[]){I, H}, w1);
   tvk_tensor *tb = tvk_from_data(ctx, TVK_FLOAT32, 1, (int64_t[]){H}, b1);
   tvk_tensor *t2 = tvk_from_data(ctx, TVK_FLOAT32, 2, (int64_t[]){H, O}, w2);
+  if (tvk_ctx_device_count(ctx) > 1) { /* the rows over two devices, the weights on both */
+    const int both[2] = {0, 1};
+    tx = tvk_shard(tx, 2, both, 0);
+    t1 = tvk_shard(t1, 2, both, -1);
+    tb = tvk_shard(tb, 2, both, -1);
+    t2 = tvk_shard(t2, 2, both, -1);
+  }
   tvk_tensor *y = tvk_matmul(tvk_relu(tvk_add(tvk_matmul(tx, t1), tb)), t2);
   float got[B * O];
   tvk_status st = tvk_to_host(y, got, sizeof got);
@@ -147,7 +158,7 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
   return remove(path);
 }
 
-static tvk_status open_ctx(const char *device, const char *cache, tvk_ctx **ctx) {
+static tvk_status open_one(const char *device, const char *cache, tvk_ctx **ctx) {
   tvk_ctx_options o = {.device = device, .cache_dir = cache, .threads = 1};
   /* TinyCC alone where it is built in: compiles in-process, on the calling
    * thread, so the allocations come in the same order every run */
@@ -156,6 +167,22 @@ static tvk_status open_ctx(const char *device, const char *cache, tvk_ctx **ctx)
   if (st != TVK_OK && !strcmp(device, "CPU")) { /* no TinyCC: the system compiler */
     o.cpu_tiers = TVK_CPU_TIERS_OPTIMISED;
     st = tvk_ctx_create_opts(&o, ctx);
+  }
+  return st;
+}
+
+/* A context on DEVICE, or on its two devices ("CPU+VK"; the second opened
+ * with the first's options). */
+static tvk_status open_ctx(const char *device, const char *cache, tvk_ctx **ctx) {
+  char first[32];
+  const char *plus = strchr(device, '+');
+  snprintf(first, sizeof first, "%.*s", plus ? (int)(plus - device) : 31, device);
+  tvk_status st = open_one(first, cache, ctx);
+  int idx;
+  if (st == TVK_OK && plus && (st = tvk_ctx_add_device(*ctx, plus + 1, &idx)) != TVK_OK) {
+    fprintf(stderr, "test_oom: %s\n", tvk_ctx_error(*ctx));
+    tvk_ctx_destroy(*ctx);
+    *ctx = NULL;
   }
   return st;
 }
@@ -211,7 +238,11 @@ static int run_failing(const char *device, long k, bool *hit) {
 
 int main(int argc, char **argv) {
   const char *device = argc > 1 ? argv[1] : "CPU";
-  int missing = api_device_missing("test_oom", device);
+  const char *plus = strchr(device, '+');
+  char one[32];
+  snprintf(one, sizeof one, "%.*s", plus ? (int)(plus - device) : 31, device);
+  int missing = api_device_missing("test_oom", one);
+  if (!missing && plus) missing = api_device_missing("test_oom", plus + 1);
   if (missing) return missing;
   make_data();
   const char *s = getenv("TVK_OOM_STRIDE");

@@ -900,7 +900,7 @@ static void test_multi_tensor_order(void **state) {
 
 /* Schedules the graphs of ctx's tensors as realize does, without running. */
 static tvk_status schedule_roots(tvk_ctx *ctx, int n, UOp *const *roots, Schedule *s) {
-  SchedCtx sc = {ctx->u, ctx->dev->limits.max_kernel_buffers, &ctx->err};
+  SchedCtx sc = {ctx->u, ctx->dev->limits.max_kernel_buffers, &ctx->err, 0};
   return schedule_create(&sc, n, roots, s);
 }
 
@@ -913,6 +913,48 @@ static void schedule_of(tvk_tensor *t, Schedule *s) {
 
 /* The output of item i: why it is materialised. */
 static const SchedBuf *out_of(const Schedule *s, int i) { return &s->bufs[s->items[i].bufs[0]]; }
+
+/* Two devices, the second one's launches queued (SchedCtx.background_devices):
+ * a copy feeding it comes first, then its kernel, then the first device's
+ * (overlapping it), then the copy back; without the bit, the order of the
+ * graph. Every item names its device, and buffers theirs. */
+static void test_schedule_devices(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  int second;
+  assert_int_equal(tvk_ctx_add_device(ctx, "CPU", &second), TVK_OK);
+  int64_t sh[1] = {64};
+  float x[64];
+  tvk_tensor *X = rand_tensor(ctx, 1, sh, x);
+  tvk_tensor *b = tvk_sum(tvk_exp(X), 0, NULL, true); /* device 0, a kernel of its own */
+  tvk_tensor *a = tvk_exp(tvk_to_device(X, 1));       /* device 1 */
+  tvk_tensor *c = tvk_add(tvk_to_device(a, 0), b);    /* back on 0 */
+  size_t m = uop_pool_mark(ctx->u);
+  for (int bg = 0; bg < 2; bg++) {
+    Schedule s;
+    SchedCtx sc = {ctx->u, 0, &ctx->err, bg ? 2u : 0u};
+    assert_int_equal(schedule_create(&sc, 1, &c->uop, &s), TVK_OK);
+    assert_int_equal(s.nitems, 5);
+    int copies = 0;
+    for (int i = 0; i < s.nitems; i++) {
+      const ScheduleItem *it = &s.items[i];
+      copies += it->copy;
+      assert_int_equal(it->device, out_of(&s, i)->device);
+      if (it->copy) assert_int_not_equal(s.bufs[it->bufs[1]].device, it->device);
+    }
+    assert_int_equal(copies, 2);
+    if (bg) { /* copy to 1, kernel on 1, kernel on 0, copy to 0, the add on 0 */
+      const int dev[5] = {1, 1, 0, 0, 0}, copy[5] = {1, 0, 0, 1, 0};
+      for (int i = 0; i < 5; i++) {
+        assert_int_equal(s.items[i].device, dev[i]);
+        assert_int_equal(s.items[i].copy, copy[i]);
+      }
+    }
+    schedule_free(&s);
+  }
+  uop_pool_drain(ctx->u, m);
+  close_ctx_clean(ctx);
+}
 
 /* Why nodes are materialised, and the order of the kernels. */
 static void test_schedule_reasons(void **state) {
@@ -1053,7 +1095,7 @@ static Hand *hand_new(int max_kernel_buffers) {
   assert_non_null(h);
   h->u = uctx_new();
   assert_non_null(h->u);
-  h->sc = (SchedCtx){h->u, max_kernel_buffers, &h->err};
+  h->sc = (SchedCtx){h->u, max_kernel_buffers, &h->err, 0};
   return h;
 }
 
@@ -2818,6 +2860,7 @@ int main(void) {
       cmocka_unit_test(test_memory),
       cmocka_unit_test(test_multi_tensor_order),
       cmocka_unit_test(test_schedule_reasons),
+      cmocka_unit_test(test_schedule_devices),
       cmocka_unit_test(test_debug_output),
       cmocka_unit_test(test_random_graphs),
       cmocka_unit_test(test_matmul_bias_relu_one_kernel),

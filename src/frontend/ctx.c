@@ -753,6 +753,7 @@ tvk_status tvk_ctx_add_device(tvk_ctx *ctx, const char *device, int *index) {
                    e.msg);
   *index = ctx->ndevs;
   ctx->devs[ctx->ndevs++] = d;
+  trace_name_device(ctx->trace, *index, d->ops->name(d));
   return TVK_OK;
 }
 
@@ -773,7 +774,7 @@ int tvk_device_of(const tvk_tensor *t) {
 UOp *front_copy(UOp *x, int device) {
   /* A view that is not plain memory is made so on its own device first: a
    * copy moves one block of bytes. */
-  if (x->device >= 0 && x->op == OP_VIEW && !st_contiguous(x->arg.st))
+  if (x && x->device >= 0 && x->op == OP_VIEW && !st_contiguous(x->arg.st))
     x = uop_new(x->ctx, OP_CONTIGUOUS, x->dtype, 1, &x, arg_none());
   return x ? graph_copy(x, device) : NULL;
 }

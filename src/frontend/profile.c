@@ -20,7 +20,7 @@ struct ProfRow {
 static double rate(double amount, double ms) { return ms > 0 ? amount / (ms * 1e6) : 0; }
 
 /* One launch's span: its cost, and the rates it reached. */
-static void trace_launch(tvk_ctx *ctx, const LaunchTime *t, const ProgCost *c) {
+static void trace_launch(tvk_ctx *ctx, int device, const LaunchTime *t, const ProgCost *c) {
   if (!t->start_ns && !t->end_ns) return;
   char plan[200], args[400];
   snprintf(args, sizeof args,
@@ -28,7 +28,7 @@ static void trace_launch(tvk_ctx *ctx, const LaunchTime *t, const ProgCost *c) {
            "\"plan\": \"%s\"",
            t->ms, c->flops, c->bytes, rate(c->flops, t->ms), rate(c->bytes, t->ms),
            trace_json_str(c->plan, plan, sizeof plan));
-  trace_span(ctx->trace, true, "kernel", t->kernel, t->start_ns, t->end_ns, args);
+  trace_device_span(ctx->trace, device, "kernel", t->kernel, t->start_ns, t->end_ns, args);
 }
 
 void profile_on_time(void *user, const LaunchTime *t) {
@@ -36,11 +36,11 @@ void profile_on_time(void *user, const LaunchTime *t) {
   ProgCost cost;
   /* a program the cache does not hold is a BEAM candidate being timed: not
    * the application's work */
-  bool known = false;
-  for (int i = 0; i < ctx->ndevs && !known; i++)
-    known = progcache_cost(ctx->programs[i], t->prog, &cost);
-  if (!known) return;
-  if (ctx->trace) trace_launch(ctx, t, &cost);
+  int device = -1; /* whose program it is: the device's track in the trace */
+  for (int i = 0; i < ctx->ndevs && device < 0; i++)
+    if (progcache_cost(ctx->programs[i], t->prog, &cost)) device = i;
+  if (device < 0) return;
+  if (ctx->trace) trace_launch(ctx, device, t, &cost);
   /* a linear search: a program has tens of distinct kernels, and this runs
    * only when timing */
   struct ProfRow *row = NULL;

@@ -478,7 +478,9 @@ tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts) {
   if (st == TVK_OK && nr > 0) {
     size_t mark = uop_pool_mark(ctx->u);
     Schedule s;
-    SchedCtx sc = {ctx->u, max_kernel_buffers(ctx), &ctx->err};
+    SchedCtx sc = {ctx->u, max_kernel_buffers(ctx), &ctx->err, 0};
+    for (int d = 0; d < ctx->ndevs; d++) /* a device whose launches are queued */
+      if (ctx->devs[d]->ops->flush) sc.background_devices |= 1u << d;
     int64_t t0 = ctx->trace ? trace_now_ns() : 0;
     bool reused = false;
     st = schedule_create_cached(&sc, &ctx->sched_cache, nr, roots, &s, &reused);

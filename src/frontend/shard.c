@@ -88,7 +88,8 @@ static UOp *shard_gather_parts(const Parts *p, int to) {
   int64_t total = p->hi[p->n - 1];
   bool is_bool = p->part[0]->dtype.scalar == DT_BOOL;
   UOp *sum = NULL;
-  for (int k = 0; k < p->n; k++) {
+  bool ok = true; /* a NULL (out of memory) part makes the whole NULL, never a sum without it */
+  for (int k = 0; ok && k < p->n; k++) {
     if (p->hi[k] == p->lo[k]) continue; /* an empty part adds nothing */
     int64_t shape[TVK_MAX_DIMS], pads[TVK_MAX_DIMS][2] = {{0}};
     int nd = graph_shape(p->part[k], shape);
@@ -98,7 +99,9 @@ static UOp *shard_gather_parts(const Parts *p, int to) {
     st_free(st0);
     UOp *placed = view_by(on(p->part[k], to), st);
     sum = !sum || !placed ? placed : uop_alu2(is_bool ? OP_OR : OP_ADD, sum, placed);
+    ok = sum != NULL;
   }
+  if (!ok) return NULL;
   if (!sum) { /* every part empty: the whole is empty too */
     int64_t shape[TVK_MAX_DIMS];
     int nd = graph_shape(p->part[0], shape);
@@ -279,9 +282,11 @@ static Parts split_reduce(Split *s, UOp *u) {
   Op op = (Op)u->arg.red.op;
   for (int t = 0; t < r.n; t++) {
     UOp *acc = NULL;
-    for (int k = 0; k < r.n; k++) { /* an empty part's partial is the identity */
+    bool ok = true;                       /* NULL (out of memory) stays NULL: parts_ok reports it */
+    for (int k = 0; ok && k < r.n; k++) { /* an empty part's partial is the identity */
       UOp *x_k = r.part[k] ? on(r.part[k], r.dev[t]) : NULL;
       acc = !acc || !x_k ? x_k : uop_alu2(op, acc, x_k);
+      ok = acc != NULL;
     }
     a.part[t] = acc;
     a.lo[t] = a.hi[t] = 0;

@@ -9,10 +9,13 @@ UOp *graph_buffer_on(UCtx *ctx, ScalarType s, int64_t id, int64_t numel, int dev
 }
 
 UOp *graph_multi(int n, UOp *const *parts, int axis) {
-  return n > 0 ? uop_new(parts[0]->ctx, OP_MULTI, parts[0]->dtype, n, parts, arg_int(axis)) : NULL;
+  return n > 0 && parts[0]
+             ? uop_new(parts[0]->ctx, OP_MULTI, parts[0]->dtype, n, parts, arg_int(axis))
+             : NULL;
 }
 
 UOp *graph_copy(UOp *x, int device) {
+  if (!x) return NULL;
   return uop_new(x->ctx, OP_COPY, x->dtype, 1, &x, arg_int(device));
 }
 
@@ -58,6 +61,7 @@ sint graph_numel(UOp *u) {
 }
 
 UOp *graph_view(UOp *x, const ShapeTracker *st) {
+  if (!x || !st) return NULL; /* a source that ran out of memory, as uop_new */
   if (x->op != OP_VIEW) return uop_new(x->ctx, OP_VIEW, x->dtype, 1, &x, arg_st(st));
   ShapeTracker *c = st_compose(x->arg.st, st);
   if (!c) return NULL;

@@ -89,7 +89,7 @@ int graph_shape(UOp *u, int64_t *shape);
 /* Elements of a node's shape. */
 sint graph_numel(UOp *u);
 /* VIEW(x, st) composing with a VIEW x already is (autoreleased; st copied).
- * NULL on out of memory. */
+ * NULL on out of memory, and for a NULL x or st (a builder that ran out). */
 UOp *graph_view(UOp *x, const ShapeTracker *st);
 
 #endif

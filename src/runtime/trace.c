@@ -105,10 +105,35 @@ static void name_track(Trace *t, int tid) {
   put_meta(t, tid, "thread_name", name);
 }
 
+static void span_on(Trace *t, int tid, bool host, const char *cat, const char *name, int64_t t0,
+                    int64_t t1, const char *args);
+
 void trace_span(Trace *t, bool device, const char *cat, const char *name, int64_t t0, int64_t t1,
                 const char *args) {
+  if (t) span_on(t, device ? TRACE_DEVICE_TRACK : this_track(), !device, cat, name, t0, t1, args);
+}
+
+static int device_track(int device) {
+  return device > 0 ? TRACE_MORE_DEVICES + device : TRACE_DEVICE_TRACK;
+}
+
+void trace_device_span(Trace *t, int device, const char *cat, const char *name, int64_t t0,
+                       int64_t t1, const char *args) {
+  if (t) span_on(t, device_track(device), false, cat, name, t0, t1, args);
+}
+
+void trace_name_device(Trace *t, int device, const char *name) {
   if (!t) return;
-  int tid = device ? TRACE_DEVICE_TRACK : this_track();
+  char full[300];
+  snprintf(full, sizeof full, "device %d: %s", device, name ? name : "?");
+  pthread_mutex_lock(&t->mu);
+  put_meta(t, device_track(device), "thread_name", full);
+  pthread_mutex_unlock(&t->mu);
+}
+
+static void span_on(Trace *t, int tid, bool host, const char *cat, const char *name, int64_t t0,
+                    int64_t t1, const char *args) {
+  bool device = !host;
   char esc[300];
   trace_json_str(name, esc, sizeof esc);
   if (t1 < t0) t1 = t0;

@@ -40,6 +40,14 @@ int64_t trace_now_ns(void);
 void trace_span(Trace *t, bool device, const char *cat, const char *name, int64_t t0, int64_t t1,
                 const char *args);
 
+/* The track of a context's device d (d > 0: its further devices; 0 is
+ * TRACE_DEVICE_TRACK), named "device d: <name>" by trace_name_device, and a
+ * span on it. */
+enum { TRACE_MORE_DEVICES = 1000 };
+void trace_name_device(Trace *t, int device, const char *name);
+void trace_device_span(Trace *t, int device, const char *cat, const char *name, int64_t t0,
+                       int64_t t1, const char *args);
+
 /* s as the inside of a JSON string (quotes, backslashes and control
  * characters escaped) into buf of n bytes, cut short to fit; buf. */
 char *trace_json_str(const char *s, char *buf, size_t n);

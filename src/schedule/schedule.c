@@ -100,8 +100,22 @@ static bool collect_edges(const Schedule *s, const ScheduleItem *items, int n, E
 /* Kahn's toposort of the items by in-degree over collect_edges. Fills
  * order[0..n-1]. A cycle -- only assigns make one: two assigns each reading
  * the other's old value -- is an error, never looped on. */
+/* An item's rank among those ready to run (SchedCtx.background_devices):
+ * what feeds a background device first (a copy to it: it waits for the
+ * device's queue, so before the queue fills), then its kernels (queued, so
+ * the host goes on), then the host's kernels (they run while the queue
+ * does), then copies out of a device (they wait for it). */
+static bool in_background(int device, uint32_t background) {
+  return device >= 0 && device < 32 && (background >> device & 1);
+}
+
+static int item_rank(const Schedule *s, const ScheduleItem *it, uint32_t background) {
+  if (it->copy) return in_background(s->bufs[it->bufs[0]].device, background) ? 0 : 3;
+  return in_background(it->device, background) ? 1 : 2;
+}
+
 static tvk_status order_items(Error *err, const Schedule *s, const ScheduleItem *items, int n,
-                              int *order) {
+                              uint32_t background, int *order) {
   Edges E = {0};
   int *indeg = calloc((size_t)n + 1, sizeof *indeg);
   int *first =
@@ -119,7 +133,22 @@ static tvk_status order_items(Error *err, const Schedule *s, const ScheduleItem 
   int head = 0, tail = 0;
   for (int i = 0; i < n; i++)
     if (indeg[i] == 0) order[tail++] = i;
+  /* several devices: the ready item of the lowest rank first (the order
+   * among equals kept) */
+  bool ranked = false;
+  for (int i = 1; i < n && !ranked; i++)
+    ranked = items[i].copy || items[i].device != items[0].device;
   while (head < tail) {
+    if (ranked) {
+      int best = head;
+      for (int q = head + 1; q < tail; q++)
+        if (item_rank(s, &items[order[q]], background) <
+            item_rank(s, &items[order[best]], background))
+          best = q;
+      int pick = order[best];
+      memmove(order + head + 1, order + head, (size_t)(best - head) * sizeof *order);
+      order[head] = pick;
+    }
     int p = order[head++];
     for (int e = first[p]; e < first[p + 1]; e++)
       if (--indeg[succ[e]] == 0) order[tail++] = succ[e];
@@ -160,7 +189,7 @@ static tvk_status build_items(SchedGraph *g, Schedule *s) {
     if (st == TVK_OK) n++;
   }
   free(roots);
-  if (st == TVK_OK) st = order_items(g->sc->err, s, tmp, n, order);
+  if (st == TVK_OK) st = order_items(g->sc->err, s, tmp, n, g->sc->background_devices, order);
   if (st == TVK_OK && !(s->items = malloc((size_t)(n ? n : 1) * sizeof *s->items)))
     st = err_set(g->sc->err, TVK_ERR_OUT_OF_MEMORY, "schedule: out of memory");
   if (st == TVK_OK) {

@@ -119,6 +119,12 @@ typedef struct {
   UCtx *u;                /* the graph's context: kernel ASTs are built in it */
   int max_kernel_buffers; /* the most buffers one kernel may bind on the device; 0: no limit */
   Error *err;             /* where a failure is reported */
+  /* Bit d: device d runs its launches in the background (a Vulkan queue).
+   * Among the items ready to run, copies to such a device come first, then
+   * its kernels, then the other devices' kernels, then the other copies, so
+   * that the host's work overlaps the queued work and a copy out of a
+   * device waits as late as it can (schedule.c item_rank). */
+  uint32_t background_devices;
 } SchedCtx;
 
 /* Schedules the graphs under roots[0..n-1] (tensor-graph nodes of sc->u).
