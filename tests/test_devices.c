@@ -561,11 +561,15 @@ static void test_shard_errors(void **state) {
   assert_int_equal(tvk_to_host(c, got, sizeof got), TVK_OK);
   double want[6] = {1, 3, 6, 4, 9, 15};
   expect_close(got, want, 6, "cumsum");
-  /* an assign into parts is not there yet: refused, not run wrongly */
-  tvk_status st = tvk_assign(xs, tvk_neg(xs));
-  assert_int_not_equal(st, TVK_OK);
-  expect_error(s->ctx, "shard");
-  tvk_release(c), tvk_release(xs), tvk_release(x);
+  /* a value on one device into a sharded target, and the other way round */
+  assert_int_equal(tvk_assign(xs, x), TVK_ERR_INVALID_ARG);
+  expect_error(s->ctx, "assign: tensor argument 1 is sharded (tvk_shard) and argument 2 is on");
+  tvk_tensor *own = tvk_contiguous(x);
+  assert_int_equal(tvk_assign(own, xs), TVK_ERR_INVALID_ARG);
+  expect_error(s->ctx, "assign: tensor argument 2 is sharded (tvk_shard) and argument 1 is on");
+  assert_int_equal(tvk_assign(xs, tvk_shard(x, 2, both, 1)), TVK_ERR_INVALID_ARG);
+  expect_error(s->ctx, "sharded otherwise than the target");
+  tvk_release(c), tvk_release(xs), tvk_release(x), tvk_release(own);
 }
 
 /* mean((X W - Y)^2) with X and Y's rows cut and W replicated: the gradient
@@ -606,6 +610,89 @@ static void test_shard_grad(void **state) {
   free(xv), free(wv), free(yv);
 }
 
+/* Assigns into parts: each part takes its part of the value (cut alike, a
+ * constant, a replicated tensor); the tensor the parts were cut from keeps
+ * its value. Then SGD with momentum and Adam over a replicated weight and a
+ * sharded batch, step by step against the same optimiser on one device. */
+static void test_shard_assign_optim(void **state) {
+  Suite *s = *state;
+  enum { R = 5, C = 3 };
+  float v[R * C], got[R * C];
+  double want[R * C];
+  for (int i = 0; i < R * C; i++) v[i] = (float)i - 4;
+  tvk_tensor *x = tvk_from_data(s->ctx, TVK_FLOAT32, 2, (int64_t[]){R, C}, v);
+  tvk_tensor *xs = tvk_shard(x, 2, both, 0);
+  assert_int_equal(tvk_assign(xs, tvk_mul(xs, xs)), TVK_OK); /* cut alike */
+  read_f32(xs, got, R * C);
+  for (int i = 0; i < R * C; i++) want[i] = (double)v[i] * v[i];
+  expect_close(got, want, R * C, "assigned x * x");
+  assert_int_equal(tvk_assign(xs, tvk_full(s->ctx, TVK_FLOAT32, 0, NULL, 2.5)), TVK_OK);
+  read_f32(xs, got, R * C);
+  for (int i = 0; i < R * C; i++) want[i] = 2.5;
+  expect_close(got, want, R * C, "assigned a constant");
+  tvk_tensor *rep = tvk_shard(tvk_neg(x), 2, both, -1);
+  assert_int_equal(tvk_assign(xs, tvk_add(xs, rep)), TVK_OK); /* a replicated value, cut */
+  read_f32(xs, got, R * C);
+  for (int i = 0; i < R * C; i++) want[i] = 2.5 - v[i];
+  expect_close(got, want, R * C, "assigned with a replicated value");
+  read_f32(x, got, R * C); /* what the parts were cut from is unchanged */
+  for (int i = 0; i < R * C; i++) want[i] = v[i];
+  expect_close(got, want, R * C, "the source");
+  tvk_release(xs), tvk_release(rep), tvk_release(x);
+
+  enum { M = 8, K = 5, N = 2 };
+  float *xv = ramp(M * K, 0.25f, -1), *wv = ramp(K * N, 0.125f, -0.5f), *yv = ramp(M * N, 0.5f, -1);
+  tvk_tensor *X = tvk_from_data(s->ctx, TVK_FLOAT32, 2, (int64_t[]){M, K}, xv);
+  tvk_tensor *Y = tvk_from_data(s->ctx, TVK_FLOAT32, 2, (int64_t[]){M, N}, yv);
+  tvk_tensor *Xs = tvk_shard(X, 2, both, 0), *Ys = tvk_shard(Y, 2, both, 0);
+  for (int kind = TVK_OPTIM_SGD; kind <= TVK_OPTIM_ADAM; kind++) {
+    tvk_tensor *W = tvk_from_data(s->ctx, TVK_FLOAT32, 2, (int64_t[]){K, N}, wv);
+    tvk_tensor *Ws = tvk_shard(W, 2, both, -1);
+    tvk_optim_options o = {.kind = (tvk_optim_kind)kind, .lr = 0.1, .momentum = 0.5};
+    if (kind == TVK_OPTIM_ADAM) o.momentum = 0;
+    tvk_optim *one = tvk_optim_create(s->ctx, 1, &W, &o),
+              *dp = tvk_optim_create(s->ctx, 1, &Ws, &o);
+    assert_non_null(one);
+    assert_non_null(dp);
+    for (int step = 0; step < 3; step++) {
+      tvk_tensor *d1 = tvk_sub(tvk_matmul(X, W), Y), *d2 = tvk_sub(tvk_matmul(Xs, Ws), Ys);
+      tvk_tensor *l1 = tvk_mean(tvk_mul(d1, d1), 0, NULL, false);
+      tvk_tensor *l2 = tvk_mean(tvk_mul(d2, d2), 0, NULL, false);
+      tvk_tensor *g1, *g2;
+      assert_int_equal(tvk_grad(l1, 1, &W, &g1), TVK_OK);
+      assert_int_equal(tvk_grad(l2, 1, &Ws, &g2), TVK_OK);
+      assert_int_equal(tvk_optim_step(one, &g1), TVK_OK);
+      assert_int_equal(tvk_optim_step(dp, &g2), TVK_OK);
+      float a[K * N], b[K * N];
+      double wa[K * N];
+      read_f32(W, a, K * N);
+      tvk_tensor *p1 = tvk_shard_part(Ws, 1);
+      assert_int_equal(tvk_device_of(p1), 1);
+      read_f32(p1, b, K * N);
+      for (int i = 0; i < K * N; i++) wa[i] = a[i];
+      expect_close(b, wa, K * N, kind == TVK_OPTIM_SGD ? "SGD step" : "Adam step");
+      tvk_release(d1), tvk_release(d2), tvk_release(l1), tvk_release(l2);
+      tvk_release(g1), tvk_release(g2), tvk_release(p1);
+    }
+    tvk_optim_destroy(one), tvk_optim_destroy(dp);
+    tvk_release(W), tvk_release(Ws);
+  }
+  /* a parameter on the second device alone: the state is made there too */
+  tvk_tensor *W1 = tvk_to_device(tvk_from_data(s->ctx, TVK_FLOAT32, 2, (int64_t[]){K, N}, wv), 1);
+  tvk_tensor *X1 = tvk_to_device(X, 1), *Y1 = tvk_to_device(Y, 1);
+  tvk_optim_options o = {.kind = TVK_OPTIM_ADAM, .lr = 0.1};
+  tvk_optim *opt = tvk_optim_create(s->ctx, 1, &W1, &o);
+  assert_non_null(opt);
+  tvk_tensor *d = tvk_sub(tvk_matmul(X1, W1), Y1), *g;
+  assert_int_equal(tvk_grad(tvk_mean(tvk_mul(d, d), 0, NULL, false), 1, &W1, &g), TVK_OK);
+  assert_int_equal(tvk_optim_step(opt, &g), TVK_OK);
+  assert_int_equal(tvk_realize(1, &W1), TVK_OK);
+  assert_int_equal(tvk_device_of(W1), 1);
+  tvk_optim_destroy(opt);
+  tvk_release(X), tvk_release(Y), tvk_release(Xs), tvk_release(Ys);
+  free(xv), free(wv), free(yv);
+}
+
 int main(int argc, char **argv) {
   Suite suite = {.first = argc > 1 ? argv[1] : "CPU", .second = argc > 2 ? argv[2] : "CPU"};
   if (argc > 3) cmocka_set_test_filter(argv[3]);
@@ -614,11 +701,12 @@ int main(int argc, char **argv) {
     return 77;
 #define T(f) cmocka_unit_test_prestate_setup_teardown(f, setup, teardown, &suite)
   const struct CMUnitTest tests[] = {
-      T(test_devices_listed),    T(test_errors),         T(test_copy_dtypes),
-      T(test_copy_views),        T(test_compute_across), T(test_round_trips),
-      T(test_constants),         T(test_grad),           T(test_jit_refused),
-      T(test_shard_elementwise), T(test_shard_reduce),   T(test_shard_matmul),
-      T(test_shard_views),       T(test_shard_errors),   T(test_shard_grad),
+      T(test_devices_listed),     T(test_errors),         T(test_copy_dtypes),
+      T(test_copy_views),         T(test_compute_across), T(test_round_trips),
+      T(test_constants),          T(test_grad),           T(test_jit_refused),
+      T(test_shard_elementwise),  T(test_shard_reduce),   T(test_shard_matmul),
+      T(test_shard_views),        T(test_shard_errors),   T(test_shard_grad),
+      T(test_shard_assign_optim),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

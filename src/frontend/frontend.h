@@ -202,6 +202,12 @@ UOp *shard_gather(UOp *multi, int to);
  * device): g gathered on the part's device, then the part's rows
  * (autoreleased; NULL on out of memory). */
 UOp *shard_rows_on(UOp *g, int axis, UOp *multi, int k);
+/* t (of no device, or on one) placed as `like` is: on its device, or cut
+ * and on the devices of its parts (a new tensor; errors as tensors). */
+tvk_tensor *front_shard_like(tvk_tensor *t, tvk_tensor *like);
+/* tvk_assign into a sharded target: each part assigned its part of the
+ * value (cut alike, replicated on the same devices, or a constant). */
+tvk_status shard_assign(tvk_tensor *target, tvk_tensor *value);
 
 /* ---- dtypes ---- */
 ScalarType dt_from_tvk(tvk_dtype dt);

@@ -74,11 +74,11 @@ tvk_status tvk_assign(tvk_tensor *target, tvk_tensor *value) {
     tvk_release(bad);
     return st;
   }
-  if (target->uop->device == UOP_DEVICE_MULTI || value->uop->device == UOP_DEVICE_MULTI)
+  if (target->uop->device == UOP_DEVICE_MULTI) return shard_assign(target, value);
+  if (value->uop->device == UOP_DEVICE_MULTI)
     return err_set(&ctx->err, TVK_ERR_INVALID_ARG,
-                   "assign: the %s is sharded (tvk_shard); an assign into parts is not "
-                   "supported yet: assign to each device's tensor, or gather it (tvk_to_device)",
-                   target->uop->device == UOP_DEVICE_MULTI ? "target" : "value");
+                   "assign: the value is sharded (tvk_shard) and the target is not: shard the "
+                   "target alike, or gather the value (tvk_to_device)");
   tvk_status st = front_own_buffer(target);
   if (st != TVK_OK) return st;
   size_t m = FRONT_BEGIN(ctx);

@@ -24,9 +24,14 @@ struct tvk_optim {
   uint64_t t;          /* steps taken */
 };
 
-/* A zero tensor with memory of its own, shaped as p. */
+/* A zero tensor with memory of its own, shaped and placed as p (on its
+ * device, or cut and on the devices of its parts). */
 static tvk_tensor *state_like(tvk_tensor *p) {
-  tvk_tensor *z = tvk_contiguous(tvk_full(p->ctx, p->dtype, p->ndim, p->shape, 0));
+  tvk_tensor *zero = tvk_full(p->ctx, p->dtype, p->ndim, p->shape, 0);
+  tvk_tensor *placed = front_shard_like(zero, p);
+  tvk_release(zero);
+  tvk_tensor *z = tvk_contiguous(placed);
+  tvk_release(placed);
   return z && tvk_realize(1, &z) == TVK_OK ? z : (tvk_release(z), NULL);
 }
 

@@ -364,6 +364,110 @@ UOp *shard_rows_on(UOp *g, int axis, UOp *multi, int k) {
   return on_k && axis >= 0 ? rows(on_k, axis, m.lo[k], m.hi[k]) : on_k;
 }
 
+/* ---------------------------------------------------------------- like another, assign */
+
+tvk_tensor *front_shard_like(tvk_tensor *t, tvk_tensor *like) {
+  tvk_ctx *ctx = t->ctx;
+  if (t->status != TVK_OK || like->status != TVK_OK) return tensor_error_from(t->status ? t : like);
+  if (like->uop->device >= 0) return tvk_to_device(t, like->uop->device);
+  if (like->uop->device != UOP_DEVICE_MULTI) return tensor_from_uop(ctx, t->uop);
+  size_t m = FRONT_BEGIN(ctx);
+  UOp *sp = NULL;
+  tvk_status st = shard_split(ctx, like->uop, &sp);
+  if (st != TVK_OK) return FRONT_END(ctx, m, tensor_error_ctx(ctx, st));
+  if (sp->op != OP_MULTI) return FRONT_END(ctx, m, tvk_to_device(t, sp->device));
+  Parts p = parts_of_multi(sp);
+  UOp *parts[CTX_MAX_DEVICES];
+  for (int k = 0; k < p.n; k++) {
+    UOp *x = p.axis >= 0 ? rows(t->uop, p.axis, p.lo[k], p.hi[k]) : t->uop;
+    parts[k] = x ? (x->device == p.dev[k] ? x : front_copy(x, p.dev[k])) : NULL;
+  }
+  return FRONT_END(ctx, m, tensor_from_uop(ctx, graph_multi(p.n, parts, p.axis)));
+}
+
+/* Part k of the value v (split already) for a target cut as tp, or NULL
+ * (with *why) when v is not cut alike, replicated on the same devices, or a
+ * constant. */
+static UOp *value_part(UOp *v, const Parts *tp, int k, const char **why) {
+  if (v->op != OP_MULTI) {
+    if (v->device >= 0) *why = "lives on one device; the target is sharded";
+    return v->device >= 0 ? NULL : tp->axis >= 0 ? rows(v, tp->axis, tp->lo[k], tp->hi[k]) : v;
+  }
+  Parts vp = parts_of_multi(v);
+  if (same_cut(&vp, tp)) return vp.part[k];
+  if (vp.axis < 0 && vp.n == tp->n && !memcmp(vp.dev, tp->dev, sizeof vp.dev))
+    return tp->axis >= 0 ? rows(vp.part[k], tp->axis, tp->lo[k], tp->hi[k]) : vp.part[k];
+  *why = "is sharded otherwise than the target";
+  return NULL;
+}
+
+/* t (a view of a buffer) made a buffer of its own on its device, holding
+ * its values: the part an assign writes must not be another tensor's memory
+ * (a CONTIGUOUS of a row-major prefix would be that memory again). */
+static tvk_status own_copy(tvk_tensor *t) {
+  tvk_ctx *ctx = t->ctx;
+  int64_t numel;
+  tvk_status st = ctx_bound_numel(ctx, &ctx->err, "assign", t->ndim, t->shape, &numel);
+  int64_t id =
+      st == TVK_OK ? ctx_buffer_new_on(ctx, t->uop->device, dt_from_tvk(t->dtype), numel, &st) : -1;
+  if (id < 0) return st;
+  UOp *v = graph_buffer_view(ctx, id, t->ndim, t->shape);
+  if (!v) {
+    ctx_buffer_discard(ctx, id);
+    return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "assign: out of memory");
+  }
+  tvk_tensor *own = tensor_from_uop(ctx, v);
+  st = tvk_assign(own, t);
+  if (st == TVK_OK) st = tvk_realize(1, &own);
+  if (st == TVK_OK) tensor_set_uop(t, own->uop);
+  tvk_release(own);
+  return st;
+}
+
+tvk_status shard_assign(tvk_tensor *target, tvk_tensor *value) {
+  tvk_ctx *ctx = target->ctx;
+  /* the target's parts in memory, each a buffer of its own */
+  tvk_status st = tvk_realize(1, &target);
+  if (st != TVK_OK) return st;
+  if (target->uop->op != OP_MULTI)
+    return err_set(&ctx->err, TVK_ERR_INVALID_ARG,
+                   "assign: the sharded target's graph gathers its parts onto one device; "
+                   "assign to a tensor in parts (tvk_shard)");
+  size_t m = FRONT_BEGIN(ctx);
+  size_t sc = tvk_scope_begin(ctx);
+  Parts tp = parts_of_multi(target->uop);
+  tvk_tensor *v = value;
+  if (v->dtype != target->dtype) v = tvk_cast(v, target->dtype);
+  if (v->ndim != target->ndim || memcmp(v->shape, target->shape, sizeof(int64_t) * (size_t)v->ndim))
+    v = tvk_expand(v, target->ndim, target->shape);
+  st = v->status != TVK_OK ? err_set(&ctx->err, v->status, "assign: %s", tvk_error_of(v)) : TVK_OK;
+  UOp *vs = v->uop, *assigned[CTX_MAX_DEVICES];
+  if (st == TVK_OK && vs->device == UOP_DEVICE_MULTI) st = shard_split(ctx, vs, &vs);
+  for (int k = 0; st == TVK_OK && k < tp.n; k++) {
+    const char *why = "ran out of memory";
+    UOp *vk = value_part(vs, &tp, k, &why);
+    tvk_tensor *pk = tensor_from_uop(ctx, tp.part[k]);
+    tvk_tensor *val = vk ? tensor_from_uop(ctx, vk) : NULL;
+    UOp *pu = pk->uop;
+    if (pu && pu->op == OP_VIEW && pu->src[0]->op == OP_BUFFER &&
+        (!st_contiguous(pu->arg.st) ||
+         !sint_proven_eq(st_numel(pu->arg.st), graph_buffer_numel(pu->src[0])))) {
+      st = own_copy(pk); /* a view of another's memory: a copy of its own */
+    }
+    if (st == TVK_OK && !val)
+      st = err_set(&ctx->err, TVK_ERR_INVALID_ARG, "assign: the value %s (tvk_shard)", why);
+    if (st == TVK_OK) st = tvk_assign(pk, val);
+    if (st == TVK_OK) assigned[k] = uop_autorelease(uop_retain(pk->uop));
+  }
+  UOp *multi = st == TVK_OK ? graph_multi(tp.n, assigned, tp.axis) : NULL;
+  if (st == TVK_OK && !multi)
+    st = err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "assign: out of memory");
+  if (st == TVK_OK) tensor_set_uop(target, multi);
+  tvk_scope_end(ctx, sc, 0, NULL);
+  uop_pool_drain(ctx->u, m);
+  return st;
+}
+
 /* ---------------------------------------------------------------- the API */
 
 tvk_tensor *tvk_shard(tvk_tensor *t, int n, const int *devices, int axis) {
@@ -409,11 +513,17 @@ tvk_tensor *tvk_shard(tvk_tensor *t, int n, const int *devices, int axis) {
       piece = tvk_shrink(t, (const int64_t(*)[2])r);
     }
     tvk_tensor *c = tvk_to_device(piece, devices[k]);
-    /* a constant part is given its device: computed there when realized */
     ok = c->status == TVK_OK; /* on devices[k]: a constant's part is computed there */
-    if (ok) parts[k] = uop_autorelease(uop_retain(c->uop));
+    /* A part on the device t lives on is a copy too: the parts are the
+     * sharded tensor's own memory, which an assign into them (an
+     * optimiser's step) writes without touching t. */
+    if (ok) parts[k] = c->uop == piece->uop ? front_copy(c->uop, devices[k]) : c->uop;
+    ok = ok && parts[k] != NULL;
+    if (ok) uop_autorelease(uop_retain(parts[k])); /* alive after c goes */
     if (piece != t) tvk_release(piece);
-    if (!ok) bad = tensor_error_from(c);
+    if (!ok)
+      bad = c->status != TVK_OK ? tensor_error_from(c)
+                                : tensor_error(ctx, TVK_ERR_OUT_OF_MEMORY, "shard: out of memory");
     tvk_release(c);
   }
   if (!ok) return FRONT_END(ctx, m, bad);
