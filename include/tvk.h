@@ -522,6 +522,10 @@ TVK_API void tvk_optim_destroy(tvk_optim *opt);
  *   buffer as last time (the same tensor, its contents changed in place with
  *   tvk_assign); a new input tensor records it again. The jit keeps the
  *   recorded inputs' memory alive until it records again or is destroyed.
+ * - Across devices (tvk_ctx_add_device): the launches and the copies between
+ *   devices are recorded and replayed, each on its device, one by one. fn may
+ *   shard (tvk_shard) and its outputs may be in parts; each input must live
+ *   on one device (a sharded input is TVK_ERR_INVALID_ARG).
  * tvk_stats counts captures, replays and recordings; TVK_DEBUG >= 1 logs
  * each. */
 typedef struct tvk_jit tvk_jit;

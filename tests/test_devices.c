@@ -306,27 +306,77 @@ static void test_grad(void **state) {
   expect_close(got, want, N, "gradient");
 }
 
-/* A jit records launches on the first device only: a call that crosses is
- * refused with a message, not run wrongly. */
+static const int both[2] = {0, 1};
+
+/* A jit over two devices: the captured launches replay each on its device,
+ * with the copies between them, on new inputs. One function crosses with
+ * tvk_to_device, one shards its input and all-reduces. */
 static tvk_status cross_fn(void *user, tvk_ctx *ctx, int nin, tvk_tensor *const *in, int nout,
                            tvk_tensor **out) {
-  (void)ctx, (void)nin, (void)nout, (void)user;
-  out[0] = tvk_to_device(tvk_neg(tvk_to_device(in[0], 1)), 0);
+  (void)nin, (void)nout, (void)user;
+  tvk_tensor *two = tvk_full(ctx, TVK_FLOAT32, 0, NULL, 2);
+  out[0] = tvk_mul(tvk_to_device(tvk_exp(tvk_to_device(in[0], 1)), 0), two);
   return TVK_OK;
 }
 
-static void test_jit_refused(void **state) {
+static tvk_status sharded_fn(void *user, tvk_ctx *ctx, int nin, tvk_tensor *const *in, int nout,
+                             tvk_tensor **out) {
+  (void)ctx, (void)nin, (void)nout, (void)user;
+  tvk_tensor *xs = tvk_shard(in[0], 2, both, 0);
+  out[0] = tvk_sum(tvk_mul(xs, xs), 1, (const int[]){0}, false); /* all-reduced */
+  out[1] = tvk_neg(xs);                                          /* in parts */
+  return TVK_OK;
+}
+
+static void test_jit_across(void **state) {
   Suite *s = *state;
-  tvk_jit *j = tvk_jit_create(s->ctx, cross_fn, NULL);
+  enum { R = 6, C = 3 };
+  tvk_jit *j = tvk_jit_create(s->ctx, cross_fn, NULL),
+          *js = tvk_jit_create(s->ctx, sharded_fn, NULL);
   assert_non_null(j);
+  assert_non_null(js);
+  tvk_stats before, after;
+  for (int call = 0; call < 5; call++) {
+    float v[R * C], got[R * C];
+    double want[R * C];
+    for (int i = 0; i < R * C; i++) v[i] = (float)((i * 5 + call * 3) % 11) / 4 - 1;
+    tvk_tensor *x = tvk_from_data(s->ctx, TVK_FLOAT32, 2, (int64_t[]){R, C}, v);
+    tvk_stats_get(s->ctx, &before);
+    tvk_tensor *out = NULL, *outs[2] = {NULL, NULL};
+    assert_int_equal(tvk_jit_run(j, 1, &x, 1, &out), TVK_OK);
+    assert_int_equal(tvk_jit_run(js, 1, &x, 2, outs), TVK_OK);
+    tvk_stats_get(s->ctx, &after);
+    read_f32(out, got, R * C);
+    for (int i = 0; i < R * C; i++) want[i] = 2 * exp((double)v[i]);
+    expect_close(got, want, R * C, "jit across devices");
+    read_f32(outs[0], got, C);
+    for (int c = 0; c < C; c++) {
+      want[c] = 0;
+      for (int r = 0; r < R; r++) want[c] += (double)v[r * C + c] * v[r * C + c];
+    }
+    expect_close(got, want, C, "jit of a sharded sum");
+    int ax = 9;
+    assert_int_equal(tvk_shard_info(outs[1], &ax), 2);
+    assert_int_equal(ax, 0);
+    read_f32(outs[1], got, R * C);
+    for (int i = 0; i < R * C; i++) want[i] = -v[i];
+    expect_close(got, want, R * C, "jit's output in parts");
+    if (call >= 2) { /* replays: copies and kernels run, nothing scheduled */
+      assert_int_equal(after.jit_replays - before.jit_replays, 2);
+      assert_int_equal(after.schedules, before.schedules);
+      assert_true(after.copies_run - before.copies_run >= 2 + 2);
+    }
+    tvk_release(x), tvk_release(out), tvk_release(outs[0]), tvk_release(outs[1]);
+  }
+  /* a sharded input is refused with a message */
   float v[4] = {1, 2, 3, 4};
-  tvk_tensor *x = tvk_from_data(s->ctx, TVK_FLOAT32, 1, (int64_t[]){4}, v);
-  tvk_tensor *out = NULL;
-  tvk_status st = TVK_OK;
-  for (int k = 0; k < 3 && st == TVK_OK; k++) st = tvk_jit_run(j, 1, &x, 1, &out);
-  assert_int_equal(st, TVK_ERR_INVALID_ARG);
-  expect_error(s->ctx, "first device only");
-  tvk_jit_destroy(j);
+  tvk_tensor *x = tvk_from_data(s->ctx, TVK_FLOAT32, 2, (int64_t[]){2, 2}, v), *o = NULL;
+  tvk_tensor *xs = tvk_shard(x, 2, both, 0);
+  tvk_jit *j2 = tvk_jit_create(s->ctx, cross_fn, NULL);
+  assert_int_equal(tvk_jit_run(j2, 1, &xs, 1, &o), TVK_ERR_INVALID_ARG);
+  expect_error(s->ctx, "jit_run: input 0 is sharded");
+  tvk_jit_destroy(j), tvk_jit_destroy(js), tvk_jit_destroy(j2);
+  tvk_release(x), tvk_release(xs);
 }
 
 /* ---------------------------------------------------------------- sharded tensors */
@@ -336,8 +386,6 @@ static float *ramp(int n, float scale, float shift) {
   for (int i = 0; i < n; i++) v[i] = (float)((i * 7) % 13) * scale + shift;
   return v;
 }
-
-static const int both[2] = {0, 1};
 
 /* x * 2 + x^2 - 1 over x cut along each axis, and replicated */
 static void test_shard_elementwise(void **state) {
@@ -701,12 +749,12 @@ int main(int argc, char **argv) {
     return 77;
 #define T(f) cmocka_unit_test_prestate_setup_teardown(f, setup, teardown, &suite)
   const struct CMUnitTest tests[] = {
-      T(test_devices_listed),     T(test_errors),         T(test_copy_dtypes),
-      T(test_copy_views),         T(test_compute_across), T(test_round_trips),
-      T(test_constants),          T(test_grad),           T(test_jit_refused),
-      T(test_shard_elementwise),  T(test_shard_reduce),   T(test_shard_matmul),
-      T(test_shard_views),        T(test_shard_errors),   T(test_shard_grad),
-      T(test_shard_assign_optim),
+      T(test_devices_listed), T(test_errors),         T(test_copy_dtypes),
+      T(test_copy_views),     T(test_compute_across), T(test_round_trips),
+      T(test_constants),      T(test_grad),           T(test_shard_elementwise),
+      T(test_shard_reduce),   T(test_shard_matmul),   T(test_shard_views),
+      T(test_shard_errors),   T(test_shard_grad),     T(test_shard_assign_optim),
+      T(test_jit_across),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

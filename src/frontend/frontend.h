@@ -141,6 +141,8 @@ tvk_tensor *front_arange(tvk_ctx *ctx, sint n);
 /* Runner.on_launch of a realize while ctx->capture is set. */
 void jit_on_launch(void *jit, const Schedule *s, int item, const KernelSource *ks, DevProgram *prog,
                    const int32_t *vals, int nvals, const LaunchDims *dims);
+/* Runner.on_copy of a realize while ctx->capture is set. */
+void jit_on_copy(void *jit, const Schedule *s, int item);
 /* Destroys every jit of the context. */
 void jit_free_all(tvk_ctx *ctx);
 /* Destroys every optimiser of the context (optim.c). */

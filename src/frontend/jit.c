@@ -33,9 +33,11 @@
 #include "schedule/schedule.h"
 
 typedef struct {
-  DevProgram *prog;
-  int nbufs;
-  int *slot; /* per buffer: >= 0 a kept BUFFER; < 0 input -1 - slot */
+  DevProgram *prog; /* NULL for a copy */
+  int device;       /* the context's device it runs on (a copy's destination) */
+  int from_device;  /* a copy: its source's device */
+  int nbufs;        /* a copy: 2, the destination first */
+  int *slot;        /* per buffer: >= 0 a kept BUFFER; < 0 input -1 - slot */
   int32_t vals[SCHED_MAX_VALUES];
   int nvals;
   /* per value: the size variable it is (an index into ctx->sizes), or -1 */
@@ -67,6 +69,7 @@ struct tvk_jit {
   sint *kept_numel; /* the elements each needs: an expression for a symbolic output, else 0 */
   size_t nkept, capkept, capkn;
   bool sized; /* some launch takes a size variable's value */
+  bool multi; /* some launch runs on another device than the first, or copies */
   JitLaunch *l;
   size_t nl, capl;
   UOp **out; /* retained: the outputs' nodes after the capture */
@@ -99,7 +102,7 @@ static void drop_capture(tvk_jit *j) {
   free(j->kept), free(j->kept_numel), free(j->l), free(j->out);
   j->kept = NULL, j->kept_numel = NULL, j->l = NULL, j->out = NULL;
   j->nkept = j->capkept = j->capkn = j->nl = j->capl = 0;
-  j->captured = j->direct = j->failed = j->sized = false;
+  j->captured = j->direct = j->failed = j->sized = j->multi = false;
 }
 
 /* The index in ctx->sizes of the variable named name, or -1. */
@@ -107,6 +110,38 @@ static int size_index(const tvk_ctx *ctx, const char *name) {
   for (int i = 0; i < ctx->nsizes; i++)
     if (!strcmp(ctx->sizes[i].name, name)) return i;
   return -1;
+}
+
+/* l's buffers as slots: an input's place, or a BUFFER the jit keeps (a new
+ * one added). false (and j->failed) on out of memory. */
+static bool record_bufs(tvk_jit *j, const Schedule *s, const ScheduleItem *it, JitLaunch *l) {
+  if (!(l->slot = malloc((size_t)(it->nbufs ? it->nbufs : 1) * sizeof *l->slot))) {
+    j->failed = true;
+    return false;
+  }
+  for (int k = 0; k < it->nbufs; k++) {
+    UOp *b = s->bufs[it->bufs[k]].buffer;
+    int slot = INT32_MIN;
+    for (int i = 0; i < j->nin && slot == INT32_MIN; i++)
+      if (j->in_buf[i] == b) slot = -1 - i;
+    for (size_t i = 0; i < j->nkept && slot == INT32_MIN; i++)
+      if (j->kept[i] == b) slot = (int)i;
+    if (slot == INT32_MIN) {
+      if (!b || !VEC_RESERVE(j->kept, j->capkept, j->nkept + 1) ||
+          !VEC_RESERVE(j->kept_numel, j->capkn, j->nkept + 1)) {
+        free(l->slot);
+        j->failed = true;
+        return false;
+      }
+      /* a new output of a symbolic shape needs what its count says */
+      const SchedBuf *sb = &s->bufs[it->bufs[k]];
+      j->kept_numel[j->nkept] = sb->node && sint_is_sym(sb->numel) ? sb->numel : 0;
+      j->kept[j->nkept] = uop_retain(b);
+      slot = (int)j->nkept++;
+    }
+    l->slot[k] = slot;
+  }
+  return true;
 }
 
 /* Runner.on_launch while capturing. */
@@ -120,7 +155,9 @@ void jit_on_launch(void *user, const Schedule *s, int item, const KernelSource *
     return;
   }
   JitLaunch *l = &j->l[j->nl];
+  j->multi |= it->device != 0;
   *l = (JitLaunch){.prog = prog,
+                   .device = it->device,
                    .nbufs = it->nbufs,
                    .nvals = nvals,
                    .groups = ks->groups,
@@ -137,32 +174,22 @@ void jit_on_launch(void *user, const Schedule *s, int item, const KernelSource *
     }
     j->sized |= !scalar;
   }
-  if (!(l->slot = malloc((size_t)(it->nbufs ? it->nbufs : 1) * sizeof *l->slot))) {
+  if (!record_bufs(j, s, it, l)) return;
+  j->nl++;
+}
+
+void jit_on_copy(void *user, const Schedule *s, int item) {
+  tvk_jit *j = user;
+  const ScheduleItem *it = &s->items[item];
+  if (j->failed) return;
+  if (!VEC_RESERVE(j->l, j->capl, j->nl + 1)) {
     j->failed = true;
     return;
   }
-  for (int k = 0; k < it->nbufs; k++) {
-    UOp *b = s->bufs[it->bufs[k]].buffer;
-    int slot = INT32_MIN;
-    for (int i = 0; i < j->nin && slot == INT32_MIN; i++)
-      if (j->in_buf[i] == b) slot = -1 - i;
-    for (size_t i = 0; i < j->nkept && slot == INT32_MIN; i++)
-      if (j->kept[i] == b) slot = (int)i;
-    if (slot == INT32_MIN) {
-      if (!b || !VEC_RESERVE(j->kept, j->capkept, j->nkept + 1) ||
-          !VEC_RESERVE(j->kept_numel, j->capkn, j->nkept + 1)) {
-        free(l->slot);
-        j->failed = true;
-        return;
-      }
-      /* a new output of a symbolic shape needs what its count says */
-      const SchedBuf *sb = &s->bufs[it->bufs[k]];
-      j->kept_numel[j->nkept] = sb->node && sint_is_sym(sb->numel) ? sb->numel : 0;
-      j->kept[j->nkept] = uop_retain(b);
-      slot = (int)j->nkept++;
-    }
-    l->slot[k] = slot;
-  }
+  JitLaunch *l = &j->l[j->nl];
+  *l = (JitLaunch){.device = it->device, .from_device = s->bufs[it->bufs[1]].device, .nbufs = 2};
+  if (!record_bufs(j, s, it, l)) return;
+  j->multi = true;
   j->nl++;
 }
 
@@ -250,31 +277,50 @@ static void finish_capture(tvk_jit *j, tvk_tensor **out) {
   j->captured = true;
 }
 
+/* Buffer k of launch l: an input's, or one the jit keeps. */
+static const Buffer *slot_buffer(tvk_jit *j, const JitLaunch *l, Buffer *const *in, int k) {
+  return l->slot[k] < 0 ? in[-1 - l->slot[k]]
+                        : ctx_buffer(j->ctx, graph_buffer_id(j->kept[l->slot[k]]));
+}
+
 /* Launch l's device buffers, with the inputs' memory in their places. */
 static void launch_bufs(tvk_jit *j, const JitLaunch *l, Buffer *const *in, DevBuffer **bufs) {
   for (int k = 0; k < l->nbufs; k++) {
-    const Buffer *b = l->slot[k] < 0 ? in[-1 - l->slot[k]]
-                                     : ctx_buffer(j->ctx, graph_buffer_id(j->kept[l->slot[k]]));
+    const Buffer *b = slot_buffer(j, l, in, k);
     bufs[k] = b ? b->dev : NULL;
   }
 }
 
-/* The launches one by one (a device without graphs). */
+/* The launches one by one (a device without graphs, or several devices),
+ * each on its device, copies between them as captured; a device's queued
+ * work is started when the next step is another's. */
 static tvk_status replay_launches(tvk_jit *j, Buffer *const *in) {
   tvk_ctx *ctx = j->ctx;
-  Device *d = ctx->dev;
   DevBuffer *stack[16];
   tvk_status st = TVK_OK;
   for (size_t i = 0; i < j->nl && st == TVK_OK; i++) {
     const JitLaunch *l = &j->l[i];
+    Device *d = ctx->devs[l->device];
     DevBuffer **bufs = l->nbufs <= 16 ? stack : malloc((size_t)l->nbufs * sizeof *bufs);
     if (!bufs) return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "jit: out of memory");
     launch_bufs(j, l, in, bufs);
-    st = d->ops->launch(d, l->prog, bufs, l->nbufs, l->nvals ? l->vals : NULL, l->nvals, &l->dims);
-    if (st != TVK_OK)
-      st = err_set(&ctx->err, st, "jit: launch %zu of %zu: %s", i, j->nl, d->err.msg);
+    if (!l->prog) { /* a copy: as many bytes as both buffers hold */
+      const Buffer *to = slot_buffer(j, l, in, 0), *from = slot_buffer(j, l, in, 1);
+      size_t n = to && from ? (to->nbytes < from->nbytes ? to->nbytes : from->nbytes) : 0;
+      st =
+          n ? run_copy_bytes(ctx->devs[l->from_device], bufs[1], d, bufs[0], n, &ctx->err) : TVK_OK;
+      ctx->stats.copies_run += st == TVK_OK;
+    } else {
+      st =
+          d->ops->launch(d, l->prog, bufs, l->nbufs, l->nvals ? l->vals : NULL, l->nvals, &l->dims);
+      if (st != TVK_OK)
+        st = err_set(&ctx->err, st, "jit: launch %zu of %zu: %s", i, j->nl, d->err.msg);
+      if (st == TVK_OK) ctx->stats.kernels_run++;
+      bool handover = i + 1 < j->nl && (!j->l[i + 1].prog || j->l[i + 1].device != l->device);
+      if (st == TVK_OK && handover && d->ops->flush && (st = d->ops->flush(d)) != TVK_OK)
+        st = err_set(&ctx->err, st, "jit: %s", d->err.msg);
+    }
     if (bufs != stack) free(bufs);
-    if (st == TVK_OK) ctx->stats.kernels_run++;
   }
   return st;
 }
@@ -440,11 +486,12 @@ static tvk_status replay(tvk_jit *j, tvk_tensor *const *ins, Buffer *const *in, 
     if (st != TVK_OK) return st;
     if (changed) drop_graph(j); /* its push constants and dispatches are the old values' */
   }
-  tvk_status st =
-      d->ops->graph_create && j->nl > 0 ? replay_graph(j, in, recorded) : replay_launches(j, in);
-  if (st == TVK_OK && j->nl > 0) {
-    st = d->ops->sync(d);
-    if (st != TVK_OK) st = err_set(&ctx->err, st, "jit: %s", d->err.msg);
+  tvk_status st = d->ops->graph_create && j->nl > 0 && !j->multi ? replay_graph(j, in, recorded)
+                                                                 : replay_launches(j, in);
+  for (int k = 0; st == TVK_OK && j->nl > 0 && k < (j->multi ? ctx->ndevs : 1); k++) {
+    Device *dk = ctx->devs[k];
+    st = dk->ops->sync(dk);
+    if (st != TVK_OK) st = err_set(&ctx->err, st, "jit: %s", dk->err.msg);
   }
   if (st == TVK_OK && j->sized) st = size_record(j);
   for (int i = 0; i < j->nout; i++) {
@@ -473,6 +520,12 @@ tvk_status tvk_jit_run(tvk_jit *j, int nin, tvk_tensor *const *in, int nout, tvk
                      in[i] ? "of another context" : "NULL");
     if (in[i]->status != TVK_OK)
       return err_set(&ctx->err, in[i]->status, "jit_run: input %d: %s", i, tvk_error_of(in[i]));
+    if (in[i]->uop->device == UOP_DEVICE_MULTI)
+      return err_set(&ctx->err, TVK_ERR_INVALID_ARG,
+                     "jit_run: input %d is sharded (tvk_shard); pass tensors that live on one "
+                     "device (shard them inside the function, or pass each part: "
+                     "tvk_shard_part)",
+                     i);
   }
   if (j->nin < 0) {
     j->nin = nin, j->nout = nout;

@@ -405,6 +405,7 @@ static tvk_status run(tvk_ctx *ctx, const Schedule *s) {
               .log = &ctx->log,
               .trace = ctx->trace,
               .on_launch = ctx->capture ? jit_on_launch : NULL,
+              .on_copy = ctx->capture ? jit_on_copy : NULL,
               .launch_user = ctx->capture,
               .nsizes = nsizes,
               .size_names = size_names,
@@ -426,18 +427,6 @@ static int max_kernel_buffers(const tvk_ctx *ctx) {
     if (m > 0 && (most == 0 || m < most)) most = m;
   }
   return most;
-}
-
-/* A jit replays launches on the context's first device: a capture of a
- * schedule with copies or kernels on another device is refused. */
-static tvk_status check_capture(tvk_ctx *ctx, const Schedule *s) {
-  for (int i = 0; i < s->nitems; i++)
-    if (s->items[i].copy || s->items[i].device != 0)
-      return err_set(&ctx->err, TVK_ERR_INVALID_ARG,
-                     "jit: the captured call runs %s on device %d; a jit captures work on the "
-                     "context's first device only (not yet across devices)",
-                     s->items[i].copy ? "a copy" : "a kernel", s->items[i].device);
-  return TVK_OK;
 }
 
 tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts) {
@@ -497,7 +486,6 @@ tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts) {
       trace_span(ctx->trace, false, "schedule", "schedule", t0, trace_now_ns(), args);
     }
     free(keep);
-    if (st == TVK_OK && ctx->capture) st = check_capture(ctx, &s);
     if (st == TVK_OK) st = alloc_outputs(ctx, &s);
     if (st == TVK_OK) st = run(ctx, &s);
     if (st == TVK_OK) st = replace_realized(ctx, &s);

@@ -546,10 +546,32 @@ static Runner on_device(const Runner *r, int d) {
 
 static Device *device_of(const Runner *r, int d) { return r->devs ? r->devs[d] : r->dev; }
 
+tvk_status run_copy_bytes(Device *src, DevBuffer *from, Device *dst, DevBuffer *to, size_t nbytes,
+                          Error *err) {
+  /* Straight out of or into host memory where one side is (the CPU's):
+   * one copy, not two through a buffer of its own. */
+  void *src_host = src->ops->host_ptr ? src->ops->host_ptr(src, from) : NULL;
+  void *dst_host = !src_host && dst->ops->host_ptr ? dst->ops->host_ptr(dst, to) : NULL;
+  void *host = src_host ? src_host : dst_host ? dst_host : malloc(nbytes);
+  if (!host)
+    return err_set(err, TVK_ERR_OUT_OF_MEMORY, "copy: out of memory for %zu bytes", nbytes);
+  /* the source for its data; the destination for kernels that may still
+   * read the memory the planner gave to the copy's output */
+  Device *failed = dst;
+  tvk_status st = dst->ops->sync(dst);
+  if (st == TVK_OK) failed = src, st = src->ops->sync(src);
+  if (st == TVK_OK && !src_host) st = src->ops->copy_out(src, from, 0, host, nbytes);
+  if (st == TVK_OK) failed = dst;
+  if (st == TVK_OK && !dst_host) st = dst->ops->copy_in(dst, to, 0, host, nbytes);
+  if (host != src_host && host != dst_host) free(host);
+  if (st != TVK_OK)
+    return err_set(err, st, "copy from %s to %s: %s", src->ops->name(src), dst->ops->name(dst),
+                   failed->err.msg);
+  return TVK_OK;
+}
+
 /* Copy item i: what the source's device has computed goes through host
- * memory to the destination. Both devices are waited for first: the source
- * for its data, the destination for kernels that may still read the memory
- * the planner gave to the copy's output. */
+ * memory to the destination (run_copy_bytes). */
 static tvk_status run_copy(const Runner *r, const Schedule *s, DevBuffer *const *bufs, int i) {
   const ScheduleItem *it = &s->items[i];
   const SchedBuf *to = &s->bufs[it->bufs[0]], *from = &s->bufs[it->bufs[1]];
@@ -562,31 +584,15 @@ static tvk_status run_copy(const Runner *r, const Schedule *s, DevBuffer *const 
   if (!bufs[it->bufs[0]] || !bufs[it->bufs[1]])
     return err_set(r->err, TVK_ERR_INTERNAL, "copy %d: a buffer has no device memory", i);
   int64_t t0 = r->trace ? trace_now_ns() : 0;
-  DevBuffer *from_buf = bufs[it->bufs[1]], *to_buf = bufs[it->bufs[0]];
-  /* Straight out of or into host memory where one side is (the CPU's):
-   * one copy, not two through a buffer of its own. */
-  void *src_host = src->ops->host_ptr ? src->ops->host_ptr(src, from_buf) : NULL;
-  void *dst_host = !src_host && dst->ops->host_ptr ? dst->ops->host_ptr(dst, to_buf) : NULL;
-  void *host = src_host ? src_host : dst_host ? dst_host : malloc(nbytes);
-  if (!host)
-    return err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "copy %d: out of memory for %zu bytes", i,
-                   nbytes);
-  Device *failed = dst;
-  tvk_status st = dst->ops->sync(dst);
-  if (st == TVK_OK) failed = src, st = src->ops->sync(src);
-  if (st == TVK_OK && !src_host) st = src->ops->copy_out(src, from_buf, 0, host, nbytes);
-  if (st == TVK_OK) failed = dst;
-  if (st == TVK_OK && !dst_host) st = dst->ops->copy_in(dst, to_buf, 0, host, nbytes);
-  if (host != src_host && host != dst_host) free(host);
-  if (st != TVK_OK)
-    return err_set(r->err, st, "copy from %s to %s: %s", src->ops->name(src), dst->ops->name(dst),
-                   failed->err.msg);
+  tvk_status st = run_copy_bytes(src, bufs[it->bufs[1]], dst, bufs[it->bufs[0]], nbytes, r->err);
+  if (st != TVK_OK) return st;
   if (r->trace) {
     char args[48];
     snprintf(args, sizeof args, "\"bytes\": %zu", nbytes);
     trace_span(r->trace, false, "copy", "copy between devices", t0, trace_now_ns(), args);
   }
   r->stats->copies_run++;
+  if (r->on_copy) r->on_copy(r->launch_user, s, i);
   if (r->debug >= 1)
     log_msg(r->log, TVK_LOG_INFO, "tvk copy   %3d  %zu bytes from %s to %s", i, nbytes,
             src->ops->name(src), dst->ops->name(dst));

@@ -58,6 +58,8 @@ typedef struct {
    * geometry. NULL: none. */
   void (*on_launch)(void *user, const Schedule *s, int item, const KernelSource *ks,
                     DevProgram *prog, const int32_t *vals, int nvals, const LaunchDims *dims);
+  /* Called after each copy between devices that succeeded (item s->items[item]). */
+  void (*on_copy)(void *user, const Schedule *s, int item);
   void *launch_user;
   /* The values of the size variables (tvk_size_var) by name: a kernel over a
    * symbolic size takes its variable's value at launch. */
@@ -74,5 +76,12 @@ typedef struct {
  * status with r->err naming the kernel; kernels before the failing one have
  * run. */
 tvk_status run_schedule(const Runner *r, const Schedule *s, DevBuffer *const *bufs);
+
+/* nbytes of `from` (on src) into `to` (on dst), from offset 0: both devices
+ * waited for first, then straight out of or into a CPU buffer where one is
+ * (DeviceOps.host_ptr), else through host memory. On error the status with
+ * err naming both devices. */
+tvk_status run_copy_bytes(Device *src, DevBuffer *from, Device *dst, DevBuffer *to, size_t nbytes,
+                          Error *err);
 
 #endif
