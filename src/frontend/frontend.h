@@ -186,6 +186,11 @@ int shape_first_sym(int ndim, const int64_t *shape);
  * What an op that does not take symbolic sizes yet answers. */
 tvk_tensor *front_refuse_symbolic(const char *op, int n, tvk_tensor *const *ts);
 
+/* Opens device `name` (or the app's Vulkan device vk_app of vk_size bytes)
+ * with the context's options, its launch times going to the profile when
+ * the context times them (ctx.c). */
+tvk_status ctx_open_device(tvk_ctx *ctx, const char *name, const void *vk_app, size_t vk_size,
+                           Device **out, Error *err);
 /* COPY(x) to device `device` (autoreleased), with a view of x that is not
  * plain memory made contiguous on its own device first (tvk_to_device's). */
 UOp *front_copy(UOp *x, int device);
