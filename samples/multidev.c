@@ -204,6 +204,19 @@ static void replace(tvk_tensor **slot, tvk_tensor *t) {
   *slot = t;
 }
 
+/* One SGD step of m on (x, y), realized; its loss. The same code whether x,
+ * y and m live on one device or x and y are sharded and m replicated: then
+ * the gradients come all-reduced and each device updates its copy. */
+static double sgd_step(Mlp *m, tvk_tensor *x, tvk_tensor *y, double lr) {
+  tvk_tensor *loss = mse(m, x, y), *g[2];
+  if (tvk_grad(loss, 2, (tvk_tensor *[]){m->w1, m->w2}, g) != TVK_OK) die("grad");
+  replace(&m->w1, sgd(m->w1, g[0], lr)), replace(&m->w2, sgd(m->w2, g[1], lr));
+  if (tvk_realize(3, (tvk_tensor *[]){loss, m->w1, m->w2}) != TVK_OK) die("step");
+  double l = read_scalar(loss);
+  tvk_release(loss), tvk_release(g[0]), tvk_release(g[1]);
+  return l;
+}
+
 static void train(int steps, int batch) {
   float *xv = rand_floats((size_t)batch * IN, 5), *yv = rand_floats((size_t)batch * OUT, 6);
   float *w1 = rand_floats(IN * HID, 7), *w2 = rand_floats(HID * OUT, 8);
@@ -223,23 +236,10 @@ static void train(int steps, int batch) {
   double worst = 0, t_one = 0, t_dp = 0, first = 0, last = 0;
   bool same = true;
   for (int s = 0; s < steps; s++) {
-    /* one device, the whole batch */
     double t0 = now_ms();
-    tvk_tensor *loss = mse(&one, X, Y), *g[2];
-    if (tvk_grad(loss, 2, (tvk_tensor *[]){one.w1, one.w2}, g) != TVK_OK) die("grad");
-    replace(&one.w1, sgd(one.w1, g[0], lr)), replace(&one.w2, sgd(one.w2, g[1], lr));
-    if (tvk_realize(3, (tvk_tensor *[]){loss, one.w1, one.w2}) != TVK_OK) die("step");
-    double l_one = read_scalar(loss);
-    tvk_release(loss), tvk_release(g[0]), tvk_release(g[1]);
+    double l_one = sgd_step(&one, X, Y, lr); /* one device, the whole batch */
     double t1 = now_ms();
-    /* data-parallel: the same code over the sharded batch and replicated
-     * weights; the gradients come all-reduced (replicated), each device
-     * applies the update to its copy */
-    tvk_tensor *ls = mse(&rep, xs, ys), *gs[2];
-    if (tvk_grad(ls, 2, (tvk_tensor *[]){rep.w1, rep.w2}, gs) != TVK_OK) die("grad");
-    replace(&rep.w1, sgd(rep.w1, gs[0], lr)), replace(&rep.w2, sgd(rep.w2, gs[1], lr));
-    if (tvk_realize(3, (tvk_tensor *[]){ls, rep.w1, rep.w2}) != TVK_OK) die("data-parallel step");
-    double l_dp = read_scalar(ls);
+    double l_dp = sgd_step(&rep, xs, ys, lr); /* data-parallel over both */
     double t2 = now_ms();
     if (s == 0 && tvk_ctx_wait_compiles(ctx) != TVK_OK) die("wait_compiles");
     if (s > 0) t_one += t1 - t0, t_dp += t2 - t1; /* the first step compiles */
@@ -247,7 +247,6 @@ static void train(int steps, int batch) {
     if (rel > worst) worst = rel;
     if (s == 0) first = l_one;
     last = l_one;
-    tvk_release(ls), tvk_release(gs[0]), tvk_release(gs[1]);
     /* the replicas hold the same weights */
     float a[HID * OUT], b[HID * OUT];
     tvk_tensor *p0 = tvk_shard_part(rep.w2, 0), *p1 = tvk_shard_part(rep.w2, 1);

@@ -561,13 +561,7 @@ tvk_status tvk_realize(int n, tvk_tensor *const *ts) {
 }
 
 tvk_status tvk_sync(tvk_ctx *ctx) {
-  if (!ctx) return TVK_ERR_INVALID_ARG;
-  for (int i = 0; i < ctx->ndevs; i++) {
-    Device *d = ctx->devs[i];
-    tvk_status st = d->ops->sync(d);
-    if (st != TVK_OK) return err_set(&ctx->err, st, "sync: %s", d->err.msg);
-  }
-  return TVK_OK;
+  return ctx ? ctx_sync_devices(ctx, "sync") : TVK_ERR_INVALID_ARG;
 }
 
 tvk_status tvk_ctx_wait_compiles(tvk_ctx *ctx) {
@@ -800,7 +794,7 @@ void tvk_ctx_destroy(tvk_ctx *ctx) {
     if (*t) log_msg(&ctx->log, TVK_LOG_INFO, "%s", t);
   }
   if (ctx->trace) { /* with the spans of launches still pending */
-    for (int i = 0; i < ctx->ndevs; i++) (void)ctx->devs[i]->ops->sync(ctx->devs[i]);
+    (void)ctx_sync_devices(ctx, NULL);
     if (!trace_close(ctx->trace))
       log_msg(&ctx->log, TVK_LOG_WARN, "tvk: writing the trace '%s' failed (TVK_TRACE)",
               ctx->trace_path);

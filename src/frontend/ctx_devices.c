@@ -8,35 +8,41 @@
 
 tvk_tensor *front_check_devices(const char *op, int n, tvk_tensor *const *ts) {
   tvk_ctx *ctx = n > 0 ? ts[0]->ctx : NULL;
-  /* a sharded input with one on a single device */
-  for (int i = 0, multi = -1, one = -1; i < n; i++) {
+  /* one pass: the first sharded input, the first on a single device, and
+   * the first on another device than that one */
+  int multi = -1, one = -1, other = -1;
+  for (int i = 0; i < n; i++) {
     int d = ts[i]->uop ? ts[i]->uop->device : UOP_DEVICE_NONE;
     if (d == UOP_DEVICE_MULTI && multi < 0) multi = i;
     if (d >= 0 && one < 0) one = i;
-    if (multi >= 0 && one >= 0)
-      return tensor_error(ctx, TVK_ERR_INVALID_ARG,
-                          "%s: tensor argument %d is sharded (tvk_shard) and argument %d is on "
-                          "device %d (%s) alone; shard or replicate it too (tvk_shard, axis -1), "
-                          "or gather the sharded one (tvk_to_device)",
-                          op, multi + 1, one + 1, ts[one]->uop->device,
-                          ctx_device_name(ctx, ts[one]->uop->device));
+    if (d >= 0 && other < 0 && d != ts[one]->uop->device) other = i;
   }
-  /* every input on one device, or on none (constants go where they are used) */
-  for (int i = 0, first = -1; i < n; i++) {
-    int d = ts[i]->uop ? ts[i]->uop->device : UOP_DEVICE_NONE;
-    if (d < 0) continue;
-    if (first < 0) {
-      first = i;
-    } else if (d != ts[first]->uop->device) {
-      int f = ts[first]->uop->device;
-      return tensor_error(ctx, TVK_ERR_INVALID_ARG,
-                          "%s: tensor argument %d is on device %d (%s) and argument %d on device "
-                          "%d (%s); copy one to the other's device first (tvk_to_device)",
-                          op, first + 1, f, ctx_device_name(ctx, f), i + 1, d,
-                          ctx_device_name(ctx, d));
-    }
+  if (multi >= 0 && one >= 0)
+    return tensor_error(ctx, TVK_ERR_INVALID_ARG,
+                        "%s: tensor argument %d is sharded (tvk_shard) and argument %d is on "
+                        "device %d (%s) alone; shard or replicate it too (tvk_shard, axis -1), "
+                        "or gather the sharded one (tvk_to_device)",
+                        op, multi + 1, one + 1, ts[one]->uop->device,
+                        ctx_device_name(ctx, ts[one]->uop->device));
+  /* constants (of no device) go where they are used */
+  if (other >= 0) {
+    int f = ts[one]->uop->device, d = ts[other]->uop->device;
+    return tensor_error(ctx, TVK_ERR_INVALID_ARG,
+                        "%s: tensor argument %d is on device %d (%s) and argument %d on device "
+                        "%d (%s); copy one to the other's device first (tvk_to_device)",
+                        op, one + 1, f, ctx_device_name(ctx, f), other + 1, d,
+                        ctx_device_name(ctx, d));
   }
   return NULL;
+}
+
+tvk_status ctx_sync_devices(tvk_ctx *ctx, const char *what) {
+  for (int i = 0; i < ctx->ndevs; i++) {
+    Device *d = ctx->devs[i];
+    tvk_status st = d->ops->sync(d);
+    if (st != TVK_OK) return what ? err_set(&ctx->err, st, "%s: %s", what, d->err.msg) : st;
+  }
+  return TVK_OK;
 }
 
 tvk_status tvk_ctx_add_device(tvk_ctx *ctx, const char *device, int *index) {

@@ -191,6 +191,10 @@ tvk_tensor *front_refuse_symbolic(const char *op, int n, tvk_tensor *const *ts);
  * the context times them (ctx.c). */
 tvk_status ctx_open_device(tvk_ctx *ctx, const char *name, const void *vk_app, size_t vk_size,
                            Device **out, Error *err);
+/* Waits for every device of the context: TVK_OK, or the first failure's
+ * status with "<what>: <the device's message>" in ctx->err (what NULL:
+ * the status only, ctx->err untouched). */
+tvk_status ctx_sync_devices(tvk_ctx *ctx, const char *what);
 /* COPY(x) to device `device` (autoreleased), with a view of x that is not
  * plain memory made contiguous on its own device first (tvk_to_device's). */
 UOp *front_copy(UOp *x, int device);

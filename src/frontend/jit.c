@@ -488,10 +488,11 @@ static tvk_status replay(tvk_jit *j, tvk_tensor *const *ins, Buffer *const *in, 
   }
   tvk_status st = d->ops->graph_create && j->nl > 0 && !j->multi ? replay_graph(j, in, recorded)
                                                                  : replay_launches(j, in);
-  for (int k = 0; st == TVK_OK && j->nl > 0 && k < (j->multi ? ctx->ndevs : 1); k++) {
-    Device *dk = ctx->devs[k];
-    st = dk->ops->sync(dk);
-    if (st != TVK_OK) st = err_set(&ctx->err, st, "jit: %s", dk->err.msg);
+  if (st == TVK_OK && j->nl > 0 && j->multi) {
+    st = ctx_sync_devices(ctx, "jit");
+  } else if (st == TVK_OK && j->nl > 0) {
+    st = d->ops->sync(d);
+    if (st != TVK_OK) st = err_set(&ctx->err, st, "jit: %s", d->err.msg);
   }
   if (st == TVK_OK && j->sized) st = size_record(j);
   for (int i = 0; i < j->nout; i++) {

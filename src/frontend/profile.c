@@ -67,8 +67,7 @@ static int by_total(const void *a, const void *b) {
 /* Completes the pending launches' times, sorts the rows and fills their
  * derived fields and ctx->prof_entries. */
 static void collect(tvk_ctx *ctx) {
-  for (int i = 0; i < ctx->ndevs; i++) /* completes the batches whose timestamps are pending */
-    (void)ctx->devs[i]->ops->sync(ctx->devs[i]);
+  (void)ctx_sync_devices(ctx, NULL); /* completes the batches whose timestamps are pending */
   if (ctx->nprof) qsort(ctx->prof, ctx->nprof, sizeof *ctx->prof, by_total);
   double total = 0;
   for (size_t i = 0; i < ctx->nprof; i++) total += ctx->prof[i].e.total_ms;

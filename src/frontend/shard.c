@@ -48,14 +48,19 @@ static Parts parts_of_multi(UOp *m) {
   return p;
 }
 
+/* a and b have their parts on the same devices, in order. */
+static bool same_devices(const Parts *a, const Parts *b) {
+  return a->n == b->n && !memcmp(a->dev, b->dev, (size_t)a->n * sizeof *a->dev);
+}
+
 static bool same_cut(const Parts *a, const Parts *b) {
-  if (a->n != b->n || a->axis != b->axis) return false;
+  if (!same_devices(a, b) || a->axis != b->axis) return false;
   for (int k = 0; k < a->n; k++)
-    if (a->dev[k] != b->dev[k] || a->lo[k] != b->lo[k] || a->hi[k] != b->hi[k]) return false;
+    if (a->lo[k] != b->lo[k] || a->hi[k] != b->hi[k]) return false;
   return true;
 }
 
-/* VIEW(x, st), st built by f from x's shape (autoreleased). */
+/* VIEW(x, st) (autoreleased), st freed; NULL when either is. */
 static UOp *view_by(UOp *x, ShapeTracker *st) {
   UOp *v = st ? graph_view(x, st) : NULL;
   st_free(st);
@@ -102,13 +107,8 @@ static UOp *shard_gather_parts(const Parts *p, int to) {
     ok = sum != NULL;
   }
   if (!ok) return NULL;
-  if (!sum) { /* every part empty: the whole is empty too */
-    int64_t shape[TVK_MAX_DIMS];
-    int nd = graph_shape(p->part[0], shape);
-    ShapeTracker *st = st_from_shape(nd, shape);
-    sum = view_by(on(p->part[0], to), st);
-  }
-  return sum;
+  /* every part empty: the whole is empty too, as the first part is */
+  return sum ? sum : on(p->part[0], to);
 }
 
 /* ---------------------------------------------------------------- views per part */
@@ -228,9 +228,7 @@ static Parts split_elementwise(Split *s, UOp *u) {
   /* sources cut otherwise are gathered onto the first device, and so is u */
   for (uint32_t i = 0; i < u->nsrc; i++) {
     const Parts *q = parts_at(s, u->src[i]);
-    bool fits = !q->n ||
-                (q->axis < 0 && q->n == cut->n && !memcmp(q->dev, cut->dev, sizeof q->dev)) ||
-                same_cut(q, cut);
+    bool fits = !q->n || (q->axis < 0 && same_devices(q, cut)) || same_cut(q, cut);
     if (!fits) {
       UOp *src[8];
       for (uint32_t m = 0; m < u->nsrc; m++)
@@ -395,7 +393,7 @@ static UOp *value_part(UOp *v, const Parts *tp, int k, const char **why) {
   }
   Parts vp = parts_of_multi(v);
   if (same_cut(&vp, tp)) return vp.part[k];
-  if (vp.axis < 0 && vp.n == tp->n && !memcmp(vp.dev, tp->dev, sizeof vp.dev))
+  if (vp.axis < 0 && same_devices(&vp, tp))
     return tp->axis >= 0 ? rows(vp.part[k], tp->axis, tp->lo[k], tp->hi[k]) : vp.part[k];
   *why = "is sharded otherwise than the target";
   return NULL;

@@ -536,15 +536,15 @@ static void write_graph(const Runner *r, const Schedule *s, const char *const *n
     log_msg(r->log, TVK_LOG_WARN, "tvk: cannot write the schedule graph '%s' (TVK_GRAPH)", path);
 }
 
+static Device *device_of(const Runner *r, int d) { return r->devs ? r->devs[d] : r->dev; }
+
 /* r as the items of device d see it: that device and its program cache. */
 static Runner on_device(const Runner *r, int d) {
   Runner rd = *r;
-  if (r->devs && d > 0 && d < r->ndevs) rd.dev = r->devs[d];
+  rd.dev = device_of(r, d);
   rd.programs = &r->programs[d];
   return rd;
 }
-
-static Device *device_of(const Runner *r, int d) { return r->devs ? r->devs[d] : r->dev; }
 
 tvk_status run_copy_bytes(Device *src, DevBuffer *from, Device *dst, DevBuffer *to, size_t nbytes,
                           Error *err) {

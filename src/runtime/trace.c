@@ -105,8 +105,23 @@ static void name_track(Trace *t, int tid) {
   put_meta(t, tid, "thread_name", name);
 }
 
+/* A span on track tid; a host thread's track is named the first time. */
 static void span_on(Trace *t, int tid, bool host, const char *cat, const char *name, int64_t t0,
-                    int64_t t1, const char *args);
+                    int64_t t1, const char *args) {
+  char esc[300];
+  trace_json_str(name, esc, sizeof esc);
+  if (t1 < t0) t1 = t0;
+  pthread_mutex_lock(&t->mu);
+  if (host) name_track(t, tid);
+  /* ts and dur in microseconds, to the ns */
+  if (fprintf(t->f,
+              ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"cat\":\"%s\",\"name\":\"%s\","
+              "\"ts\":%.3f,\"dur\":%.3f,\"args\":{%s}}",
+              tid, cat, esc, (double)(t0 - t->t0) / 1e3, (double)(t1 - t0) / 1e3,
+              args ? args : "") < 0)
+    t->failed = true;
+  pthread_mutex_unlock(&t->mu);
+}
 
 void trace_span(Trace *t, bool device, const char *cat, const char *name, int64_t t0, int64_t t1,
                 const char *args) {
@@ -128,23 +143,5 @@ void trace_name_device(Trace *t, int device, const char *name) {
   snprintf(full, sizeof full, "device %d: %s", device, name ? name : "?");
   pthread_mutex_lock(&t->mu);
   put_meta(t, device_track(device), "thread_name", full);
-  pthread_mutex_unlock(&t->mu);
-}
-
-static void span_on(Trace *t, int tid, bool host, const char *cat, const char *name, int64_t t0,
-                    int64_t t1, const char *args) {
-  bool device = !host;
-  char esc[300];
-  trace_json_str(name, esc, sizeof esc);
-  if (t1 < t0) t1 = t0;
-  pthread_mutex_lock(&t->mu);
-  if (!device) name_track(t, tid);
-  /* ts and dur in microseconds, to the ns */
-  if (fprintf(t->f,
-              ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"cat\":\"%s\",\"name\":\"%s\","
-              "\"ts\":%.3f,\"dur\":%.3f,\"args\":{%s}}",
-              tid, cat, esc, (double)(t0 - t->t0) / 1e3, (double)(t1 - t0) / 1e3,
-              args ? args : "") < 0)
-    t->failed = true;
   pthread_mutex_unlock(&t->mu);
 }
