@@ -120,9 +120,15 @@ static const char h_max_f32[] =
  * on every lane of a vector: shaders/math_f32.glsl's tvk_exp2_f32 (the same
  * reduction and polynomial, about an ulp; the derivation is there), with its
  * early returns turned into selects made last, and every select a mask
- * (tvk_sel_f32; the exponent's bias an add). libm's exp2f is a call per
- * element that no vectoriser can widen. The argument is clamped first, so
- * the float-to-int conversion never sees NaN or a value out of range. */
+ * (tvk_sel_f32). libm's exp2f is a call per element that no vectoriser can
+ * widen. The argument is clamped first, so the float-to-int conversion never
+ * sees NaN or a value out of range. 2^n is two normal factors, 2^h 2^(n-h)
+ * with h = n >> 1 (n in [-151, 128]): p 2^h is exact and the second product
+ * rounds once, as the shader's p 2^(n+100) 2^-100 does for a denormal result,
+ * so it also makes overflow (inf), underflow (0) and denormals without the
+ * three selects the shader's branches would be; the same bits for every one
+ * of the 2^32 arguments, and a third fewer instructions: softmax 4096^2's sum
+ * of exps 4.8 -> 3.7 ms, its exp-and-divide 4.8 -> 3.0 (Zen 5, 2 threads). */
 static const char h_exp2_f32[] =
     "TVK_INLINE float tvk_exp2_f32(float x) {\n"
     "  float c = tvk_sel_f32(x > -151.0f, x, -151.0f);\n"
@@ -134,14 +140,10 @@ static const char h_exp2_f32[] =
     "  r = r * f + 5.5503810137839864e-2f;\n"
     "  r = r * f + 0.24022650695911564f;\n"
     "  float p = 1.0f + (f * 0.693147181f + (f * f) * r);\n"
-    "  int32_t e = (int32_t)n;\n"
-    "  bool normal = e >= -125;\n"
-    "  union { float f; uint32_t u; } v = {p};\n"
-    "  v.u += (uint32_t)(e + 100 * (int32_t)!normal) << 23;\n"
-    "  float y = tvk_sel_f32(normal, v.f, v.f * 7.888609052210118e-31f);\n"
-    "  y = tvk_sel_f32(x >= 128.0f, (float)TVK_INF, y);\n"
-    "  y = tvk_sel_f32(x < -151.0f, 0.0f, y);\n"
-    "  return tvk_sel_f32(x != x, x, y);\n}\n";
+    "  int32_t e = (int32_t)n, h = e >> 1;\n"
+    "  union { float f; uint32_t u; } s = {.u = (uint32_t)(h + 127) << 23},\n"
+    "    t = {.u = (uint32_t)(e - h + 127) << 23};\n"
+    "  return tvk_sel_f32(x != x, x, (p * s.f) * t.f);\n}\n";
 
 /* Float floor division of magnitudes, signed (Python's // as alu.c computes
  * it, in double); x // 0 = 0. */
