@@ -4,6 +4,7 @@
 #include "cpu_internal.h"
 
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,11 +177,12 @@ static int launch_cores(int n, const LaunchDims *dims) {
   return chunks < n ? (int)chunks : n;
 }
 
-/* Every launch is one call per core it uses, and the kernel splits its
- * outermost loop by core_id. */
-static tvk_status cpu_launch(Device *d, DevProgram *p, DevBuffer *const *bufs, int nbufs,
-                             const int32_t *vals, int nvals, const LaunchDims *dims) {
-  static const int32_t no_vals[1] = {0};
+/* The data pointers of bufs[0..nbufs) into ptrs (local, or malloc'd when
+ * there are more than CPU_STACK_BUFS; *ptrs says which), after checking
+ * the launch's arguments. */
+static tvk_status launch_args(Device *d, DevProgram *p, DevBuffer *const *bufs, int nbufs,
+                              const int32_t *vals, int nvals, void **local, void ***ptrs) {
+  *ptrs = local;
   if (!p || cpu_program_owner(p) != d)
     return err_set(&d->err, TVK_ERR_INVALID_ARG, "launch: program is %s",
                    p ? "of another device" : "NULL");
@@ -188,36 +190,127 @@ static tvk_status cpu_launch(Device *d, DevProgram *p, DevBuffer *const *bufs, i
     return err_set(&d->err, TVK_ERR_INVALID_ARG,
                    "launch: bad arguments (nbufs %d, bufs %p, nvals %d, vals %p)", nbufs,
                    (const void *)bufs, nvals, (const void *)vals);
-  void *local[CPU_STACK_BUFS] = {0};
-  void **ptrs = local;
-  if (nbufs > CPU_STACK_BUFS && !(ptrs = malloc((size_t)nbufs * sizeof *ptrs)))
+  if (nbufs > CPU_STACK_BUFS && !(*ptrs = malloc((size_t)nbufs * sizeof **ptrs))) {
+    *ptrs = local;
     return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "launch: out of memory for %d buffer pointers",
                    nbufs);
+  }
   for (int i = 0; i < nbufs; i++) {
     if (!bufs[i]) {
-      if (ptrs != local) free(ptrs);
+      if (*ptrs != local) free(*ptrs);
+      *ptrs = local;
       return err_set(&d->err, TVK_ERR_INVALID_ARG, "launch: buffer %d of %d is NULL", i, nbufs);
     }
-    ptrs[i] = bufs[i]->data;
+    (*ptrs)[i] = bufs[i]->data;
   }
+  return TVK_OK;
+}
+
+static int64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* A launch's time for TVK_DEBUG and Device.on_time: ms of [t0, t1). */
+static void report_time(Device *d, DevProgram *p, double ms, int64_t t0, int64_t t1) {
+  if (cpu_of(d)->debug >= 1)
+    log_msg(&d->log, TVK_LOG_INFO, "tvk: CPU kernel %s: %.3f ms", cpu_program_name(p), ms);
+  LaunchTime t = {cpu_program_name(p), p, ms, t0, t1};
+  if (d->on_time) d->on_time(d->time_user, &t);
+}
+
+/* Every launch is one call per core it uses, and the kernel splits its
+ * outermost loop by core_id. */
+static tvk_status cpu_launch(Device *d, DevProgram *p, DevBuffer *const *bufs, int nbufs,
+                             const int32_t *vals, int nvals, const LaunchDims *dims) {
+  static const int32_t no_vals[1] = {0};
+  void *local[CPU_STACK_BUFS] = {0}, **ptrs;
+  tvk_status st = launch_args(d, p, bufs, nbufs, vals, nvals, local, &ptrs);
+  if (st != TVK_OK) return st;
   CpuDevice *c = cpu_of(d);
-  struct timespec t0 = {0, 0}, t1;
-  if (d->on_time || c->debug >= 1) clock_gettime(CLOCK_MONOTONIC, &t0);
+  bool timed = d->on_time || c->debug >= 1;
+  int64_t t0 = timed ? now_ns() : 0;
   cpu_pool_run(c->pool, launch_cores(c->threads, dims), cpu_program_fn(p), ptrs,
                nvals > 0 ? vals : no_vals);
-  if (d->on_time ||
-      c->debug >= 1) { /* a launch runs to completion: its wall time is the kernel's */
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-    if (c->debug >= 1)
-      log_msg(&d->log, TVK_LOG_INFO, "tvk: CPU kernel %s: %.3f ms", cpu_program_name(p), ms);
-    LaunchTime t = {cpu_program_name(p), p, ms, (int64_t)t0.tv_sec * 1000000000 + t0.tv_nsec,
-                    (int64_t)t1.tv_sec * 1000000000 + t1.tv_nsec};
-    if (d->on_time) d->on_time(d->time_user, &t);
+  if (timed) { /* a launch runs to completion: its wall time is the kernel's */
+    int64_t t1 = now_ns();
+    report_time(d, p, (double)(t1 - t0) / 1e6, t0, t1);
   }
-
   if (ptrs != local) free(ptrs);
   return TVK_OK;
+}
+
+/* ---- launches part by part ---- */
+
+enum { CPU_MAX_CHAIN = 16 };
+
+/* One launch_parts: what every core's call of run_parts shares. */
+typedef struct {
+  int n, parts;
+  CpuKernelFn fn[CPU_MAX_CHAIN];
+  void *const *bufs[CPU_MAX_CHAIN];
+  const int32_t *vals[CPU_MAX_CHAIN];
+  atomic_int next;                /* the next part to take */
+  bool timed;                     /* sum each kernel's time into ns */
+  atomic_llong ns[CPU_MAX_CHAIN]; /* per kernel, over every part and core */
+} CpuParts;
+
+/* A CpuKernelFn for cpu_pool_run: bufs[0] is the CpuParts. Each core takes
+ * parts in turn, in order, and runs each kernel's share of its part. */
+static void run_parts(void *const *bufs, const int32_t *vals, int32_t core_id, int32_t n_cores) {
+  (void)vals, (void)core_id, (void)n_cores;
+  CpuParts *c = bufs[0];
+  for (int p; (p = atomic_fetch_add(&c->next, 1)) < c->parts;)
+    for (int k = 0; k < c->n; k++) {
+      int64_t t0 = c->timed ? now_ns() : 0;
+      c->fn[k](c->bufs[k], c->vals[k], p, c->parts);
+      if (c->timed) atomic_fetch_add(&c->ns[k], (long long)(now_ns() - t0));
+    }
+}
+
+static tvk_status cpu_launch_parts(Device *d, const DevLaunch *l, int n, int parts) {
+  static const int32_t no_vals[1] = {0};
+  if (n < 1 || n > CPU_MAX_CHAIN || !l || parts < 1 || parts > DEV_MAX_PARTS)
+    return err_set(&d->err, TVK_ERR_INVALID_ARG,
+                   "launch_parts: %d launches in %d parts (1 to %d launches, 1 to %d parts)", n,
+                   parts, CPU_MAX_CHAIN, DEV_MAX_PARTS);
+  CpuDevice *c = cpu_of(d);
+  CpuParts *run = calloc(1, sizeof *run);
+  void *local[CPU_MAX_CHAIN][CPU_STACK_BUFS], **ptrs[CPU_MAX_CHAIN];
+  if (!run) return err_set(&d->err, TVK_ERR_OUT_OF_MEMORY, "launch_parts: out of memory");
+  tvk_status st = TVK_OK;
+  int made = 0;
+  for (; made < n && st == TVK_OK; made++) {
+    const DevLaunch *x = &l[made];
+    st = launch_args(d, x->prog, x->bufs, x->nbufs, x->vals, x->nvals, local[made], &ptrs[made]);
+    if (st != TVK_OK) break;
+    run->fn[made] = cpu_program_fn(x->prog);
+    run->bufs[made] = ptrs[made];
+    run->vals[made] = x->nvals > 0 ? x->vals : no_vals;
+  }
+  if (st == TVK_OK) {
+    run->n = n, run->parts = parts;
+    run->timed = d->on_time || c->debug >= 1;
+    atomic_init(&run->next, 0);
+    for (int k = 0; k < n; k++) atomic_init(&run->ns[k], 0);
+    void *arg[1] = {run};
+    int cores = parts < c->threads ? parts : c->threads;
+    int64_t t0 = run->timed ? now_ns() : 0;
+    cpu_pool_run(c->pool, cores, run_parts, arg, no_vals);
+    if (run->timed) { /* each kernel's share, one after another in the launch's span */
+      int64_t at = t0;
+      for (int k = 0; k < n; k++) {
+        int64_t share = (int64_t)atomic_load(&run->ns[k]) / (cores > 0 ? cores : 1);
+        report_time(d, l[k].prog, (double)share / 1e6, at, at + share);
+        at += share;
+      }
+    }
+  }
+  for (int k = 0; k < made; k++)
+    if (ptrs[k] != local[k]) free(ptrs[k]);
+  free(run);
+  return st;
 }
 
 /* Launches finish before they return, so there is nothing to wait for. */
@@ -253,6 +346,7 @@ static const DeviceOps cpu_ops = {
     .compile = cpu_compile_op,
     .program_free = cpu_program_free_op,
     .launch = cpu_launch,
+    .launch_parts = cpu_launch_parts,
     .sync = cpu_sync,
     .host_ptr = cpu_host_ptr,
     .wait_compiles = cpu_wait_compiles,

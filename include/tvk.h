@@ -211,6 +211,12 @@ typedef struct {
    * staging through work-group memory, grouped reduces) instead of the ones
    * measured to suit it: for testing those plans without a GPU. */
   int gpu_rules;
+  /* CPU: $TVK_NO_CHAINS: 1 runs every kernel by itself. By default
+   * consecutive kernels over the same rows (a softmax's or a layernorm's
+   * reduces and their elementwise kernel) whose shared data exceeds a core's
+   * cache run as one launch, part by part, each core taking some rows
+   * through all of them while the rows are in its cache (docs/runtime.md). */
+  int no_chains;
 } tvk_ctx_options;
 
 /* ------------------------------------------------------------------ devices */
@@ -359,6 +365,9 @@ typedef struct {
    * than the last recorded one's. Other replays submit it as it is. */
   uint64_t jit_graphs_recorded;
   uint64_t copies_run; /* copies between two devices of the context (tvk_to_device) */
+  /* CPU: launches that ran consecutive kernels part by part (no_chains);
+   * their kernels count in kernels_run each */
+  uint64_t chains_run;
 } tvk_stats;
 
 /* Copies the counters into *out (all zero for a NULL ctx). tvk_stats grows at

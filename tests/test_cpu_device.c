@@ -397,6 +397,76 @@ static void test_each_core_once(void **state) {
   }
 }
 
+/* Each call appends kernel * 10000 + part to a log (bufs[0]: a count, then
+ * the entries; vals[0] the kernel) and counts itself per part, with the
+ * n_cores it got, in bufs[1]. */
+static const char parts_src[] =
+    "#include <stdint.h>\n"
+    "void parts(void *const *bufs, const int32_t *vals, int32_t core_id, int32_t n_cores) {\n"
+    "  int32_t *log = bufs[0], *hits = bufs[1];\n"
+    "  int32_t at = __atomic_fetch_add(&log[0], 1, __ATOMIC_RELAXED);\n"
+    "  log[1 + at] = vals[0] * 10000 + core_id;\n"
+    "  __atomic_fetch_add(&hits[vals[0] * 64 + core_id], 1, __ATOMIC_RELAXED);\n"
+    "  hits[512 + vals[0] * 64 + core_id] = n_cores;\n"
+    "}\n";
+
+static void on_time_count(void *user, const LaunchTime *t) {
+  int *n = user;
+  if (t->ms >= 0 && t->end_ns >= t->start_ns) n[0]++;
+}
+
+/* launch_parts calls part p of every launch, in launch order, before the
+ * next part on that core: with one thread the log is k0 p0, k1 p0, k2 p0,
+ * k0 p1, ...; with more, every (launch, part) runs once with n_cores =
+ * parts. Each launch's time is reported once. Bad counts are refused. */
+static void test_launch_parts(void **state) {
+  (void)state;
+  enum { PARTS = 40, KERNELS = 3 };
+  static const int threads[] = {1, 2, 7};
+  for (size_t t = 0; t < 3; t++) {
+    Device *d = make_dev(threads[t]);
+    int timed = 0;
+    d->on_time = on_time_count, d->time_user = &timed;
+    DevProgram *p = must_compile(d, "parts", parts_src, NULL);
+    int32_t log[1 + PARTS * KERNELS] = {0}, hits[1024] = {0};
+    DevBuffer *bufs[2] = {must_alloc(d, sizeof log), must_alloc(d, sizeof hits)};
+    assert_int_equal(d->ops->copy_in(d, bufs[0], 0, log, sizeof log), TVK_OK);
+    assert_int_equal(d->ops->copy_in(d, bufs[1], 0, hits, sizeof hits), TVK_OK);
+    int32_t vals[KERNELS] = {0, 1, 2};
+    LaunchDims dims = {{PARTS * 4, 1 << 20, 1}, {1, 1, 1}};
+    DevLaunch l[KERNELS];
+    for (int k = 0; k < KERNELS; k++) l[k] = (DevLaunch){p, bufs, 2, &vals[k], 1, &dims};
+    assert_int_equal(d->ops->launch_parts(d, l, KERNELS, PARTS), TVK_OK);
+    assert_int_equal(d->ops->copy_out(d, bufs[0], 0, log, sizeof log), TVK_OK);
+    assert_int_equal(d->ops->copy_out(d, bufs[1], 0, hits, sizeof hits), TVK_OK);
+    assert_int_equal(log[0], PARTS * KERNELS);
+    for (int k = 0; k < KERNELS; k++)
+      for (int q = 0; q < PARTS; q++) {
+        if (hits[k * 64 + q] != 1)
+          fail_msg("threads %d: kernel %d part %d ran %d times", threads[t], k, q,
+                   hits[k * 64 + q]);
+        assert_int_equal(hits[512 + k * 64 + q], PARTS);
+      }
+    /* on one core, in order; on any, a part's kernels in launch order */
+    int32_t last[PARTS];
+    for (int q = 0; q < PARTS; q++) last[q] = -1;
+    for (int i = 0; i < PARTS * KERNELS; i++) {
+      int32_t k = log[1 + i] / 10000, q = log[1 + i] % 10000;
+      if (threads[t] == 1) assert_int_equal(log[1 + i], (i % KERNELS) * 10000 + i / KERNELS);
+      assert_int_equal(k, last[q] + 1);
+      last[q] = k;
+    }
+    assert_int_equal(timed, KERNELS);
+    assert_int_equal(d->ops->launch_parts(d, l, 0, PARTS), TVK_ERR_INVALID_ARG);
+    assert_int_equal(d->ops->launch_parts(d, l, KERNELS, 0), TVK_ERR_INVALID_ARG);
+    assert_int_equal(d->ops->launch_parts(d, l, KERNELS, DEV_MAX_PARTS + 1), TVK_ERR_INVALID_ARG);
+    assert_non_null(strstr(d->err.msg, "parts"));
+    for (int b = 0; b < 2; b++) d->ops->free(d, bufs[b]);
+    d->ops->program_free(d, p);
+    d->ops->destroy(d);
+  }
+}
+
 /* More buffers than the launch keeps on its stack. */
 static void test_many_buffers(void **state) {
   (void)state;
@@ -1494,6 +1564,7 @@ int main(void) {
       cmocka_unit_test(test_alloc_too_big),
       cmocka_unit_test(test_kernel_mul_add),
       cmocka_unit_test(test_each_core_once),
+      cmocka_unit_test(test_launch_parts),
       cmocka_unit_test(test_many_buffers),
       cmocka_unit_test(test_launch_errors),
       cmocka_unit_test(test_cache_hit_and_miss),

@@ -1171,6 +1171,93 @@ static void test_stats_size(void **state) {
   tvk_release(t);
 }
 
+/* ---------------------------------------------------------------- chains */
+
+/* Kernels over the same rows run part by part on the CPU (runtime/chain.c)
+ * when what they share exceeds a core's cache: 16 MiB does on every CPU
+ * seen (the largest L2 was 2 MiB). */
+enum { CH_ROWS = 1024, CH_COLS = 4096 };
+
+static float *chain_input(void) {
+  float *x = malloc(sizeof(float) * CH_ROWS * CH_COLS);
+  assert_non_null(x);
+  for (int64_t i = 0; i < (int64_t)CH_ROWS * CH_COLS; i++)
+    x[i] = (float)((i * 7919) % 1000) / 100.0f - 5.0f + (float)(i / CH_COLS) * 1e-3f;
+  return x;
+}
+
+typedef enum { CH_SOFTMAX, CH_LAYERNORM, CH_SUB_MAX, CH_SUB_FLIPPED_MAX, CH_OPS } ChainOp;
+
+static tvk_tensor *chain_op(ChainOp op, tvk_tensor *x) {
+  int ax = 1, rows = 0;
+  switch (op) {
+  case CH_SOFTMAX: return tvk_softmax(x, 1);
+  case CH_LAYERNORM: return tvk_layernorm(x, 1, NULL, NULL, 1e-5);
+  case CH_SUB_MAX: return tvk_sub(x, tvk_max(x, 1, &ax, true));
+  default: /* row r less the max of row R - 1 - r: the second kernel reads another row's max */
+    return tvk_sub(x, tvk_flip(tvk_max(x, 1, &ax, true), 1, &rows));
+  }
+}
+
+/* The op over rows of x in double precision, into out. */
+static void chain_ref(ChainOp op, const float *x, double *out) {
+  for (int r = 0; r < CH_ROWS; r++) {
+    const float *row = x + (int64_t)r * CH_COLS, *other = x + (int64_t)(CH_ROWS - 1 - r) * CH_COLS;
+    double *o = out + (int64_t)r * CH_COLS;
+    const float *mrow = op == CH_SUB_FLIPPED_MAX ? other : row;
+    double m = -INFINITY, sum = 0, mean = 0, var = 0;
+    for (int c = 0; c < CH_COLS; c++) m = fmax(m, mrow[c]), mean += row[c];
+    mean /= CH_COLS;
+    for (int c = 0; c < CH_COLS; c++)
+      sum += exp(row[c] - m), var += (row[c] - mean) * (row[c] - mean);
+    var /= CH_COLS;
+    for (int c = 0; c < CH_COLS; c++)
+      o[c] = op == CH_SOFTMAX     ? exp(row[c] - m) / sum
+             : op == CH_LAYERNORM ? (row[c] - mean) / sqrt(var + 1e-5)
+                                  : row[c] - m;
+  }
+}
+
+/* Each op gives the same bits chained and one kernel at a time (the same
+ * kernels, each element computed by one core either way), and the double
+ * reference's values; softmax, layernorm and x - max(x) run as one chain,
+ * and x less the flipped max runs unchained (its kernel reads the max of
+ * another row, which another part computes). */
+static void test_chains(void **state) {
+  (void)state;
+  tvk_ctx *unchained;
+  tvk_ctx_options o = {.device = "CPU", .no_chains = 1};
+  assert_int_equal(tvk_ctx_create_opts(&o, &unchained), TVK_OK);
+  float *x = chain_input();
+  size_t n = (size_t)CH_ROWS * CH_COLS;
+  float *got = malloc(n * sizeof *got), *plain = malloc(n * sizeof *plain);
+  double *want = malloc(n * sizeof *want);
+  assert_true(got && plain && want);
+  const int64_t shape[2] = {CH_ROWS, CH_COLS};
+  tvk_tensor *a = tvk_from_data(C, TVK_FLOAT32, 2, shape, x);
+  tvk_tensor *b = tvk_from_data(unchained, TVK_FLOAT32, 2, shape, x);
+  for (ChainOp op = 0; op < CH_OPS; op++) {
+    tvk_stats before, after, other;
+    tvk_stats_get(C, &before);
+    assert_int_equal(tvk_to_host(chain_op(op, a), got, n * sizeof *got), TVK_OK);
+    tvk_stats_get(C, &after);
+    assert_int_equal(tvk_to_host(chain_op(op, b), plain, n * sizeof *plain), TVK_OK);
+    tvk_stats_get(unchained, &other);
+    assert_memory_equal(got, plain, n * sizeof *got);
+    assert_int_equal(other.chains_run, 0);
+    assert_int_equal(after.chains_run - before.chains_run, op == CH_SUB_FLIPPED_MAX ? 0 : 1);
+    chain_ref(op, x, want);
+    double tol = op == CH_SOFTMAX ? 1e-5 : 2e-5; /* relative to the row's largest |value| */
+    for (size_t i = 0; i < n; i++) {
+      double scale = op == CH_SOFTMAX ? want[i] + 1e-7 : 1 + fabs(want[i]);
+      if (fabs(got[i] - want[i]) > tol * scale)
+        fail_msg("op %d: [%zu] = %.9g, want %.9g", op, i, got[i], want[i]);
+    }
+  }
+  free(x), free(got), free(plain), free(want);
+  tvk_ctx_destroy(unchained);
+}
+
 static void test_scope_nested_same_mark(void **state) {
   (void)state;
   tvk_tensor *x = tvk_full(C, TVK_FLOAT32, 1, SHAPE(4), 1);
@@ -1392,6 +1479,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_scope_nested_same_mark, setup, teardown),
       cmocka_unit_test(test_options_size),
       cmocka_unit_test_setup_teardown(test_stats_size, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_chains, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_call_regressions, setup, teardown),
       cmocka_unit_test_setup_teardown(test_flat_memory, setup, teardown),
   };

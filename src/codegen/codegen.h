@@ -98,6 +98,14 @@ size_t kernel_sym_name(sint size, char *buf, size_t n);
  * verified AST (estimate.c says how). false (and zeros) on out of memory. */
 bool kernel_estimate(UOp *norm, const KernelDesc *kd, double *flops, double *bytes);
 
+/* ---- bands.c ---- */
+
+/* For each buffer of the kernel, band[b]: R > 0 when every load and store of
+ * b reaches, at index r of full-shape axis `axis`, only elements
+ * [r R, r R + R) (one view of whole numbers; bands.c), else 0. All 0 for
+ * axis -1 (and when out of memory). band has kd->nbufs entries. */
+void kernel_bands(UOp *norm, const KernelDesc *kd, int axis, int64_t *band);
+
 /* ---- view_index.c ---- */
 
 /* A view's index arithmetic: given one index UOp per visible dim of st (of the
@@ -146,6 +154,11 @@ typedef struct {
    * (grid mode: the work groups a launch needs; cores mode: the split axis's
    * extent), global[0] being its largest value; 0 where global is the launch. */
   sint groups;
+  /* Cores mode: the full-shape axis split across cores when it is split
+   * alone, as whole blocks of its upcast (no merged pair, CACHE or symbolic
+   * size): core c of n runs blocks [c ceil(B/n), ...) of its B = global[0]
+   * blocks. -1 otherwise (and in grid mode). */
+  int row_axis;
 } CgLaunch;
 
 /* Lowers a verified AST (kernel_verify's *norm) to the graph described above,

@@ -62,6 +62,9 @@ typedef struct {
   uint8_t dtype; /* ScalarType of the elements */
   bool read;     /* loaded from by the kernel */
   bool written;  /* stored to by the kernel */
+  /* In KernelSource, where it has rows: R > 0 when index r of the split axis
+   * reads and writes only elements [r R, r R + R) of the buffer; else 0. */
+  int64_t band;
 } KernelBuf;
 
 typedef struct {
@@ -119,6 +122,13 @@ typedef struct {
    * variables, which kernel_groups evaluates for a launch; global[0] is its
    * largest value. 0 otherwise. */
   sint groups;
+  /* Cores mode: the extent of the full-shape axis split across cores when
+   * it is split alone in whole blocks (CgLaunch.row_axis), for running
+   * kernels part by part (DeviceOps.launch_parts); the blocks are
+   * global[0], each rows / global[0] indices of the axis. 0: not such a
+   * split (and in grid mode, and with symbolic sizes). bufs[i].band says
+   * what one index of it touches. */
+  int64_t rows;
   OptPlan plan; /* the plan the kernel was made with */
   /* What one launch does (estimate.c): arithmetic ops, and bytes of global
    * memory read plus written; for GFLOP/s and GB/s in profiles and traces. */

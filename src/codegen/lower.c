@@ -74,6 +74,7 @@ typedef struct {
    * NULL elsewhere. */
   UOp *tail[TVK_MAX_DIMS];
   sint split_sym; /* cores mode: the split axis's blocks where its size is symbolic; else 0 */
+  int row_axis;   /* cores mode: the axis split alone, whole blocks (CgLaunch.row_axis); or -1 */
   UOp *outer[TVK_MAX_DIMS + 2]; /* the output (non-reduce) RANGEs, outermost first */
   /* Each reduced axis: its loops (the digits of its index, innermost first; one
    * RANGE unless split), and, when the digits cover more than the axis, its
@@ -374,6 +375,7 @@ static bool make_axes(LowerCtx *lc) {
       if (ks->sym_axes >> d & 1)
         sym = sint_uop(lc->ctx, lc->idt, lc->split_sym = sym_blocks(lc, d));
       lc->axis[d] = split_axis_of(lc, n, sym, d), split = true;
+      if (!sym && !lc->version) lc->row_axis = d;
     } else if (red)
       lc->axis[d] = reduce_axis(lc, d, n);
     else
@@ -428,7 +430,7 @@ static tvk_status check_budget(LowerCtx *lc) {
 static bool make_axes_group(LowerCtx *lc, int64_t total, CgLaunch *launch) {
   const KernelDesc *ks = lc->ks;
   int64_t L = lc->glanes;
-  *launch = (CgLaunch){{total, 1, 1}, {L, 1, 1}, 0};
+  *launch = (CgLaunch){{total, 1, 1}, {L, 1, 1}, 0, -1};
   UOp *flat = b_special(lc, arg_var("group_id", 0, total > 1 ? total - 1 : 0));
   lc->lane = b_special(lc, arg_var("local_id", 0, L - 1));
   if (!flat || !lc->lane) return false;
@@ -460,7 +462,7 @@ static bool make_axes_local(LowerCtx *lc, int64_t total, CgLaunch *launch) {
   int64_t local = 1;
   for (int d = 0; d < ks->ndim; d++) local *= lc->loc[d];
   int64_t groups = total / local;
-  *launch = (CgLaunch){{groups, 1, 1}, {local, 1, 1}, 0};
+  *launch = (CgLaunch){{groups, 1, 1}, {local, 1, 1}, 0, -1};
   UOp *grp = b_special(lc, arg_var("group_id", 0, groups > 1 ? groups - 1 : 0));
   UOp *lane = b_special(lc, arg_var("local_id", 0, local - 1));
   if (!grp || !lane) return false;
@@ -501,7 +503,7 @@ static bool make_axes_grid(LowerCtx *lc, int local_size, CgLaunch *launch) {
   if (locals > 1) return make_axes_local(lc, total, launch);
   int64_t local = total < local_size ? (total > 1 ? total : 1) : local_size;
   int64_t groups = (total + local - 1) / local; /* 0 for an empty output: nothing runs */
-  *launch = (CgLaunch){{groups, 1, 1}, {local, 1, 1}, 0};
+  *launch = (CgLaunch){{groups, 1, 1}, {local, 1, 1}, 0, -1};
   /* Symbolic output sizes: total, groups and the bound above are the largest
    * values; the count of work groups a launch needs is an expression of the
    * launch's values (CgLaunch.groups), and the bounds check is always there. */
@@ -1044,7 +1046,7 @@ static bool scan_reduces(UOp *ast, uint32_t *sum_axes) {
 
 static bool lower_init(LowerCtx *lc, UOp *ast, const KernelDesc *ks, const OptPlan *plan,
                        Error *err) {
-  *lc = (LowerCtx){.ctx = ast->ctx, .ks = ks, .err = err, .peel = -1};
+  *lc = (LowerCtx){.ctx = ast->ctx, .ks = ks, .err = err, .peel = -1, .row_axis = -1};
   opt_upcasts(ks, plan, lc->up);
   lc->spread = opt_spread_axes(plan);
   for (int d = 0; d < TVK_MAX_DIMS; d++) lc->run[d] = opt_spread_run(plan, d);
@@ -1067,7 +1069,7 @@ static bool lower_init(LowerCtx *lc, UOp *ast, const KernelDesc *ks, const OptPl
 static void cores_launch(const LowerCtx *lc, CgLaunch *launch) {
   int64_t total = kernel_iterations(lc->ks, ~0u);
   int64_t n = lc->split_n > 0 ? lc->split_n : 1;
-  *launch = (CgLaunch){{n, total / n, 1}, {1, 1, 1}, lc->split_sym};
+  *launch = (CgLaunch){{n, total / n, 1}, {1, 1, 1}, lc->split_sym, lc->row_axis};
 }
 
 /* The axis to peel (CG_RANGE_VERSION), or -1: in a register tile (an

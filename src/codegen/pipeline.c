@@ -50,6 +50,22 @@ static tvk_status describe(const KernelDesc *kd, const char *name, KernelSource 
   return TVK_OK;
 }
 
+/* KernelSource.rows and the buffers' bands, for a kernel split by rows
+ * alone in blocks that divide it (no symbolic sizes, no variables: a
+ * launch's values would change what a part touches). Always true. */
+static bool describe_rows(UOp *norm, const KernelDesc *kd, const CgLaunch *launch,
+                          KernelSource *out) {
+  int a = launch->row_axis;
+  if (a < 0 || kd->sym_axes || kd->nvars || launch->groups || launch->global[0] <= 0 ||
+      kd->full[a] % launch->global[0] != 0)
+    return true;
+  int64_t band[CG_MAX_BUFS];
+  kernel_bands(norm, kd, a, band);
+  out->rows = kd->full[a];
+  for (int b = 0; b < kd->nbufs; b++) out->bufs[b].band = band[b];
+  return true;
+}
+
 /* The plan of the kernel (CodegenOpts.plan / noopt / the heuristic), checked. */
 static tvk_status choose_plan(UOp *norm, const KernelDesc *kd, const CodegenOpts *opts,
                               OptPlan *plan, Error *err) {
@@ -84,7 +100,7 @@ static tvk_status passes(UOp *norm, const KernelDesc *kd, const CodegenOpts *opt
                          const OptPlan *plan, const Lang *lang, LinearProgram *lp, CgLaunch *launch,
                          Error *err) {
   UOp *low, *legal, *vec;
-  *launch = (CgLaunch){{1, 1, 1}, {1, 1, 1}, 0};
+  *launch = (CgLaunch){{1, 1, 1}, {1, 1, 1}, 0, -1};
   if (opts && opts->mode == CG_MODE_GRID) {
     int local = opts->local_size > 0 ? opts->local_size : 64;
     if (lower_kernel_grid(norm, kd, plan, local, opts->subgroup, &low, launch, err) != TVK_OK)
@@ -143,6 +159,7 @@ tvk_status codegen_kernel_opts(UOp *ast, const char *name, const CodegenOpts *op
     if (!kernel_estimate(norm, kd, &out->flops, &out->bytes))
       err_first(&err, TVK_ERR_OUT_OF_MEMORY, "codegen: out of memory");
     if (err.status == TVK_OK && describe(kd, name, out, &err) == TVK_OK &&
+        describe_rows(norm, kd, &launch, out) &&
         render_program(&lp, lang, &info, &out->src, &err) == TVK_OK && opts && opts->want_uops &&
         !(out->uops = linear_dump(&lp)))
       err_first(&err, TVK_ERR_OUT_OF_MEMORY, "codegen: out of memory");

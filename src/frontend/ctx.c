@@ -717,6 +717,7 @@ static tvk_status ctx_create(const tvk_ctx_options *opts, const void *vk_app, si
   o.validate = env_int("TVK_VALIDATE", o.validate);
   o.noopt = env_int("TVK_NOOPT", o.noopt);
   o.gpu_rules = env_int("TVK_GPU_RULES", o.gpu_rules);
+  o.no_chains = env_int("TVK_NO_CHAINS", o.no_chains);
   o.beam = env_int("TVK_BEAM", o.beam);
   o.no_disk_cache = env_int("TVK_NO_DISK_CACHE", o.no_disk_cache);
   const char *graph = env_str("TVK_GRAPH", o.graph), *trace = env_str("TVK_TRACE", o.trace);

@@ -397,6 +397,7 @@ static tvk_status run(tvk_ctx *ctx, const Schedule *s) {
               .graph = ctx->opt.graph,
               .noopt = ctx->opt.noopt != 0,
               .gpu_rules = ctx->opt.gpu_rules != 0,
+              .no_chains = ctx->opt.no_chains != 0,
               .beam = ctx->opt.beam > 0 ? ctx->opt.beam : 0,
               .cache_dir = ctx->cache_dir,
               .no_disk = ctx->opt.no_disk_cache > 0,

@@ -32,7 +32,12 @@ typedef struct {
   int64_t local[3];
 } LaunchDims;
 
-/* One launch of a graph (DeviceOps.graph_create): launch()'s arguments. */
+/* The most parts DeviceOps.launch_parts cuts a launch into: the largest
+ * n_cores a kernel takes (codegen's CG_MAX_CORES). */
+#define DEV_MAX_PARTS 4096
+
+/* One launch of a graph (DeviceOps.graph_create) or of launch_parts:
+ * launch()'s arguments. */
 typedef struct {
   DevProgram *prog;
   DevBuffer *const *bufs;
@@ -114,6 +119,18 @@ typedef struct {
   /* Enqueue a launch; it may run before this returns or at the next sync. */
   tvk_status (*launch)(Device *d, DevProgram *p, DevBuffer *const *bufs, int nbufs,
                        const int32_t *vals, int nvals, const LaunchDims *dims);
+  /* Runs l[0..n-1], kernels of cores mode (in that order), as one launch cut
+   * into `parts` parts: each kernel is called with n_cores = parts, so part
+   * p is the p-th of `parts` equal runs of its split axis's blocks (parts
+   * divides every launch's dims->global[0]); a core takes a part and runs it
+   * for l[0], then l[1], ..., then takes the next part. What the first
+   * kernel reads of a part is then still in that core's cache when the
+   * next one reads it. The caller has checked that no kernel touches what
+   * another writes in another part (the runtime's chain.c). With timing on,
+   * each kernel is reported with its share of the time (its calls' time
+   * summed over the parts, over the cores that ran them). NULL: the device
+   * launches one kernel at a time. */
+  tvk_status (*launch_parts)(Device *d, const DevLaunch *l, int n, int parts);
   tvk_status (*sync)(Device *d); /* wait for everything enqueued */
   /* Starts what launch() enqueued without waiting for it (Vulkan: submits
    * the batch being recorded), so that the device works while the host goes

@@ -16,7 +16,7 @@
 #include "runtime/cache.h"
 #include "runtime/kernel_store.h"
 
-#define RECORD_MAGIC "tvk-kernel 2"
+#define RECORD_MAGIC "tvk-kernel 3"
 
 /* ---------------------------------------------------------------- the build identity */
 
@@ -228,6 +228,7 @@ void kstore_save(const char *dir, const char *key, const KernelSource *ks) {
     const KernelBuf *b = &ks->bufs[i];
     unsigned char f[3] = {b->dtype, b->read, b->written};
     put(&s, f, sizeof f);
+    put_i64(&s, b->band);
   }
   put_i64(&s, ks->nvars);
   for (int i = 0; i < ks->nvars; i++) {
@@ -239,6 +240,7 @@ void kstore_save(const char *dir, const char *key, const KernelSource *ks) {
   put(&s, ks->out_shape, (size_t)ks->ndim * sizeof *ks->out_shape);
   put(&s, ks->global, sizeof ks->global);
   put(&s, ks->local, sizeof ks->local);
+  put_i64(&s, ks->rows);
   put_i64(&s, ks->plan.n);
   for (int i = 0; i < ks->plan.n; i++) {
     const OptStep *st = &ks->plan.step[i];
@@ -266,7 +268,7 @@ static bool parse(Rd *r, KernelSource *ks) {
   for (int i = 0; i < ks->nbufs; i++) {
     unsigned char f[3];
     if (!get(r, f, sizeof f) || f[0] >= DT_COUNT || f[1] > 1 || f[2] > 1) return false;
-    ks->bufs[i] = (KernelBuf){f[0], f[1], f[2]};
+    ks->bufs[i] = (KernelBuf){f[0], f[1], f[2], get_i64(r, 0, INT64_MAX)};
   }
   int nvars = (int)get_i64(r, 0, 1 << 20);
   ks->vars = r->bad ? NULL : calloc((size_t)nvars + 1, sizeof *ks->vars);
@@ -281,6 +283,7 @@ static bool parse(Rd *r, KernelSource *ks) {
   get(r, ks->out_shape, (size_t)ks->ndim * sizeof *ks->out_shape);
   get(r, ks->global, sizeof ks->global);
   get(r, ks->local, sizeof ks->local);
+  ks->rows = get_i64(r, 0, INT64_MAX);
   ks->plan.n = (int)get_i64(r, 0, OPT_MAX_STEPS);
   for (int i = 0; i < ks->plan.n && !r->bad; i++) {
     int64_t step[3];

@@ -17,6 +17,7 @@
 #include "ir/uop.h"
 #include "ir/vec.h"
 #include "runtime/cache.h"
+#include "runtime/chain.h"
 #include "runtime/kernel_store.h"
 #include "runtime/run.h"
 #include "runtime/search.h"
@@ -433,14 +434,31 @@ static tvk_status get_programs(const Runner *r, const Schedule *s, Prepared *p, 
   return st;
 }
 
-static tvk_status launch(const Runner *r, const Schedule *s, DevBuffer *const *all, int i,
-                         const Prepared *p) {
+/* A kernel's launch arguments: its device buffers, values and geometry. */
+typedef struct {
+  DevBuffer *stack[16], **bufs; /* bufs: stack, or malloc'd for more */
+  int32_t vals[CG_MAX_VARS];
+  int nvals;
+  LaunchDims dims;
+} Bound;
+
+static void unbind(Bound *b) {
+  if (b->bufs != b->stack) free(b->bufs);
+  b->bufs = b->stack;
+}
+
+/* Item i's launch arguments into *b (unbind after). */
+static tvk_status bind(const Runner *r, const Schedule *s, DevBuffer *const *all, int i,
+                       const Prepared *p, Bound *b) {
   const ScheduleItem *it = &s->items[i];
-  DevBuffer *stack[16], **bufs = it->nbufs <= 16 ? stack : malloc((size_t)it->nbufs * sizeof *bufs);
-  if (!bufs) return err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory", p->ks->name);
+  b->bufs = it->nbufs <= 16 ? b->stack : malloc((size_t)it->nbufs * sizeof *b->bufs);
+  if (!b->bufs) {
+    b->bufs = b->stack;
+    return err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "kernel %s: out of memory", p->ks->name);
+  }
   for (int k = 0; k < it->nbufs; k++) {
-    if (!(bufs[k] = all[it->bufs[k]])) {
-      if (bufs != stack) free(bufs);
+    if (!(b->bufs[k] = all[it->bufs[k]])) {
+      unbind(b);
       return err_set(r->err, TVK_ERR_INTERNAL, "kernel %s: buffer %d has no device memory",
                      p->ks->name, k);
     }
@@ -448,8 +466,7 @@ static tvk_status launch(const Runner *r, const Schedule *s, DevBuffer *const *a
   /* The launch values, in the kernel's vals[] order (its vars sorted by name):
    * var "s<k>" is the item's value k (kernelize.c); any other is a size
    * variable, bound by name (Runner.size_names). */
-  int32_t vals[CG_MAX_VARS];
-  int nvals = p->ks->nvars;
+  int nvals = b->nvals = p->ks->nvars;
   for (int j = 0; j < nvals; j++) {
     const KernelVar *v = &p->ks->vars[j];
     int at = sched_value_index(v->name), sz = -1;
@@ -457,39 +474,79 @@ static tvk_status launch(const Runner *r, const Schedule *s, DevBuffer *const *a
       if (!strcmp(r->size_names[k], v->name)) sz = k;
     bool have = at >= 0 ? at < it->nvals : sz >= 0;
     if (nvals > CG_MAX_VARS || !have) {
-      if (bufs != stack) free(bufs);
+      unbind(b);
       return err_set(r->err, at >= 0 ? TVK_ERR_INTERNAL : TVK_ERR_INVALID_ARG,
                      "kernel %s: its variable '%s' has no value%s", p->ks->name, v->name,
                      at >= 0 ? "" : " (bind one with tvk_bind)");
     }
     if (at >= 0)
-      memcpy(&vals[j], &it->vals[at], sizeof vals[j]);
+      memcpy(&b->vals[j], &it->vals[at], sizeof b->vals[j]);
     else
-      vals[j] = (int32_t)r->size_vals[sz]; /* in the variable's range: fits */
+      b->vals[j] = (int32_t)r->size_vals[sz]; /* in the variable's range: fits */
   }
   /* From codegen: the grid of a GPU kernel (its work groups counted from
    * the values where its sizes are symbolic); all 1 for the CPU, which
    * splits by cores. */
-  LaunchDims dims;
-  memcpy(dims.global, p->ks->global, sizeof dims.global);
-  memcpy(dims.local, p->ks->local, sizeof dims.local);
-  if (nvals) dims.global[0] = kernel_groups(p->ks, vals);
-  /* Not waited for, even when timing: the device reports each launch's own
-   * time (Device.on_time; Vulkan from timestamps when its batch is done). */
-  tvk_status st =
-      r->dev->ops->launch(r->dev, p->prog, bufs, it->nbufs, nvals ? vals : NULL, nvals, &dims);
-  if (st == TVK_OK)
-    r->stats->kernels_run++;
-  else
-    st = err_set(r->err, st, "kernel %s: %s", p->ks->name, r->dev->err.msg);
-  if (st == TVK_OK && r->on_launch)
-    r->on_launch(r->launch_user, s, i, p->ks, p->prog, vals, nvals, &dims);
-  if (st == TVK_OK && r->debug >= 1) {
+  memcpy(b->dims.global, p->ks->global, sizeof b->dims.global);
+  memcpy(b->dims.local, p->ks->local, sizeof b->dims.local);
+  if (nvals) b->dims.global[0] = kernel_groups(p->ks, b->vals);
+  return TVK_OK;
+}
+
+/* What follows a launch of item i that succeeded: the count, the capture,
+ * the TVK_DEBUG line. */
+static void launched(const Runner *r, const Schedule *s, int i, const Prepared *p, const Bound *b) {
+  r->stats->kernels_run++;
+  if (r->on_launch) r->on_launch(r->launch_user, s, i, p->ks, p->prog, b->vals, b->nvals, &b->dims);
+  if (r->debug >= 1) {
     char shape[200];
     shape_str(p->ks->ndim, p->ks->full_shape, shape, sizeof shape);
     log_msg(r->log, TVK_LOG_INFO, "tvk kernel %3d  %-28s %s", i, p->ks->name, shape);
   }
-  if (bufs != stack) free(bufs);
+}
+
+static tvk_status launch(const Runner *r, const Schedule *s, DevBuffer *const *all, int i,
+                         const Prepared *p) {
+  Bound b;
+  tvk_status st = bind(r, s, all, i, p, &b);
+  if (st != TVK_OK) return st;
+  /* Not waited for, even when timing: the device reports each launch's own
+   * time (Device.on_time; Vulkan from timestamps when its batch is done). */
+  st = r->dev->ops->launch(r->dev, p->prog, b.bufs, s->items[i].nbufs, b.nvals ? b.vals : NULL,
+                           b.nvals, &b.dims);
+  if (st == TVK_OK)
+    launched(r, s, i, p, &b);
+  else
+    st = err_set(r->err, st, "kernel %s: %s", p->ks->name, r->dev->err.msg);
+  unbind(&b);
+  return st;
+}
+
+/* Items i..i+n-1, a chain (chain.h), as one launch in `parts` parts. */
+static tvk_status launch_chain(const Runner *r, const Schedule *s, DevBuffer *const *all, int i,
+                               int n, int parts, const Prepared *p) {
+  Bound *b = calloc((size_t)n, sizeof *b);
+  DevLaunch *l = calloc((size_t)n, sizeof *l);
+  tvk_status st = b && l ? TVK_OK : err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "run: out of memory");
+  int bound = 0;
+  for (; bound < n && st == TVK_OK; bound++) {
+    if ((st = bind(r, s, all, i + bound, &p[i + bound], &b[bound])) != TVK_OK) break;
+    l[bound] = (DevLaunch){p[i + bound].prog, b[bound].bufs,  s->items[i + bound].nbufs,
+                           b[bound].vals,     b[bound].nvals, &b[bound].dims};
+  }
+  if (st == TVK_OK && (st = r->dev->ops->launch_parts(r->dev, l, n, parts)) != TVK_OK)
+    st = err_set(r->err, st, "kernels %s to %s in %d parts: %s", p[i].ks->name,
+                 p[i + n - 1].ks->name, parts, r->dev->err.msg);
+  for (int k = 0; k < bound; k++) {
+    if (st == TVK_OK) launched(r, s, i + k, &p[i + k], &b[k]);
+    unbind(&b[k]);
+  }
+  if (st == TVK_OK) r->stats->chains_run++;
+  if (st == TVK_OK && r->debug >= 1)
+    log_msg(r->log, TVK_LOG_INFO, "tvk: kernels %d to %d ran as one, in %d parts", i, i + n - 1,
+            parts);
+  free(b);
+  free(l);
   return st;
 }
 
@@ -629,17 +686,24 @@ tvk_status run_schedule(const Runner *r, const Schedule *s, DevBuffer *const *bu
   }
   if (r->debug >= 2 && p && names) print_schedule(r, s, names, st == TVK_OK ? p : NULL);
   if (r->graph && *r->graph && st == TVK_OK && n > 0) write_graph(r, s, names);
-  for (int i = 0; i < n && st == TVK_OK; i++) {
+  const KernelSource **ks = st == TVK_OK ? calloc((size_t)(n ? n : 1), sizeof *ks) : NULL;
+  if (st == TVK_OK && !ks) st = err_set(r->err, TVK_ERR_OUT_OF_MEMORY, "run: out of memory");
+  for (int i = 0; i < n && st == TVK_OK; i++) ks[i] = s->items[i].copy ? NULL : p[i].ks;
+  for (int i = 0, len; i < n && st == TVK_OK; i += len) {
+    len = 1;
     if (s->items[i].copy) {
       st = run_copy(r, s, bufs, i);
       continue;
     }
     Runner rd = on_device(r, s->items[i].device);
-    print_code(&rd, &p[i]);
-    st = launch(&rd, s, bufs, i, &p[i]);
+    int parts;
+    len = r->no_chains ? 1 : chain_length(rd.dev, s, ks, bufs, i, &parts);
+    for (int k = i; k < i + len; k++) print_code(&rd, &p[k]);
+    st = len > 1 ? launch_chain(&rd, s, bufs, i, len, parts, p) : launch(&rd, s, bufs, i, &p[i]);
     /* the device starts on its work before the host turns to another's */
-    bool handover =
-        i + 1 < n && (s->items[i + 1].copy || s->items[i + 1].device != s->items[i].device);
+    int last = i + len - 1;
+    bool handover = last + 1 < n &&
+                    (s->items[last + 1].copy || s->items[last + 1].device != s->items[i].device);
     if (st == TVK_OK && handover && rd.dev->ops->flush &&
         (st = rd.dev->ops->flush(rd.dev)) != TVK_OK)
       st = err_set(r->err, st, "run: %s", rd.dev->err.msg);
@@ -655,6 +719,7 @@ tvk_status run_schedule(const Runner *r, const Schedule *s, DevBuffer *const *bu
   }
   if (st == TVK_OK && n > 0) r->stats->schedules++;
   for (int i = 0; p && i < n; i++) kernel_source_free(&p[i].own);
+  free(ks);
   free(p);
   free(names);
   free(used);

@@ -45,6 +45,7 @@ typedef struct {
   const char *graph;     /* TVK_GRAPH: write each schedule as DOT there ("%d": its number) */
   bool noopt;            /* TVK_NOOPT: kernels without optimisation plans */
   bool gpu_rules;        /* TVK_GPU_RULES: GPU plans on an emulated device too */
+  bool no_chains;        /* TVK_NO_CHAINS: every kernel launched by itself (chain.h) */
   int beam;              /* TVK_BEAM: > 0, plans are searched on the device (search.h) */
   const char *cache_dir; /* the kernel cache directory asked for (NULL: the default) */
   bool no_disk;          /* no cache directory at all: searched plans are not stored */
