@@ -31,9 +31,9 @@
 /* The helpers read as the GLSL they generate, the tables as tables. */
 /* clang-format off */
 
-#define S(e) {e, NULL, NULL}
-#define H(e, h) {e, tvk_glsl_##h, NULL}
-#define HN(e, h, n) {e, tvk_glsl_##h, tvk_glsl_##n}
+#define S(e) {e, NULL, NULL, NULL}
+#define H(e, h) {e, tvk_glsl_##h, NULL, NULL}
+#define HN(e, h, n) {e, tvk_glsl_##h, tvk_glsl_##n, NULL}
 
 /* Dtype sets of the cast table. Small ints are held in int / uint. */
 #define B_SMALL_S (DT_BIT(DT_INT8) | DT_BIT(DT_INT16))

@@ -721,6 +721,7 @@ static const char golden_mm[] = C_PRELUDE
     "#pragma GCC optimize(\"no-tree-loop-vectorize\", \"ira-region=one\")\n"
     "#endif\n"
     "#define TVK_SEL_MASK 1\n"
+    "#define TVK_FMA 1\n"
     "#if (defined(__GNUC__) || defined(__clang__)) && !defined(__TINYC__)\n"
     "#define tvk_fmaf(a, b, c) __builtin_fmaf(a, b, c)\n"
     "#define tvk_fma(a, b, c) __builtin_fma(a, b, c)\n"

@@ -146,8 +146,10 @@ tvk_status codegen_kernel_opts(UOp *ast, const char *name, const CodegenOpts *op
       passes(norm, kd, opts, &plan, lang, &lp, &launch, &err) == TVK_OK) {
     if (!name) opt_kernel_name(kd, &plan, auto_name, sizeof auto_name), name = auto_name;
     out->plan = plan;
-    RenderInfo info = {name, kd->nbufs, kd->bufs, kd->nvars, kd->vars, {0}, false, false, false};
+    RenderInfo info = {name, kd->nbufs, kd->bufs, kd->nvars, kd->vars,
+                       {0},  false,     false,    false,     false};
     info.open_loops = kd->sym_axes != 0;
+    info.fma = opts && opts->fma;
     for (int k = 0; k < plan.n && kd->reduce_axes; k++)
       if (plan.step[k].kind == OPT_UPCAST) info.register_tile = true;
     int64_t ulanes;

@@ -392,6 +392,7 @@ static bool render_alu(Walker *w, size_t p, UOp *u) {
   Subst s = {.t = cast ? u->dtype : operand_dtype(u), .s = u->src[0]->dtype};
   for (uint32_t k = 0; k < u->nsrc && k < 4; k++) s.op[k] = ex(w, u->src[k]);
   if (sp->needs && !add_helper(w, sp->needs, &s)) return false;
+  if (sp->needs2 && !add_helper(w, sp->needs2, &s)) return false;
   if (sp->helper && !add_helper(w, sp->helper, &s)) return false;
   char *rhs = expand_new(w->L, sp->expr, &s);
   if (!rhs) return fail_oom(w);
@@ -597,6 +598,7 @@ static void assemble(Walker *w, Str *out) {
   else if (in->open_loops)
     str_add(out, or_empty(L->open_loops_header));
   if (in->register_tile || in->unrolled) str_add(out, or_empty(L->lanes_header));
+  if (in->fma) str_add(out, or_empty(L->fma_header));
   for (size_t i = 0; i < w->nhelpers; i++) str_add(out, w->helpers[i]);
   for (int pass = 0; pass < 2; pass++) {
     if (pass == 1) {

@@ -44,6 +44,7 @@ typedef struct {
   const char *expr;   /* template of the expression; NULL: the language cannot do it */
   const char *helper; /* template of a function the expression calls, or NULL */
   const char *needs;  /* template of a helper that `helper` calls (put before it), or NULL */
+  const char *needs2; /* another such helper, or NULL */
 } Spell;
 
 /* Which ALU table an op uses, by the dtype of its operands. */
@@ -95,6 +96,9 @@ struct Lang {
   /* after those, in a kernel whose lanes are its parallelism (a register
    * tile or an unrolled reduce: RenderInfo); NULL: none */
   const char *lanes_header;
+  /* after those, in a kernel for a target that fuses multiply-adds at full
+   * speed (RenderInfo.fma): helpers may then use them; NULL: none */
+  const char *fma_header;
   const char *buf_decl_file; /* per buffer, at file scope ($I $V $B $R); "" for none */
   /* At file scope after the buffers: a block holding the vars (GLSL's push
    * constants): push_open, push_member per DEFINE_VAR ($V $I), push_close.
@@ -182,6 +186,9 @@ typedef struct {
   /* A reduce unrolled into lanes (OPT_UNROLL): as in a register tile, the
    * lanes are what a vectoriser widens. */
   bool unrolled;
+  /* The target fuses multiply-adds at full speed (CodegenOpts.fma): the
+   * language's fma_header goes in, and math helpers may fuse. */
+  bool fma;
 } RenderInfo;
 
 /* Renders the program; *src is malloc'd (caller frees). TVK_ERR_DTYPE when the

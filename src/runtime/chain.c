@@ -62,10 +62,10 @@ static bool add_accesses(Accesses *acc, Device *dev, const Schedule *s, const Sc
 }
 
 /* No kernel touches what another writes in another part. *shared: the
- * bytes of memory two kernels or more touch; *total: of all memory touched
- * (each counted once per first byte). */
-static bool no_conflicts(const Accesses *acc, double *shared, double *total) {
-  *shared = 0, *total = 0;
+ * bytes of memory two kernels or more touch (counted once per first byte);
+ * *largest: of the largest buffer touched. */
+static bool no_conflicts(const Accesses *acc, double *shared, double *largest) {
+  *shared = 0, *largest = 0;
   for (int i = 0; i < acc->n; i++) {
     const Access *x = &acc->a[i];
     bool other = false, seen_before = false;
@@ -78,9 +78,8 @@ static bool no_conflicts(const Accesses *acc, double *shared, double *total) {
         return false;
       other = true;
     }
-    if (seen_before) continue;
-    *total += (double)(x->hi - x->lo);
-    if (other) *shared += (double)(x->hi - x->lo);
+    if ((double)(x->hi - x->lo) > *largest) *largest = (double)(x->hi - x->lo);
+    if (!seen_before && other) *shared += (double)(x->hi - x->lo);
   }
   return true;
 }
@@ -94,20 +93,20 @@ static int64_t gcd64(int64_t a, int64_t b) {
 }
 
 /* The parts for a chain whose kernels' blocks have gcd g, which share
- * `shared` bytes and touch `total`: 0 (no chain) when what they share fits
- * a core's cache anyway, else the fewest parts that divide g, give every
- * core one, and keep what a part touches within a core's cache. Measured
- * on 4096 x 4096 floats (Zen 5, 1 MiB L2, 2 threads; layernorm, x - max(x)
- * and softmax, kernels one by one against chained, alternating): 16 to 128
- * parts (a part 8 to 1 MiB of x and as much output) ran 5-25% faster;
- * 256 parts (within half the cache) lost on x - max(x), whose second
- * kernel writes as much as it reads, and 1024 lost on all three. */
-static int parts_for(const Device *dev, int64_t g, double shared, double total) {
+ * `shared` bytes and whose largest buffer has `largest`: 0 (no chain) when
+ * what they share fits a core's cache anyway, else the fewest parts that
+ * divide g, give every core one, and keep a part of every buffer within
+ * half of a core's cache. Measured on 4096 x 4096 floats (Zen 5, 1 MiB L2,
+ * 2 threads; layernorm, x - max(x) and softmax, kernels one by one against
+ * chained, alternating): 16 to 128 parts (a part 4 MiB to 512 KiB of x and
+ * as much output) ran 5-25% faster; 256 parts lost on x - max(x), whose
+ * second kernel writes as much as it reads, and 1024 lost on all three. */
+static int parts_for(const Device *dev, int64_t g, double shared, double largest) {
   double cache = (double)dev->limits.cache_bytes;
   int cores = dev->limits.cores > 0 ? dev->limits.cores : 1;
   if (cache <= 0 || shared <= cache) return 0;
   for (int64_t n = cores; n <= g && n <= DEV_MAX_PARTS; n++)
-    if (g % n == 0 && total / (double)n <= cache) return (int)n;
+    if (g % n == 0 && largest / (double)n <= cache / 2) return (int)n;
   return 0;
 }
 
@@ -129,10 +128,10 @@ int chain_length(Device *dev, const Schedule *s, const KernelSource *const *ks,
     const ScheduleItem *it = &s->items[j];
     if (it->copy || it->device != first->device || !ks[j] || ks[j]->rows != ks[i]->rows) break;
     int saved = acc->n;
-    double shared, total;
+    double shared, largest;
     int64_t gj = gcd64(g, ks[j]->global[0]);
-    int n = add_accesses(acc, dev, s, it, ks[j], bufs, len) && no_conflicts(acc, &shared, &total)
-                ? parts_for(dev, gj, shared, total)
+    int n = add_accesses(acc, dev, s, it, ks[j], bufs, len) && no_conflicts(acc, &shared, &largest)
+                ? parts_for(dev, gj, shared, largest)
                 : 0;
     if (!n) {
       acc->n = saved;
