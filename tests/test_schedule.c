@@ -1679,8 +1679,11 @@ static void test_embedding_no_index_tensor(void **state) {
 
 /* Ten materialised intermediates in a chain: the planner gives dead ones'
  * memory to later ones, so the peak is the input, two intermediates and the
- * output -- not eleven buffers. A tensor the user still holds is not reused. */
-static void planner_chain_on(tvk_ctx *ctx) {
+ * output -- not eleven buffers. A tensor the user still holds is not reused.
+ * On the CPU each step reads the last one element by element and writes in
+ * place (plan.c): the input and two buffers, one up to the kept 5th and one
+ * after it. */
+static void planner_chain_on(tvk_ctx *ctx, bool in_place) {
   int64_t n = 1 << 18;
   size_t bytes = (size_t)n * sizeof(float);
   float *x = malloc(bytes), *out = malloc(bytes);
@@ -1700,7 +1703,7 @@ static void planner_chain_on(tvk_ctx *ctx) {
   assert_int_equal(kernels_for(y), 10);
   tvk_stats_get(ctx, &b);
   /* the output, the kept 5th, and at most two live intermediates at a time */
-  assert_true(b.bytes_peak <= a.bytes_now + 4 * bytes);
+  assert_true(b.bytes_peak <= a.bytes_now + (in_place ? 2 : 4) * bytes);
   double *want = malloc(sizeof(double) * (size_t)n);
   for (int r = 0; r < 2; r++) {
     int steps = r == 0 ? 10 : 5;
@@ -1720,7 +1723,7 @@ static void planner_chain_on(tvk_ctx *ctx) {
 static void test_planner_chain(void **state) {
   (void)state;
   tvk_ctx *ctx = open_ctx();
-  planner_chain_on(ctx);
+  planner_chain_on(ctx, true);
   close_ctx_clean(ctx);
   tvk_ctx_options o = {.device = "VK", .cache_dir = g_dir, .validate = 1};
   if (tvk_ctx_create_opts(&o, &ctx) != TVK_OK) {
@@ -1728,10 +1731,45 @@ static void test_planner_chain(void **state) {
       fail_msg("TVK_REQUIRE_VK, but no Vulkan device: %s", tvk_last_create_error());
     return; /* no Vulkan device: the CPU run stands */
   }
-  planner_chain_on(ctx);
+  planner_chain_on(ctx, false);
   tvk_stats st;
   tvk_stats_get(ctx, &st);
   assert_int_equal(st.validation_messages, 0);
+  close_ctx_clean(ctx);
+}
+
+/* In place only through the same view: y = x + 1 materialised, then
+ * flip(y) * 2 (y's last reader) reads element n - 1 - i where it writes i,
+ * and y * 3 + y (its own) reads i; the first gets memory of its own, the
+ * second writes over y. Both give the double-precision values. */
+static void test_planner_in_place_views(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  int64_t n = 1 << 16;
+  size_t bytes = (size_t)n * sizeof(float);
+  float *x = malloc(bytes), *out = malloc(bytes);
+  double *want = malloc(sizeof(double) * (size_t)n);
+  tvk_tensor *X = rand_tensor(ctx, 1, &n, x);
+  const int axis0[1] = {0};
+  for (int c = 0; c < 2; c++) {
+    size_t scope = tvk_scope_begin(ctx);
+    tvk_tensor *y = tvk_contiguous(tvk_add(X, tvk_scalar(ctx, TVK_FLOAT32, 1)));
+    tvk_tensor *z = c == 0 ? tvk_mul(tvk_flip(y, 1, axis0), tvk_scalar(ctx, TVK_FLOAT32, 2))
+                           : tvk_add(tvk_mul(y, tvk_scalar(ctx, TVK_FLOAT32, 3)), y);
+    tvk_scope_end(ctx, scope, 1, &z);
+    tvk_stats a, b;
+    tvk_stats_reset(ctx);
+    tvk_stats_get(ctx, &a);
+    assert_int_equal(kernels_for(z), 2);
+    tvk_stats_get(ctx, &b);
+    assert_int_equal(b.bytes_peak - a.bytes_now, (c == 0 ? 2 : 1) * bytes);
+    read_f32(z, out);
+    for (int64_t i = 0; i < n; i++)
+      want[i] = c == 0 ? ((double)x[n - 1 - i] + 1) * 2 : ((double)x[i] + 1) * 4;
+    check_close(c == 0 ? "flip(y) * 2" : "y * 3 + y", out, want, n, 1e-6);
+    tvk_release(z);
+  }
+  free(x), free(out), free(want);
   close_ctx_clean(ctx);
 }
 
@@ -2869,6 +2907,7 @@ int main(void) {
       cmocka_unit_test(test_expand_materialises),
       cmocka_unit_test(test_embedding_no_index_tensor),
       cmocka_unit_test(test_planner_chain),
+      cmocka_unit_test(test_planner_in_place_views),
       cmocka_unit_test(test_assign),
       cmocka_unit_test(test_assign_groups),
       cmocka_unit_test(test_wide_and_deep),

@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "codegen/kernel.h" /* CG_MODE_GRID */
 #include "frontend/ops_common.h"
 
 static bool is_int(tvk_dtype d) {
@@ -40,6 +41,27 @@ static tvk_tensor *finish(tvk_tensor *r, tvk_dtype dt, int ndim, const int64_t *
 
 typedef enum { SM_SOFTMAX, SM_LOG_SOFTMAX } SmKind;
 
+/* On the CPU softmax's exp(x - max) is materialised: its sum and the
+ * division read it, and the division writes the result over it (the memory
+ * planner's in place, schedule/plan.c). exp then runs once per element,
+ * not twice (in the sum and in the division), and it is exp's arithmetic
+ * that bounds softmax on a CPU; over rows past a core's cache the runtime
+ * runs the four kernels part by part (runtime/chain.c), so e is read back
+ * from the cache. 4096 x 4096 float32 on Zen 5, 2 threads: see
+ * docs/ops_norm.md. Not below 2^18 elements, where a fourth launch costs
+ * more than the exps it saves; not on a GPU, where computing exp again
+ * costs less than a round trip of e through memory; not with symbolic
+ * sizes. */
+static bool materialise_exp(const tvk_tensor *x) {
+  const Device *dev = x->ctx->devs[x->uop->device > 0 ? x->uop->device : 0];
+  int64_t n = 1;
+  for (int d = 0; d < x->ndim; d++) {
+    if (sint_is_sym(x->shape[d])) return false;
+    n *= x->shape[d];
+  }
+  return n >= (int64_t)1 << 18 && dev->codegen_mode != CG_MODE_GRID;
+}
+
 static tvk_tensor *softmax_like(const char *op, SmKind k, tvk_tensor *a, int axis) {
   bool bad;
   int ax;
@@ -50,6 +72,7 @@ static tvk_tensor *softmax_like(const char *op, SmKind k, tvk_tensor *a, int axi
   tvk_tensor *x = prepare(a);
   tvk_tensor *d = tvk_sub(x, tvk_detach(tvk_max(x, 1, &ax, true)));
   tvk_tensor *e = tvk_exp(d);
+  if (k == SM_SOFTMAX && materialise_exp(x)) e = tvk_contiguous(e);
   tvk_tensor *s = tvk_sum(e, 1, &ax, true);
   tvk_tensor *r = k == SM_SOFTMAX ? tvk_div(e, s) : tvk_sub(d, tvk_log(s));
   r = finish(r, res_dtype(a->dtype), a->ndim, a->shape);

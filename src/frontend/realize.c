@@ -479,7 +479,10 @@ tvk_status ctx_realize(tvk_ctx *ctx, int n, tvk_tensor *const *ts) {
     if (st == TVK_OK && !keep)
       st = err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "realize: out of memory");
     if (st == TVK_OK) st = find_kept(ctx, &s, keep);
-    if (st == TVK_OK) schedule_plan(&s, keep);
+    uint32_t in_place = 0; /* C kernels: no restrict, so two buffers may share memory */
+    for (int d = 0; d < ctx->ndevs && d < 32; d++)
+      if (ctx->devs[d]->codegen_mode != CG_MODE_GRID) in_place |= 1u << d;
+    if (st == TVK_OK) schedule_plan(&s, keep, in_place);
     if (ctx->trace) {
       char args[64];
       snprintf(args, sizeof args, "\"kernels\": %d, \"buffers\": %d, \"reused\": %s",

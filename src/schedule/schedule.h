@@ -148,9 +148,13 @@ void sched_cache_free(SchedCache *c);
 /* The memory planner (plan.c): new outputs that no tensor will refer to after
  * the run (keep[i] false) and whose lifetimes in the item order do not
  * overlap share memory, matched by dtype and element count as the seed's LRU
- * planner does. Sets SchedBuf.reuse; returns how many buffers take over
- * another's memory. */
-int schedule_plan(Schedule *s, const bool *keep);
+ * planner does. On the devices of in_place (bit d: device d's kernels may
+ * read and write the same memory through two buffers: C without restrict,
+ * not a shader compiler that may assume buffers do not alias), an output
+ * may also take over, in place, what its kernel reads for the last time
+ * element by element. Sets SchedBuf.reuse; returns how many buffers take
+ * over another's memory. */
+int schedule_plan(Schedule *s, const bool *keep, uint32_t in_place);
 /* The buffer whose memory new output i takes: SchedBuf.reuse followed to a
  * buffer of its own (i itself when it has its own memory). */
 int schedule_owner(const Schedule *s, int i);
