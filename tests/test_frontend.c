@@ -1186,7 +1186,14 @@ static float *chain_input(void) {
   return x;
 }
 
-typedef enum { CH_SOFTMAX, CH_LAYERNORM, CH_SUB_MAX, CH_SUB_FLIPPED_MAX, CH_OPS } ChainOp;
+typedef enum {
+  CH_SOFTMAX,
+  CH_LAYERNORM,
+  CH_SUB_MAX,
+  CH_HALF_SUB_MAX, /* 0.5 a tvk_scalar: a launch value of the second kernel */
+  CH_SUB_FLIPPED_MAX,
+  CH_OPS
+} ChainOp;
 
 static tvk_tensor *chain_op(ChainOp op, tvk_tensor *x) {
   int ax = 1, rows = 0;
@@ -1194,6 +1201,9 @@ static tvk_tensor *chain_op(ChainOp op, tvk_tensor *x) {
   case CH_SOFTMAX: return tvk_softmax(x, 1);
   case CH_LAYERNORM: return tvk_layernorm(x, 1, NULL, NULL, 1e-5);
   case CH_SUB_MAX: return tvk_sub(x, tvk_max(x, 1, &ax, true));
+  case CH_HALF_SUB_MAX:
+    return tvk_sub(tvk_mul(x, tvk_scalar(tvk_ctx_of(x), TVK_FLOAT32, 0.5)),
+                   tvk_max(x, 1, &ax, true));
   default: /* row r less the max of row R - 1 - r: the second kernel reads another row's max */
     return tvk_sub(x, tvk_flip(tvk_max(x, 1, &ax, true), 1, &rows));
   }
@@ -1212,15 +1222,17 @@ static void chain_ref(ChainOp op, const float *x, double *out) {
       sum += exp(row[c] - m), var += (row[c] - mean) * (row[c] - mean);
     var /= CH_COLS;
     for (int c = 0; c < CH_COLS; c++)
-      o[c] = op == CH_SOFTMAX     ? exp(row[c] - m) / sum
-             : op == CH_LAYERNORM ? (row[c] - mean) / sqrt(var + 1e-5)
-                                  : row[c] - m;
+      o[c] = op == CH_SOFTMAX        ? exp(row[c] - m) / sum
+             : op == CH_LAYERNORM    ? (row[c] - mean) / sqrt(var + 1e-5)
+             : op == CH_HALF_SUB_MAX ? 0.5 * row[c] - m
+                                     : row[c] - m;
   }
 }
 
 /* Each op gives the same bits chained and one kernel at a time (the same
  * kernels, each element computed by one core either way), and the double
- * reference's values; softmax, layernorm and x - max(x) run as one chain,
+ * reference's values; softmax, layernorm, x - max(x) and 0.5 x - max(x)
+ * (a kernel with a launch value) run as one chain,
  * and x less the flipped max runs unchained (its kernel reads the max of
  * another row, which another part computes). */
 static void test_chains(void **state) {

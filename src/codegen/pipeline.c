@@ -51,19 +51,19 @@ static tvk_status describe(const KernelDesc *kd, const char *name, KernelSource 
 }
 
 /* KernelSource.rows and the buffers' bands, for a kernel split by rows
- * alone in blocks that divide it (no symbolic sizes, no variables: a
- * launch's values would change what a part touches). Always true. */
-static bool describe_rows(UOp *norm, const KernelDesc *kd, const CgLaunch *launch,
+ * alone in blocks that divide it, of a size that is no symbolic one. A view
+ * over a variable (an offset, a stride) gives its buffer no band
+ * (bands.c), so the kernel's variables need no rule here. */
+static void describe_rows(UOp *norm, const KernelDesc *kd, const CgLaunch *launch,
                           KernelSource *out) {
   int a = launch->row_axis;
-  if (a < 0 || kd->sym_axes || kd->nvars || launch->groups || launch->global[0] <= 0 ||
+  if (a < 0 || kd->sym_axes || launch->groups || launch->global[0] <= 0 ||
       kd->full[a] % launch->global[0] != 0)
-    return true;
+    return;
   int64_t band[CG_MAX_BUFS];
   kernel_bands(norm, kd, a, band);
   out->rows = kd->full[a];
   for (int b = 0; b < kd->nbufs; b++) out->bufs[b].band = band[b];
-  return true;
 }
 
 /* The plan of the kernel (CodegenOpts.plan / noopt / the heuristic), checked. */
@@ -160,10 +160,10 @@ tvk_status codegen_kernel_opts(UOp *ast, const char *name, const CodegenOpts *op
     memcpy(out->local, launch.local, sizeof out->local);
     if (!kernel_estimate(norm, kd, &out->flops, &out->bytes))
       err_first(&err, TVK_ERR_OUT_OF_MEMORY, "codegen: out of memory");
-    if (err.status == TVK_OK && describe(kd, name, out, &err) == TVK_OK &&
-        describe_rows(norm, kd, &launch, out) &&
-        render_program(&lp, lang, &info, &out->src, &err) == TVK_OK && opts && opts->want_uops &&
-        !(out->uops = linear_dump(&lp)))
+    if (err.status == TVK_OK && describe(kd, name, out, &err) == TVK_OK)
+      describe_rows(norm, kd, &launch, out);
+    if (err.status == TVK_OK && render_program(&lp, lang, &info, &out->src, &err) == TVK_OK &&
+        opts && opts->want_uops && !(out->uops = linear_dump(&lp)))
       err_first(&err, TVK_ERR_OUT_OF_MEMORY, "codegen: out of memory");
   }
   linear_free(&lp);
