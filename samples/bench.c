@@ -22,9 +22,9 @@
  *    tvk's, element by element, and checked like tvk's. relu(matmul) and
  *    gelu(matmul) (a layer's epilogue, fused into tvk's kernel): OpenBLAS's
  *    product, then the epilogue over it in one plain single-threaded pass.
- *  - conv, softmax: plain single-threaded C loops in this program ("C 1-thr";
- *    softmax in three row passes), compiled with the bench; once for cases
- *    over a second, else the median of 3 runs.
+ *  - conv, softmax, layernorm: plain single-threaded C loops in this program
+ *    ("C 1-thr"; softmax and layernorm in three row passes), compiled with
+ *    the bench; once for cases over a second, else the median of 3 runs.
  *  - a*b+c and sum: a memory-bandwidth probe in plain C on all cores (one
  *    thread per online CPU, each on its own slice, over its own arrays as
  *    large as the case's): a triad a[i] = b[i] * s + c[i] ("triad") for
@@ -38,7 +38,8 @@
  * (= ref time / tvk time), GB/s for the probes. Above 1: tvk is faster.
  * FLOP counts: matmul 2*M*N*K (per matrix of a batch); conv2d 2 per
  * multiply-add of the direct definition; softmax 5 per element (max, sub, exp,
- * sum, div); a*b+c 2 per element; sum 1 per element. Bytes: what the operation
+ * sum, div); layernorm 6 (the mean's add; the variance's sub, mul and add;
+ * the output's sub and mul); a*b+c 2 per element; sum 1 per element. Bytes: what the operation
  * must read and write at least (inputs once, output once).
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, pthread_barrier, dlopen */
@@ -144,6 +145,25 @@ static double check_softmax(Case *c, const float *out) {
     for (int64_t j = 0; j < c->n; j++) sum += exp(x[j] - mx);
     for (int64_t j = 0; j < c->n; j++) {
       double e = fabs(exp(x[j] - mx) / sum - out[i * c->n + j]) * (double)c->n;
+      if (e > worst) worst = e;
+    }
+  }
+  return worst;
+}
+
+static tvk_tensor *build_layernorm(Case *c) { return tvk_layernorm(c->in[0], 1, NULL, NULL, 1e-5); }
+
+static double check_layernorm(Case *c, const float *out) {
+  double worst = 0;
+  for (int64_t i = 0; i < c->m; i += c->m / 16 + 1) {
+    const float *x = c->host[0] + i * c->n;
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < c->n; j++) mean += x[j];
+    mean /= (double)c->n;
+    for (int64_t j = 0; j < c->n; j++) var += (x[j] - mean) * (x[j] - mean);
+    var /= (double)c->n;
+    for (int64_t j = 0; j < c->n; j++) {
+      double e = fabs((x[j] - mean) / sqrt(var + 1e-5) - out[i * c->n + j]);
       if (e > worst) worst = e;
     }
   }
@@ -335,6 +355,18 @@ static void ref_softmax(Case *c) {
     for (int64_t j = 0; j < c->n; j++) mx = x[j] > mx ? x[j] : mx;
     for (int64_t j = 0; j < c->n; j++) sum += (y[j] = expf(x[j] - mx));
     for (int64_t j = 0; j < c->n; j++) y[j] /= sum;
+  }
+}
+
+static void ref_layernorm(Case *c) {
+  for (int64_t i = 0; i < c->m; i++) {
+    const float *x = c->host[0] + i * c->n;
+    float *y = ref_out + i * c->n, mean = 0, var = 0;
+    for (int64_t j = 0; j < c->n; j++) mean += x[j];
+    mean /= (float)c->n;
+    for (int64_t j = 0; j < c->n; j++) var += (x[j] - mean) * (x[j] - mean);
+    float r = 1 / sqrtf(var / (float)c->n + 1e-5f);
+    for (int64_t j = 0; j < c->n; j++) y[j] = (x[j] - mean) * r;
   }
 }
 
@@ -800,6 +832,22 @@ int main(int argc, char **argv) {
        1,
        {{4096, 4096}},
        5.0 * 4096 * 4096,
+       2.0 * 4096 * 4096 * 4},
+      {"layernorm 4096x4096 f32",
+       build_layernorm,
+       check_layernorm,
+       REF_C,
+       ref_layernorm,
+       1e-4,
+       0,
+       1,
+       4096,
+       4096,
+       0,
+       EPI_NONE,
+       1,
+       {{4096, 4096}},
+       6.0 * 4096 * 4096,
        2.0 * 4096 * 4096 * 4},
       {"a*b+c 16M f32",
        build_fma,
