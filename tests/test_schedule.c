@@ -2497,6 +2497,53 @@ static tvk_status jit_identity(void *user, tvk_ctx *ctx, int nin, tvk_tensor *co
   return TVK_OK;
 }
 
+static tvk_status jit_softmax(void *user, tvk_ctx *ctx, int nin, tvk_tensor *const *in, int nout,
+                              tvk_tensor **out) {
+  (void)user, (void)ctx, (void)nin, (void)nout;
+  out[0] = tvk_softmax(in[0], 1);
+  return TVK_OK;
+}
+
+/* A replayed softmax over rows past a core's cache runs its kernels as one
+ * chain (runtime/chain.c) as the capture did, with the same bits as a
+ * plain realize; an output of the last replay passed back as the input
+ * (memory the chain writes) runs the kernels one by one, and is right too. */
+static void test_jit_chain(void **state) {
+  (void)state;
+  tvk_ctx *ctx = open_ctx();
+  enum { R = 1024, C = 4096, CALLS = 5 };
+  const int64_t sh[2] = {R, C};
+  size_t n = (size_t)R * C;
+  float *x = malloc(n * sizeof *x), *got = malloc(n * sizeof *got),
+        *want = malloc(n * sizeof *want);
+  assert_true(x && got && want);
+  tvk_jit *jit = tvk_jit_create(ctx, jit_softmax, NULL);
+  tvk_tensor *prev = NULL;
+  for (int call = 0; call < CALLS + 1; call++) {
+    bool back = call == CALLS; /* the last call: the previous output as the input */
+    tvk_tensor *X = back ? prev : rand_tensor(ctx, 2, sh, x), *Y = NULL;
+    if (back) read_f32(prev, x);
+    tvk_stats a, b;
+    tvk_stats_get(ctx, &a);
+    assert_int_equal(tvk_jit_run(jit, 1, &X, 1, &Y), TVK_OK);
+    tvk_stats_get(ctx, &b);
+    if (call >= 2) assert_int_equal(b.jit_replays - a.jit_replays, 1);
+    assert_int_equal(b.chains_run - a.chains_run, back ? 0 : 1);
+    read_f32(Y, got);
+    tvk_tensor *copy = tvk_from_data(ctx, TVK_FLOAT32, 2, sh, x);
+    read_f32(tvk_softmax(copy, 1), want);
+    if (memcmp(got, want, n * sizeof *got) != 0) fail_msg("call %d: not softmax's bits", call);
+    if (prev && prev != X) tvk_release(prev); /* the last output, not passed back */
+    tvk_release(X);
+    tvk_release(copy);
+    prev = Y;
+  }
+  tvk_release(prev);
+  tvk_jit_destroy(jit);
+  free(x), free(got), free(want);
+  close_ctx_clean(ctx);
+}
+
 static void test_jit(void **state) {
   (void)state;
   for (int k = 0; k < 2; k++) {
@@ -2880,6 +2927,7 @@ int main(void) {
       cmocka_unit_test(test_scalar_values),
       cmocka_unit_test(test_schedule_reuse),
       cmocka_unit_test(test_jit),
+      cmocka_unit_test(test_jit_chain),
       cmocka_unit_test(test_jit_graph),
       cmocka_unit_test(test_schedule_graph),
       cmocka_unit_test(test_readonly_cache_option),

@@ -143,6 +143,9 @@ void jit_on_launch(void *jit, const Schedule *s, int item, const KernelSource *k
                    const int32_t *vals, int nvals, const LaunchDims *dims);
 /* Runner.on_copy of a realize while ctx->capture is set. */
 void jit_on_copy(void *jit, const Schedule *s, int item);
+/* Runner.on_chain of a realize while ctx->capture is set: the last n
+ * launches recorded ran as one chain, and are replayed as one. */
+void jit_on_chain(void *jit, const Schedule *s, int first, int n, int parts);
 /* Destroys every jit of the context. */
 void jit_free_all(tvk_ctx *ctx);
 /* Destroys every optimiser of the context (optim.c). */

@@ -45,6 +45,11 @@ typedef struct {
   sint groups;        /* KernelSource.groups: global[0] over the variables, or 0 */
   int64_t max_groups; /* its largest value (KernelSource.global[0]) */
   LaunchDims dims;
+  /* The first launch of a chain (DeviceOps.launch_parts): the chain's
+   * launches (this and the next chain - 1) and its parts; 0 elsewhere. What
+   * the chain's kernels write is the jit's own memory, the same at every
+   * replay, so the capture's check holds for new inputs, which are read. */
+  int chain, parts;
 } JitLaunch;
 
 typedef struct {
@@ -193,6 +198,18 @@ void jit_on_copy(void *user, const Schedule *s, int item) {
   j->nl++;
 }
 
+void jit_on_chain(void *user, const Schedule *s, int first, int n, int parts) {
+  tvk_jit *j = user;
+  (void)s, (void)first;
+  if (j->failed) return;
+  if (n < 2 || (size_t)n > j->nl) { /* each of its launches was recorded first */
+    j->failed = true;
+    return;
+  }
+  JitLaunch *l = &j->l[j->nl - (size_t)n];
+  l->chain = n, l->parts = parts;
+}
+
 tvk_jit *tvk_jit_create(tvk_ctx *ctx, tvk_jit_fn fn, void *user) {
   if (!ctx) return NULL;
   if (!fn) {
@@ -291,15 +308,71 @@ static void launch_bufs(tvk_jit *j, const JitLaunch *l, Buffer *const *in, DevBu
   }
 }
 
+/* No input of launches i..i+n-1 is memory one of them binds as the jit's
+ * own (an output of the last replay passed back in): the chain's check was
+ * made with the captured inputs, which were not. */
+static bool inputs_apart(tvk_jit *j, Buffer *const *in, size_t i, int n) {
+  for (int a = 0; a < n; a++)
+    for (int x = 0; x < j->l[i + (size_t)a].nbufs; x++) {
+      const JitLaunch *la = &j->l[i + (size_t)a];
+      if (la->slot[x] >= 0) continue;
+      for (int b = 0; b < n; b++)
+        for (int y = 0; y < j->l[i + (size_t)b].nbufs; y++) {
+          const JitLaunch *lb = &j->l[i + (size_t)b];
+          const Buffer *p = slot_buffer(j, la, in, x), *q = slot_buffer(j, lb, in, y);
+          if (lb->slot[y] >= 0 && p && q && p->dev == q->dev) return false;
+        }
+    }
+  return true;
+}
+
+/* Launches i.. of a chain (JitLaunch.chain) as one, on device d. */
+static tvk_status replay_chain(tvk_jit *j, Buffer *const *in, size_t i, Device *d) {
+  const JitLaunch *first = &j->l[i];
+  int n = first->chain;
+  DevLaunch *dl = calloc((size_t)n, sizeof *dl);
+  DevBuffer ***bufs = calloc((size_t)n, sizeof *bufs);
+  tvk_status st = dl && bufs ? TVK_OK : TVK_ERR_OUT_OF_MEMORY;
+  for (int k = 0; k < n && st == TVK_OK; k++) {
+    const JitLaunch *l = &j->l[i + (size_t)k];
+    if (!(bufs[k] = malloc((size_t)(l->nbufs ? l->nbufs : 1) * sizeof **bufs))) {
+      st = TVK_ERR_OUT_OF_MEMORY;
+      break;
+    }
+    launch_bufs(j, l, in, bufs[k]);
+    dl[k] = (DevLaunch){l->prog, bufs[k], l->nbufs, l->nvals ? l->vals : NULL, l->nvals, &l->dims};
+  }
+  if (st != TVK_OK)
+    st = err_set(&j->ctx->err, st, "jit: out of memory");
+  else if ((st = d->ops->launch_parts(d, dl, n, first->parts)) != TVK_OK)
+    st = err_set(&j->ctx->err, st, "jit: launches %zu to %zu in %d parts: %s", i, i + (size_t)n - 1,
+                 first->parts, d->err.msg);
+  for (int k = 0; bufs && k < n; k++) free(bufs[k]);
+  free(bufs);
+  free(dl);
+  if (st == TVK_OK) j->ctx->stats.kernels_run += (uint64_t)n, j->ctx->stats.chains_run++;
+  return st;
+}
+
 /* The launches one by one (a device without graphs, or several devices),
- * each on its device, copies between them as captured; a device's queued
- * work is started when the next step is another's. */
+ * each on its device, copies between them as captured, a chain as one
+ * launch; a device's queued work is started when the next step is
+ * another's. */
 static tvk_status replay_launches(tvk_jit *j, Buffer *const *in) {
   tvk_ctx *ctx = j->ctx;
   DevBuffer *stack[16];
   tvk_status st = TVK_OK;
   for (size_t i = 0; i < j->nl && st == TVK_OK; i++) {
     const JitLaunch *l = &j->l[i];
+    Device *cd = ctx->devs[l->device];
+    if (l->chain > 1 && cd->ops->launch_parts && inputs_apart(j, in, i, l->chain)) {
+      st = replay_chain(j, in, i, cd);
+      i += (size_t)l->chain - 1;
+      bool handover = i + 1 < j->nl && (!j->l[i + 1].prog || j->l[i + 1].device != l->device);
+      if (st == TVK_OK && handover && cd->ops->flush && (st = cd->ops->flush(cd)) != TVK_OK)
+        st = err_set(&ctx->err, st, "jit: %s", cd->err.msg);
+      continue;
+    }
     Device *d = ctx->devs[l->device];
     DevBuffer **bufs = l->nbufs <= 16 ? stack : malloc((size_t)l->nbufs * sizeof *bufs);
     if (!bufs) return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "jit: out of memory");

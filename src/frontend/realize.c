@@ -407,6 +407,7 @@ static tvk_status run(tvk_ctx *ctx, const Schedule *s) {
               .trace = ctx->trace,
               .on_launch = ctx->capture ? jit_on_launch : NULL,
               .on_copy = ctx->capture ? jit_on_copy : NULL,
+              .on_chain = ctx->capture ? jit_on_chain : NULL,
               .launch_user = ctx->capture,
               .nsizes = nsizes,
               .size_names = size_names,

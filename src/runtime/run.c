@@ -542,6 +542,7 @@ static tvk_status launch_chain(const Runner *r, const Schedule *s, DevBuffer *co
     unbind(&b[k]);
   }
   if (st == TVK_OK) r->stats->chains_run++;
+  if (st == TVK_OK && r->on_chain) r->on_chain(r->launch_user, s, i, n, parts);
   if (st == TVK_OK && r->debug >= 1)
     log_msg(r->log, TVK_LOG_INFO, "tvk: kernels %d to %d ran as one, in %d parts", i, i + n - 1,
             parts);

@@ -61,6 +61,9 @@ typedef struct {
                     DevProgram *prog, const int32_t *vals, int nvals, const LaunchDims *dims);
   /* Called after each copy between devices that succeeded (item s->items[item]). */
   void (*on_copy)(void *user, const Schedule *s, int item);
+  /* Called after items first..first+n-1 ran as one chain in `parts` parts
+   * (chain.h), after on_launch of each. NULL: none. */
+  void (*on_chain)(void *user, const Schedule *s, int first, int n, int parts);
   void *launch_user;
   /* The values of the size variables (tvk_size_var) by name: a kernel over a
    * symbolic size takes its variable's value at launch. */
