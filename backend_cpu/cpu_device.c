@@ -301,7 +301,7 @@ static tvk_status cpu_launch_parts(Device *d, const DevLaunch *l, int n, int par
     if (run->timed) { /* each kernel's share, one after another in the launch's span */
       int64_t at = t0;
       for (int k = 0; k < n; k++) {
-        int64_t share = (int64_t)atomic_load(&run->ns[k]) / (cores > 0 ? cores : 1);
+        int64_t share = (int64_t)atomic_load(&run->ns[k]) / cores; /* cores >= 1 */
         report_time(d, l[k].prog, (double)share / 1e6, at, at + share);
         at += share;
       }

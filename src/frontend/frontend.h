@@ -116,6 +116,13 @@ struct tvk_ctx {
   int nsizes, capsizes;
 };
 
+/* The device t's kernels run on, for an op that builds its graph by the
+ * device's kind: its own, else (a constant, a graph over several devices)
+ * the first. */
+static inline const Device *front_device(const tvk_tensor *t) {
+  return t->ctx->devs[t->uop->device > 0 ? t->uop->device : 0];
+}
+
 /* A 0-d constant folded into the kernels' source, for the constants of the
  * ops' own formulas (tvk_scalar makes a float32 one a launch value instead,
  * for the app's scalars that change from call to call). */

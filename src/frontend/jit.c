@@ -312,15 +312,14 @@ static void launch_bufs(tvk_jit *j, const JitLaunch *l, Buffer *const *in, DevBu
  * own (an output of the last replay passed back in): the chain's check was
  * made with the captured inputs, which were not. */
 static bool inputs_apart(tvk_jit *j, Buffer *const *in, size_t i, int n) {
+  const JitLaunch *l = &j->l[i];
   for (int a = 0; a < n; a++)
-    for (int x = 0; x < j->l[i + (size_t)a].nbufs; x++) {
-      const JitLaunch *la = &j->l[i + (size_t)a];
-      if (la->slot[x] >= 0) continue;
-      for (int b = 0; b < n; b++)
-        for (int y = 0; y < j->l[i + (size_t)b].nbufs; y++) {
-          const JitLaunch *lb = &j->l[i + (size_t)b];
-          const Buffer *p = slot_buffer(j, la, in, x), *q = slot_buffer(j, lb, in, y);
-          if (lb->slot[y] >= 0 && p && q && p->dev == q->dev) return false;
+    for (int x = 0; x < l[a].nbufs; x++) {
+      const Buffer *input = l[a].slot[x] < 0 ? slot_buffer(j, &l[a], in, x) : NULL;
+      for (int b = 0; input && b < n; b++)
+        for (int y = 0; y < l[b].nbufs; y++) {
+          const Buffer *own = l[b].slot[y] >= 0 ? slot_buffer(j, &l[b], in, y) : NULL;
+          if (own && own->dev == input->dev) return false;
         }
     }
   return true;
@@ -354,6 +353,15 @@ static tvk_status replay_chain(tvk_jit *j, Buffer *const *in, size_t i, Device *
   return st;
 }
 
+/* After the kernel at i on d: d starts its queued work when the next step
+ * is another device's or a copy. */
+static tvk_status flush_at_handover(tvk_jit *j, size_t i, Device *d) {
+  const JitLaunch *next = i + 1 < j->nl ? &j->l[i + 1] : NULL;
+  bool handover = next && (!next->prog || next->device != j->l[i].device);
+  tvk_status st = handover && d->ops->flush ? d->ops->flush(d) : TVK_OK;
+  return st == TVK_OK ? st : err_set(&j->ctx->err, st, "jit: %s", d->err.msg);
+}
+
 /* The launches one by one (a device without graphs, or several devices),
  * each on its device, copies between them as captured, a chain as one
  * launch; a device's queued work is started when the next step is
@@ -364,16 +372,13 @@ static tvk_status replay_launches(tvk_jit *j, Buffer *const *in) {
   tvk_status st = TVK_OK;
   for (size_t i = 0; i < j->nl && st == TVK_OK; i++) {
     const JitLaunch *l = &j->l[i];
-    Device *cd = ctx->devs[l->device];
-    if (l->chain > 1 && cd->ops->launch_parts && inputs_apart(j, in, i, l->chain)) {
-      st = replay_chain(j, in, i, cd);
+    Device *d = ctx->devs[l->device];
+    if (l->chain > 1 && d->ops->launch_parts && inputs_apart(j, in, i, l->chain)) {
+      st = replay_chain(j, in, i, d);
       i += (size_t)l->chain - 1;
-      bool handover = i + 1 < j->nl && (!j->l[i + 1].prog || j->l[i + 1].device != l->device);
-      if (st == TVK_OK && handover && cd->ops->flush && (st = cd->ops->flush(cd)) != TVK_OK)
-        st = err_set(&ctx->err, st, "jit: %s", cd->err.msg);
+      if (st == TVK_OK) st = flush_at_handover(j, i, d);
       continue;
     }
-    Device *d = ctx->devs[l->device];
     DevBuffer **bufs = l->nbufs <= 16 ? stack : malloc((size_t)l->nbufs * sizeof *bufs);
     if (!bufs) return err_set(&ctx->err, TVK_ERR_OUT_OF_MEMORY, "jit: out of memory");
     launch_bufs(j, l, in, bufs);
@@ -389,9 +394,7 @@ static tvk_status replay_launches(tvk_jit *j, Buffer *const *in) {
       if (st != TVK_OK)
         st = err_set(&ctx->err, st, "jit: launch %zu of %zu: %s", i, j->nl, d->err.msg);
       if (st == TVK_OK) ctx->stats.kernels_run++;
-      bool handover = i + 1 < j->nl && (!j->l[i + 1].prog || j->l[i + 1].device != l->device);
-      if (st == TVK_OK && handover && d->ops->flush && (st = d->ops->flush(d)) != TVK_OK)
-        st = err_set(&ctx->err, st, "jit: %s", d->err.msg);
+      if (st == TVK_OK) st = flush_at_handover(j, i, d);
     }
     if (bufs != stack) free(bufs);
   }

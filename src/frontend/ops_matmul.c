@@ -38,7 +38,7 @@
 #define MM_PANEL 16
 static tvk_tensor *packed(tvk_tensor *b, bool transposed) {
   int64_t K = b->shape[0], N = b->shape[1];
-  const Device *dev = b->ctx->devs[b->uop->device > 0 ? b->uop->device : 0];
+  const Device *dev = front_device(b);
   if (dev->codegen_mode == CG_MODE_GRID && (!dev->limits.emulated || b->ctx->opt.gpu_rules))
     return b;
   if (sint_any_sym(K, N)) return b; /* panels of a symbolic size: not yet */

@@ -53,13 +53,10 @@ typedef enum { SM_SOFTMAX, SM_LOG_SOFTMAX } SmKind;
  * costs less than a round trip of e through memory; not with symbolic
  * sizes. */
 static bool materialise_exp(const tvk_tensor *x) {
-  const Device *dev = x->ctx->devs[x->uop->device > 0 ? x->uop->device : 0];
-  int64_t n = 1;
-  for (int d = 0; d < x->ndim; d++) {
+  for (int d = 0; d < x->ndim; d++)
     if (sint_is_sym(x->shape[d])) return false;
-    n *= x->shape[d];
-  }
-  return n >= (int64_t)1 << 18 && dev->codegen_mode != CG_MODE_GRID;
+  return bc_numel(x->ndim, x->shape) >= (int64_t)1 << 18 &&
+         front_device(x)->codegen_mode != CG_MODE_GRID;
 }
 
 static tvk_tensor *softmax_like(const char *op, SmKind k, tvk_tensor *a, int axis) {
