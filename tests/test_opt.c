@@ -541,14 +541,19 @@ static void test_check_refuses(void **state) {
 
 /* The kernel of C = A @ B over the full shape (M, N, K): A (M, K) and B
  * stored (N, K), both expanded over the axis they lack, summed over K. */
-static UOp *matmul_bt_sink(UCtx *c, int64_t M, int64_t N, int64_t K) {
+static UOp *matmul_epi_sink(UCtx *c, int64_t M, int64_t N, int64_t K, Op epilogue) {
   const int64_t ax[] = {2}, full[] = {M, N, K};
   ShapeTracker *a0 = shp(3, M, (int64_t)1, K), *b0 = shp(3, (int64_t)1, N, K);
   UOp *mm = reduce(
       uop_mul(ld(c, 1, DT_FLOAT32, st_expand(a0, full)), ld(c, 2, DT_FLOAT32, st_expand(b0, full))),
       OP_ADD, 1, ax);
+  if (epilogue != OP_NONE) mm = uop_alu1(epilogue, mm);
   st_free(a0), st_free(b0);
   return sink1(store(c, 0, DT_FLOAT32, shp(3, M, N, (int64_t)1), mm));
+}
+
+static UOp *matmul_bt_sink(UCtx *c, int64_t M, int64_t N, int64_t K) {
+  return matmul_epi_sink(c, M, N, K, OP_NONE);
 }
 
 /* A matmul gets a register tile on the CPU (the contiguous output axis by the
@@ -611,6 +616,30 @@ static void test_heuristic_matmul(void **state) {
   opt_heuristic(norm, kd, &t, &p);
   opt_plan_str(&p, str, sizeof str);
   assert_string_equal(str, "UPCAST(1,16) UPCAST(0,8)");
+  /* an emulated device (lavapipe) grows the tile to 16 x 16 (its loads cost
+   * per lane), halving it for the threads' work (1024 invocations at
+   * least) and for the compile (copies x body weight within the budget:
+   * an exp2 after the sum makes 16 x 16 too heavy, 16 x 8 fits) */
+  OptTarget emu = {.mode = CG_MODE_GRID, .max_local = 64, .shared_bytes = 16384, .emulated = true};
+  const struct {
+    int64_t m, n;
+    Op epi;
+    const char *plan;
+  } emulated[] = {
+      {1024, 1024, OP_NONE, "UPCAST(1,16) UPCAST(0,16)"},
+      {1024, 1024, OP_EXP2, "UPCAST(1,16) UPCAST(0,8)"},
+      {256, 256, OP_NONE, "UPCAST(1,8) UPCAST(0,8)"}, /* 65536 outputs */
+      {64, 64, OP_NONE, "UPCAST(1,4) UPCAST(0,4)"},   /* 4096: the smallest tile */
+      {4096, 12, OP_NONE, "UPCAST(1,4) UPCAST(0,8)"}, /* 12 columns: 4 of them */
+  };
+  for (size_t i = 0; i < sizeof emulated / sizeof emulated[0]; i++) {
+    desc_of(matmul_epi_sink(c, emulated[i].m, emulated[i].n, 64, emulated[i].epi), kd, &norm);
+    opt_heuristic(norm, kd, &emu, &p);
+    opt_plan_str(&p, str, sizeof str);
+    if (strcmp(str, emulated[i].plan) != 0)
+      fail_msg("emulated %lld x %lld: %s, expected %s", (long long)emulated[i].m,
+               (long long)emulated[i].n, str, emulated[i].plan);
+  }
   free(kd);
   uop_pool_drain(c, 0);
 }

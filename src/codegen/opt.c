@@ -48,6 +48,14 @@ _Static_assert(OPT_MAX_UNROLL == 64, "OPT_MAX_UNROLL_STR spells it");
 #define OPT_GRID_BODY_BUDGET 384
 /* A GPU reduce axis this long or longer is unrolled (opt_heuristic). */
 #define OPT_GRID_UNROLL_FROM 1024
+/* An emulated device's matmul tile (emulated_tile): at most 16 x 16, its
+ * copies weighing at most this in all (body_weight; a plain matmul weighs 7,
+ * one with a GELU after it 47: its 16 x 16 tile took 3.6 s to compile on
+ * lavapipe, 16 x 8 0.65-1.1 s, a plain 16 x 16 0.47 s) */
+#define OPT_EMULATED_TILE_BUDGET 6144
+/* ... and leaving at least this many invocations (16 work groups of 64) for
+ * the device's threads. */
+#define OPT_EMULATED_MIN_INVOCATIONS 1024
 
 /* What GROUP needs of the kernel's reduces: all reduce one axis set (returned
  * in *axes; *nred counts them), none is nested in another, all of 32-bit
@@ -591,6 +599,32 @@ static int32_t tile_rows(const KernelDesc *kd, const OptTarget *t, int32_t cols)
   return 8 * per_row * levels + 4 <= t->vector_regs ? 8 : 4;
 }
 
+/* The register tile of a matmul on an emulated device (lavapipe), at most
+ * cols x rows. Each of its loads is a loop over the SIMD lanes, one scalar
+ * access per lane and component (its gathers), while the multiply-adds are
+ * vector instructions over the lanes; a tile of r x c does r + c loads per
+ * r * c multiply-adds, so it pays to grow the tile far beyond a GPU's: 16 x
+ * 16 ran matmul 1024 in 107-115 ms against 168-223 for 8 x 8 and 305 for 4 x
+ * 4, 512 in 14 ms against 22-24 and 42-56 (lavapipe on 2 vCPU EPYC Zen 5,
+ * alternating runs). Halved, the longer side first, while the copies weigh
+ * more than OPT_EMULATED_TILE_BUDGET or leave fewer than
+ * OPT_EMULATED_MIN_INVOCATIONS invocations, down to 4 x 4. */
+static void emulated_tile(const KernelDesc *kd, const Shape *sh, int vec, int32_t *cols,
+                          int32_t *rows) {
+  int32_t c = dividing(kd->full[vec], 16), r = 16;
+  int64_t outputs = kernel_iterations(kd, ~kd->reduce_axes);
+  while ((int64_t)c * r > 16 && ((int64_t)c * r * sh->body > OPT_EMULATED_TILE_BUDGET ||
+                                 outputs / ((int64_t)c * r) < OPT_EMULATED_MIN_INVOCATIONS)) {
+    if (r >= c && r > 4)
+      r /= 2;
+    else if (c > 4)
+      c /= 2;
+    else
+      r /= 2;
+  }
+  *cols = c, *rows = r;
+}
+
 /* A GPU matmul's work-group tile: LOCAL of the register tile's two axes,
  * up to 16 x 16 invocations (a 64 x 64 tile of outputs from 4 x 4 ones),
  * as many as divide the blocks and fit the work group, the lanes' axis
@@ -733,10 +767,14 @@ static void heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPl
      * preferably one the operand varying along the lanes does not walk (B of
      * a matmul along its rows, a conv's input along its output channels), so
      * each of its loads serves the 4 */
-    int32_t cols = dividing(kd->full[vec], lanes);
+    int32_t cols, most_rows;
+    if (grid && t->emulated)
+      emulated_tile(kd, &sh, vec, &cols, &most_rows);
+    else
+      cols = dividing(kd->full[vec], lanes), most_rows = tile_rows(kd, t, cols);
     push(plan, OPT_UPCAST, vec, cols);
     uint32_t along = sh.walks[0] >> vec & 1 ? sh.walks[0] : sh.walks[1];
-    for (int32_t rows = tile_rows(kd, t, cols); rows >= 4; rows /= 2) {
+    for (int32_t rows = most_rows; rows >= 4; rows /= 2) {
       int other = -1, reuse = -1;
       for (int d = 0; d < kd->ndim; d++) {
         if (d == vec || !is_output_axis(kd, d) || kd->full[d] % rows != 0) continue;
