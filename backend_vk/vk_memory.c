@@ -52,6 +52,7 @@ struct VkMem {
   DevBuffer *alive; /* live buffers (a list through prev/next) */
   DevBuffer *freed; /* freed buffers whose memory pending commands may still use (through next) */
   uint64_t live, live_bytes;
+  uint64_t blocks_made; /* blocks created since the device opened */
   /* Staging copies: one host-visible buffer, one command buffer, one fence. */
   VkBuffer stage_buf;
   VkDeviceMemory stage_mem;
@@ -223,6 +224,7 @@ static tvk_status block_create(VkDev *v, VkDeviceSize size, bool dedicated, VkBl
   }
   b->size = size;
   b->dedicated = dedicated;
+  m->blocks_made++;
   /* Host reads of uncached memory behind PCIe (a discrete GPU's BAR) crawl: read
    * back through a staging copy into cached host memory instead. */
   b->read_mapped =
@@ -284,7 +286,7 @@ static bool block_empty(const VkBlock *b) { return b->live == 0; }
 /* ---- freeing (deferred while commands may use the memory) ---- */
 
 /* Returns b's memory to its block. An empty block is destroyed when dedicated or
- * when another empty block is already kept: one empty block is kept so that a
+ * when VK_KEEP_EMPTY_BLOCKS empty blocks are already kept: they are kept so that a
  * loop that frees and allocates does not allocate device memory each time. */
 static void release(VkDev *v, DevBuffer *buf) {
   VkMem *m = v->mem;
@@ -301,10 +303,9 @@ static void release(VkDev *v, DevBuffer *buf) {
   }
   free(buf);
   if (!block_empty(b)) return;
-  bool keep = !b->dedicated;
-  for (VkBlock *o = m->blocks; keep && o; o = o->next)
-    if (o != b && !o->dedicated && block_empty(o)) keep = false;
-  if (keep) return;
+  int kept = 0;
+  for (VkBlock *o = m->blocks; o; o = o->next) kept += o != b && !o->dedicated && block_empty(o);
+  if (!b->dedicated && kept < VK_KEEP_EMPTY_BLOCKS) return;
   block_unlink(m, b);
   block_destroy(v, b);
 }
@@ -739,7 +740,10 @@ void vk_mem_destroy(VkDev *v) {
 
 void vk_mem_stats(const VkDev *v, VkMemStats *out) {
   const VkMem *m = v->mem;
-  *out = (VkMemStats){.live = m->live, .live_bytes = m->live_bytes, .staging_bytes = m->stage_size};
+  *out = (VkMemStats){.live = m->live,
+                      .live_bytes = m->live_bytes,
+                      .staging_bytes = m->stage_size,
+                      .blocks_made = m->blocks_made};
   for (const VkBlock *b = m->blocks; b; b = b->next) {
     out->blocks++;
     out->block_bytes += b->size;

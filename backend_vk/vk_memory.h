@@ -29,12 +29,21 @@ tvk_status vk_copy_out(Device *d, DevBuffer *b, size_t offset, void *dst, size_t
  * the buffer's memory requirements). */
 tvk_status vk_buffer_wrap(Device *d, const DevForeign *m, DevBuffer **out);
 
+/* Empty blocks kept for reuse, at most (the CPU device's cache holds 256 MiB
+ * of freed buffers likewise). One was too few: a realize whose small buffers
+ * took the kept block needed a new block for a buffer of a block's size at
+ * every run (softmax 4096^2 on lavapipe: a fresh 64 MiB block per run, and
+ * the kernel writing it took 39 ms against 24 over memory touched before).
+ * They are given up before an allocation reports out of memory. */
+enum { VK_KEEP_EMPTY_BLOCKS = 4 };
+
 typedef struct {
   uint64_t blocks;        /* VkDeviceMemory blocks held (kept empty ones included) */
   uint64_t block_bytes;   /* their total size */
   uint64_t live;          /* live buffers */
   uint64_t live_bytes;    /* bytes reserved by live buffers */
   uint64_t staging_bytes; /* size of the staging buffer (0 until a staging copy) */
+  uint64_t blocks_made;   /* blocks created since the device opened */
 } VkMemStats;
 void vk_mem_stats(const VkDev *v, VkMemStats *out);
 
