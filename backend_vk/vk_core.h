@@ -72,6 +72,10 @@ enum {
   /* VK_EXT_calibrated_timestamps enabled, with the device's clock and
    * CLOCK_MONOTONIC calibrateable: timings map onto the host's clock */
   VKFEAT_CALIBRATED = 1u << 13,
+  /* Not a Vulkan feature: a CPU-type device (lavapipe) with shaderInt64, whose
+   * kernels access runs of 8 32-bit elements as one u64vec4 (vk_glsl.c): its
+   * every access is a loop over the SIMD lanes, so their count is what costs */
+  VKFEAT_WIDE = 1u << 14,
 };
 
 /* The device's limits, as the backend needs them (DeviceLimits holds the subset

@@ -737,6 +737,27 @@ static void test_heuristic_heavy_body(void **state) {
   grid_plan(sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)64, (int64_t)64), bc)), str, sizeof str,
             NULL);
   assert_string_equal(str, "UPCAST(1,4) SPREAD(1,2)");
+  /* an emulated device takes runs of 8 neighbours (its 32-byte accesses),
+   * fewer as the body grows */
+  OptTarget emu = {.mode = CG_MODE_GRID, .max_local = 64, .shared_bytes = 16384, .emulated = true};
+  const struct {
+    UOp *sink;
+    const char *plan;
+  } emulated[] = {
+      {sink1(store(c, 0, DT_FLOAT32, shp(1, n), mad)), "UPCAST(0,8)"},
+      {sink1(store(c, 0, DT_FLOAT32, shp(1, n), sn)), "UPCAST(0,2)"},
+      {sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)64, (int64_t)64), tr)), "UPCAST(1,8)"},
+  };
+  KernelDesc *kd = calloc(1, sizeof *kd);
+  for (size_t i = 0; i < sizeof emulated / sizeof emulated[0]; i++) {
+    UOp *norm;
+    OptPlan p;
+    desc_of(emulated[i].sink, kd, &norm);
+    opt_heuristic(norm, kd, &emu, &p);
+    opt_plan_str(&p, str, sizeof str);
+    assert_string_equal(str, emulated[i].plan);
+  }
+  free(kd);
   uop_pool_drain(c, 0);
 }
 

@@ -808,7 +808,12 @@ static void heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPl
     /* where every access's runs of 4 are aligned quads: spread runs of 4,
      * each one 16-byte access (lavapipe, a*b+c over 16M: 36 -> 26 ms, as
      * its gathers cost per instruction; a GPU issues a quarter of the loads) */
-    if (most >= 4 && sh.quads >> vec & 1 && kd->full[vec] % 4 == 0) {
+    if (t->emulated) {
+      /* on an emulated device, runs of 8 neighbours: one 32-byte access
+       * each where aligned (vectorize.c, VKFEAT_WIDE; its accesses cost per
+       * instruction, and coalescing does not apply) */
+      push(plan, OPT_UPCAST, vec, dividing(kd->full[vec], most));
+    } else if (most >= 4 && sh.quads >> vec & 1 && kd->full[vec] % 4 == 0) {
       push(plan, OPT_UPCAST, vec, 4);
       push(plan, OPT_SPREAD, vec, dividing(kd->full[vec] / 4, most / 4));
     } else {

@@ -16,8 +16,10 @@
 
 /* ---------------------------------------------------------------- templates */
 
+#define SUBST_OPS 8 /* $0 .. $7: an 8-vector's lanes */
+
 typedef struct {
-  const char *op[4];
+  const char *op[SUBST_OPS];
   DType t, s;                /* $T $U $N $F $W from t; $S $M from s */
   const char *v, *b, *r, *k; /* $V $B $R $K */
   int64_t i;                 /* $I */
@@ -38,9 +40,15 @@ static void expand(const Lang *L, Str *out, const char *tmpl, const Subst *s) {
     case '0':
     case '1':
     case '2':
-    case '3': str_add(out, or_empty(s->op[*p - '0'])); break;
+    case '3':
+    case '4':
+    case '5':
+    case '6':
+    case '7': str_add(out, or_empty(s->op[*p - '0'])); break;
     case 'T':
-      str_add(out, or_empty(s->t.count > 1 ? L->vec_type[s->t.scalar] : L->type[s->t.scalar]));
+      str_add(out, or_empty(s->t.count > 4   ? L->wide_type[s->t.scalar]
+                            : s->t.count > 1 ? L->vec_type[s->t.scalar]
+                                             : L->type[s->t.scalar]));
       break;
     case 'S': str_add(out, or_empty(L->type[s->s.scalar])); break;
     case 'U': str_add(out, or_empty(L->wrap_type[s->t.scalar])); break;
@@ -142,6 +150,12 @@ static const char *elem_tmpl(const char *const *per, const UOp *place, const cha
   return t ? t : common;
 }
 
+/* The place of an element, a 4-vector or an 8-vector of a buffer. */
+static const char *index_tmpl(const Lang *L, const UOp *u) {
+  if (u->dtype.count > 4) return L->wide_index;
+  return u->dtype.count > 1 ? L->vec_index : elem_tmpl(L->index_elem, u, L->index);
+}
+
 /* A STORE's gate: its third source unless that is a RANGE (it runs once per
  * output element) or a BARRIER (it runs after one); NULL: none. */
 static UOp *store_gate(const UOp *u) {
@@ -152,11 +166,11 @@ static UOp *store_gate(const UOp *u) {
 /* The template a UOp renders its sources through, with the operand each
  * source fills (-1: none); used to find sources that must be named. */
 static const char *user_template(const Lang *L, UOp *u, int *slot_of_src) {
-  for (uint32_t k = 0; k < u->nsrc && k < 4; k++) slot_of_src[k] = (int)k;
+  for (uint32_t k = 0; k < u->nsrc && k < SUBST_OPS; k++) slot_of_src[k] = (int)k;
   switch ((Op)u->op) {
-  case OP_INDEX: return u->dtype.count > 1 ? L->vec_index : elem_tmpl(L->index_elem, u, L->index);
-  case OP_GEP: return L->gep;
-  case OP_VECTORIZE: return L->vectorize;
+  case OP_INDEX: return index_tmpl(L, u);
+  case OP_GEP: return u->src[0]->dtype.count > 4 ? L->wide_gep[u->dtype.scalar] : L->gep;
+  case OP_VECTORIZE: return u->dtype.count > 4 ? L->wide_vectorize[u->dtype.scalar] : L->vectorize;
   case OP_LOAD: return u->nsrc == 3 ? L->load_gated : NULL;
   case OP_STORE:
     if (store_gate(u)) return elem_tmpl(L->store_gated_elem, u->src[0], L->store_gated);
@@ -174,14 +188,16 @@ typedef struct {
   const Lang *L;
   const LinearProgram *lp;
   const RenderInfo *info;
-  PtrMap pos;     /* UOp -> position in the program */
-  char **expr;    /* per position: its name, literal, or inline expression */
-  int *users;     /* per position: uses by later UOps */
-  size_t *user;   /* per position: its last user */
-  int *block;     /* per position: position of the innermost open RANGE, or -1 */
-  bool *named;    /* per position: must be a variable */
-  bool *vec_bufs; /* per buffer: accessed as 4-vectors (declared again as such) */
-  bool subgroups; /* some SUBGROUP_REDUCE (the language's subgroup_header) */
+  PtrMap pos;      /* UOp -> position in the program */
+  char **expr;     /* per position: its name, literal, or inline expression */
+  int *users;      /* per position: uses by later UOps */
+  size_t *user;    /* per position: its last user */
+  int *block;      /* per position: position of the innermost open RANGE, or -1 */
+  bool *named;     /* per position: must be a variable */
+  bool *vec_bufs;  /* per buffer: accessed as 4-vectors (declared again as such) */
+  bool *wide_bufs; /* per buffer: accessed as 8-vectors (declared again as such) */
+  bool subgroups;  /* some SUBGROUP_REDUCE (the language's subgroup_header) */
+  bool wide;       /* some 8-vector access (the language's wide_header) */
   int nval, nalu, ncast;
   int depth;
   Str body;
@@ -219,14 +235,18 @@ static bool prepass(Walker *w) {
       return false;
     }
     if (u->op == OP_INDEX && u->dtype.count > 1) {
-      if (!w->L->vec_index || !w->L->vec_buf_decl_file || !w->L->vec_type[u->dtype.scalar] ||
+      bool wide = u->dtype.count > 4;
+      const Lang *L = w->L;
+      if (!(wide ? L->wide_index && L->wide_buf_decl_file && L->wide_type[u->dtype.scalar] &&
+                       L->wide_gep[u->dtype.scalar] && L->wide_vectorize[u->dtype.scalar]
+                 : L->vec_index && L->vec_buf_decl_file && L->vec_type[u->dtype.scalar]) ||
           u->src[0]->op != OP_DEFINE_GLOBAL || u->src[0]->arg.i < 0 ||
           u->src[0]->arg.i >= w->info->nbufs) {
-        err_first(w->err, TVK_ERR_INTERNAL, "render: %s has no 4-vector access of this buffer",
-                  w->L->name);
+        err_first(w->err, TVK_ERR_INTERNAL, "render: %s has no %d-vector access of this buffer",
+                  L->name, wide ? 8 : 4);
         return false;
       }
-      w->vec_bufs[u->src[0]->arg.i] = true;
+      (wide ? w->wide_bufs : w->vec_bufs)[u->src[0]->arg.i] = true;
     }
     if ((u->op == OP_GEP && !w->L->gep) || (u->op == OP_VECTORIZE && !w->L->vectorize)) {
       err_first(w->err, TVK_ERR_INTERNAL, "render: %s has no %s", w->L->name, op_name((Op)u->op));
@@ -246,7 +266,7 @@ static bool prepass(Walker *w) {
         w->users[pos_of(w, u->src[0])]++, w->user[pos_of(w, u->src[0])] = p;
       continue;
     }
-    int slot[4] = {-1, -1, -1, -1};
+    int slot[SUBST_OPS] = {-1, -1, -1, -1, -1, -1, -1, -1};
     const char *tmpl = user_template(w->L, u, slot);
     for (uint32_t k = 0; k < u->nsrc; k++) {
       int64_t *sp = ptrmap_ref(&w->pos, u->src[k]);
@@ -257,7 +277,7 @@ static bool prepass(Walker *w) {
       }
       size_t s = (size_t)*sp;
       w->users[s]++, w->user[s] = p;
-      if (u->op == OP_RANGE || (k < 4 && slot[k] >= 0 && uses(tmpl, slot[k]) > 1))
+      if (u->op == OP_RANGE || (k < SUBST_OPS && slot[k] >= 0 && uses(tmpl, slot[k]) > 1))
         w->named[s] = true;
     }
   }
@@ -390,7 +410,7 @@ static bool render_alu(Walker *w, size_t p, UOp *u) {
     return false;
   }
   Subst s = {.t = cast ? u->dtype : operand_dtype(u), .s = u->src[0]->dtype};
-  for (uint32_t k = 0; k < u->nsrc && k < 4; k++) s.op[k] = ex(w, u->src[k]);
+  for (uint32_t k = 0; k < u->nsrc && k < SUBST_OPS; k++) s.op[k] = ex(w, u->src[k]);
   if (sp->needs && !add_helper(w, sp->needs, &s)) return false;
   if (sp->needs2 && !add_helper(w, sp->needs2, &s)) return false;
   if (sp->helper && !add_helper(w, sp->helper, &s)) return false;
@@ -524,17 +544,21 @@ static bool render_one(Walker *w, size_t p) {
     w->expr[p] = printf_new("%s", ex(w, u->src[0]));
     break;
   case OP_INDEX:
+    w->expr[p] = expand_new(L, index_tmpl(L, u),
+                            &(Subst){.op = {ex(w, u->src[0]), ex(w, u->src[1])}, .t = u->dtype});
+    w->wide |= u->dtype.count > 4;
+    break;
+  case OP_GEP: { /* a lane of a named vector (a LOAD): an expression */
+    int slot[SUBST_OPS];
     w->expr[p] =
-        expand_new(L, u->dtype.count > 1 ? L->vec_index : elem_tmpl(L->index_elem, u, L->index),
-                   &(Subst){.op = {ex(w, u->src[0]), ex(w, u->src[1])}, .t = u->dtype});
+        expand_new(L, user_template(L, u, slot), &(Subst){.op = {ex(w, u->src[0])}, .i = u->arg.i});
     break;
-  case OP_GEP: /* a lane of a named vector (a LOAD): an expression */
-    w->expr[p] = expand_new(L, L->gep, &(Subst){.op = {ex(w, u->src[0])}, .i = u->arg.i});
-    break;
+  }
   case OP_VECTORIZE: {
     Subst sv = {.t = u->dtype};
-    for (uint32_t k = 0; k < u->nsrc && k < 4; k++) sv.op[k] = ex(w, u->src[k]);
-    w->expr[p] = expand_new(L, L->vectorize, &sv);
+    for (uint32_t k = 0; k < u->nsrc && k < SUBST_OPS; k++) sv.op[k] = ex(w, u->src[k]);
+    int slot[SUBST_OPS];
+    w->expr[p] = expand_new(L, user_template(L, u, slot), &sv);
     break;
   }
   case OP_LOAD: return render_load(w, p, u);
@@ -593,6 +617,7 @@ static void assemble(Walker *w, Str *out) {
   const RenderInfo *in = w->info;
   str_add(out, or_empty(L->file_header));
   if (w->subgroups) str_add(out, or_empty(L->subgroup_header));
+  if (w->wide) str_add(out, or_empty(L->wide_header));
   if (in->register_tile)
     str_add(out, or_empty(L->tile_header));
   else if (in->open_loops)
@@ -618,6 +643,10 @@ static void assemble(Walker *w, Str *out) {
       if (!pass && w->vec_bufs && w->vec_bufs[i]) {
         s.b = L->vec_type[b->dtype];
         expand(L, out, L->vec_buf_decl_file, &s);
+      }
+      if (!pass && w->wide_bufs && w->wide_bufs[i]) {
+        s.b = L->wide_type[b->dtype];
+        expand(L, out, L->wide_buf_decl_file, &s);
       }
     }
   }
@@ -656,8 +685,9 @@ tvk_status render_program(const LinearProgram *lp, const Lang *lang, const Rende
   w.block = calloc(n, sizeof *w.block);
   w.named = calloc(n, sizeof *w.named);
   w.vec_bufs = calloc(info->nbufs > 0 ? (size_t)info->nbufs : 1, sizeof *w.vec_bufs);
-  bool ok =
-      w.expr && w.users && w.user && w.block && w.named && w.vec_bufs && ptrmap_init(&w.pos, n);
+  w.wide_bufs = calloc(info->nbufs > 0 ? (size_t)info->nbufs : 1, sizeof *w.wide_bufs);
+  bool ok = w.expr && w.users && w.user && w.block && w.named && w.vec_bufs && w.wide_bufs &&
+            ptrmap_init(&w.pos, n);
   if (!ok) fail_oom(&w);
   ok = ok && prepass(&w);
   for (size_t p = 0; ok && p < lp->n; p++) ok = render_one(&w, p);
@@ -672,6 +702,7 @@ tvk_status render_program(const LinearProgram *lp, const Lang *lang, const Rende
   for (size_t i = 0; i < w.nhelpers; i++) free(w.helpers[i]);
   free(w.helpers);
   free(w.expr), free(w.users), free(w.user), free(w.block), free(w.named), free(w.vec_bufs);
+  free(w.wide_bufs);
   free(w.body.p);
   free(w.locals.p);
   ptrmap_free(&w.pos);

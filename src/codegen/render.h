@@ -147,6 +147,15 @@ struct Lang {
   const char *vec_index;          /* the place of 4-vector $1 of buffer $0 */
   const char *gep;                /* lane $I of vector $0 */
   const char *vectorize;          /* the 4-vector ($T) of $0 $1 $2 $3 */
+  /* 8-wide memory access (vectorize.c), where max_vector >= 8: one 32-byte
+   * access where each access costs per instruction rather than per byte (a
+   * CPU-type Vulkan device runs every access as a loop over its SIMD lanes) */
+  const char *wide_type[DT_COUNT];      /* $T of an 8-vector of the dtype; NULL: none */
+  const char *wide_buf_decl_file;       /* a buffer declared again as 8-vectors ($I $V $B $R) */
+  const char *wide_index;               /* the place of 8-vector $1 of buffer $0 */
+  const char *wide_gep[DT_COUNT];       /* lane $I of 8-vector $0 */
+  const char *wide_vectorize[DT_COUNT]; /* the 8-vector of $0 .. $7 */
+  const char *wide_header;              /* after file_header, in a kernel with 8-wide access */
   /* SUBGROUP_REDUCE by its reduce op (ADD, MUL, MAX) of $0 ($T); NULL: none */
   const char *subgroup_reduce[OP_COUNT];
   const char *subgroup_header; /* after file_header, in a kernel that uses them */

@@ -1,7 +1,10 @@
 /* Vector memory access (codegen.h): four scalar loads of one buffer at
  * elements i, i+1, i+2, i+3 with i a multiple of 4 become one 4-wide load
  * (and GEPs of its lanes); four such stores become one 4-wide store of a
- * VECTORIZE. On a GPU that is one 128-bit memory instruction instead of
+ * VECTORIZE. Where the language has 8-wide access (Lang.wide_type: a
+ * CPU-type Vulkan device, whose every access is a loop over its SIMD lanes,
+ * so that its count matters and not its width), runs of eight at multiples of
+ * 8 become one 8-wide access first. On a GPU that is one 128-bit memory instruction instead of
  * four: a warp whose lanes take neighbouring quads reads whole 512-byte runs
  * per instruction, and the instruction count of a memory-bound kernel drops
  * by four. The quads come from upcast axes (opt.h): a matmul's register tile
@@ -24,6 +27,7 @@
 #include "ir/symbolic.h"
 
 #define QUAD 4
+#define OCTET 8
 
 /* A known factor of integer expression u (the gcd of what its terms are
  * multiples of); 1 where nothing is known. `budget` bounds the nodes looked
@@ -84,6 +88,11 @@ static int cmp_access(const void *pa, const void *pb) {
   return a->off < b->off ? -1 : a->off > b->off;
 }
 
+/* Whether the language has w-wide access of 32-bit dtype t. */
+static bool has_width(const Lang *L, int t, int w) {
+  return w == OCTET ? L->max_vector >= OCTET && L->wide_type[t] : L->vec_type[t] != NULL;
+}
+
 /* Whether `place` (an INDEX) addresses a buffer of the kernel that the
  * language has quads of and that is only read (want_read) or only written. */
 static bool quad_place(const UOp *place, const Lang *L, const KernelDesc *kd, bool want_read) {
@@ -93,7 +102,8 @@ static bool quad_place(const UOp *place, const Lang *L, const KernelDesc *kd, bo
   const KernelBuf *kb = &kd->bufs[b];
   if (kb->read != want_read || kb->written == want_read) return false;
   DType d = place->dtype;
-  return d.count == 1 && dt_scalar_size((ScalarType)d.scalar) == 4 && L->vec_type[d.scalar];
+  return d.count == 1 && dt_scalar_size((ScalarType)d.scalar) == 4 &&
+         (has_width(L, d.scalar, QUAD) || has_width(L, d.scalar, OCTET));
 }
 
 static void split_index(UOp *idx, Access *a) {
@@ -106,27 +116,34 @@ static void split_index(UOp *idx, Access *a) {
   }
 }
 
-/* Whether sorted accesses v[i..i+3] are one aligned quad. */
-static bool is_quad(const Access *v, size_t n, size_t i) {
-  if (i + QUAD > n) return false;
+/* Whether sorted accesses v[i..i+w-1] are one aligned run of w. */
+static bool is_run(const Access *v, size_t n, size_t i, int w) {
+  if (i + (size_t)w > n) return false;
   const Access *a = &v[i];
-  if (a->off % QUAD) return false;
-  for (int j = 1; j < QUAD; j++) {
+  if (a->off % w) return false;
+  for (int j = 1; j < w; j++) {
     const Access *b = &v[i + j];
     if (b->key != a->key || b->global != a->global || b->base != a->base || b->off != a->off + j)
       return false;
   }
   int budget = 256;
-  return !a->base || factor(a->base, &budget) % QUAD == 0;
+  return !a->base || factor(a->base, &budget) % w == 0;
 }
 
-/* The place of the quad starting at a: INDEX(global, (base + off) / 4) as a
- * pointer to 4-vectors. */
-static UOp *quad_place_of(const Access *a, DType idt, DType elem) {
+/* The width of the access run starting at v[i] of 32-bit dtype t: 8, 4, or 0
+ * for none. */
+static int run_width(const Lang *L, const Access *v, size_t n, size_t i, int t) {
+  if (has_width(L, t, OCTET) && is_run(v, n, i, OCTET)) return OCTET;
+  return has_width(L, t, QUAD) && is_run(v, n, i, QUAD) ? QUAD : 0;
+}
+
+/* The place of the run of w starting at a: INDEX(global, (base + off) / w)
+ * as a pointer to w-vectors. */
+static UOp *run_place_of(const Access *a, DType idt, DType elem, int w) {
   UCtx *c = a->global->ctx;
   UOp *first = a->base ? uop_add_c(a->base, a->off) : uop_const_int(c, idt, a->off);
-  UOp *q = first ? uop_simplify(uop_idiv_c(first, QUAD)) : NULL;
-  DType pt = dt_ptr(dt_vec(elem, QUAD), ADDR_GLOBAL);
+  UOp *q = first ? uop_simplify(uop_idiv_c(first, w)) : NULL;
+  DType pt = dt_ptr(dt_vec(elem, w), ADDR_GLOBAL);
   return q ? uop_new(c, OP_INDEX, pt, 2, (UOp *[]){a->global, q}, arg_none()) : NULL;
 }
 
@@ -285,12 +302,12 @@ tvk_status vectorize_memory(UOp *sink, const Lang *L, const KernelDesc *kd, UOp 
   }
   qsort(ld, nld, sizeof *ld, cmp_access);
   for (size_t i = 0; i < nld; i++) {
-    if (!is_quad(ld, nld, i)) continue;
     DType elem = dt_scalar(ld[i].uop->dtype);
-    UOp *place = quad_place_of(&ld[i], ld[i].uop->src[0]->src[1]->dtype, elem);
-    UOp *vload =
-        place ? uop_new(sink->ctx, OP_LOAD, dt_vec(elem, QUAD), 1, &place, arg_none()) : NULL;
-    for (int j = 0; j < QUAD; j++) {
+    int w = run_width(L, ld, nld, i, elem.scalar);
+    if (!w) continue;
+    UOp *place = run_place_of(&ld[i], ld[i].uop->src[0]->src[1]->dtype, elem, w);
+    UOp *vload = place ? uop_new(sink->ctx, OP_LOAD, dt_vec(elem, w), 1, &place, arg_none()) : NULL;
+    for (int j = 0; j < w; j++) {
       from[nmap] = ld[i + j].uop;
       to[nmap++] = vload ? uop_new(sink->ctx, OP_GEP, elem, 1, &vload, arg_int(j)) : NULL;
       if (!to[nmap - 1]) {
@@ -298,7 +315,7 @@ tvk_status vectorize_memory(UOp *sink, const Lang *L, const KernelDesc *kd, UOp 
         goto done;
       }
     }
-    i += QUAD - 1;
+    i += (size_t)w - 1;
   }
   UOp *res = nmap ? uop_substitute(sink, (int)nmap, from, to) : sink;
   if (!res) {
@@ -330,20 +347,20 @@ tvk_status vectorize_memory(UOp *sink, const Lang *L, const KernelDesc *kd, UOp 
   if (nst) memcpy(srcs, res->src, res->nsrc * sizeof *srcs);
   bool stores_changed = false;
   for (size_t i = 0; i < nst; i++) {
-    if (!is_quad(st, nst, i)) continue;
     UOp *s0 = st[i].uop;
     DType elem = dt_scalar(s0->src[1]->dtype);
-    UOp *lanes[QUAD];
+    int w = run_width(L, st, nst, i, elem.scalar);
+    if (!w) continue;
+    UOp *lanes[OCTET];
     bool whole = true; /* the lanes of one vector in order: store it as it is */
-    for (int j = 0; j < QUAD; j++) {
+    for (int j = 0; j < w; j++) {
       lanes[j] = st[i + j].uop->src[1];
       whole = whole && lanes[j]->op == OP_GEP && lanes[j]->arg.i == j &&
-              lanes[j]->src[0] == lanes[0]->src[0];
+              lanes[j]->src[0] == lanes[0]->src[0] && lanes[0]->src[0]->dtype.count == w;
     }
-    UOp *vec = whole
-                   ? lanes[0]->src[0]
-                   : uop_new(sink->ctx, OP_VECTORIZE, dt_vec(elem, QUAD), QUAD, lanes, arg_none());
-    UOp *place = quad_place_of(&st[i], s0->src[0]->src[1]->dtype, elem);
+    UOp *vec = whole ? lanes[0]->src[0]
+                     : uop_new(sink->ctx, OP_VECTORIZE, dt_vec(elem, w), w, lanes, arg_none());
+    UOp *place = run_place_of(&st[i], s0->src[0]->src[1]->dtype, elem, w);
     UOp *ssrc[2 + TVK_MAX_DIMS + 2];
     uint32_t ns = s0->nsrc <= 2 + TVK_MAX_DIMS + 2 ? s0->nsrc : 0;
     if (!ns) continue; /* more output ranges than any lowering makes */
@@ -357,11 +374,11 @@ tvk_status vectorize_memory(UOp *sink, const Lang *L, const KernelDesc *kd, UOp 
     }
     for (uint32_t k = 0; k < res->nsrc; k++) {
       if (res->src[k] == s0) srcs[k] = vstore;
-      for (int j = 1; j < QUAD; j++)
+      for (int j = 1; j < w; j++)
         if (res->src[k] == st[i + j].uop) srcs[k] = NULL;
     }
     stores_changed = true;
-    i += QUAD - 1;
+    i += (size_t)w - 1;
   }
   if (stores_changed) {
     uint32_t m = 0;
