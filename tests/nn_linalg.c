@@ -79,6 +79,22 @@ static void test_matmul_vectors(void **state) {
   nn_finish();
 }
 
+/* Whether the context's device is a Vulkan device that runs on the CPU
+ * (lavapipe) and keeps its own rules (not TVK_GPU_RULES): it packs a
+ * matmul's left operand too (ops_matmul.c). */
+static bool on_software_vk(void) {
+  const char *rules = getenv("TVK_GPU_RULES");
+  if (rules && atoi(rules) > 0) return false;
+  const char *dev = tvk_ctx_device(nn.ctx);
+  for (int i = 0; i < tvk_device_count(); i++) {
+    tvk_device_info in;
+    if (tvk_device_get_info(i, &in) == TVK_OK && in.kind == TVK_DEVICE_KIND_SOFTWARE &&
+        in.description[0] && strstr(dev, in.description))
+      return true;
+  }
+  return false;
+}
+
 static void test_matmul_2d(void **state) {
   (void)state;
   check_mm_2d("(5, 7) @ (7, 3)", 2, (int64_t[]){5, 7}, 2, (int64_t[]){7, 3}, 2, (int64_t[]){5, 3});
@@ -100,6 +116,18 @@ static void test_matmul_2d(void **state) {
   nn_expect_kernels("matmul (6, 4) @ (4, 5)", c, 1);
   nn_check("a^T @ b", c, TVK_FLOAT32, 2, (int64_t[]){6, 5}, ref, 0, 4 * EPS32 * bound);
   free(a), free(b), free(ref);
+  /* (512, 512) @ (512, 48): on a software Vulkan device A is first copied into
+   * panels of 16 rows (a second kernel), and the register tile reads its rows
+   * at each k as neighbours; B (48 columns) stays as it is */
+  const int64_t M = 512, K = 512, N = 48;
+  double *pa = f32_vals(M * K, -1, 1), *pb = f32_vals(K * N, -1, 1);
+  double *pref = mm_ref(pa, pb, M, K, N, &bound);
+  tvk_tensor *pc = tvk_matmul(nn_tensor(TVK_FLOAT32, 2, (int64_t[]){M, K}, pa),
+                              nn_tensor(TVK_FLOAT32, 2, (int64_t[]){K, N}, pb));
+  nn_expect_kernels("matmul (512, 512) @ (512, 48)", pc, on_software_vk() ? 2 : 1);
+  nn_check("(512, 512) @ (512, 48)", pc, TVK_FLOAT32, 2, (int64_t[]){M, N}, pref, 0,
+           K * EPS32 * bound);
+  free(pa), free(pb), free(pref);
   nn_finish();
 }
 

@@ -49,9 +49,25 @@ static tvk_tensor *packed(tvk_tensor *b, bool transposed) {
   return tvk_reshape(tvk_permute(p, (const int[]){1, 0, 2}), 2, (int64_t[]){K, N});
 }
 
+/* On an emulated device (lavapipe) a large 2-D left operand is packed too, in
+ * panels of MM_PANEL rows, (M / MM_PANEL, K, MM_PANEL) contiguous, read back
+ * through a view as (M, K): the register tile's rows of A at one k are then
+ * neighbours, two 32-byte accesses (vectorize.c) where they were 16 scalar
+ * ones, and each access there is a loop over the SIMD lanes. */
+static tvk_tensor *packed_rows(tvk_tensor *a) {
+  int64_t M = a->shape[0], K = a->shape[1];
+  const Device *dev = front_device(a);
+  if (dev->codegen_mode != CG_MODE_GRID || !dev->limits.emulated || a->ctx->opt.gpu_rules) return a;
+  if (sint_any_sym(M, K) || M % MM_PANEL || K < 64 || M * K < (int64_t)1 << 18) return a;
+  tvk_tensor *t = tvk_reshape(a, 3, (int64_t[]){M / MM_PANEL, MM_PANEL, K});
+  tvk_tensor *p = tvk_contiguous(tvk_permute(t, (const int[]){0, 2, 1}));
+  return tvk_reshape(tvk_permute(p, (const int[]){0, 2, 1}), 2, (int64_t[]){M, K});
+}
+
 static tvk_tensor *matmul_body(tvk_tensor *a, tvk_tensor *b, ScalarType res, bool transposed) {
   if (b->ndim == 2 && a->ndim >= 2 && sint_vmax(a->shape[a->ndim - 2]) >= 64)
     b = packed(b, transposed);
+  if (a->ndim == 2 && b->ndim == 2) a = packed_rows(a);
   int and_ = a->ndim, bnd = b->ndim;
   int64_t as[TVK_MAX_DIMS + 1] = {0}, bs[TVK_MAX_DIMS + 1] = {0};
   /* a vector becomes a matrix: (K) -> (1, K) for a, (K) -> (K, 1) for b */
