@@ -127,6 +127,14 @@ static const Spell glsl_f64_ops[OP_COUNT] = {
   [OP_XOR] = S("($0^$1)"),                                                            \
   [OP_WHERE] = S("($0?$1:$2)")
 
+/* 8 32-bit elements as one 32-byte access, a u64vec4 (VKFEAT_WIDE; only
+ * where max_vector is 8, which vk_glsl_lang_new sets): lanes taken apart and
+ * put together on the bits, so every value, NaN payloads included, arrives as
+ * it was. */
+#define OCTET(a, b, c, d, e, f, g, h)                                                              \
+  "u64vec4(packUint2x32(uvec2(" a ", " b ")), packUint2x32(uvec2(" c ", " d ")), "                 \
+  "packUint2x32(uvec2(" e ", " f ")), packUint2x32(uvec2(" g ", " h ")))"
+
 static const Lang glsl_base = {
     .name = "GLSL",
     .type = {[DT_BOOL] = "bool", [DT_INT8] = "int", [DT_UINT8] = "uint", [DT_INT16] = "int",
@@ -228,6 +236,23 @@ static const Lang glsl_base = {
     .vec_index = "$0v[$1]",
     .gep = "$0[$I]",
     .vectorize = "$T($0, $1, $2, $3)",
+    .wide_type = {[DT_INT32] = "u64vec4", [DT_UINT32] = "u64vec4", [DT_FLOAT32] = "u64vec4"},
+    .wide_buf_decl_file =
+        "layout(set = 0, binding = $I, std430) $Rbuffer tvk_wbuf$I { precise $B $Vw[]; };\n",
+    .wide_index = "$0w[$1]",
+    .wide_gep = {[DT_INT32] = "int(tvk_lane8($0, $I))",
+                 [DT_UINT32] = "tvk_lane8($0, $I)",
+                 [DT_FLOAT32] = "uintBitsToFloat(tvk_lane8($0, $I))"},
+    .wide_vectorize = {[DT_INT32] = OCTET("uint($0)", "uint($1)", "uint($2)", "uint($3)",
+                                          "uint($4)", "uint($5)", "uint($6)", "uint($7)"),
+                       [DT_UINT32] = OCTET("$0", "$1", "$2", "$3", "$4", "$5", "$6", "$7"),
+                       [DT_FLOAT32] = OCTET("floatBitsToUint($0)", "floatBitsToUint($1)",
+                                            "floatBitsToUint($2)", "floatBitsToUint($3)",
+                                            "floatBitsToUint($4)", "floatBitsToUint($5)",
+                                            "floatBitsToUint($6)", "floatBitsToUint($7)")},
+    .wide_header =
+        "// runs of 8 32-bit elements accessed as one u64vec4 (VKFEAT_WIDE)\n"
+        "uint tvk_lane8(u64vec4 v, int i) { return unpackUint2x32(v[i >> 1])[i & 1]; }\n",
     /* a GROUP's combine across subgroups (lower.c, subgroup_combine) */
     .subgroup_reduce = {[OP_ADD] = "subgroupAdd($0)", [OP_MUL] = "subgroupMul($0)",
                         [OP_MAX] = "subgroupMax($0)"},
@@ -327,32 +352,6 @@ static void pack_elems(Lang *L, uint32_t dts, int bytes) {
 #define PRESERVE(ext, w) "spirv_execution_mode(" ext "capabilities = [4466], 4461, " w ");\n"
 #define FC_EXT "extensions = [\"SPV_KHR_float_controls\"], "
 
-/* 8 32-bit elements as one 32-byte access, a u64vec4 (VKFEAT_WIDE): lanes
- * taken apart and put together on the bits, so every value, NaN payloads
- * included, arrives as it was. */
-#define OCTET(a, b, c, d, e, f, g, h)                                                              \
-  "u64vec4(packUint2x32(uvec2(" a ", " b ")), packUint2x32(uvec2(" c ", " d ")), "                 \
-  "packUint2x32(uvec2(" e ", " f ")), packUint2x32(uvec2(" g ", " h ")))"
-static const Lang glsl_wide = {
-    .wide_type = {[DT_INT32] = "u64vec4", [DT_UINT32] = "u64vec4", [DT_FLOAT32] = "u64vec4"},
-    .wide_buf_decl_file =
-        "layout(set = 0, binding = $I, std430) $Rbuffer tvk_wbuf$I { precise $B $Vw[]; };\n",
-    .wide_index = "$0w[$1]",
-    .wide_gep = {[DT_INT32] = "int(tvk_lane8($0, $I))",
-                 [DT_UINT32] = "tvk_lane8($0, $I)",
-                 [DT_FLOAT32] = "uintBitsToFloat(tvk_lane8($0, $I))"},
-    .wide_vectorize = {[DT_INT32] = OCTET("uint($0)", "uint($1)", "uint($2)", "uint($3)",
-                                          "uint($4)", "uint($5)", "uint($6)", "uint($7)"),
-                       [DT_UINT32] = OCTET("$0", "$1", "$2", "$3", "$4", "$5", "$6", "$7"),
-                       [DT_FLOAT32] = OCTET("floatBitsToUint($0)", "floatBitsToUint($1)",
-                                            "floatBitsToUint($2)", "floatBitsToUint($3)",
-                                            "floatBitsToUint($4)", "floatBitsToUint($5)",
-                                            "floatBitsToUint($6)", "floatBitsToUint($7)")},
-    .wide_header =
-        "// runs of 8 32-bit elements accessed as one u64vec4 (VKFEAT_WIDE)\n"
-        "uint tvk_lane8(u64vec4 v, int i) { return unpackUint2x32(v[i >> 1])[i & 1]; }\n",
-};
-
 Lang *vk_glsl_lang_new(uint32_t features) {
   bool s8 = features & VKFEAT_STORAGE8, s16 = features & VKFEAT_STORAGE16;
   bool p32 = features & VKFEAT_PRESERVE32;
@@ -395,17 +394,7 @@ Lang *vk_glsl_lang_new(uint32_t features) {
     L->no_type[DT_INT64] = L->no_type[DT_UINT64] =
         "64-bit integers need the Vulkan feature shaderInt64, which this device lacks";
   }
-  if ((features & VKFEAT_WIDE) && (features & VKFEAT_INT64)) {
-    L->max_vector = 8;
-    for (int t = 0; t < DT_COUNT; t++) {
-      L->wide_type[t] = glsl_wide.wide_type[t];
-      L->wide_gep[t] = glsl_wide.wide_gep[t];
-      L->wide_vectorize[t] = glsl_wide.wide_vectorize[t];
-    }
-    L->wide_buf_decl_file = glsl_wide.wide_buf_decl_file;
-    L->wide_index = glsl_wide.wide_index;
-    L->wide_header = glsl_wide.wide_header;
-  }
+  if ((features & VKFEAT_WIDE) && (features & VKFEAT_INT64)) L->max_vector = 8; /* octets */
   if (!(features & VKFEAT_FLOAT64)) {
     L->type[DT_FLOAT64] = NULL;
     L->no_type[DT_FLOAT64] = "float64 needs the Vulkan feature shaderFloat64, which this device "
