@@ -1,13 +1,13 @@
 /* Vector memory access (codegen.h): four scalar loads of one buffer at
  * elements i, i+1, i+2, i+3 with i a multiple of 4 become one 4-wide load
  * (and GEPs of its lanes); four such stores become one 4-wide store of a
- * VECTORIZE. Where the language has 8-wide access (Lang.wide_type: a
- * CPU-type Vulkan device, whose every access is a loop over its SIMD lanes,
- * so that its count matters and not its width), runs of eight at multiples of
- * 8 become one 8-wide access first. On a GPU that is one 128-bit memory instruction instead of
+ * VECTORIZE. On a GPU that is one 128-bit memory instruction instead of
  * four: a warp whose lanes take neighbouring quads reads whole 512-byte runs
  * per instruction, and the instruction count of a memory-bound kernel drops
- * by four. The quads come from upcast axes (opt.h): a matmul's register tile
+ * by four. Where the language has 8-wide access (Lang.wide_type with
+ * max_vector 8: a CPU-type Vulkan device, whose every access is a loop over
+ * its SIMD lanes, so that the count of accesses matters and not their width),
+ * runs of eight at multiples of 8 become one 8-wide access first. The quads come from upcast axes (opt.h): a matmul's register tile
  * along a contiguous axis of B, an unrolled reduce along a contiguous row.
  *
  * Only buffers the kernel either reads or writes, not both: the language
