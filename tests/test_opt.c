@@ -188,6 +188,7 @@ static int vector_kernels; /* kernels run with 4-wide memory access */
 static int local_kernels;  /* LOCAL steps of the plans run */
 static int staged_kernels; /* STAGE steps of the plans run */
 static int cached_kernels; /* CACHE steps of the plans run */
+static int grouped_local;  /* plans with a GROUP and a LOCAL (outputs side by side) */
 
 /* Codegen under `plan` (NULL: no optimisation) for device d, compile, run;
  * the output (float or int32 as the case's dtype) into out. */
@@ -201,6 +202,9 @@ static void run_plan_opts(Device *d, const Case *k, const CodegenOpts *o, void *
   for (int i = 0; plan && i < plan->n; i++) local_kernels += plan->step[i].kind == OPT_LOCAL;
   for (int i = 0; plan && i < plan->n; i++) staged_kernels += plan->step[i].kind == OPT_STAGE;
   for (int i = 0; plan && i < plan->n; i++) cached_kernels += plan->step[i].kind == OPT_CACHE;
+  int64_t lanes;
+  if (plan && opt_group(plan, &lanes) >= 0)
+    for (int i = 0; i < plan->n; i++) grouped_local += plan->step[i].kind == OPT_LOCAL;
   DevProgram *p = NULL;
   bool hit;
   if (d->ops->compile(d, ks.name, ks.src, &p, &hit, NULL) != TVK_OK)
@@ -264,6 +268,15 @@ static OptPlan random_plan(const Case *k, const Device *d) {
     int64_t lanes = 2;
     for (int64_t r = pick(8); r > 0 && lanes * 2 <= most; r--) lanes *= 2;
     p.step[p.n++] = (OptStep){OPT_GROUP, (uint8_t)axis, (int32_t)lanes};
+    /* half the time several outputs per work group: a LOCAL of an output
+     * axis by a divisor, within the work group */
+    int out = (int)pick(ND);
+    if (!(k->red >> out & 1) && k->full[out] > 1 && pick(2)) {
+      int64_t divs[32], nd = 0;
+      for (int64_t a = 2; a <= k->full[out] && nd < 32; a++)
+        if (k->full[out] % a == 0 && a * lanes <= most) divs[nd++] = a;
+      if (nd) p.step[p.n++] = (OptStep){OPT_LOCAL, (uint8_t)out, (int32_t)divs[pick(nd)]};
+    }
     return p;
   }
   if (red && pick(3) == 0) {
@@ -411,13 +424,13 @@ static void test_random_plans(void **state) {
     uop_pool_drain(s->c, 0);
   }
   cpu5->ops->destroy(cpu5);
-  if (s->dev[1]) /* the cases reach vectorize.c's quads and work-group tiles */
-    assert_true(vector_kernels >= 5 && local_kernels >= 5);
+  if (s->dev[1]) /* the cases reach vectorize.c's quads, work-group tiles, grouped tiles */
+    assert_true(vector_kernels >= 5 && local_kernels >= 5 && grouped_local >= 2);
   if (s->dev[0]) assert_true(cached_kernels >= 5); /* and the CPU's runs */
   fprintf(stderr,
-          "random plans: %d kernels with 4-wide memory access, %d LOCAL, %d STAGE, %d CACHE "
-          "steps\n",
-          vector_kernels, local_kernels, staged_kernels, cached_kernels);
+          "random plans: %d kernels with 4-wide memory access, %d LOCAL (%d with a GROUP), %d "
+          "STAGE, %d CACHE steps\n",
+          vector_kernels, local_kernels, grouped_local, staged_kernels, cached_kernels);
 }
 
 /* ---------------------------------------------------------------- checks and heuristic */
@@ -460,8 +473,8 @@ static void test_check_refuses(void **state) {
       {{2, {{OPT_UPCAST, 0, 4}, {OPT_LOCAL, 0, 2}}}, "divide the axis's blocks"}, /* 3 blocks */
       {{2, {{OPT_LOCAL, 0, 2}, {OPT_LOCAL, 0, 2}}}, "split twice"},
       {{1, {{OPT_LOCAL, 0, 128}}}, "divide"},
-      {{2, {{OPT_GROUP, 1, 4}, {OPT_LOCAL, 0, 2}}}, "groups a reduce"},
-      {{1, {{OPT_CACHE, 0, 2}}}, "no loops over outputs"}, /* on a GPU */
+      {{2, {{OPT_GROUP, 1, 64}, {OPT_LOCAL, 0, 2}}}, "more invocations"}, /* 2 x 64 */
+      {{1, {{OPT_CACHE, 0, 2}}}, "no loops over outputs"},                /* on a GPU */
   };
   /* CACHE, on the CPU */
   const struct {
@@ -509,6 +522,8 @@ static void test_check_refuses(void **state) {
   char gname[64];
   opt_kernel_name(kd, &g, gname, sizeof gname);
   assert_string_equal(gname, "r_12_2g4");
+  OptPlan gl = {2, {{OPT_GROUP, 1, 4}, {OPT_LOCAL, 0, 3}}}; /* 3 rows per work group */
+  assert_int_equal(opt_check(norm, kd, &gl, &grid, &err), TVK_OK);
   OptPlan sr = {2, {{OPT_UPCAST, 0, 2}, {OPT_SPREAD, 0, 3}}}; /* 3 runs of 2 */
   assert_int_equal(opt_check(norm, kd, &sr, &grid, &err), TVK_OK);
   opt_kernel_name(kd, &sr, gname, sizeof gname);
@@ -899,7 +914,7 @@ static void test_group_order(void **state) {
   Device *vk = s->dev[1];
   if (!vk) skip();
   UCtx *c = s->c;
-  enum { R = 3, N = 256, L = 64 };
+  enum { R = 6, N = 256, L = 64 };
   const int64_t ax[] = {1};
   UOp *r = reduce(ld(c, 1, DT_FLOAT32, shp(2, (int64_t)R, (int64_t)N)), OP_ADD, 1, ax);
   Case k = {.kind = 1, .t = DT_FLOAT32, .full = {R, N, 1}, .red = 2, .rop = OP_ADD};
@@ -908,22 +923,47 @@ static void test_group_order(void **state) {
   k.in[1] = (Input){shp(2, (int64_t)R, (int64_t)N), R * N, malloc(R * N * sizeof(double))};
   for (int i = 0; i < R * N; i++) /* values whose sums round: the order shows */
     k.in[0].host[i] = k.in[1].host[i] = (double)(float)((pick(2000001) - 1000000) / 7777.0);
-  OptPlan p = {1, {{OPT_GROUP, 1, L}}};
-  float out[R];
-  run_plan(vk, &k, &p, out, sizeof out);
-  for (int row = 0; row < R; row++) {
-    float part[L], blocks[L / 16], total = 0;
-    for (int l = 0; l < L; l++) {
-      part[l] = 0;
-      for (int j = 0; j < N / L; j++) part[l] += (float)k.in[0].host[row * N + j * L + l];
+  /* one row per work group, and 3 rows side by side on 3 x 64 invocations
+   * (GROUP with LOCAL): each row's additions are the same */
+  const OptPlan plans[] = {{1, {{OPT_GROUP, 1, L}}}, {2, {{OPT_GROUP, 1, L}, {OPT_LOCAL, 0, 3}}}};
+  for (int pi = 0; pi < 2; pi++) {
+    float out[R];
+    run_plan(vk, &k, &plans[pi], out, sizeof out);
+    for (int row = 0; row < R; row++) {
+      float part[L], blocks[L / 16], total = 0;
+      for (int l = 0; l < L; l++) {
+        part[l] = 0;
+        for (int j = 0; j < N / L; j++) part[l] += (float)k.in[0].host[row * N + j * L + l];
+      }
+      for (int b = 0; b < L / 16; b++) {
+        blocks[b] = 0;
+        for (int l = 0; l < 16; l++) blocks[b] += part[b * 16 + l];
+      }
+      for (int b = 0; b < L / 16; b++) total += blocks[b];
+      if (memcmp(&total, &out[row], sizeof total))
+        fail_msg("plan %d, row %d: %.9g on Vulkan, %.9g in the documented order", pi, row, out[row],
+                 total);
     }
-    for (int b = 0; b < L / 16; b++) {
-      blocks[b] = 0;
-      for (int l = 0; l < 16; l++) blocks[b] += part[b * 16 + l];
+  }
+  /* through subgroups where the device reduces across them: the rows side by
+   * side give each row's bits of one row per work group */
+  int S = vk->limits.subgroup_size;
+  if (vk->limits.subgroup_reduce && S > 1 && L % S == 0 && L > S) {
+    float one[R], side[R];
+    for (int pi = 0; pi < 2; pi++) {
+      OptTarget t = target_of(vk);
+      CodegenOpts o = {.lang = vk->lang,
+                       .mode = t.mode,
+                       .local_size = 32,
+                       .plan = &plans[pi],
+                       .max_local = t.max_local,
+                       .shared_bytes = t.shared_bytes,
+                       .subgroup = S};
+      run_plan_opts(vk, &k, &o, pi ? side : one, sizeof one);
     }
-    for (int b = 0; b < L / 16; b++) total += blocks[b];
-    if (memcmp(&total, &out[row], sizeof total))
-      fail_msg("row %d: %.9g on Vulkan, %.9g in the documented order", row, out[row], total);
+    for (int row = 0; row < R; row++)
+      if (memcmp(&one[row], &side[row], sizeof one[row]))
+        fail_msg("subgroups, row %d: %.9g side by side, %.9g alone", row, side[row], one[row]);
   }
   case_free(&k);
   uop_pool_drain(c, 0);

@@ -47,6 +47,11 @@ typedef struct {
   int64_t glanes;
   UOp *lane;
   int nlocal;
+  /* GROUP with LOCAL (opt.h): the work group holds gslots outputs of L
+   * lanes each, local_id = slot * L + lane; the invocation's slot (NULL: one
+   * output per work group). */
+  int64_t gslots;
+  UOp *gslot;
   int subgroup; /* the combine may reduce across subgroups of this many (> 1) */
   /* The plan's UNROLL: the reduce axis split into lanes (-1: none), their
    * number, and the placeholder of the lane in its index (each lane's copy
@@ -426,14 +431,24 @@ static tvk_status check_budget(LowerCtx *lc) {
  * output axes are the digits of min(gid, total - 1); when the last group runs past the end, a RANGE
  * of (gid < total ? 1 : 0) iterations is the bounds check that holds the stores and the reduces. */
 /* Grid mode with a GROUP (opt.h): one work group per output element, the
- * grouped axis taken by its invocations (laned_axis). */
+ * grouped axis taken by its invocations (laned_axis); with a LOCAL of an
+ * output axis by P, P outputs per work group, neighbouring ones along that
+ * axis, each on L lanes (local_id = slot * L + lane). */
 static bool make_axes_group(LowerCtx *lc, int64_t total, CgLaunch *launch) {
   const KernelDesc *ks = lc->ks;
-  int64_t L = lc->glanes;
-  *launch = (CgLaunch){{total, 1, 1}, {L, 1, 1}, 0, -1};
-  UOp *flat = b_special(lc, arg_var("group_id", 0, total > 1 ? total - 1 : 0));
-  lc->lane = b_special(lc, arg_var("local_id", 0, L - 1));
-  if (!flat || !lc->lane) return false;
+  int64_t L = lc->glanes, P = 1;
+  int slot_axis = -1;
+  for (int d = 0; d < ks->ndim; d++)
+    if (lc->loc[d] > 1) slot_axis = d, P = lc->loc[d];
+  int64_t groups = total / P;
+  lc->gslots = P;
+  *launch = (CgLaunch){{groups, 1, 1}, {P * L, 1, 1}, 0, -1};
+  UOp *flat = b_special(lc, arg_var("group_id", 0, groups > 1 ? groups - 1 : 0));
+  UOp *inv = b_special(lc, arg_var("local_id", 0, P * L - 1));
+  if (!flat || !inv) return false;
+  lc->lane = P > 1 ? b2(OP_MOD, inv, b_c(lc, L)) : inv;
+  lc->gslot = P > 1 ? b2(OP_IDIV, inv, b_c(lc, L)) : NULL;
+  if (!lc->lane || (P > 1 && !lc->gslot)) return false;
   int64_t stride = 1;
   for (int d = ks->ndim - 1; d >= 0; d--) {
     bool red = ks->reduce_axes >> d & 1;
@@ -444,6 +459,10 @@ static bool make_axes_group(LowerCtx *lc, int64_t total, CgLaunch *launch) {
       lc->axis[d] = lc->zero;
     } else if (red) {
       lc->axis[d] = reduce_axis(lc, d, n);
+    } else if (d == slot_axis) { /* tiles of P along the axis, the slot within */
+      UOp *tile = b2(OP_MOD, b2(OP_IDIV, flat, b_c(lc, stride)), b_c(lc, n / P));
+      lc->axis[d] = b2(OP_ADD, b2(OP_MUL, tile, b_c(lc, P)), lc->gslot);
+      stride *= n / P;
     } else {
       lc->axis[d] = b2(OP_MOD, b2(OP_IDIV, flat, b_c(lc, stride)), b_c(lc, n));
       stride *= n;
@@ -757,6 +776,13 @@ static UOp *fold(Op op, UOp *ident, UOp *const *v, int n) {
   return r;
 }
 
+/* Index k of the invocation's slot in a work-group array of `per` entries
+ * per slot (GROUP with LOCAL): slot * per + k; k where one output has the
+ * work group. */
+static UOp *slot_base(LowerCtx *lc, UOp *k, int64_t per) {
+  return lc->gslot ? b2(OP_ADD, b2(OP_MUL, lc->gslot, b_c(lc, per)), k) : k;
+}
+
 /* The combine through subgroups (CodegenOpts.subgroup = S dividing L): each
  * subgroup reduces its S partials at once (SUBGROUP_REDUCE, in an order the
  * device chooses); its first invocation stores the total in work-group
@@ -765,10 +791,10 @@ static UOp *fold(Op op, UOp *ident, UOp *const *v, int n) {
  * (2 on a GPU with 32-wide subgroups and 64 lanes). */
 static UOp *subgroup_combine(LowerCtx *lc, Op op, UOp *ident, UOp *v) {
   UCtx *c = lc->ctx;
-  int64_t S = lc->subgroup, n = lc->glanes / S, ids[2] = {lc->nlocal++, n};
+  int64_t S = lc->subgroup, n = lc->glanes / S, P = lc->gslots, ids[2] = {lc->nlocal++, P * n};
   DType dt = v->dtype;
   UOp *tot = uop_new(c, OP_SUBGROUP_REDUCE, dt, 1, &v, arg_int(op));
-  UOp *sid = b_special(lc, arg_var("subgroup_id", 0, n - 1));
+  UOp *sid = b_special(lc, arg_var("subgroup_id", 0, P * n - 1));
   UOp *sl = b_special(lc, arg_var("subgroup_lane", 0, S - 1));
   UOp *first = b2(OP_CMPLT, sl, b_c(lc, 1));
   UOp *mem = uop_new(c, OP_DEFINE_LOCAL, dt_ptr(dt, ADDR_LOCAL), 0, NULL, arg_ints(2, ids));
@@ -779,7 +805,8 @@ static UOp *subgroup_combine(LowerCtx *lc, Op op, UOp *ident, UOp *v) {
                                   : NULL;
   UOp *bar = st ? uop_new(c, OP_BARRIER, dt_make(DT_VOID), 1, &st, arg_none()) : NULL;
   UOp *r = bar ? b_range(lc, n, lc->range_id++) : NULL;
-  UOp *at = r ? uop_new(c, OP_INDEX, mem->dtype, 2, (UOp *[]){mem, r}, arg_none()) : NULL;
+  UOp *k = r ? slot_base(lc, r, n) : NULL; /* this slot's subgroups */
+  UOp *at = k ? uop_new(c, OP_INDEX, mem->dtype, 2, (UOp *[]){mem, k}, arg_none()) : NULL;
   UOp *ld = at ? uop_new(c, OP_LOAD, dt, 2, (UOp *[]){at, bar}, arg_none()) : NULL;
   UOp *acc = ld ? uop_new(c, OP_DEFINE_ACC, dt, 2, (UOp *[]){ident, r}, arg_int(lc->nacc++)) : NULL;
   UOp *upd = acc ? b2(op, acc, ld) : NULL;
@@ -799,11 +826,12 @@ static UOp *group_combine(LowerCtx *lc, Op op, UOp *ident, UOp *v, bool sum) {
   UCtx *c = lc->ctx;
   if (lc->subgroup > 1 && lc->glanes > lc->subgroup && lc->glanes % lc->subgroup == 0)
     return subgroup_combine(lc, op, ident, v);
-  int64_t L = lc->glanes, ids[2] = {lc->nlocal++, L};
+  int64_t L = lc->glanes, P = lc->gslots, ids[2] = {lc->nlocal++, P * L};
   DType dt = v->dtype;
   UOp *mem = uop_new(c, OP_DEFINE_LOCAL, dt_ptr(dt, ADDR_LOCAL), 0, NULL, arg_ints(2, ids));
+  UOp *mine = slot_base(lc, lc->lane, L); /* the invocation's own entry: local_id */
   UOp *place =
-      mem ? uop_new(c, OP_INDEX, mem->dtype, 2, (UOp *[]){mem, lc->lane}, arg_none()) : NULL;
+      mem && mine ? uop_new(c, OP_INDEX, mem->dtype, 2, (UOp *[]){mem, mine}, arg_none()) : NULL;
   UOp *st =
       place ? uop_new(c, OP_STORE, dt_make(DT_VOID), 2, (UOp *[]){place, v}, arg_none()) : NULL;
   UOp *bar = st ? uop_new(c, OP_BARRIER, dt_make(DT_VOID), 1, &st, arg_none()) : NULL;
@@ -814,6 +842,7 @@ static UOp *group_combine(LowerCtx *lc, Op op, UOp *ident, UOp *v, bool sum) {
   /* the block this lane sums: its own, or past the blocks the last */
   UOp *blk = outer > 1 ? b_min(lc->lane, b_c(lc, outer - 1)) : NULL;
   UOp *k = blk ? b2(OP_ADD, b2(OP_MUL, blk, b_c(lc, inner)), ri) : ri;
+  k = k ? slot_base(lc, k, L) : NULL;
   UOp *at = k ? uop_new(c, OP_INDEX, mem->dtype, 2, (UOp *[]){mem, k}, arg_none()) : NULL;
   UOp *ld = at ? uop_new(c, OP_LOAD, dt, 2, (UOp *[]){at, bar}, arg_none()) : NULL;
   UOp *acc =
@@ -822,14 +851,14 @@ static UOp *group_combine(LowerCtx *lc, Op op, UOp *ident, UOp *v, bool sum) {
   r = r ? uop_new(c, OP_ASSIGN, dt, 2, (UOp *[]){acc, r}, arg_none()) : NULL;
   if (!r || outer == 1) return r;
   /* the block sums, through a second array, summed in order */
-  int64_t ids2[2] = {lc->nlocal++, L};
+  int64_t ids2[2] = {lc->nlocal++, P * L};
   UOp *mem2 = uop_new(c, OP_DEFINE_LOCAL, dt_ptr(dt, ADDR_LOCAL), 0, NULL, arg_ints(2, ids2));
-  UOp *p2 =
-      mem2 ? uop_new(c, OP_INDEX, mem2->dtype, 2, (UOp *[]){mem2, lc->lane}, arg_none()) : NULL;
+  UOp *p2 = mem2 ? uop_new(c, OP_INDEX, mem2->dtype, 2, (UOp *[]){mem2, mine}, arg_none()) : NULL;
   UOp *st2 = p2 ? uop_new(c, OP_STORE, dt_make(DT_VOID), 2, (UOp *[]){p2, r}, arg_none()) : NULL;
   UOp *bar2 = st2 ? uop_new(c, OP_BARRIER, dt_make(DT_VOID), 1, &st2, arg_none()) : NULL;
   UOp *ro = bar2 ? b_range(lc, outer, lc->range_id++) : NULL;
-  UOp *at2 = ro ? uop_new(c, OP_INDEX, mem2->dtype, 2, (UOp *[]){mem2, ro}, arg_none()) : NULL;
+  UOp *ko = ro ? slot_base(lc, ro, L) : NULL;
+  UOp *at2 = ko ? uop_new(c, OP_INDEX, mem2->dtype, 2, (UOp *[]){mem2, ko}, arg_none()) : NULL;
   UOp *ld2 = at2 ? uop_new(c, OP_LOAD, dt, 2, (UOp *[]){at2, bar2}, arg_none()) : NULL;
   UOp *acc2 =
       ld2 ? uop_new(c, OP_DEFINE_ACC, dt, 2, (UOp *[]){ident, ro}, arg_int(lc->nacc++)) : NULL;
@@ -1046,7 +1075,7 @@ static bool scan_reduces(UOp *ast, uint32_t *sum_axes) {
 
 static bool lower_init(LowerCtx *lc, UOp *ast, const KernelDesc *ks, const OptPlan *plan,
                        Error *err) {
-  *lc = (LowerCtx){.ctx = ast->ctx, .ks = ks, .err = err, .peel = -1, .row_axis = -1};
+  *lc = (LowerCtx){.ctx = ast->ctx, .ks = ks, .err = err, .peel = -1, .row_axis = -1, .gslots = 1};
   opt_upcasts(ks, plan, lc->up);
   lc->spread = opt_spread_axes(plan);
   for (int d = 0; d < TVK_MAX_DIMS; d++) lc->run[d] = opt_spread_run(plan, d);

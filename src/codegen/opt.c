@@ -189,8 +189,13 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
       if (!why && !(axes >> s->axis & 1)) why = "the axis is not reduced";
       if (!why && (!pow2(s->amount) || s->amount < 2 || s->amount > OPT_MAX_GROUP))
         why = "the amount must be a power of two from 2 to " OPT_MAX_GROUP_STR;
-      if (!why && s->amount > t->max_local) why = "more invocations than a work group has";
-      if (!why && (size_t)s->amount * 8 * (size_t)nred > t->shared_bytes) /* 2 arrays each */
+      /* with a LOCAL of an output axis, slots outputs of `amount` lanes each */
+      int64_t slots = 1;
+      for (int j = 0; j < plan->n; j++)
+        if (plan->step[j].kind == OPT_LOCAL && plan->step[j].amount > 1)
+          slots *= plan->step[j].amount;
+      if (!why && s->amount * slots > t->max_local) why = "more invocations than a work group has";
+      if (!why && (size_t)(s->amount * slots) * 8 * (size_t)nred > t->shared_bytes) /* 2 arrays */
         why = "the partials do not fit the work-group memory";
       if (why)
         return err_set(err, TVK_ERR_INVALID_ARG, "opt: step %d: GROUP(%d, %" PRId32 "): %s", i,
@@ -256,13 +261,17 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
                      "opt: step %d: CACHE(%d, %" PRId32 ") of %" PRId64 " blocks: %s", i, s->axis,
                      s->amount, blocks, why);
   }
-  /* LOCAL: the axis's blocks (what the upcasts leave) across the work group */
+  /* LOCAL: the axis's blocks (what the upcasts leave) across the work group;
+   * with a GROUP, one LOCAL axis: its outputs side by side, each on the
+   * GROUP's lanes */
   int64_t invocations = 1;
+  int locals = 0;
   for (int i = 0; i < plan->n && local; i++) {
     const OptStep *s = &plan->step[i];
     if (s->kind != OPT_LOCAL) continue;
     int64_t blocks = kd->full[s->axis] / split[s->axis];
-    const char *why = groups ? "the plan groups a reduce (not supported)"
+    locals += s->amount > 1;
+    const char *why = groups && locals > 1 ? "a grouped reduce takes one LOCAL axis"
                       : s->amount < 1 || blocks % s->amount
                           ? "the amount must divide the axis's blocks"
                           : NULL;

@@ -35,7 +35,11 @@
  *               subgroup's total, CodegenOpts.subgroup); invocation 0
  *               stores. A long reduce with
  *               few outputs then runs on a work group instead of one
- *               invocation, and an invocation's loops shrink by L.
+ *               invocation, and an invocation's loops shrink by L. With a
+ *               LOCAL of an output axis by P, the work group takes P
+ *               neighbouring outputs along that axis, each on L lanes
+ *               (local_id = slot * L + lane; a GPU's row reduce as a warp
+ *               per row), each output's additions as without it.
  *
  *   OPT_LOCAL   axis a, amount L (grid mode): the output axis's blocks (what
  *               its upcast leaves; L divides them) are split into tiles of L
@@ -156,7 +160,8 @@ void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan 
  * product divides the axis, at most OPT_MAX_COPIES copies; one GROUP, in
  * grid mode, of an axis every reduce of the kernel reduces (reduces not
  * nested, of 32-bit dtypes), by a power of two in [2, OPT_MAX_GROUP] within
- * the work-group size and memory, and no UPCAST or LOCAL with it; LOCAL of
+ * the work-group size and memory (times a LOCAL's outputs), no UPCAST with
+ * it and at most one LOCAL axis; LOCAL of
  * output axes in grid mode by amounts dividing the axis's blocks, their
  * product within the work-group size; one UNROLL, of an
  * axis every (non-nested) reduce reduces, by an amount from 2 to

@@ -7,8 +7,9 @@
  * by four. Where the language has 8-wide access (Lang.wide_type with
  * max_vector 8: a CPU-type Vulkan device, whose every access is a loop over
  * its SIMD lanes, so that the count of accesses matters and not their width),
- * runs of eight at multiples of 8 become one 8-wide access first. The quads come from upcast axes (opt.h): a matmul's register tile
- * along a contiguous axis of B, an unrolled reduce along a contiguous row.
+ * runs of eight at multiples of 8 become one 8-wide access first. The quads
+ * come from upcast axes (opt.h): a matmul's register tile along a contiguous
+ * axis of B, an unrolled reduce along a contiguous row.
  *
  * Only buffers the kernel either reads or writes, not both: the language
  * addresses a buffer's quads through a second declaration of it, and two
