@@ -27,9 +27,9 @@ typedef struct {
   int64_t loc[TVK_MAX_DIMS]; /* the plan's LOCAL amounts (1: none) */
   /* The plan's STAGE (opt.h): the reduce axis walked in blocks through
    * work-group memory (-1: none), its block, the work group's first element
-   * along each LOCAL axis, the invocation (local_id) and the group's size,
-   * the loads staged so far (their VIEWs, the arrays' ids) and the barrier
-   * that opens each block. */
+   * along each LOCAL axis, the invocation (local_id; a GROUP's too) and the
+   * group's size, the loads staged so far (their VIEWs, the arrays' ids) and
+   * the barrier that opens each block. */
   int saxis;
   int64_t sblock;
   UOp *tbase[TVK_MAX_DIMS];
@@ -446,6 +446,7 @@ static bool make_axes_group(LowerCtx *lc, int64_t total, CgLaunch *launch) {
   UOp *flat = b_special(lc, arg_var("group_id", 0, groups > 1 ? groups - 1 : 0));
   UOp *inv = b_special(lc, arg_var("local_id", 0, P * L - 1));
   if (!flat || !inv) return false;
+  lc->inv = inv, lc->ninv = P * L;
   lc->lane = P > 1 ? b2(OP_MOD, inv, b_c(lc, L)) : inv;
   lc->gslot = P > 1 ? b2(OP_IDIV, inv, b_c(lc, L)) : NULL;
   if (!lc->lane || (P > 1 && !lc->gslot)) return false;
@@ -829,9 +830,8 @@ static UOp *group_combine(LowerCtx *lc, Op op, UOp *ident, UOp *v, bool sum) {
   int64_t L = lc->glanes, P = lc->gslots, ids[2] = {lc->nlocal++, P * L};
   DType dt = v->dtype;
   UOp *mem = uop_new(c, OP_DEFINE_LOCAL, dt_ptr(dt, ADDR_LOCAL), 0, NULL, arg_ints(2, ids));
-  UOp *mine = slot_base(lc, lc->lane, L); /* the invocation's own entry: local_id */
-  UOp *place =
-      mem && mine ? uop_new(c, OP_INDEX, mem->dtype, 2, (UOp *[]){mem, mine}, arg_none()) : NULL;
+  UOp *mine = lc->inv; /* the invocation's own entry: slot * L + lane */
+  UOp *place = mem ? uop_new(c, OP_INDEX, mem->dtype, 2, (UOp *[]){mem, mine}, arg_none()) : NULL;
   UOp *st =
       place ? uop_new(c, OP_STORE, dt_make(DT_VOID), 2, (UOp *[]){place, v}, arg_none()) : NULL;
   UOp *bar = st ? uop_new(c, OP_BARRIER, dt_make(DT_VOID), 1, &st, arg_none()) : NULL;

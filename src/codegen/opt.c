@@ -814,13 +814,13 @@ static void heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPl
   if (grid && !sh.reduce) {
     int32_t most = OPT_GRID_ELEMENTS;
     while (most > 1 && most * sh.body > OPT_GRID_BODY_BUDGET) most /= 2;
-    /* where every access's runs of 4 are aligned quads: spread runs of 4,
-     * each one 16-byte access (lavapipe, a*b+c over 16M: 36 -> 26 ms, as
-     * its gathers cost per instruction; a GPU issues a quarter of the loads) */
+    /* on an emulated device, runs of 8 neighbours: one 32-byte access each
+     * where aligned (vectorize.c, VKFEAT_WIDE; its accesses cost per
+     * instruction, and coalescing does not apply); elsewhere, where every
+     * access's runs of 4 are aligned quads, spread runs of 4, each one
+     * 16-byte access (lavapipe, a*b+c over 16M: 36 -> 26 ms, as its gathers
+     * cost per instruction; a GPU issues a quarter of the loads) */
     if (t->emulated) {
-      /* on an emulated device, runs of 8 neighbours: one 32-byte access
-       * each where aligned (vectorize.c, VKFEAT_WIDE; its accesses cost per
-       * instruction, and coalescing does not apply) */
       push(plan, OPT_UPCAST, vec, dividing(kd->full[vec], most));
     } else if (most >= 4 && sh.quads >> vec & 1 && kd->full[vec] % 4 == 0) {
       push(plan, OPT_UPCAST, vec, 4);

@@ -156,6 +156,16 @@ static const char *index_tmpl(const Lang *L, const UOp *u) {
   return u->dtype.count > 1 ? L->vec_index : elem_tmpl(L->index_elem, u, L->index);
 }
 
+/* A lane of a 4-vector or an 8-vector. */
+static const char *gep_tmpl(const Lang *L, const UOp *u) {
+  return u->src[0]->dtype.count > 4 ? L->wide_gep[u->dtype.scalar] : L->gep;
+}
+
+/* A 4-vector or an 8-vector of its sources. */
+static const char *vectorize_tmpl(const Lang *L, const UOp *u) {
+  return u->dtype.count > 4 ? L->wide_vectorize[u->dtype.scalar] : L->vectorize;
+}
+
 /* A STORE's gate: its third source unless that is a RANGE (it runs once per
  * output element) or a BARRIER (it runs after one); NULL: none. */
 static UOp *store_gate(const UOp *u) {
@@ -169,8 +179,8 @@ static const char *user_template(const Lang *L, UOp *u, int *slot_of_src) {
   for (uint32_t k = 0; k < u->nsrc && k < SUBST_OPS; k++) slot_of_src[k] = (int)k;
   switch ((Op)u->op) {
   case OP_INDEX: return index_tmpl(L, u);
-  case OP_GEP: return u->src[0]->dtype.count > 4 ? L->wide_gep[u->dtype.scalar] : L->gep;
-  case OP_VECTORIZE: return u->dtype.count > 4 ? L->wide_vectorize[u->dtype.scalar] : L->vectorize;
+  case OP_GEP: return gep_tmpl(L, u);
+  case OP_VECTORIZE: return vectorize_tmpl(L, u);
   case OP_LOAD: return u->nsrc == 3 ? L->load_gated : NULL;
   case OP_STORE:
     if (store_gate(u)) return elem_tmpl(L->store_gated_elem, u->src[0], L->store_gated);
@@ -548,17 +558,13 @@ static bool render_one(Walker *w, size_t p) {
                             &(Subst){.op = {ex(w, u->src[0]), ex(w, u->src[1])}, .t = u->dtype});
     w->wide |= u->dtype.count > 4;
     break;
-  case OP_GEP: { /* a lane of a named vector (a LOAD): an expression */
-    int slot[SUBST_OPS];
-    w->expr[p] =
-        expand_new(L, user_template(L, u, slot), &(Subst){.op = {ex(w, u->src[0])}, .i = u->arg.i});
+  case OP_GEP: /* a lane of a named vector (a LOAD): an expression */
+    w->expr[p] = expand_new(L, gep_tmpl(L, u), &(Subst){.op = {ex(w, u->src[0])}, .i = u->arg.i});
     break;
-  }
   case OP_VECTORIZE: {
     Subst sv = {.t = u->dtype};
     for (uint32_t k = 0; k < u->nsrc && k < SUBST_OPS; k++) sv.op[k] = ex(w, u->src[k]);
-    int slot[SUBST_OPS];
-    w->expr[p] = expand_new(L, user_template(L, u, slot), &sv);
+    w->expr[p] = expand_new(L, vectorize_tmpl(L, u), &sv);
     break;
   }
   case OP_LOAD: return render_load(w, p, u);

@@ -95,7 +95,8 @@ static bool has_width(const Lang *L, int t, int w) {
 }
 
 /* Whether `place` (an INDEX) addresses a buffer of the kernel that the
- * language has quads of and that is only read (want_read) or only written. */
+ * language has quads or octets of and that is only read (want_read) or only
+ * written. */
 static bool quad_place(const UOp *place, const Lang *L, const KernelDesc *kd, bool want_read) {
   if (place->op != OP_INDEX || place->src[0]->op != OP_DEFINE_GLOBAL) return false;
   int64_t b = place->src[0]->arg.i;

@@ -36,11 +36,17 @@
  * lanes were 16 scalar loads and inserts per k where a panel gives one
  * vector load. */
 #define MM_PANEL 16
+
+/* Whether t's device is a Vulkan device that runs on the CPU (lavapipe)
+ * under its own rules (not TVK_GPU_RULES). */
+static bool emulated_rules(const tvk_tensor *t) {
+  const Device *dev = front_device(t);
+  return dev->codegen_mode == CG_MODE_GRID && dev->limits.emulated && !t->ctx->opt.gpu_rules;
+}
+
 static tvk_tensor *packed(tvk_tensor *b, bool transposed) {
   int64_t K = b->shape[0], N = b->shape[1];
-  const Device *dev = front_device(b);
-  if (dev->codegen_mode == CG_MODE_GRID && (!dev->limits.emulated || b->ctx->opt.gpu_rules))
-    return b;
+  if (front_device(b)->codegen_mode == CG_MODE_GRID && !emulated_rules(b)) return b;
   if (sint_any_sym(K, N)) return b; /* panels of a symbolic size: not yet */
   if (N % MM_PANEL || K < (transposed ? MM_PANEL : 64) || (!transposed && N * K < (int64_t)1 << 18))
     return b;
@@ -56,8 +62,7 @@ static tvk_tensor *packed(tvk_tensor *b, bool transposed) {
  * ones, and each access there is a loop over the SIMD lanes. */
 static tvk_tensor *packed_rows(tvk_tensor *a) {
   int64_t M = a->shape[0], K = a->shape[1];
-  const Device *dev = front_device(a);
-  if (dev->codegen_mode != CG_MODE_GRID || !dev->limits.emulated || a->ctx->opt.gpu_rules) return a;
+  if (!emulated_rules(a)) return a;
   if (sint_any_sym(M, K) || M % MM_PANEL || K < 64 || M * K < (int64_t)1 << 18) return a;
   tvk_tensor *t = tvk_reshape(a, 3, (int64_t[]){M / MM_PANEL, MM_PANEL, K});
   tvk_tensor *p = tvk_contiguous(tvk_permute(t, (const int[]){0, 2, 1}));
