@@ -524,6 +524,19 @@ static void test_check_refuses(void **state) {
   assert_string_equal(gname, "r_12_2g4");
   OptPlan gl = {2, {{OPT_GROUP, 1, 4}, {OPT_LOCAL, 0, 3}}}; /* 3 rows per work group */
   assert_int_equal(opt_check(norm, kd, &gl, &grid, &err), TVK_OK);
+  { /* a grouped reduce takes its outputs side by side along one axis */
+    UOp *norm3;
+    KernelDesc *kd3 = calloc(1, sizeof *kd3);
+    const int64_t ax2[] = {2};
+    UOp *r3 =
+        reduce(ld(c, 1, DT_FLOAT32, shp(3, (int64_t)4, (int64_t)6, (int64_t)8)), OP_ADD, 1, ax2);
+    desc_of(sink1(store(c, 0, DT_FLOAT32, shp(3, (int64_t)4, (int64_t)6, (int64_t)1), r3)), kd3,
+            &norm3);
+    OptPlan two = {3, {{OPT_GROUP, 2, 4}, {OPT_LOCAL, 0, 2}, {OPT_LOCAL, 1, 2}}};
+    assert_int_equal(opt_check(norm3, kd3, &two, &grid, &err), TVK_ERR_INVALID_ARG);
+    if (!strstr(err.msg, "one LOCAL axis")) fail_msg("'%s'", err.msg);
+    free(kd3);
+  }
   OptPlan sr = {2, {{OPT_UPCAST, 0, 2}, {OPT_SPREAD, 0, 3}}}; /* 3 runs of 2 */
   assert_int_equal(opt_check(norm, kd, &sr, &grid, &err), TVK_OK);
   opt_kernel_name(kd, &sr, gname, sizeof gname);
