@@ -918,67 +918,100 @@ static const char golden_group[] =
     "  if ((int(gl_LocalInvocationID.x)<1)) data0[int(tvk_lin)] = acc1;\n"
     "}\n";
 
-/* GROUP(1, 64) of a float sum on Vulkan adds in the documented order (opt.h,
- * lower.c): lane l sums elements l, l+64, l+128, l+192; blocks of 16 lanes'
- * partials are summed in lane order, then the 4 block sums in order. The
- * reference does exactly those float additions on the host: the same bits. */
+/* GROUP of a float sum by 64 lanes on Vulkan adds in the documented order
+ * (opt.h, lower.c): lane l sums elements l, l+64, l+128, l+192; blocks of 16
+ * lanes' partials are summed in lane order, then the 4 block sums in order.
+ * The reference does exactly those float additions on the host: the same
+ * bits. Rows (6, 256) summed along axis 1, and the same values laid out as
+ * columns (256, 6) summed along axis 0. */
 static void test_group_order(void **state) {
   Suite *s = *state;
   Device *vk = s->dev[1];
   if (!vk) skip();
   UCtx *c = s->c;
   enum { R = 6, N = 256, L = 64 };
-  const int64_t ax[] = {1};
-  UOp *r = reduce(ld(c, 1, DT_FLOAT32, shp(2, (int64_t)R, (int64_t)N)), OP_ADD, 1, ax);
-  Case k = {.kind = 1, .t = DT_FLOAT32, .full = {R, N, 1}, .red = 2, .rop = OP_ADD};
-  k.sink = sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)R, (int64_t)1), r));
-  k.in[0] = (Input){shp(2, (int64_t)R, (int64_t)N), R * N, malloc(R * N * sizeof(double))};
-  k.in[1] = (Input){shp(2, (int64_t)R, (int64_t)N), R * N, malloc(R * N * sizeof(double))};
-  for (int i = 0; i < R * N; i++) /* values whose sums round: the order shows */
-    k.in[0].host[i] = k.in[1].host[i] = (double)(float)((pick(2000001) - 1000000) / 7777.0);
-  /* one row per work group, and 3 rows side by side on 3 x 64 invocations
-   * (GROUP with LOCAL): each row's additions are the same */
-  const OptPlan plans[] = {{1, {{OPT_GROUP, 1, L}}}, {2, {{OPT_GROUP, 1, L}, {OPT_LOCAL, 0, 3}}}};
-  for (int pi = 0; pi < 2; pi++) {
-    float out[R];
-    run_plan(vk, &k, &plans[pi], out, sizeof out);
-    for (int row = 0; row < R; row++) {
-      float part[L], blocks[L / 16], total = 0;
-      for (int l = 0; l < L; l++) {
-        part[l] = 0;
-        for (int j = 0; j < N / L; j++) part[l] += (float)k.in[0].host[row * N + j * L + l];
-      }
-      for (int b = 0; b < L / 16; b++) {
-        blocks[b] = 0;
-        for (int l = 0; l < 16; l++) blocks[b] += part[b * 16 + l];
-      }
-      for (int b = 0; b < L / 16; b++) total += blocks[b];
-      if (memcmp(&total, &out[row], sizeof total))
-        fail_msg("plan %d, row %d: %.9g on Vulkan, %.9g in the documented order", pi, row, out[row],
-                 total);
-    }
-  }
-  /* through subgroups where the device reduces across them: the rows side by
-   * side give each row's bits of one row per work group */
   int S = vk->limits.subgroup_size;
-  if (vk->limits.subgroup_reduce && S > 1 && L % S == 0 && L > S) {
-    float one[R], side[R];
-    for (int pi = 0; pi < 2; pi++) {
-      OptTarget t = target_of(vk);
-      CodegenOpts o = {.lang = vk->lang,
-                       .mode = t.mode,
-                       .local_size = 32,
-                       .plan = &plans[pi],
-                       .max_local = t.max_local,
-                       .shared_bytes = t.shared_bytes,
-                       .subgroup = S};
-      run_plan_opts(vk, &k, &o, pi ? side : one, sizeof one);
-    }
+  bool sg = vk->limits.subgroup_reduce && S > 1 && L % S == 0 && L > S;
+  double *vals = malloc(R * N * sizeof *vals); /* vals[row * N + i] */
+  assert_non_null(vals);
+  for (int i = 0; i < R * N; i++) /* values whose sums round: the order shows */
+    vals[i] = (double)(float)((pick(2000001) - 1000000) / 7777.0);
+  for (int cols = 0; cols < 2; cols++) {
+    int ra = cols ? 0 : 1, oa = 1 - ra; /* the reduced axis, the rows' axis */
+    int64_t dims[2] = {cols ? N : R, cols ? R : N}, odims[2] = {dims[0], dims[1]};
+    odims[ra] = 1;
+    const int64_t ax[] = {ra};
+    UOp *r = reduce(ld(c, 1, DT_FLOAT32, shp(2, dims[0], dims[1])), OP_ADD, 1, ax);
+    Case k = {
+        .kind = 1, .t = DT_FLOAT32, .full = {dims[0], dims[1], 1}, .red = 1u << ra, .rop = OP_ADD};
+    k.sink = sink1(store(c, 0, DT_FLOAT32, shp(2, odims[0], odims[1]), r));
+    for (int b = 0; b < 2; b++)
+      k.in[b] = (Input){shp(2, dims[0], dims[1]), R * N, malloc(R * N * sizeof(double))};
     for (int row = 0; row < R; row++)
-      if (memcmp(&one[row], &side[row], sizeof one[row]))
-        fail_msg("subgroups, row %d: %.9g side by side, %.9g alone", row, side[row], one[row]);
+      for (int i = 0; i < N; i++)
+        k.in[0].host[cols ? i * R + row : row * N + i] = vals[row * N + i];
+    memcpy(k.in[1].host, k.in[0].host, R * N * sizeof(double));
+    /* one row per work group, and 3 rows side by side on 3 x 64 invocations
+     * (GROUP with LOCAL; for the columns the slots are the fastest index of
+     * the work group, and subgroups, which would hold 3 outputs, are not
+     * used): each row's additions are the same */
+    const OptPlan plans[] = {{1, {{OPT_GROUP, (uint8_t)ra, L}}},
+                             {2, {{OPT_GROUP, (uint8_t)ra, L}, {OPT_LOCAL, (uint8_t)oa, 3}}}};
+    for (int pi = 0; pi < 2 + cols; pi++) {
+      float out[R];
+      if (pi < 2) {
+        run_plan(vk, &k, &plans[pi], out, sizeof out);
+      } else if (sg) {
+        OptTarget t = target_of(vk);
+        CodegenOpts o = {.lang = vk->lang,
+                         .mode = t.mode,
+                         .local_size = 32,
+                         .plan = &plans[1],
+                         .max_local = t.max_local,
+                         .shared_bytes = t.shared_bytes,
+                         .subgroup = S};
+        run_plan_opts(vk, &k, &o, out, sizeof out);
+      } else {
+        continue;
+      }
+      for (int row = 0; row < R; row++) {
+        float part[L], blocks[L / 16], total = 0;
+        for (int l = 0; l < L; l++) {
+          part[l] = 0;
+          for (int j = 0; j < N / L; j++) part[l] += (float)vals[row * N + j * L + l];
+        }
+        for (int b = 0; b < L / 16; b++) {
+          blocks[b] = 0;
+          for (int l = 0; l < 16; l++) blocks[b] += part[b * 16 + l];
+        }
+        for (int b = 0; b < L / 16; b++) total += blocks[b];
+        if (memcmp(&total, &out[row], sizeof total))
+          fail_msg("%s, plan %d, row %d: %.9g on Vulkan, %.9g in the documented order",
+                   cols ? "columns" : "rows", pi, row, out[row], total);
+      }
+    }
+    /* rows through subgroups where the device reduces across them: side by
+     * side they give each row's bits of one row per work group */
+    if (sg && !cols) {
+      float one[R], side[R];
+      for (int pi = 0; pi < 2; pi++) {
+        OptTarget t = target_of(vk);
+        CodegenOpts o = {.lang = vk->lang,
+                         .mode = t.mode,
+                         .local_size = 32,
+                         .plan = &plans[pi],
+                         .max_local = t.max_local,
+                         .shared_bytes = t.shared_bytes,
+                         .subgroup = S};
+        run_plan_opts(vk, &k, &o, pi ? side : one, sizeof one);
+      }
+      for (int row = 0; row < R; row++)
+        if (memcmp(&one[row], &side[row], sizeof one[row]))
+          fail_msg("subgroups, row %d: %.9g side by side, %.9g alone", row, side[row], one[row]);
+    }
+    case_free(&k);
   }
-  case_free(&k);
+  free(vals);
   uop_pool_drain(c, 0);
 }
 
@@ -1441,10 +1474,34 @@ static void test_coalesced_on_gpu(void **state) {
   opt_plan_str(&plan, str, sizeof str);
   assert_string_equal(str, "GROUP(1,64)");
   assert_true(check_coalesced(g, "row sums") >= 2);
-  /* column sums: an invocation per output, neighbours reading neighbours */
+  /* short rows: 16 lanes each, 4 rows to a work group of 64 */
+  UOp *sr = reduce(ld(c, 1, DT_FLOAT32, shp(2, M, (int64_t)64)), OP_ADD, 1, ax1);
+  g = gpu_graph(sink1(store(c, 0, DT_FLOAT32, shp(2, M, (int64_t)1), sr)), &plan, false);
+  opt_plan_str(&plan, str, sizeof str);
+  assert_string_equal(str, "GROUP(1,16) LOCAL(0,4)");
+  assert_true(check_coalesced(g, "short rows") >= 2);
+  /* column sums, 256 outputs: 32 neighbouring columns (the work group's
+   * fastest index) on 8 lanes each, a warp reading 32 neighbours of a row */
   UOp *cs = reduce(ld(c, 1, DT_FLOAT32, shp(2, N * 8, M)), OP_ADD, 1, ax0);
   g = gpu_graph(sink1(store(c, 0, DT_FLOAT32, shp(2, (int64_t)1, M), cs)), &plan, false);
+  opt_plan_str(&plan, str, sizeof str);
+  assert_string_equal(str, "GROUP(0,8) LOCAL(1,32)");
   assert_true(check_coalesced(g, "column sums") >= 2);
+  /* the same columns seen transposed, (M, N * 8) with M contiguous, reduced
+   * along axis 1: the outputs' axis comes first, so grouped lanes would be
+   * the fastest index and a warp would read 32 rows; the heuristic keeps an
+   * invocation per output (coalesced), and the check catches the plan it
+   * does not take */
+  ShapeTracker *ct0 = shp(2, N * 8, M), *ct = st_permute(ct0, (const int[]){1, 0});
+  st_free(ct0);
+  UOp *cst = reduce(ld(c, 1, DT_FLOAT32, ct), OP_ADD, 1, ax1);
+  UOp *cst_sink = sink1(store(c, 0, DT_FLOAT32, shp(2, M, (int64_t)1), cst));
+  g = gpu_graph(cst_sink, &plan, false);
+  opt_plan_str(&plan, str, sizeof str);
+  assert_null(strstr(str, "GROUP"));
+  assert_true(check_coalesced(g, "transposed column sums") >= 2);
+  OptPlan lanes_first = {2, {{OPT_GROUP, 1, 8}, {OPT_LOCAL, 0, 32}}};
+  assert_true(uncoalesced(gpu_graph(cst_sink, &lanes_first, true)) >= 1);
   /* exp2(x - rowmax): the row's value broadcast along the rows */
   ShapeTracker *m0 = shp(2, M, (int64_t)1), *mb = st_expand(m0, (const sint[]){M, N});
   st_free(m0);

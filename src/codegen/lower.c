@@ -48,10 +48,12 @@ typedef struct {
   UOp *lane;
   int nlocal;
   /* GROUP with LOCAL (opt.h): the work group holds gslots outputs of L
-   * lanes each, local_id = slot * L + lane; the invocation's slot (NULL: one
-   * output per work group). */
+   * lanes each, local_id = slot * L + lane, or lane * P + slot where the
+   * LOCAL axis comes after the grouped one (slots_fast); the invocation's
+   * slot (NULL: one output per work group). */
   int64_t gslots;
   UOp *gslot;
+  bool slots_fast;
   int subgroup; /* the combine may reduce across subgroups of this many (> 1) */
   /* The plan's UNROLL: the reduce axis split into lanes (-1: none), their
    * number, and the placeholder of the lane in its index (each lane's copy
@@ -433,7 +435,9 @@ static tvk_status check_budget(LowerCtx *lc) {
 /* Grid mode with a GROUP (opt.h): one work group per output element, the
  * grouped axis taken by its invocations (laned_axis); with a LOCAL of an
  * output axis by P, P outputs per work group, neighbouring ones along that
- * axis, each on L lanes (local_id = slot * L + lane). */
+ * axis, each on L lanes: the work group's two axes in axis order, the later
+ * one's index fastest (local_id = slot * L + lane when the grouped axis is
+ * the later, lane * P + slot when the LOCAL one is). */
 static bool make_axes_group(LowerCtx *lc, int64_t total, CgLaunch *launch) {
   const KernelDesc *ks = lc->ks;
   int64_t L = lc->glanes, P = 1;
@@ -447,8 +451,13 @@ static bool make_axes_group(LowerCtx *lc, int64_t total, CgLaunch *launch) {
   UOp *inv = b_special(lc, arg_var("local_id", 0, P * L - 1));
   if (!flat || !inv) return false;
   lc->inv = inv, lc->ninv = P * L;
-  lc->lane = P > 1 ? b2(OP_MOD, inv, b_c(lc, L)) : inv;
-  lc->gslot = P > 1 ? b2(OP_IDIV, inv, b_c(lc, L)) : NULL;
+  lc->slots_fast = P > 1 && slot_axis > lc->gaxis;
+  if (P == 1)
+    lc->lane = inv, lc->gslot = NULL;
+  else if (lc->slots_fast)
+    lc->lane = b2(OP_IDIV, inv, b_c(lc, P)), lc->gslot = b2(OP_MOD, inv, b_c(lc, P));
+  else
+    lc->lane = b2(OP_MOD, inv, b_c(lc, L)), lc->gslot = b2(OP_IDIV, inv, b_c(lc, L));
   if (!lc->lane || (P > 1 && !lc->gslot)) return false;
   int64_t stride = 1;
   for (int d = ks->ndim - 1; d >= 0; d--) {
@@ -778,10 +787,15 @@ static UOp *fold(Op op, UOp *ident, UOp *const *v, int n) {
 }
 
 /* Index k of the invocation's slot in a work-group array of `per` entries
- * per slot (GROUP with LOCAL): slot * per + k; k where one output has the
- * work group. */
+ * per slot (GROUP with LOCAL), laid out as the invocations are: slot * per +
+ * k, or k * P + slot where the slots are fastest (per = L there: a warp then
+ * stores and reads P neighbouring entries, no two in one memory bank); k
+ * where one output has the work group. So an invocation's own entry (its
+ * lane's) is local_id. */
 static UOp *slot_base(LowerCtx *lc, UOp *k, int64_t per) {
-  return lc->gslot ? b2(OP_ADD, b2(OP_MUL, lc->gslot, b_c(lc, per)), k) : k;
+  if (!lc->gslot) return k;
+  if (lc->slots_fast) return b2(OP_ADD, b2(OP_MUL, k, b_c(lc, lc->gslots)), lc->gslot);
+  return b2(OP_ADD, b2(OP_MUL, lc->gslot, b_c(lc, per)), k);
 }
 
 /* The combine through subgroups (CodegenOpts.subgroup = S dividing L): each
@@ -825,12 +839,14 @@ static UOp *subgroup_combine(LowerCtx *lc, Op op, UOp *ident, UOp *v) {
  * Through subgroups instead where the device reduces across them. */
 static UOp *group_combine(LowerCtx *lc, Op op, UOp *ident, UOp *v, bool sum) {
   UCtx *c = lc->ctx;
-  if (lc->subgroup > 1 && lc->glanes > lc->subgroup && lc->glanes % lc->subgroup == 0)
+  /* (a subgroup holds one slot's lanes only where the lanes are fastest) */
+  if (lc->subgroup > 1 && lc->glanes > lc->subgroup && lc->glanes % lc->subgroup == 0 &&
+      !lc->slots_fast)
     return subgroup_combine(lc, op, ident, v);
   int64_t L = lc->glanes, P = lc->gslots, ids[2] = {lc->nlocal++, P * L};
   DType dt = v->dtype;
   UOp *mem = uop_new(c, OP_DEFINE_LOCAL, dt_ptr(dt, ADDR_LOCAL), 0, NULL, arg_ints(2, ids));
-  UOp *mine = lc->inv; /* the invocation's own entry: slot * L + lane */
+  UOp *mine = lc->inv; /* the invocation's own entry (slot_base) */
   UOp *place = mem ? uop_new(c, OP_INDEX, mem->dtype, 2, (UOp *[]){mem, mine}, arg_none()) : NULL;
   UOp *st =
       place ? uop_new(c, OP_STORE, dt_make(DT_VOID), 2, (UOp *[]){place, v}, arg_none()) : NULL;

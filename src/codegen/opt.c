@@ -36,6 +36,14 @@ _Static_assert(OPT_MAX_UNROLL == 64, "OPT_MAX_UNROLL_STR spells it");
  * 6x slower than an invocation per output, so more outputs are left alone
  * until a timed search can tell per device. */
 #define OPT_GROUP_MAX_OUTPUTS 64
+/* A GPU work group of a grouped reduce has at least this many invocations
+ * where its outputs allow (two warps of 32, one wave of 64). */
+#define OPT_GPU_MIN_LOCAL 64
+/* Invocations that keep a GPU busy: a reduce with fewer outputs than this
+ * splits its reduce across lanes too (columns_plan). A large GPU holds some
+ * 2^17 to 2^18 invocations at once (an H100: 132 SMs of 2048); 2^16 keeps
+ * enough loads in flight to near its memory bandwidth. */
+#define OPT_GPU_FILL 65536
 /* Elements of an elementwise kernel per GPU invocation, at most. */
 #define OPT_GRID_ELEMENTS 8
 /* What a GPU invocation's upcast copies of an elementwise body may weigh in
@@ -569,15 +577,17 @@ static bool unroll_plan(UOp *norm, const KernelDesc *kd, const Shape *sh, const 
  * On a GPU a contiguous axis is grouped whatever the outputs: a warp's
  * lanes then read one run of memory, where an invocation per output reads
  * a row each, rows apart. Many outputs get 64 lanes (the combine reads
- * every lane's partial), few up to 256. On an emulated device (lavapipe)
- * only few outputs are grouped: grouping the 256 outputs of a 16M-element
- * sum's first stage was 6x slower there than an invocation per output. */
+ * every lane's partial), few up to 256. Rows too short for 64 lanes go
+ * several to a work group (a LOCAL of an output axis before the grouped
+ * one, so each row's lanes stay neighbours): OPT_GPU_MIN_LOCAL invocations
+ * or more, as a work group of 16 would leave most of a warp idle. On an
+ * emulated device (lavapipe) only few outputs are grouped: grouping the 256
+ * outputs of a 16M-element sum's first stage was 6x slower there than an
+ * invocation per output. */
 static bool group_plan(UOp *norm, const KernelDesc *kd, const Shape *sh, const OptTarget *t,
                        OptPlan *plan) {
-  int64_t outputs = 1;
+  int64_t outputs = kernel_iterations(kd, ~kd->reduce_axes);
   int axis = longest_reduce_axis(kd);
-  for (int d = 0; d < kd->ndim; d++)
-    if (is_output_axis(kd, d)) outputs *= kd->full[d];
   bool unit = axis >= 0 && sh->unit_loads >> axis & 1, few = outputs <= OPT_GROUP_MAX_OUTPUTS;
   if (axis < 0 || (!few && (t->emulated || !unit))) return false;
   if (!unit && outputs > 16) return false; /* lanes would gather */
@@ -586,6 +596,44 @@ static bool group_plan(UOp *norm, const KernelDesc *kd, const Shape *sh, const O
     lanes *= 2;
   if (lanes < 16) return false;
   OptPlan p = {1, {{OPT_GROUP, (uint8_t)axis, (int32_t)lanes}}};
+  Error err = {0};
+  if (opt_check(norm, kd, &p, t, &err) != TVK_OK) return false;
+  *plan = p;
+  int rows = -1; /* the last output axis of more than one element before the grouped one */
+  for (int d = 0; d < axis; d++)
+    if (is_output_axis(kd, d) && kd->full[d] > 1) rows = d;
+  if (t->emulated || few || lanes >= OPT_GPU_MIN_LOCAL || rows < 0) return true;
+  p.step[p.n++] = (OptStep){OPT_LOCAL, (uint8_t)rows,
+                            dividing(kd->full[rows], (int32_t)(OPT_GPU_MIN_LOCAL / lanes))};
+  if (p.step[1].amount > 1 && opt_check(norm, kd, &p, t, &err) == TVK_OK) *plan = p;
+  return true;
+}
+
+/* A GPU, a reduce along a strided axis (a column sum) whose outputs lie
+ * along an axis the store and a load walk with stride 1, after the reduced
+ * one, and are too few to fill the device (OPT_GPU_FILL invocations): the
+ * reduce also across a work group of 32 neighbouring outputs (LOCAL, the
+ * work group's fastest index: a warp reads 32 neighbouring elements of one
+ * row, 128 bytes) times L lanes (GROUP), each lane taking every L-th row.
+ * L: as many as keep the work group within 256 invocations, the outputs'
+ * invocations within OPT_GPU_FILL and each lane 16 rows or more. A column
+ * sum of a 4096 x 4096 matrix then runs on 32768 invocations, not 4096
+ * (a bias's gradient, a batch norm's statistics). */
+static bool columns_plan(UOp *norm, const KernelDesc *kd, const Shape *sh, const OptTarget *t,
+                         OptPlan *plan) {
+  int axis = longest_reduce_axis(kd), c = sh->contiguous;
+  int64_t outputs = kernel_iterations(kd, ~kd->reduce_axes);
+  if (t->emulated || axis < 0 || c <= axis || sh->unit_loads >> axis & 1 ||
+      !(sh->unit_loads >> c & 1) || outputs >= OPT_GPU_FILL)
+    return false;
+  int32_t P = dividing(kd->full[c], 32);
+  int64_t room = t->max_local < 256 ? t->max_local : 256, lanes = 1;
+  if (P < 16) return false; /* a warp would read 4 rows' runs of 32 bytes or more */
+  while (P * lanes * 2 <= room && outputs * lanes * 2 <= OPT_GPU_FILL &&
+         kd->full[axis] / (lanes * 2) >= 16 && kd->full[axis] % (lanes * 2) == 0)
+    lanes *= 2;
+  if (lanes < 2) return false;
+  OptPlan p = {2, {{OPT_GROUP, (uint8_t)axis, (int32_t)lanes}, {OPT_LOCAL, (uint8_t)c, P}}};
   Error err = {0};
   if (opt_check(norm, kd, &p, t, &err) != TVK_OK) return false;
   *plan = p;
@@ -762,7 +810,8 @@ static void heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPl
   plan->n = 0;
   Shape sh;
   scan(norm, kd, &sh);
-  if (t->mode == CG_MODE_GRID && sh.reduce && !sh.matmul_like && group_plan(norm, kd, &sh, t, plan))
+  if (t->mode == CG_MODE_GRID && sh.reduce && !sh.matmul_like &&
+      (group_plan(norm, kd, &sh, t, plan) || columns_plan(norm, kd, &sh, t, plan)))
     return;
   int last = -1; /* the last output axis of size > 1 */
   for (int d = 0; d < kd->ndim; d++)

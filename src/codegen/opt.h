@@ -37,9 +37,12 @@
  *               few outputs then runs on a work group instead of one
  *               invocation, and an invocation's loops shrink by L. With a
  *               LOCAL of an output axis by P, the work group takes P
- *               neighbouring outputs along that axis, each on L lanes
- *               (local_id = slot * L + lane; a GPU's row reduce as a warp
- *               per row), each output's additions as without it.
+ *               neighbouring outputs along that axis, each on L lanes, each
+ *               output's additions as without it; the two axes in axis
+ *               order, the later one's index fastest: local_id = slot * L +
+ *               lane for a LOCAL axis before the grouped one (a GPU's row
+ *               reduce as a warp per row), lane * P + slot for one after it
+ *               (a column sum, a warp on 32 neighbouring columns).
  *
  *   OPT_LOCAL   axis a, amount L (grid mode): the output axis's blocks (what
  *               its upcast leaves; L divides them) are split into tiles of L
