@@ -189,6 +189,7 @@ static int local_kernels;  /* LOCAL steps of the plans run */
 static int staged_kernels; /* STAGE steps of the plans run */
 static int cached_kernels; /* CACHE steps of the plans run */
 static int grouped_local;  /* plans with a GROUP and a LOCAL (outputs side by side) */
+static int grouped_up;     /* plans with a GROUP and an UPCAST or SPREAD (outputs per lane) */
 
 /* Codegen under `plan` (NULL: no optimisation) for device d, compile, run;
  * the output (float or int32 as the case's dtype) into out. */
@@ -204,7 +205,10 @@ static void run_plan_opts(Device *d, const Case *k, const CodegenOpts *o, void *
   for (int i = 0; plan && i < plan->n; i++) cached_kernels += plan->step[i].kind == OPT_CACHE;
   int64_t lanes;
   if (plan && opt_group(plan, &lanes) >= 0)
-    for (int i = 0; i < plan->n; i++) grouped_local += plan->step[i].kind == OPT_LOCAL;
+    for (int i = 0; i < plan->n; i++) {
+      grouped_local += plan->step[i].kind == OPT_LOCAL;
+      grouped_up += plan->step[i].kind == OPT_UPCAST || plan->step[i].kind == OPT_SPREAD;
+    }
   DevProgram *p = NULL;
   bool hit;
   if (d->ops->compile(d, ks.name, ks.src, &p, &hit, NULL) != TVK_OK)
@@ -268,13 +272,27 @@ static OptPlan random_plan(const Case *k, const Device *d) {
     int64_t lanes = 2;
     for (int64_t r = pick(8); r > 0 && lanes * 2 <= most; r--) lanes *= 2;
     p.step[p.n++] = (OptStep){OPT_GROUP, (uint8_t)axis, (int32_t)lanes};
+    /* half the time several outputs per invocation: an UPCAST or a SPREAD of
+     * an output axis by a divisor up to 8 (each copy's partials in arrays of
+     * their own: within the work-group memory) */
+    int64_t up[ND] = {1, 1, 1}, room = (int64_t)d->limits.shared_mem_bytes / (lanes * 16);
+    int ua = (int)pick(ND);
+    if (!(k->red >> ua & 1) && k->full[ua] > 1 && pick(2)) {
+      int64_t divs[8], nd = 0;
+      for (int64_t a = 2; a <= 8 && a <= room; a++)
+        if (k->full[ua] % a == 0) divs[nd++] = a;
+      if (nd) {
+        up[ua] = divs[pick(nd)];
+        p.step[p.n++] = (OptStep){pick(3) ? OPT_UPCAST : OPT_SPREAD, (uint8_t)ua, (int32_t)up[ua]};
+      }
+    }
     /* half the time several outputs per work group: a LOCAL of an output
-     * axis by a divisor, within the work group */
+     * axis by a divisor of its blocks, within the work group and its memory */
     int out = (int)pick(ND);
     if (!(k->red >> out & 1) && k->full[out] > 1 && pick(2)) {
-      int64_t divs[32], nd = 0;
-      for (int64_t a = 2; a <= k->full[out] && nd < 32; a++)
-        if (k->full[out] % a == 0 && a * lanes <= most) divs[nd++] = a;
+      int64_t divs[32], nd = 0, blocks = k->full[out] / up[out];
+      for (int64_t a = 2; a <= blocks && nd < 32; a++)
+        if (blocks % a == 0 && a * lanes <= most && a * up[ua] <= room) divs[nd++] = a;
       if (nd) p.step[p.n++] = (OptStep){OPT_LOCAL, (uint8_t)out, (int32_t)divs[pick(nd)]};
     }
     return p;
@@ -425,12 +443,12 @@ static void test_random_plans(void **state) {
   }
   cpu5->ops->destroy(cpu5);
   if (s->dev[1]) /* the cases reach vectorize.c's quads, work-group tiles, grouped tiles */
-    assert_true(vector_kernels >= 5 && local_kernels >= 5 && grouped_local >= 2);
+    assert_true(vector_kernels >= 5 && local_kernels >= 5 && grouped_local >= 2 && grouped_up >= 2);
   if (s->dev[0]) assert_true(cached_kernels >= 5); /* and the CPU's runs */
   fprintf(stderr,
           "random plans: %d kernels with 4-wide memory access, %d LOCAL (%d with a GROUP), %d "
-          "STAGE, %d CACHE steps\n",
-          vector_kernels, local_kernels, grouped_local, staged_kernels, cached_kernels);
+          "STAGE, %d CACHE steps; %d grouped kernels upcast\n",
+          vector_kernels, local_kernels, grouped_local, staged_kernels, cached_kernels, grouped_up);
 }
 
 /* ---------------------------------------------------------------- checks and heuristic */
@@ -465,7 +483,6 @@ static void test_check_refuses(void **state) {
       {{1, {{OPT_GROUP, 1, 3}}}, "power of two"},
       {{1, {{OPT_GROUP, 1, 512}}}, "power of two"},
       {{1, {{OPT_GROUP, 1, 128}}}, "more invocations"},
-      {{2, {{OPT_GROUP, 1, 4}, {OPT_UPCAST, 0, 2}}}, "both groups and upcasts"},
       {{2, {{OPT_SPREAD, 0, 2}, {OPT_SPREAD, 0, 3}}}, "split twice"},
       {{3, {{OPT_SPREAD, 0, 2}, {OPT_UPCAST, 0, 2}, {OPT_UPCAST, 0, 3}}}, "split twice"},
       {{2, {{OPT_SPREAD, 0, 4}, {OPT_UPCAST, 0, 2}}}, "must divide"}, /* 8 of 12 */
@@ -524,6 +541,19 @@ static void test_check_refuses(void **state) {
   assert_string_equal(gname, "r_12_2g4");
   OptPlan gl = {2, {{OPT_GROUP, 1, 4}, {OPT_LOCAL, 0, 3}}}; /* 3 rows per work group */
   assert_int_equal(opt_check(norm, kd, &gl, &grid, &err), TVK_OK);
+  /* 2 rows per invocation, 3 invocations' worth per work group; each copy's
+   * partials take arrays of their own, which must fit */
+  OptPlan gul = {3, {{OPT_GROUP, 1, 4}, {OPT_UPCAST, 0, 2}, {OPT_LOCAL, 0, 3}}};
+  assert_int_equal(opt_check(norm, kd, &gul, &grid, &err), TVK_OK);
+  opt_kernel_name(kd, &gul, gname, sizeof gname);
+  assert_string_equal(gname, "r_2l3u2_2g4");
+  OptTarget tiny = grid;
+  tiny.shared_bytes = 1024;
+  OptPlan g32 = {1, {{OPT_GROUP, 1, 32}}}, gu32 = {2, {{OPT_GROUP, 1, 32}, {OPT_UPCAST, 0, 6}}};
+  assert_int_equal(opt_check(norm, kd, &g32, &tiny, &err), TVK_OK); /* 2 x 32 x 4 bytes */
+  assert_int_equal(opt_check(norm, kd, &gu32, &tiny, &err), TVK_ERR_INVALID_ARG); /* 6 times */
+  if (!strstr(err.msg, "6 copies do not fit the work-group memory (1536 of 1024 bytes)"))
+    fail_msg("'%s'", err.msg);
   { /* a grouped reduce takes its outputs side by side along one axis */
     UOp *norm3;
     KernelDesc *kd3 = calloc(1, sizeof *kd3);
@@ -951,15 +981,19 @@ static void test_group_order(void **state) {
       for (int i = 0; i < N; i++)
         k.in[0].host[cols ? i * R + row : row * N + i] = vals[row * N + i];
     memcpy(k.in[1].host, k.in[0].host, R * N * sizeof(double));
-    /* one row per work group, and 3 rows side by side on 3 x 64 invocations
+    /* one row per work group, 3 rows side by side on 3 x 64 invocations
      * (GROUP with LOCAL; for the columns the slots are the fastest index of
      * the work group, and subgroups, which would hold 3 outputs, are not
-     * used): each row's additions are the same */
-    const OptPlan plans[] = {{1, {{OPT_GROUP, (uint8_t)ra, L}}},
-                             {2, {{OPT_GROUP, (uint8_t)ra, L}, {OPT_LOCAL, (uint8_t)oa, 3}}}};
-    for (int pi = 0; pi < 2 + cols; pi++) {
+     * used), and 2 rows per invocation, 3 pairs side by side (with an
+     * UPCAST): each row's additions are the same */
+    const OptPlan plans[] = {
+        {1, {{OPT_GROUP, (uint8_t)ra, L}}},
+        {2, {{OPT_GROUP, (uint8_t)ra, L}, {OPT_LOCAL, (uint8_t)oa, 3}}},
+        {3,
+         {{OPT_GROUP, (uint8_t)ra, L}, {OPT_UPCAST, (uint8_t)oa, 2}, {OPT_LOCAL, (uint8_t)oa, 3}}}};
+    for (int pi = 0; pi < 3 + cols; pi++) {
       float out[R];
-      if (pi < 2) {
+      if (pi < 3) {
         run_plan(vk, &k, &plans[pi], out, sizeof out);
       } else if (sg) {
         OptTarget t = target_of(vk);
@@ -1168,6 +1202,32 @@ static void test_golden_subgroup(void **state) {
       double want = reference(&k, idx);
       if (!(fabs(out[row] - want) <= tolerance(&k, idx)))
         fail_msg("row %d: %.9g, the reference %.9g", row, out[row], want);
+    }
+    case_free(&k);
+  }
+  /* a subgroup per row (GROUP's lanes = the subgroup, two rows side by side):
+   * the subgroup's total is the row's, with no work-group memory and no
+   * barrier */
+  OptPlan warp = {2, {{OPT_GROUP, 1, 8}, {OPT_LOCAL, 0, 2}}};
+  group_glsl(sink, &warp, 8, &o, &ks);
+  if (!strstr(ks.src, "subgroupAdd(") || strstr(ks.src, "shared ") || strstr(ks.src, "barrier("))
+    fail_msg("a subgroup per row:\n%s", ks.src);
+  kernel_source_free(&ks);
+  if (vk && vk->limits.subgroup_reduce && vk->limits.subgroup_size == 8) {
+    Case k = {.kind = 1, .t = DT_FLOAT32, .full = {2, 64, 1}, .red = 2, .rop = OP_ADD};
+    k.sink = sink;
+    for (int i = 0; i < 2; i++) {
+      k.in[i] = (Input){shp(2, (int64_t)2, (int64_t)64), 128, malloc(128 * sizeof(double))};
+      for (int e = 0; e < 128; e++) k.in[i].host[e] = (double)(pick(2001) - 1000) / 512;
+    }
+    float out[2];
+    o.lang = vk->lang;
+    run_plan_opts(vk, &k, &o, out, sizeof out);
+    for (int row = 0; row < 2; row++) {
+      int64_t idx[3] = {row, 0, 0};
+      double want = reference(&k, idx);
+      if (!(fabs(out[row] - want) <= tolerance(&k, idx)))
+        fail_msg("a subgroup per row, row %d: %.9g, the reference %.9g", row, out[row], want);
     }
     case_free(&k);
   }

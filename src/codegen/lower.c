@@ -462,7 +462,7 @@ static bool make_axes_group(LowerCtx *lc, int64_t total, CgLaunch *launch) {
   int64_t stride = 1;
   for (int d = ks->ndim - 1; d >= 0; d--) {
     bool red = ks->reduce_axes >> d & 1;
-    int64_t n = ks->full[d];
+    int64_t n = red ? ks->full[d] : axis_blocks(lc, d); /* blocks of an upcast axis */
     if (d == lc->gaxis) {
       lc->axis[d] = laned_axis(lc, d, n, L, lc->lane);
     } else if (n == 1) {
@@ -803,12 +803,15 @@ static UOp *slot_base(LowerCtx *lc, UOp *k, int64_t per) {
  * device chooses); its first invocation stores the total in work-group
  * memory at the subgroup's id; after a barrier every lane combines the L/S
  * totals in subgroup order. Each lane reads L/S values instead of 16 + L/16
- * (2 on a GPU with 32-wide subgroups and 64 lanes). */
+ * (2 on a GPU with 32-wide subgroups and 64 lanes). Where L = S (a warp per
+ * output) the subgroup's total is the result: no work-group memory, no
+ * barrier. */
 static UOp *subgroup_combine(LowerCtx *lc, Op op, UOp *ident, UOp *v) {
   UCtx *c = lc->ctx;
   int64_t S = lc->subgroup, n = lc->glanes / S, P = lc->gslots, ids[2] = {lc->nlocal++, P * n};
   DType dt = v->dtype;
   UOp *tot = uop_new(c, OP_SUBGROUP_REDUCE, dt, 1, &v, arg_int(op));
+  if (n == 1) return tot; /* one subgroup per output: its total, no barrier */
   UOp *sid = b_special(lc, arg_var("subgroup_id", 0, P * n - 1));
   UOp *sl = b_special(lc, arg_var("subgroup_lane", 0, S - 1));
   UOp *first = b2(OP_CMPLT, sl, b_c(lc, 1));
@@ -840,7 +843,7 @@ static UOp *subgroup_combine(LowerCtx *lc, Op op, UOp *ident, UOp *v) {
 static UOp *group_combine(LowerCtx *lc, Op op, UOp *ident, UOp *v, bool sum) {
   UCtx *c = lc->ctx;
   /* (a subgroup holds one slot's lanes only where the lanes are fastest) */
-  if (lc->subgroup > 1 && lc->glanes > lc->subgroup && lc->glanes % lc->subgroup == 0 &&
+  if (lc->subgroup > 1 && lc->glanes >= lc->subgroup && lc->glanes % lc->subgroup == 0 &&
       !lc->slots_fast)
     return subgroup_combine(lc, op, ident, v);
   int64_t L = lc->glanes, P = lc->gslots, ids[2] = {lc->nlocal++, P * L};

@@ -151,7 +151,8 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
   uint32_t local = 0;                        /* axes split by LOCAL */
   int64_t split[TVK_MAX_DIMS]; /* per axis: what SPREAD and UPCAST split it by so far */
   for (int d = 0; d < TVK_MAX_DIMS; d++) split[d] = 1;
-  int upcasts = 0;            /* UPCAST and SPREAD steps by more than 1 */
+  size_t group_bytes = 0; /* a GROUP's work-group memory per copy of the body */
+  int group_step = -1;
   int count[OPT_KINDS] = {0}; /* steps of each kind so far */
   for (int i = 0; i < plan->n; i++) {
     const OptStep *s = &plan->step[i];
@@ -203,11 +204,11 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
         if (plan->step[j].kind == OPT_LOCAL && plan->step[j].amount > 1)
           slots *= plan->step[j].amount;
       if (!why && s->amount * slots > t->max_local) why = "more invocations than a work group has";
-      if (!why && (size_t)(s->amount * slots) * 8 * (size_t)nred > t->shared_bytes) /* 2 arrays */
-        why = "the partials do not fit the work-group memory";
       if (why)
         return err_set(err, TVK_ERR_INVALID_ARG, "opt: step %d: GROUP(%d, %" PRId32 "): %s", i,
                        s->axis, s->amount, why);
+      /* two arrays of partials per reduce and upcast copy: checked below */
+      group_bytes = (size_t)(s->amount * slots) * 8 * (size_t)nred, group_step = i;
       continue;
     }
     if (s->kind == OPT_UNROLL) {
@@ -242,12 +243,18 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
       return err_set(err, TVK_ERR_INVALID_ARG,
                      "opt: step %d: the upcasts make %" PRId64 " copies of the body (at most %d)",
                      i, copies, OPT_MAX_COPIES);
-    upcasts += s->amount > 1;
   }
   int groups = count[OPT_GROUP], unrolls = count[OPT_UNROLL];
-  if (groups && (upcasts || unrolls))
-    return err_set(err, TVK_ERR_INVALID_ARG, "opt: a plan both groups and %s (not supported)",
-                   upcasts ? "upcasts" : "unrolls");
+  if (groups && unrolls)
+    return err_set(err, TVK_ERR_INVALID_ARG, "opt: a plan both groups and unrolls (not supported)");
+  if (groups && group_bytes * (size_t)copies > t->shared_bytes) {
+    const OptStep *s = &plan->step[group_step];
+    return err_set(err, TVK_ERR_INVALID_ARG,
+                   "opt: step %d: GROUP(%d, %" PRId32 "): the partials of %" PRId64
+                   " copies do not fit the work-group memory (%zu of %zu bytes)",
+                   group_step, s->axis, s->amount, copies, group_bytes * (size_t)copies,
+                   t->shared_bytes);
+  }
   for (int i = 0; i < plan->n && count[OPT_STAGE]; i++) {
     const OptStep *s = &plan->step[i];
     if (s->kind != OPT_STAGE) continue;

@@ -42,7 +42,10 @@
  *               order, the later one's index fastest: local_id = slot * L +
  *               lane for a LOCAL axis before the grouped one (a GPU's row
  *               reduce as a warp per row), lane * P + slot for one after it
- *               (a column sum, a warp on 32 neighbouring columns).
+ *               (a column sum, a warp on 32 neighbouring columns). With
+ *               UPCAST or SPREAD of output axes, each lane takes the copies'
+ *               outputs (each combined through arrays of its own); a LOCAL
+ *               then places the axis's blocks.
  *
  *   OPT_LOCAL   axis a, amount L (grid mode): the output axis's blocks (what
  *               its upcast leaves; L divides them) are split into tiles of L
@@ -163,8 +166,9 @@ void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan 
  * product divides the axis, at most OPT_MAX_COPIES copies; one GROUP, in
  * grid mode, of an axis every reduce of the kernel reduces (reduces not
  * nested, of 32-bit dtypes), by a power of two in [2, OPT_MAX_GROUP] within
- * the work-group size and memory (times a LOCAL's outputs), no UPCAST with
- * it and at most one LOCAL axis; LOCAL of
+ * the work-group size (times a LOCAL's outputs) and its memory (times
+ * those and the upcast copies), no UNROLL with it and at most one LOCAL
+ * axis; LOCAL of
  * output axes in grid mode by amounts dividing the axis's blocks, their
  * product within the work-group size; one UNROLL, of an
  * axis every (non-nested) reduce reduces, by an amount from 2 to
