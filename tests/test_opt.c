@@ -190,6 +190,7 @@ static int staged_kernels; /* STAGE steps of the plans run */
 static int cached_kernels; /* CACHE steps of the plans run */
 static int grouped_local;  /* plans with a GROUP and a LOCAL (outputs side by side) */
 static int grouped_up;     /* plans with a GROUP and an UPCAST or SPREAD (outputs per lane) */
+static int grouped_unroll; /* plans with a GROUP and an UNROLL */
 
 /* Codegen under `plan` (NULL: no optimisation) for device d, compile, run;
  * the output (float or int32 as the case's dtype) into out. */
@@ -208,6 +209,7 @@ static void run_plan_opts(Device *d, const Case *k, const CodegenOpts *o, void *
     for (int i = 0; i < plan->n; i++) {
       grouped_local += plan->step[i].kind == OPT_LOCAL;
       grouped_up += plan->step[i].kind == OPT_UPCAST || plan->step[i].kind == OPT_SPREAD;
+      grouped_unroll += plan->step[i].kind == OPT_UNROLL;
     }
   DevProgram *p = NULL;
   bool hit;
@@ -272,6 +274,17 @@ static OptPlan random_plan(const Case *k, const Device *d) {
     int64_t lanes = 2;
     for (int64_t r = pick(8); r > 0 && lanes * 2 <= most; r--) lanes *= 2;
     p.step[p.n++] = (OptStep){OPT_GROUP, (uint8_t)axis, (int32_t)lanes};
+    /* a third of the time an UNROLL too, of a reduced axis (the grouped one:
+     * each lane takes runs of neighbours) by a divisor up to 8 */
+    if (pick(3) == 0) {
+      int ux;
+      do ux = (int)pick(ND);
+      while (!(red >> ux & 1));
+      int64_t divs[8], nd = 0;
+      for (int64_t a = 2; a <= 8; a++)
+        if (k->full[ux] % a == 0) divs[nd++] = a;
+      if (nd) p.step[p.n++] = (OptStep){OPT_UNROLL, (uint8_t)ux, (int32_t)divs[pick(nd)]};
+    }
     /* half the time several outputs per invocation: an UPCAST or a SPREAD of
      * an output axis by a divisor up to 8 (each copy's partials in arrays of
      * their own: within the work-group memory) */
@@ -447,8 +460,9 @@ static void test_random_plans(void **state) {
   if (s->dev[0]) assert_true(cached_kernels >= 5); /* and the CPU's runs */
   fprintf(stderr,
           "random plans: %d kernels with 4-wide memory access, %d LOCAL (%d with a GROUP), %d "
-          "STAGE, %d CACHE steps; %d grouped kernels upcast\n",
-          vector_kernels, local_kernels, grouped_local, staged_kernels, cached_kernels, grouped_up);
+          "STAGE, %d CACHE steps; %d grouped kernels upcast, %d unrolled\n",
+          vector_kernels, local_kernels, grouped_local, staged_kernels, cached_kernels, grouped_up,
+          grouped_unroll);
 }
 
 /* ---------------------------------------------------------------- checks and heuristic */
@@ -547,6 +561,10 @@ static void test_check_refuses(void **state) {
   assert_int_equal(opt_check(norm, kd, &gul, &grid, &err), TVK_OK);
   opt_kernel_name(kd, &gul, gname, sizeof gname);
   assert_string_equal(gname, "r_2l3u2_2g4");
+  OptPlan gu = {2, {{OPT_UNROLL, 1, 5}, {OPT_GROUP, 1, 2}}}; /* runs of 5 per lane */
+  assert_int_equal(opt_check(norm, kd, &gu, &grid, &err), TVK_OK);
+  opt_kernel_name(kd, &gu, gname, sizeof gname);
+  assert_string_equal(gname, "r_12_1g2r5");
   OptTarget tiny = grid;
   tiny.shared_bytes = 1024;
   OptPlan g32 = {1, {{OPT_GROUP, 1, 32}}}, gu32 = {2, {{OPT_GROUP, 1, 32}, {OPT_UPCAST, 0, 6}}};
@@ -1023,6 +1041,28 @@ static void test_group_order(void **state) {
           fail_msg("%s, plan %d, row %d: %.9g on Vulkan, %.9g in the documented order",
                    cols ? "columns" : "rows", pi, row, out[row], total);
       }
+    }
+    /* GROUP and UNROLL of the reduced axis: lane g (of 16) takes runs of 4
+     * neighbours 64 apart, element (j * 16 + g) * 4 + k; each k sums its
+     * j's, the lane adds its 4 sums in order, then the 16 lanes' in order */
+    const OptPlan gu = {2, {{OPT_GROUP, (uint8_t)ra, 16}, {OPT_UNROLL, (uint8_t)ra, 4}}};
+    float guo[R];
+    run_plan(vk, &k, &gu, guo, sizeof guo);
+    for (int row = 0; row < R; row++) {
+      float total = 0;
+      for (int g = 0; g < 16; g++) {
+        float part[4], lane;
+        for (int q = 0; q < 4; q++) {
+          part[q] = 0;
+          for (int j = 0; j < N / 64; j++) part[q] += (float)vals[row * N + (j * 16 + g) * 4 + q];
+        }
+        lane = part[0];
+        for (int q = 1; q < 4; q++) lane += part[q];
+        total += lane;
+      }
+      if (memcmp(&total, &guo[row], sizeof total))
+        fail_msg("%s, GROUP with UNROLL, row %d: %.9g on Vulkan, %.9g in the documented order",
+                 cols ? "columns" : "rows", row, guo[row], total);
     }
     /* rows through subgroups where the device reduces across them: side by
      * side they give each row's bits of one row per work group */
@@ -1532,8 +1572,9 @@ static void test_coalesced_on_gpu(void **state) {
   UOp *rs = reduce(ld(c, 1, DT_FLOAT32, shp(2, M, N * 8)), OP_ADD, 1, ax1);
   g = gpu_graph(sink1(store(c, 0, DT_FLOAT32, shp(2, M, (int64_t)1), rs)), &plan, false);
   opt_plan_str(&plan, str, sizeof str);
-  assert_string_equal(str, "GROUP(1,64)");
-  assert_true(check_coalesced(g, "row sums") >= 2);
+  /* (each lane's runs of 4 neighbours one quad: one load and the store) */
+  assert_string_equal(str, "GROUP(1,64) UNROLL(1,4)");
+  assert_int_equal(check_coalesced(g, "row sums"), 2);
   /* short rows: 16 lanes each, 4 rows to a work group of 64 */
   UOp *sr = reduce(ld(c, 1, DT_FLOAT32, shp(2, M, (int64_t)64)), OP_ADD, 1, ax1);
   g = gpu_graph(sink1(store(c, 0, DT_FLOAT32, shp(2, M, (int64_t)1), sr)), &plan, false);

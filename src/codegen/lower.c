@@ -463,7 +463,12 @@ static bool make_axes_group(LowerCtx *lc, int64_t total, CgLaunch *launch) {
   for (int d = ks->ndim - 1; d >= 0; d--) {
     bool red = ks->reduce_axes >> d & 1;
     int64_t n = red ? ks->full[d] : axis_blocks(lc, d); /* blocks of an upcast axis */
-    if (d == lc->gaxis) {
+    if (d == lc->gaxis && d == lc->uaxis) { /* lane l's runs of u neighbours, L * u apart */
+      int64_t u = lc->ulanes;
+      lc->ulane = uop_new(lc->ctx, OP_SPECIAL, lc->idt, 0, NULL, arg_var("unroll_lane", 0, u - 1));
+      UOp *at = lc->ulane ? b2(OP_ADD, b2(OP_MUL, lc->lane, b_c(lc, u)), lc->ulane) : NULL;
+      lc->axis[d] = at ? laned_axis(lc, d, n, L * u, at) : NULL;
+    } else if (d == lc->gaxis) {
       lc->axis[d] = laned_axis(lc, d, n, L, lc->lane);
     } else if (n == 1) {
       lc->axis[d] = lc->zero;

@@ -149,6 +149,8 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
   int64_t copies = 1;
   uint32_t seen = 0, spread = 0, upcast = 0; /* axes split by any step, by SPREAD, by UPCAST */
   uint32_t local = 0;                        /* axes split by LOCAL */
+  uint32_t grouped = 0, unrolled = 0;        /* by GROUP, by UNROLL */
+  int64_t unroll_lanes = 1;
   int64_t split[TVK_MAX_DIMS]; /* per axis: what SPREAD and UPCAST split it by so far */
   for (int d = 0; d < TVK_MAX_DIMS; d++) split[d] = 1;
   size_t group_bytes = 0; /* a GROUP's work-group memory per copy of the body */
@@ -182,14 +184,19 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
       local |= 1u << s->axis;
       continue;
     }
-    /* one step per axis, but for a SPREAD and an UPCAST of one axis (spread quads) */
+    /* one step per axis, but for a SPREAD and an UPCAST of one axis (spread
+     * quads) and a GROUP and an UNROLL of one (runs of neighbours per lane) */
     bool pair = (s->kind == OPT_SPREAD && (upcast & ~spread) >> s->axis & 1) ||
-                (s->kind == OPT_UPCAST && (spread & ~upcast) >> s->axis & 1);
+                (s->kind == OPT_UPCAST && (spread & ~upcast) >> s->axis & 1) ||
+                (s->kind == OPT_GROUP && (unrolled & ~grouped) >> s->axis & 1) ||
+                (s->kind == OPT_UNROLL && (grouped & ~unrolled) >> s->axis & 1);
     if (seen >> s->axis & 1 && !pair)
       return err_set(err, TVK_ERR_INVALID_ARG, "opt: step %d: axis %d is split twice", i, s->axis);
     seen |= 1u << s->axis;
     if (s->kind == OPT_SPREAD) spread |= 1u << s->axis;
     if (s->kind == OPT_UPCAST) upcast |= 1u << s->axis;
+    if (s->kind == OPT_GROUP) grouped |= 1u << s->axis;
+    if (s->kind == OPT_UNROLL) unrolled |= 1u << s->axis, unroll_lanes = s->amount;
     int64_t n = kd->full[s->axis];
     if (s->kind == OPT_GROUP) {
       uint32_t axes = 0;
@@ -245,14 +252,14 @@ tvk_status opt_check(UOp *norm, const KernelDesc *kd, const OptPlan *plan, const
                      i, copies, OPT_MAX_COPIES);
   }
   int groups = count[OPT_GROUP], unrolls = count[OPT_UNROLL];
-  if (groups && unrolls)
-    return err_set(err, TVK_ERR_INVALID_ARG, "opt: a plan both groups and unrolls (not supported)");
-  if (groups && group_bytes * (size_t)copies > t->shared_bytes) {
+  /* (an UNROLL's lanes are combined before the GROUP's: one array per copy) */
+  int64_t up_copies = copies / unroll_lanes;
+  if (groups && group_bytes * (size_t)up_copies > t->shared_bytes) {
     const OptStep *s = &plan->step[group_step];
     return err_set(err, TVK_ERR_INVALID_ARG,
                    "opt: step %d: GROUP(%d, %" PRId32 "): the partials of %" PRId64
                    " copies do not fit the work-group memory (%zu of %zu bytes)",
-                   group_step, s->axis, s->amount, copies, group_bytes * (size_t)copies,
+                   group_step, s->axis, s->amount, up_copies, group_bytes * (size_t)up_copies,
                    t->shared_bytes);
   }
   for (int i = 0; i < plan->n && count[OPT_STAGE]; i++) {
@@ -399,7 +406,10 @@ void opt_kernel_name(const KernelDesc *kd, const OptPlan *plan, char *buf, size_
       if (at < n) at += kernel_sym_name(kd->sym[d], buf + at, n - at);
       if (up[d] > 1 && at < n) at += (size_t)snprintf(buf + at, n - at, "u%" PRId64, up[d]);
       if (d == un && at < n) at += (size_t)snprintf(buf + at, n - at, "r%" PRId64, ulanes);
-    } else if (d == g)
+    } else if (d == g && d == un) /* runs of an UNROLL's lanes on each grouped lane */
+      at += (size_t)snprintf(buf + at, n - at, "_%" PRId64 "g%" PRId64 "r%" PRId64,
+                             (kd->full[d] + lanes * ulanes - 1) / (lanes * ulanes), lanes, ulanes);
+    else if (d == g)
       at += (size_t)snprintf(buf + at, n - at, "_%" PRId64 "g%" PRId64,
                              (kd->full[d] + lanes - 1) / lanes, lanes);
     else if (d == sa) /* staged in blocks: _<blocks>t<block> */
@@ -445,7 +455,7 @@ typedef struct {
   int64_t body;     /* the kernel's code, in weighted ops (body_weight) */
   /* Bit d: runs of 4 along axis d are aligned quads of 32-bit elements for
    * every access (vectorize.c can make them 4-wide), or one element of a load
-   * that does not walk d. */
+   * that does not walk d (or a store, of a reduced d). */
   uint32_t quads;
   bool float_sum; /* some reduce is a float sum (its loops are a blocked sum's digits) */
 } Shape;
@@ -500,8 +510,9 @@ static void scan(UOp *norm, const KernelDesc *kd, Shape *sh) {
     const UOp *u = t[i];
     sh->body += op_weight(u);
     if (u->op == OP_LOAD || u->op == OP_STORE)
-      for (int d = 0; d < kd->ndim; d++)
-        if (!quad_view(u->src[1], d, u->op == OP_STORE, (ScalarType)u->src[0]->dtype.scalar))
+      for (int d = 0; d < kd->ndim; d++) /* (a store does not walk a reduced axis) */
+        if (!quad_view(u->src[1], d, u->op == OP_STORE, (ScalarType)u->src[0]->dtype.scalar) &&
+            (u->op == OP_LOAD || is_output_axis(kd, d)))
           sh->quads &= ~(1u << d);
     if (u->op == OP_REDUCE_AXIS) {
       sh->reduce = true;
@@ -606,13 +617,26 @@ static bool group_plan(UOp *norm, const KernelDesc *kd, const Shape *sh, const O
   Error err = {0};
   if (opt_check(norm, kd, &p, t, &err) != TVK_OK) return false;
   *plan = p;
+  /* on a GPU, each lane's elements in runs of 4 neighbours (UNROLL of the
+   * grouped axis) where they are aligned quads of every access and each lane
+   * gets two runs or more: one 16-byte load per run, neighbouring lanes on
+   * neighbouring runs, and 4 accumulators per lane */
+  if (!t->emulated && unit && sh->quads >> axis & 1 && kd->full[axis] % 4 == 0 &&
+      kd->full[axis] >= lanes * 8) {
+    p.step[p.n++] = (OptStep){OPT_UNROLL, (uint8_t)axis, 4};
+    if (opt_check(norm, kd, &p, t, &err) == TVK_OK)
+      *plan = p;
+    else
+      p = *plan;
+  }
   int rows = -1; /* the last output axis of more than one element before the grouped one */
   for (int d = 0; d < axis; d++)
     if (is_output_axis(kd, d) && kd->full[d] > 1) rows = d;
   if (t->emulated || few || lanes >= OPT_GPU_MIN_LOCAL || rows < 0) return true;
-  p.step[p.n++] = (OptStep){OPT_LOCAL, (uint8_t)rows,
-                            dividing(kd->full[rows], (int32_t)(OPT_GPU_MIN_LOCAL / lanes))};
-  if (p.step[1].amount > 1 && opt_check(norm, kd, &p, t, &err) == TVK_OK) *plan = p;
+  OptStep loc = {OPT_LOCAL, (uint8_t)rows,
+                 dividing(kd->full[rows], (int32_t)(OPT_GPU_MIN_LOCAL / lanes))};
+  p.step[p.n++] = loc;
+  if (loc.amount > 1 && opt_check(norm, kd, &p, t, &err) == TVK_OK) *plan = p;
   return true;
 }
 

@@ -80,7 +80,12 @@
  *               results are combined in lane order. The lanes are copies of
  *               the reduce body at neighbouring elements, so a reduce along
  *               a contiguous axis becomes vector loads and u independent
- *               accumulators (the CPU's vectoriser packs them).
+ *               accumulators (the CPU's vectoriser packs them). With a GROUP
+ *               of the same axis by L, grouped lane g's unroll lane l takes
+ *               elements (j * L + g) * u + l: each grouped lane runs of u
+ *               neighbours, neighbouring lanes neighbouring runs (a GPU's
+ *               quad loads, coalesced); its u results combined first, then
+ *               the L lanes' as GROUP does.
  *
  *   OPT_CACHE   axis a, amount P (cores mode): the output axis's blocks (what
  *               its upcast leaves; P divides them) are cut into runs of P
@@ -167,8 +172,7 @@ void opt_heuristic(UOp *norm, const KernelDesc *kd, const OptTarget *t, OptPlan 
  * grid mode, of an axis every reduce of the kernel reduces (reduces not
  * nested, of 32-bit dtypes), by a power of two in [2, OPT_MAX_GROUP] within
  * the work-group size (times a LOCAL's outputs) and its memory (times
- * those and the upcast copies), no UNROLL with it and at most one LOCAL
- * axis; LOCAL of
+ * those and the upcast copies) and at most one LOCAL axis; LOCAL of
  * output axes in grid mode by amounts dividing the axis's blocks, their
  * product within the work-group size; one UNROLL, of an
  * axis every (non-nested) reduce reduces, by an amount from 2 to
