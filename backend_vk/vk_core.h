@@ -76,6 +76,12 @@ enum {
    * kernels access runs of 8 32-bit elements as one u64vec4 (vk_glsl.c): its
    * every access is a loop over the SIMD lanes, so their count is what costs */
   VKFEAT_WIDE = 1u << 14,
+  /* computeFullSubgroups (Vulkan 1.3's subgroupSizeControl features, or
+   * VK_EXT_subgroup_size_control) enabled: a kernel that combines through
+   * subgroups is created with REQUIRE_FULL_SUBGROUPS (vk_pipeline.c), so its
+   * invocation's index subgroup_id * S + subgroup_lane covers the work group
+   * (Vulkan promises no relation between subgroups and local ids otherwise) */
+  VKFEAT_FULL_SUBGROUPS = 1u << 15,
 };
 
 /* The device's limits, as the backend needs them (DeviceLimits holds the subset

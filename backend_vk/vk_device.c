@@ -486,6 +486,7 @@ typedef struct {
   VkPhysicalDevice8BitStorageFeatures s8;
   VkPhysicalDeviceShaderFloat16Int8Features f16i8;
   VkPhysicalDeviceTimelineSemaphoreFeatures timeline;
+  VkPhysicalDeviceSubgroupSizeControlFeatures sizes; /* 1.3 or VK_EXT_subgroup_size_control */
 } FeatureChain;
 
 /* Device extensions: what the device offers, and what we enable. */
@@ -515,9 +516,10 @@ static tvk_status list_device_extensions(VkDev *v, Extensions *e) {
 }
 
 /* Chains the structs the device can answer: on 1.2+ all of them are core; on
- * 1.1 the 8-bit, float16/int8 and timeline structs need their extensions. */
+ * 1.1 the 8-bit, float16/int8 and timeline structs need their extensions;
+ * subgroup size control is core in 1.3, else an extension. */
 static void chain_features(VkDev *v, const Extensions *e, FeatureChain *c) {
-  bool v12 = v->api_version >= VK_API_VERSION_1_2;
+  bool v12 = v->api_version >= VK_API_VERSION_1_2, v13 = v->api_version >= VK_API_VERSION_1_3;
   *c = (FeatureChain){0};
   c->f2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
   c->s16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
@@ -531,6 +533,9 @@ static void chain_features(VkDev *v, const Extensions *e, FeatureChain *c) {
     *tail = &c->f16i8, tail = &c->f16i8.pNext;
   if (v12 || ext_has(e, VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME))
     *tail = &c->timeline, tail = &c->timeline.pNext;
+  c->sizes.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES;
+  if (v13 || ext_has(e, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME))
+    *tail = &c->sizes, tail = &c->sizes.pNext;
 }
 
 static void ext_enable(VkDev *v, Extensions *e, const char *name, bool core) {
@@ -580,6 +585,7 @@ static void choose_features(VkDev *v, Extensions *e, FeatureChain *want) {
   want->f16i8.shaderFloat16 = have.f16i8.shaderFloat16;
   want->f16i8.shaderInt8 = have.f16i8.shaderInt8;
   want->timeline.timelineSemaphore = have.timeline.timelineSemaphore;
+  want->sizes.computeFullSubgroups = have.sizes.computeFullSubgroups;
   uint32_t f = 0;
   f |= w->shaderInt64 ? VKFEAT_INT64 : 0;
   f |= w->shaderInt16 ? VKFEAT_INT16 : 0;
@@ -589,11 +595,20 @@ static void choose_features(VkDev *v, Extensions *e, FeatureChain *want) {
   f |= want->f16i8.shaderFloat16 ? VKFEAT_FLOAT16 : 0;
   f |= want->f16i8.shaderInt8 ? VKFEAT_INT8 : 0;
   f |= want->timeline.timelineSemaphore ? VKFEAT_TIMELINE : 0;
-  bool v12 = v->api_version >= VK_API_VERSION_1_2;
+  f |= want->sizes.computeFullSubgroups ? VKFEAT_FULL_SUBGROUPS : 0;
+  bool v12 = v->api_version >= VK_API_VERSION_1_2, v13 = v->api_version >= VK_API_VERSION_1_3;
   if (f & VKFEAT_STORAGE8) ext_enable(v, e, VK_KHR_8BIT_STORAGE_EXTENSION_NAME, v12);
   if (f & (VKFEAT_FLOAT16 | VKFEAT_INT8))
     ext_enable(v, e, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME, v12);
   if (f & VKFEAT_TIMELINE) ext_enable(v, e, VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME, v12);
+  if (f & VKFEAT_FULL_SUBGROUPS) {
+    uint32_t before = e->non;
+    ext_enable(v, e, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME, v13);
+    if (!v13 && e->non == before) { /* no room left in the list: do without */
+      f &= ~(uint32_t)VKFEAT_FULL_SUBGROUPS;
+      want->sizes.computeFullSubgroups = VK_FALSE;
+    }
+  }
   if (ext_has(e, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME)) {
     ext_enable(v, e, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME, false);
     f |= VKFEAT_PUSH_DESCRIPTOR;
@@ -692,12 +707,13 @@ static void read_limits(VkDev *v, const Extensions *e, uint32_t ts_bits) {
       .subgroup_size = x->subgroup_size > 1024 ? 1024 : (int)x->subgroup_size,
       /* GL_KHR_shader_subgroup_arithmetic in compute kernels: SPIR-V for
        * Vulkan 1.1 or later (vk_compile.c's target), the subgroup size a
-       * power of two */
-      .subgroup_reduce = v->api_version >= VK_API_VERSION_1_1 &&
-                         (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
-                         (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
-                         x->subgroup_size >= 2 && x->subgroup_size <= 128 &&
-                         (x->subgroup_size & (x->subgroup_size - 1)) == 0,
+       * power of two, and full subgroups (VKFEAT_FULL_SUBGROUPS): a combine
+       * needs every invocation in a subgroup of known place */
+      .subgroup_reduce =
+          v->api_version >= VK_API_VERSION_1_1 && (v->features & VKFEAT_FULL_SUBGROUPS) &&
+          (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
+          (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) && x->subgroup_size >= 2 &&
+          x->subgroup_size <= 128 && (x->subgroup_size & (x->subgroup_size - 1)) == 0,
   };
 }
 

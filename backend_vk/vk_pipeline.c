@@ -21,6 +21,7 @@
 
 enum {
   SPV_OP_EXECUTION_MODE = 16,
+  SPV_OP_CAPABILITY = 17,
   SPV_OP_TYPE_INT = 21,
   SPV_OP_TYPE_FLOAT = 22,
   SPV_OP_TYPE_VECTOR = 23,
@@ -35,6 +36,7 @@ enum {
   SPV_OP_EXECUTION_MODE_ID = 331,
 };
 enum { SPV_MODE_LOCAL_SIZE = 17, SPV_MODE_LOCAL_SIZE_ID = 38 };
+enum { SPV_CAP_GROUP_NON_UNIFORM = 61 };
 enum {
   SPV_DEC_BLOCK = 2,
   SPV_DEC_BUFFER_BLOCK = 3,
@@ -195,6 +197,18 @@ static bool spv_local_size(const Spv *s, uint32_t out[3]) {
   return false;
 }
 
+/* Whether the module declares the GroupNonUniform capability (any subgroup
+ * operation or built-in). */
+static bool spv_subgroups(const Spv *s) {
+  for (size_t i = 5; i < s->n; i += len_of(s->w[i])) {
+    const uint32_t *in = &s->w[i];
+    if (op_of(in[0]) == SPV_OP_CAPABILITY && len_of(in[0]) >= 2 &&
+        in[1] == SPV_CAP_GROUP_NON_UNIFORM)
+      return true;
+  }
+  return false;
+}
+
 /* Finds the buffers (into p->nbindings / p->access) and the push block size. */
 static tvk_status reflect_interface(DevProgram *p, Spv *s, Error *err) {
   uint32_t push_struct = 0, maxb = 0;
@@ -245,6 +259,7 @@ static tvk_status reflect(DevProgram *p, const uint32_t *w, size_t n, Error *err
   tvk_status st = reflect_interface(p, &s, err);
   if (st == TVK_OK && !spv_local_size(&s, p->local))
     st = err_set(err, TVK_ERR_COMPILE, "kernel '%s' declares no local_size", p->name);
+  p->subgroups = spv_subgroups(&s);
   free(s.ids);
   return st;
 }
@@ -316,9 +331,15 @@ static tvk_status make_pipeline(VkDev *v, DevProgram *p, const uint32_t *spirv, 
       .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = nwords * 4, .pCode = spirv};
   VkResult r = v->vk.vkCreateShaderModule(v->device, &mci, NULL, &p->module);
   if (r != VK_SUCCESS) return vk_check_to(v, err, r, "vkCreateShaderModule");
+  /* A kernel that uses subgroups runs on full ones where the device can
+   * promise it and its work group's width is a multiple of the subgroup:
+   * tvk's combines index subgroups as subgroup_id * S + subgroup_lane. */
+  bool full = p->subgroups && (v->features & VKFEAT_FULL_SUBGROUPS) && v->lim.subgroup_size &&
+              p->local[0] % v->lim.subgroup_size == 0;
   VkComputePipelineCreateInfo ci = {
       .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
       .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                .flags = full ? VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT : 0,
                 .stage = VK_SHADER_STAGE_COMPUTE_BIT,
                 .module = p->module,
                 .pName = "main"},

@@ -24,6 +24,7 @@ struct DevProgram {
   uint8_t *access;       /* per binding: VKACC_* (0: the shader does not declare it) */
   uint32_t push_bytes;   /* size of the push-constant block the shader declares (0: none) */
   uint32_t local[3];     /* the shader's local_size */
+  bool subgroups;        /* it declares GroupNonUniform (subgroup operations) */
   bool push_descriptors; /* bound with vkCmdPushDescriptorSetKHR, not a pool's set */
   VkShaderModule module;
   VkDescriptorSetLayout set_layout;

@@ -1192,20 +1192,21 @@ static const char golden_subgroup[] =
     "  precise float acc1 = float(tvk_zero);\n"
     "  precise float acc0 = float(tvk_zero);\n"
     "  precise int alu0 = (int(tvk_lin)*64);\n"
+    "  precise int alu1 = (int(gl_SubgroupID)*8);\n"
     "  for (int ridx1 = 0; ridx1 < 2; ridx1++) {\n"
-    "    precise int alu1 = ((alu0+(ridx1*32))+int(gl_LocalInvocationID.x));\n"
-    "    precise float val0 = data1[alu1];\n"
-    "    precise float val1 = data2[alu1];\n"
+    "    precise int alu2 = (((alu0+(ridx1*32))+alu1)+int(gl_SubgroupInvocationID));\n"
+    "    precise float val0 = data1[alu2];\n"
+    "    precise float val1 = data2[alu2];\n"
     "    acc0 = (acc0+(val0*val1));\n"
     "  }\n"
-    "  precise float alu2 = subgroupAdd(acc0);\n"
-    "  if ((int(gl_SubgroupInvocationID)<1)) temp0[int(gl_SubgroupID)] = alu2;\n"
+    "  precise float alu3 = subgroupAdd(acc0);\n"
+    "  if ((int(gl_SubgroupInvocationID)<1)) temp0[int(gl_SubgroupID)] = alu3;\n"
     "  memoryBarrierShared(); barrier();\n"
     "  for (int ridx6 = 0; ridx6 < 4; ridx6++) {\n"
     "    precise float val2 = temp0[ridx6];\n"
     "    acc1 = (acc1+val2);\n"
     "  }\n"
-    "  if ((int(gl_LocalInvocationID.x)<1)) data0[int(tvk_lin)] = acc1;\n"
+    "  if (((alu1+int(gl_SubgroupInvocationID))<1)) data0[int(tvk_lin)] = acc1;\n"
     "}\n";
 
 static void test_golden_subgroup(void **state) {
@@ -1488,14 +1489,19 @@ static int coalescing(UOp *g, const char *what, int *bad) {
   UOp **t = uop_toposort(g, &n);
   assert_non_null(t);
   UOp *vars[64];
-  int nv = 0, gid = -1, lid = -1, checked = 0;
+  int nv = 0, gid = -1, lid = -1, sid = -1, sl = -1, checked = 0;
   for (size_t i = 0; i < n && nv < 64; i++) {
     UOp *u = t[i];
     if (u->op == OP_SPECIAL && !strcmp(u->arg.var.name, "group_id")) gid = nv, vars[nv++] = u;
     if (u->op == OP_SPECIAL && !strcmp(u->arg.var.name, "local_id")) lid = nv, vars[nv++] = u;
+    /* a grouped kernel combining through subgroups (of the warp's 32) numbers
+     * its invocations by them: the warp is subgroup 0, its lanes in order */
+    if (u->op == OP_SPECIAL && !strcmp(u->arg.var.name, "subgroup_id")) sid = nv, vars[nv++] = u;
+    if (u->op == OP_SPECIAL && !strcmp(u->arg.var.name, "subgroup_lane")) sl = nv, vars[nv++] = u;
     if (u->op == OP_RANGE) vars[nv++] = u;
   }
-  assert_true(lid >= 0);
+  assert_true(lid >= 0 || sl >= 0);
+  int inv = lid >= 0 ? lid : sl; /* what numbers a warp's lanes */
   for (size_t i = 0; i < n; i++) {
     UOp *u = t[i];
     if ((u->op != OP_LOAD && u->op != OP_STORE) || u->src[0]->op != OP_INDEX ||
@@ -1512,9 +1518,9 @@ static int coalescing(UOp *g, const char *what, int *bad) {
         for (int lane = 0; lane < WARP; lane++) {
           for (int k = 0; k < nv; k++) {
             int64_t hi = uop_vmax(vars[k]);
-            vals[k] = k == lid ? lane : k == gid ? grp : (it < hi ? it : hi);
+            vals[k] = k == inv ? lane : k == gid ? grp : k == sid ? 0 : (it < hi ? it : hi);
           }
-          if (vals[lid] > uop_vmax(vars[lid])) continue; /* a work group smaller than a warp */
+          if (vals[inv] > uop_vmax(vars[inv])) continue; /* a work group smaller than a warp */
           if (gate && !sym_infer(gate, nv, vars, vals)) continue;
           int64_t a = sym_infer(idx, nv, vars, vals) * bytes, sg = a / SEGMENT;
           bool seen = false;

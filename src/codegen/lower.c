@@ -432,6 +432,14 @@ static tvk_status check_budget(LowerCtx *lc) {
  * of upcast axes) numbered row-major, one per invocation gid = group_id * local + local_id; the
  * output axes are the digits of min(gid, total - 1); when the last group runs past the end, a RANGE
  * of (gid < total ? 1 : 0) iterations is the bounds check that holds the stores and the reduces. */
+/* Whether a GROUP's combine goes through subgroups (CodegenOpts.subgroup =
+ * S): S divides the lanes, and the lanes are the work group's fastest index
+ * (slots_fast not set), so a subgroup holds one slot's lanes only. */
+static bool via_subgroups(const LowerCtx *lc) {
+  return lc->subgroup > 1 && lc->glanes >= lc->subgroup && lc->glanes % lc->subgroup == 0 &&
+         !lc->slots_fast;
+}
+
 /* Grid mode with a GROUP (opt.h): one work group per output element, the
  * grouped axis taken by its invocations (laned_axis); with a LOCAL of an
  * output axis by P, P outputs per work group, neighbouring ones along that
@@ -440,18 +448,29 @@ static tvk_status check_budget(LowerCtx *lc) {
  * the later, lane * P + slot when the LOCAL one is). */
 static bool make_axes_group(LowerCtx *lc, int64_t total, CgLaunch *launch) {
   const KernelDesc *ks = lc->ks;
-  int64_t L = lc->glanes, P = 1;
+  int64_t L = lc->glanes, P = 1, S = lc->subgroup;
   int slot_axis = -1;
   for (int d = 0; d < ks->ndim; d++)
     if (lc->loc[d] > 1) slot_axis = d, P = lc->loc[d];
   int64_t groups = total / P;
   lc->gslots = P;
+  lc->slots_fast = P > 1 && slot_axis > lc->gaxis;
   *launch = (CgLaunch){{groups, 1, 1}, {P * L, 1, 1}, 0, -1};
   UOp *flat = b_special(lc, arg_var("group_id", 0, groups > 1 ? groups - 1 : 0));
-  UOp *inv = b_special(lc, arg_var("local_id", 0, P * L - 1));
+  /* Where the combine goes through subgroups, the invocation's index is
+   * subgroup_id * S + subgroup_lane: Vulkan relates subgroups to nothing
+   * else, and on full subgroups (the backend asks for them) that index
+   * covers the work group, each subgroup S neighbouring entries. */
+  UOp *inv = NULL;
+  if (via_subgroups(lc)) {
+    UOp *sid = b_special(lc, arg_var("subgroup_id", 0, P * L / S - 1));
+    UOp *sl = b_special(lc, arg_var("subgroup_lane", 0, S - 1));
+    inv = sid && sl ? b2(OP_ADD, b2(OP_MUL, sid, b_c(lc, S)), sl) : NULL;
+  } else {
+    inv = b_special(lc, arg_var("local_id", 0, P * L - 1));
+  }
   if (!flat || !inv) return false;
   lc->inv = inv, lc->ninv = P * L;
-  lc->slots_fast = P > 1 && slot_axis > lc->gaxis;
   if (P == 1)
     lc->lane = inv, lc->gslot = NULL;
   else if (lc->slots_fast)
@@ -847,10 +866,7 @@ static UOp *subgroup_combine(LowerCtx *lc, Op op, UOp *ident, UOp *v) {
  * Through subgroups instead where the device reduces across them. */
 static UOp *group_combine(LowerCtx *lc, Op op, UOp *ident, UOp *v, bool sum) {
   UCtx *c = lc->ctx;
-  /* (a subgroup holds one slot's lanes only where the lanes are fastest) */
-  if (lc->subgroup > 1 && lc->glanes >= lc->subgroup && lc->glanes % lc->subgroup == 0 &&
-      !lc->slots_fast)
-    return subgroup_combine(lc, op, ident, v);
+  if (via_subgroups(lc)) return subgroup_combine(lc, op, ident, v);
   int64_t L = lc->glanes, P = lc->gslots, ids[2] = {lc->nlocal++, P * L};
   DType dt = v->dtype;
   UOp *mem = uop_new(c, OP_DEFINE_LOCAL, dt_ptr(dt, ADDR_LOCAL), 0, NULL, arg_ints(2, ids));
