@@ -139,4 +139,16 @@ UOp *ew_truth(const Ew *e, UOp *x);
 /* x != x: true exactly at NaNs (bool). */
 UOp *ew_isnan(UOp *x);
 
+/* ---- operand layouts for the CPU's register tiles (ops_matmul.c) ---- */
+
+/* Rows per panel of a packed operand. */
+#define MM_PANEL 16
+/* a (..., M, K), M % MM_PANEL == 0, copied into (..., M / MM_PANEL, K,
+ * MM_PANEL) contiguous and read back through a view as (..., M, K): a
+ * register tile's rows at one k are then neighbours. */
+tvk_tensor *mm_row_panels(tvk_tensor *a);
+/* Whether t lies on more than one device (sharded, or mixed): its parts are
+ * computed where they are (shard.c); a copy of the whole gathers them. */
+bool front_on_devices(const tvk_tensor *t);
+
 #endif

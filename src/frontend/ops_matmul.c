@@ -36,7 +36,6 @@
  * is packed at any size: its columns are a weight row apart, so a tile's 16
  * lanes were 16 scalar loads and inserts per k where a panel gives one
  * vector load. */
-#define MM_PANEL 16
 
 /* Whether t's device is a Vulkan device that runs on the CPU (lavapipe)
  * under its own rules (not TVK_GPU_RULES). */
@@ -45,16 +44,13 @@ static bool emulated_rules(const tvk_tensor *t) {
   return dev->codegen_mode == CG_MODE_GRID && dev->limits.emulated && !t->ctx->opt.gpu_rules;
 }
 
-/* Whether t lies on more than one device (sharded, or mixed): its parts are
- * multiplied where they are (shard.c), and a copy of the whole would
- * gather them onto one device first. */
-static bool on_devices(const tvk_tensor *t) {
+bool front_on_devices(const tvk_tensor *t) {
   return t->uop->device == UOP_DEVICE_MULTI || t->uop->device == UOP_DEVICE_MIXED;
 }
 
 static tvk_tensor *packed(tvk_tensor *b, bool transposed) {
   int64_t K = b->shape[0], N = b->shape[1];
-  if (on_devices(b)) return b;
+  if (front_on_devices(b)) return b;
   if (front_device(b)->codegen_mode == CG_MODE_GRID && !emulated_rules(b)) return b;
   if (sint_any_sym(K, N)) return b; /* panels of a symbolic size: not yet */
   if (N % MM_PANEL || K < (transposed ? MM_PANEL : 64) || (!transposed && N * K < (int64_t)1 << 18))
@@ -64,9 +60,7 @@ static tvk_tensor *packed(tvk_tensor *b, bool transposed) {
   return tvk_reshape(tvk_permute(p, (const int[]){1, 0, 2}), 2, (int64_t[]){K, N});
 }
 
-/* a (..., M, K) as (..., M / MM_PANEL, K, MM_PANEL) contiguous, read back as
- * (..., M, K) */
-static tvk_tensor *packed_panels(tvk_tensor *a) {
+tvk_tensor *mm_row_panels(tvk_tensor *a) {
   int nd = a->ndim;
   int64_t M = a->shape[nd - 2], K = a->shape[nd - 1], split[TVK_MAX_DIMS];
   int perm[TVK_MAX_DIMS];
@@ -97,18 +91,18 @@ static tvk_tensor *packed_panels(tvk_tensor *a) {
  *   writes M * K elements once against M * N * K multiply-adds: N >= 256. */
 static tvk_tensor *packed_rows(tvk_tensor *a, const tvk_tensor *b) {
   int nd = a->ndim;
-  if (nd < 2 || b->ndim < 2 || nd >= TVK_MAX_DIMS || on_devices(a)) return a;
+  if (nd < 2 || b->ndim < 2 || nd >= TVK_MAX_DIMS || front_on_devices(a)) return a;
   for (int d = 0; d < nd; d++) /* panels of a symbolic size: not yet */
     if (sint_is_sym(a->shape[d])) return a;
   int64_t M = a->shape[nd - 2], K = a->shape[nd - 1], N = b->shape[b->ndim - 1];
   if (M % MM_PANEL || K < 64) return a;
   const Device *dev = front_device(a);
   if (emulated_rules(a) && nd == 2 && b->ndim == 2 && M * K >= (int64_t)1 << 18)
-    return packed_panels(a);
+    return mm_row_panels(a);
   if (dev->codegen_mode == CG_MODE_GRID || sint_is_sym(N)) return a;
   int64_t row_bytes = K * (int64_t)dt_scalar_size(dt_from_tvk(a->dtype));
   if (row_bytes > 2048 || N < 256 || M * K < (int64_t)1 << 16) return a;
-  return packed_panels(a);
+  return mm_row_panels(a);
 }
 
 static tvk_tensor *matmul_body(tvk_tensor *a, tvk_tensor *b, ScalarType res, bool transposed) {
