@@ -428,10 +428,6 @@ static tvk_status check_budget(LowerCtx *lc) {
                    (long long)total, CG_GRID_LOOP_BUDGET);
 }
 
-/* Grid mode (codegen.h, lower_kernel_grid): the output elements (the blocks
- * of upcast axes) numbered row-major, one per invocation gid = group_id * local + local_id; the
- * output axes are the digits of min(gid, total - 1); when the last group runs past the end, a RANGE
- * of (gid < total ? 1 : 0) iterations is the bounds check that holds the stores and the reduces. */
 /* Whether a GROUP's combine goes through subgroups (CodegenOpts.subgroup =
  * S): S divides the lanes, and the lanes are the work group's fastest index
  * (slots_fast not set), so a subgroup holds one slot's lanes only. */
@@ -544,6 +540,11 @@ static bool make_axes_local(LowerCtx *lc, int64_t total, CgLaunch *launch) {
   return true;
 }
 
+/* Grid mode (codegen.h, lower_kernel_grid), no GROUP or LOCAL: the output
+ * elements (the blocks of upcast axes) numbered row-major, one per invocation gid = group_id *
+ * local + local_id; the output axes are the digits of min(gid, total - 1); when the last group runs
+ * past the end, a RANGE of (gid < total ? 1 : 0) iterations is the bounds check that holds the
+ * stores and the reduces. */
 static bool make_axes_grid(LowerCtx *lc, int local_size, CgLaunch *launch) {
   const KernelDesc *ks = lc->ks;
   UCtx *c = lc->ctx;

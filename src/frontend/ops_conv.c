@@ -275,8 +275,8 @@ static bool conv_operands(const char *op, tvk_tensor *x, tvk_tensor *w, tvk_tens
 
 /* ---------------------------------------------------------------- conv2d */
 
-/* On the CPU, the weight (Cout, Cg, kh, kw) of a convolution over many
- * positions is copied into panels of MM_PANEL output channels (each group's
+/* On the CPU, the float32 weight (Cout, Cg, kh, kw) of a convolution over
+ * many positions is copied into panels of MM_PANEL output channels (each group's
  * Og a multiple of it) where an output channel's weights lie under 4 KiB
  * apart: the register tile's output channels at one (c, i, j) are then
  * neighbours, read by FMAs with a broadcast from memory, where gcc read
@@ -294,7 +294,7 @@ static tvk_tensor *packed_weight(tvk_tensor *w, int64_t Og, int64_t positions) {
   for (int d = 0; d < 4; d++)
     if (sint_is_sym(w->shape[d])) return w;
   int64_t Cout = w->shape[0], row = w->shape[1] * w->shape[2] * w->shape[3];
-  if (row * (int64_t)dt_scalar_size(dt_from_tvk(w->dtype)) >= 4096) return w;
+  if (w->dtype != TVK_FLOAT32 || row * 4 >= 4096) return w;
   tvk_tensor *p = mm_row_panels(tvk_reshape(w, 2, (int64_t[]){Cout, row}));
   return tvk_reshape(p, 4, w->shape);
 }

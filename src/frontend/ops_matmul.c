@@ -73,14 +73,14 @@ tvk_tensor *mm_row_panels(tvk_tensor *a) {
   return tvk_reshape(tvk_permute(p, perm), nd, a->shape);
 }
 
-/* A large 2-D left operand is packed too, in panels of MM_PANEL rows,
- * (M / MM_PANEL, K, MM_PANEL) contiguous, read back through a view as (M, K),
- * so that the register tile's rows of A at one k are neighbours:
- * - on an emulated device (lavapipe): two 32-byte accesses (vectorize.c)
- *   where they were 16 scalar ones, and each access there is a loop over the
- *   SIMD lanes;
- * - on the CPU, where A's rows lie at most 2 KiB apart (K * 4 <= 2048 for
- *   float32): gcc then reads each row's value of the tile with a full-width
+/* The left operand (..., M, K) is packed too, in panels of MM_PANEL rows
+ * (mm_row_panels), so that the register tile's rows of A at one k are
+ * neighbours:
+ * - on an emulated device (lavapipe), 2-D and large: two 32-byte accesses
+ *   (vectorize.c) where they were 16 scalar ones, and each access there is a
+ *   loop over the SIMD lanes;
+ * - on the CPU, float32 whose rows lie at most 2 KiB apart (K <= 512),
+ *   batched too: gcc otherwise reads each row's value of the tile with a full-width
  *   vector load (most of them split across two cache lines) and a register
  *   broadcast, where rows further apart, or packed ones, get an FMA with a
  *   broadcast from memory (read in the compiled kernels). Packed, matmul
@@ -100,8 +100,7 @@ static tvk_tensor *packed_rows(tvk_tensor *a, const tvk_tensor *b) {
   if (emulated_rules(a) && nd == 2 && b->ndim == 2 && M * K >= (int64_t)1 << 18)
     return mm_row_panels(a);
   if (dev->codegen_mode == CG_MODE_GRID || sint_is_sym(N)) return a;
-  int64_t row_bytes = K * (int64_t)dt_scalar_size(dt_from_tvk(a->dtype));
-  if (row_bytes > 2048 || N < 256 || M * K < (int64_t)1 << 16) return a;
+  if (a->dtype != TVK_FLOAT32 || K * 4 > 2048 || N < 256 || M * K < (int64_t)1 << 16) return a;
   return mm_row_panels(a);
 }
 
