@@ -275,9 +275,10 @@ static bool conv_operands(const char *op, tvk_tensor *x, tvk_tensor *w, tvk_tens
 
 /* ---------------------------------------------------------------- conv2d */
 
-/* On the CPU, the float32 weight (Cout, Cg, kh, kw) of a convolution over
- * many positions is copied into panels of MM_PANEL output channels (each group's
- * Og a multiple of it) where an output channel's weights lie under 4 KiB
+/* On a CPU whose kernels use 64-byte vectors (AVX-512; built for AVX2 the
+ * same convolutions ran as fast packed or not), the float32 weight (Cout,
+ * Cg, kh, kw) of a convolution over many positions is copied into panels of MM_PANEL output
+ * channels (each group's Og a multiple of it) where an output channel's weights lie under 4 KiB
  * apart: the register tile's output channels at one (c, i, j) are then
  * neighbours, read by FMAs with a broadcast from memory, where gcc read
  * each with a full vector load and a register broadcast (as for matmul's A,
@@ -289,7 +290,8 @@ static bool conv_operands(const char *op, tvk_tensor *x, tvk_tensor *w, tvk_tens
  * every one of the N * Ho * Wo positions: at least 256 of them. */
 static tvk_tensor *packed_weight(tvk_tensor *w, int64_t Og, int64_t positions) {
   const Device *dev = front_device(w);
-  if (dev->codegen_mode == CG_MODE_GRID || front_on_devices(w) || Og % MM_PANEL || positions < 256)
+  if (dev->codegen_mode == CG_MODE_GRID || dev->limits.vector_bytes < 64 || front_on_devices(w) ||
+      Og % MM_PANEL || positions < 256)
     return w;
   for (int d = 0; d < 4; d++)
     if (sint_is_sym(w->shape[d])) return w;

@@ -79,16 +79,19 @@ tvk_tensor *mm_row_panels(tvk_tensor *a) {
  * - on an emulated device (lavapipe), 2-D and large: two 32-byte accesses
  *   (vectorize.c) where they were 16 scalar ones, and each access there is a
  *   loop over the SIMD lanes;
- * - on the CPU, float32 whose rows lie at most 2 KiB apart (K <= 512),
- *   batched too: gcc otherwise reads each row's value of the tile with a full-width
- *   vector load (most of them split across two cache lines) and a register
- *   broadcast, where rows further apart, or packed ones, get an FMA with a
- *   broadcast from memory (read in the compiled kernels). Packed, matmul
- *   512^3 ran in 1.28-1.33 ms against 1.99-2.07, 1024x512x1024 5.2 against
- *   7.7-7.9, 2048x128x1024 2.5-2.6 against 4.1-8.2; with rows 3 KiB or more
- *   apart packing was 5-16% slower (768: 2.12 against 1.83; 1024 and 2048
- *   too) (Zen 5, AVX-512, 2 threads, alternating runs). The copy reads and
- *   writes M * K elements once against M * N * K multiply-adds: N >= 256. */
+ * - on a CPU whose kernels use 64-byte vectors (AVX-512), float32 whose
+ *   rows lie at most 2 KiB apart (K <= 512), batched too: gcc otherwise
+ *   reads each row's value of the tile with a full-width vector load (most
+ *   of them split across two cache lines) and a register broadcast, where
+ *   rows further apart, or packed ones, get an FMA with a broadcast from
+ *   memory (read in the compiled kernels). Packed, matmul 512^3 ran in
+ *   1.28-1.33 ms against 1.99-2.07, 1024x512x1024 5.2 against 7.7-7.9,
+ *   2048x128x1024 2.5-2.6 against 4.1-8.2; with rows 3 KiB or more apart
+ *   packing was 5-16% slower (768: 2.12 against 1.83; 1024 and 2048 too)
+ *   (Zen 5, 2 threads, alternating runs). The same kernels built for AVX2
+ *   on that machine gained 7-13% at K = 512 and 256 and lost 13% at K =
+ *   128, so 32-byte vectors keep A as it is. The copy reads and writes
+ *   M * K elements once against M * N * K multiply-adds: N >= 256. */
 static tvk_tensor *packed_rows(tvk_tensor *a, const tvk_tensor *b) {
   int nd = a->ndim;
   if (nd < 2 || b->ndim < 2 || nd >= TVK_MAX_DIMS || front_on_devices(a)) return a;
@@ -99,7 +102,8 @@ static tvk_tensor *packed_rows(tvk_tensor *a, const tvk_tensor *b) {
   const Device *dev = front_device(a);
   if (emulated_rules(a) && nd == 2 && b->ndim == 2 && M * K >= (int64_t)1 << 18)
     return mm_row_panels(a);
-  if (dev->codegen_mode == CG_MODE_GRID || sint_is_sym(N)) return a;
+  if (dev->codegen_mode == CG_MODE_GRID || dev->limits.vector_bytes < 64 || sint_is_sym(N))
+    return a;
   if (a->dtype != TVK_FLOAT32 || K * 4 > 2048 || N < 256 || M * K < (int64_t)1 << 16) return a;
   return mm_row_panels(a);
 }
