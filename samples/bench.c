@@ -25,10 +25,11 @@
  *  - conv, softmax, layernorm: plain single-threaded C loops in this program
  *    ("C 1-thr"; softmax and layernorm in three row passes), compiled with
  *    the bench; once for cases over a second, else the median of 3 runs.
- *  - a*b+c and sum: a memory-bandwidth probe in plain C on all cores (one
- *    thread per online CPU, each on its own slice, over its own arrays as
- *    large as the case's): a triad a[i] = b[i] * s + c[i] ("triad") for
- *    a*b+c, a read-only sum ("read") for sum; median of as many runs as tvk
+ *  - a*b+c, sum and sum axis 0 (column sums of 4096 x 4096): a
+ *    memory-bandwidth probe in plain C on all cores (one thread per online
+ *    CPU, each on its own slice, over its own arrays as large as the case's):
+ *    a triad a[i] = b[i] * s + c[i] ("triad") for a*b+c, a read-only sum
+ *    ("read") for the sums; median of as many runs as tvk
  *    had, the result checked. Its GB/s counts what it reads and writes (12 and
  *    4 bytes per element).
  * Before the table: the host (the CPU's model, its vector ISA, its L2 cache, the CPUs
@@ -224,6 +225,23 @@ static double check_conv(Case *c, const float *out) {
 }
 
 static tvk_tensor *build_sum(Case *c) { return tvk_sum(c->in[0], 0, NULL, false); }
+
+/* Column sums of a CS x CS matrix (a bias's gradient, a batch norm's
+ * statistics): a reduce along the strided axis, the outputs along the
+ * contiguous one. */
+enum { CS = 4096 };
+static tvk_tensor *build_colsum(Case *c) { return tvk_sum(c->in[0], 1, (int[]){0}, false); }
+
+static double check_colsum(Case *c, const float *out) {
+  double worst = 0;
+  for (int64_t j = 0; j < CS; j++) {
+    double ref = 0;
+    for (int64_t i = 0; i < CS; i++) ref += c->host[0][i * CS + j];
+    double e = fabs(ref - out[j]) / sqrt((double)CS); /* as check_sum */
+    if (e > worst) worst = e;
+  }
+  return worst;
+}
 
 static double check_sum(Case *c, const float *out) {
   double ref = 0;
@@ -881,6 +899,23 @@ int main(int argc, char **argv) {
        {{big, 0}},
        (double)big,
        (double)big * 4},
+      /* the read probe over the matrix's CS * CS elements */
+      {"sum axis 0 4096x4096 f32",
+       build_colsum,
+       check_colsum,
+       REF_READ,
+       NULL,
+       1e-3,
+       1,
+       1,
+       0,
+       (int64_t)CS * CS,
+       0,
+       EPI_NONE,
+       1,
+       {{CS, CS}},
+       (double)CS * CS,
+       ((double)CS * CS + CS) * 4},
   };
   int nspecs = (int)(sizeof specs / sizeof specs[0]), bad = 0;
   for (int i = 0; i < nspecs; i++) {

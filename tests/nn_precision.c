@@ -143,6 +143,32 @@ static void test_sums_every_axis(void **state) {
   nn_finish();
 }
 
+/* Column sums of a (1000, 1024) matrix (a bias's gradient): on the CPU the
+ * columns are upcast by 8 vectors of lanes (opt.c, rows_plan), each row's
+ * run read at once; every output against its exact sum. */
+static void test_column_sums(void **state) {
+  (void)state;
+  enum { R = 1000, C = 1024 };
+  const int64_t sh[2] = {R, C};
+  for (Data d = D_POINT3; d <= D_UNIFORM; d++) {
+    float *v = make_data(d, (int64_t)R * C);
+    double *exact = calloc(C, sizeof *exact);
+    for (int64_t i = 0; i < R; i++)
+      for (int64_t j = 0; j < C; j++) exact[j] += v[i * C + j];
+    tvk_tensor *x = from_floats(2, sh, v);
+    double *got = nn_fetch(tvk_sum(x, 1, (const int[]){0}, false));
+    double worst = 0;
+    for (int64_t j = 0; got && j < C; j++)
+      worst = fmax(worst, fabs(got[j] - exact[j]) / fabs(exact[j]));
+    nn_expect(got && worst <= SAME_SIGN_RTOL,
+              "column sums of (1000, 1024) x %s: worst relative error %.3g", data_name(d), worst);
+    free(got), free(exact);
+    tvk_release(x);
+    free(v);
+  }
+  nn_finish();
+}
+
 /* A matmul's inner dimension: (3, 10^5) @ (10^5, 4) of positive values. */
 static void test_matmul_inner(void **state) {
   (void)state;
@@ -240,7 +266,8 @@ static void test_awkward_lengths(void **state) {
 }
 
 const struct CMUnitTest nn_precision_tests[] = {
-    NN_TEST(test_long_sums),    NN_TEST(test_ones_past_2_24),    NN_TEST(test_sums_every_axis),
-    NN_TEST(test_matmul_inner), NN_TEST(test_var_std_precision), NN_TEST(test_awkward_lengths),
+    NN_TEST(test_long_sums),       NN_TEST(test_ones_past_2_24), NN_TEST(test_sums_every_axis),
+    NN_TEST(test_column_sums),     NN_TEST(test_matmul_inner),   NN_TEST(test_var_std_precision),
+    NN_TEST(test_awkward_lengths),
 };
 const size_t nn_precision_count = sizeof nn_precision_tests / sizeof nn_precision_tests[0];
