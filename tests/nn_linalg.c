@@ -107,6 +107,21 @@ static bool on_wide_cpu(void) {
   return context_device(&in) && in.kind == TVK_DEVICE_KIND_CPU && in.subgroup_size >= 16;
 }
 
+/* (M, K) @ (K, N) of random floats against double loops, in `kernels`
+ * kernels. */
+static void check_mm_kernels(int64_t M, int64_t K, int64_t N, int kernels) {
+  char what[64];
+  snprintf(what, sizeof what, "(%lld, %lld) @ (%lld, %lld)", (long long)M, (long long)K,
+           (long long)K, (long long)N);
+  double bound, *a = f32_vals(M * K, -1, 1), *b = f32_vals(K * N, -1, 1);
+  double *ref = mm_ref(a, b, M, K, N, &bound);
+  tvk_tensor *c = tvk_matmul(nn_tensor(TVK_FLOAT32, 2, (int64_t[]){M, K}, a),
+                             nn_tensor(TVK_FLOAT32, 2, (int64_t[]){K, N}, b));
+  nn_expect_kernels(what, c, kernels);
+  nn_check(what, c, TVK_FLOAT32, 2, (int64_t[]){M, N}, ref, 0, K * EPS32 * bound);
+  free(a), free(b), free(ref);
+}
+
 static void test_matmul_2d(void **state) {
   (void)state;
   check_mm_2d("(5, 7) @ (7, 3)", 2, (int64_t[]){5, 7}, 2, (int64_t[]){7, 3}, 2, (int64_t[]){5, 3});
@@ -131,26 +146,10 @@ static void test_matmul_2d(void **state) {
   /* (512, 512) @ (512, 48): on a software Vulkan device A is first copied into
    * panels of 16 rows (a second kernel), and the register tile reads its rows
    * at each k as neighbours; B (48 columns) stays as it is */
-  const int64_t M = 512, K = 512, N = 48;
-  double *pa = f32_vals(M * K, -1, 1), *pb = f32_vals(K * N, -1, 1);
-  double *pref = mm_ref(pa, pb, M, K, N, &bound);
-  tvk_tensor *pc = tvk_matmul(nn_tensor(TVK_FLOAT32, 2, (int64_t[]){M, K}, pa),
-                              nn_tensor(TVK_FLOAT32, 2, (int64_t[]){K, N}, pb));
-  nn_expect_kernels("matmul (512, 512) @ (512, 48)", pc, on_software_vk() ? 2 : 1);
-  nn_check("(512, 512) @ (512, 48)", pc, TVK_FLOAT32, 2, (int64_t[]){M, N}, pref, 0,
-           K * EPS32 * bound);
-  free(pa), free(pb), free(pref);
+  check_mm_kernels(512, 512, 48, on_software_vk() ? 2 : 1);
   /* (512, 128) @ (128, 256): A's rows lie 512 bytes apart, so an AVX-512
    * CPU copies it into panels of 16 rows first (a second kernel) */
-  const int64_t M2 = 512, K2 = 128, N2 = 256;
-  double *qa = f32_vals(M2 * K2, -1, 1), *qb = f32_vals(K2 * N2, -1, 1);
-  double *qref = mm_ref(qa, qb, M2, K2, N2, &bound);
-  tvk_tensor *qc = tvk_matmul(nn_tensor(TVK_FLOAT32, 2, (int64_t[]){M2, K2}, qa),
-                              nn_tensor(TVK_FLOAT32, 2, (int64_t[]){K2, N2}, qb));
-  nn_expect_kernels("matmul (512, 128) @ (128, 256)", qc, on_wide_cpu() ? 2 : 1);
-  nn_check("(512, 128) @ (128, 256)", qc, TVK_FLOAT32, 2, (int64_t[]){M2, N2}, qref, 0,
-           K2 * EPS32 * bound);
-  free(qa), free(qb), free(qref);
+  check_mm_kernels(512, 128, 256, on_wide_cpu() ? 2 : 1);
   nn_finish();
 }
 

@@ -243,7 +243,10 @@ static void run_plan_opts(Device *d, const Case *k, const CodegenOpts *o, void *
   kernel_source_free(&ks);
 }
 
-static void run_plan(Device *d, const Case *k, const OptPlan *plan, void *out, size_t out_bytes) {
+/* The same with a GROUP's combine allowed through subgroups of `subgroup`
+ * (0: none). */
+static void run_plan_sub(Device *d, const Case *k, const OptPlan *plan, int subgroup, void *out,
+                         size_t out_bytes) {
   OptTarget t = target_of(d);
   CodegenOpts o = {.lang = d->lang,
                    .mode = t.mode,
@@ -251,8 +254,13 @@ static void run_plan(Device *d, const Case *k, const OptPlan *plan, void *out, s
                    .plan = plan,
                    .noopt = plan == NULL,
                    .max_local = t.max_local,
-                   .shared_bytes = t.shared_bytes};
+                   .shared_bytes = t.shared_bytes,
+                   .subgroup = subgroup};
   run_plan_opts(d, k, &o, out, out_bytes);
+}
+
+static void run_plan(Device *d, const Case *k, const OptPlan *plan, void *out, size_t out_bytes) {
+  run_plan_sub(d, k, plan, 0, out, out_bytes);
 }
 
 /* A random valid plan: each output axis upcast or spread by a random divisor
@@ -1014,15 +1022,7 @@ static void test_group_order(void **state) {
       if (pi < 3) {
         run_plan(vk, &k, &plans[pi], out, sizeof out);
       } else if (sg) {
-        OptTarget t = target_of(vk);
-        CodegenOpts o = {.lang = vk->lang,
-                         .mode = t.mode,
-                         .local_size = 32,
-                         .plan = &plans[1],
-                         .max_local = t.max_local,
-                         .shared_bytes = t.shared_bytes,
-                         .subgroup = S};
-        run_plan_opts(vk, &k, &o, out, sizeof out);
+        run_plan_sub(vk, &k, &plans[1], S, out, sizeof out);
       } else {
         continue;
       }
@@ -1068,17 +1068,8 @@ static void test_group_order(void **state) {
      * side they give each row's bits of one row per work group */
     if (sg && !cols) {
       float one[R], side[R];
-      for (int pi = 0; pi < 2; pi++) {
-        OptTarget t = target_of(vk);
-        CodegenOpts o = {.lang = vk->lang,
-                         .mode = t.mode,
-                         .local_size = 32,
-                         .plan = &plans[pi],
-                         .max_local = t.max_local,
-                         .shared_bytes = t.shared_bytes,
-                         .subgroup = S};
-        run_plan_opts(vk, &k, &o, pi ? side : one, sizeof one);
-      }
+      for (int pi = 0; pi < 2; pi++)
+        run_plan_sub(vk, &k, &plans[pi], S, pi ? side : one, sizeof one);
       for (int row = 0; row < R; row++)
         if (memcmp(&one[row], &side[row], sizeof one[row]))
           fail_msg("subgroups, row %d: %.9g side by side, %.9g alone", row, side[row], one[row]);
@@ -1209,6 +1200,29 @@ static const char golden_subgroup[] =
     "  if (((alu1+int(gl_SubgroupInvocationID))<1)) data0[int(tvk_lin)] = acc1;\n"
     "}\n";
 
+/* The 2 row sums of (2, 64) products `sink` under the codegen options o
+ * (a plan through subgroups of 8) on Vulkan, each within the sum's bound of
+ * the double reference; where the device has 8-wide subgroup arithmetic. */
+static void check_subgroup_rows(Device *vk, UOp *sink, CodegenOpts *o, const char *what) {
+  if (!vk || !vk->limits.subgroup_reduce || vk->limits.subgroup_size != 8) return;
+  Case k = {.kind = 1, .t = DT_FLOAT32, .full = {2, 64, 1}, .red = 2, .rop = OP_ADD};
+  k.sink = sink;
+  for (int i = 0; i < 2; i++) {
+    k.in[i] = (Input){shp(2, (int64_t)2, (int64_t)64), 128, malloc(128 * sizeof(double))};
+    for (int e = 0; e < 128; e++) k.in[i].host[e] = (double)(pick(2001) - 1000) / 512;
+  }
+  float out[2];
+  o->lang = vk->lang;
+  run_plan_opts(vk, &k, o, out, sizeof out);
+  for (int row = 0; row < 2; row++) {
+    int64_t idx[3] = {row, 0, 0};
+    double want = reference(&k, idx);
+    if (!(fabs(out[row] - want) <= tolerance(&k, idx)))
+      fail_msg("%s, row %d: %.9g, the reference %.9g", what, row, out[row], want);
+  }
+  case_free(&k);
+}
+
 static void test_golden_subgroup(void **state) {
   Suite *s = *state;
   UCtx *c = s->c;
@@ -1227,25 +1241,7 @@ static void test_golden_subgroup(void **state) {
       strcmp(body, golden_subgroup) != 0)
     fail_msg("generated source changed:\n%s", ks.src);
   kernel_source_free(&ks);
-  Device *vk = s->dev[1];
-  if (vk && vk->limits.subgroup_reduce && vk->limits.subgroup_size == 8) {
-    Case k = {.kind = 1, .t = DT_FLOAT32, .full = {2, 64, 1}, .red = 2, .rop = OP_ADD};
-    k.sink = sink;
-    for (int i = 0; i < 2; i++) {
-      k.in[i] = (Input){shp(2, (int64_t)2, (int64_t)64), 128, malloc(128 * sizeof(double))};
-      for (int e = 0; e < 128; e++) k.in[i].host[e] = (double)(pick(2001) - 1000) / 512;
-    }
-    float out[2];
-    o.lang = vk->lang;
-    run_plan_opts(vk, &k, &o, out, sizeof out);
-    for (int row = 0; row < 2; row++) {
-      int64_t idx[3] = {row, 0, 0};
-      double want = reference(&k, idx);
-      if (!(fabs(out[row] - want) <= tolerance(&k, idx)))
-        fail_msg("row %d: %.9g, the reference %.9g", row, out[row], want);
-    }
-    case_free(&k);
-  }
+  check_subgroup_rows(s->dev[1], sink, &o, "GROUP(1,32)");
   /* a subgroup per row (GROUP's lanes = the subgroup, two rows side by side):
    * the subgroup's total is the row's, with no work-group memory and no
    * barrier */
@@ -1254,24 +1250,7 @@ static void test_golden_subgroup(void **state) {
   if (!strstr(ks.src, "subgroupAdd(") || strstr(ks.src, "shared ") || strstr(ks.src, "barrier("))
     fail_msg("a subgroup per row:\n%s", ks.src);
   kernel_source_free(&ks);
-  if (vk && vk->limits.subgroup_reduce && vk->limits.subgroup_size == 8) {
-    Case k = {.kind = 1, .t = DT_FLOAT32, .full = {2, 64, 1}, .red = 2, .rop = OP_ADD};
-    k.sink = sink;
-    for (int i = 0; i < 2; i++) {
-      k.in[i] = (Input){shp(2, (int64_t)2, (int64_t)64), 128, malloc(128 * sizeof(double))};
-      for (int e = 0; e < 128; e++) k.in[i].host[e] = (double)(pick(2001) - 1000) / 512;
-    }
-    float out[2];
-    o.lang = vk->lang;
-    run_plan_opts(vk, &k, &o, out, sizeof out);
-    for (int row = 0; row < 2; row++) {
-      int64_t idx[3] = {row, 0, 0};
-      double want = reference(&k, idx);
-      if (!(fabs(out[row] - want) <= tolerance(&k, idx)))
-        fail_msg("a subgroup per row, row %d: %.9g, the reference %.9g", row, out[row], want);
-    }
-    case_free(&k);
-  }
+  check_subgroup_rows(s->dev[1], sink, &o, "a subgroup per row");
   uop_pool_drain(c, 0);
 }
 

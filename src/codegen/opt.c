@@ -676,12 +676,11 @@ static bool columns_plan(UOp *norm, const KernelDesc *kd, const Shape *sh, const
 
 /* The levels of a blocked float sum over the kernel's reduce (codegen.h,
  * CG_SUM_BLOCK), each of which keeps accumulators of its own live in the
- * loops; 1 for an exact reduce. */
-static int sum_levels(const KernelDesc *kd, const Shape *sh) {
+ * loops; 1 for an exact reduce (float_sum false). */
+static int sum_levels(const KernelDesc *kd, bool float_sum) {
   int64_t k = kernel_iterations(kd, kd->reduce_axes);
   int levels = 1;
-  for (int64_t b = CG_SUM_BLOCK; sh->float_sum && b < k && levels < CG_MAX_DIGITS;
-       b *= CG_SUM_BLOCK)
+  for (int64_t b = CG_SUM_BLOCK; float_sum && b < k && levels < CG_MAX_DIGITS; b *= CG_SUM_BLOCK)
     levels++;
   return levels;
 }
@@ -700,7 +699,7 @@ static bool rows_plan(const KernelDesc *kd, const Shape *sh, const OptTarget *t,
                       int32_t lanes, OptPlan *plan) {
   int axis = longest_reduce_axis(kd);
   if (axis < 0 || sh->unit_loads >> axis & 1 || !(sh->unit_loads >> vec & 1)) return false;
-  int levels = sum_levels(kd, sh), nvec = 1;
+  int levels = sum_levels(kd, sh->float_sum), nvec = 1;
   while (nvec * 2 <= 8 && nvec * 2 * levels + 4 <= t->vector_regs) nvec *= 2;
   int32_t u = dividing(kd->full[vec], lanes * nvec);
   while (u > lanes && (kd->full[vec] / u < 8 || u * sh->body > OPT_CPU_ROWS_BUDGET)) u /= 2;
@@ -718,9 +717,7 @@ static bool rows_plan(const KernelDesc *kd, const Shape *sh, const OptTarget *t,
  * is 4 rows: its registers are per invocation and shared by many. */
 static int32_t tile_rows(const KernelDesc *kd, const OptTarget *t, int32_t cols) {
   if (t->mode == CG_MODE_GRID) return 4;
-  int64_t k = kernel_iterations(kd, kd->reduce_axes);
-  int levels = 1;
-  for (int64_t b = CG_SUM_BLOCK; b < k && levels < CG_MAX_DIGITS; b *= CG_SUM_BLOCK) levels++;
+  int levels = sum_levels(kd, true); /* (a matmul's reduce, counted as a float sum) */
   int per_row = t->vector_floats > 0 && cols > t->vector_floats ? cols / t->vector_floats : 1;
   return 8 * per_row * levels + 4 <= t->vector_regs ? 8 : 4;
 }

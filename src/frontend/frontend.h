@@ -123,6 +123,12 @@ static inline const Device *front_device(const tvk_tensor *t) {
   return t->ctx->devs[t->uop->device > 0 ? t->uop->device : 0];
 }
 
+/* Whether t lies on more than one device (sharded, or mixed): its parts are
+ * computed where they are (shard.c); a copy of the whole gathers them. */
+static inline bool front_on_devices(const tvk_tensor *t) {
+  return t->uop->device == UOP_DEVICE_MULTI || t->uop->device == UOP_DEVICE_MIXED;
+}
+
 /* A 0-d constant folded into the kernels' source, for the constants of the
  * ops' own formulas (tvk_scalar makes a float32 one a launch value instead,
  * for the app's scalars that change from call to call). */

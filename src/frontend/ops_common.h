@@ -147,8 +147,5 @@ UOp *ew_isnan(UOp *x);
  * MM_PANEL) contiguous and read back through a view as (..., M, K): a
  * register tile's rows at one k are then neighbours. */
 tvk_tensor *mm_row_panels(tvk_tensor *a);
-/* Whether t lies on more than one device (sharded, or mixed): its parts are
- * computed where they are (shard.c); a copy of the whole gathers them. */
-bool front_on_devices(const tvk_tensor *t);
 
 #endif

@@ -44,10 +44,6 @@ static bool emulated_rules(const tvk_tensor *t) {
   return dev->codegen_mode == CG_MODE_GRID && dev->limits.emulated && !t->ctx->opt.gpu_rules;
 }
 
-bool front_on_devices(const tvk_tensor *t) {
-  return t->uop->device == UOP_DEVICE_MULTI || t->uop->device == UOP_DEVICE_MIXED;
-}
-
 static tvk_tensor *packed(tvk_tensor *b, bool transposed) {
   int64_t K = b->shape[0], N = b->shape[1];
   if (front_on_devices(b)) return b;
